@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Socket addresses as the config writes them: "192.0.2.1:7100",
+ * "[2001:db8::1]:7100", "localhost:80" is refused (numeric only, so a
+ * config means the same thing on every start and no resolver is needed).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smcproxyd.h"
+
+static int
+addr_parse_ip(const char *host, uint16_t port, struct addr *out)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
+
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		out->len = sizeof(*sin);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		out->len = sizeof(*sin6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Parse "IPv4:port" or "[IPv6]:port"; port 1..65535.  0 or -EINVAL. */
+int
+addr_parse(const char *s, struct addr *out)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *h = s;
+	size_t hlen;
+	char *end;
+	long port;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (close == NULL || close[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)))
+			return -EINVAL;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno || *end != '\0' || port < 1 || port > 65535)
+		return -EINVAL;
+	return addr_parse_ip(host, (uint16_t)port, out);
+}
+
+/* Parse a bare IPv4 or IPv6 address (port 0).  0 or -EINVAL. */
+int
+addr_parse_host(const char *s, struct addr *out)
+{
+	return addr_parse_ip(s, 0, out);
+}
+
+/* Format as "ip:port" / "[ip6]:port" into buf; returns buf. */
+const char *
+addr_str(const struct addr *a, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)&a->ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(sin->sin_port));
+	} else if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(sin6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+	return buf;
+}
+
+/* Same IP address, ports ignored (IPv4-mapped IPv6 equals its IPv4). */
+bool
+addr_same_host(const struct addr *a, const struct addr *b)
+{
+	struct in_addr a4, b4;
+	int fa = 0, fb = 0;
+	const struct sockaddr_in6 *s6;
+
+	if (a->ss.ss_family == AF_INET) {
+		a4 = ((const struct sockaddr_in *)&a->ss)->sin_addr;
+		fa = 1;
+	} else if (a->ss.ss_family == AF_INET6) {
+		s6 = (const void *)&a->ss;
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			memcpy(&a4, &s6->sin6_addr.s6_addr[12], 4);
+			fa = 1;
+		}
+	}
+	if (b->ss.ss_family == AF_INET) {
+		b4 = ((const struct sockaddr_in *)&b->ss)->sin_addr;
+		fb = 1;
+	} else if (b->ss.ss_family == AF_INET6) {
+		s6 = (const void *)&b->ss;
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			memcpy(&b4, &s6->sin6_addr.s6_addr[12], 4);
+			fb = 1;
+		}
+	}
+	if (fa && fb)
+		return a4.s_addr == b4.s_addr;
+	if (fa || fb || a->ss.ss_family != b->ss.ss_family)
+		return false;
+	return memcmp(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+		      &((const struct sockaddr_in6 *)&b->ss)->sin6_addr,
+		      sizeof(struct in6_addr)) == 0;
+}
+
+/* Same address and port. */
+bool
+addr_equal(const struct addr *a, const struct addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)&a->ss;
+	const struct sockaddr_in *b4 = (const void *)&b->ss;
+
+	if (!addr_same_host(a, b) || a->ss.ss_family != b->ss.ss_family)
+		return false;
+	/* sin_port and sin6_port sit at the same offset */
+	return a4->sin_port == b4->sin_port;
+}

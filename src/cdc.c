@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CDC codec and cursor arithmetic (cdc_wire.h).  Pure functions: the data
+ * path builds its CDC messages here and runs every received one through
+ * cdc_msg_decode(), then cdc_curs_check() against the RMB element size
+ * and the last cursor it accepted, before a single byte of the peer's
+ * data or window is believed.  Cursor semantics follow Linux smc_curs_*,
+ * except that comparisons respect the 0xffff -> 0 wrap of the wrap
+ * counter.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cdc_wire.h"
+
+static bool
+cdc_all_zero(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != 0)
+			return false;
+	return true;
+}
+
+static bool
+cdc_info_ok(const struct cdc_info *m)
+{
+	return m->token != 0 && !(m->prod_flags & CDC_PF_RESERVED) &&
+	       !(m->conn_state_flags & CDC_CS_RESERVED);
+}
+
+static void
+cdc_curs_put(struct cdc_curs_wire *w, const struct cdc_cursor *c)
+{
+	w->reserved = 0;
+	w->wrap = htobe16(c->wrap);
+	w->count = htobe32(c->count);
+}
+
+static void
+cdc_curs_get(const struct cdc_curs_wire *w, struct cdc_cursor *c)
+{
+	c->wrap = be16toh(w->wrap);
+	c->count = be32toh(w->count);
+}
+
+/*
+ * Build the CDC message *in into buf (size bytes).  CDC_MSG_LEN, -ENOSPC,
+ * or -EINVAL if the decoder would refuse it (token 0, reserved flags).
+ */
+int
+cdc_msg_encode(void *buf, size_t size, const struct cdc_info *in)
+{
+	struct cdc_msg *w = buf;
+
+	if (size < sizeof(*w))
+		return -ENOSPC;
+	if (!cdc_info_ok(in))
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->type = CDC_MSG_TYPE;
+	w->len = CDC_MSG_LEN;
+	w->seqno = htobe16(in->seqno);
+	w->token = htobe32(in->token);
+	cdc_curs_put(&w->prod, &in->prod);
+	cdc_curs_put(&w->cons, &in->cons);
+	w->prod_flags = in->prod_flags;
+	w->conn_state_flags = in->conn_state_flags;
+	return CDC_MSG_LEN;
+}
+
+/*
+ * Decode one received CDC message of len bytes: exactly CDC_MSG_LEN,
+ * type 0xfe, length 44, a non-zero token, reserved bytes and bits zero.
+ * The cursors are only parsed: cdc_curs_check() them against the RMB.
+ * 0 or -EPROTO; *out untouched then.
+ */
+int
+cdc_msg_decode(const void *buf, size_t len, struct cdc_info *out)
+{
+	const struct cdc_msg *w = buf;
+	struct cdc_info m;
+
+	if (len != sizeof(*w) || w->type != CDC_MSG_TYPE ||
+	    w->len != CDC_MSG_LEN || w->prod.reserved != 0 ||
+	    w->cons.reserved != 0 ||
+	    !cdc_all_zero(w->reserved, sizeof(w->reserved)))
+		return -EPROTO;
+	m.seqno = be16toh(w->seqno);
+	m.token = be32toh(w->token);
+	cdc_curs_get(&w->prod, &m.prod);
+	cdc_curs_get(&w->cons, &m.cons);
+	m.prod_flags = w->prod_flags;
+	m.conn_state_flags = w->conn_state_flags;
+	if (!cdc_info_ok(&m))
+		return -EPROTO;
+	*out = m;
+	return 0;
+}
+
+/*
+ * Advance *c by n bytes in a ring of size bytes (c->count < size), bumping
+ * the wrap counter (mod 2^16) for every turn.  No-op for size 0.
+ */
+void
+cdc_curs_add(struct cdc_cursor *c, size_t n, size_t size)
+{
+	uint64_t rem, cnt = c->count, wraps;
+
+	if (size == 0)
+		return;
+	wraps = n / size;
+	rem = n % size;
+	if (cnt >= size - rem) {
+		cnt -= size - rem;
+		wraps++;
+	} else {
+		cnt += rem;
+	}
+	c->count = (uint32_t)cnt;
+	c->wrap = (uint16_t)(c->wrap + wraps);
+}
+
+/*
+ * Bytes from old to new in a ring of size bytes, for old <= new at most
+ * one turn apart (smc_curs_diff): 0 when new is behind old in the same
+ * turn.  Use cdc_curs_check() first for cursors from the wire.
+ */
+size_t
+cdc_curs_diff(size_t size, const struct cdc_cursor *old,
+	      const struct cdc_cursor *new)
+{
+	if (old->wrap != new->wrap)
+		return size - old->count + new->count;
+	return new->count > old->count ? new->count - old->count : 0;
+}
+
+/*
+ * Signed distance from old to new: > 0 when new is ahead, < 0 behind, 0
+ * equal.  Wrap counters compare modulo 2^16, so 0 is one turn after
+ * 0xffff.  Exact for size <= 2^32 and counts < size.
+ */
+int64_t
+cdc_curs_comp(size_t size, const struct cdc_cursor *old,
+	      const struct cdc_cursor *new)
+{
+	int64_t turns = (int16_t)(uint16_t)(new->wrap - old->wrap);
+
+	/* unsigned arithmetic: garbage, never UB, outside the contract */
+	return (int64_t)((uint64_t)turns * (uint64_t)size +
+			 (uint64_t) new->count - (uint64_t)old->count);
+}
+
+/*
+ * Check a cursor new received from the peer against the last one, old,
+ * for an RMB element of rmb_size bytes: -EINVAL for a size of 0 or over
+ * 2^32, -ERANGE if either count is outside the element, -EPROTO if new is
+ * behind old or more than rmb_size ahead (the peer would have written
+ * past the window).  0 when new is old or up to one full window ahead.
+ */
+int
+cdc_curs_check(size_t rmb_size, const struct cdc_cursor *old,
+	       const struct cdc_cursor *new)
+{
+	int64_t d;
+
+	if (rmb_size == 0 || (uint64_t)rmb_size > (uint64_t)1 << 32)
+		return -EINVAL;
+	if (new->count >= rmb_size || old->count >= rmb_size)
+		return -ERANGE;
+	d = cdc_curs_comp(rmb_size, old, new);
+	if (d < 0 || (uint64_t)d > rmb_size)
+		return -EPROTO;
+	return 0;
+}
+
+/* Whether sequence number a is newer than b, modulo 2^16. */
+bool
+cdc_seq_newer(uint16_t a, uint16_t b)
+{
+	return (int16_t)(uint16_t)(a - b) > 0;
+}

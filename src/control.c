@@ -1,0 +1,1307 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The control socket (DESIGN §6): a UNIX stream socket on the main thread's
+ * event_base speaking one JSON object per line, {"v":1,"cmd":"stats"} ->
+ * {"v":1,"ok":true,"data":{...}} or {"v":1,"ok":false,"error":"..."}.
+ *
+ * Every request gets exactly one reply line, in order, and a bad request
+ * (too long, not JSON, unknown command, wrong argument) only gets an error
+ * reply: the connection stays usable.  Clients never block the daemon:
+ * sockets are non-blocking bufferevents, a client whose unsent output passes
+ * CONTROL_OUT_MAX is not read from until it has taken it, and idle or stuck
+ * clients are dropped on timeouts.  Large answers (show conns) are written
+ * to the output buffer piece by piece, so no fixed buffer limits them.
+ *
+ * Commands come from one table (name, flags, arguments, handler, help);
+ * "help" and "schema" are generated from it.  Mutating commands need the
+ * peer's credentials (SO_PEERCRED) to be root, the daemon's user, or the
+ * configuration's control_uid / control_gid.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+
+#define CONTROL_OUT_MAX (256 * 1024) /* unsent bytes before we stop reading */
+#define CONTROL_IDLE_TIMEOUT 300     /* seconds without a request */
+#define CONTROL_WRITE_TIMEOUT 30     /* seconds a client may stall a reply */
+#define CONTROL_MAX_CLIENTS 64
+#define CONTROL_BACKLOG 16
+
+/* Why peers fall back to TCP until the RDMA transport lands. */
+#define CONTROL_FALLBACK_REASON "rdma transport not available"
+#define CONTROL_FALLBACK_CODE 0x03030002u /* SMC_CLC_DECL_NOSMCRDEV */
+#define CONTROL_FALLBACK_CODE_NAME "NOSMCRDEV"
+
+struct control_client {
+	TAILQ_ENTRY(control_client) cc_entry;
+	struct bufferevent *cc_bev;
+	pid_t cc_pid;
+	uid_t cc_uid;
+	gid_t cc_gid;
+	gid_t *cc_groups; /* supplementary groups (SO_PEERGROUPS) */
+	int cc_ngroups;
+	bool cc_discard; /* dropping the rest of an oversized line */
+	bool cc_eof;	 /* the client will send nothing more */
+};
+
+TAILQ_HEAD(control_clients, control_client);
+
+enum control_arg_type { CONTROL_ARG_ID };
+
+struct control_arg {
+	const char *ca_name;
+	enum control_arg_type ca_type;
+	bool ca_required;
+};
+
+struct control_req;
+
+#define CONTROL_MUTATING 0x1
+
+struct control_cmd {
+	const char *cm_name;
+	unsigned int cm_flags;
+	const struct control_arg *cm_args; /* NULL or {NULL}-terminated */
+	json_t *(*cm_fn)(struct control_req *req);
+	const char *cm_help;
+};
+
+/*
+ * One request being answered.  A handler returns its data (the reply is
+ * then written for it), or NULL after control_fail(), or NULL after having
+ * written the whole reply itself (cr_sent).
+ */
+struct control_req {
+	struct control_client *cr_client;
+	const struct control_cmd *cr_cmd;
+	json_t *cr_args;
+	struct evbuffer *cr_out;
+	char *cr_error;
+	json_t *cr_details;
+	bool cr_sent;
+};
+
+static struct event_base *control_base;
+static struct evconnlistener *control_listener;
+static struct event *control_resume_ev; /* accept paused on EMFILE */
+static struct control_clients control_clients =
+	TAILQ_HEAD_INITIALIZER(control_clients);
+static int control_nclients;
+static char control_path[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
+static dev_t control_dev;
+static ino_t control_ino;
+static const struct conf *control_conf;
+static struct timespec control_started;
+
+static json_t *control_cmd_version(struct control_req *req);
+static json_t *control_cmd_stats(struct control_req *req);
+static json_t *control_cmd_stats_reset(struct control_req *req);
+static json_t *control_cmd_rules(struct control_req *req);
+static json_t *control_cmd_peers(struct control_req *req);
+static json_t *control_cmd_lgrs(struct control_req *req);
+static json_t *control_cmd_links(struct control_req *req);
+static json_t *control_cmd_conns(struct control_req *req);
+static json_t *control_cmd_kill(struct control_req *req);
+static json_t *control_cmd_reload(struct control_req *req);
+static json_t *control_cmd_schema(struct control_req *req);
+static json_t *control_cmd_help(struct control_req *req);
+
+static const struct control_arg control_kill_args[] = {
+	{"id", CONTROL_ARG_ID, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+static const struct control_cmd control_cmds[] = {
+	{"version", 0, NULL, control_cmd_version,
+	 "daemon version, protocol version, pid and uptime"},
+	{"stats", 0, NULL, control_cmd_stats,
+	 "counters (since the last reset) and gauges"},
+	{"stats reset", CONTROL_MUTATING, NULL, control_cmd_stats_reset,
+	 "set every counter back to zero; gauges keep their value"},
+	{"show rules", 0, NULL, control_cmd_rules,
+	 "rules and exports of the running configuration"},
+	{"show peers", 0, NULL, control_cmd_peers,
+	 "peers, the transport used to reach each and why"},
+	{"show lgrs", 0, NULL, control_cmd_lgrs, "RDMA link groups"},
+	{"show links", 0, NULL, control_cmd_links, "RDMA links"},
+	{"show conns", 0, NULL, control_cmd_conns,
+	 "proxied connections, one object each"},
+	{"kill conn", CONTROL_MUTATING, control_kill_args, control_cmd_kill,
+	 "close connection ID (reason admin_kill)"},
+	{"reload", CONTROL_MUTATING, NULL, control_cmd_reload,
+	 "re-read the configuration file; keeps the old one on errors"},
+	{"schema", 0, NULL, control_cmd_schema,
+	 "describe every statistic and command"},
+	{"help", 0, NULL, control_cmd_help, "list the commands"},
+};
+
+#define CONTROL_NCMDS (sizeof(control_cmds) / sizeof(control_cmds[0]))
+
+/******** replies ********/
+
+static int
+control_dump_cb(const char *buf, size_t len, void *arg)
+{
+	return evbuffer_add(arg, buf, len);
+}
+
+/* Append @j as compact JSON; the caller adds the newline. */
+static int
+control_dump(struct evbuffer *out, const json_t *j)
+{
+	return json_dump_callback(j, control_dump_cb, out, JSON_COMPACT);
+}
+
+/* A JSON string from text that may not be UTF-8 (config file excerpts). */
+static json_t *
+control_text(const char *s)
+{
+	json_t *j;
+	char *copy, *p;
+
+	j = json_string(s);
+	if (j != NULL)
+		return j;
+	copy = strdup(s);
+	if (copy == NULL)
+		return NULL;
+	for (p = copy; *p != '\0'; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+/* Write a reply object (stolen) and its newline. */
+static void
+control_send(struct evbuffer *out, json_t *reply)
+{
+	if (reply == NULL || control_dump(out, reply) == -1) {
+		/* a fixed reply, so the client still gets one line */
+		evbuffer_add_printf(out,
+				    "{\"v\":%d,\"ok\":false,"
+				    "\"error\":\"out of memory\"}",
+				    CONTROL_VERSION);
+	}
+	evbuffer_add(out, "\n", 1);
+	json_decref(reply);
+}
+
+static void
+control_send_ok(struct evbuffer *out, json_t *data)
+{
+	control_send(out, json_pack("{s:i, s:b, s:o}", "v", CONTROL_VERSION,
+				    "ok", 1, "data", data));
+}
+
+/* @details (stolen) may be NULL. */
+static void
+control_send_error(struct evbuffer *out, const char *msg, json_t *details)
+{
+	control_send(out, json_pack("{s:i, s:b, s:o, s:o*}", "v",
+				    CONTROL_VERSION, "ok", 0, "error",
+				    control_text(msg), "details", details));
+}
+
+static void control_send_errorf(struct evbuffer *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+control_send_errorf(struct evbuffer *out, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		msg = NULL;
+	va_end(ap);
+	control_send_error(out, msg != NULL ? msg : "out of memory", NULL);
+	free(msg);
+}
+
+/* Make the request fail with a message; the handler then returns NULL. */
+static void control_fail(struct control_req *req, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+control_fail(struct control_req *req, const char *fmt, ...)
+{
+	va_list ap;
+
+	free(req->cr_error);
+	va_start(ap, fmt);
+	if (vasprintf(&req->cr_error, fmt, ap) == -1)
+		req->cr_error = NULL;
+	va_end(ap);
+}
+
+/******** helpers for the commands ********/
+
+static int64_t
+control_uptime(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - control_started.tv_sec);
+}
+
+static json_t *
+control_addr(const struct addr *a)
+{
+	char buf[ADDR_STRLEN];
+
+	return json_string(addr_str(a, buf, sizeof(buf)));
+}
+
+static void
+control_sessions_cb(struct worker *w, void *arg)
+{
+	struct session *s;
+
+	for (s = worker_sessions(w); s != NULL; s = session_next(s))
+		session_json_add(s, arg);
+}
+
+/*
+ * The sessions of one worker as JSON objects (session_json_add).  The walk
+ * runs on the worker's own thread; NULL when out of memory.
+ */
+static json_t *
+control_sessions(struct worker *w)
+{
+	json_t *arr;
+
+	arr = json_array();
+	if (arr != NULL)
+		worker_call(w, control_sessions_cb, arr);
+	return arr;
+}
+
+/* The sessions of every worker in one array; NULL when out of memory. */
+static json_t *
+control_sessions_all(void)
+{
+	json_t *all, *conns;
+	int k;
+
+	all = json_array();
+	for (k = 0; all != NULL && k < worker_count(); k++) {
+		conns = control_sessions(worker_get(k));
+		if (conns == NULL || json_array_extend(all, conns) == -1) {
+			json_decref(all);
+			all = NULL;
+		}
+		json_decref(conns);
+	}
+	return all;
+}
+
+/*
+ * Set the "conns" of each of @items (named by its member "name") to the
+ * number of @conns whose member @key names it and, unless @role is NULL,
+ * whose role is @role.
+ */
+static void
+control_count(json_t *items, const json_t *conns, const char *role,
+	      const char *key)
+{
+	const json_t *s;
+	json_t *item;
+	const char *v, *r;
+	size_t i, j;
+	json_int_t n;
+
+	json_array_foreach(items, j, item)
+	{
+		n = 0;
+		json_array_foreach(conns, i, s)
+		{
+			r = json_string_value(json_object_get(s, "role"));
+			v = json_string_value(json_object_get(s, key));
+			if (v != NULL &&
+			    strcmp(v, json_string_value(json_object_get(
+					      item, "name"))) == 0 &&
+			    (role == NULL ||
+			     (r != NULL && strcmp(r, role) == 0)))
+				n++;
+		}
+		json_object_set_new(item, "conns", json_integer(n));
+	}
+}
+
+/* A connection id: a JSON integer, or a string in C notation ("0x1f"). */
+static int
+control_parse_id(const json_t *j, uint64_t *id)
+{
+	const char *s;
+	char *end;
+
+	if (json_is_integer(j)) {
+		if (json_integer_value(j) < 0)
+			return -EINVAL;
+		*id = (uint64_t)json_integer_value(j);
+		return 0;
+	}
+	s = json_string_value(j);
+	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	*id = strtoull(s, &end, 0);
+	if (errno != 0 || *end != '\0')
+		return -EINVAL;
+	return 0;
+}
+
+/******** commands ********/
+
+static json_t *
+control_cmd_version(struct control_req *req)
+{
+	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i}", "version",
+			 SMCPROXYD_VERSION, "protocol", CONTROL_VERSION, "pid",
+			 (json_int_t)getpid(), "uptime_s",
+			 (json_int_t)control_uptime(), "name",
+			 control_conf->name, "config", control_conf->path,
+			 "workers", worker_count());
+}
+
+static json_t *
+control_cmd_stats(struct control_req *req)
+{
+	struct stats st;
+	int64_t since;
+
+	stats_snapshot(&st);
+	since = stats_since_reset();
+	return json_pack("{s:i, s:I, s:I, s:o}", "workers", worker_count(),
+			 "uptime_s", (json_int_t)control_uptime(),
+			 "since_reset_s",
+			 (json_int_t)(since >= 0 ? since : control_uptime()),
+			 "stats", stats_json(&st));
+}
+
+static json_t *
+control_cmd_stats_reset(struct control_req *req)
+{
+	stats_reset();
+	log_info("%s: statistics reset by uid %u pid %d", __func__,
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_object();
+}
+
+static json_t *
+control_rule_json(const struct conf_rule *r)
+{
+	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i}", "name", r->name,
+			 "listen", control_addr(&r->listen), "peer",
+			 r->peer != NULL ? r->peer->name : NULL, "export",
+			 r->export, "idle_timeout_s", r->idle_timeout, "conns",
+			 0);
+}
+
+static json_t *
+control_export_json(const struct conf_export *e)
+{
+	json_t *peers;
+	int i;
+
+	peers = json_array();
+	for (i = 0; i < e->npeers; i++)
+		json_array_append_new(peers, json_string(e->peers[i]));
+	return json_pack("{s:s, s:o, s:o, s:i, s:i}", "name", e->name, "target",
+			 control_addr(&e->target), "peers", peers,
+			 "connect_timeout_s", e->connect_timeout, "conns", 0);
+}
+
+static json_t *
+control_cmd_rules(struct control_req *req)
+{
+	const struct conf *conf = control_conf;
+	json_t *rules, *exports, *data, *conns = NULL;
+	int i;
+
+	rules = json_array();
+	exports = json_array();
+	data = json_pack("{s:o, s:o}", "rules", rules, "exports", exports);
+	conns = control_sessions_all();
+	if (data == NULL || conns == NULL)
+		goto nomem;
+	for (i = 0; i < conf->nrules; i++)
+		if (json_array_append_new(rules,
+					  control_rule_json(&conf->rules[i])))
+			goto nomem;
+	for (i = 0; i < conf->nexports; i++)
+		if (json_array_append_new(
+			    exports, control_export_json(&conf->exports[i])))
+			goto nomem;
+	control_count(rules, conns, "rule", "rule");
+	control_count(exports, conns, "export", "export");
+	json_decref(conns);
+	return data;
+
+nomem:
+	json_decref(conns);
+	json_decref(data);
+	control_fail(req, "out of memory");
+	return NULL;
+}
+
+/*
+ * One peer.  Until the RDMA transport exists every peer is reached over the
+ * TCP fallback; the RDMA fields (lgrs) are there so that clients need no
+ * change when it lands.
+ */
+static json_t *
+control_peer_json(const struct conf_peer *p)
+{
+	char code[16];
+
+	snprintf(code, sizeof(code), "0x%08x", CONTROL_FALLBACK_CODE);
+	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:[], s:i}",
+			 "name", p->name, "address", control_addr(&p->addr),
+			 "auth", p->insecure ? "insecure" : "psk", "mode",
+			 "fallback", "fallback_reason", CONTROL_FALLBACK_REASON,
+			 "decline_code", code, "decline_name",
+			 CONTROL_FALLBACK_CODE_NAME, "lgrs", "conns", 0);
+}
+
+static json_t *
+control_cmd_peers(struct control_req *req)
+{
+	const struct conf *conf = control_conf;
+	json_t *peers, *conns;
+	int i;
+
+	peers = json_array();
+	conns = control_sessions_all();
+	if (peers == NULL || conns == NULL)
+		goto nomem;
+	for (i = 0; i < conf->npeers; i++)
+		if (json_array_append_new(peers,
+					  control_peer_json(&conf->peers[i])))
+			goto nomem;
+	control_count(peers, conns, NULL, "peer");
+	json_decref(conns);
+	return json_pack("{s:o}", "peers", peers);
+
+nomem:
+	json_decref(conns);
+	json_decref(peers);
+	control_fail(req, "out of memory");
+	return NULL;
+}
+
+/* No link groups or links until the RDMA transport lands. */
+static json_t *
+control_cmd_lgrs(struct control_req *req)
+{
+	return json_pack("{s:[]}", "lgrs");
+}
+
+static json_t *
+control_cmd_links(struct control_req *req)
+{
+	return json_pack("{s:[]}", "links");
+}
+
+/*
+ * Streamed: the reply is written worker by worker, so only one worker's
+ * sessions are held as JSON at a time and no buffer bounds the answer.
+ */
+static json_t *
+control_cmd_conns(struct control_req *req)
+{
+	struct evbuffer *out = req->cr_out;
+	json_t *conns, *s;
+	json_int_t count = 0;
+	size_t i;
+	int k;
+
+	evbuffer_add_printf(out, "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
+			    CONTROL_VERSION);
+	for (k = 0; k < worker_count(); k++) {
+		conns = control_sessions(worker_get(k));
+		json_array_foreach(conns, i, s)
+		{
+			if (count++ > 0)
+				evbuffer_add(out, ",", 1);
+			control_dump(out, s);
+		}
+		json_decref(conns);
+	}
+	evbuffer_add_printf(out, "],\"count\":%lld}}\n", (long long)count);
+	req->cr_sent = true;
+	return NULL;
+}
+
+struct control_kill {
+	uint64_t id;
+	int rc;
+};
+
+static void
+control_kill_cb(struct worker *w, void *arg)
+{
+	struct control_kill *k = arg;
+
+	k->rc = session_kill(w, k->id);
+}
+
+static json_t *
+control_cmd_kill(struct control_req *req)
+{
+	struct control_kill k = {0, -ENOENT};
+	const json_t *id = json_object_get(req->cr_args, "id");
+	char hex[24];
+	int i;
+
+	if (control_parse_id(id, &k.id) < 0) {
+		control_fail(req, "invalid connection id (want a number "
+				  "like 31 or \"0x1f\")");
+		return NULL;
+	}
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, k.id);
+	for (i = 0; i < worker_count() && k.rc == -ENOENT; i++)
+		worker_call(worker_get(i), control_kill_cb, &k);
+	if (k.rc < 0) {
+		control_fail(req, "no connection %s", hex);
+		return NULL;
+	}
+	log_info("%s: conn %s killed by uid %u pid %d", __func__, hex,
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:s}", "id", hex);
+}
+
+/* Config errors, one line each, as an array of strings. */
+static json_t *
+control_lines(const char *text)
+{
+	json_t *arr;
+	const char *nl;
+	char *line;
+
+	arr = json_array();
+	while (arr != NULL && *text != '\0') {
+		nl = strchr(text, '\n');
+		if (nl == NULL)
+			nl = text + strlen(text);
+		line = strndup(text, (size_t)(nl - text));
+		if (line != NULL && *line != '\0')
+			json_array_append_new(arr, control_text(line));
+		free(line);
+		text = *nl != '\0' ? nl + 1 : nl;
+	}
+	return arr;
+}
+
+static json_t *
+control_cmd_reload(struct control_req *req)
+{
+	struct control_client *c = req->cr_client;
+	char *errors = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	f = open_memstream(&errors, &len);
+	if (f == NULL) {
+		control_fail(req, "out of memory");
+		return NULL;
+	}
+	log_info("%s: reload requested by uid %u pid %d", __func__,
+		 (unsigned int)c->cc_uid, (int)c->cc_pid);
+	rc = smcproxyd_reload(f);
+	fclose(f);
+	if (rc < 0) {
+		if (rc == -EINVAL)
+			control_fail(req, "configuration has errors, "
+					  "not reloading");
+		else
+			control_fail(req, "reload failed: %s", strerror(-rc));
+		req->cr_details = control_lines(errors);
+	}
+	free(errors);
+	return rc == 0 ? json_object() : NULL;
+}
+
+static json_t *
+control_commands_json(void)
+{
+	const struct control_cmd *cm;
+	const struct control_arg *a;
+	json_t *cmds, *args;
+	size_t i;
+
+	cmds = json_array();
+	for (i = 0; i < CONTROL_NCMDS; i++) {
+		cm = &control_cmds[i];
+		args = json_array();
+		for (a = cm->cm_args; a != NULL && a->ca_name != NULL; a++)
+			json_array_append_new(
+				args,
+				json_pack("{s:s, s:s, s:b}", "name", a->ca_name,
+					  "type", "integer or string",
+					  "required", a->ca_required));
+		json_array_append_new(
+			cmds, json_pack("{s:s, s:b, s:o, s:s}", "name",
+					cm->cm_name, "mutating",
+					(cm->cm_flags & CONTROL_MUTATING) != 0,
+					"args", args, "help", cm->cm_help));
+	}
+	return cmds;
+}
+
+static json_t *
+control_cmd_schema(struct control_req *req)
+{
+	return json_pack("{s:i, s:o, s:o}", "protocol", CONTROL_VERSION,
+			 "stats", stats_schema_json(), "commands",
+			 control_commands_json());
+}
+
+static json_t *
+control_cmd_help(struct control_req *req)
+{
+	return json_pack("{s:o}", "commands", control_commands_json());
+}
+
+/******** requests ********/
+
+static bool
+control_privileged(const struct control_client *c)
+{
+	const struct conf *conf = control_conf;
+	int i;
+
+	if (c->cc_uid == 0 || c->cc_uid == geteuid())
+		return true;
+	if (conf->control_uid >= 0 && c->cc_uid == (uid_t)conf->control_uid)
+		return true;
+	if (conf->control_gid < 0)
+		return false;
+	if (c->cc_gid == (gid_t)conf->control_gid)
+		return true;
+	for (i = 0; i < c->cc_ngroups; i++)
+		if (c->cc_groups[i] == (gid_t)conf->control_gid)
+			return true;
+	return false;
+}
+
+static const struct control_cmd *
+control_cmd_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < CONTROL_NCMDS; i++)
+		if (strcmp(control_cmds[i].cm_name, name) == 0)
+			return &control_cmds[i];
+	return NULL;
+}
+
+/* Check args against the command's table; 0 or -EINVAL after control_fail. */
+static int
+control_check_args(struct control_req *req)
+{
+	const struct control_cmd *cm = req->cr_cmd;
+	const struct control_arg *a;
+	const char *key;
+	json_t *v;
+
+	if (req->cr_args == NULL)
+		req->cr_args = json_object();
+	else
+		json_incref(req->cr_args);
+	json_object_foreach(req->cr_args, key, v)
+	{
+		for (a = cm->cm_args; a != NULL && a->ca_name != NULL; a++)
+			if (strcmp(a->ca_name, key) == 0)
+				break;
+		if (a == NULL || a->ca_name == NULL) {
+			control_fail(req,
+				     "command \"%s\" takes no argument "
+				     "\"%s\"",
+				     cm->cm_name, key);
+			return -EINVAL;
+		}
+		if (!json_is_integer(v) && !json_is_string(v)) {
+			control_fail(req,
+				     "argument \"%s\" must be an integer "
+				     "or a string",
+				     key);
+			return -EINVAL;
+		}
+	}
+	for (a = cm->cm_args; a != NULL && a->ca_name != NULL; a++) {
+		if (a->ca_required &&
+		    json_object_get(req->cr_args, a->ca_name) == NULL) {
+			control_fail(req,
+				     "command \"%s\" needs argument "
+				     "\"%s\"",
+				     cm->cm_name, a->ca_name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Parse one request and check it; 0 or -EINVAL after control_fail. */
+static int
+control_parse(struct control_req *req, json_t *root)
+{
+	const char *key, *name;
+	json_t *v;
+
+	if (!json_is_object(root)) {
+		control_fail(req,
+			     "a request must be a JSON object, like "
+			     "{\"v\":%d,\"cmd\":\"help\"}",
+			     CONTROL_VERSION);
+		return -EINVAL;
+	}
+	json_object_foreach(root, key, v)
+	{
+		if (strcmp(key, "v") != 0 && strcmp(key, "cmd") != 0 &&
+		    strcmp(key, "args") != 0) {
+			control_fail(req,
+				     "unknown request member \"%s\" "
+				     "(want v, cmd, args)",
+				     key);
+			return -EINVAL;
+		}
+	}
+	v = json_object_get(root, "v");
+	if (v == NULL || !json_is_integer(v)) {
+		control_fail(req, "\"v\" must be the protocol version, %d",
+			     CONTROL_VERSION);
+		return -EINVAL;
+	}
+	if (json_integer_value(v) != CONTROL_VERSION) {
+		control_fail(req,
+			     "unsupported protocol version %lld "
+			     "(this daemon speaks %d)",
+			     (long long)json_integer_value(v), CONTROL_VERSION);
+		return -EINVAL;
+	}
+	name = json_string_value(json_object_get(root, "cmd"));
+	if (name == NULL) {
+		control_fail(req, "\"cmd\" must be a command name string");
+		return -EINVAL;
+	}
+	req->cr_cmd = control_cmd_find(name);
+	if (req->cr_cmd == NULL) {
+		control_fail(req, "unknown command \"%.64s%s\" (try \"help\")",
+			     name, strlen(name) > 64 ? "..." : "");
+		return -EINVAL;
+	}
+	req->cr_args = json_object_get(root, "args");
+	if (req->cr_args != NULL && !json_is_object(req->cr_args)) {
+		req->cr_args = NULL;
+		control_fail(req, "\"args\" must be an object");
+		return -EINVAL;
+	}
+	return control_check_args(req);
+}
+
+/* Answer one request line (without its newline). */
+static void
+control_handle(struct control_client *c, const char *line, size_t len)
+{
+	struct control_req req = {.cr_client = c};
+	json_error_t jerr;
+	json_t *root, *data = NULL;
+
+	req.cr_out = bufferevent_get_output(c->cc_bev);
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
+			   line[len - 1] == '\t'))
+		len--;
+	if (len == 0)
+		return; /* blank lines are not requests */
+
+	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			  &jerr);
+	if (root == NULL) {
+		control_fail(&req, "invalid JSON at column %d: %s", jerr.column,
+			     jerr.text);
+		goto reply;
+	}
+	if (control_parse(&req, root) < 0)
+		goto reply;
+	if ((req.cr_cmd->cm_flags & CONTROL_MUTATING) &&
+	    !control_privileged(c)) {
+		control_fail(&req,
+			     "permission denied: \"%s\" needs root, the "
+			     "daemon's user, or control_uid/control_gid "
+			     "(you are uid %u)",
+			     req.cr_cmd->cm_name, (unsigned int)c->cc_uid);
+		goto reply;
+	}
+	data = req.cr_cmd->cm_fn(&req);
+	if (data == NULL && req.cr_error == NULL && !req.cr_sent)
+		control_fail(&req, "out of memory");
+
+reply:
+	if (data != NULL)
+		control_send_ok(req.cr_out, data);
+	else if (!req.cr_sent)
+		control_send_error(req.cr_out,
+				   req.cr_error != NULL ? req.cr_error :
+							  "out of memory",
+				   req.cr_details);
+	else
+		json_decref(req.cr_details);
+	free(req.cr_error);
+	json_decref(req.cr_args);
+	json_decref(root);
+}
+
+/******** clients ********/
+
+static void
+control_client_free(struct control_client *c)
+{
+	TAILQ_REMOVE(&control_clients, c, cc_entry);
+	control_nclients--;
+	bufferevent_free(c->cc_bev);
+	free(c->cc_groups);
+	free(c);
+}
+
+/* Close a client that said EOF once its last request is answered. */
+static bool
+control_client_done(struct control_client *c)
+{
+	if (!c->cc_eof ||
+	    evbuffer_get_length(bufferevent_get_input(c->cc_bev)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_output(c->cc_bev)) > 0)
+		return false;
+	control_client_free(c);
+	return true;
+}
+
+/*
+ * Answer the complete lines in the input, one by one, until the unsent
+ * output passes CONTROL_OUT_MAX: then stop reading from this client until
+ * the output has drained (control_write_cb).
+ */
+static void
+control_process(struct control_client *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cc_bev);
+	struct evbuffer *out = bufferevent_get_output(c->cc_bev);
+	struct evbuffer_ptr eol;
+	size_t eol_len, len;
+	char *line;
+
+	for (;;) {
+		if (evbuffer_get_length(out) > CONTROL_OUT_MAX) {
+			bufferevent_disable(c->cc_bev, EV_READ);
+			return;
+		}
+		eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+		len = eol.pos == -1 ? evbuffer_get_length(in) : (size_t)eol.pos;
+		if (eol.pos == -1 && !c->cc_eof) {
+			if (c->cc_discard) {
+				evbuffer_drain(in, len);
+			} else if (len > CONTROL_LINE_MAX) {
+				control_send_errorf(out,
+						    "request longer than "
+						    "%d bytes",
+						    CONTROL_LINE_MAX);
+				evbuffer_drain(in, len);
+				c->cc_discard = true;
+			}
+			return;
+		}
+		if (eol.pos == -1 && len == 0)
+			return; /* EOF and nothing left */
+		if (c->cc_discard) {
+			c->cc_discard = false;
+		} else if (len > CONTROL_LINE_MAX) {
+			control_send_errorf(out, "request longer than %d bytes",
+					    CONTROL_LINE_MAX);
+		} else {
+			line = (char *)evbuffer_pullup(in, (ssize_t)len);
+			control_handle(c, line, len);
+		}
+		evbuffer_drain(in, len + (eol.pos == -1 ? 0 : eol_len));
+	}
+}
+
+static void
+control_read_cb(struct bufferevent *bev, void *arg)
+{
+	control_process(arg);
+}
+
+/* All output sent: answer what waited, resume reading or close. */
+static void
+control_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *c = arg;
+
+	if (bufferevent_get_enabled(bev) & EV_READ)
+		return;
+	control_process(c);
+	if (control_client_done(c))
+		return;
+	if (!c->cc_eof &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) <= CONTROL_OUT_MAX)
+		bufferevent_enable(bev, EV_READ);
+}
+
+static void
+control_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct control_client *c = arg;
+
+	if (what & BEV_EVENT_EOF) {
+		c->cc_eof = true;
+		control_process(c);
+		control_client_done(c);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		log_debug("%s: client pid %d: %s timeout, closing", __func__,
+			  (int)c->cc_pid,
+			  what & BEV_EVENT_READING ? "idle" : "write");
+	else if (what & BEV_EVENT_ERROR)
+		log_debug("%s: client pid %d: %s", __func__, (int)c->cc_pid,
+			  strerror(EVUTIL_SOCKET_ERROR()));
+	control_client_free(c);
+}
+
+/* The peer's uid, gid and supplementary groups; 0 or -errno. */
+static int
+control_peer_creds(int fd, struct control_client *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		return -errno;
+	c->cc_pid = cred.pid;
+	c->cc_uid = cred.uid;
+	c->cc_gid = cred.gid;
+#ifdef SO_PEERGROUPS
+	len = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) == -1 &&
+	    errno == ERANGE && len > 0) {
+		c->cc_groups = malloc(len);
+		if (c->cc_groups == NULL)
+			return -ENOMEM;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->cc_groups,
+			       &len) == -1)
+			len = 0;
+		c->cc_ngroups = (int)(len / sizeof(gid_t));
+	}
+#endif
+	return 0;
+}
+
+static void
+control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		  struct sockaddr *sa, int salen, void *arg)
+{
+	static const char busy[] = "{\"v\":1,\"ok\":false,\"error\":"
+				   "\"too many control clients\"}\n";
+	struct control_client *c;
+	struct timeval idle = {CONTROL_IDLE_TIMEOUT, 0};
+	struct timeval stall = {CONTROL_WRITE_TIMEOUT, 0};
+	int rc;
+
+	if (control_nclients >= CONTROL_MAX_CLIENTS) {
+		log_warnx("%s: %d control clients already, refusing one",
+			  __func__, control_nclients);
+		if (write(fd, busy, sizeof(busy) - 1) == -1)
+			log_debug("%s: write: %s", __func__, strerror(errno));
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		log_warn("%s: calloc", __func__);
+		close(fd);
+		return;
+	}
+	rc = control_peer_creds(fd, c);
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("%s: peer credentials", __func__);
+		free(c->cc_groups);
+		free(c);
+		close(fd);
+		return;
+	}
+	c->cc_bev =
+		bufferevent_socket_new(control_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->cc_bev == NULL) {
+		log_warnx("%s: bufferevent_socket_new failed", __func__);
+		free(c->cc_groups);
+		free(c);
+		close(fd);
+		return;
+	}
+	bufferevent_setcb(c->cc_bev, control_read_cb, control_write_cb,
+			  control_event_cb, c);
+	bufferevent_set_timeouts(c->cc_bev, &idle, &stall);
+	bufferevent_enable(c->cc_bev, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&control_clients, c, cc_entry);
+	control_nclients++;
+	log_debug("%s: client uid %u pid %d", __func__, (unsigned int)c->cc_uid,
+		  (int)c->cc_pid);
+}
+
+static void
+control_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(control_listener);
+}
+
+/* Out of descriptors: stop accepting for a second, or we would spin. */
+static void
+control_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct timeval one = {1, 0};
+	int err = EVUTIL_SOCKET_ERROR();
+
+	log_warnx("%s: accept: %s", __func__, strerror(err));
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		evconnlistener_disable(l);
+		evtimer_add(control_resume_ev, &one);
+	}
+}
+
+/******** the socket ********/
+
+/* Create the missing directories above @path, like mkdir -p. */
+static int
+control_mkdirs(const char *path)
+{
+	char dir[sizeof(control_path)];
+	char *p;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (p == NULL || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Remove a socket left by a daemon that died, but never a live daemon's
+ * socket nor something that is not a socket.  0 or -errno, logged.
+ */
+static int
+control_unlink_stale(const struct sockaddr_un *sun)
+{
+	const char *path = sun->sun_path;
+	struct stat sb;
+	int fd, rc;
+
+	if (lstat(path, &sb) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		log_warn("%s: %s", __func__, path);
+		return rc;
+	}
+	if (!S_ISSOCK(sb.st_mode)) {
+		log_warnx("%s: %s exists and is not a socket", __func__, path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		rc = -errno;
+		log_warn("%s: socket", __func__);
+		return rc;
+	}
+	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	if (rc == 0) {
+		log_warnx("%s: %s is in use by another daemon", __func__, path);
+		return -EADDRINUSE;
+	}
+	if (errno != ECONNREFUSED || unlink(path) == -1) {
+		rc = -errno;
+		log_warn("%s: %s: cannot replace it", __func__, path);
+		return rc;
+	}
+	log_info("%s: removed stale control socket %s", __func__, path);
+	return 0;
+}
+
+static int
+control_listen(const struct conf *conf)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	const char *path = conf->control_socket != NULL ?
+				   conf->control_socket :
+				   CONTROL_SOCKET_DEFAULT;
+	struct stat sb;
+	mode_t old;
+	int fd = -1, rc;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("%s: %s: path too long", __func__, path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	rc = control_mkdirs(path);
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("%s: %s: creating its directory", __func__, path);
+		return rc;
+	}
+	rc = control_unlink_stale(&sun);
+	if (rc < 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		rc = -errno;
+		log_warn("%s: socket", __func__);
+		return rc;
+	}
+	/* no moment with wider permissions than asked for */
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc == -1) {
+		rc = -errno;
+		log_warn("%s: bind %s", __func__, path);
+		goto fail;
+	}
+	if (chmod(path, (mode_t)conf->control_mode) == -1) {
+		rc = -errno;
+		log_warn("%s: chmod %s", __func__, path);
+		goto fail_unlink;
+	}
+	if (conf->control_gid >= 0 &&
+	    chown(path, (uid_t)-1, (gid_t)conf->control_gid) == -1)
+		log_warn("%s: chown %s to group %d", __func__, path,
+			 conf->control_gid);
+	if (listen(fd, CONTROL_BACKLOG) == -1 || stat(path, &sb) == -1) {
+		rc = -errno;
+		log_warn("%s: listen %s", __func__, path);
+		goto fail_unlink;
+	}
+	control_listener = evconnlistener_new(
+		control_base, control_accept_cb, NULL,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (control_listener == NULL) {
+		rc = -ENOMEM;
+		log_warnx("%s: evconnlistener_new failed", __func__);
+		goto fail_unlink;
+	}
+	evconnlistener_set_error_cb(control_listener, control_accept_error_cb);
+	memcpy(control_path, path, strlen(path) + 1);
+	control_dev = sb.st_dev;
+	control_ino = sb.st_ino;
+	return 0;
+
+fail_unlink:
+	unlink(path);
+fail:
+	close(fd);
+	return rc;
+}
+
+/**
+ * control_init() - Open the control socket on @base, the main thread's
+ * event_base, and serve it there; @conf is the running configuration.
+ * Return: 0, or a negative errno (already logged).
+ */
+int
+control_init(const struct conf *conf, struct event_base *base)
+{
+	int rc;
+
+	control_base = base;
+	control_conf = conf;
+	clock_gettime(CLOCK_MONOTONIC, &control_started);
+	control_resume_ev = evtimer_new(base, control_resume_cb, NULL);
+	if (control_resume_ev == NULL)
+		return -ENOMEM;
+	rc = control_listen(conf);
+	if (rc < 0) {
+		event_free(control_resume_ev);
+		control_resume_ev = NULL;
+		return rc;
+	}
+	log_debug("%s: listening on %s", __func__, control_path);
+	return 0;
+}
+
+/**
+ * control_conf_update() - Serve @conf from now on (after a reload).  The
+ * caller keeps it alive until the next update or control_shutdown().  The
+ * socket itself stays where it is until a restart.
+ */
+void
+control_conf_update(const struct conf *conf)
+{
+	const char *path = conf->control_socket != NULL ?
+				   conf->control_socket :
+				   CONTROL_SOCKET_DEFAULT;
+
+	if (control_listener != NULL && strcmp(path, control_path) != 0)
+		log_warnx("%s: control socket stays %s until a restart",
+			  __func__, control_path);
+	control_conf = conf;
+}
+
+/**
+ * control_shutdown() - Close every client and the socket, and remove the
+ * socket file if it is still ours.  Safe after a failed control_init().
+ */
+void
+control_shutdown(void)
+{
+	struct stat sb;
+
+	while (!TAILQ_EMPTY(&control_clients))
+		control_client_free(TAILQ_FIRST(&control_clients));
+	if (control_listener != NULL) {
+		evconnlistener_free(control_listener);
+		control_listener = NULL;
+		if (stat(control_path, &sb) == 0 && sb.st_dev == control_dev &&
+		    sb.st_ino == control_ino)
+			unlink(control_path);
+	}
+	if (control_resume_ev != NULL) {
+		event_free(control_resume_ev);
+		control_resume_ev = NULL;
+	}
+	control_conf = NULL;
+}

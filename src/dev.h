@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The device ops table: everything the RDMA engine (wr.c, lgr.c, ...)
+ * needs from an RDMA device, and nothing more.  ib.c implements it on
+ * libibverbs; tests/unit/loopdev.c implements it in-process as a model of
+ * RC semantics (asynchronous completions, ordering, send-queue depth,
+ * inline copied at post time, rkey/bounds/permission checks, receiver not
+ * ready, error state flushing, fault injection), so engine tests run in
+ * milliseconds without hardware.
+ *
+ * Conventions: 0 or a negative errno everywhere; constructors return NULL
+ * with errno set.  Completions are announced by calling the QP's notify
+ * callback on the owner's event_base; the engine then polls, re-arms and
+ * polls again (so none is missed).
+ */
+#ifndef SMCPROXYD_DEV_H
+#define SMCPROXYD_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct dev;
+struct dev_qp;
+
+/* Memory registration; access is a mask of DEV_ACCESS_*. */
+#define DEV_ACCESS_LOCAL_WRITE 0x1
+#define DEV_ACCESS_REMOTE_WRITE 0x2
+
+struct dev_mr {
+	void *addr;
+	size_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	void *priv;
+};
+
+/* What a peer needs to connect its QP to ours (carried in CLC). */
+struct dev_qp_addr {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	uint32_t qpn;	/* 24 bits */
+	uint32_t psn;	/* 24 bits, random */
+	int mtu;	/* IB MTU enum: 1 = 256 ... 5 = 4096 */
+};
+
+struct dev_qp_caps {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+struct dev_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum dev_wr_opcode { DEV_WR_SEND, DEV_WR_WRITE };
+
+#define DEV_SEND_SIGNALED 0x1
+#define DEV_SEND_SOLICITED 0x2
+#define DEV_SEND_INLINE 0x4
+
+struct dev_send_wr {
+	struct dev_send_wr *next;
+	uint64_t wr_id;
+	enum dev_wr_opcode opcode;
+	int flags;
+	struct dev_sge *sg_list;
+	int num_sge;
+	uint64_t remote_addr;	/* DEV_WR_WRITE */
+	uint32_t rkey;
+};
+
+struct dev_recv_wr {
+	struct dev_recv_wr *next;
+	uint64_t wr_id;
+	struct dev_sge *sg_list;
+	int num_sge;
+};
+
+enum dev_wc_status {
+	DEV_WC_SUCCESS,
+	DEV_WC_FLUSH_ERR,	/* QP in error: outstanding WRs flushed */
+	DEV_WC_REM_ACCESS_ERR,	/* bad rkey, bounds or permission */
+	DEV_WC_RETRY_EXC_ERR,	/* peer unreachable */
+	DEV_WC_RNR_RETRY_EXC_ERR, /* peer had no receive posted */
+	DEV_WC_LOC_ERR,		/* local protection/length error */
+	DEV_WC_GENERAL_ERR,
+};
+
+enum dev_wc_opcode { DEV_WC_SEND, DEV_WC_RDMA_WRITE, DEV_WC_RECV };
+
+struct dev_wc {
+	uint64_t wr_id;
+	enum dev_wc_status status;
+	enum dev_wc_opcode opcode;
+	uint32_t byte_len;
+};
+
+/* Asynchronous events that take a link down. */
+enum dev_event { DEV_EV_PORT_DOWN, DEV_EV_QP_FATAL, DEV_EV_DEVICE_REMOVED };
+
+struct dev_qp_cb {
+	void (*completion)(struct dev_qp *qp, void *arg);
+	void (*event)(struct dev_qp *qp, enum dev_event ev, void *arg);
+	void *arg;
+};
+
+struct dev_ops {
+	const char *name;
+	/* our address on this device for the local IP the peer is reached
+	 * from (GID choice), filled into a QP address template */
+	int (*mr_reg)(struct dev *d, void *addr, size_t len, int access,
+		      struct dev_mr *out);
+	void (*mr_dereg)(struct dev *d, struct dev_mr *mr);
+	/* create an RC QP with its CQs on base; *got holds the real caps
+	 * (max_inline_data read back from the device) */
+	struct dev_qp *(*qp_create)(struct dev *d, struct event_base *base,
+				    const struct dev_qp_caps *want,
+				    struct dev_qp_caps *got,
+				    const struct dev_qp_cb *cb);
+	int (*qp_addr)(struct dev_qp *qp, struct dev_qp_addr *out);
+	/* RESET -> INIT -> RTR -> RTS towards peer */
+	int (*qp_connect)(struct dev_qp *qp, const struct dev_qp_addr *peer);
+	/* move to ERROR: outstanding WRs complete with DEV_WC_FLUSH_ERR */
+	int (*qp_error)(struct dev_qp *qp);
+	void (*qp_destroy)(struct dev_qp *qp);
+	int (*post_send)(struct dev_qp *qp, struct dev_send_wr *wr);
+	int (*post_recv)(struct dev_qp *qp, struct dev_recv_wr *wr);
+	/* up to n completions of both CQs; count or -errno */
+	int (*poll)(struct dev_qp *qp, struct dev_wc *wc, int n);
+	/* request the next completion notification */
+	int (*arm)(struct dev_qp *qp);
+};
+
+#endif /* SMCPROXYD_DEV_H */

@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The TCP fallback transport: one TCP connection to the peer's port per
+ * client connection, opened by the hello of fallback_wire.h.  It is what
+ * carries traffic whenever no link group can be had, so it is a complete
+ * path of its own: authenticated (when the peer has a key), export
+ * allow-lists enforced on the export side, refusals reported back with
+ * their reason, and splice() relaying once open (session.c).
+ *
+ * Handshake messages are read exactly (header, then the announced length)
+ * so not one byte of the relayed stream is consumed here.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "fallback_wire.h"
+
+#define FB_PEER_CONNECT_TIMEOUT 5  /* s: TCP connect to the peer port */
+#define FB_HANDSHAKE_TIMEOUT 10	   /* s: export side, hello to proof */
+#define FB_RESULT_TIMEOUT 330	   /* s: > the largest connect_timeout */
+
+/* Result codes on the wire; stable, independent of the enum's order. */
+static const struct {
+	uint32_t code;
+	enum session_reason reason;
+} fb_codes[] = {
+	{ 1, SESSION_TARGET_REFUSED },	  { 2, SESSION_TARGET_TIMEOUT },
+	{ 3, SESSION_TARGET_UNREACHABLE }, { 4, SESSION_EXPORT_DENIED },
+	{ 5, SESSION_UNKNOWN_EXPORT },	  { 6, SESSION_UNKNOWN_PEER },
+	{ 7, SESSION_AUTH_FAILED },	  { 8, SESSION_PROTOCOL_ERROR },
+	{ 9, SESSION_SHUTDOWN },	  { 10, SESSION_RESOURCE },
+};
+
+static uint32_t
+fb_reason_code(enum session_reason r)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
+		if (fb_codes[i].reason == r)
+			return fb_codes[i].code;
+	return 8;
+}
+
+static enum session_reason
+fb_code_reason(uint32_t code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
+		if (fb_codes[i].code == code)
+			return fb_codes[i].reason;
+	return SESSION_PROTOCOL_ERROR;
+}
+
+static void
+fb_hdr_fill(struct fb_hdr *h, enum fb_type type, size_t len)
+{
+	memcpy(h->eyecatcher, FB_EYECATCHER, 4);
+	h->version = FB_VERSION;
+	h->type = (uint8_t)type;
+	h->length = htons((uint16_t)len);
+}
+
+/*
+ * Check a message header (the first 8 bytes of buf): eyecatcher,
+ * version, known type, a length that fits that type.  0 or -EPROTO.
+ */
+int
+fb_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length)
+{
+	const struct fb_hdr *h = buf;
+	size_t min, max;
+	uint16_t l;
+
+	if (len < sizeof(*h) || memcmp(h->eyecatcher, FB_EYECATCHER, 4) ||
+	    h->version != FB_VERSION)
+		return -EPROTO;
+	l = ntohs(h->length);
+	switch (h->type) {
+	case FB_HELLO:
+		min = sizeof(struct fb_hello) + 2;
+		max = FB_HELLO_MAX;
+		break;
+	case FB_CHALLENGE:
+		min = max = sizeof(struct fb_challenge);
+		break;
+	case FB_PROOF:
+		min = max = sizeof(struct fb_proof);
+		break;
+	case FB_RESULT:
+		min = max = sizeof(struct fb_result);
+		break;
+	default:
+		return -EPROTO;
+	}
+	if (l < min || l > max)
+		return -EPROTO;
+	*type = h->type;
+	*length = l;
+	return 0;
+}
+
+static bool
+fb_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > CONF_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* Build a HELLO into buf (FB_HELLO_MAX bytes); returns its length. */
+size_t
+fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
+		const char *name, const char *export)
+{
+	struct fb_hello *h = buf;
+	size_t nl = strlen(name), el = strlen(export);
+	size_t len = sizeof(*h) + nl + el;
+
+	memset(h, 0, sizeof(*h));
+	fb_hdr_fill(&h->hdr, FB_HELLO, len);
+	memcpy(h->nonce, nonce, 32);
+	h->flags = flags;
+	h->name_len = (uint8_t)nl;
+	h->export_len = (uint8_t)el;
+	memcpy((char *)buf + sizeof(*h), name, nl);
+	memcpy((char *)buf + sizeof(*h) + nl, export, el);
+	return len;
+}
+
+/* Decode and validate a whole HELLO.  0 or -EPROTO. */
+int
+fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
+{
+	const struct fb_hello *h = buf;
+	const char *names = (const char *)buf + sizeof(*h);
+	uint16_t length;
+	uint8_t type;
+
+	if (fb_hdr_check(buf, len, &type, &length) || type != FB_HELLO ||
+	    length != len)
+		return -EPROTO;
+	if (sizeof(*h) + h->name_len + h->export_len != len ||
+	    h->reserved != 0 || (h->flags & ~FB_FLAG_AUTH))
+		return -EPROTO;
+	if (!fb_name_ok(names, h->name_len) ||
+	    !fb_name_ok(names + h->name_len, h->export_len))
+		return -EPROTO;
+	memcpy(out->nonce, h->nonce, 32);
+	out->flags = h->flags;
+	memcpy(out->name, names, h->name_len);
+	out->name[h->name_len] = '\0';
+	memcpy(out->export, names + h->name_len, h->export_len);
+	out->export[h->export_len] = '\0';
+	return 0;
+}
+
+size_t
+fb_result_encode(void *buf, uint32_t code)
+{
+	struct fb_result *r = buf;
+
+	memset(r, 0, sizeof(*r));
+	fb_hdr_fill(&r->hdr, FB_RESULT, sizeof(*r));
+	r->code = htonl(code);
+	return sizeof(*r);
+}
+
+int
+fb_result_decode(const void *buf, size_t len, uint32_t *code)
+{
+	const struct fb_result *r = buf;
+	uint16_t length;
+	uint8_t type;
+
+	if (fb_hdr_check(buf, len, &type, &length) || type != FB_RESULT ||
+	    length != len || r->reserved != 0)
+		return -EPROTO;
+	*code = ntohl(r->code);
+	return 0;
+}
+
+int
+fb_challenge_decode(const void *buf, size_t len, const uint8_t **nonce,
+		    const uint8_t **mac)
+{
+	const struct fb_challenge *c = buf;
+	uint16_t length;
+	uint8_t type;
+
+	if (fb_hdr_check(buf, len, &type, &length) ||
+	    type != FB_CHALLENGE || length != len)
+		return -EPROTO;
+	*nonce = c->nonce;
+	*mac = c->mac;
+	return 0;
+}
+
+int
+fb_proof_decode(const void *buf, size_t len, const uint8_t **mac)
+{
+	const struct fb_proof *p = buf;
+	uint16_t length;
+	uint8_t type;
+
+	if (fb_hdr_check(buf, len, &type, &length) || type != FB_PROOF ||
+	    length != len)
+		return -EPROTO;
+	*mac = p->mac;
+	return 0;
+}
+
+/*
+ * Read one message from fd[i] into s->in, exactly.  1 when complete, 0
+ * when more is needed, or a negative value after closing the session.
+ */
+static int
+fb_read(struct session *s, int i)
+{
+	size_t need = sizeof(struct fb_hdr);
+	uint16_t length;
+	uint8_t type;
+	ssize_t n;
+
+	if (s->in_len >= need) {
+		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
+			session_close(s, SESSION_PROTOCOL_ERROR);
+			return -1;
+		}
+		need = length;
+		if (s->in_len == need) {
+			/* the previous message was handled: start the next */
+			s->in_len = 0;
+			need = sizeof(struct fb_hdr);
+		}
+	}
+	n = recv(s->fd[i], s->in + s->in_len, need - s->in_len, 0);
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+		session_close(s, s->role == SESSION_ROLE_RULE ?
+					 SESSION_PEER_RST :
+					 SESSION_PROTOCOL_ERROR);
+		return -1;
+	}
+	if (n < 0)
+		return 0;
+	s->in_len += (size_t)n;
+	if (s->in_len == sizeof(struct fb_hdr)) {
+		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
+			session_close(s, SESSION_PROTOCOL_ERROR);
+			return -1;
+		}
+		return 0; /* the body follows; the socket stays readable */
+	}
+	return s->in_len == need ? 1 : 0;
+}
+
+/* Write what is queued in s->out to fd[i]; false if the session closed. */
+static bool
+fb_flush(struct session *s, int i)
+{
+	ssize_t n;
+
+	while (s->out_off < s->out_len) {
+		n = send(s->fd[i], s->out + s->out_off, s->out_len - s->out_off,
+			 MSG_NOSIGNAL);
+		if (n > 0) {
+			s->out_off += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			session_want(s, i, EV_WRITE, true);
+			return true;
+		}
+		session_close(s, s->role == SESSION_ROLE_RULE ?
+					 SESSION_PEER_RST :
+					 SESSION_PROTOCOL_ERROR);
+		return false;
+	}
+	session_want(s, i, EV_WRITE, false);
+	return true;
+}
+
+static bool
+fb_send(struct session *s, int i, const void *msg, size_t len)
+{
+	memcpy(s->out, msg, len);
+	s->out_len = len;
+	s->out_off = 0;
+	return fb_flush(s, i);
+}
+
+static enum session_reason
+fb_connect_reason(int err, bool target)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return target ? SESSION_TARGET_REFUSED :
+				SESSION_PEER_UNREACHABLE;
+	case ETIMEDOUT:
+		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+	case ENOMEM:
+		return SESSION_RESOURCE;
+	default:
+		return target ? SESSION_TARGET_UNREACHABLE :
+				SESSION_PEER_UNREACHABLE;
+	}
+}
+
+/* Non-blocking connect of a new upstream socket fd[1]; 0 or -errno. */
+static int
+fb_connect_upstream(struct session *s, const struct addr *to)
+{
+	int fd, one = 1;
+
+	fd = socket(to->ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -errno;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
+	    errno != EINPROGRESS) {
+		one = -errno;
+		close(fd);
+		return one;
+	}
+	s->addr[1] = *to;
+	if (session_attach_upstream(s, fd))
+		return -ENOMEM;
+	session_want(s, 1, EV_WRITE, true);
+	return 0;
+}
+
+static int
+fb_connect_result(struct session *s)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	return err;
+}
+
+/* ---- rule side ---- */
+
+/* Rule side: open the TCP connection to the rule's peer. */
+void
+fallback_connect(struct session *s)
+{
+	char buf[ADDR_STRLEN];
+	int rc;
+
+	s->state = SESSION_CONNECT_PEER;
+	rc = fb_connect_upstream(s, &s->peer->addr);
+	if (rc) {
+		errno = -rc;
+		log_warn("conn 0x%llx: rule %s: connect to peer %s at %s",
+			 (unsigned long long)s->id, s->rule->name,
+			 s->peer->name,
+			 addr_str(&s->peer->addr, buf, sizeof(buf)));
+		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
+		session_close(s, fb_connect_reason(-rc, false));
+		return;
+	}
+	session_timer(s, FB_PEER_CONNECT_TIMEOUT);
+}
+
+static void
+fb_rule_connected(struct session *s)
+{
+	const struct conf *conf = s->conf;
+	uint8_t hello[FB_HELLO_MAX];
+	char buf[ADDR_STRLEN];
+	int err;
+
+	err = fb_connect_result(s);
+	if (err) {
+		errno = err;
+		log_warn("conn 0x%llx: rule %s: peer %s at %s",
+			 (unsigned long long)s->id, s->rule->name,
+			 s->peer->name,
+			 addr_str(&s->peer->addr, buf, sizeof(buf)));
+		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
+		session_close(s, fb_connect_reason(err, false));
+		return;
+	}
+	auth_nonce(s->nonce);
+	s->hello_len = fb_hello_encode(hello, s->nonce,
+				       s->peer->key_len ? FB_FLAG_AUTH : 0,
+				       conf->name, s->export_name);
+	memcpy(s->hello, hello, s->hello_len);
+	s->state = SESSION_HELLO;
+	session_timer(s, FB_RESULT_TIMEOUT);
+	if (fb_send(s, 1, hello, s->hello_len))
+		session_want(s, 1, EV_READ, true);
+}
+
+static void
+fb_rule_fail(struct session *s, enum session_reason r, const char *why)
+{
+	log_warnx("conn 0x%llx: rule %s: peer %s: %s",
+		  (unsigned long long)s->id, s->rule->name, s->peer->name,
+		  why);
+	STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
+	if (r == SESSION_AUTH_FAILED)
+		STATS_INC(worker_stats(s->w), auth_failures);
+	session_close(s, r);
+}
+
+static void
+fb_rule_challenge(struct session *s)
+{
+	const struct conf_peer *p = s->peer;
+	unsigned char mac[AUTH_MAC_LEN];
+	const uint8_t *nonce, *their;
+	struct fb_proof proof;
+
+	if (fb_challenge_decode(s->in, s->in_len, &nonce, &their)) {
+		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad challenge");
+		return;
+	}
+	if (p->key_len == 0 || s->challenge_len) {
+		fb_rule_fail(s, SESSION_AUTH_FAILED,
+			     "peer asks for a key we do not have");
+		return;
+	}
+	auth_mac(p->key, p->key_len, "s", s->hello, s->hello_len, nonce, 32,
+		 mac);
+	if (!auth_mac_equal(mac, their)) {
+		fb_rule_fail(s, SESSION_AUTH_FAILED,
+			     "peer failed authentication (wrong key?)");
+		return;
+	}
+	memcpy(s->challenge, s->in, s->in_len);
+	s->challenge_len = s->in_len;
+	memset(&proof, 0, sizeof(proof));
+	fb_hdr_fill(&proof.hdr, FB_PROOF, sizeof(proof));
+	auth_mac(p->key, p->key_len, "c", s->hello, s->hello_len,
+		 s->challenge, s->challenge_len, proof.mac);
+	fb_send(s, 1, &proof, sizeof(proof));
+}
+
+static void
+fb_rule_result(struct session *s)
+{
+	uint32_t code;
+
+	if (fb_result_decode(s->in, s->in_len, &code)) {
+		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad result");
+		return;
+	}
+	if (code != 0) {
+		enum session_reason r = fb_code_reason(code);
+
+		fb_rule_fail(s, r, session_reason_desc(r));
+		return;
+	}
+	if (s->peer->key_len && s->challenge_len == 0) {
+		fb_rule_fail(s, SESSION_AUTH_FAILED,
+			     "peer accepted without authenticating");
+		return;
+	}
+	session_relay_start(s);
+}
+
+static void
+fb_rule_io(struct session *s, int i, short what)
+{
+	int rc;
+
+	if (s->state == SESSION_CONNECT_PEER) {
+		if (i == 1 && (what & EV_WRITE)) {
+			session_want(s, 1, EV_WRITE, false);
+			fb_rule_connected(s);
+		}
+		return;
+	}
+	if (what & EV_WRITE && !fb_flush(s, i))
+		return;
+	if (!(what & EV_READ) || i != 1)
+		return;
+	rc = fb_read(s, 1);
+	if (rc <= 0)
+		return;
+	if (s->in[5] == FB_CHALLENGE)
+		fb_rule_challenge(s);
+	else if (s->in[5] == FB_RESULT)
+		fb_rule_result(s);
+	else
+		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "unexpected message");
+}
+
+/* ---- export side ---- */
+
+/* Export side: a peer connected to our peer port; await its hello. */
+void
+fallback_accept(struct session *s)
+{
+	struct auth_limit *al = worker_auth(s->w);
+
+	if (auth_rate_limited(al, &s->addr[0], session_now_ms())) {
+		STATS_INC(worker_stats(s->w), auth_rate_limited);
+		session_close(s, SESSION_AUTH_FAILED);
+		return;
+	}
+	s->state = SESSION_HANDSHAKE;
+	session_want(s, 0, EV_READ, true);
+	session_timer(s, FB_HANDSHAKE_TIMEOUT);
+}
+
+/*
+ * Refuse the peer's request with reason r: tell it why, then close.  The
+ * peer connection closes gracefully so the result is not lost to a reset.
+ */
+static void
+fb_export_refuse(struct session *s, enum session_reason r)
+{
+	uint8_t msg[sizeof(struct fb_result)];
+	size_t len = fb_result_encode(msg, fb_reason_code(r));
+
+	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
+	if (r == SESSION_AUTH_FAILED) {
+		STATS_INC(worker_stats(s->w), auth_failures);
+		auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+	}
+	(void)send(s->fd[0], msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	s->fin_downstream = true;
+	session_close(s, r);
+}
+
+static void
+fb_export_open(struct session *s)
+{
+	char buf[ADDR_STRLEN];
+	int rc;
+
+	s->export = conf_export_find(s->conf, s->export_name);
+	if (s->export == NULL) {
+		log_warnx("conn 0x%llx: peer %s asked for unknown export %s",
+			  (unsigned long long)s->id, s->peer->name,
+			  s->export_name);
+		fb_export_refuse(s, SESSION_UNKNOWN_EXPORT);
+		return;
+	}
+	if (!conf_export_allows(s->export, s->peer->name)) {
+		log_warnx("conn 0x%llx: peer %s may not use export %s: refused",
+			  (unsigned long long)s->id, s->peer->name,
+			  s->export_name);
+		STATS_INC(worker_stats(s->w), export_denied);
+		fb_export_refuse(s, SESSION_EXPORT_DENIED);
+		return;
+	}
+	s->state = SESSION_CONNECT_TARGET;
+	session_want(s, 0, EV_READ, false);
+	rc = fb_connect_upstream(s, &s->export->target);
+	if (rc) {
+		errno = -rc;
+		log_warn("conn 0x%llx: export %s: connect to %s",
+			 (unsigned long long)s->id, s->export->name,
+			 addr_str(&s->export->target, buf, sizeof(buf)));
+		fb_export_refuse(s, fb_connect_reason(-rc, true));
+		return;
+	}
+	session_timer(s, s->export->connect_timeout);
+}
+
+static void
+fb_export_hello(struct session *s)
+{
+	struct fb_challenge ch;
+	struct fb_hello_info hi;
+	char buf[ADDR_STRLEN];
+
+	if (fb_hello_decode(s->in, s->in_len, &hi)) {
+		log_warnx("conn 0x%llx: malformed hello from %s",
+			  (unsigned long long)s->id,
+			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+		return;
+	}
+	memcpy(s->hello, s->in, s->in_len);
+	s->hello_len = s->in_len;
+	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
+	s->peer = conf_peer_find(s->conf, hi.name);
+	if (s->peer == NULL) {
+		log_warnx("conn 0x%llx: hello from unknown peer \"%s\" at %s",
+			  (unsigned long long)s->id, hi.name,
+			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		fb_export_refuse(s, SESSION_UNKNOWN_PEER);
+		return;
+	}
+	if (!s->peer->any_source && !addr_same_host(&s->peer->addr,
+						     &s->addr[0])) {
+		log_warnx("conn 0x%llx: peer %s connected from %s, not its "
+			  "configured address",
+			  (unsigned long long)s->id, s->peer->name,
+			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		fb_export_refuse(s, SESSION_AUTH_FAILED);
+		return;
+	}
+	if (s->peer->key_len == 0) {
+		fb_export_open(s);
+		return;
+	}
+	memset(&ch, 0, sizeof(ch));
+	fb_hdr_fill(&ch.hdr, FB_CHALLENGE, sizeof(ch));
+	auth_nonce(s->nonce);
+	memcpy(ch.nonce, s->nonce, sizeof(ch.nonce));
+	auth_mac(s->peer->key, s->peer->key_len, "s", s->hello, s->hello_len,
+		 ch.nonce, sizeof(ch.nonce), ch.mac);
+	memcpy(s->challenge, &ch, sizeof(ch));
+	s->challenge_len = sizeof(ch);
+	fb_send(s, 0, &ch, sizeof(ch));
+}
+
+static void
+fb_export_proof(struct session *s)
+{
+	unsigned char mac[AUTH_MAC_LEN];
+	const uint8_t *their;
+
+	if (s->challenge_len == 0 ||
+	    fb_proof_decode(s->in, s->in_len, &their)) {
+		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+		return;
+	}
+	auth_mac(s->peer->key, s->peer->key_len, "c", s->hello, s->hello_len,
+		 s->challenge, s->challenge_len, mac);
+	if (!auth_mac_equal(mac, their)) {
+		log_warnx("conn 0x%llx: peer %s failed authentication "
+			  "(wrong key?)",
+			  (unsigned long long)s->id, s->peer->name);
+		fb_export_refuse(s, SESSION_AUTH_FAILED);
+		return;
+	}
+	fb_export_open(s);
+}
+
+static void
+fb_export_connected(struct session *s)
+{
+	uint8_t msg[sizeof(struct fb_result)];
+	char buf[ADDR_STRLEN];
+	int err;
+
+	session_want(s, 1, EV_WRITE, false);
+	err = fb_connect_result(s);
+	if (err) {
+		errno = err;
+		log_warn("conn 0x%llx: export %s: target %s",
+			 (unsigned long long)s->id, s->export->name,
+			 addr_str(&s->export->target, buf, sizeof(buf)));
+		fb_export_refuse(s, fb_connect_reason(err, true));
+		return;
+	}
+	/* the result is tiny and the socket's buffer empty: it goes whole */
+	if (send(s->fd[0], msg, fb_result_encode(msg, 0), MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(msg)) {
+		session_close(s, SESSION_PEER_RST);
+		return;
+	}
+	session_relay_start(s);
+}
+
+static void
+fb_export_io(struct session *s, int i, short what)
+{
+	int rc;
+
+	if (s->state == SESSION_CONNECT_TARGET) {
+		if (i == 1 && (what & EV_WRITE))
+			fb_export_connected(s);
+		return;
+	}
+	if (what & EV_WRITE && !fb_flush(s, i))
+		return;
+	if (!(what & EV_READ) || i != 0)
+		return;
+	rc = fb_read(s, 0);
+	if (rc <= 0)
+		return;
+	if (s->in[5] == FB_HELLO && s->hello_len == 0)
+		fb_export_hello(s);
+	else if (s->in[5] == FB_PROOF)
+		fb_export_proof(s);
+	else
+		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+}
+
+/* Socket event during the handshake (session.c hands them over). */
+void
+fallback_io(struct session *s, int i, short what)
+{
+	if (s->role == SESSION_ROLE_RULE)
+		fb_rule_io(s, i, what);
+	else
+		fb_export_io(s, i, what);
+}
+
+/* The handshake timer fired. */
+void
+fallback_timeout(struct session *s)
+{
+	switch (s->state) {
+	case SESSION_CONNECT_PEER:
+		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "connect timed out");
+		break;
+	case SESSION_HELLO:
+		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "no answer to hello");
+		break;
+	case SESSION_CONNECT_TARGET:
+		log_warnx("conn 0x%llx: export %s: target connect timed out",
+			  (unsigned long long)s->id, s->export->name);
+		fb_export_refuse(s, SESSION_TARGET_TIMEOUT);
+		break;
+	default:
+		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+		break;
+	}
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Wire format of the fallback hello: the handshake at the start of a TCP
+ * connection from a rule-side daemon to a peer's port that carries one
+ * client connection.  docs/protocol.md describes it.  All integers are
+ * big endian; every message starts with the 8-byte header below, modelled
+ * on SMC's CLC header (EBCDIC eyecatcher, type, length of the whole
+ * message).
+ *
+ *   HELLO      rule → export   nonce, flags, our name, export name
+ *   CHALLENGE  export → rule   nonce, MAC(key, "s", HELLO, nonce)
+ *   PROOF      rule → export   MAC(key, "c", HELLO, CHALLENGE)
+ *   RESULT     export → rule   0 = relaying from here, else a reason
+ *
+ * Without a key on the export side, HELLO is answered by RESULT directly.
+ */
+#ifndef SMCPROXYD_FALLBACK_WIRE_H
+#define SMCPROXYD_FALLBACK_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FB_EYECATCHER "\xe2\xd4\xc3\xc6" /* "SMCF" in EBCDIC */
+#define FB_VERSION 1
+
+enum fb_type {
+	FB_HELLO = 1,
+	FB_CHALLENGE = 2,
+	FB_PROOF = 3,
+	FB_RESULT = 4,
+};
+
+#define FB_FLAG_AUTH 0x01 /* the sender has a key for this peer */
+
+struct fb_hdr {
+	uint8_t eyecatcher[4];
+	uint8_t version;
+	uint8_t type;
+	uint16_t length; /* whole message, header included */
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_hdr) == 8, "fallback header is 8 bytes");
+
+struct fb_hello {
+	struct fb_hdr hdr;
+	uint8_t nonce[32];
+	uint8_t flags;
+	uint8_t name_len;
+	uint8_t export_len;
+	uint8_t reserved;
+	/* name_len bytes of our name, then export_len bytes of export */
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_hello) == 44, "hello is 44 bytes + names");
+
+struct fb_challenge {
+	struct fb_hdr hdr;
+	uint8_t nonce[32];
+	uint8_t mac[32];
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_challenge) == 72, "challenge is 72 bytes");
+
+struct fb_proof {
+	struct fb_hdr hdr;
+	uint8_t mac[32];
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_proof) == 40, "proof is 40 bytes");
+
+struct fb_result {
+	struct fb_hdr hdr;
+	uint32_t code; /* 0 = ok, else a close reason code (FB_RSN_*) */
+	uint32_t reserved;
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_result) == 16, "result is 16 bytes");
+
+#define FB_HELLO_MAX (sizeof(struct fb_hello) + 2 * 63)
+#define FB_MSG_MAX FB_HELLO_MAX
+
+/* A decoded HELLO: names NUL-terminated. */
+struct fb_hello_info {
+	uint8_t nonce[32];
+	uint8_t flags;
+	char name[64];
+	char export[64];
+};
+
+/* fallback.c: pure encoders/decoders, used by the fuzz targets too */
+int fb_hdr_check(const void *buf, size_t len, uint8_t *type,
+		 uint16_t *length);
+size_t fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
+		       const char *name, const char *export);
+int fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out);
+size_t fb_result_encode(void *buf, uint32_t code);
+int fb_result_decode(const void *buf, size_t len, uint32_t *code);
+int fb_challenge_decode(const void *buf, size_t len, const uint8_t **nonce,
+			const uint8_t **mac);
+int fb_proof_decode(const void *buf, size_t len, const uint8_t **mac);
+
+#endif /* SMCPROXYD_FALLBACK_WIRE_H */

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Listening sockets.  Every worker opens its own socket on each listen
+ * address with SO_REUSEPORT, so the kernel spreads new connections over
+ * the workers and no accept lock is shared.  On EMFILE/ENFILE accepting
+ * pauses for a second (counted) instead of spinning.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+
+#define LISTENER_BACKLOG 4096
+
+struct listener {
+	struct worker *w;
+	int fd;
+	struct addr addr;
+	struct event *ev;
+	struct event *pause_ev;
+	void (*cb)(struct worker *, int, void *);
+	void *arg;
+};
+
+static int
+listener_socket(const struct addr *addr, int backlog)
+{
+	int fd, one = 1;
+
+	fd = socket(addr->ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
+	if (addr->ss.ss_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
+		goto fail;
+	if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len))
+		goto fail;
+	if (backlog && listen(fd, backlog))
+		goto fail;
+	return fd;
+fail:
+	one = -errno;
+	close(fd);
+	return one;
+}
+
+static void
+listener_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	event_add(l->ev, NULL);
+}
+
+static void
+listener_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct listener *l = arg;
+	struct timeval second = { 1, 0 };
+	char buf[ADDR_STRLEN];
+	int fd, i;
+
+	/* a bounded batch keeps one busy listener from starving the rest */
+	for (i = 0; i < 64; i++) {
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			l->cb(l->w, fd, l->arg);
+			continue;
+		}
+		switch (errno) {
+		case EINTR:
+		case ECONNABORTED:
+			continue;
+		case EAGAIN:
+			return;
+		case EMFILE:
+		case ENFILE:
+		case ENOBUFS:
+		case ENOMEM:
+			log_warn("%s: worker %d listener %s: pausing 1 s",
+				 __func__, worker_id(l->w),
+				 addr_str(&l->addr, buf, sizeof(buf)));
+			STATS_INC(worker_stats(l->w), accept_pauses);
+			event_del(l->ev);
+			evtimer_add(l->pause_ev, &second);
+			return;
+		default:
+			log_warn("%s: accept", __func__);
+			return;
+		}
+	}
+}
+
+/*
+ * Listen on addr in worker w; cb(w, fd, arg) gets each accepted socket
+ * (non-blocking).  NULL on failure, with errno set and logged.
+ */
+struct listener *
+listener_new(struct worker *w, const struct addr *addr,
+	     void (*cb)(struct worker *, int, void *), void *arg)
+{
+	struct listener *l;
+	char buf[ADDR_STRLEN];
+	int fd;
+
+	fd = listener_socket(addr, LISTENER_BACKLOG);
+	if (fd < 0) {
+		errno = -fd;
+		log_warn("%s: worker %d: listen on %s", __func__, worker_id(w),
+			 addr_str(addr, buf, sizeof(buf)));
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		goto fail;
+	l->w = w;
+	l->fd = fd;
+	l->addr = *addr;
+	l->cb = cb;
+	l->arg = arg;
+	l->ev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
+			  listener_accept, l);
+	l->pause_ev = evtimer_new(worker_base(w), listener_resume, l);
+	if (l->ev == NULL || l->pause_ev == NULL || event_add(l->ev, NULL))
+		goto fail;
+	return l;
+fail:
+	if (l != NULL) {
+		if (l->ev)
+			event_free(l->ev);
+		if (l->pause_ev)
+			event_free(l->pause_ev);
+		free(l);
+	}
+	close(fd);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Change what accepted connections are handed with (after a reload). */
+void
+listener_set_arg(struct listener *l, void *arg)
+{
+	l->arg = arg;
+}
+
+const struct addr *
+listener_addr(const struct listener *l)
+{
+	return &l->addr;
+}
+
+/* Close the socket; queued connections not yet accepted are reset. */
+void
+listener_free(struct listener *l)
+{
+	if (l == NULL)
+		return;
+	event_free(l->ev);
+	event_free(l->pause_ev);
+	close(l->fd);
+	free(l);
+}
+
+/*
+ * Can addr be listened on next to our own sockets?  Binds a socket with
+ * the same options without listening.  0 or -errno.
+ */
+int
+listener_probe(const struct addr *addr)
+{
+	int fd = listener_socket(addr, 0);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A proxied connection: its two sockets, the relay between them, and its
+ * one close path.  The relay moves bytes with splice() through a pipe per
+ * direction, so payload never passes through user space; a full pipe
+ * pauses reading (backpressure), never drops.  A FIN is passed on after
+ * every earlier byte; a reset is passed on as a reset.  Every close has a
+ * reason, which is logged and counted.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+
+static const struct {
+	const char *name;
+	const char *desc;
+} session_reasons[SESSION_NREASONS] = {
+#define X(id, name, desc) [SESSION_##id] = { name, desc },
+	SESSION_REASONS(X)
+#undef X
+};
+
+static uint64_t session_ids;
+
+const char *
+session_reason_name(enum session_reason r)
+{
+	return r < SESSION_NREASONS ? session_reasons[r].name : "unknown";
+}
+
+const char *
+session_reason_desc(enum session_reason r)
+{
+	return r < SESSION_NREASONS ? session_reasons[r].desc : "unknown";
+}
+
+uint64_t
+session_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
+session_id(const struct session *s)
+{
+	return s->id;
+}
+
+struct session *
+session_next(const struct session *s)
+{
+	return s->next;
+}
+
+/* Whether a close reason cuts the stream short: the client must see RST. */
+static bool
+session_reason_aborts(enum session_reason r)
+{
+	return r != SESSION_CLIENT_FIN && r != SESSION_TARGET_FIN;
+}
+
+static void session_io(evutil_socket_t fd, short what, void *arg);
+static void session_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
+void
+session_want(struct session *s, int i, short what, bool on)
+{
+	struct event *ev = what == EV_READ ? s->rev[i] : s->wev[i];
+
+	if (ev == NULL)
+		return;
+	if (on)
+		event_add(ev, NULL);
+	else
+		event_del(ev);
+}
+
+/* Arm the session's one timer; 0 disarms. */
+int
+session_timer(struct session *s, int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	if (seconds == 0)
+		return event_del(s->timer);
+	return event_add(s->timer, &tv);
+}
+
+static int
+session_attach(struct session *s, int i, int fd)
+{
+	struct event_base *base = worker_base(s->w);
+
+	s->fd[i] = fd;
+	s->rev[i] = event_new(base, fd, EV_READ | EV_PERSIST, session_io, s);
+	s->wev[i] = event_new(base, fd, EV_WRITE | EV_PERSIST, session_io, s);
+	if (s->rev[i] == NULL || s->wev[i] == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * A new session on worker w around the accepted socket fd (taken over:
+ * closed on failure).  NULL on failure.
+ */
+static struct session *
+session_new(struct worker *w, int fd, enum session_role role)
+{
+	struct session *s;
+	socklen_t len;
+	int one = 1;
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		close(fd);
+		return NULL;
+	}
+	s->w = w;
+	s->id = __atomic_add_fetch(&session_ids, 1, __ATOMIC_RELAXED);
+	s->role = role;
+	s->mode = SESSION_MODE_FALLBACK;
+	s->fd[0] = s->fd[1] = -1;
+	s->pump[0].pipe[0] = s->pump[0].pipe[1] = -1;
+	s->pump[1].pipe[0] = s->pump[1].pipe[1] = -1;
+	s->conf = conf_hold(worker_conf(w));
+	s->started_ms = s->active_ms = session_now_ms();
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	len = sizeof(s->addr[0].ss);
+	if (getpeername(fd, (struct sockaddr *)&s->addr[0].ss, &len) == 0)
+		s->addr[0].len = len;
+	s->timer = evtimer_new(worker_base(w), session_timeout, s);
+	worker_session_add(w, s);
+	if (s->timer == NULL || session_attach(s, 0, fd)) {
+		session_close(s, SESSION_RESOURCE);
+		return NULL;
+	}
+	return s;
+}
+
+/* Listener callback: a client connected to one of our rules. */
+void
+session_accept_rule(struct worker *w, int fd, void *arg)
+{
+	const struct conf_rule *rule = arg;
+	struct session *s;
+
+	STATS_INC(worker_stats(w), conns_accepted);
+	if (!worker_has_room(w)) {
+		session_reset_fd(fd);
+		STATS_INC(worker_stats(w), conns_refused_limit);
+		return;
+	}
+	s = session_new(w, fd, SESSION_ROLE_RULE);
+	if (s == NULL)
+		return;
+	s->rule = rule;
+	s->peer = rule->peer;
+	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
+	fallback_connect(s);
+}
+
+/* Listener callback: a peer daemon connected to our peer port. */
+void
+session_accept_peer(struct worker *w, int fd, void *unused)
+{
+	struct session *s;
+
+	STATS_INC(worker_stats(w), conns_from_peers);
+	s = session_new(w, fd, SESSION_ROLE_EXPORT);
+	if (s == NULL)
+		return;
+	fallback_accept(s);
+}
+
+/* Close fd so that the other end sees a reset, not a FIN. */
+void
+session_reset_fd(int fd)
+{
+	struct linger lg = { 1, 0 };
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* Take over fd as fd[1] (the upstream socket). */
+int
+session_attach_upstream(struct session *s, int fd)
+{
+	return session_attach(s, 1, fd);
+}
+
+/*
+ * Start relaying: both sockets connected and the handshake done.  Bytes
+ * the client sent meanwhile wait in the kernel and go first.  Pipes are
+ * taken from the worker's pool only while bytes are in flight, so an idle
+ * connection costs its two sockets and nothing more.
+ */
+void
+session_relay_start(struct session *s)
+{
+	s->state = SESSION_RELAY;
+	STATS_INC(worker_stats(s->w), conns_fallback);
+	session_want(s, 0, EV_WRITE, false);
+	session_want(s, 1, EV_WRITE, false);
+	session_want(s, 0, EV_READ, true);
+	session_want(s, 1, EV_READ, true);
+	session_timer(s, 0);
+	if (s->rule != NULL && s->rule->idle_timeout)
+		session_timer(s, s->rule->idle_timeout);
+	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
+		  s->role == SESSION_ROLE_RULE ? s->rule->name :
+						 s->export->name);
+}
+
+/* Which reason a reset or EOF seen on fd[i] means for this session. */
+static enum session_reason
+session_side_reason(const struct session *s, int i, bool reset)
+{
+	bool client = s->role == SESSION_ROLE_RULE ? i == 0 : false;
+	bool target = s->role == SESSION_ROLE_EXPORT ? i == 1 : false;
+
+	if (reset)
+		return client ? SESSION_CLIENT_RST :
+		       target ? SESSION_TARGET_RST :
+				SESSION_PEER_RST;
+	/* downstream finished first: the client side did */
+	return i == 0 ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
+}
+
+static void
+session_account(struct session *s, int i, size_t n)
+{
+	struct stats *st = worker_stats(s->w);
+
+	s->pump[i].bytes += n;
+	s->active_ms = session_now_ms();
+	/* pump towards the peer daemon is pump 0 on the rule side */
+	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
+		STATS_ADD(st, tx_bytes, (int64_t)n);
+		STATS_INC(st, tx_cnt);
+	} else {
+		STATS_ADD(st, rx_bytes, (int64_t)n);
+		STATS_INC(st, rx_cnt);
+	}
+}
+
+/*
+ * Drain pump i into fd[1 - i]; pass the FIN on once the pipe is empty.
+ * Returns false when the session was closed.
+ */
+static bool
+session_pump_out(struct session *s, int i)
+{
+	struct session_pump *p = &s->pump[i];
+	int dst = 1 - i;
+	ssize_t n;
+
+	while (p->pending > 0) {
+		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			p->pending -= (size_t)n;
+			if (p->stalled) {
+				p->stalled = false;
+				session_want(s, i, EV_READ, true);
+			}
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			session_want(s, dst, EV_WRITE, true);
+			return true;
+		}
+		/* the receiver is gone: pass the reset back */
+		session_close(s, session_side_reason(s, dst, true));
+		return false;
+	}
+	session_want(s, dst, EV_WRITE, false);
+	worker_pipe_put(s->w, p->pipe, p->cap, true);
+	if (p->eof && !p->done) {
+		p->done = true;
+		if (!s->pump[dst].done && !s->pump[dst].eof)
+			s->fin_reason = session_side_reason(s, i, false);
+		shutdown(s->fd[dst], SHUT_WR);
+		if (s->pump[dst].done) {
+			session_close(s, s->fin_reason);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* fd[i] is readable: move what fits into pump i's pipe. */
+static void
+session_pump_in(struct session *s, int i)
+{
+	struct session_pump *p = &s->pump[i];
+	ssize_t n;
+
+	if (p->eof)
+		return;
+	if (p->pipe[0] == -1) {
+		n = worker_pipe_get(s->w, p->pipe);
+		if (n < 0) {
+			errno = (int)-n;
+			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
+			session_close(s, SESSION_RESOURCE);
+			return;
+		}
+		p->cap = (size_t)n;
+	}
+	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
+		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n > 0) {
+		p->pending += (size_t)n;
+		session_account(s, i, (size_t)n);
+	} else if (n == 0) {
+		p->eof = true;
+		session_want(s, i, EV_READ, false);
+	} else if (errno == EAGAIN) {
+		/*
+		 * With bytes in the pipe, EAGAIN means the pipe has no free
+		 * slot (partly filled pages count whole): wait for the writer.
+		 */
+		if (p->pending == 0)
+			return;
+	} else if (errno != EINTR) {
+		session_close(s, session_side_reason(s, i, true));
+		return;
+	}
+	if (p->pending >= p->cap || (n == -1 && errno == EAGAIN)) {
+		p->stalled = true;
+		session_want(s, i, EV_READ, false);
+		STATS_INC(worker_stats(s->w), buf_full_cnt);
+	}
+	session_pump_out(s, i);
+}
+
+static void
+session_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	int i = fd == s->fd[0] ? 0 : 1;
+
+	if (s->state != SESSION_RELAY) {
+		fallback_io(s, i, what);
+		return;
+	}
+	if (what & EV_WRITE) {
+		/* fd[i] writable: drain the pump that writes into it */
+		if (!session_pump_out(s, 1 - i))
+			return;
+	}
+	if (what & EV_READ)
+		session_pump_in(s, i);
+}
+
+static void
+session_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	uint64_t idle_ms, now = session_now_ms();
+	int idle;
+
+	if (s->state != SESSION_RELAY) {
+		fallback_timeout(s);
+		return;
+	}
+	idle = s->rule != NULL ? s->rule->idle_timeout : 0;
+	if (idle == 0)
+		return;
+	idle_ms = now - s->active_ms;
+	if (idle_ms >= (uint64_t)idle * 1000) {
+		session_close(s, SESSION_IDLE_TIMEOUT);
+		return;
+	}
+	session_timer(s, (int)(((uint64_t)idle * 1000 - idle_ms) / 1000) + 1);
+}
+
+/*
+ * The one way a session ends.  A normal end (both directions finished)
+ * closes gracefully; every other reason resets both sockets so neither
+ * end mistakes a cut stream for a complete one.
+ */
+void
+session_close(struct session *s, enum session_reason reason)
+{
+	bool abort = session_reason_aborts(reason);
+	int i;
+
+	if (s->state == SESSION_CLOSED)
+		return;
+	s->state = SESSION_CLOSED;
+	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
+	if (abort)
+		log_info("conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
+			 (unsigned long long)s->id, session_reason_name(reason),
+			 session_reason_desc(reason),
+			 (unsigned long long)s->pump[0].bytes,
+			 (unsigned long long)s->pump[1].bytes);
+	else
+		log_debug("conn 0x%llx: closed: %s, %llu bytes in, %llu out",
+			  (unsigned long long)s->id,
+			  session_reason_name(reason),
+			  (unsigned long long)s->pump[0].bytes,
+			  (unsigned long long)s->pump[1].bytes);
+	for (i = 0; i < 2; i++) {
+		if (s->rev[i])
+			event_free(s->rev[i]);
+		if (s->wev[i])
+			event_free(s->wev[i]);
+		if (abort && !(i == 0 && s->fin_downstream))
+			session_reset_fd(s->fd[i]);
+		else if (s->fd[i] >= 0)
+			close(s->fd[i]);
+		worker_pipe_put(s->w, s->pump[i].pipe, s->pump[i].cap,
+				s->pump[i].pending == 0);
+	}
+	if (s->timer)
+		event_free(s->timer);
+	worker_session_del(s->w, s);
+	conf_drop(s->conf);
+	free(s);
+}
+
+/* Close every session of w (on w's thread). */
+void
+session_close_all(struct worker *w, enum session_reason reason)
+{
+	struct session *s;
+
+	while ((s = worker_sessions(w)) != NULL)
+		session_close(s, reason);
+}
+
+/* Close session id of w as killed by an operator; 0 or -ENOENT. */
+int
+session_kill(struct worker *w, uint64_t id)
+{
+	struct session *s;
+
+	for (s = worker_sessions(w); s != NULL; s = s->next) {
+		if (s->id == id) {
+			session_close(s, SESSION_ADMIN_KILL);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static const char *
+session_state_name(enum session_state st)
+{
+	static const char *const names[] = {
+		[SESSION_CONNECT_PEER] = "connect_peer",
+		[SESSION_HELLO] = "hello",
+		[SESSION_HANDSHAKE] = "handshake",
+		[SESSION_CONNECT_TARGET] = "connect_target",
+		[SESSION_RELAY] = "relay",
+		[SESSION_CLOSED] = "closed",
+	};
+
+	return names[st];
+}
+
+/* Append a JSON object describing s to the jansson array json_array. */
+void
+session_json_add(const struct session *s, void *json_array)
+{
+	char id[24], a0[ADDR_STRLEN], a1[ADDR_STRLEN];
+	uint64_t now = session_now_ms();
+	bool rule = s->role == SESSION_ROLE_RULE;
+	json_t *o;
+
+	snprintf(id, sizeof(id), "0x%llx", (unsigned long long)s->id);
+	addr_str(&s->addr[0], a0, sizeof(a0));
+	addr_str(&s->addr[1], a1, sizeof(a1));
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I,"
+		      " s:f, s:f, s:I}",
+		      "id", id,
+		      "mode", s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
+		      "role", rule ? "rule" : "export",
+		      "rule", rule && s->rule ? s->rule->name : "",
+		      "export", rule ? s->export_name :
+				  (s->export ? s->export->name : ""),
+		      "peer", s->peer ? s->peer->name : "",
+		      "state", session_state_name(s->state),
+		      "downstream", a0, "upstream", a1,
+		      "bytes_in", (json_int_t)s->pump[0].bytes,
+		      "bytes_out", (json_int_t)s->pump[1].bytes,
+		      "age_s", (double)(now - s->started_ms) / 1000.0,
+		      "idle_s", (double)(now - s->active_ms) / 1000.0,
+		      "worker", (json_int_t)worker_id(s->w));
+	if (o != NULL)
+		json_array_append_new(json_array, o);
+}

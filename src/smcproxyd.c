@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * smcproxyd: main thread.  Owns the configuration, signals, reload and
+ * the control socket; the data path lives in the worker threads.
+ */
+#include <sys/resource.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "smcproxyd.h"
+
+#define SMCPROXYD_CONF SYSCONFDIR "/smcproxyd/smcproxyd.conf"
+
+static struct conf *conf_current;
+static struct event_base *main_base;
+static bool debug_flag;
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr,
+		"usage: smcproxyd [-dnV] [-c file]\n"
+		"       smcproxyd --list-devices [--local-addr ip]\n"
+		"       smcproxyd --print-schema\n");
+	exit(2);
+}
+
+static void
+smcproxyd_warn_insecure(const struct conf *conf)
+{
+	int i;
+
+	for (i = 0; i < conf->npeers; i++)
+		if (conf->peers[i].key_len == 0)
+			log_warnx("peer %s is not authenticated (insecure = "
+				  "true): anyone who can reach the peer port "
+				  "from %s can use the exports it may use",
+				  conf->peers[i].name,
+				  conf->peers[i].any_source ?
+					  "anywhere" :
+					  "its address");
+}
+
+/* Log what a FILE of config errors holds, one line each. */
+static void
+smcproxyd_log_lines(char *text)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+}
+
+/* Any listen address new in next must be free for us before swapping. */
+static int
+smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
+			  FILE *errors)
+{
+	char buf[ADDR_STRLEN];
+	int i, j, rc;
+	bool known;
+
+	for (i = 0; i < next->nrules; i++) {
+		known = false;
+		for (j = 0; j < old->nrules && !known; j++)
+			known = addr_equal(&old->rules[j].listen,
+					   &next->rules[i].listen);
+		if (known)
+			continue;
+		rc = listener_probe(&next->rules[i].listen);
+		if (rc) {
+			fprintf(errors, "%s:%d: rules.%s.listen: cannot listen "
+				"on %s: %s\n", next->path, next->rules[i].line,
+				next->rules[i].name,
+				addr_str(&next->rules[i].listen, buf,
+					 sizeof(buf)),
+				strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Re-read the config file; swap to it only if it is entirely valid.  Open
+ * connections keep the config they started with.  0, or -EINVAL with the
+ * problems written to errors.
+ */
+int
+smcproxyd_reload(FILE *errors)
+{
+	struct conf *next;
+	int rc;
+
+	notify_send("RELOADING=1");
+	log_info("reloading %s", conf_current->path);
+	next = conf_load(conf_current->path, errors);
+	if (next == NULL) {
+		rc = -EINVAL;
+		goto out;
+	}
+	conf_hold(next);
+	rc = conf_reload_check(conf_current, next, errors);
+	if (rc == 0)
+		rc = smcproxyd_probe_listeners(conf_current, next, errors);
+	if (rc) {
+		conf_drop(next);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = worker_reconfigure_all(next);
+	if (rc)
+		fprintf(errors, "%s: some listeners could not be opened: %s\n",
+			next->path, strerror(-rc));
+	control_conf_update(next);
+	conf_drop(conf_current);
+	conf_current = next;
+	if (!debug_flag)
+		log_set_level(next->log_level);
+	smcproxyd_warn_insecure(next);
+	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
+		 next->nrules, next->npeers, next->nexports);
+out:
+	if (rc == -EINVAL)
+		log_warnx("reload: %s has errors; still serving with the "
+			  "previous configuration", conf_current->path);
+	notify_send("READY=1");
+	return rc;
+}
+
+static void
+smcproxyd_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *errors;
+
+	errors = open_memstream(&text, &len);
+	if (errors == NULL) {
+		log_warn("%s: open_memstream", __func__);
+		return;
+	}
+	smcproxyd_reload(errors);
+	fclose(errors);
+	smcproxyd_log_lines(text);
+	free(text);
+}
+
+static void
+smcproxyd_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+	notify_send("STOPPING=1");
+	log_info("%s: stopping; open connections get %d s to finish",
+		 strsignal((int)sig), conf_current->shutdown_timeout);
+	control_shutdown();
+	worker_stop_all(conf_current->shutdown_timeout);
+	event_base_loopexit(main_base, NULL);
+}
+
+/* Many connections need many descriptors: take the hard limit. */
+static void
+smcproxyd_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			log_warn("%s: setrlimit", __func__);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "list-devices", no_argument, NULL, 'L' },
+		{ "local-addr", required_argument, NULL, 'a' },
+		{ "print-schema", no_argument, NULL, 'S' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = SMCPROXYD_CONF, *local_addr = NULL;
+	struct event *sig_term, *sig_int, *sig_hup;
+	bool check = false, list = false;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "c:dnVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'd':
+			debug_flag = true;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'L':
+			list = true;
+			break;
+		case 'a':
+			local_addr = optarg;
+			break;
+		case 'S':
+			conf_print_schema(stdout);
+			return 0;
+		case 'V':
+			printf("smcproxyd %s\n", SMCPROXYD_VERSION);
+			return 0;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init(1, debug_flag ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+	if (list)
+		return ib_list_devices(stdout, local_addr) ? 1 : 0;
+
+	conf_current = conf_load(path, stderr);
+	if (check) {
+		if (conf_current == NULL)
+			return 1;
+		printf("configuration OK\n");
+		conf_free(conf_current);
+		return 0;
+	}
+	if (conf_current == NULL)
+		fatalx("%s has errors; not starting", path);
+	conf_hold(conf_current);
+	if (!debug_flag)
+		log_set_level(conf_current->log_level);
+	smcproxyd_warn_insecure(conf_current);
+
+	signal(SIGPIPE, SIG_IGN);
+	smcproxyd_raise_nofile();
+	if (evthread_use_pthreads())
+		fatalx("libevent has no pthreads support");
+	main_base = event_base_new();
+	if (main_base == NULL)
+		fatalx("event_base_new failed");
+	sig_term = evsignal_new(main_base, SIGTERM, smcproxyd_sigterm, NULL);
+	sig_int = evsignal_new(main_base, SIGINT, smcproxyd_sigterm, NULL);
+	sig_hup = evsignal_new(main_base, SIGHUP, smcproxyd_sighup, NULL);
+	if (sig_term == NULL || sig_int == NULL || sig_hup == NULL ||
+	    evsignal_add(sig_term, NULL) || evsignal_add(sig_int, NULL) ||
+	    evsignal_add(sig_hup, NULL))
+		fatalx("cannot set up signal events");
+
+	rc = worker_start_all(conf_current);
+	if (rc) {
+		errno = -rc;
+		fatal("cannot start workers");
+	}
+	rc = control_init(conf_current, main_base);
+	if (rc) {
+		errno = -rc;
+		fatal("control socket %s", conf_current->control_socket);
+	}
+	log_info("smcproxyd %s ready: %s, %d workers, %d rules, %d peers, "
+		 "%d exports", SMCPROXYD_VERSION, conf_current->name,
+		 conf_current->workers, conf_current->nrules,
+		 conf_current->npeers, conf_current->nexports);
+	notify_send("READY=1");
+
+	event_base_dispatch(main_base);
+
+	worker_join_all();
+	log_info("stopped");
+	event_free(sig_term);
+	event_free(sig_int);
+	event_free(sig_hup);
+	event_base_free(main_base);
+	conf_drop(conf_current);
+	return 0;
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * smcproxyd internal header: the types shared between modules and the
+ * prototypes of every module, grouped by file (tmux style).  Wire formats
+ * live in their own headers (fallback_wire.h, ...).
+ */
+#ifndef SMCPROXYD_H
+#define SMCPROXYD_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stats.h"
+
+#define SMCPROXYD_VERSION PACKAGE_VERSION
+#define CONF_NAME_MAX 63 /* rule, peer and export names */
+#define CONF_KEY_MIN 32	 /* bytes in a peer's pre-shared key */
+#define CONF_KEY_MAX 1024
+
+struct event_base;
+struct worker;
+struct session;
+
+/* log.c */
+enum log_level { LOG_LEVEL_ERR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+void log_init(int foreground, enum log_level level);
+void log_set_level(enum log_level level);
+int log_level_parse(const char *name, enum log_level *out);
+bool log_debug_enabled(void);
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+/* addr.c */
+struct addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+int addr_parse(const char *s, struct addr *out);
+int addr_parse_host(const char *s, struct addr *out);
+const char *addr_str(const struct addr *a, char *buf, size_t len);
+bool addr_same_host(const struct addr *a, const struct addr *b);
+bool addr_equal(const struct addr *a, const struct addr *b);
+#define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
+
+/* conf.c */
+enum conf_slot_wait { CONF_SLOT_WAIT_EXCLUSIVE, CONF_SLOT_WAIT_ALL };
+
+struct conf_peer {
+	char name[CONF_NAME_MAX + 1];
+	struct addr addr;	/* where its peer port is */
+	char *key_file;		/* NULL when insecure */
+	unsigned char key[CONF_KEY_MAX];
+	size_t key_len;		/* 0 when insecure */
+	bool insecure;
+	bool any_source;	/* accept it from any source address */
+	int line;
+};
+
+struct conf_export {
+	char name[CONF_NAME_MAX + 1];
+	struct addr target;
+	char **peers;		/* names allowed to use it */
+	int npeers;
+	int connect_timeout;	/* seconds */
+	int line;
+};
+
+struct conf_rule {
+	char name[CONF_NAME_MAX + 1];
+	struct addr listen;
+	const struct conf_peer *peer;
+	char export[CONF_NAME_MAX + 1];
+	int idle_timeout;	/* seconds, 0 = never */
+	int line;
+};
+
+struct conf_rdma {
+	char **devices;
+	int ndevices;
+	int gid_index;
+	int max_links;
+	int max_conns_per_lgr;
+	int max_send_wr;
+	int max_recv_wr;
+	int sndbuf;
+	int rmb;
+	bool autocork;
+	int autocork_size;
+	bool inline_enabled;
+	int inline_size;
+	enum conf_slot_wait slot_wait;
+	int lgr_idle_timeout;
+	int test_link_time;
+};
+
+struct conf {
+	char *path;
+	char name[CONF_NAME_MAX + 1];	/* this daemon's name at its peers */
+	char *control_socket;
+	int control_mode;
+	int control_uid;		/* -1: only root and our own uid */
+	int control_gid;
+	int workers;			/* resolved: never 0 */
+	enum log_level log_level;
+	int shutdown_timeout;		/* seconds given to open connections */
+	int max_conns;			/* per worker, 0 = unlimited */
+	bool has_peer_listen;
+	struct addr peer_listen;
+	struct conf_peer *peers;
+	int npeers;
+	struct conf_rule *rules;
+	int nrules;
+	struct conf_export *exports;
+	int nexports;
+	struct conf_rdma rdma;
+	struct conf_src *src;		/* conf.c private: where keys were set */
+	int refs;			/* conf_hold/conf_drop; 0 when loaded */
+};
+
+struct conf *conf_load(const char *path, FILE *errors);
+struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
+void conf_free(struct conf *conf);
+const struct conf_peer *conf_peer_find(const struct conf *conf,
+				       const char *name);
+const struct conf_export *conf_export_find(const struct conf *conf,
+					   const char *name);
+bool conf_export_allows(const struct conf_export *exp, const char *peer);
+int conf_reload_check(const struct conf *old, const struct conf *new,
+		      FILE *errors);
+void conf_print_schema(FILE *out);
+
+/* A config lives while the main thread, a worker or a session holds it. */
+static inline struct conf *
+conf_hold(struct conf *conf)
+{
+	__atomic_add_fetch(&conf->refs, 1, __ATOMIC_RELAXED);
+	return conf;
+}
+
+static inline void
+conf_drop(struct conf *conf)
+{
+	if (conf != NULL &&
+	    __atomic_sub_fetch(&conf->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		conf_free(conf);
+}
+
+/* notify.c */
+void notify_send(const char *state);
+
+/* auth.c */
+struct auth_limit;
+#define AUTH_NONCE_LEN 32
+#define AUTH_MAC_LEN 32
+int auth_key_load(const char *path, unsigned char *key, size_t *len,
+		  char *err, size_t errlen);
+void auth_nonce(unsigned char nonce[AUTH_NONCE_LEN]);
+void auth_mac(const unsigned char *key, size_t keylen, const char *label,
+	      const void *a, size_t alen, const void *b, size_t blen,
+	      unsigned char mac[AUTH_MAC_LEN]);
+bool auth_mac_equal(const unsigned char *a, const unsigned char *b);
+bool auth_rate_limited(struct auth_limit *al, const struct addr *src,
+		       uint64_t now_ms);
+void auth_failed(struct auth_limit *al, const struct addr *src,
+		 uint64_t now_ms);
+
+/* auth.c: a small per-worker table of sources that failed to authenticate */
+#define AUTH_LIMIT_SLOTS 64
+struct auth_limit {
+	struct {
+		struct addr src;
+		double tokens;
+		uint64_t last_ms;
+	} slot[AUTH_LIMIT_SLOTS];
+	unsigned int next;
+};
+
+/* worker.c */
+typedef void (*worker_fn)(struct worker *, void *);
+int worker_start_all(struct conf *conf);
+void worker_stop_all(int timeout);
+void worker_join_all(void);
+int worker_count(void);
+struct worker *worker_get(int i);
+int worker_id(const struct worker *w);
+struct event_base *worker_base(const struct worker *w);
+struct stats *worker_stats(struct worker *w);
+struct conf *worker_conf(const struct worker *w);
+struct auth_limit *worker_auth(struct worker *w);
+bool worker_has_room(const struct worker *w);
+void worker_call(struct worker *w, worker_fn fn, void *arg);
+void worker_post(struct worker *w, worker_fn fn, void *arg);
+int worker_reconfigure_all(struct conf *conf);
+bool worker_draining(const struct worker *w);
+void worker_session_add(struct worker *w, struct session *s);
+void worker_session_del(struct worker *w, struct session *s);
+struct session *worker_sessions(struct worker *w);
+int worker_pipe_get(struct worker *w, int fds[2]);
+void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
+
+/* listener.c */
+struct listener;
+struct listener *listener_new(struct worker *w, const struct addr *addr,
+			      void (*cb)(struct worker *, int, void *),
+			      void *arg);
+void listener_set_arg(struct listener *l, void *arg);
+const struct addr *listener_addr(const struct listener *l);
+void listener_free(struct listener *l);
+int listener_probe(const struct addr *addr);
+
+/* session.c */
+#define SESSION_PIPE_SIZE (256 * 1024)
+
+enum session_role { SESSION_ROLE_RULE, SESSION_ROLE_EXPORT };
+enum session_mode { SESSION_MODE_FALLBACK, SESSION_MODE_RDMA };
+enum session_state {
+	SESSION_CONNECT_PEER,	/* rule side: connecting to the peer port */
+	SESSION_HELLO,		/* rule side: hello sent, waiting for result */
+	SESSION_HANDSHAKE,	/* export side: reading hello / proof */
+	SESSION_CONNECT_TARGET,	/* export side: connecting to the target */
+	SESSION_RELAY,
+	SESSION_CLOSED,
+};
+
+/*
+ * fd[0] faces downstream (the client on the rule side, the peer daemon on
+ * the export side), fd[1] upstream (peer daemon, target).  pump[i] moves
+ * bytes read from fd[i] to fd[1 - i] through a pipe with splice().
+ */
+struct session_pump {
+	int pipe[2];
+	size_t pending;		/* bytes in the pipe */
+	size_t cap;
+	bool eof;		/* fd[i] sent FIN */
+	bool done;		/* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
+	bool stalled;		/* pipe full: reading paused */
+	uint64_t bytes;
+};
+
+#define FALLBACK_MSG_MAX 256
+
+struct session {
+	struct session *prev, *next;
+	struct worker *w;
+	uint64_t id;
+	enum session_role role;
+	enum session_mode mode;
+	enum session_state state;
+	struct conf *conf;			/* held */
+	const struct conf_rule *rule;		/* rule side */
+	const struct conf_peer *peer;
+	const struct conf_export *export;	/* export side */
+	int fd[2];
+	struct event *rev[2], *wev[2];
+	struct event *timer;
+	struct session_pump pump[2];
+	struct addr addr[2];
+	uint64_t started_ms, active_ms;
+	enum session_reason fin_reason;
+	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
+	/* fallback handshake */
+	unsigned char in[FALLBACK_MSG_MAX];
+	size_t in_len;
+	unsigned char out[FALLBACK_MSG_MAX];
+	size_t out_len, out_off;
+	unsigned char hello[FALLBACK_MSG_MAX];
+	size_t hello_len;
+	unsigned char nonce[AUTH_NONCE_LEN];
+	unsigned char challenge[FALLBACK_MSG_MAX];
+	size_t challenge_len;
+	char export_name[CONF_NAME_MAX + 1];
+};
+
+const char *session_reason_name(enum session_reason r);
+const char *session_reason_desc(enum session_reason r);
+void session_accept_rule(struct worker *w, int fd, void *rule);
+void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_relay_start(struct session *s);
+void session_reset_fd(int fd);
+int session_attach_upstream(struct session *s, int fd);
+void session_want(struct session *s, int i, short what, bool on);
+int session_timer(struct session *s, int seconds);
+uint64_t session_now_ms(void);
+void session_close(struct session *s, enum session_reason reason);
+void session_close_all(struct worker *w, enum session_reason reason);
+struct session *session_next(const struct session *s);
+uint64_t session_id(const struct session *s);
+void session_json_add(const struct session *s, void *json_array);
+int session_kill(struct worker *w, uint64_t id);
+
+/* control.c */
+#define CONTROL_VERSION 1	/* the "v" of every request and reply */
+#define CONTROL_SOCKET_DEFAULT "/run/smcproxyd/control.sock"
+#define CONTROL_LINE_MAX (64 * 1024)	/* longest request line */
+int control_init(const struct conf *conf, struct event_base *base);
+void control_conf_update(const struct conf *conf);
+void control_shutdown(void);
+
+/* smcproxyd.c */
+int smcproxyd_reload(FILE *errors);
+
+/* ib.c */
+enum ib_gid_type { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_V1, IB_GID_TYPE_ROCE_V2 };
+struct ib_gid {
+	uint32_t index;		/* in the port's GID table */
+	uint8_t raw[16];
+	enum ib_gid_type type;
+	unsigned int ifindex;	/* its netdev, 0 if none */
+};
+int ib_list_devices(FILE *out, const char *local_ip);
+int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
+		const struct addr *local);
+
+/* fallback.c */
+void fallback_connect(struct session *s);
+void fallback_accept(struct session *s);
+void fallback_io(struct session *s, int i, short what);
+void fallback_timeout(struct session *s);
+
+/* stats.c */
+const char *stats_name(enum stats_id id);
+void stats_sum(struct stats *out);
+void stats_reset(void);
+void stats_snapshot(struct stats *out);
+enum stats_kind stats_kind(enum stats_id id);
+int64_t stats_since_reset(void);
+struct json_t *stats_json(const struct stats *st);
+struct json_t *stats_schema_json(void);
+
+#endif /* SMCPROXYD_H */

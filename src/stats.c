@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Statistics: everything generated from the catalogue in stats.h.  Workers
+ * write their own struct stats without locks (stats_add); this file runs on
+ * the main thread only and reads them with relaxed loads, sums them, and
+ * keeps the reset baseline.  A reset never touches a worker's memory: it
+ * remembers the current sums, and a reported counter is sum - baseline.
+ * Gauges are reported as they are and never reset.
+ */
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "smcproxyd.h"
+
+struct stats_def {
+	const char *name;
+	enum stats_kind kind;
+	const char *unit;
+	const char *desc;
+	const char *metric; /* Prometheus family, without the prefix */
+	const char *label;  /* value of the family's "reason" label */
+};
+
+static const struct stats_def stats_defs[STAT_N] = {
+#define X(name, kind, unit, desc) \
+	[STAT_##name] = {#name, STATS_##kind, unit, desc, #name, NULL},
+	STATS_LIST(X)
+#undef X
+#define X(id, name, desc)                                                    \
+	[STAT_CLOSE_BASE + SESSION_##id] = {"close_" name,  STATS_COUNTER,   \
+					    "connections",  "closed: " desc, \
+					    "conns_closed", name},
+		SESSION_REASONS(X)
+#undef X
+};
+
+#define STATS_CLOSE_HELP "proxied connections closed, by reason"
+
+/* Main thread only. */
+static struct stats stats_baseline;
+static struct timespec stats_reset_ts;
+static bool stats_was_reset;
+
+/**
+ * stats_name() - The catalogue name of a statistic ("conns_accepted",
+ * "close_client_fin").
+ */
+const char *
+stats_name(enum stats_id id)
+{
+	if ((unsigned int)id >= STAT_N)
+		return NULL;
+	return stats_defs[id].name;
+}
+
+/**
+ * stats_kind() - Whether a statistic is a counter or a gauge.
+ */
+enum stats_kind
+stats_kind(enum stats_id id)
+{
+	return stats_defs[id].kind;
+}
+
+/**
+ * stats_sum() - Sum every worker's statistics into @out, as they are now.
+ * Each value is read whole (relaxed load); values of different workers are
+ * not read at one instant.
+ */
+void
+stats_sum(struct stats *out)
+{
+	struct stats *st;
+	int i, n, id;
+
+	memset(out, 0, sizeof(*out));
+	n = worker_count();
+	for (i = 0; i < n; i++) {
+		st = worker_stats(worker_get(i));
+		for (id = 0; id < STAT_N; id++)
+			out->v[id] += stats_read(st, (enum stats_id)id);
+	}
+}
+
+/**
+ * stats_reset() - Make every counter read zero from now on.  Gauges keep
+ * their value.  Main thread only.
+ */
+void
+stats_reset(void)
+{
+	stats_sum(&stats_baseline);
+	clock_gettime(CLOCK_MONOTONIC, &stats_reset_ts);
+	stats_was_reset = true;
+}
+
+/**
+ * stats_snapshot() - The statistics as reported: counters since the last
+ * stats_reset(), gauges as they are.  Main thread only.
+ */
+void
+stats_snapshot(struct stats *out)
+{
+	int id;
+
+	stats_sum(out);
+	for (id = 0; id < STAT_N; id++) {
+		if (stats_defs[id].kind != STATS_COUNTER)
+			continue;
+		/* a counter below its baseline restarted: report it whole */
+		if (out->v[id] >= stats_baseline.v[id])
+			out->v[id] -= stats_baseline.v[id];
+	}
+}
+
+/**
+ * stats_since_reset() - Seconds since the last stats_reset(), or -1 when
+ * the counters were never reset.
+ */
+int64_t
+stats_since_reset(void)
+{
+	struct timespec now;
+
+	if (!stats_was_reset)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - stats_reset_ts.tv_sec);
+}
+
+/**
+ * stats_json() - @st as a JSON object, one member per statistic in
+ * catalogue order.
+ * Return: a new reference, or NULL when out of memory.
+ */
+json_t *
+stats_json(const struct stats *st)
+{
+	json_t *obj;
+	int id;
+
+	obj = json_object();
+	if (obj == NULL)
+		return NULL;
+	for (id = 0; id < STAT_N; id++) {
+		if (json_object_set_new(obj, stats_defs[id].name,
+					json_integer((json_int_t)st->v[id])) ==
+		    -1) {
+			json_decref(obj);
+			return NULL;
+		}
+	}
+	return obj;
+}
+
+/**
+ * stats_schema_json() - The catalogue as a JSON array: for each statistic
+ * its name, kind ("counter" or "gauge"), unit, description, and how it is
+ * exported as a metric (family name, help text, labels).
+ * Return: a new reference, or NULL when out of memory.
+ */
+json_t *
+stats_schema_json(void)
+{
+	const struct stats_def *d;
+	json_t *arr, *e, *labels;
+	int id;
+
+	arr = json_array();
+	if (arr == NULL)
+		return NULL;
+	for (id = 0; id < STAT_N; id++) {
+		d = &stats_defs[id];
+		labels = d->label != NULL ?
+				 json_pack("{s:s}", "reason", d->label) :
+				 json_object();
+		e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "name",
+			      d->name, "kind",
+			      d->kind == STATS_COUNTER ? "counter" : "gauge",
+			      "unit", d->unit, "description", d->desc, "metric",
+			      d->metric, "help",
+			      d->label != NULL ? STATS_CLOSE_HELP : d->desc,
+			      "labels", labels);
+		if (e == NULL || json_array_append_new(arr, e) == -1) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}

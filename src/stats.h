@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The statistics catalogue, declared once.  STATS_LIST gives every counter
+ * and gauge with its unit and description; SESSION_REASONS gives the close
+ * reasons, each of which also has a counter ("close_<reason>").  stats.c
+ * generates aggregation, reset, JSON and the schema from these lists.
+ *
+ * Each worker owns one struct stats and is its only writer: updates are a
+ * relaxed load and store, never a locked read-modify-write, and readers on
+ * other threads see whole 64-bit values.
+ */
+#ifndef SMCPROXYD_STATS_H
+#define SMCPROXYD_STATS_H
+
+#include <stdint.h>
+
+/* X(name, kind, unit, description) */
+#define STATS_LIST(X)                                                        \
+	X(conns_accepted, COUNTER, "connections",                            \
+	  "client connections accepted on rule listeners")                   \
+	X(conns_from_peers, COUNTER, "connections",                          \
+	  "connections opened by peers for one of our exports")              \
+	X(conns_active, GAUGE, "connections", "proxied connections open now") \
+	X(conns_fallback, COUNTER, "connections",                            \
+	  "connections carried over TCP fallback")                           \
+	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")  \
+	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon") \
+	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")   \
+	X(rx_cnt, COUNTER, "requests", "receive operations from the peer")   \
+	X(buf_full_cnt, COUNTER, "events",                                   \
+	  "reads paused because the connection's buffer was full")           \
+	X(conns_refused_limit, COUNTER, "connections",                       \
+	  "client connections reset because max_conns was reached")          \
+	X(accept_pauses, COUNTER, "events",                                  \
+	  "accepting paused for a second on EMFILE/ENFILE/ENOBUFS")          \
+	X(srv_hshake_err_cnt, COUNTER, "handshakes",                         \
+	  "peer handshakes we refused or that failed on the export side")    \
+	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                        \
+	  "handshakes to a peer that were refused or failed on the rule side") \
+	X(auth_failures, COUNTER, "handshakes",                              \
+	  "peers that failed authentication")                                \
+	X(auth_rate_limited, COUNTER, "handshakes",                          \
+	  "peer connections dropped by the authentication rate limit")       \
+	X(export_denied, COUNTER, "handshakes",                              \
+	  "peer requests for an export they may not use")
+
+/* X(id, name, description) */
+#define SESSION_REASONS(X)                                                   \
+	X(CLIENT_FIN, "client_fin", "client finished sending first")        \
+	X(TARGET_FIN, "target_fin", "target finished sending first")        \
+	X(CLIENT_RST, "client_rst", "client reset the connection")          \
+	X(TARGET_RST, "target_rst", "target reset the connection")          \
+	X(PEER_RST, "peer_rst", "the peer daemon's connection was reset")   \
+	X(TARGET_REFUSED, "target_refused", "target refused the connection") \
+	X(TARGET_TIMEOUT, "target_timeout", "target did not answer in time") \
+	X(TARGET_UNREACHABLE, "target_unreachable",                         \
+	  "target address unreachable")                                      \
+	X(PEER_UNREACHABLE, "peer_unreachable",                             \
+	  "peer daemon could not be reached")                                \
+	X(PEER_TIMEOUT, "peer_timeout", "peer daemon did not answer in time") \
+	X(EXPORT_DENIED, "export_denied", "peer may not use that export")   \
+	X(UNKNOWN_EXPORT, "unknown_export", "no such export at the peer")   \
+	X(UNKNOWN_PEER, "unknown_peer", "connection from an unknown peer")  \
+	X(AUTH_FAILED, "auth_failed", "peer authentication failed")         \
+	X(PROTOCOL_ERROR, "protocol_error", "malformed message from the peer") \
+	X(LINK_FAILED, "link_failed", "transport to the peer failed")       \
+	X(IDLE_TIMEOUT, "idle_timeout", "no traffic for the idle timeout")  \
+	X(ADMIN_KILL, "admin_kill", "killed by an operator")                \
+	X(SHUTDOWN, "shutdown", "daemon shut down")                         \
+	X(RESOURCE, "resource", "out of memory or file descriptors")
+
+enum session_reason {
+#define X(id, name, desc) SESSION_##id,
+	SESSION_REASONS(X)
+#undef X
+	SESSION_NREASONS
+};
+
+enum stats_kind { STATS_COUNTER, STATS_GAUGE };
+
+enum stats_id {
+#define X(name, kind, unit, desc) STAT_##name,
+	STATS_LIST(X)
+#undef X
+	STAT_CLOSE_BASE,
+	STAT_N = STAT_CLOSE_BASE + SESSION_NREASONS
+};
+
+struct stats {
+	uint64_t v[STAT_N];
+} __attribute__((aligned(64)));
+
+/* Single writer: the owning worker.  Never a locked instruction. */
+static inline void
+stats_add(struct stats *st, enum stats_id id, int64_t n)
+{
+	uint64_t v = __atomic_load_n(&st->v[id], __ATOMIC_RELAXED);
+
+	__atomic_store_n(&st->v[id], v + (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t
+stats_read(const struct stats *st, enum stats_id id)
+{
+	return __atomic_load_n(&st->v[id], __ATOMIC_RELAXED);
+}
+
+#define STATS_INC(st, name) stats_add((st), STAT_##name, 1)
+#define STATS_DEC(st, name) stats_add((st), STAT_##name, -1)
+#define STATS_ADD(st, name, n) stats_add((st), STAT_##name, (n))
+
+#endif /* SMCPROXYD_STATS_H */

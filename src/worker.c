@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Worker threads (memcached style).  Each worker has its own event_base,
+ * its own listeners (SO_REUSEPORT), sessions and statistics, and shares
+ * nothing with the others on the data path.  The main thread talks to a
+ * worker only by message: worker_post() queues a function to run on the
+ * worker's thread, worker_call() does the same and waits for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+
+#define WORKER_PIPE_POOL 64
+
+struct worker_msg {
+	worker_fn fn;
+	void *arg;
+	pthread_mutex_t *lock; /* set for worker_call: signal when done */
+	pthread_cond_t *cond;
+	bool *done;
+};
+
+struct worker_listener {
+	struct worker_listener *next;
+	struct listener *l;
+	bool peer_port;
+	bool seen;
+};
+
+struct worker {
+	int id;
+	pthread_t thread;
+	struct event_base *base;
+	int msg_fd[2];
+	struct event *msg_ev;
+	struct event *drain_ev;
+	struct stats stats;
+	struct conf *conf;
+	struct worker_listener *listeners;
+	struct session *sessions;
+	int nsessions;
+	bool draining;
+	int pipes[WORKER_PIPE_POOL][2];
+	int pipe_cap[WORKER_PIPE_POOL];
+	int npipes;
+	struct auth_limit auth;
+};
+
+static struct worker *workers;
+static int nworkers;
+
+int
+worker_count(void)
+{
+	return nworkers;
+}
+
+struct worker *
+worker_get(int i)
+{
+	return &workers[i];
+}
+
+int
+worker_id(const struct worker *w)
+{
+	return w->id;
+}
+
+struct event_base *
+worker_base(const struct worker *w)
+{
+	return w->base;
+}
+
+struct stats *
+worker_stats(struct worker *w)
+{
+	return &w->stats;
+}
+
+struct auth_limit *
+worker_auth(struct worker *w)
+{
+	return &w->auth;
+}
+
+/* The config new sessions of this worker use (held by the worker). */
+struct conf *
+worker_conf(const struct worker *w)
+{
+	return w->conf;
+}
+
+bool
+worker_draining(const struct worker *w)
+{
+	return w->draining;
+}
+
+static void
+worker_msg_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_msg m;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, &m, sizeof(m));
+		if (n != sizeof(m)) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return;
+		}
+		m.fn(w, m.arg);
+		if (m.lock != NULL) {
+			pthread_mutex_lock(m.lock);
+			*m.done = true;
+			pthread_cond_signal(m.cond);
+			pthread_mutex_unlock(m.lock);
+		}
+	}
+}
+
+static void
+worker_send(struct worker *w, struct worker_msg *m)
+{
+	ssize_t n;
+
+	/* messages are smaller than PIPE_BUF: writes are atomic */
+	do
+		n = write(w->msg_fd[1], m, sizeof(*m));
+	while (n == -1 && errno == EINTR);
+	if (n != sizeof(*m))
+		fatal("%s: worker %d: message pipe", __func__, w->id);
+}
+
+/* Run fn(w, arg) on w's thread, later. */
+void
+worker_post(struct worker *w, worker_fn fn, void *arg)
+{
+	struct worker_msg m = { fn, arg, NULL, NULL, NULL };
+
+	worker_send(w, &m);
+}
+
+/* Run fn(w, arg) on w's thread and wait until it has returned. */
+void
+worker_call(struct worker *w, worker_fn fn, void *arg)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	bool done = false;
+	struct worker_msg m = { fn, arg, &lock, &cond, &done };
+
+	worker_send(w, &m);
+	pthread_mutex_lock(&lock);
+	while (!done)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	pthread_cond_destroy(&cond);
+	pthread_mutex_destroy(&lock);
+}
+
+void
+worker_session_add(struct worker *w, struct session *s)
+{
+	s->next = w->sessions;
+	s->prev = NULL;
+	if (w->sessions != NULL)
+		w->sessions->prev = s;
+	w->sessions = s;
+	w->nsessions++;
+	STATS_INC(&w->stats, conns_active);
+}
+
+void
+worker_session_del(struct worker *w, struct session *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		w->sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	w->nsessions--;
+	STATS_DEC(&w->stats, conns_active);
+	if (w->draining && w->nsessions == 0)
+		event_base_loopexit(w->base, NULL);
+}
+
+struct session *
+worker_sessions(struct worker *w)
+{
+	return w->sessions;
+}
+
+/* Whether this worker may take one more session (max_conns). */
+bool
+worker_has_room(const struct worker *w)
+{
+	return w->conf->max_conns == 0 || w->nsessions < w->conf->max_conns;
+}
+
+/*
+ * A pipe for splice, from the worker's pool of empty ones.  Returns its
+ * capacity in bytes, or -errno.
+ */
+int
+worker_pipe_get(struct worker *w, int fds[2])
+{
+	int cap;
+
+	if (w->npipes > 0) {
+		w->npipes--;
+		fds[0] = w->pipes[w->npipes][0];
+		fds[1] = w->pipes[w->npipes][1];
+		return w->pipe_cap[w->npipes];
+	}
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -errno;
+	/* a larger pipe moves more per splice; the default will do too */
+	(void)fcntl(fds[1], F_SETPIPE_SZ, SESSION_PIPE_SIZE);
+	cap = fcntl(fds[1], F_GETPIPE_SZ);
+	return cap > 0 ? cap : 65536;
+}
+
+/* Give back a pipe (no-op if none); only an empty pipe may be pooled. */
+void
+worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty)
+{
+	if (fds[0] == -1)
+		return;
+	if (empty && w->npipes < WORKER_PIPE_POOL) {
+		w->pipes[w->npipes][0] = fds[0];
+		w->pipes[w->npipes][1] = fds[1];
+		w->pipe_cap[w->npipes] = (int)cap;
+		w->npipes++;
+	} else {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	fds[0] = fds[1] = -1;
+}
+
+static struct worker_listener *
+worker_listener_find(struct worker *w, const struct addr *a, bool peer_port)
+{
+	struct worker_listener *wl;
+
+	for (wl = w->listeners; wl != NULL; wl = wl->next)
+		if (wl->peer_port == peer_port &&
+		    addr_equal(listener_addr(wl->l), a))
+			return wl;
+	return NULL;
+}
+
+static int
+worker_listen(struct worker *w, const struct addr *a, bool peer_port,
+	      void *arg)
+{
+	struct worker_listener *wl;
+
+	wl = worker_listener_find(w, a, peer_port);
+	if (wl != NULL) {
+		listener_set_arg(wl->l, arg);
+		wl->seen = true;
+		return 0;
+	}
+	wl = calloc(1, sizeof(*wl));
+	if (wl == NULL)
+		return -ENOMEM;
+	wl->l = listener_new(w, a,
+			     peer_port ? session_accept_peer :
+					 session_accept_rule,
+			     arg);
+	if (wl->l == NULL) {
+		free(wl);
+		return -errno;
+	}
+	wl->peer_port = peer_port;
+	wl->seen = true;
+	wl->next = w->listeners;
+	w->listeners = wl;
+	return 0;
+}
+
+/*
+ * Bring the worker's listeners in line with conf: keep sockets whose
+ * address stays (no queued connection is lost), open new ones, close the
+ * ones no longer configured.  Runs on the worker's thread.
+ */
+static int
+worker_listen_all(struct worker *w, struct conf *conf)
+{
+	struct worker_listener *wl, **pp;
+	int i, rc = 0;
+
+	for (wl = w->listeners; wl != NULL; wl = wl->next)
+		wl->seen = false;
+	for (i = 0; i < conf->nrules && rc == 0; i++)
+		rc = worker_listen(w, &conf->rules[i].listen, false,
+				   &conf->rules[i]);
+	if (rc == 0 && conf->has_peer_listen)
+		rc = worker_listen(w, &conf->peer_listen, true, NULL);
+	for (pp = &w->listeners; (wl = *pp) != NULL;) {
+		if (wl->seen) {
+			pp = &wl->next;
+			continue;
+		}
+		*pp = wl->next;
+		listener_free(wl->l);
+		free(wl);
+	}
+	return rc;
+}
+
+static void
+worker_listeners_close(struct worker *w)
+{
+	struct worker_listener *wl;
+
+	while ((wl = w->listeners) != NULL) {
+		w->listeners = wl->next;
+		listener_free(wl->l);
+		free(wl);
+	}
+}
+
+struct worker_reconf {
+	struct conf *conf;
+	int rc;
+};
+
+static void
+worker_reconf_cb(struct worker *w, void *arg)
+{
+	struct worker_reconf *r = arg;
+	struct conf *old = w->conf;
+
+	w->conf = conf_hold(r->conf);
+	r->rc = worker_listen_all(w, w->conf);
+	if (old != NULL)
+		conf_drop(old);
+}
+
+/*
+ * Switch every worker to conf (after a reload).  Sessions keep the config
+ * they started with.  0, or -errno if a listener could not be opened.
+ */
+int
+worker_reconfigure_all(struct conf *conf)
+{
+	struct worker_reconf r;
+	int i, rc = 0;
+
+	for (i = 0; i < nworkers; i++) {
+		r.conf = conf;
+		r.rc = 0;
+		worker_call(&workers[i], worker_reconf_cb, &r);
+		if (r.rc && rc == 0)
+			rc = r.rc;
+	}
+	return rc;
+}
+
+static void
+worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->nsessions > 0)
+		log_info("worker %d: shutdown timeout, closing %d connections",
+			 w->id, w->nsessions);
+	session_close_all(w, SESSION_SHUTDOWN);
+	event_base_loopexit(w->base, NULL);
+}
+
+static void
+worker_stop_cb(struct worker *w, void *arg)
+{
+	struct timeval tv = { *(int *)arg, 0 };
+
+	worker_listeners_close(w);
+	w->draining = true;
+	if (w->nsessions == 0) {
+		event_base_loopexit(w->base, NULL);
+		return;
+	}
+	log_info("worker %d: draining %d connections (up to %d s)", w->id,
+		 w->nsessions, (int)tv.tv_sec);
+	evtimer_add(w->drain_ev, &tv);
+}
+
+/*
+ * Stop accepting everywhere and let open sessions finish within timeout
+ * seconds; the rest are closed with reason "shutdown".
+ */
+void
+worker_stop_all(int timeout)
+{
+	static int t;
+	int i;
+
+	t = timeout;
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_stop_cb, &t);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	event_base_dispatch(w->base);
+	session_close_all(w, SESSION_SHUTDOWN);
+	return NULL;
+}
+
+static int
+worker_init(struct worker *w, int id, struct conf *conf)
+{
+	w->id = id;
+	w->msg_fd[0] = w->msg_fd[1] = -1;
+	w->base = event_base_new();
+	if (w->base == NULL)
+		return -ENOMEM;
+	if (pipe2(w->msg_fd, O_CLOEXEC) == -1)
+		return -errno;
+	if (fcntl(w->msg_fd[0], F_SETFL, O_NONBLOCK) == -1)
+		return -errno;
+	w->msg_ev = event_new(w->base, w->msg_fd[0], EV_READ | EV_PERSIST,
+			      worker_msg_cb, w);
+	w->drain_ev = evtimer_new(w->base, worker_drain_timeout, w);
+	if (w->msg_ev == NULL || w->drain_ev == NULL ||
+	    event_add(w->msg_ev, NULL))
+		return -ENOMEM;
+	w->conf = conf_hold(conf);
+	return worker_listen_all(w, conf);
+}
+
+/*
+ * Create conf->workers workers, open their listeners and start their
+ * threads with every signal blocked (signals belong to the main thread).
+ * 0 or -errno; on error nothing is left running.
+ */
+int
+worker_start_all(struct conf *conf)
+{
+	sigset_t all, old;
+	int i, rc;
+
+	workers = calloc((size_t)conf->workers, sizeof(*workers));
+	if (workers == NULL)
+		return -ENOMEM;
+	nworkers = conf->workers;
+	for (i = 0; i < nworkers; i++) {
+		rc = worker_init(&workers[i], i, conf);
+		if (rc)
+			goto fail;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 0; i < nworkers; i++) {
+		rc = -pthread_create(&workers[i].thread, NULL, worker_main,
+				     &workers[i]);
+		if (rc)
+			fatalx("%s: pthread_create: %s", __func__,
+			       strerror(-rc));
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+fail:
+	for (i = 0; i < nworkers; i++)
+		worker_listeners_close(&workers[i]);
+	return rc;
+}
+
+/* Wait for every worker thread to end and free the workers. */
+void
+worker_join_all(void)
+{
+	struct worker *w;
+	int i;
+
+	for (i = 0; i < nworkers; i++) {
+		w = &workers[i];
+		pthread_join(w->thread, NULL);
+		worker_listeners_close(w);
+		while (w->npipes > 0) {
+			w->npipes--;
+			close(w->pipes[w->npipes][0]);
+			close(w->pipes[w->npipes][1]);
+		}
+		event_free(w->msg_ev);
+		event_free(w->drain_ev);
+		event_base_free(w->base);
+		close(w->msg_fd[0]);
+		close(w->msg_fd[1]);
+		conf_drop(w->conf);
+	}
+	free(workers);
+	workers = NULL;
+	nworkers = 0;
+}

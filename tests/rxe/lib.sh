@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=sh
+#
+# Helpers for scripts that run inside the Soft-RoCE VM (sourced, POSIX sh).
+# The VM's root is the host's, read-only, so programs are found at their
+# host paths; $RXE_OUT is writable and comes back to the host, but it is a
+# 9p share that cannot hold sockets: put those in $RXE_RUNDIR (tmpfs).
+#
+#   rxe_setup             rxe0 on veth0 (10.77.0.1/24), rxe1 on veth1
+#                         (10.78.0.1/24); idempotent; RXE_MTU sets the veth MTU
+#   rxe_gid_index DEV IP  GID index of the RoCE v2 entry for IPv4 IP (sysfs)
+#   daemon_start NAME CONF [ARG...]
+#                         start src/smcproxyd -c CONF, wait for READY=1;
+#                         $RXE_OUT/NAME.log: stderr, NAME.notify: sd_notify
+#   daemon_stop NAME      SIGTERM, wait for exit, return its exit status
+#   rxe_wait SECONDS CMD...
+#                         poll CMD every 0.1 s until it succeeds
+#   rxe_run_checks CHECK...
+#                         run each check with its own log, status and timeout
+#
+# These addresses exist only inside the VM: nothing here leaves it.
+
+RXE_DEV0=rxe0
+RXE_DEV1=rxe1
+RXE_IP0=10.77.0.1
+RXE_IP1=10.78.0.1
+RXE_OUT=${RXE_OUT:-/tmp}
+RXE_RUNDIR=$(mktemp -d /run/rxe.XXXXXX 2>/dev/null || mktemp -d)
+: "${abs_top_builddir:=$(pwd)}"
+: "${abs_top_srcdir:=$(cd "$(dirname "$0")/../.." 2>/dev/null && pwd)}"
+SMCPROXYD=${SMCPROXYD:-$abs_top_builddir/src/smcproxyd}
+
+rxe_log() {
+	echo "rxe: $*" >&2
+}
+
+rxe_die() {
+	rxe_log "$*"
+	exit 1
+}
+
+# Seconds since boot with centiseconds, for bounded polling.
+rxe_now() {
+	cut -d' ' -f1 /proc/uptime
+}
+
+# rxe_wait SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+rxe_wait() {
+	_deadline=$(awk -v n="$(rxe_now)" -v t="$1" 'BEGIN { print n + t }')
+	shift
+	until "$@"; do
+		if awk -v n="$(rxe_now)" -v d="$_deadline" 'BEGIN { exit !(n > d) }'
+		then
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# The GID as sysfs prints it: ::ffff:10.77.0.1 is
+# 0000:0000:0000:0000:0000:ffff:0a4d:0001.
+rxe_gid_of_ipv4() {
+	echo "$1" | awk -F. '{
+		printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n",
+		    $1, $2, $3, $4 }'
+}
+
+rxe_gid_index() {
+	_want=$(rxe_gid_of_ipv4 "$2")
+	for _g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		_i=${_g##*/}
+		[ "$(cat "$_g" 2>/dev/null)" = "$_want" ] || continue
+		_t=$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$_i" \
+			2>/dev/null)
+		[ "$_t" = "RoCE v2" ] || continue
+		echo "$_i"
+		return 0
+	done
+	return 1
+}
+
+rxe_port_ready() {
+	grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null &&
+		rxe_gid_index "$1" "$2" >/dev/null
+}
+
+# rxe_link DEV VETH IP: one veth pair with an rxe device on its first end.
+rxe_link() {
+	if [ ! -e "/sys/class/net/$2" ]; then
+		ip link add "$2" mtu "${RXE_MTU:-1500}" type veth \
+			peer name "${2}p" mtu "${RXE_MTU:-1500}" ||
+			rxe_die "cannot create $2"
+		ip addr add "$3/24" dev "$2" || rxe_die "cannot address $2"
+		ip link set "${2}p" up && ip link set "$2" up ||
+			rxe_die "cannot bring $2 up"
+	fi
+	if [ ! -e "/sys/class/infiniband/$1" ]; then
+		rdma link add "$1" type rxe netdev "$2" ||
+			rxe_die "rdma link add $1 on $2 failed"
+	fi
+	rxe_wait 20 rxe_port_ready "$1" "$3" ||
+		rxe_die "$1 did not get an active port with a RoCE v2 GID for $3"
+}
+
+rxe_setup() {
+	[ "$(id -u)" = 0 ] || rxe_die "rxe_setup needs root (run inside vm-run)"
+	[ "$(hostname)" = rxe-vm ] ||
+		rxe_die "not inside the Soft-RoCE VM: run this through tests/rxe/vm-run"
+	modprobe -a rdma_rxe ib_uverbs veth || rxe_die "modprobe failed"
+	ip link set lo up
+	rxe_link "$RXE_DEV0" veth0 "$RXE_IP0"
+	rxe_link "$RXE_DEV1" veth1 "$RXE_IP1"
+}
+
+rxe_alive() {
+	[ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
+}
+
+# Collects the daemon's sd_notify messages, the way systemd would, one line
+# per message into a log, until the daemon's pid (once in PIDFILE) is gone.
+# perl-base is Essential on Debian, so it is always there.
+rxe_notify_collect='
+use strict;
+use Socket;
+use IO::Handle;
+my ($path, $log, $pidfile) = @ARGV;
+socket(my $s, AF_UNIX, SOCK_DGRAM, 0) or die "socket: $!\n";
+bind($s, pack_sockaddr_un($path)) or die "bind $path: $!\n";
+open(my $out, ">>", $log) or die "$log: $!\n";
+$out->autoflush(1);
+for (;;) {
+	my $rin = "";
+	vec($rin, fileno($s), 1) = 1;
+	if (select(my $rout = $rin, undef, undef, 0.1) > 0) {
+		my $msg;
+		if (defined(recv($s, $msg, 4096, 0))) {
+			$msg =~ s/\n+$//;
+			$msg =~ s/\n/ /g;
+			print $out "$msg\n";
+		}
+		next;
+	}
+	open(my $f, "<", $pidfile) or next;
+	my $pid = <$f> // "";
+	chomp $pid;
+	next unless $pid;
+	my $st = "";
+	if (open(my $p, "<", "/proc/$pid/status")) {
+		local $/;
+		$st = <$p> // "";
+	}
+	last if $st eq "" || $st =~ /^State:\s*Z/m;
+}
+unlink $path;
+'
+
+rxe_notified() {
+	grep -Eq "(^| )$2( |\$)" "$RXE_OUT/$1.notify" 2>/dev/null
+}
+
+rxe_start_settled() {
+	rxe_notified "$1" READY=1 || ! rxe_alive "$2"
+}
+
+# daemon_start NAME CONF [ARG...]: run $SMCPROXYD -c CONF ARG... in the
+# background, stderr to $RXE_OUT/NAME.log, its sd_notify messages to
+# $RXE_OUT/NAME.notify, and wait (RXE_DAEMON_TIMEOUT, 60 s by default:
+# everything is slow under emulation) until it says READY=1.  Sets
+# rxe_pid_NAME.  Call daemon_stop from the same shell: the daemon is its
+# child.
+daemon_start() {
+	_name=$1
+	_conf=$2
+	shift 2
+	case $_name in
+	'' | *[!A-Za-z0-9_]*) rxe_die "daemon_start: bad name '$_name'" ;;
+	esac
+	[ -x "$SMCPROXYD" ] || rxe_die "daemon_start: $SMCPROXYD not built"
+	_sock=$RXE_RUNDIR/$_name.notify
+	_pidf=$RXE_RUNDIR/$_name.pid
+	rm -f "$_sock" "$_pidf" "$RXE_OUT/$_name.notify"
+	perl -e "$rxe_notify_collect" "$_sock" "$RXE_OUT/$_name.notify" \
+		"$_pidf" &
+	eval "rxe_collector_$_name=$!"
+	rxe_wait 10 test -S "$_sock" ||
+		rxe_die "daemon_start $_name: no notify socket"
+	NOTIFY_SOCKET=$_sock "$SMCPROXYD" -c "$_conf" "$@" \
+		</dev/null >>"$RXE_OUT/$_name.log" 2>&1 &
+	_pid=$!
+	echo "$_pid" >"$_pidf.tmp" && mv "$_pidf.tmp" "$_pidf"
+	eval "rxe_pid_$_name=$_pid"
+	rxe_wait "${RXE_DAEMON_TIMEOUT:-60}" rxe_start_settled "$_name" "$_pid"
+	if rxe_notified "$_name" READY=1; then
+		rxe_log "$_name ready (pid $_pid)"
+		return 0
+	fi
+	if rxe_alive "$_pid"; then
+		rxe_log "daemon_start $_name: no READY=1 in time; its log:"
+		kill -KILL "$_pid" 2>/dev/null
+	else
+		rxe_log "daemon_start $_name: exited before READY=1; its log:"
+	fi
+	wait "$_pid" 2>/dev/null
+	eval "wait \$rxe_collector_$_name"
+	sed 's/^/  /' "$RXE_OUT/$_name.log" >&2
+	eval "rxe_pid_$_name="
+	return 1
+}
+
+# daemon_stop NAME: SIGTERM, wait (RXE_STOP_TIMEOUT, 30 s) and return the
+# daemon's exit status; SIGKILL and fail if it does not go.
+daemon_stop() {
+	eval "_pid=\${rxe_pid_$1:-}"
+	[ -n "$_pid" ] || rxe_die "daemon_stop: $1 was not started"
+	eval "rxe_pid_$1="
+	kill -TERM "$_pid" 2>/dev/null
+	if rxe_wait "${RXE_STOP_TIMEOUT:-30}" eval "! rxe_alive $_pid"; then
+		wait "$_pid"
+		_rc=$?
+	else
+		rxe_log "daemon_stop $1: still running after SIGTERM; killing it"
+		kill -KILL "$_pid" 2>/dev/null
+		wait "$_pid" 2>/dev/null
+		_rc=1
+	fi
+	eval "wait \$rxe_collector_$1"
+	return $_rc
+}
+
+# rxe_run_checks CHECK...: run each check script in turn, as its own process
+# group with its own timeout (RXE_CHECK_TIMEOUT, 300 s), output in
+# $RXE_OUT/NAME/output.log and exit status in $RXE_OUT/NAME/status.  Each
+# check's $RXE_OUT is that directory.  run-checks turns this into TAP.
+rxe_run_checks() {
+	_top=$RXE_OUT
+	for _check in "$@"; do
+		_name=$(basename "$_check" .sh)
+		_dir=$_top/$_name
+		mkdir -p "$_dir"
+		RXE_OUT=$_dir timeout -k 5 "${RXE_CHECK_TIMEOUT:-300}" \
+			sh "$_check" </dev/null >"$_dir/output.log" 2>&1 &
+		_pid=$!
+		wait "$_pid"
+		_rc=$?
+		# Anything the check left running would disturb the next one.
+		kill -KILL -- "-$_pid" 2>/dev/null
+		[ "$_rc" = 124 ] && echo "rxe: check timed out" >>"$_dir/output.log"
+		echo "$_rc" >"$_dir/status"
+	done
+	RXE_OUT=$_top
+}

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Starting up: "smcproxyd -n" accepts the pair's configs and rejects a
+# broken one with file:line; the daemon tells systemd READY=1 through
+# NOTIFY_SOCKET once it listens, and a single connection works end to end.
+. "$(dirname "$0")/lib.sh"
+smc_init
+need python3
+
+pair_ports
+conf_a "$T/a.conf"
+conf_b "$T/b.conf"
+"$SMCPROXYD" -n -c "$T/a.conf" >"$T/check" 2>&1 || fail "-n rejects a.conf: $(cat "$T/check")"
+"$SMCPROXYD" -n -c "$T/b.conf" >"$T/check" 2>&1 || fail "-n rejects b.conf: $(cat "$T/check")"
+sed 's/workers = [0-9]*;/workers = "two";/' "$T/a.conf" >"$T/broken.conf"
+"$SMCPROXYD" -n -c "$T/broken.conf" >"$T/check" 2>&1 && fail "-n accepts workers = \"two\""
+grep -q 'broken.conf:[0-9]' "$T/check" || fail "no file:line in: $(cat "$T/check")"
+
+# Receive sd_notify datagrams the way systemd does.
+python3 - "$T/notify.sock" >"$T/notify.log" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(30)
+while True:
+    msg = s.recv(4096).decode()
+    print(msg.replace("\n", " "), flush=True)
+    if "READY=1" in msg.split("\n"):
+        break
+PY
+notify_pid=$!
+track "$notify_pid" "$T/notify.log"
+for i in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
+
+start_server "$PORT_TARGET"
+start_daemon b "$T/b.conf"
+NOTIFY_SOCKET=$T/notify.sock start_daemon a "$T/a.conf"
+for i in $(seq 100); do
+	grep -q 'READY=1' "$T/notify.log" && break
+	sleep 0.1
+done
+grep -q 'READY=1' "$T/notify.log" || fail "A sent no READY=1 to NOTIFY_SOCKET"
+port_listening "$PORT_RULE" || fail "A said READY=1 before listening"
+smc_log "A sent: $(cat "$T/notify.log")"
+wait_listen "$PORT_BPEER" 10 "$b_pid"
+
+xfer_client -n 1 -b 1M || fail "one connection through the pair failed"

@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Resets travel through the pair as resets, both ways, within a second:
+# a client that aborts (SO_LINGER 0) must make the server see ECONNRESET,
+# not a clean EOF, and a server that aborts must make the client see it.
+# Each daemon counts what it saw: A the client's reset, B the target's.
+. "$(dirname "$0")/lib.sh"
+smc_init
+
+pair_ports
+conf_a "$T/a.conf"
+conf_b "$T/b.conf"
+start_server "$PORT_TARGET"
+start_pair
+
+a_before=$(reason_count a client_rst)
+xfer_client -n 4 --rst-after 1M --rst-max-ms 1000 ||
+	fail "client reset not propagated to the server as a reset"
+expect_reason a client_rst "$a_before"
+
+b_before=$(reason_count b target_rst)
+xfer_client -n 4 --server-rst-after 1M --rst-max-ms 1000 ||
+	fail "server reset not propagated to the client as a reset"
+expect_reason b target_rst "$b_before"
+
+# A reset right after the header, with nothing in flight.
+xfer_client -n 4 --rst-after 0 || fail "immediate client reset not propagated"
+xfer_client -n 4 --server-rst-after 0 || fail "immediate server reset not propagated"
+
+# The pair still carries data afterwards.
+xfer_client -n 4 -b 1M || fail "transfer after the resets failed"

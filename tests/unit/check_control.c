@@ -1,0 +1,997 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Unit tests for control.c, through a real control socket on a private
+ * event_base: every command, every error reply (the connection staying
+ * usable after each), oversized lines, pipelining, EOF, a client that
+ * never reads, 10 000 connections in one answer, the socket file's life
+ * (mode, stale socket, live socket, not a socket) and, when run as root,
+ * permissions of mutating commands for another uid.
+ *
+ * Workers, sessions and reload are test doubles here; system tests drive
+ * the real ones.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+
+#define NWORKERS 2
+#define NOBODY 65534
+
+/******** test doubles ********/
+
+struct worker {
+	int id;
+	struct stats stats;
+	struct session *sessions;
+};
+
+static struct worker workers[NWORKERS];
+static int ncalls; /* worker_call()s */
+static uint64_t killed_id;
+static int reload_rc;
+static struct session *session_pool;
+
+int
+worker_count(void)
+{
+	return NWORKERS;
+}
+
+struct worker *
+worker_get(int i)
+{
+	return &workers[i];
+}
+
+struct stats *
+worker_stats(struct worker *w)
+{
+	return &w->stats;
+}
+
+void
+worker_call(struct worker *w, worker_fn fn, void *arg)
+{
+	ncalls++;
+	fn(w, arg);
+}
+
+struct session *
+worker_sessions(struct worker *w)
+{
+	return w->sessions;
+}
+
+struct session *
+session_next(const struct session *s)
+{
+	return s->next;
+}
+
+void
+session_json_add(const struct session *s, void *json_array)
+{
+	char id[24];
+
+	snprintf(id, sizeof(id), "0x%llx", (unsigned long long)s->id);
+	json_array_append_new(
+		json_array,
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:f,"
+			  " s:f, s:i}",
+			  "id", id, "mode", "fallback", "role",
+			  s->role == SESSION_ROLE_RULE ? "rule" : "export",
+			  "rule", s->rule != NULL ? s->rule->name : "",
+			  "export",
+			  s->export != NULL ? s->export->name : s->export_name,
+			  "peer", s->peer != NULL ? s->peer->name : "", "state",
+			  "relay", "bytes_in", (json_int_t)s->id * 10,
+			  "bytes_out", (json_int_t)s->id * 20, "age_s", 61.5,
+			  "idle_s", 1.25, "worker", s->w->id));
+}
+
+int
+session_kill(struct worker *w, uint64_t id)
+{
+	struct session **p;
+
+	for (p = &w->sessions; *p != NULL; p = &(*p)->next) {
+		if ((*p)->id == id) {
+			*p = (*p)->next;
+			killed_id = id;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int
+smcproxyd_reload(FILE *errors)
+{
+	if (reload_rc == -EINVAL)
+		fprintf(errors, "test.conf:3: rules[0].listen: bad address\n"
+				"test.conf:7: peers[1].name: duplicate \xff\n");
+	return reload_rc;
+}
+
+/******** fixture ********/
+
+static char dir[32], sockpath[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
+static struct conf *conf;
+static struct event_base *base;
+
+struct client {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+static void
+setup(void)
+{
+	char text[1024];
+
+	snprintf(dir, sizeof(dir), "/tmp/check_control.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	/* two missing directories: control_init creates them */
+	snprintf(sockpath, sizeof(sockpath), "%s/run/sub/control.sock", dir);
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"t\"; control_socket = \"%s\";"
+		 " control_mode = \"0666\"; workers = 2; };\n"
+		 "peer_listen: { address = \"127.0.0.1:17999\"; };\n"
+		 "peers = ( { name = \"b\"; address = \"127.0.0.1:17100\";"
+		 " insecure = true; },\n"
+		 "          { name = \"c\"; address = \"127.0.0.1:17101\";"
+		 " insecure = true; } );\n"
+		 "rules = ( { name = \"r1\"; listen = \"127.0.0.1:16380\";"
+		 " peer = \"b\"; export = \"e1\"; idle_timeout = 30; } );\n"
+		 "exports = ( { name = \"e1\"; target = \"127.0.0.1:16379\";"
+		 " peers = [ \"b\", \"c\" ]; } );\n",
+		 sockpath);
+	conf = conf_load_string(text, "test.conf", stderr);
+	ck_assert_ptr_nonnull(conf);
+	memset(workers, 0, sizeof(workers));
+	workers[1].id = 1;
+	ncalls = 0;
+	killed_id = 0;
+	reload_rc = 0;
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(control_init(conf, base), 0);
+}
+
+static void
+teardown(void)
+{
+	char path[160];
+
+	control_shutdown();
+	ck_assert_int_eq(access(sockpath, F_OK), -1);
+	event_base_free(base);
+	conf_free(conf);
+	free(session_pool);
+	session_pool = NULL;
+	snprintf(path, sizeof(path), "%s/run/sub", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/run", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
+/* n sessions, alternately on each worker; ids 1..n. */
+static void
+add_sessions(int n)
+{
+	struct session *s;
+	int i;
+
+	session_pool = calloc((size_t)n, sizeof(*session_pool));
+	ck_assert_ptr_nonnull(session_pool);
+	for (i = 0; i < n; i++) {
+		s = &session_pool[i];
+		s->id = (uint64_t)i + 1;
+		s->w = &workers[i % NWORKERS];
+		if (i % 3 == 2) {
+			s->role = SESSION_ROLE_EXPORT;
+			s->export = &conf->exports[0];
+			s->peer = &conf->peers[1];
+		} else {
+			s->role = SESSION_ROLE_RULE;
+			s->rule = &conf->rules[0];
+			s->peer = s->rule->peer;
+			snprintf(s->export_name, sizeof(s->export_name), "e1");
+		}
+		s->next = s->w->sessions;
+		s->w->sessions = s;
+	}
+}
+
+static void
+pump(void)
+{
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static struct client *
+client_new(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct client *c;
+
+	c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ne(c->fd, -1);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sockpath);
+	ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)),
+			 0);
+	pump();
+	return c;
+}
+
+static void
+client_free(struct client *c)
+{
+	close(c->fd);
+	free(c->buf);
+	free(c);
+	pump();
+}
+
+/* Write all of it, letting the daemon side run while the socket is full. */
+static void
+client_send(struct client *c, const char *data, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(c->fd, data, len);
+		if (n == -1) {
+			ck_assert_int_eq(errno, EAGAIN);
+			pump();
+			continue;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	pump();
+}
+
+/* The next reply line as text (malloc'd), or NULL on EOF. */
+static char *
+client_line(struct client *c)
+{
+	struct timespec start, now;
+	char *nl, *line;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		nl = c->buf != NULL ? memchr(c->buf, '\n', c->len) : NULL;
+		if (nl != NULL) {
+			line = strndup(c->buf, (size_t)(nl - c->buf));
+			c->len -= (size_t)(nl - c->buf) + 1;
+			memmove(c->buf, nl + 1, c->len);
+			return line;
+		}
+		if (c->cap - c->len < 65536) {
+			c->cap = c->cap * 2 + 65536;
+			c->buf = realloc(c->buf, c->cap);
+			ck_assert_ptr_nonnull(c->buf);
+		}
+		n = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (n == 0)
+			return NULL;
+		if (n > 0) {
+			c->len += (size_t)n;
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		pump();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ck_assert_msg(now.tv_sec - start.tv_sec < 10, "no reply");
+	}
+}
+
+/* The next reply, checked for the protocol envelope. */
+static json_t *
+client_reply(struct client *c)
+{
+	json_error_t jerr;
+	json_t *r;
+	char *line;
+
+	line = client_line(c);
+	ck_assert_msg(line != NULL, "connection closed instead of a reply");
+	r = json_loads(line, 0, &jerr);
+	ck_assert_msg(r != NULL, "reply is not JSON: %s: %.200s", jerr.text,
+		      line);
+	free(line);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "v")), 1);
+	ck_assert(json_is_boolean(json_object_get(r, "ok")));
+	return r;
+}
+
+static json_t *
+ask(struct client *c, const char *req)
+{
+	client_send(c, req, strlen(req));
+	return client_reply(c);
+}
+
+/* Ask, expect success; the reply (for its data). */
+static json_t *
+ask_ok(struct client *c, const char *req)
+{
+	json_t *r = ask(c, req);
+
+	ck_assert_msg(json_is_true(json_object_get(r, "ok")), "%s failed: %s",
+		      req, json_string_value(json_object_get(r, "error")));
+	ck_assert(json_is_object(json_object_get(r, "data")));
+	return r;
+}
+
+/* Ask, expect an error reply whose message contains @want. */
+static void
+ask_error(struct client *c, const char *req, const char *want)
+{
+	json_t *r = ask(c, req);
+	const char *err = json_string_value(json_object_get(r, "error"));
+
+	ck_assert_msg(json_is_false(json_object_get(r, "ok")),
+		      "%.60s did not fail", req);
+	ck_assert_msg(err != NULL && strstr(err, want) != NULL,
+		      "%.60s: error \"%s\", want \"%s\"", req, err, want);
+	ck_assert_ptr_null(json_object_get(r, "data"));
+	json_decref(r);
+}
+
+/******** tests ********/
+
+START_TEST(test_version)
+{
+	struct client *c = client_new();
+	json_t *r, *d;
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n");
+	d = json_object_get(r, "data");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "version")),
+			 SMCPROXYD_VERSION);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "protocol")),
+			 CONTROL_VERSION);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "pid")),
+			 getpid());
+	ck_assert_str_eq(json_string_value(json_object_get(d, "name")), "t");
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "workers")),
+			 NWORKERS);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+/* Each bad request gets its error, and the connection goes on. */
+START_TEST(test_errors)
+{
+	static const struct {
+		const char *req, *want;
+	} cases[] = {
+		{"{\"v\":1,\"cmd\":\"version\"", "invalid JSON"},
+		{"stats", "invalid JSON"},
+		{"{\"v\":1,\"v\":1,\"cmd\":\"stats\"}", "invalid JSON"},
+		{"[1,2]", "must be a JSON object"},
+		{"\"stats\"", "must be a JSON object"},
+		{"{\"cmd\":\"stats\"}", "\"v\" must be the protocol version"},
+		{"{\"v\":\"1\",\"cmd\":\"stats\"}", "\"v\" must be"},
+		{"{\"v\":2,\"cmd\":\"stats\"}",
+		 "unsupported protocol version 2"},
+		{"{\"v\":1}", "\"cmd\" must be a command name"},
+		{"{\"v\":1,\"cmd\":7}", "\"cmd\" must be a command name"},
+		{"{\"v\":1,\"cmd\":\"stats please\"}",
+		 "unknown command \"stats please\""},
+		{"{\"v\":1,\"cmd\":\"show\"}", "unknown command"},
+		{"{\"v\":1,\"cmd\":\"stats\",\"verbose\":true}",
+		 "unknown request member \"verbose\""},
+		{"{\"v\":1,\"cmd\":\"stats\",\"args\":[]}",
+		 "\"args\" must be an object"},
+		{"{\"v\":1,\"cmd\":\"stats\",\"args\":{\"x\":1}}",
+		 "takes no argument \"x\""},
+		{"{\"v\":1,\"cmd\":\"kill conn\"}", "needs argument \"id\""},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{}}",
+		 "needs argument \"id\""},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":true}}",
+		 "must be an integer or a string"},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":{}}}",
+		 "must be an integer or a string"},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":\"zz\"}}",
+		 "invalid connection id"},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":-1}}",
+		 "invalid connection id"},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":\"-1\"}}",
+		 "invalid connection id"},
+		{"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":\"0x99\"}}",
+		 "no connection 0x99"},
+	};
+	struct client *c = client_new();
+	char req[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(req, sizeof(req), "%s\n", cases[i].req);
+		ask_error(c, req, cases[i].want);
+	}
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(c);
+}
+END_TEST
+
+/* A long unknown command is quoted shortened, and stays valid JSON. */
+START_TEST(test_long_command_name)
+{
+	struct client *c = client_new();
+	char req[4096], name[3001];
+
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"%s\"}\n", name);
+	ask_error(c, req, "aaa...\" (try \"help\")");
+	/* the cut falls inside a two-byte character */
+	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"%.63s\xc3\xa9zz\"}\n",
+		 name);
+	ask_error(c, req, "unknown command \"aaa");
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_oversized)
+{
+	struct client *c = client_new();
+	size_t len = CONTROL_LINE_MAX;
+	char *big;
+
+	big = malloc(2 * CONTROL_LINE_MAX);
+	ck_assert_ptr_nonnull(big);
+
+	/* exactly the limit: accepted */
+	memset(big, ' ', len);
+	memcpy(big, "{\"v\":1,\"cmd\":\"version\"", 22);
+	big[len - 1] = '}';
+	big[len] = '\n';
+	client_send(c, big, len + 1);
+	json_decref(ask_ok(c, ""));
+
+	/* one more byte: refused */
+	memset(big, 'x', 2 * CONTROL_LINE_MAX);
+	big[CONTROL_LINE_MAX + 1] = '\n';
+	client_send(c, big, CONTROL_LINE_MAX + 2);
+	ask_error(c, "", "request longer than 65536 bytes");
+
+	/* far longer, sent before the newline: one error, then usable */
+	big[CONTROL_LINE_MAX + 1] = 'x';
+	client_send(c, big, 2 * CONTROL_LINE_MAX - 1);
+	client_send(c, big, 2 * CONTROL_LINE_MAX - 1);
+	client_send(c, "\n{\"v\":1,\"cmd\":\"version\"}\n", 25);
+	ask_error(c, "", "request longer than");
+	json_decref(ask_ok(c, ""));
+	free(big);
+	client_free(c);
+}
+END_TEST
+
+/* Several requests in one write, blank lines and CRLF; replies in order. */
+START_TEST(test_pipelined)
+{
+	static const char reqs[] = "{\"v\":1,\"cmd\":\"version\"}\n\n   \n"
+				   "{\"v\":1,\"cmd\":\"nope\"}\r\n"
+				   "{\"v\":1,\"cmd\":\"show lgrs\"}\r\n"
+				   "{\"v\":1,\"cmd\":\"show links\"}\n";
+	struct client *c = client_new();
+	json_t *r;
+
+	client_send(c, reqs, sizeof(reqs) - 1);
+	r = client_reply(c);
+	ck_assert_ptr_nonnull(
+		json_object_get(json_object_get(r, "data"), "version"));
+	json_decref(r);
+	r = client_reply(c);
+	ck_assert(json_is_false(json_object_get(r, "ok")));
+	json_decref(r);
+	r = client_reply(c);
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "lgrs")),
+			  0);
+	json_decref(r);
+	r = client_reply(c);
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "links")),
+			  0);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+/* A last request without a newline is answered, then the socket closes. */
+START_TEST(test_eof)
+{
+	static const char reqs[] = "{\"v\":1,\"cmd\":\"version\"}\n"
+				   "{\"v\":1,\"cmd\":\"help\"}";
+	struct client *c = client_new();
+	char *line;
+
+	client_send(c, reqs, sizeof(reqs) - 1);
+	shutdown(c->fd, SHUT_WR);
+	json_decref(ask_ok(c, ""));
+	json_decref(ask_ok(c, ""));
+	line = client_line(c);
+	ck_assert_ptr_null(line);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+	struct client *c = client_new();
+	json_t *r, *st;
+	int i;
+
+	for (i = 0; i < NWORKERS; i++) {
+		STATS_ADD(&workers[i].stats, tx_bytes, 100);
+		STATS_ADD(&workers[i].stats, conns_active, 3);
+		stats_add(&workers[i].stats,
+			  STAT_CLOSE_BASE + SESSION_CLIENT_FIN, 2);
+	}
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"stats\"}\n");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "workers")),
+			 NWORKERS);
+	st = json_object_get(json_object_get(r, "data"), "stats");
+	ck_assert_uint_eq(json_object_size(st), STAT_N);
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "tx_bytes")),
+			 200);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(st, "close_client_fin")), 4);
+	json_decref(r);
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"stats reset\"}\n");
+	json_decref(r);
+	STATS_ADD(&workers[1].stats, tx_bytes, 5);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"stats\",\"args\":{}}\n");
+	st = json_object_get(json_object_get(r, "data"), "stats");
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "tx_bytes")),
+			 5);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(st, "close_client_fin")), 0);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(st, "conns_active")), 6);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_schema)
+{
+	struct client *c = client_new();
+	json_t *r, *d, *cmd;
+	size_t i;
+	bool kill_seen = false;
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"schema\"}\n");
+	d = json_object_get(r, "data");
+	ck_assert_uint_eq(json_array_size(json_object_get(d, "stats")), STAT_N);
+	json_array_foreach(json_object_get(d, "commands"), i, cmd)
+	{
+		if (strcmp(json_string_value(json_object_get(cmd, "name")),
+			   "kill conn") != 0)
+			continue;
+		kill_seen = true;
+		ck_assert(json_is_true(json_object_get(cmd, "mutating")));
+		ck_assert_uint_eq(json_array_size(json_object_get(cmd, "args")),
+				  1);
+	}
+	ck_assert(kill_seen);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_rules_peers)
+{
+	struct client *c = client_new();
+	json_t *r, *e;
+
+	add_sessions(9); /* 6 for rule r1 (peer b), 3 for export e1 (peer c) */
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")), "r1");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "listen")),
+			 "127.0.0.1:16380");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "peer")), "b");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "export")), "e1");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(e, "idle_timeout_s")), 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6);
+	e = json_array_get(
+		json_object_get(json_object_get(r, "data"), "exports"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "target")),
+			 "127.0.0.1:16379");
+	ck_assert_uint_eq(json_array_size(json_object_get(e, "peers")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3);
+	json_decref(r);
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")), "b");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "mode")),
+			 "fallback");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(e, "fallback_reason")),
+		"rdma transport not available");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "decline_code")),
+			 "0x03030002");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "auth")),
+			 "insecure");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6);
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   1);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_kill)
+{
+	struct client *c = client_new();
+	json_t *r;
+
+	add_sessions(4);
+	r = ask_ok(
+		c,
+		"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":\"0x3\"}}\n");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(r, "data"), "id")),
+			 "0x3");
+	ck_assert_uint_eq(killed_id, 3);
+	json_decref(r);
+	json_decref(ask_ok(
+		c, "{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":4}}\n"));
+	ck_assert_uint_eq(killed_id, 4);
+	ask_error(c, "{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":4}}\n",
+		  "no connection 0x4");
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show conns\"}\n");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "count")),
+			 2);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_reload)
+{
+	struct client *c = client_new();
+	json_t *r, *details;
+
+	reload_rc = 0;
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"reload\"}\n"));
+	reload_rc = -EINVAL;
+	r = ask(c, "{\"v\":1,\"cmd\":\"reload\"}\n");
+	ck_assert(json_is_false(json_object_get(r, "ok")));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "configuration has errors, not reloading");
+	details = json_object_get(r, "details");
+	ck_assert_uint_eq(json_array_size(details), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(details, 0)),
+			 "test.conf:3: rules[0].listen: bad address");
+	/* not UTF-8 in the config: still a valid JSON reply */
+	ck_assert_str_eq(json_string_value(json_array_get(details, 1)),
+			 "test.conf:7: peers[1].name: duplicate ?");
+	json_decref(r);
+	reload_rc = -EIO;
+	ask_error(c, "{\"v\":1,\"cmd\":\"reload\"}\n", "reload failed: ");
+	client_free(c);
+}
+END_TEST
+
+/* 10 000 connections in one answer, every one parsed back. */
+START_TEST(test_conns_10000)
+{
+	struct client *c = client_new();
+	json_t *r, *conns, *s;
+	char *seen;
+	size_t i;
+	uint64_t id;
+
+	add_sessions(10000);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show conns\"}\n");
+	conns = json_object_get(json_object_get(r, "data"), "conns");
+	ck_assert_uint_eq(json_array_size(conns), 10000);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "count")),
+			 10000);
+	seen = calloc(10001, 1);
+	json_array_foreach(conns, i, s)
+	{
+		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
+			      16);
+		ck_assert(id >= 1 && id <= 10000 && !seen[id]);
+		seen[id] = 1;
+		ck_assert_int_eq(
+			json_integer_value(json_object_get(s, "bytes_in")),
+			(json_int_t)id * 10);
+	}
+	free(seen);
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+/*
+ * A client that asks for big answers and never reads is not read from once
+ * its unsent output passes the bound, and others are served meanwhile; when
+ * it finally reads, it gets every answer.
+ */
+START_TEST(test_stuck_client)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"show conns\"}\n";
+	struct client *stuck, *other;
+	json_t *r;
+	int i, n = 5;
+
+	add_sessions(10000);
+	stuck = client_new();
+	other = client_new();
+	for (i = 0; i < n; i++)
+		client_send(stuck, req, sizeof(req) - 1);
+	for (i = 0; i < 100; i++)
+		pump();
+	/* one answer (a walk of each worker) and then no more reading */
+	ck_assert_int_eq(ncalls, NWORKERS);
+
+	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"stats\"}\n"));
+
+	for (i = 0; i < n; i++) {
+		r = client_reply(stuck);
+		ck_assert_int_eq(json_integer_value(json_object_get(
+					 json_object_get(r, "data"), "count")),
+				 10000);
+		json_decref(r);
+	}
+	ck_assert_int_eq(ncalls, n * NWORKERS);
+	client_free(stuck);
+	client_free(other);
+}
+END_TEST
+
+START_TEST(test_too_many_clients)
+{
+	struct client *c[65];
+	json_t *r;
+	int i;
+
+	for (i = 0; i < 64; i++)
+		c[i] = client_new();
+	c[64] = client_new();
+	r = client_reply(c[64]);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "too many control clients");
+	json_decref(r);
+	ck_assert_ptr_null(client_line(c[64]));
+	client_free(c[64]);
+	json_decref(ask_ok(c[63], "{\"v\":1,\"cmd\":\"version\"}\n"));
+	for (i = 0; i < 64; i++)
+		client_free(c[i]);
+	c[0] = client_new();
+	json_decref(ask_ok(c[0], "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(c[0]);
+}
+END_TEST
+
+static int
+bind_unix(const char *path, bool do_listen)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	if (do_listen)
+		ck_assert_int_eq(listen(fd, 1), 0);
+	return fd;
+}
+
+START_TEST(test_socket_file)
+{
+	char long_path[200], *saved;
+	struct client *c;
+	struct stat sb;
+	int fd;
+
+	ck_assert_int_eq(stat(sockpath, &sb), 0);
+	ck_assert(S_ISSOCK(sb.st_mode));
+	ck_assert_int_eq(sb.st_mode & 07777, 0666);
+	control_shutdown();
+	ck_assert_int_eq(access(sockpath, F_OK), -1);
+
+	/* a stale socket is replaced */
+	close(bind_unix(sockpath, false));
+	ck_assert_int_eq(control_init(conf, base), 0);
+	c = client_new();
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(c);
+	control_shutdown();
+
+	/* a live one is not */
+	fd = bind_unix(sockpath, true);
+	ck_assert_int_eq(control_init(conf, base), -EADDRINUSE);
+	control_shutdown();
+	ck_assert_int_eq(access(sockpath, F_OK), 0); /* not ours to remove */
+	close(fd);
+	unlink(sockpath);
+
+	/* nor anything that is not a socket */
+	fd = open(sockpath, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	ck_assert_int_eq(control_init(conf, base), -EEXIST);
+	ck_assert_int_eq(stat(sockpath, &sb), 0);
+	ck_assert(S_ISREG(sb.st_mode));
+	unlink(sockpath);
+
+	/* too long for sun_path */
+	memset(long_path, 'a', sizeof(long_path) - 1);
+	long_path[0] = '/';
+	long_path[sizeof(long_path) - 1] = '\0';
+	saved = conf->control_socket;
+	conf->control_socket = long_path;
+	ck_assert_int_eq(control_init(conf, base), -ENAMETOOLONG);
+	conf->control_socket = saved;
+
+	ck_assert_int_eq(control_init(conf, base), 0);
+}
+END_TEST
+
+/* As uid nobody: read-only commands work, mutating ones are refused. */
+static int
+child_as_nobody(const char *req, const char *want)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	char buf[4096];
+	ssize_t n;
+	size_t len = 0;
+	int fd;
+
+	if (setgroups(0, NULL) == -1 || setgid(NOBODY) == -1 ||
+	    setuid(NOBODY) == -1)
+		return 10;
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sockpath);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		return 11;
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		return 12;
+	while (memchr(buf, '\n', len) == NULL && len < sizeof(buf) - 1) {
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			return 13;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return strstr(buf, want) != NULL ? 0 : 14;
+}
+
+static void
+run_as_nobody(const char *req, const char *want)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0)
+		_exit(child_as_nobody(req, want));
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		pump();
+		usleep(1000);
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "%s as nobody: status %d, wanted \"%s\"", req,
+		      WEXITSTATUS(status), want);
+}
+
+START_TEST(test_permissions)
+{
+	static const char reset[] = "{\"v\":1,\"cmd\":\"stats reset\"}\n";
+	static const char kill[] =
+		"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":1}}\n";
+
+	if (geteuid() != 0)
+		return; /* needs root to be somebody else */
+	add_sessions(1);
+	run_as_nobody("{\"v\":1,\"cmd\":\"stats\"}\n", "\"ok\":true");
+	run_as_nobody("{\"v\":1,\"cmd\":\"show conns\"}\n", "\"count\":1");
+	run_as_nobody(reset, "permission denied: \\\"stats reset\\\"");
+	run_as_nobody(kill, "permission denied");
+	run_as_nobody("{\"v\":1,\"cmd\":\"reload\"}\n", "permission denied");
+	ck_assert_uint_eq(killed_id, 0);
+
+	conf->control_uid = NOBODY;
+	run_as_nobody(reset, "\"ok\":true");
+	conf->control_uid = -1;
+	conf->control_gid = NOBODY;
+	run_as_nobody(kill, "\"ok\":true");
+	ck_assert_uint_eq(killed_id, 1);
+	conf->control_gid = 12345;
+	run_as_nobody(reset, "permission denied");
+}
+END_TEST
+
+static Suite *
+control_suite(void)
+{
+	Suite *s = suite_create("control");
+	TCase *proto = tcase_create("protocol");
+	TCase *cmds = tcase_create("commands");
+	TCase *sock = tcase_create("socket");
+
+	tcase_add_checked_fixture(proto, setup, teardown);
+	tcase_add_test(proto, test_version);
+	tcase_add_test(proto, test_errors);
+	tcase_add_test(proto, test_long_command_name);
+	tcase_add_test(proto, test_oversized);
+	tcase_add_test(proto, test_pipelined);
+	tcase_add_test(proto, test_eof);
+	suite_add_tcase(s, proto);
+
+	tcase_add_checked_fixture(cmds, setup, teardown);
+	tcase_set_timeout(cmds, 60);
+	tcase_add_test(cmds, test_stats);
+	tcase_add_test(cmds, test_schema);
+	tcase_add_test(cmds, test_rules_peers);
+	tcase_add_test(cmds, test_kill);
+	tcase_add_test(cmds, test_reload);
+	tcase_add_test(cmds, test_conns_10000);
+	suite_add_tcase(s, cmds);
+
+	tcase_add_checked_fixture(sock, setup, teardown);
+	tcase_set_timeout(sock, 60);
+	tcase_add_test(sock, test_stuck_client);
+	tcase_add_test(sock, test_too_many_clients);
+	tcase_add_test(sock, test_socket_file);
+	tcase_add_test(sock, test_permissions);
+	suite_add_tcase(s, sock);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(control_suite());
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Fallback hello codec and the authentication primitives it uses. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "smcproxyd.h"
+#include "fallback_wire.h"
+
+static const uint8_t nonce[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+
+START_TEST(hello_round_trip)
+{
+	uint8_t buf[FB_MSG_MAX];
+	struct fb_hello_info hi;
+	size_t len;
+
+	len = fb_hello_encode(buf, nonce, FB_FLAG_AUTH, "a", "redis");
+	ck_assert_uint_eq(len, sizeof(struct fb_hello) + 1 + 5);
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), 0);
+	ck_assert_str_eq(hi.name, "a");
+	ck_assert_str_eq(hi.export, "redis");
+	ck_assert_int_eq(hi.flags, FB_FLAG_AUTH);
+	ck_assert_mem_eq(hi.nonce, nonce, 32);
+}
+END_TEST
+
+START_TEST(hello_longest_names)
+{
+	char name[64], export[64];
+	uint8_t buf[FB_MSG_MAX];
+	struct fb_hello_info hi;
+	size_t len;
+
+	memset(name, 'n', 63);
+	name[63] = '\0';
+	memset(export, 'e', 63);
+	export[63] = '\0';
+	len = fb_hello_encode(buf, nonce, 0, name, export);
+	ck_assert_uint_eq(len, FB_HELLO_MAX);
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), 0);
+	ck_assert_str_eq(hi.name, name);
+	ck_assert_str_eq(hi.export, export);
+}
+END_TEST
+
+/* Every single-field corruption of a valid HELLO is refused. */
+START_TEST(hello_malformed)
+{
+	uint8_t good[FB_MSG_MAX], buf[FB_MSG_MAX];
+	struct fb_hello_info hi;
+	struct fb_hello *h = (struct fb_hello *)buf;
+	size_t len;
+
+	len = fb_hello_encode(good, nonce, 0, "peer-a", "web");
+
+	memcpy(buf, good, len);
+	buf[0] ^= 0xff; /* eyecatcher */
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->hdr.version = 2;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->hdr.type = 9;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->hdr.length = htons((uint16_t)(len + 1));
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->name_len++; /* names no longer add up to the length */
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->flags = 0x80;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->reserved = 1;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	buf[sizeof(*h)] = '/'; /* not a name character */
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	memcpy(buf, good, len);
+	h->name_len = 0;
+	h->export_len = (uint8_t)(len - sizeof(*h));
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+
+	/* truncated anywhere */
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_int_eq(fb_hello_decode(good, cut, &hi), -EPROTO);
+	ck_assert_int_eq(fb_hello_decode(good, len, &hi), 0);
+}
+END_TEST
+
+START_TEST(result_round_trip)
+{
+	uint8_t buf[sizeof(struct fb_result)];
+	uint32_t code = 99;
+
+	ck_assert_uint_eq(fb_result_encode(buf, 4), sizeof(buf));
+	ck_assert_int_eq(fb_result_decode(buf, sizeof(buf), &code), 0);
+	ck_assert_uint_eq(code, 4);
+	buf[12] = 1; /* reserved */
+	ck_assert_int_eq(fb_result_decode(buf, sizeof(buf), &code), -EPROTO);
+	ck_assert_int_eq(fb_result_decode(buf, sizeof(buf) - 1, &code),
+			 -EPROTO);
+}
+END_TEST
+
+START_TEST(header_lengths_per_type)
+{
+	uint8_t buf[8] = { 0xe2, 0xd4, 0xc3, 0xc6, 1, FB_PROOF, 0, 40 };
+	uint16_t length;
+	uint8_t type;
+
+	ck_assert_int_eq(fb_hdr_check(buf, 8, &type, &length), 0);
+	ck_assert_uint_eq(length, 40);
+	buf[7] = 41;
+	ck_assert_int_eq(fb_hdr_check(buf, 8, &type, &length), -EPROTO);
+	buf[5] = FB_CHALLENGE;
+	buf[7] = 72;
+	ck_assert_int_eq(fb_hdr_check(buf, 8, &type, &length), 0);
+	buf[5] = FB_HELLO;
+	buf[7] = 45; /* shorter than a HELLO with two 1-byte names */
+	ck_assert_int_eq(fb_hdr_check(buf, 8, &type, &length), -EPROTO);
+	buf[6] = 0xff; /* oversized */
+	ck_assert_int_eq(fb_hdr_check(buf, 8, &type, &length), -EPROTO);
+	ck_assert_int_eq(fb_hdr_check(buf, 7, &type, &length), -EPROTO);
+}
+END_TEST
+
+START_TEST(mac_depends_on_everything)
+{
+	unsigned char key[32], k2[32], m1[32], m2[32];
+
+	memset(key, 7, sizeof(key));
+	memset(k2, 7, sizeof(k2));
+	k2[31] = 8;
+	auth_mac(key, 32, "s", "hello", 5, "nonce", 5, m1);
+	auth_mac(key, 32, "s", "hello", 5, "nonce", 5, m2);
+	ck_assert(auth_mac_equal(m1, m2));
+	auth_mac(k2, 32, "s", "hello", 5, "nonce", 5, m2);
+	ck_assert(!auth_mac_equal(m1, m2));
+	auth_mac(key, 32, "c", "hello", 5, "nonce", 5, m2);
+	ck_assert(!auth_mac_equal(m1, m2));
+	auth_mac(key, 32, "s", "hellp", 5, "nonce", 5, m2);
+	ck_assert(!auth_mac_equal(m1, m2));
+	auth_mac(key, 32, "s", "hello", 5, "nonc", 4, m2);
+	ck_assert(!auth_mac_equal(m1, m2));
+}
+END_TEST
+
+START_TEST(nonces_differ)
+{
+	unsigned char a[AUTH_NONCE_LEN], b[AUTH_NONCE_LEN];
+
+	auth_nonce(a);
+	auth_nonce(b);
+	ck_assert(memcmp(a, b, sizeof(a)) != 0);
+}
+END_TEST
+
+START_TEST(rate_limit_per_source)
+{
+	struct auth_limit al;
+	struct addr bad, good;
+	uint64_t t = 1000000;
+	int i;
+
+	memset(&al, 0, sizeof(al));
+	ck_assert_int_eq(addr_parse("192.0.2.9:1", &bad), 0);
+	ck_assert_int_eq(addr_parse("192.0.2.10:1", &good), 0);
+	for (i = 0; i < 10; i++) {
+		ck_assert(!auth_rate_limited(&al, &bad, t));
+		auth_failed(&al, &bad, t);
+	}
+	ck_assert(auth_rate_limited(&al, &bad, t));
+	ck_assert(!auth_rate_limited(&al, &good, t));
+	/* one token back after a second */
+	ck_assert(!auth_rate_limited(&al, &bad, t + 1000));
+	auth_failed(&al, &bad, t + 1000);
+	ck_assert(auth_rate_limited(&al, &bad, t + 1000));
+}
+END_TEST
+
+static Suite *
+fallback_suite(void)
+{
+	Suite *s = suite_create("fallback");
+	TCase *tc = tcase_create("codec");
+
+	tcase_add_test(tc, hello_round_trip);
+	tcase_add_test(tc, hello_longest_names);
+	tcase_add_test(tc, hello_malformed);
+	tcase_add_test(tc, result_round_trip);
+	tcase_add_test(tc, header_lengths_per_type);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("auth");
+	tcase_add_test(tc, mac_depends_on_everything);
+	tcase_add_test(tc, nonces_differ);
+	tcase_add_test(tc, rate_limit_per_source);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(fallback_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
