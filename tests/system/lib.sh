@@ -22,6 +22,7 @@ SMC_WORKERS=${SMC_WORKERS:-2}
 T=
 SMC_NAME=
 SMC_PIDS=
+SMC_DAEMONS=
 SMC_LOGS=
 SMC_FAILED=0
 
@@ -95,6 +96,48 @@ smc_stop_all()
 	SMC_PIDS=
 }
 
+# After a passing test: every daemon still running must stop on SIGTERM
+# with status 0, and no daemon log may hold a sanitizer report.
+smc_check_daemons()
+{
+	local d name pid i st bad=0
+
+	for d in $SMC_DAEMONS; do
+		name=${d%%:*}
+		pid=${d#*:}
+		kill -0 "$pid" 2>/dev/null || continue
+		kill -TERM "$pid"
+		for i in $(seq 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			printf '%s: FAIL: daemon %s still runs 15 s after SIGTERM\n' \
+				"$SMC_NAME" "$name" >&2
+			bad=1
+			continue
+		fi
+		wait "$pid"
+		st=$?
+		untrack "$pid"
+		if [ "$st" -ne 0 ]; then
+			printf '%s: FAIL: daemon %s exited with status %s\n' \
+				"$SMC_NAME" "$name" "$st" >&2
+			bad=1
+		fi
+	done
+	for d in $SMC_DAEMONS; do
+		name=${d%%:*}
+		if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
+			"$T/$name.log" 2>/dev/null; then
+			printf '%s: FAIL: sanitizer report in %s.log\n' \
+				"$SMC_NAME" "$name" >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
 smc_exit()
 {
 	local rc=$?
@@ -102,6 +145,10 @@ smc_exit()
 	trap - EXIT INT TERM HUP
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 		SMC_FAILED=1
+	fi
+	if [ "$rc" -eq 0 ] && ! smc_check_daemons; then
+		SMC_FAILED=1
+		rc=1
 	fi
 	smc_stop_all
 	if [ "$SMC_FAILED" -ne 0 ]; then
@@ -224,6 +271,7 @@ start_daemon()
 	"$SMCPROXYD" -d -c "$conf" >>"$T/$name.log" 2>&1 &
 	pid=$!
 	track "$pid" "$T/$name.log"
+	SMC_DAEMONS="$SMC_DAEMONS $name:$pid"
 	eval "${name}_pid=$pid"
 	smc_log "started daemon $name (pid $pid) with $conf"
 }
