@@ -219,6 +219,13 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
 }
 
+/* Time since t; 0 if t is after now (now was read before t was set). */
+static uint64_t
+since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
 static void __attribute__((noreturn, format(printf, 1, 2)))
 die(const char *fmt, ...)
 {
@@ -1136,8 +1143,7 @@ client_fill(struct conn *c, uint64_t now)
 		return;
 	}
 	if (opt.mode == MODE_STREAM && opt.seconds > 0) {
-		if (now < c->t_start ||
-		    now - c->t_start < (uint64_t)(opt.seconds * NSEC)) {
+		if (since(now, c->t_start) < (uint64_t)(opt.seconds * NSEC)) {
 			c->tx_limit = c->tx_done + CHUNK;
 			goto data;
 		}
@@ -1400,7 +1406,7 @@ conn_tick(struct conn *c, uint64_t now)
 
 	if (c->state == CS_DRAIN) {
 		if (ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq > 0 &&
-		    now - c->t_drain < DRAIN_MAX_NS)
+		    since(now, c->t_drain) < DRAIN_MAX_NS)
 			return;
 		c->t_event = now_ns();
 		conn_close_fd(c, true);
@@ -1414,7 +1420,7 @@ conn_tick(struct conn *c, uint64_t now)
 		return;
 	}
 	if (c->state == CS_QUERY) {
-		server_query_reply(c, now - c->t_query > QUERY_WAIT_NS);
+		server_query_reply(c, since(now, c->t_query) > QUERY_WAIT_NS);
 		if (c->state == CS_RUN) {
 			conn_write(c, now);
 			conn_update_watch(c);
