@@ -2,7 +2,7 @@
 /*
  * The device ops table: everything the RDMA engine (wr.c, lgr.c, ...)
  * needs from an RDMA device, and nothing more.  ib.c implements it on
- * libibverbs; tests/unit/loopdev.c implements it in-process as a model of
+ * libibverbs; loopdev.c implements it in-process as a model of
  * RC semantics (asynchronous completions, ordering, send-queue depth,
  * inline copied at post time, rkey/bounds/permission checks, receiver not
  * ready, error state flushing, fault injection), so engine tests run in
@@ -95,6 +95,8 @@ enum dev_wc_status {
 
 enum dev_wc_opcode { DEV_WC_SEND, DEV_WC_RDMA_WRITE, DEV_WC_RECV };
 
+/* A failed send-queue completion's opcode is a guess (verbs leaves it
+ * undefined): tell WRs apart by wr_id. */
 struct dev_wc {
 	uint64_t wr_id;
 	enum dev_wc_status status;
@@ -119,7 +121,8 @@ struct dev_ops {
 		      struct dev_mr *out);
 	void (*mr_dereg)(struct dev *d, struct dev_mr *mr);
 	/* create an RC QP with its CQs on base; *got holds the real caps
-	 * (max_inline_data read back from the device) */
+	 * (max_inline_data read back from the device).  The QP is ready
+	 * for post_recv and both CQs are armed. */
 	struct dev_qp *(*qp_create)(struct dev *d, struct event_base *base,
 				    const struct dev_qp_caps *want,
 				    struct dev_qp_caps *got,
@@ -137,5 +140,25 @@ struct dev_ops {
 	/* request the next completion notification */
 	int (*arm)(struct dev_qp *qp);
 };
+
+/* ib.c: one device port; its QPs and async events live on one base */
+extern const struct dev_ops ib_dev_ops;
+struct dev *ib_dev_open(const char *name, int port, const char *local_ip,
+			int gid_index);
+void ib_dev_close(struct dev *d);
+const char *ib_dev_name(const struct dev *d);
+
+/* loopdev.c: the in-process model of RC semantics (tests, fuzz, bench) */
+extern const struct dev_ops loopdev_ops;
+struct dev *loopdev_new(struct event_base *base);
+void loopdev_free(struct dev *d);
+int loopdev_run(struct dev *d);
+int loopdev_pending(struct dev *d);
+void loopdev_fail_post(struct dev *d, int n);
+void loopdev_error_next_completion(struct dev_qp *qp,
+				   enum dev_wc_status status);
+void loopdev_drop_link(struct dev_qp *qp);
+void loopdev_async_event(struct dev_qp *qp, enum dev_event ev);
+unsigned int loopdev_rnr_waits(const struct dev_qp *qp);
 
 #endif /* SMCPROXYD_DEV_H */

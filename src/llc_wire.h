@@ -61,9 +61,10 @@ enum llc_type {
 #define LLC_RKEYS_PER_MSG 3  /* rtokens in one CONFIRM_RKEY */
 #define LLC_DEL_RKEY_MAX 8   /* rkeys in one DELETE_RKEY */
 /*
- * Export names in CONN_OPEN: up to 22 bytes, NUL-padded.  Config names
- * may be up to 63; a longer export can only be reached over the TCP
- * fallback, and the config check says so.
+ * Export names in CONN_OPEN: 1..22 bytes, NUL-padded (no NUL when 22
+ * long).  Config names may be up to 63: a longer export cannot be opened
+ * over RDMA, and the config check is to refuse it for RDMA with a clear
+ * error rather than let connections fall back silently.
  */
 #define LLC_EXPORT_MAX 22
 

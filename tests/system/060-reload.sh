@@ -3,7 +3,7 @@
 # Reload: a broken file (SIGHUP) is reported with file and line and
 # changes nothing: the daemon keeps running, a transfer that spans the
 # reload completes, new connections still work.  A good file then adds a
-# rule without disturbing the old one.
+# rule without disturbing the old one or a transfer in progress.
 . "$(dirname "$0")/lib.sh"
 smc_init
 
@@ -53,15 +53,29 @@ untrack "$stream_pid"
 cat "$T/stream.log"
 [ "$rc" -eq 0 ] || fail "the transfer across the reloads failed"
 
-# A good reload on A adds a rule; both rules work.
+# A good reload on A adds a rule while a transfer runs; the transfer
+# survives and both rules work.
 cp "$T/a.conf.good" "$T/a.conf"
 cp "$T/b.conf.good" "$T/b.conf"
 conf_a "$T/a.conf" x insecure\ =\ true\; "
 	, { name = \"y\"; listen = \"127.0.0.1:$PORT_SPARE\"; peer = \"b\"; export = \"x\"; }"
 "$SMCPROXYD" -n -c "$T/a.conf" >"$T/a.check" 2>&1 ||
 	fail "good config rejected: $(cat "$T/a.check")"
+smc_log "background: xfer client -m stream -t 3 --verify -n 2"
+"$XFER" client -c "127.0.0.1:$PORT_RULE" -m stream -t 3 --verify -n 2 -T 60 \
+	>"$T/stream2.log" 2>&1 &
+stream_pid=$!
+track "$stream_pid" "$T/stream2.log"
+sleep 0.5
 kill -HUP "$a_pid"
+kill -HUP "$b_pid"
 wait_listen "$PORT_SPARE" 10 "$a_pid"
+grep -q 'reloaded' "$T/a.log" || smc_log "note: A logged no 'reloaded' line"
+wait "$stream_pid"
+rc=$?
+untrack "$stream_pid"
+cat "$T/stream2.log"
+[ "$rc" -eq 0 ] || fail "a transfer across a good reload failed"
 xfer_client -n 2 -b 1M || fail "old rule broken after a good reload"
 smc_log "xfer client -c 127.0.0.1:$PORT_SPARE -n 2 -b 1M"
 "$XFER" client -c "127.0.0.1:$PORT_SPARE" -n 2 -b 1M -T 60 >>"$T/client.log" 2>&1 ||

@@ -164,6 +164,8 @@ struct conn {
 	bool got_eof, wr_shut;
 	bool tx_stop; /* a timed stream is past its time */
 	bool acked;   /* client reset mode: the server has the header */
+	bool paused;  /* --pause-read: done once, at half the answer */
+	uint64_t t_resume;
 	int err; /* first socket error seen */
 	int status;
 	char why[200];
@@ -190,6 +192,7 @@ struct opts {
 	double seconds;
 	double timeout;
 	double rst_max_ms;
+	double pause_ms;
 	uint64_t seed;
 	bool verify;
 	bool quiet;
@@ -1250,6 +1253,8 @@ client_read(struct conn *c)
 	int rounds;
 
 	for (rounds = 0; rounds < 8 && c->state == CS_RUN; rounds++) {
+		if (c->t_resume)
+			return;
 		r = read(c->fd, rbuf, sizeof(rbuf));
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -1262,6 +1267,13 @@ client_read(struct conn *c)
 			return;
 		}
 		client_data(c, rbuf, (size_t)r);
+		if (opt.pause_ms > 0 && !c->paused &&
+		    c->rx_done >= c->rx_total / 2 && c->rx_total > 0) {
+			/* stop reading: the proxies must hold back, not drop */
+			c->paused = true;
+			c->t_resume = now_ns() + (uint64_t)(opt.pause_ms * 1e6);
+			return;
+		}
 		/* a complete echo: send the next ping before reading again */
 		if (opt.mode == MODE_PINGPONG && c->pgot == 0)
 			return;
@@ -1324,7 +1336,7 @@ conn_update_watch(struct conn *c)
 		conn_watch(c, EPOLLOUT);
 		return;
 	}
-	if (!c->got_eof && c->state != CS_QUERY &&
+	if (!c->got_eof && c->state != CS_QUERY && !c->t_resume &&
 	    !(c->h.mode == MODE_PINGPONG && !c->client &&
 	      c->olen == c->ocap && c->opos < c->olen))
 		ev |= EPOLLIN | EPOLLRDHUP;
@@ -1438,7 +1450,8 @@ usage(void)
 	      "            [-b BYTES] [-B BYTES_BACK] [--half-close] [--rst-after N]\n"
 	      "            [--server-rst-after N] [--expect-close] [-s SIZE] [-i ITER]\n"
 	      "            [-w WARMUP] [-t SECONDS] [-T TIMEOUT] [--verify] [--seed N]\n"
-	      "            [--rst-max-ms MS] [--sndbuf N] [--rcvbuf N] [-q] [--json]\n"
+	      "            [--rst-max-ms MS] [--pause-read MS] [--sndbuf N] [--rcvbuf N]\n"
+	      "            [-q] [--json]\n"
 	      "\n"
 	      "duplex (default): -b bytes client->server, -B bytes back (default -b),\n"
 	      "  full duplex, every byte verified, SHA-256 compared on both ends.\n"
@@ -1450,6 +1463,7 @@ usage(void)
 	      "                   must see ECONNRESET\n"
 	      "  --expect-close   the connection must be closed (FIN or RST) without\n"
 	      "                   any byte from the other end (target down, denied)\n"
+	      "  --pause-read MS  stop reading for MS ms at half the answer\n"
 	      "stream: client->server bulk for -t seconds or -b bytes (--verify checks)\n"
 	      "pingpong: -s SIZE bytes echoed -i ITER times; RTT percentiles in us\n"
 	      "exit: 0 all verified, 1 a check failed, 2 usage or setup error\n",
@@ -1663,6 +1677,8 @@ run_client(void)
 				active++;
 			if (conns[i]->state == CS_DRAIN)
 				timeout = 1;
+			if (conns[i]->t_resume)
+				timeout = 10;
 		}
 		if (active == 0)
 			break;
@@ -1692,6 +1708,10 @@ run_client(void)
 			conn_event(evs[i].data.ptr, evs[i].events, now);
 		for (i = 0; i < nconns; i++) {
 			c = conns[i];
+			if (c->t_resume && now >= c->t_resume) {
+				c->t_resume = 0;
+				conn_update_watch(c);
+			}
 			conn_tick(c, now);
 			/* a timed stream ends by the clock, not by an event */
 			if (opt.mode == MODE_STREAM && opt.seconds > 0 &&
@@ -1836,6 +1856,7 @@ enum long_only {
 	OPT_RST_MAX_MS,
 	OPT_SNDBUF,
 	OPT_RCVBUF,
+	OPT_PAUSE_READ,
 };
 
 static const struct option longopts[] = {
@@ -1862,6 +1883,7 @@ static const struct option longopts[] = {
 	{ "rst-max-ms", required_argument, NULL, OPT_RST_MAX_MS },
 	{ "sndbuf", required_argument, NULL, OPT_SNDBUF },
 	{ "rcvbuf", required_argument, NULL, OPT_RCVBUF },
+	{ "pause-read", required_argument, NULL, OPT_PAUSE_READ },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1931,6 +1953,7 @@ main(int argc, char **argv)
 		case OPT_RST_MAX_MS: opt.rst_max_ms = atof(optarg); break;
 		case OPT_SNDBUF: opt.sndbuf = (int)parse_size(optarg); break;
 		case OPT_RCVBUF: opt.rcvbuf = (int)parse_size(optarg); break;
+		case OPT_PAUSE_READ: opt.pause_ms = atof(optarg); break;
 		default: usage();
 		}
 	}
