@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dev.h"
 #include "stats.h"
 
 #define SMCPROXYD_VERSION PACKAGE_VERSION
@@ -220,7 +221,7 @@ void listener_free(struct listener *l);
 int listener_probe(const struct addr *addr);
 
 /* session.c */
-#define SESSION_PIPE_SIZE (256 * 1024)
+#define SESSION_PIPE_SIZE (1024 * 1024)
 
 enum session_role { SESSION_ROLE_RULE, SESSION_ROLE_EXPORT };
 enum session_mode { SESSION_MODE_FALLBACK, SESSION_MODE_RDMA };
@@ -327,6 +328,82 @@ void fallback_connect(struct session *s);
 void fallback_accept(struct session *s);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
+
+/* wr.c: work requests of one link (TX slots, RX buffers, completions) */
+struct wr_link;
+struct wr_tx_slot;
+
+enum wr_slot_wait { WR_WAIT_EXCLUSIVE, WR_WAIT_ALL };
+
+struct wr_params {
+	char name[32];		/* for logs: "lgr 3 link 1" */
+	uint32_t max_send_wr;	/* TX slots */
+	uint32_t max_recv_wr;
+	bool inline_enabled;
+	uint32_t inline_size;	/* asked for; the device says what it gives */
+	enum wr_slot_wait slot_wait;
+};
+
+struct wr_link_cb {
+	void (*down)(struct wr_link *l, void *arg);
+	void *arg;
+};
+
+/* A sender parked for a TX slot; wake(w, 0 or -ENOLINK) when one frees. */
+struct wr_waiter {
+	struct wr_waiter *next, *prev;
+	void (*wake)(struct wr_waiter *w, int status);
+	uint64_t since_ms;
+	bool queued;
+	bool woken;
+};
+
+/* One RDMA WRITE of at most two local spans to the peer's RMB. */
+struct wr_write {
+	struct dev_sge sge[2];
+	int nsge;
+	uint64_t remote_addr;
+	uint32_t rkey;
+};
+
+struct wr_stats {
+	uint64_t posted;	/* WRs posted (WRITEs and SENDs) */
+	uint64_t inline_wrs;
+	uint64_t completions;
+	uint64_t errors;
+	uint64_t rx_unknown;	/* received messages of no known type */
+	uint64_t slot_waits;	/* senders that had to park */
+	uint64_t wakeups;
+	uint64_t contended_frees; /* slots freed while someone waited */
+	uint64_t longest_wait_ms;
+	uint64_t slot_wait_timeouts;
+};
+
+typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,
+			      int status, void *arg);
+typedef void (*wr_rx_fn)(struct wr_link *l, const void *msg, size_t len,
+			 void *arg);
+
+struct wr_link *wr_link_new(const struct dev_ops *ops, struct dev *dev,
+			    struct event_base *base,
+			    const struct wr_params *params,
+			    const struct wr_link_cb *cb);
+int wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer);
+void wr_link_down(struct wr_link *l, const char *why);
+void wr_link_free(struct wr_link *l);
+bool wr_link_is_down(const struct wr_link *l);
+const struct wr_stats *wr_link_stats(const struct wr_link *l);
+const struct dev_qp_caps *wr_link_caps(const struct wr_link *l);
+struct dev_qp *wr_link_qp(const struct wr_link *l);
+void wr_rx_register(struct wr_link *l, uint8_t type, wr_rx_fn fn);
+int wr_tx_get(struct wr_link *l, struct wr_tx_slot **out,
+	      struct wr_waiter *w);
+void wr_tx_wait_cancel(struct wr_link *l, struct wr_waiter *w);
+void wr_tx_put(struct wr_link *l, struct wr_tx_slot *slot);
+void *wr_tx_buf(struct wr_tx_slot *slot);
+int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
+	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,
+	       void *arg);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);
