@@ -3,22 +3,90 @@
  * RDMA devices through libibverbs.  This is the only file that calls
  * rdma-core: its mixed return conventions (positive errno, -1 + errno,
  * NULL + errno) are turned into 0 / -errno here and logged once.  It owns
- * device discovery (smcproxyd --list-devices) and the choice of the GID
- * table entry that carries RoCE v2 traffic for a local IP address.
+ * device discovery (smcproxyd --list-devices), the choice of the GID
+ * table entry that carries RoCE v2 traffic for a local IP address, and
+ * ib_dev_ops, the device ops table (dev.h) on verbs: one opened port per
+ * worker, RC QPs with their own send and receive CQ on one non-blocking
+ * completion channel, and the device's async events, all as events in the
+ * worker's event_base.
  */
+#include <sys/ioctl.h>
+#include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <event2/event.h>
 #include <infiniband/verbs.h>
 
+#include "dev.h"
 #include "smcproxyd.h"
+
+/* SMC's QP parameters (reference/smc-r.md section 6). */
+#define IB_MIN_RNR_TIMER 5 /* 0.96 ms */
+#define IB_TIMEOUT 15	   /* 4.096 us * 2^15, about 134 ms */
+#define IB_RETRY_CNT 7
+#define IB_RNR_RETRY 7 /* infinite */
+#define IB_HOP_LIMIT 1 /* RoCE: one subnet */
+
+/* ib_post_send()/ib_post_recv() convert a chain in batches of this. */
+#define IB_POST_WRS 16
+#define IB_POST_SGES 32
+#define IB_POLL_BATCH 16
+
+/*
+ * One opened port.  A handle belongs to one worker: its QPs and its async
+ * event live on that worker's event_base (the one the first QP names).
+ */
+struct ib_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	char name[IBV_SYSFS_NAME_MAX];
+	uint8_t port;
+	int gid_index;
+	union ibv_gid gid;
+	uint8_t mac[6];
+	enum ibv_mtu active_mtu;
+	struct event_base *base;
+	struct event *async_ev;
+	LIST_HEAD(, ib_qp) qps;
+	unsigned int ev_gen; /* ib_dev_event_all() round */
+};
+
+/* What a QP logs once: the first failure of each kind. */
+enum ib_err_kind {
+	IB_ERR_POST_SEND,
+	IB_ERR_POST_RECV,
+	IB_ERR_POLL,
+	IB_ERR_ARM,
+	IB_ERR_CQ_EVENT,
+};
+
+struct ib_qp {
+	struct ib_dev *dev;
+	LIST_ENTRY(ib_qp) entry;
+	struct ibv_comp_channel *channel;
+	struct event *comp_ev;
+	struct ibv_cq *send_cq;
+	struct ibv_cq *recv_cq;
+	struct ibv_qp *qp;
+	struct dev_qp_cb cb;
+	/* our own record: this rxe's ibv_query_qp says RESET for cur_qp_state */
+	enum ibv_qp_state state;
+	uint32_t psn;
+	unsigned int logged; /* 1 << enum ib_err_kind */
+	unsigned int ev_gen;
+};
 
 static const char *
 ib_port_state_name(enum ibv_port_state state)
@@ -321,3 +389,977 @@ out:
 		ibv_free_device_list(list);
 	return ret;
 }
+
+static struct ib_dev *
+ib_dev_of(struct dev *d)
+{
+	return (struct ib_dev *)d;
+}
+
+static struct ib_qp *
+ib_qp_of(struct dev_qp *qp)
+{
+	return (struct ib_qp *)qp;
+}
+
+static int
+ib_set_nonblock(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The netdev's MAC address (CLC and LLC carry it); zeros if unknown. */
+static void
+ib_netdev_mac(unsigned int ifindex, uint8_t mac[6])
+{
+	struct ifreq ifr;
+	int fd;
+
+	memset(mac, 0, 6);
+	memset(&ifr, 0, sizeof(ifr));
+	if (ifindex == 0 || if_indextoname(ifindex, ifr.ifr_name) == NULL)
+		return;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0)
+		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(fd);
+}
+
+/*
+ * The GID entry of a port for our traffic: gid_index when it is >= 0, else
+ * the RoCE v2 entry ib_gid_pick() finds for local.  0 or -errno.
+ */
+static int
+ib_port_gid(struct ibv_context *ctx, const char *name, uint8_t port,
+	    int tbl_len, const struct addr *local, int gid_index,
+	    struct ibv_gid_entry *out)
+{
+	struct ib_gid *gids = NULL;
+	size_t n = 0;
+	int ret;
+
+	if (gid_index < 0) {
+		ret = ib_port_gids(ctx, name, port, tbl_len, &gids, &n);
+		if (ret < 0)
+			return ret;
+		gid_index = ib_gid_pick(gids, n, local);
+		free(gids);
+		if (gid_index < 0)
+			return gid_index;
+	}
+	ret = ibv_query_gid_ex(ctx, port, (uint32_t)gid_index, out, 0);
+	if (ret == ENODATA)
+		return -ENOENT;
+	if (ret != 0) {
+		log_warnx("%s: %s port %u gid %d: ibv_query_gid_ex: %s",
+			  __func__, name, port, gid_index, strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+/*
+ * Open device on port (0: its first port that fits) for our traffic: an
+ * ACTIVE Ethernet (RoCE) port with the wanted GID entry.  Fills *d.  0,
+ * -ENETDOWN (no active port), -ENOENT (no such GID), or -errno.
+ */
+static int
+ib_dev_try(struct ib_dev *d, struct ibv_device *device, int port,
+	   const struct addr *local, int gid_index)
+{
+	const char *name = ibv_get_device_name(device);
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	struct ibv_gid_entry gid;
+	int ret, p, first, last;
+
+	ctx = ibv_open_device(device);
+	if (ctx == NULL) {
+		ret = errno ? -errno : -ENODEV;
+		log_warnx("%s: %s: ibv_open_device: %s", __func__, name,
+			  strerror(-ret));
+		return ret;
+	}
+	ret = ibv_query_device(ctx, &dattr);
+	if (ret != 0) {
+		log_warnx("%s: %s: ibv_query_device: %s", __func__, name,
+			  strerror(ret));
+		ret = -ret;
+		goto out;
+	}
+	first = port > 0 ? port : 1;
+	last = port > 0 ? port : dattr.phys_port_cnt;
+	ret = port > dattr.phys_port_cnt ? -ENODEV : -ENETDOWN;
+	for (p = first; p <= last && p <= dattr.phys_port_cnt; p++) {
+		if (ibv_query_port(ctx, (uint8_t)p, &pattr) != 0 ||
+		    pattr.state != IBV_PORT_ACTIVE)
+			continue;
+		if (pattr.link_layer != IBV_LINK_LAYER_ETHERNET) {
+			log_debug("%s: %s port %d: not RoCE, skipped", __func__,
+				  name, p);
+			continue;
+		}
+		ret = ib_port_gid(ctx, name, (uint8_t)p, pattr.gid_tbl_len,
+				  local, gid_index, &gid);
+		if (ret < 0)
+			continue;
+		d->pd = ibv_alloc_pd(ctx);
+		if (d->pd == NULL) {
+			ret = errno ? -errno : -ENOMEM;
+			log_warnx("%s: %s: ibv_alloc_pd: %s", __func__, name,
+				  strerror(-ret));
+			goto out;
+		}
+		ret = ib_set_nonblock(ctx->async_fd);
+		if (ret < 0) {
+			ibv_dealloc_pd(d->pd);
+			d->pd = NULL;
+			goto out;
+		}
+		snprintf(d->name, sizeof(d->name), "%s", name);
+		d->port = (uint8_t)p;
+		d->gid_index = (int)gid.gid_index;
+		memcpy(d->gid.raw, gid.gid.raw, sizeof(d->gid.raw));
+		ib_netdev_mac(gid.ndev_ifindex, d->mac);
+		d->active_mtu = pattr.active_mtu;
+		d->ctx = ctx;
+		ctx = NULL;
+		ret = 0;
+		break;
+	}
+out:
+	if (ctx != NULL)
+		ibv_close_device(ctx);
+	return ret;
+}
+
+/*
+ * Open an RDMA device port for link traffic from local_ip: device name
+ * (NULL: the first, by name, that has what we need), port (0: its first
+ * ACTIVE RoCE port), and the GID entry gid_index, or with -1 the RoCE v2
+ * entry of local_ip (ib_gid_pick()).  The handle belongs to one worker.
+ * NULL with errno set: ENODEV (no such device), ENETDOWN (no active RoCE
+ * port), ENOENT (no GID for local_ip), EINVAL.
+ */
+struct dev *
+ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
+{
+	struct ibv_device **list = NULL;
+	struct ib_dev *d = NULL;
+	struct addr local;
+	int ndev = 0, i, ret;
+
+	if ((gid_index < 0 && local_ip == NULL) || port < 0) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (local_ip != NULL && addr_parse_host(local_ip, &local) < 0) {
+		log_warnx("%s: %s: not an IPv4 or IPv6 address", __func__,
+			  local_ip);
+		ret = -EINVAL;
+		goto fail;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	LIST_INIT(&d->qps);
+	errno = 0;
+	list = ibv_get_device_list(&ndev);
+	if (list == NULL && errno != ENOSYS) {
+		ret = errno ? -errno : -ENODEV;
+		log_warnx("%s: ibv_get_device_list: %s", __func__,
+			  strerror(-ret));
+		goto fail;
+	}
+	ret = -ENODEV;
+	if (list != NULL)
+		qsort(list, (size_t)ndev, sizeof(*list), ib_device_cmp);
+	for (i = 0; i < ndev; i++) {
+		if (name != NULL &&
+		    strcmp(name, ibv_get_device_name(list[i])) != 0)
+			continue;
+		ret = ib_dev_try(d, list[i], port,
+				 local_ip != NULL ? &local : NULL, gid_index);
+		if (ret == 0 || name != NULL)
+			break;
+	}
+	if (ret < 0) {
+		log_warnx("%s: %s%s%s port %d gid %d%s%s: %s", __func__,
+			  name != NULL ? name : "no device",
+			  name != NULL ? "" : " has", name != NULL ? "" : " a",
+			  port, gid_index, local_ip != NULL ? " for " : "",
+			  local_ip != NULL ? local_ip : "", strerror(-ret));
+		goto fail;
+	}
+	ibv_free_device_list(list);
+	log_info("%s: %s port %d gid %d, active_mtu %d", __func__, d->name,
+		 d->port, d->gid_index, ib_mtu_bytes(d->active_mtu));
+	return (struct dev *)d;
+fail:
+	if (list != NULL)
+		ibv_free_device_list(list);
+	free(d);
+	errno = -ret;
+	return NULL;
+}
+
+/* The device's name (rxe0), for log lines. */
+const char *
+ib_dev_name(const struct dev *d)
+{
+	return ((const struct ib_dev *)d)->name;
+}
+
+static int
+ib_qp_err_once(struct ib_qp *q, enum ib_err_kind kind, const char *what,
+	       int err)
+{
+	if (!(q->logged & (1u << kind))) {
+		q->logged |= 1u << kind;
+		log_warnx("ib: %s qp %u: %s: %s (further errors of this kind "
+			  "are not logged)",
+			  q->dev->name, q->qp != NULL ? q->qp->qp_num : 0, what,
+			  strerror(err));
+	}
+	return -err;
+}
+
+static void
+ib_qp_free(struct ib_qp *q)
+{
+	int ret;
+
+	if (q->comp_ev != NULL)
+		event_free(q->comp_ev);
+	if (q->qp != NULL && (ret = ibv_destroy_qp(q->qp)) != 0)
+		log_warnx("%s: %s qp %u: ibv_destroy_qp: %s", __func__,
+			  q->dev->name, q->qp->qp_num, strerror(ret));
+	if (q->send_cq != NULL && (ret = ibv_destroy_cq(q->send_cq)) != 0)
+		log_warnx("%s: %s: ibv_destroy_cq: %s", __func__, q->dev->name,
+			  strerror(ret));
+	if (q->recv_cq != NULL && (ret = ibv_destroy_cq(q->recv_cq)) != 0)
+		log_warnx("%s: %s: ibv_destroy_cq: %s", __func__, q->dev->name,
+			  strerror(ret));
+	if (q->channel != NULL &&
+	    (ret = ibv_destroy_comp_channel(q->channel)) != 0)
+		log_warnx("%s: %s: ibv_destroy_comp_channel: %s", __func__,
+			  q->dev->name, strerror(ret));
+	free(q);
+}
+
+/*
+ * Tell every QP of the device about ev.  A callback may destroy QPs
+ * (its own or others), so each round starts from the list's head and
+ * skips the QPs this round already told.
+ */
+static void
+ib_dev_event_all(struct ib_dev *d, enum dev_event ev)
+{
+	unsigned int gen = ++d->ev_gen;
+	struct ib_qp *q;
+
+	for (;;) {
+		for (q = LIST_FIRST(&d->qps); q != NULL;
+		     q = LIST_NEXT(q, entry))
+			if (q->ev_gen != gen)
+				break;
+		if (q == NULL)
+			return;
+		q->ev_gen = gen;
+		if (q->cb.event != NULL)
+			q->cb.event((struct dev_qp *)q, ev, q->cb.arg);
+	}
+}
+
+static void
+ib_async_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ib_dev *d = arg;
+	struct ibv_async_event ev;
+	enum ibv_event_type type;
+	struct ib_qp *q;
+	int port;
+
+	(void)fd;
+	(void)what;
+	while (ibv_get_async_event(d->ctx, &ev) == 0) {
+		type = ev.event_type;
+		q = NULL;
+		port = 0;
+		switch (type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+			q = ev.element.qp->qp_context;
+			break;
+		case IBV_EVENT_CQ_ERR:
+			q = ev.element.cq->cq_context;
+			break;
+		case IBV_EVENT_PORT_ERR:
+		case IBV_EVENT_PORT_ACTIVE:
+			port = ev.element.port_num;
+			break;
+		default:
+			break;
+		}
+		/* before any callback: destroying a QP waits for its acks */
+		ibv_ack_async_event(&ev);
+		if (q != NULL) {
+			log_warnx("ib: %s qp %u: %s", d->name, q->qp->qp_num,
+				  ibv_event_type_str(type));
+			if (q->cb.event != NULL)
+				q->cb.event((struct dev_qp *)q, DEV_EV_QP_FATAL,
+					    q->cb.arg);
+		} else if (type == IBV_EVENT_PORT_ERR && port == d->port) {
+			log_warnx("ib: %s port %d: %s", d->name, port,
+				  ibv_event_type_str(type));
+			ib_dev_event_all(d, DEV_EV_PORT_DOWN);
+		} else if (type == IBV_EVENT_DEVICE_FATAL) {
+			log_warnx("ib: %s: %s", d->name,
+				  ibv_event_type_str(type));
+			ib_dev_event_all(d, DEV_EV_DEVICE_REMOVED);
+		} else {
+			log_info("ib: %s port %d: %s", d->name,
+				 port ? port : d->port,
+				 ibv_event_type_str(type));
+		}
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		log_warn("ib: %s: ibv_get_async_event", d->name);
+}
+
+static void
+ib_comp_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ib_qp *q = arg;
+	struct ibv_cq *cq;
+	void *ctx;
+	bool any = false;
+
+	(void)fd;
+	(void)what;
+	while (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		any = true;
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		ib_qp_err_once(q, IB_ERR_CQ_EVENT, "ibv_get_cq_event", errno);
+	/* last: the engine may destroy the QP from here */
+	if (any && q->cb.completion != NULL)
+		q->cb.completion((struct dev_qp *)q, q->cb.arg);
+}
+
+static uint32_t
+ib_random_psn(void)
+{
+	uint32_t psn;
+	struct timespec ts;
+
+	if (getrandom(&psn, sizeof(psn), GRND_NONBLOCK) != sizeof(psn)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		psn = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid();
+	}
+	return psn & 0xffffff;
+}
+
+static int
+ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
+	  struct dev_mr *out)
+{
+	struct ib_dev *d = ib_dev_of(dev);
+	struct ibv_mr *mr;
+	int flags = 0, ret;
+
+	if (access & ~(DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE))
+		return -EINVAL;
+	if (access & DEV_ACCESS_LOCAL_WRITE)
+		flags |= IBV_ACCESS_LOCAL_WRITE;
+	if (access & DEV_ACCESS_REMOTE_WRITE)
+		flags |= IBV_ACCESS_REMOTE_WRITE;
+	mr = ibv_reg_mr(d->pd, addr, len, flags);
+	if (mr == NULL) {
+		ret = errno ? -errno : -ENOMEM;
+		log_warnx("%s: %s: ibv_reg_mr of %zu bytes: %s%s", __func__,
+			  d->name, len, strerror(-ret),
+			  ret == -ENOMEM || ret == -EPERM ?
+				  " (locked memory limit? see ulimit -l, "
+				  "LimitMEMLOCK=)" :
+				  "");
+		return ret;
+	}
+	out->addr = addr;
+	out->len = len;
+	out->lkey = mr->lkey;
+	out->rkey = mr->rkey;
+	out->priv = mr;
+	return 0;
+}
+
+static void
+ib_mr_dereg(struct dev *dev, struct dev_mr *mr)
+{
+	int ret;
+
+	if (mr->priv == NULL)
+		return;
+	ret = ibv_dereg_mr(mr->priv);
+	if (ret != 0)
+		log_warnx("%s: %s: ibv_dereg_mr: %s", __func__,
+			  ib_dev_of(dev)->name, strerror(ret));
+	mr->priv = NULL;
+}
+
+static const char *
+ib_qp_state_name(enum ibv_qp_state state)
+{
+	switch (state) {
+	case IBV_QPS_RESET:
+		return "RESET";
+	case IBV_QPS_INIT:
+		return "INIT";
+	case IBV_QPS_RTR:
+		return "RTR";
+	case IBV_QPS_RTS:
+		return "RTS";
+	case IBV_QPS_ERR:
+		return "ERR";
+	default:
+		return "other";
+	}
+}
+
+static int
+ib_qp_modify(struct ib_qp *q, struct ibv_qp_attr *attr, int mask)
+{
+	int ret;
+
+	ret = ibv_modify_qp(q->qp, attr, mask);
+	if (ret != 0) {
+		log_warnx("ib: %s qp %u: ibv_modify_qp to %s: %s", q->dev->name,
+			  q->qp->qp_num, ib_qp_state_name(attr->qp_state),
+			  strerror(ret));
+		return -ret;
+	}
+	q->state = attr->qp_state;
+	return 0;
+}
+
+/* RESET -> INIT: from here on receives may be posted. */
+static int
+ib_qp_to_init(struct ib_qp *q)
+{
+	struct ibv_qp_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.pkey_index = 0;
+	attr.port_num = q->dev->port;
+	attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	return ib_qp_modify(q, &attr,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS);
+}
+
+/* The device's async fd joins base with its first QP. */
+static int
+ib_async_start(struct ib_dev *d, struct event_base *base)
+{
+	if (d->base != NULL)
+		return d->base == base ? 0 : -EINVAL;
+	d->async_ev = event_new(base, d->ctx->async_fd, EV_READ | EV_PERSIST,
+				ib_async_cb, d);
+	if (d->async_ev == NULL || event_add(d->async_ev, NULL) < 0) {
+		if (d->async_ev != NULL)
+			event_free(d->async_ev);
+		d->async_ev = NULL;
+		return -ENOMEM;
+	}
+	d->base = base;
+	return 0;
+}
+
+/*
+ * The RC QP itself, asking for want's inline size first and less each
+ * time the device refuses (rxe refuses 1024).  0 or -errno.
+ */
+static int
+ib_qp_create_rc(struct ib_qp *q, const struct dev_qp_caps *want)
+{
+	struct ibv_qp_init_attr init;
+	uint32_t inl = want->max_inline_data;
+
+	for (;;) {
+		memset(&init, 0, sizeof(init));
+		init.qp_context = q;
+		init.send_cq = q->send_cq;
+		init.recv_cq = q->recv_cq;
+		init.cap.max_send_wr = want->max_send_wr;
+		init.cap.max_recv_wr = want->max_recv_wr;
+		init.cap.max_send_sge = want->max_send_sge;
+		init.cap.max_recv_sge = want->max_recv_sge;
+		init.cap.max_inline_data = inl;
+		init.qp_type = IBV_QPT_RC;
+		init.sq_sig_all = 0;
+		q->qp = ibv_create_qp(q->dev->pd, &init);
+		if (q->qp != NULL)
+			return 0;
+		if (inl == 0)
+			break;
+		log_debug("%s: %s: max_inline_data %u refused (%s), asking %u",
+			  __func__, q->dev->name, inl, strerror(errno),
+			  inl / 2);
+		inl /= 2;
+	}
+	log_warnx("%s: %s: ibv_create_qp (send %u, recv %u, sge %u/%u): %s",
+		  __func__, q->dev->name, want->max_send_wr, want->max_recv_wr,
+		  want->max_send_sge, want->max_recv_sge, strerror(errno));
+	return errno ? -errno : -ENOMEM;
+}
+
+/*
+ * dev_ops.qp_create: an RC QP in INIT (receives may be posted at once)
+ * with a send and a receive CQ, both armed, on a completion channel of its
+ * own in base.  *got: WR counts as asked (the CQs are sized for them),
+ * SGEs and max_inline_data as ibv_query_qp reads them back.
+ */
+static struct dev_qp *
+ib_qp_create(struct dev *dev, struct event_base *base,
+	     const struct dev_qp_caps *want, struct dev_qp_caps *got,
+	     const struct dev_qp_cb *cb)
+{
+	struct ib_dev *d = ib_dev_of(dev);
+	struct ib_qp *q = NULL;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int ret;
+
+	if (base == NULL || cb == NULL || want->max_send_wr == 0 ||
+	    want->max_recv_wr == 0 || want->max_send_wr > INT32_MAX ||
+	    want->max_recv_wr > INT32_MAX) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = ib_async_start(d, base);
+	if (ret < 0) {
+		log_warnx("%s: %s: a device handle serves one event_base",
+			  __func__, d->name);
+		goto fail;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	q->dev = d;
+	q->cb = *cb;
+	q->state = IBV_QPS_RESET;
+	q->ev_gen = d->ev_gen;
+	q->channel = ibv_create_comp_channel(d->ctx);
+	if (q->channel == NULL) {
+		ret = errno ? -errno : -ENOMEM;
+		log_warnx("%s: %s: ibv_create_comp_channel: %s", __func__,
+			  d->name, strerror(-ret));
+		goto fail;
+	}
+	ret = ib_set_nonblock(q->channel->fd);
+	if (ret < 0)
+		goto fail;
+	q->send_cq =
+		ibv_create_cq(d->ctx, (int)want->max_send_wr, q, q->channel, 0);
+	if (q->send_cq != NULL)
+		q->recv_cq = ibv_create_cq(d->ctx, (int)want->max_recv_wr, q,
+					   q->channel, 0);
+	if (q->recv_cq == NULL) {
+		ret = errno ? -errno : -ENOMEM;
+		log_warnx("%s: %s: ibv_create_cq: %s", __func__, d->name,
+			  strerror(-ret));
+		goto fail;
+	}
+	ret = ib_qp_create_rc(q, want);
+	if (ret < 0)
+		goto fail;
+	ret = ibv_query_qp(q->qp, &attr, IBV_QP_CAP, &init);
+	if (ret != 0) {
+		log_warnx("%s: %s qp %u: ibv_query_qp: %s", __func__, d->name,
+			  q->qp->qp_num, strerror(ret));
+		ret = -ret;
+		goto fail;
+	}
+
+	got->max_send_wr = want->max_send_wr;
+	got->max_recv_wr = want->max_recv_wr;
+	got->max_send_sge = init.cap.max_send_sge;
+	got->max_recv_sge = init.cap.max_recv_sge;
+	got->max_inline_data = init.cap.max_inline_data;
+	ret = ib_qp_to_init(q);
+	if (ret < 0)
+		goto fail;
+	if ((ret = ibv_req_notify_cq(q->send_cq, 0)) != 0 ||
+	    (ret = ibv_req_notify_cq(q->recv_cq, 0)) != 0) {
+		log_warnx("%s: %s: ibv_req_notify_cq: %s", __func__, d->name,
+			  strerror(ret));
+		ret = -ret;
+		goto fail;
+	}
+	q->comp_ev = event_new(base, q->channel->fd, EV_READ | EV_PERSIST,
+			       ib_comp_cb, q);
+	if (q->comp_ev == NULL || event_add(q->comp_ev, NULL) < 0) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	q->psn = ib_random_psn();
+	LIST_INSERT_HEAD(&d->qps, q, entry);
+	log_debug("%s: %s qp %u: send %u recv %u sge %u/%u inline %u (asked "
+		  "%u)",
+		  __func__, d->name, q->qp->qp_num, got->max_send_wr,
+		  got->max_recv_wr, got->max_send_sge, got->max_recv_sge,
+		  got->max_inline_data, want->max_inline_data);
+	return (struct dev_qp *)q;
+fail:
+	if (q != NULL)
+		ib_qp_free(q);
+	errno = -ret;
+	return NULL;
+}
+
+static int
+ib_qp_addr(struct dev_qp *qp, struct dev_qp_addr *out)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->gid, q->dev->gid.raw, sizeof(out->gid));
+	memcpy(out->mac, q->dev->mac, sizeof(out->mac));
+	out->qpn = q->qp->qp_num;
+	out->psn = q->psn;
+	out->mtu = q->dev->active_mtu;
+	return 0;
+}
+
+/*
+ * dev_ops.qp_connect: INIT -> RTR -> RTS towards peer with SMC's
+ * parameters: path MTU the smaller of both ports', GRH with our GID entry
+ * and hop limit 1, min RNR timer 5, timeout 15, retry and RNR retry 7
+ * (infinite), one outstanding RDMA read/atomic each way.
+ */
+static int
+ib_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_qp_attr attr;
+	int ret;
+
+	if (q->state != IBV_QPS_INIT || peer->mtu < IBV_MTU_256 ||
+	    peer->mtu > IBV_MTU_4096 || peer->qpn > 0xffffff ||
+	    peer->psn > 0xffffff)
+		return -EINVAL;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = (enum ibv_mtu)peer->mtu < q->dev->active_mtu ?
+				(enum ibv_mtu)peer->mtu :
+				q->dev->active_mtu;
+	attr.dest_qp_num = peer->qpn;
+	attr.rq_psn = peer->psn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = IB_MIN_RNR_TIMER;
+	attr.ah_attr.is_global = 1;
+	memcpy(attr.ah_attr.grh.dgid.raw, peer->gid, sizeof(peer->gid));
+	attr.ah_attr.grh.sgid_index = (uint8_t)q->dev->gid_index;
+	attr.ah_attr.grh.hop_limit = IB_HOP_LIMIT;
+	attr.ah_attr.port_num = q->dev->port;
+	ret = ib_qp_modify(q, &attr,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER);
+	if (ret < 0)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = IB_TIMEOUT;
+	attr.retry_cnt = IB_RETRY_CNT;
+	attr.rnr_retry = IB_RNR_RETRY;
+	attr.sq_psn = q->psn;
+	attr.max_rd_atomic = 1;
+	ret = ib_qp_modify(q, &attr,
+			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				   IBV_QP_MAX_QP_RD_ATOMIC);
+	if (ret < 0)
+		return ret;
+	log_debug("%s: %s qp %u -> qpn %u, mtu %d", __func__, q->dev->name,
+		  q->qp->qp_num, peer->qpn, ib_mtu_bytes(attr.path_mtu));
+	return 0;
+}
+
+static int
+ib_qp_error(struct dev_qp *qp)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_qp_attr attr;
+
+	if (q->state == IBV_QPS_ERR)
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_ERR;
+	return ib_qp_modify(q, &attr, IBV_QP_STATE);
+}
+
+static void
+ib_qp_destroy(struct dev_qp *qp)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+
+	LIST_REMOVE(q, entry);
+	ib_qp_free(q);
+}
+
+/* A failed post: verbs' positive errno (or -1 and errno) as -errno. */
+static int
+ib_post_ret(struct ib_qp *q, enum ib_err_kind kind, const char *what, int ret)
+{
+	if (ret < 0)
+		ret = errno ? errno : EIO;
+	return ib_qp_err_once(q, kind, what, ret);
+}
+
+/*
+ * dev_ops.post_send: the chain as ibv_send_wrs on the stack, in batches
+ * of IB_POST_WRS WRs and IB_POST_SGES SGEs.  On failure the WRs before the
+ * failed one may have been posted (as with verbs' bad_wr).
+ */
+static int
+ib_post_send(struct dev_qp *qp, struct dev_send_wr *wr)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_send_wr wrs[IB_POST_WRS], *bad = NULL, *w;
+	struct ibv_sge sges[IB_POST_SGES];
+	int n, nsge, i, ret;
+
+	while (wr != NULL) {
+		for (n = 0, nsge = 0; wr != NULL && n < IB_POST_WRS;
+		     wr = wr->next, n++) {
+			if (wr->num_sge < 0 || wr->num_sge > IB_POST_SGES)
+				return -EINVAL;
+			if (nsge + wr->num_sge > IB_POST_SGES)
+				break;
+			w = &wrs[n];
+			memset(w, 0, sizeof(*w));
+			w->wr_id = wr->wr_id;
+			w->sg_list = &sges[nsge];
+			w->num_sge = wr->num_sge;
+			if (wr->opcode == DEV_WR_WRITE) {
+				w->opcode = IBV_WR_RDMA_WRITE;
+				w->wr.rdma.remote_addr = wr->remote_addr;
+				w->wr.rdma.rkey = wr->rkey;
+			} else {
+				w->opcode = IBV_WR_SEND;
+			}
+			if (wr->flags & DEV_SEND_SIGNALED)
+				w->send_flags |= IBV_SEND_SIGNALED;
+			if (wr->flags & DEV_SEND_SOLICITED)
+				w->send_flags |= IBV_SEND_SOLICITED;
+			if (wr->flags & DEV_SEND_INLINE)
+				w->send_flags |= IBV_SEND_INLINE;
+			for (i = 0; i < wr->num_sge; i++, nsge++) {
+				sges[nsge].addr = wr->sg_list[i].addr;
+				sges[nsge].length = wr->sg_list[i].length;
+				sges[nsge].lkey = wr->sg_list[i].lkey;
+			}
+			if (n > 0)
+				wrs[n - 1].next = w;
+		}
+		ret = ibv_post_send(q->qp, wrs, &bad);
+		if (ret != 0)
+			return ib_post_ret(q, IB_ERR_POST_SEND, "ibv_post_send",
+					   ret);
+	}
+	return 0;
+}
+
+/* dev_ops.post_recv: as ib_post_send(). */
+static int
+ib_post_recv(struct dev_qp *qp, struct dev_recv_wr *wr)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_recv_wr wrs[IB_POST_WRS], *bad = NULL, *w;
+	struct ibv_sge sges[IB_POST_SGES];
+	int n, nsge, i, ret;
+
+	while (wr != NULL) {
+		for (n = 0, nsge = 0; wr != NULL && n < IB_POST_WRS;
+		     wr = wr->next, n++) {
+			if (wr->num_sge < 0 || wr->num_sge > IB_POST_SGES)
+				return -EINVAL;
+			if (nsge + wr->num_sge > IB_POST_SGES)
+				break;
+			w = &wrs[n];
+			memset(w, 0, sizeof(*w));
+			w->wr_id = wr->wr_id;
+			w->sg_list = &sges[nsge];
+			w->num_sge = wr->num_sge;
+			for (i = 0; i < wr->num_sge; i++, nsge++) {
+				sges[nsge].addr = wr->sg_list[i].addr;
+				sges[nsge].length = wr->sg_list[i].length;
+				sges[nsge].lkey = wr->sg_list[i].lkey;
+			}
+			if (n > 0)
+				wrs[n - 1].next = w;
+		}
+		ret = ibv_post_recv(q->qp, wrs, &bad);
+		if (ret != 0)
+			return ib_post_ret(q, IB_ERR_POST_RECV, "ibv_post_recv",
+					   ret);
+	}
+	return 0;
+}
+
+static enum dev_wc_status
+ib_wc_status(enum ibv_wc_status status)
+{
+	switch (status) {
+	case IBV_WC_SUCCESS:
+		return DEV_WC_SUCCESS;
+	case IBV_WC_WR_FLUSH_ERR:
+		return DEV_WC_FLUSH_ERR;
+	case IBV_WC_REM_ACCESS_ERR:
+		return DEV_WC_REM_ACCESS_ERR;
+	case IBV_WC_RETRY_EXC_ERR:
+		return DEV_WC_RETRY_EXC_ERR;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return DEV_WC_RNR_RETRY_EXC_ERR;
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+	case IBV_WC_MW_BIND_ERR:
+		return DEV_WC_LOC_ERR;
+	default:
+		return DEV_WC_GENERAL_ERR;
+	}
+}
+
+static void
+ib_wc_convert(struct ib_qp *q, const struct ibv_wc *in, struct dev_wc *out,
+	      bool recv)
+{
+	out->wr_id = in->wr_id;
+	out->status = ib_wc_status(in->status);
+	out->byte_len = recv ? in->byte_len : 0;
+	if (recv)
+		out->opcode = DEV_WC_RECV;
+	else if (in->opcode == IBV_WC_RDMA_WRITE)
+		out->opcode = DEV_WC_RDMA_WRITE;
+	else
+		out->opcode = DEV_WC_SEND;
+	if (in->status != IBV_WC_SUCCESS && in->status != IBV_WC_WR_FLUSH_ERR)
+		log_debug("ib: %s qp %u: %s completion 0x%" PRIx64 ": %s "
+			  "(vendor error 0x%x)",
+			  q->dev->name, q->qp->qp_num, recv ? "recv" : "send",
+			  in->wr_id, ibv_wc_status_str(in->status),
+			  in->vendor_err);
+}
+
+/* dev_ops.poll: the send CQ first, then the receive CQ. */
+static int
+ib_poll(struct dev_qp *qp, struct dev_wc *wc, int n)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_cq *cqs[2] = {q->send_cq, q->recv_cq};
+	struct ibv_wc iwc[IB_POLL_BATCH];
+	int got = 0, c, i, r, want;
+
+	for (c = 0; c < 2; c++) {
+		while (got < n) {
+			want = n - got < IB_POLL_BATCH ? n - got :
+							 IB_POLL_BATCH;
+			r = ibv_poll_cq(cqs[c], want, iwc);
+			if (r < 0) {
+				/* what was polled is returned; the error
+				 * comes back with the next call */
+				if (got > 0)
+					return got;
+				return ib_qp_err_once(q, IB_ERR_POLL,
+						      "ibv_poll_cq",
+						      r < -1 ? -r : EIO);
+			}
+			for (i = 0; i < r; i++)
+				ib_wc_convert(q, &iwc[i], &wc[got++], c == 1);
+			if (r < want)
+				break;
+		}
+	}
+	return got;
+}
+
+static int
+ib_arm(struct dev_qp *qp)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	int ret;
+
+	ret = ibv_req_notify_cq(q->send_cq, 0);
+	if (ret == 0)
+		ret = ibv_req_notify_cq(q->recv_cq, 0);
+	if (ret != 0)
+		return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq", ret);
+	return 0;
+}
+
+/*
+ * Close a device handle; QPs still open are destroyed (and logged: they
+ * should have been destroyed by their owner first).  Not from a callback.
+ */
+void
+ib_dev_close(struct dev *dev)
+{
+	struct ib_dev *d = ib_dev_of(dev);
+	struct ib_qp *q;
+	int ret;
+
+	if (d == NULL)
+		return;
+	while ((q = LIST_FIRST(&d->qps)) != NULL) {
+		log_warnx("%s: %s: qp %u still open", __func__, d->name,
+			  q->qp->qp_num);
+		LIST_REMOVE(q, entry);
+		ib_qp_free(q);
+	}
+	if (d->async_ev != NULL)
+		event_free(d->async_ev);
+	if ((ret = ibv_dealloc_pd(d->pd)) != 0)
+		log_warnx("%s: %s: ibv_dealloc_pd: %s (memory regions still "
+			  "registered?)",
+			  __func__, d->name, strerror(ret));
+	if (ibv_close_device(d->ctx) != 0)
+		log_warn("%s: %s: ibv_close_device", __func__, d->name);
+	free(d);
+}
+
+const struct dev_ops ib_dev_ops = {
+	.name = "ib",
+	.mr_reg = ib_mr_reg,
+	.mr_dereg = ib_mr_dereg,
+	.qp_create = ib_qp_create,
+	.qp_addr = ib_qp_addr,
+	.qp_connect = ib_qp_connect,
+	.qp_error = ib_qp_error,
+	.qp_destroy = ib_qp_destroy,
+	.post_send = ib_post_send,
+	.post_recv = ib_post_recv,
+	.poll = ib_poll,
+	.arm = ib_arm,
+};

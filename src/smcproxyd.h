@@ -342,6 +342,7 @@ struct wr_params {
 	bool inline_enabled;
 	uint32_t inline_size;	/* asked for; the device says what it gives */
 	enum wr_slot_wait slot_wait;
+	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
 };
 
 struct wr_link_cb {
@@ -404,6 +405,233 @@ void *wr_tx_buf(struct wr_tx_slot *slot);
 int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
 	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,
 	       void *arg);
+
+/* clc.c: the link-group handshake on a TCP control connection */
+struct clc_conn;
+struct clc_accept_info;
+struct clc_proposal_info;
+struct lgr;
+struct lgr_ctx;
+bool clc_accept(struct session *s);
+int clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
+	      const void *hdr, size_t hdr_len);
+int clc_client_start(struct lgr *lgr, int fd);
+void clc_decline_send(struct clc_conn *c, uint32_t code);
+void clc_conn_free(struct clc_conn *c);
+
+/* llc.c: link-layer control on the links of a link group */
+struct lgr_link;
+struct llc_info;
+void llc_link_init(struct lgr_link *link);
+void llc_link_release(struct lgr_link *link);
+int llc_send(struct lgr_link *link, const struct llc_info *m,
+	     wr_tx_done_fn done, void *arg);
+int llc_confirm_link_send(struct lgr_link *link);
+int llc_add_link_send(struct lgr_link *via, struct lgr_link *link);
+int llc_delete_link_send(struct lgr_link *via, uint8_t link_num,
+			 uint32_t reason, bool all, bool orderly,
+			 wr_tx_done_fn done, void *arg);
+int llc_test_link_send(struct lgr_link *link);
+void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
+
+/* lgr.c: link groups, their links, and the peers they reach (DESIGN §3) */
+#define LGR_LINKS_MAX 2	 /* active links per group (SMC-R v2.1: 1..2) */
+#define LGR_LINK_SLOTS 3 /* one more: a link going while another comes */
+#define LGR_DEVS_MAX 8
+#define LGR_LLC_QUEUE 8	 /* LLC messages waiting for a TX slot */
+
+enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
+
+enum lgr_state {
+	LGR_STATE_CLC,		/* CLC handshake on the control connection */
+	LGR_STATE_CONFIRMING,	/* first link: CONFIRM_LINK under way */
+	LGR_STATE_ACTIVE,
+	LGR_STATE_TERMINATING,	/* DELETE_LINK sent; freed soon */
+};
+
+enum lgr_link_state {
+	LGR_LINK_FREE,		/* slot unused */
+	LGR_LINK_INIT,		/* QP created, not connected */
+	LGR_LINK_ADDING,	/* server: ADD_LINK sent, awaiting the answer */
+	LGR_LINK_CONFIRMING,	/* QP connected, CONFIRM_LINK under way */
+	LGR_LINK_ACTIVE,
+	LGR_LINK_DOWN,		/* failed or deleted; freed soon */
+};
+
+/* What an LLC flow on a link waits for (link->deadline_ms bounds it). */
+enum lgr_link_wait {
+	LGR_WAIT_NONE,
+	LGR_WAIT_CONFIRM_REQ,	/* client: CONFIRM_LINK request */
+	LGR_WAIT_CONFIRM_RESP,	/* server: CONFIRM_LINK response */
+	LGR_WAIT_ADD_RESP,	/* server: ADD_LINK response */
+};
+
+/*
+ * Protocol timers in milliseconds.  lgr_ctx_new() fills in SMC's values
+ * for every field left 0; tests shrink them.  test_link_ms and idle_ms
+ * default to the config's test_link_time and lgr_idle_timeout.
+ */
+struct lgr_timeouts {
+	unsigned int clc_wait_ms;	/* each CLC message: 6000 */
+	unsigned int llc_wait_ms;	/* LLC answers: 2000, client twice */
+	unsigned int test_link_ms;	/* link silence before TEST_LINK */
+	unsigned int idle_ms;		/* idle group lingers */
+	unsigned int backoff_ms;	/* first fallback period: 60000 */
+	unsigned int backoff_max_ms;	/* doubling up to: 600000 */
+	unsigned int add_link_retry_ms;	/* server: next ADD_LINK try: 60000 */
+};
+
+/* A device port links can use; local.len == 0: for any local address. */
+struct lgr_dev {
+	const struct dev_ops *ops;
+	struct dev *dev;
+	char name[32];
+	struct addr local;
+	bool owned;		/* opened by us (ib_dev_open): closed by us */
+};
+
+struct lgr_llc_qent {
+	uint8_t msg[44];	/* LLC_MSG_LEN */
+	wr_tx_done_fn done;
+	void *arg;
+};
+
+struct lgr_link {
+	struct lgr *lgr;
+	enum lgr_link_state state;
+	enum lgr_link_wait wait;
+	uint8_t id;		/* link_num on the wire; 0 until known */
+	int slot;
+	const struct lgr_dev *dev;
+	struct wr_link *wr;
+	struct dev_qp_addr local, peer;
+	uint64_t deadline_ms;	/* of wait */
+	uint64_t up_ms;
+	uint64_t act_ms;	/* last sign of life (completions moved) */
+	uint64_t act_completions;
+	bool test_pending;
+	uint64_t test_deadline_ms;
+	uint8_t test_data[16];
+	uint64_t test_sent, test_answered;
+	int conns;
+	struct wr_waiter waiter;	/* parked for a TX slot (LLC queue) */
+	struct lgr_llc_qent q[LGR_LLC_QUEUE];
+	int q_head, q_len;
+};
+
+/*
+ * A connection of the data path on a link group.  link_down(c, to) runs
+ * when its link went down: to is the active link it now uses (resend what
+ * was not confirmed), or NULL when the group is gone (close it).
+ */
+struct lgr_conn {
+	struct lgr_conn *next, *prev;
+	struct lgr *lgr;
+	struct lgr_link *link;
+	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
+	void *arg;
+};
+
+struct lgr {
+	struct lgr *next, *prev;
+	struct lgr_ctx *ctx;
+	uint32_t id;
+	enum lgr_role role;
+	enum lgr_state state;
+	struct conf *conf;		/* held: peer points into it */
+	const struct conf_peer *peer;
+	uint8_t peer_system_id[8];
+	uint8_t uid[4];			/* CONFIRM_LINK link_uid: the server's */
+	uint8_t max_conns;		/* negotiated */
+	uint8_t max_links;
+	uint32_t features;
+	uint32_t token, peer_token;	/* alert tokens from CLC */
+	uint8_t peer_rmbe_size;
+	struct lgr_link link[LGR_LINK_SLOTS];
+	uint8_t next_link_id;
+	int nconns;
+	struct lgr_conn *conns;
+	struct clc_conn *clc;		/* the control connection */
+	struct event *tick;
+	struct event *reap;
+	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
+	uint64_t term_deadline_ms;
+	uint32_t term_reason;
+	bool counted_up;		/* in lgr_created and the peer's count */
+};
+
+/* One daemon's link groups on one event_base (a worker; a test side). */
+struct lgr_ctx {
+	struct event_base *base;
+	struct worker *w;		/* NULL in tests */
+	struct conf *conf;		/* held when w is NULL */
+	struct stats *stats;
+	struct auth_limit *auth;
+	struct lgr_timeouts t;
+	uint8_t system_id[8];
+	struct lgr_dev devs[LGR_DEVS_MAX];
+	int ndevs;
+	bool probe;			/* open ib devices on demand */
+	struct {
+		struct addr local;
+		uint64_t until_ms;
+	} tried[LGR_DEVS_MAX];		/* addresses no device served */
+	int ntried;
+	struct lgr *lgrs;
+	int pending_servers;		/* server handshakes under way */
+};
+
+struct lgr_peer_info {
+	bool rdma;		/* an active link group reaches it */
+	int lgrs;		/* active link groups, all workers */
+	uint32_t reason;	/* why it last fell back; 0: never */
+	bool by_peer;		/* the peer declined (else we did) */
+	uint64_t backoff_left_ms; /* RDMA not tried before then */
+};
+
+struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
+			    struct stats *st, struct auth_limit *al,
+			    const struct lgr_timeouts *t);
+int lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
+		    struct dev *dev, const char *name);
+void lgr_ctx_free(struct lgr_ctx *ctx);
+struct lgr_ctx *lgr_worker_ctx(struct worker *w);
+struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
+void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
+struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
+struct lgr *lgr_client_new(struct lgr_ctx *ctx,
+			   const struct conf_peer *peer, int fd);
+int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
+void lgr_conn_del(struct lgr_conn *c);
+struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
+int lgr_links_active(const struct lgr *lgr);
+const char *lgr_state_name(enum lgr_state st);
+const char *lgr_link_state_name(enum lgr_link_state st);
+const char *lgr_peer_mode(const char *peer, uint32_t *reason);
+int lgr_peer_info(const char *peer, struct lgr_peer_info *out);
+void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
+void lgr_worker_json(struct worker *w, void *lgrs, void *links);
+uint64_t lgr_now_ms(void);
+/* for clc.c and llc.c */
+struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
+			   const struct clc_proposal_info *p,
+			   const struct addr *local, uint32_t *decline);
+void lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out);
+uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
+void lgr_clc_done(struct lgr *lgr);
+void lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer);
+void lgr_link_confirmed(struct lgr_link *link);
+void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
+		   const char *why);
+void lgr_link_timeout(struct lgr_link *link);
+void lgr_protocol_error(struct lgr *lgr, const char *why);
+void lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly,
+		   bool by_peer);
+struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
+				   const struct dev_qp_addr *peer);
+int lgr_link_add_answer(struct lgr_link *link,
+			const struct dev_qp_addr *peer);
+void lgr_link_add_rejected(struct lgr_link *link);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

@@ -196,7 +196,8 @@ PY
 	track "$server_pid" "$T/server.log"
 	wait_listen "$PORT_TARGET" 10 "$server_pid"
 	coproc CLI { exec python3 "$T/peer.py" client "$PORT_RULE" 2>>"$T/client.log"; }
-	track "$CLI_PID" "$T/client.log"
+	cli_pid=$CLI_PID
+	track "$cli_pid" "$T/client.log"
 }
 
 cli()
@@ -227,3 +228,273 @@ wait_stat()
 	done
 	fail "daemon $1: $2 is ${v:-?}, want $3"
 }
+
+pair_ports
+conf_a "$T/a.conf"
+conf_b "$T/b.conf"
+start_helpers
+start_pair
+
+# Fresh daemons: every statistic is there, in catalogue order, and zero.
+for d in a b; do
+	ctlj $d "$T/$d.schema.json" schema
+	ctlj $d "$T/$d.stats0.json" stats
+	pycheck "fresh daemon $d" "$T/$d.schema.json" "$T/$d.stats0.json" \
+		"$SMC_WORKERS" <<'EOF'
+schema, r = load(A[0])["data"]["stats"], load(A[1])
+eq((r["v"], r["ok"]), (1, True), "reply header")
+d = r["data"]
+eq(d["workers"], int(A[2]), "workers")
+names = [s["name"] for s in schema]
+eq(list(d["stats"]), names, "stats members (catalogue order)")
+for n in names:
+    eq(d["stats"][n], 0, n)
+need(0 <= d["uptime_s"] - d["since_reset_s"] <= 1,
+     "since_reset_s %r is not uptime_s %r before a reset" %
+     (d["since_reset_s"], d["uptime_s"]))
+EOF
+done
+
+# Two connections, known bytes each way.
+cli open 2
+set -- $REPLY
+[ "${1:-}" = opened ] && [ $# -eq 3 ] || fail "client helper: $REPLY"
+c0=${2#0=}
+c1=${3#1=}
+xfer_bytes 0 1000
+xfer_bytes 0 123457
+xfer_bytes 1 1048577
+n0=124457 m0=$((124457 * 3)) n1=1048577 m1=$((1048577 * 3))
+smc_log "conn $c0: $n0 bytes out, $m0 back; conn $c1: $n1 out, $m1 back"
+
+# check_conns NAME: show conns, -j and table, against the bytes sent.
+check_conns()
+{
+	local d=$1 role
+
+	[ "$d" = a ] && role=rule || role=export
+	ctlj "$d" "$T/$d.conns.json" show conns
+	ctl "$d" show conns >"$T/$d.conns.txt" 2>"$T/ctl.err" ||
+		fail "smcproxyctl show conns on $d: $(cat "$T/ctl.err")"
+	pycheck "show conns on $d" "$T/$d.conns.json" "$T/$d.conns.txt" $role \
+		"$c0:$n0:$m0" "$c1:$n1:$m1" "127.0.0.1:$PORT_BPEER" \
+		"127.0.0.1:$PORT_TARGET" "$SMC_WORKERS" <<'EOF'
+r = load(A[0])
+eq((r["v"], r["ok"]), (1, True), "reply header")
+conns, role = r["data"]["conns"], A[2]
+eq(r["data"]["count"], 2, "count")
+eq(len(conns), 2, "number of conns")
+ids = [c["id"] for c in conns]
+eq(len(set(ids)), 2, "distinct ids")
+want = [tuple(x.rsplit(":", 2)) for x in A[3:5]]
+rows = [l.split() for l in open(A[1]).read().splitlines()]
+eq(rows[0], ["ID", "W", "MODE", "ROLE", "RULE", "EXPORT", "PEER", "STATE",
+             "DOWNSTREAM", "UPSTREAM", "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"],
+   "table header")
+eq(len(rows), 3, "table lines")
+for addr, n, m in want:
+    if role == "rule":
+        sel = [c for c in conns if c["downstream"] == addr]
+    else:
+        sel = [c for c in conns if c["bytes_in"] == int(n)]
+    eq(len(sel), 1, "conns for client %s" % addr)
+    c = sel[0]
+    need(re.fullmatch(r"0x[0-9a-f]+", c["id"]), "id %r" % c["id"])
+    need(0 <= c["worker"] < int(A[7]), "worker %r" % c["worker"])
+    eq(c["mode"], "fallback", "mode")
+    eq(c["role"], role, "role")
+    eq(c["rule"], "x" if role == "rule" else "", "rule")
+    eq(c["export"], "x", "export")
+    eq(c["peer"], "b" if role == "rule" else "a", "peer")
+    eq(c["state"], "relay", "state")
+    eq(c["upstream"], A[5] if role == "rule" else A[6], "upstream")
+    need(c["downstream"].startswith("127.0.0.1:"), "downstream %r" % c["downstream"])
+    eq(c["bytes_in"], int(n), "bytes_in of %s" % addr)
+    eq(c["bytes_out"], int(m), "bytes_out of %s" % addr)
+    need(isinstance(c["age_s"], (int, float)) and 0 <= c["age_s"] < 120, "age_s %r" % c["age_s"])
+    need(0 <= c["idle_s"] <= c["age_s"], "idle_s %r" % c["idle_s"])
+    row = [x for x in rows[1:] if x[0] == c["id"]]
+    eq(len(row), 1, "table rows for %s" % c["id"])
+    row = row[0]
+    eq(len(row), 14, "table columns")
+    eq(row[1:10], [str(c["worker"]), "fallback", role, c["rule"] or "-", "x",
+                   c["peer"], "relay", c["downstream"], c["upstream"]],
+       "table row of %s" % c["id"])
+    eq(row[10:12], [n, m], "table bytes of %s" % c["id"])
+EOF
+}
+check_conns a
+check_conns b
+
+# check_stats NAME JSON:... : "stats" -j, table and --prometheus of NAME
+# agree and hold exactly the given values.
+check_stats()
+{
+	local d=$1
+
+	shift
+	ctlj "$d" "$T/$d.schema.json" schema
+	ctlj "$d" "$T/$d.stats.json" stats
+	ctl "$d" stats >"$T/$d.stats.txt" 2>"$T/ctl.err" ||
+		fail "smcproxyctl stats on $d: $(cat "$T/ctl.err")"
+	ctl "$d" --prometheus >"$T/$d.prom" 2>"$T/ctl.err" ||
+		fail "smcproxyctl --prometheus on $d: $(cat "$T/ctl.err")"
+	pycheck "stats of $d" "$T/$d.schema.json" "$T/$d.stats.json" \
+		"$T/$d.stats.txt" "$T/$d.prom" "$@" <<'EOF'
+schema, r = load(A[0])["data"]["stats"], load(A[1])
+st = r["data"]["stats"]
+for kv in A[4:]:
+    k, v = kv.split("=")
+    eq(st[k], int(v), k)
+# the table: same values, units from the schema
+lines = open(A[2]).read().splitlines()
+need(re.fullmatch(r"%d workers, up \S+, counters cover the last \S+" %
+                  r["data"]["workers"], lines[0]), "table title %r" % lines[0])
+eq(lines[1], "", "blank line after the title")
+eq(lines[2].split(), ["STATISTIC", "VALUE", "UNIT", "DESCRIPTION"], "table header")
+eq(len(lines), 3 + len(schema), "table lines")
+for s, l in zip(schema, lines[3:]):
+    eq(l.split(None, 3), [s["name"], str(st[s["name"]]), s["unit"], s["description"]],
+       "table row")
+# Prometheus: a HELP and TYPE per family, a sample per statistic
+prom = open(A[3]).read().splitlines()
+seen, samples = {}, {}
+for l in prom:
+    m = re.fullmatch(r"# (HELP|TYPE) smcproxyd_([a-z_]+) (.*)", l)
+    if m:
+        eq(m.group(2) in seen and m.group(1) in seen[m.group(2)], False,
+           "duplicate %s line for %s" % (m.group(1), m.group(2)))
+        seen.setdefault(m.group(2), {})[m.group(1)] = m.group(3)
+        continue
+    m = re.fullmatch(r'smcproxyd_([a-z_]+)(\{reason="[a-z_]+"\})? (\d+)', l)
+    need(m, "not a Prometheus sample: %r" % l)
+    need("TYPE" in seen.get(m.group(1), {}), "sample before its TYPE: %r" % l)
+    samples[m.group(1) + (m.group(2) or "")] = int(m.group(3))
+eq(len(samples), len(schema), "number of samples")
+for s in schema:
+    lab = "".join('{%s="%s"}' % kv for kv in s["labels"].items())
+    key = s["metric"] + lab
+    eq(samples.get(key), st[s["name"]], "Prometheus %s" % key)
+    eq(seen[s["metric"]]["TYPE"], s["kind"], "TYPE of %s" % s["metric"])
+    eq(seen[s["metric"]]["HELP"], s["help"], "HELP of %s" % s["metric"])
+    if s["name"].startswith("close_"):
+        eq((s["metric"], lab), ("conns_closed", '{reason="%s"}' % s["name"][6:]),
+           "family of %s" % s["name"])
+    else:
+        eq((s["metric"], lab), (s["name"], ""), "family of %s" % s["name"])
+EOF
+}
+
+check_stats a conns_accepted=2 conns_from_peers=0 conns_active=2 \
+	tx_bytes=$((n0 + n1)) rx_bytes=$((m0 + m1)) close_client_fin=0 \
+	conns_fallback=2
+check_stats b conns_accepted=0 conns_from_peers=2 conns_active=2 \
+	tx_bytes=$((m0 + m1)) rx_bytes=$((n0 + n1)) close_client_fin=0
+pycheck "request counters" "$T/a.stats.json" "$T/b.stats.json" <<'EOF'
+for p in A:
+    st = load(p)["data"]["stats"]
+    for c, b in (("tx_cnt", "tx_bytes"), ("rx_cnt", "rx_bytes")):
+        need(1 <= st[c] <= st[b], "%s %d for %s %d" % (c, st[c], b, st[b]))
+EOF
+
+# show rules and show peers count the open connections.
+for d in a b; do
+	ctlj $d "$T/$d.rules.json" show rules
+	ctlj $d "$T/$d.peers.json" show peers
+	ctl $d show rules >"$T/$d.rules.txt" || fail "show rules on $d"
+	ctl $d show peers >"$T/$d.peers.txt" || fail "show peers on $d"
+done
+pycheck "show rules / show peers" "$T/a.rules.json" "$T/b.rules.json" \
+	"$T/a.peers.json" "$T/b.peers.json" "$PORT_RULE" "$PORT_TARGET" \
+	"$PORT_BPEER" "$PORT_APEER" <<'EOF'
+ar, br = load(A[0])["data"], load(A[1])["data"]
+eq(ar["rules"], [{"name": "x", "listen": "127.0.0.1:" + A[4], "peer": "b",
+                  "export": "x", "idle_timeout_s": 0, "conns": 2}], "a rules")
+eq(ar["exports"], [], "a exports")
+eq(br["rules"], [], "b rules")
+eq(br["exports"], [{"name": "x", "target": "127.0.0.1:" + A[5], "peers": ["a"],
+                    "connect_timeout_s": 5, "conns": 2}], "b exports")
+for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
+    peers = load(p)["data"]["peers"]
+    eq(peers, [{"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
+                "mode": "fallback", "fallback_reason": "rdma transport not available",
+                "decline_code": "0x03030002", "decline_name": "NOSMCRDEV",
+                "lgrs": [], "conns": 2}], "peers")
+EOF
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2$' "$T/a.rules.txt" ||
+	fail "show rules table on a: $(cat "$T/a.rules.txt")"
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
+	fail "show rules table on b: $(cat "$T/b.rules.txt")"
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +rdma transport not available$' \
+	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
+
+# Connection 0 ends in order; both daemons count it.
+cli close 0
+[ "$REPLY" = "close 0 eof extra=0" ] || fail "closing connection 0: $REPLY"
+wait_stat a conns_active 1
+wait_stat b conns_active 1
+grep -qx "close 127\.0\.0\.1:[0-9]* in=$n0 out=$m0 end=eof" "$T/server.log" ||
+	fail "the server did not see $n0 bytes in, $m0 out and an EOF"
+check_stats a conns_accepted=2 conns_active=1 close_client_fin=1 \
+	tx_bytes=$((n0 + n1)) rx_bytes=$((m0 + m1))
+check_stats b conns_from_peers=2 conns_active=1 close_client_fin=1 \
+	tx_bytes=$((m0 + m1)) rx_bytes=$((n0 + n1))
+
+# stats reset on a: counters zero, the gauge keeps its value, b untouched.
+ctl a stats reset >"$T/reset.out" 2>&1 || fail "stats reset: $(cat "$T/reset.out")"
+[ -s "$T/reset.out" ] && fail "stats reset printed: $(cat "$T/reset.out")"
+ctlj a "$T/a.stats.json" stats
+pycheck "counters after stats reset" "$T/a.schema.json" "$T/a.stats.json" <<'EOF'
+schema, d = load(A[0])["data"]["stats"], load(A[1])["data"]
+for s in schema:
+    eq(d["stats"][s["name"]], 1 if s["kind"] == "gauge" else 0,
+       "%s (%s)" % (s["name"], s["kind"]))
+eq([s["name"] for s in schema if s["kind"] == "gauge"], ["conns_active"], "gauges")
+need(0 <= d["since_reset_s"] <= 2, "since_reset_s %r" % d["since_reset_s"])
+need(d["uptime_s"] >= d["since_reset_s"], "uptime_s %r" % d["uptime_s"])
+EOF
+grep -q 'statistics reset by uid 0 pid' "$T/a.log" ||
+	fail "the reset is not logged with its uid and pid"
+check_stats b conns_from_peers=2 conns_active=1 close_client_fin=1 \
+	tx_bytes=$((m0 + m1)) rx_bytes=$((n0 + n1))
+out=$(ctl b -j stats reset) || fail "stats reset -j on b"
+[ "$out" = '{"v":1,"ok":true,"data":{}}' ] || fail "stats reset -j replied $out"
+
+# Traffic after the reset counts from zero; the connection's own byte
+# counts keep counting.
+xfer_bytes 1 777
+check_stats a conns_accepted=0 conns_active=1 tx_bytes=777 rx_bytes=2331 \
+	close_client_fin=0
+check_stats b conns_from_peers=0 conns_active=1 tx_bytes=2331 rx_bytes=777 \
+	close_client_fin=0
+n1=$((n1 + 777)) m1=$((m1 + 2331))
+ctlj a "$T/a.conns.json" show conns
+pycheck "show conns after the reset" "$T/a.conns.json" "$c1" "$n1" "$m1" <<'EOF'
+c = load(A[0])["data"]["conns"]
+eq([(x["downstream"], x["bytes_in"], x["bytes_out"]) for x in c],
+   [(A[1], int(A[2]), int(A[3]))], "conns")
+EOF
+
+cli close 1
+[ "$REPLY" = "close 1 eof extra=0" ] || fail "closing connection 1: $REPLY"
+wait_stat a conns_active 0
+wait_stat b conns_active 0
+grep -qx "close 127\.0\.0\.1:[0-9]* in=$n1 out=$m1 end=eof" "$T/server.log" ||
+	fail "the server did not see $n1 bytes in, $m1 out and an EOF"
+cli open 1
+xfer_bytes 2 5
+cli close 2
+[ "$REPLY" = "close 2 eof extra=0" ] || fail "closing connection 2: $REPLY"
+wait_stat a conns_active 0
+wait_stat b conns_active 0
+check_stats a conns_accepted=1 conns_active=0 tx_bytes=782 rx_bytes=2346 \
+	close_client_fin=2 conns_fallback=1
+check_stats b conns_from_peers=1 conns_active=0 tx_bytes=2346 rx_bytes=782 \
+	close_client_fin=2
+for d in a b; do
+	out=$(ctl $d show conns) || fail "show conns on $d"
+	[ "$out" = "no connections" ] || fail "show conns on $d with none open: $out"
+done
+printf 'quit\n' >&"${CLI[1]}"
+wait "$cli_pid" || fail "client helper exited with status $?"
+untrack "$cli_pid"

@@ -49,9 +49,9 @@
 
 #include <openssl/evp.h>
 
-#define XFER_MAGIC_HDR 0x31524658u   /* "XFR1" */
+#define XFER_MAGIC_HDR 0x31524658u     /* "XFR1" */
 #define XFER_MAGIC_TRAILER 0x54524658u /* "XFRT" */
-#define XFER_MAGIC_REPLY 0x51524658u /* "XFRQ" */
+#define XFER_MAGIC_REPLY 0x51524658u   /* "XFRQ" */
 #define HDR_LEN 64
 #define TRAILER_LEN 88
 #define REPLY_LEN 64
@@ -126,16 +126,16 @@ struct record {
 	uint64_t id;
 	int status;
 	int err;
-	uint64_t bytes;   /* received (client reset) or sent (server reset) */
+	uint64_t bytes;	  /* received (client reset) or sent (server reset) */
 	uint64_t t_event; /* when the reset was seen or sent */
 };
 
 enum cstate {
 	CS_CONNECTING,
-	CS_HEADER,   /* server: reading the header */
+	CS_HEADER, /* server: reading the header */
 	CS_RUN,
-	CS_DRAIN,    /* about to reset: waiting for the send queue to empty */
-	CS_QUERY,    /* server: query waiting for its record */
+	CS_DRAIN, /* about to reset: waiting for the send queue to empty */
+	CS_QUERY, /* server: query waiting for its record */
 	CS_DONE,
 };
 
@@ -395,11 +395,25 @@ parse_size(const char *s)
 	if (errno != 0 || end == s || v < 0)
 		die("bad size '%s'", s);
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case '\0': break;
-	default: die("bad size '%s'", s);
+	case 'k':
+	case 'K':
+		v *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case '\0':
+		break;
+	default:
+		die("bad size '%s'", s);
 	}
 	if (*end == 'i' || *end == 'B')
 		end++;
@@ -471,8 +485,7 @@ set_nonblock_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void
-fail(struct conn *c, int status, const char *fmt, ...)
+static void fail(struct conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Record the first failure of a connection; later ones are consequences. */
@@ -499,8 +512,11 @@ conn_watch(struct conn *c, uint32_t ev)
 	memset(&e, 0, sizeof(e));
 	e.events = ev;
 	e.data.ptr = c;
-	if (epoll_ctl(epfd, c->events == 0 && ev != 0 ? EPOLL_CTL_ADD :
-		      ev == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD, c->fd, &e) < 0)
+	if (epoll_ctl(epfd,
+		      c->events == 0 && ev != 0 ? EPOLL_CTL_ADD :
+		      ev == 0			? EPOLL_CTL_DEL :
+						  EPOLL_CTL_MOD,
+		      c->fd, &e) < 0)
 		die("epoll_ctl: %s", strerror(errno));
 	c->events = ev;
 }
@@ -545,7 +561,7 @@ conn_free(struct conn *c)
 static void
 conn_close_fd(struct conn *c, bool reset)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
 	if (c->fd < 0)
 		return;
@@ -594,10 +610,14 @@ static const char *
 mode_name(int mode)
 {
 	switch (mode) {
-	case MODE_DUPLEX: return "duplex";
-	case MODE_STREAM: return "stream";
-	case MODE_PINGPONG: return "pingpong";
-	case MODE_QUERY: return "query";
+	case MODE_DUPLEX:
+		return "duplex";
+	case MODE_STREAM:
+		return "stream";
+	case MODE_PINGPONG:
+		return "pingpong";
+	case MODE_QUERY:
+		return "query";
 	}
 	return "?";
 }
@@ -621,24 +641,27 @@ server_finish(struct conn *c)
 		hex(c->tx_digest, 32, txh);
 		hex(c->rx_digest, 32, rxh);
 		if (!opt.quiet || c->status != ST_OK)
-			printf("server conn id=%016" PRIx64 " %s%s%s: recv %"
-			       PRIu64 " sha256=%s sent %" PRIu64
+			printf("server conn id=%016" PRIx64
+			       " %s%s%s: recv %" PRIu64
+			       " sha256=%s sent %" PRIu64
 			       " sha256=%s: %s%s%s\n",
 			       c->h.id, mode_name(c->h.mode),
 			       c->h.flags & FL_HALF_CLOSE ? " half-close" : "",
 			       c->h.flags & FL_CLIENT_RST ? " client-rst" :
-			       c->h.flags & FL_SERVER_RST ? " server-rst" : "",
+			       c->h.flags & FL_SERVER_RST ? " server-rst" :
+							    "",
 			       c->rx_done, c->verify ? rxh : "-", c->tx_done,
 			       c->verify ? txh : "-", status_names[c->status],
 			       c->why[0] ? ": " : "", c->why);
 		record_add(c, c->h.flags & FL_SERVER_RST ? c->tx_done :
-				      c->rx_done);
+							   c->rx_done);
 		server_done++;
 		if (c->status != ST_OK)
 			server_failed++;
 	} else if (c->h.mode != MODE_QUERY && c->hgot > 0) {
 		printf("server conn: closed before a full header (%zu bytes)"
-		       "%s%s\n", c->hgot, c->why[0] ? ": " : "", c->why);
+		       "%s%s\n",
+		       c->hgot, c->why[0] ? ": " : "", c->why);
 	}
 	fflush(stdout);
 	conn_close_fd(c, false);
@@ -706,8 +729,8 @@ server_data(struct conn *c, const uint8_t *p, size_t n)
 	if (c->verify && take > 0) {
 		bad = prng_check(c->rx_seed, c->rx_done, p, take);
 		if (bad >= 0)
-			fail(c, ST_MISMATCH, "first bad byte at offset %" PRId64,
-			     bad);
+			fail(c, ST_MISMATCH,
+			     "first bad byte at offset %" PRId64, bad);
 		EVP_DigestUpdate(c->rx_sha, p, take);
 	}
 	c->rx_done += take;
@@ -774,7 +797,8 @@ server_fill(struct conn *c)
 		return;
 	if (c->tx_done < c->tx_limit) {
 		n = c->tx_limit - c->tx_done < CHUNK ?
-			    (size_t)(c->tx_limit - c->tx_done) : CHUNK;
+			    (size_t)(c->tx_limit - c->tx_done) :
+			    CHUNK;
 		prng_fill(c->tx_seed, c->tx_done, c->obuf, n);
 		EVP_DigestUpdate(c->tx_sha, c->obuf, n);
 		c->olen = n;
@@ -830,8 +854,8 @@ server_on_error(struct conn *c, int err)
 		server_finish(c);
 		return;
 	}
-	fail(c, ST_IO_ERROR, "%s after %" PRIu64 " bytes in, %" PRIu64
-	     " out", strerror(err), c->rx_done, c->tx_done);
+	fail(c, ST_IO_ERROR, "%s after %" PRIu64 " bytes in, %" PRIu64 " out",
+	     strerror(err), c->rx_done, c->tx_done);
 	server_finish(c);
 }
 
@@ -869,8 +893,9 @@ server_read(struct conn *c)
 		}
 		off = 0;
 		if (c->hgot < HDR_LEN) {
-			off = HDR_LEN - c->hgot < (size_t)r ? HDR_LEN - c->hgot :
-							      (size_t)r;
+			off = HDR_LEN - c->hgot < (size_t)r ?
+				      HDR_LEN - c->hgot :
+				      (size_t)r;
 			memcpy(c->hbuf + c->hgot, rbuf, off);
 			c->hgot += off;
 			if (c->hgot < HDR_LEN)
@@ -1016,22 +1041,25 @@ client_check_trailer(struct conn *c)
 	if (st != ST_OK) {
 		fail(c, (int)st, "server says: %s",
 		     st < sizeof(status_names) / sizeof(status_names[0]) ?
-			     status_names[st] : "?");
+			     status_names[st] :
+			     "?");
 		return;
 	}
 	if (opt.mode == MODE_STREAM) {
 		c->rx_done = 0;
 		c->tx_total = get64(t + 8); /* what the server counted */
 		if (opt.seconds <= 0 && c->tx_total != c->tx_done)
-			fail(c, ST_EARLY_EOF, "server received %" PRIu64
-			     " of %" PRIu64, c->tx_total, c->tx_done);
+			fail(c, ST_EARLY_EOF,
+			     "server received %" PRIu64 " of %" PRIu64,
+			     c->tx_total, c->tx_done);
 		if (!c->verify)
 			return;
 	}
 	if (get64(t + 8) != c->tx_done || get64(t + 16) != c->rx_done)
-		fail(c, ST_DIGEST, "server counted %" PRIu64 "/%" PRIu64
-		     " bytes, client %" PRIu64 "/%" PRIu64, get64(t + 8),
-		     get64(t + 16), c->tx_done, c->rx_done);
+		fail(c, ST_DIGEST,
+		     "server counted %" PRIu64 "/%" PRIu64
+		     " bytes, client %" PRIu64 "/%" PRIu64,
+		     get64(t + 8), get64(t + 16), c->tx_done, c->rx_done);
 	else if (memcmp(t + 24, c->tx_digest, 32) != 0)
 		fail(c, ST_DIGEST, "client->server digests differ");
 	else if (memcmp(t + 56, c->rx_digest, 32) != 0)
@@ -1079,8 +1107,10 @@ client_data(struct conn *c, const uint8_t *p, size_t n)
 	}
 	if (c->h.flags & FL_CLIENT_RST) {
 		if (c->acked || n != 1 || p[0] != RST_ACK) {
-			fail(c, ST_UNEXPECTED_DATA, "%zu bytes where one ack "
-			     "byte was expected", n);
+			fail(c, ST_UNEXPECTED_DATA,
+			     "%zu bytes where one ack "
+			     "byte was expected",
+			     n);
 			return;
 		}
 		c->acked = true;
@@ -1090,13 +1120,15 @@ client_data(struct conn *c, const uint8_t *p, size_t n)
 	while (n > 0) {
 		if (c->rx_done < c->rx_total) {
 			take = c->rx_total - c->rx_done < n ?
-				       (size_t)(c->rx_total - c->rx_done) : n;
+				       (size_t)(c->rx_total - c->rx_done) :
+				       n;
 			if (c->verify) {
 				bad = prng_check(c->rx_seed, c->rx_done, p,
 						 take);
 				if (bad >= 0)
 					fail(c, ST_MISMATCH,
-					     "first bad byte at offset %" PRId64,
+					     "first bad byte at offset "
+					     "%" PRId64,
 					     bad);
 				EVP_DigestUpdate(c->rx_sha, p, take);
 			}
@@ -1106,8 +1138,9 @@ client_data(struct conn *c, const uint8_t *p, size_t n)
 			     c->rx_total);
 			return;
 		} else if (c->tgot < TRAILER_LEN) {
-			take = TRAILER_LEN - c->tgot < n ? TRAILER_LEN - c->tgot :
-							   n;
+			take = TRAILER_LEN - c->tgot < n ?
+				       TRAILER_LEN - c->tgot :
+				       n;
 			memcpy(c->tbuf + c->tgot, p, take);
 			c->tgot += take;
 			if (c->tgot == TRAILER_LEN)
@@ -1158,7 +1191,8 @@ client_fill(struct conn *c, uint64_t now)
 		return;
 data:
 	n = c->tx_limit - c->tx_done < CHUNK ?
-		    (size_t)(c->tx_limit - c->tx_done) : CHUNK;
+		    (size_t)(c->tx_limit - c->tx_done) :
+		    CHUNK;
 	if (c->verify) {
 		prng_fill(c->tx_seed, c->tx_done, c->obuf, n);
 		EVP_DigestUpdate(c->tx_sha, c->obuf, n);
@@ -1218,8 +1252,9 @@ client_on_eof(struct conn *c)
 		fail(c, ST_EARLY_EOF, "after %u of %u pings", c->iters_done,
 		     c->h.ping_iters);
 	else if (opt.mode != MODE_PINGPONG && !c->trailer_got)
-		fail(c, ST_EARLY_EOF, "received %" PRIu64 " of %" PRIu64
-		     " bytes%s", c->rx_done, c->rx_total,
+		fail(c, ST_EARLY_EOF,
+		     "received %" PRIu64 " of %" PRIu64 " bytes%s", c->rx_done,
+		     c->rx_total,
 		     c->rx_done == c->rx_total ? " (no trailer)" : "");
 	else if (!c->wr_shut)
 		fail(c, ST_EARLY_EOF, "server closed before the client");
@@ -1241,8 +1276,9 @@ client_on_error(struct conn *c, int err)
 	}
 	if (!(c->h.flags & FL_SERVER_RST &&
 	      (err == ECONNRESET || err == EPIPE)))
-		fail(c, ST_IO_ERROR, "%s after %" PRIu64 " bytes out, %" PRIu64
-		     " in", strerror(err), c->tx_done, c->rx_done);
+		fail(c, ST_IO_ERROR,
+		     "%s after %" PRIu64 " bytes out, %" PRIu64 " in",
+		     strerror(err), c->tx_done, c->rx_done);
 	client_finish(c);
 }
 
@@ -1337,8 +1373,8 @@ conn_update_watch(struct conn *c)
 		return;
 	}
 	if (!c->got_eof && c->state != CS_QUERY && !c->t_resume &&
-	    !(c->h.mode == MODE_PINGPONG && !c->client &&
-	      c->olen == c->ocap && c->opos < c->olen))
+	    !(c->h.mode == MODE_PINGPONG && !c->client && c->olen == c->ocap &&
+	      c->opos < c->olen))
 		ev |= EPOLLIN | EPOLLRDHUP;
 	if (c->state == CS_RUN && c->opos < c->olen)
 		ev |= EPOLLOUT;
@@ -1446,27 +1482,44 @@ static void
 usage(void)
 {
 	fputs("usage: xfer server -l HOST:PORT [-x COUNT] [-q]\n"
-	      "       xfer client -c HOST:PORT [-m duplex|stream|pingpong] [-n CONNS]\n"
-	      "            [-b BYTES] [-B BYTES_BACK] [--half-close] [--rst-after N]\n"
-	      "            [--server-rst-after N] [--expect-close] [-s SIZE] [-i ITER]\n"
-	      "            [-w WARMUP] [-t SECONDS] [-T TIMEOUT] [--verify] [--seed N]\n"
-	      "            [--rst-max-ms MS] [--pause-read MS] [--sndbuf N] [--rcvbuf N]\n"
+	      "       xfer client -c HOST:PORT [-m duplex|stream|pingpong] [-n "
+	      "CONNS]\n"
+	      "            [-b BYTES] [-B BYTES_BACK] [--half-close] "
+	      "[--rst-after N]\n"
+	      "            [--server-rst-after N] [--expect-close] [-s SIZE] "
+	      "[-i ITER]\n"
+	      "            [-w WARMUP] [-t SECONDS] [-T TIMEOUT] [--verify] "
+	      "[--seed N]\n"
+	      "            [--rst-max-ms MS] [--pause-read MS] [--sndbuf N] "
+	      "[--rcvbuf N]\n"
 	      "            [-q] [--json]\n"
 	      "\n"
-	      "duplex (default): -b bytes client->server, -B bytes back (default -b),\n"
-	      "  full duplex, every byte verified, SHA-256 compared on both ends.\n"
-	      "  --half-close     client shuts down writing after its data; the server\n"
-	      "                   sends half its data before the EOF and half after\n"
-	      "  --rst-after N    client sends N bytes then resets; the server must see\n"
-	      "                   ECONNRESET within --rst-max-ms (asked afterwards)\n"
-	      "  --server-rst-after N  the server sends N bytes then resets; the client\n"
+	      "duplex (default): -b bytes client->server, -B bytes back "
+	      "(default -b),\n"
+	      "  full duplex, every byte verified, SHA-256 compared on both "
+	      "ends.\n"
+	      "  --half-close     client shuts down writing after its data; "
+	      "the server\n"
+	      "                   sends half its data before the EOF and half "
+	      "after\n"
+	      "  --rst-after N    client sends N bytes then resets; the server "
+	      "must see\n"
+	      "                   ECONNRESET within --rst-max-ms (asked "
+	      "afterwards)\n"
+	      "  --server-rst-after N  the server sends N bytes then resets; "
+	      "the client\n"
 	      "                   must see ECONNRESET\n"
-	      "  --expect-close   the connection must be closed (FIN or RST) without\n"
-	      "                   any byte from the other end (target down, denied)\n"
+	      "  --expect-close   the connection must be closed (FIN or RST) "
+	      "without\n"
+	      "                   any byte from the other end (target down, "
+	      "denied)\n"
 	      "  --pause-read MS  stop reading for MS ms at half the answer\n"
-	      "stream: client->server bulk for -t seconds or -b bytes (--verify checks)\n"
-	      "pingpong: -s SIZE bytes echoed -i ITER times; RTT percentiles in us\n"
-	      "exit: 0 all verified, 1 a check failed, 2 usage or setup error\n",
+	      "stream: client->server bulk for -t seconds or -b bytes "
+	      "(--verify checks)\n"
+	      "pingpong: -s SIZE bytes echoed -i ITER times; RTT percentiles "
+	      "in us\n"
+	      "exit: 0 all verified, 1 a check failed, 2 usage or setup "
+	      "error\n",
 	      stderr);
 	exit(2);
 }
@@ -1536,7 +1589,8 @@ run_server(void)
 			if (evs[i].data.ptr == NULL) {
 				while ((fd = accept4(lfd, NULL, NULL,
 						     SOCK_NONBLOCK |
-							     SOCK_CLOEXEC)) >= 0) {
+							     SOCK_CLOEXEC)) >=
+				       0) {
 					set_nonblock_opts(fd);
 					c = conn_new(fd, false);
 					c->state = CS_HEADER;
@@ -1634,8 +1688,7 @@ client_print_conn(const struct conn *c, double rst_ms)
 	if ((opt.quiet || opt.mode != MODE_DUPLEX) && c->status == ST_OK)
 		return;
 	if (opt.mode == MODE_DUPLEX && !opt.expect_close &&
-	    !(c->h.flags & (FL_CLIENT_RST | FL_SERVER_RST)) &&
-	    c->trailer_got) {
+	    !(c->h.flags & (FL_CLIENT_RST | FL_SERVER_RST)) && c->trailer_got) {
 		hex(c->tx_digest, 32, txh);
 		hex(c->rx_digest, 32, rxh);
 		printf("conn %d id=%016" PRIx64 ": sent %" PRIu64
@@ -1645,8 +1698,9 @@ client_print_conn(const struct conn *c, double rst_ms)
 		return;
 	}
 	printf("conn %d id=%016" PRIx64 ": sent %" PRIu64 " recv %" PRIu64
-	       ": %s%s%s", c->idx, c->h.id, c->tx_done, c->rx_done,
-	       status_names[c->status], c->why[0] ? ": " : "", c->why);
+	       ": %s%s%s",
+	       c->idx, c->h.id, c->tx_done, c->rx_done, status_names[c->status],
+	       c->why[0] ? ": " : "", c->why);
 	if (rst_ms >= 0)
 		printf(" (reset seen by the other end after %.2f ms)", rst_ms);
 	printf("\n");
@@ -1688,10 +1742,11 @@ run_client(void)
 				c = conns[i];
 				if (c->state == CS_DONE)
 					continue;
-				fail(c, ST_TIMEOUT, "after %.1f s: sent %" PRIu64
-				     "/%" PRIu64 " recv %" PRIu64 "/%" PRIu64
-				     "%s%s", opt.timeout, c->tx_done,
-				     c->tx_limit, c->rx_done, c->rx_total,
+				fail(c, ST_TIMEOUT,
+				     "after %.1f s: sent %" PRIu64 "/%" PRIu64
+				     " recv %" PRIu64 "/%" PRIu64 "%s%s",
+				     opt.timeout, c->tx_done, c->tx_limit,
+				     c->rx_done, c->rx_total,
 				     c->trailer_got ? ", trailer in" : "",
 				     c->wr_shut ? ", write side shut" : "");
 				client_finish(c);
@@ -1732,33 +1787,40 @@ run_client(void)
 				fail(c, ST_EOF_NOT_RST, "no reset seen");
 			else if (client_query(&ss, sl, c->h.id, &qst, &qerr,
 					      &bytes, &tev) < 0)
-				fail(c, ST_IO_ERROR, "query to the server failed");
+				fail(c, ST_IO_ERROR,
+				     "query to the server failed");
 			else if (qst != ST_OK)
 				fail(c, qst, "server says: %s%s%s",
 				     (size_t)qst < sizeof(status_names) /
-							   sizeof(status_names[0]) ?
-					     status_names[qst] : "?",
-				     qerr ? ", " : "", qerr ? strerror(qerr) : "");
+							     sizeof(status_names
+									    [0]) ?
+					     status_names[qst] :
+					     "?",
+				     qerr ? ", " : "",
+				     qerr ? strerror(qerr) : "");
 			else if (c->h.flags & FL_CLIENT_RST) {
-				rst_ms = ((double)tev - (double)c->t_event) / 1e6;
+				rst_ms = ((double)tev - (double)c->t_event) /
+					 1e6;
 				if (bytes > c->tx_done)
-					fail(c, ST_EXTRA_DATA, "server got %"
-					     PRIu64 " bytes of %" PRIu64, bytes,
-					     c->tx_done);
+					fail(c, ST_EXTRA_DATA,
+					     "server got %" PRIu64
+					     " bytes of %" PRIu64,
+					     bytes, c->tx_done);
 				snprintf(c->why, sizeof(c->why),
 					 "server got %" PRIu64 " of %" PRIu64
-					 " bytes, then %s", bytes, c->tx_done,
-					 strerror(qerr));
+					 " bytes, then %s",
+					 bytes, c->tx_done, strerror(qerr));
 			} else {
-				rst_ms = ((double)c->t_event - (double)tev) / 1e6;
+				rst_ms = ((double)c->t_event - (double)tev) /
+					 1e6;
 				snprintf(c->why, sizeof(c->why),
 					 "got %" PRIu64 " of %" PRIu64
-					 " bytes, then %s", c->rx_done,
-					 bytes, strerror(c->err));
+					 " bytes, then %s",
+					 c->rx_done, bytes, strerror(c->err));
 			}
 			if (rst_ms > opt.rst_max_ms)
-				fail(c, ST_SLOW_RST, "%.1f ms > %.1f ms", rst_ms,
-				     opt.rst_max_ms);
+				fail(c, ST_SLOW_RST, "%.1f ms > %.1f ms",
+				     rst_ms, opt.rst_max_ms);
 			if (rst_ms > max_rst_ms)
 				max_rst_ms = rst_ms;
 		}
@@ -1775,20 +1837,22 @@ run_client(void)
 	if (opt.mode == MODE_PINGPONG) {
 		qsort(rtts, nrtts, sizeof(*rtts), cmp_u64);
 		if (opt.json)
-			printf("{\"mode\":\"pingpong\",\"conns\":%d,\"size\":%u,"
+			printf("{\"mode\":\"pingpong\",\"conns\":%d,\"size\":%"
+			       "u,"
 			       "\"iters\":%u,\"samples\":%zu,\"min_us\":%.2f,"
 			       "\"p50_us\":%.2f,\"p99_us\":%.2f,"
-			       "\"p999_us\":%.2f,\"max_us\":%.2f,\"failed\":%d}\n",
+			       "\"p999_us\":%.2f,\"max_us\":%.2f,\"failed\":%d}"
+			       "\n",
 			       opt.conns, opt.ping_size, opt.ping_iters, nrtts,
 			       pct_us(0), pct_us(50), pct_us(99), pct_us(99.9),
 			       pct_us(100), failed);
 		else
 			printf("pingpong: %d connections, %u x %u B, rtt us: "
 			       "min %.1f p50 %.1f p99 %.1f p99.9 %.1f max %.1f,"
-			       " %s\n", opt.conns, opt.ping_iters, opt.ping_size,
+			       " %s\n",
+			       opt.conns, opt.ping_iters, opt.ping_size,
 			       pct_us(0), pct_us(50), pct_us(99), pct_us(99.9),
-			       pct_us(100),
-			       failed ? "FAILED" : "all verified");
+			       pct_us(100), failed ? "FAILED" : "all verified");
 	} else if (opt.mode == MODE_STREAM) {
 		/* throughput counts what the server confirmed it received */
 		bytes = 0;
@@ -1796,23 +1860,27 @@ run_client(void)
 			bytes += conns[i]->trailer_got ? conns[i]->tx_total : 0;
 		fmt_bytes(bytes, b1, sizeof(b1));
 		if (opt.json)
-			printf("{\"mode\":\"stream\",\"conns\":%d,\"bytes\":%"
-			       PRIu64 ",\"seconds\":%.4f,\"gbit_s\":%.3f,"
-			       "\"failed\":%d}\n", opt.conns, bytes, secs,
+			printf("{\"mode\":\"stream\",\"conns\":%d,\"bytes\":"
+			       "%" PRIu64 ",\"seconds\":%.4f,\"gbit_s\":%.3f,"
+			       "\"failed\":%d}\n",
+			       opt.conns, bytes, secs,
 			       (double)bytes * 8 / secs / 1e9, failed);
 		else
 			printf("stream: %d connections, %s received by the "
-			       "server in %.2f s, %.2f Gbit/s, %s\n", opt.conns,
-			       b1, secs, (double)bytes * 8 / secs / 1e9,
-			       failed ? "FAILED" :
-			       opt.verify ? "all verified" : "not verified");
+			       "server in %.2f s, %.2f Gbit/s, %s\n",
+			       opt.conns, b1, secs,
+			       (double)bytes * 8 / secs / 1e9,
+			       failed	  ? "FAILED" :
+			       opt.verify ? "all verified" :
+					    "not verified");
 	} else if (opt.expect_close) {
 		printf("%d connections, %s\n", opt.conns,
-		       failed ? "FAILED" : "all closed by the other end "
-					   "without data");
+		       failed ? "FAILED" :
+				"all closed by the other end "
+				"without data");
 	} else if (opt.rst_after >= 0 || opt.server_rst_after >= 0) {
-		printf("%d connections, %s reset propagated%s",
-		       opt.conns, opt.rst_after >= 0 ? "client" : "server",
+		printf("%d connections, %s reset propagated%s", opt.conns,
+		       opt.rst_after >= 0 ? "client" : "server",
 		       failed ? ": FAILED" : ", all verified");
 		if (max_rst_ms >= 0)
 			printf(" (slowest %.2f ms)", max_rst_ms);
@@ -1822,22 +1890,25 @@ run_client(void)
 		fmt_bytes(opt.s2c * (uint64_t)opt.conns, b2, sizeof(b2));
 		if (opt.c2s == opt.s2c)
 			printf("%d connections, %s each way%s, %s, %.2f s, "
-			       "%.2f Gbit/s each way\n", opt.conns, b1,
+			       "%.2f Gbit/s each way\n",
+			       opt.conns, b1,
 			       opt.half_close ? " with half-close" : "",
 			       failed ? "FAILED" : "all verified", secs,
 			       (double)sent * 8 / secs / 1e9);
 		else
 			printf("%d connections, %s out and %s back%s, %s, "
-			       "%.2f s, %.2f/%.2f Gbit/s\n", opt.conns, b1, b2,
+			       "%.2f s, %.2f/%.2f Gbit/s\n",
+			       opt.conns, b1, b2,
 			       opt.half_close ? " with half-close" : "",
 			       failed ? "FAILED" : "all verified", secs,
 			       (double)sent * 8 / secs / 1e9,
 			       (double)recvd * 8 / secs / 1e9);
 		if (opt.json)
-			printf("{\"mode\":\"duplex\",\"conns\":%d,\"sent\":%"
-			       PRIu64 ",\"received\":%" PRIu64 ",\"seconds\":"
-			       "%.4f,\"failed\":%d}\n", opt.conns, sent, recvd,
-			       secs, failed);
+			printf("{\"mode\":\"duplex\",\"conns\":%d,\"sent\":"
+			       "%" PRIu64 ",\"received\":%" PRIu64
+			       ",\"seconds\":"
+			       "%.4f,\"failed\":%d}\n",
+			       opt.conns, sent, recvd, secs, failed);
 	}
 	if (failed)
 		printf("%d of %d connections FAILED\n", failed, opt.conns);
@@ -1860,32 +1931,32 @@ enum long_only {
 };
 
 static const struct option longopts[] = {
-	{ "listen", required_argument, NULL, 'l' },
-	{ "connect", required_argument, NULL, 'c' },
-	{ "mode", required_argument, NULL, 'm' },
-	{ "conns", required_argument, NULL, 'n' },
-	{ "bytes", required_argument, NULL, 'b' },
-	{ "bytes-back", required_argument, NULL, 'B' },
-	{ "size", required_argument, NULL, 's' },
-	{ "iterations", required_argument, NULL, 'i' },
-	{ "warmup", required_argument, NULL, 'w' },
-	{ "time", required_argument, NULL, 't' },
-	{ "timeout", required_argument, NULL, 'T' },
-	{ "exit-after", required_argument, NULL, 'x' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "half-close", no_argument, NULL, OPT_HALF_CLOSE },
-	{ "rst-after", required_argument, NULL, OPT_RST_AFTER },
-	{ "server-rst-after", required_argument, NULL, OPT_SERVER_RST_AFTER },
-	{ "expect-close", no_argument, NULL, OPT_EXPECT_CLOSE },
-	{ "verify", no_argument, NULL, OPT_VERIFY },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "rst-max-ms", required_argument, NULL, OPT_RST_MAX_MS },
-	{ "sndbuf", required_argument, NULL, OPT_SNDBUF },
-	{ "rcvbuf", required_argument, NULL, OPT_RCVBUF },
-	{ "pause-read", required_argument, NULL, OPT_PAUSE_READ },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{"listen", required_argument, NULL, 'l'},
+	{"connect", required_argument, NULL, 'c'},
+	{"mode", required_argument, NULL, 'm'},
+	{"conns", required_argument, NULL, 'n'},
+	{"bytes", required_argument, NULL, 'b'},
+	{"bytes-back", required_argument, NULL, 'B'},
+	{"size", required_argument, NULL, 's'},
+	{"iterations", required_argument, NULL, 'i'},
+	{"warmup", required_argument, NULL, 'w'},
+	{"time", required_argument, NULL, 't'},
+	{"timeout", required_argument, NULL, 'T'},
+	{"exit-after", required_argument, NULL, 'x'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"half-close", no_argument, NULL, OPT_HALF_CLOSE},
+	{"rst-after", required_argument, NULL, OPT_RST_AFTER},
+	{"server-rst-after", required_argument, NULL, OPT_SERVER_RST_AFTER},
+	{"expect-close", no_argument, NULL, OPT_EXPECT_CLOSE},
+	{"verify", no_argument, NULL, OPT_VERIFY},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"rst-max-ms", required_argument, NULL, OPT_RST_MAX_MS},
+	{"sndbuf", required_argument, NULL, OPT_SNDBUF},
+	{"rcvbuf", required_argument, NULL, OPT_RCVBUF},
+	{"pause-read", required_argument, NULL, OPT_PAUSE_READ},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
 };
 
 int
@@ -1916,8 +1987,12 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "l:c:m:n:b:B:s:i:w:t:T:x:qh",
 				 longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'l': opt.addr = optarg; break;
-		case 'c': opt.addr = optarg; break;
+		case 'l':
+			opt.addr = optarg;
+			break;
+		case 'c':
+			opt.addr = optarg;
+			break;
 		case 'm':
 			if (strcmp(optarg, "duplex") == 0)
 				opt.mode = MODE_DUPLEX;
@@ -1929,32 +2004,72 @@ main(int argc, char **argv)
 			else
 				usage();
 			break;
-		case 'n': opt.conns = atoi(optarg); break;
-		case 'b': opt.c2s = parse_size(optarg); break;
-		case 'B': opt.s2c = parse_size(optarg); opt.s2c_set = true; break;
-		case 's': opt.ping_size = (uint32_t)parse_size(optarg); break;
-		case 'i': opt.ping_iters = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'w': opt.warmup = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 't': opt.seconds = atof(optarg); break;
-		case 'T': opt.timeout = atof(optarg); break;
-		case 'x': opt.exit_after = atol(optarg); break;
-		case 'q': opt.quiet = true; break;
-		case OPT_HALF_CLOSE: opt.half_close = true; break;
+		case 'n':
+			opt.conns = atoi(optarg);
+			break;
+		case 'b':
+			opt.c2s = parse_size(optarg);
+			break;
+		case 'B':
+			opt.s2c = parse_size(optarg);
+			opt.s2c_set = true;
+			break;
+		case 's':
+			opt.ping_size = (uint32_t)parse_size(optarg);
+			break;
+		case 'i':
+			opt.ping_iters = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			opt.warmup = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			opt.seconds = atof(optarg);
+			break;
+		case 'T':
+			opt.timeout = atof(optarg);
+			break;
+		case 'x':
+			opt.exit_after = atol(optarg);
+			break;
+		case 'q':
+			opt.quiet = true;
+			break;
+		case OPT_HALF_CLOSE:
+			opt.half_close = true;
+			break;
 		case OPT_RST_AFTER:
 			opt.rst_after = (long long)parse_size(optarg);
 			break;
 		case OPT_SERVER_RST_AFTER:
 			opt.server_rst_after = (long long)parse_size(optarg);
 			break;
-		case OPT_EXPECT_CLOSE: opt.expect_close = true; break;
-		case OPT_VERIFY: opt.verify = true; break;
-		case OPT_SEED: opt.seed = strtoull(optarg, NULL, 0); break;
-		case OPT_JSON: opt.json = true; break;
-		case OPT_RST_MAX_MS: opt.rst_max_ms = atof(optarg); break;
-		case OPT_SNDBUF: opt.sndbuf = (int)parse_size(optarg); break;
-		case OPT_RCVBUF: opt.rcvbuf = (int)parse_size(optarg); break;
-		case OPT_PAUSE_READ: opt.pause_ms = atof(optarg); break;
-		default: usage();
+		case OPT_EXPECT_CLOSE:
+			opt.expect_close = true;
+			break;
+		case OPT_VERIFY:
+			opt.verify = true;
+			break;
+		case OPT_SEED:
+			opt.seed = strtoull(optarg, NULL, 0);
+			break;
+		case OPT_JSON:
+			opt.json = true;
+			break;
+		case OPT_RST_MAX_MS:
+			opt.rst_max_ms = atof(optarg);
+			break;
+		case OPT_SNDBUF:
+			opt.sndbuf = (int)parse_size(optarg);
+			break;
+		case OPT_RCVBUF:
+			opt.rcvbuf = (int)parse_size(optarg);
+			break;
+		case OPT_PAUSE_READ:
+			opt.pause_ms = atof(optarg);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc || opt.addr == NULL || opt.conns < 1)
@@ -1962,7 +2077,8 @@ main(int argc, char **argv)
 	if (!opt.s2c_set)
 		opt.s2c = opt.c2s;
 	if (opt.warmup == (uint32_t)-1)
-		opt.warmup = opt.ping_iters / 10 < 100 ? opt.ping_iters / 10 : 100;
+		opt.warmup =
+			opt.ping_iters / 10 < 100 ? opt.ping_iters / 10 : 100;
 	if (opt.warmup >= opt.ping_iters && opt.ping_iters > 0)
 		opt.warmup = 0;
 	if (opt.ping_size == 0 || opt.ping_size > CHUNK)
@@ -1970,7 +2086,8 @@ main(int argc, char **argv)
 	if (opt.expect_close)
 		opt.s2c = 0;
 	if ((opt.rst_after >= 0) + (opt.server_rst_after >= 0) +
-		    opt.expect_close + opt.half_close > 1 ||
+			    opt.expect_close + opt.half_close >
+		    1 ||
 	    (opt.mode != MODE_DUPLEX &&
 	     (opt.rst_after >= 0 || opt.server_rst_after >= 0 ||
 	      opt.expect_close || opt.half_close)))

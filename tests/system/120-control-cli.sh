@@ -1,0 +1,372 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# smcproxyctl against a real daemon pair: every command answers as a table,
+# as JSON with -j (one line, {"v":1,"ok":true,"data":...}) and, for stats,
+# as Prometheus text; the exit status is 0 for success, 1 for a command
+# that failed (unknown connection, no reply in time, connection closed
+# without a reply) and 2 for a usage error or a socket that cannot be
+# reached, whose message names the socket.  The bash completion file
+# parses, and completes commands and connection ids.
+. "$(dirname "$0")/lib.sh"
+smc_init
+need python3 "$SMCPROXYCTL"
+SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+
+# --- helpers shared by the control tests (kept in each script) ----------
+
+# pycheck WHAT [ARG...] <<'EOF' ... EOF: run the Python check on stdin with
+# ARGs in A[]; load(path) reads a JSON file; fail WHAT with its message.
+pycheck()
+{
+	local what=$1
+
+	shift
+	{
+		cat <<'PRE'
+import json, re, sys
+A = sys.argv[1:]
+def load(p):
+    with open(p) as f:
+        return json.load(f)
+def need(cond, msg):
+    if not cond:
+        print(msg)
+        sys.exit(1)
+def eq(got, want, what):
+    need(got == want, "%s: got %r, want %r" % (what, got, want))
+PRE
+		cat
+	} >"$T/check.py"
+	python3 "$T/check.py" "$@" >"$T/check.out" 2>&1 ||
+		fail "$what: $(cat "$T/check.out")"
+}
+
+# ctlj NAME FILE ARGS...: smcproxyctl -j into FILE; must succeed, one line.
+ctlj()
+{
+	local name=$1 file=$2
+
+	shift 2
+	ctl "$name" -j "$@" >"$file" 2>"$T/ctl.err" ||
+		fail "smcproxyctl -j $* on $name failed: $(cat "$T/ctl.err")"
+	[ "$(wc -l <"$file")" -eq 1 ] || fail "smcproxyctl -j $* on $name: not one line"
+}
+
+# run_ctl WANT_RC ARGS...: smcproxyctl ARGS (no -s added) with stdout in
+# $T/out, stderr in $T/err; the status must be WANT_RC.
+run_ctl()
+{
+	local want=$1 rc
+
+	shift
+	"$SMCPROXYCTL" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] ||
+		fail "smcproxyctl $*: status $rc, want $want; stdout: $(head -c 300 "$T/out"); stderr: $(cat "$T/err")"
+}
+
+pair_ports
+conf_a "$T/a.conf"
+conf_b "$T/b.conf"
+# A target that accepts and holds connections.
+python3 -c '
+import socket, sys
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(16)
+held = []
+while True:
+    held.append(l.accept())' "$PORT_TARGET" >"$T/target.log" 2>&1 &
+track $! "$T/target.log"
+wait_listen "$PORT_TARGET" 10 $!
+start_pair
+# One idle connection through the pair, so that show conns has a row.
+python3 -c '
+import socket, struct, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+print(s.getsockname()[1], flush=True)
+time.sleep(600)' "$PORT_RULE" >"$T/holder.log" 2>&1 &
+holder_pid=$!
+track $holder_pid "$T/holder.log"
+for i in $(seq 50); do
+	[ "$(stat_get b conns_active)" = 1 ] && break
+	sleep 0.1
+done
+[ "$(stat_get b conns_active)" = 1 ] || fail "the idle connection did not reach b"
+read -r holder_port <"$T/holder.log"
+SOCK=$T/a.sock
+
+# --- every command as a table and as JSON ---------------------------------
+
+for cmd in version stats "show rules" "show peers" "show lgrs" "show links" \
+	"show conns" schema help; do
+	run_ctl 0 -s "$SOCK" $cmd
+	[ -s "$T/out" ] || fail "$cmd: no table"
+	[ -s "$T/err" ] && fail "$cmd: stderr: $(cat "$T/err")"
+	cp "$T/out" "$T/${cmd// /_}.txt"
+	run_ctl 0 -s "$SOCK" -j $cmd
+	[ -s "$T/err" ] && fail "-j $cmd: stderr: $(cat "$T/err")"
+	cp "$T/out" "$T/${cmd// /_}.json"
+	pycheck "-j $cmd" "$T/out" <<'EOF'
+lines = open(A[0]).read().split("\n")
+eq(len(lines), 2, "lines (one reply and its newline)")
+eq(lines[1], "", "text after the reply")
+r = json.loads(lines[0])
+eq(sorted(r), ["data", "ok", "v"], "reply members")
+eq((r["v"], r["ok"]), (1, True), "v and ok")
+need(isinstance(r["data"], dict), "data is not an object")
+EOF
+done
+run_ctl 0 --json -s "$SOCK" version
+cmp -s "$T/out" "$T/version.json" || {
+	# uptime_s may have ticked
+	pycheck "--json version" "$T/out" "$T/version.json" <<'EOF'
+a, b = load(A[0]), load(A[1])
+a["data"].pop("uptime_s"); b["data"].pop("uptime_s")
+eq(a, b, "--json and -j")
+EOF
+}
+
+pycheck "version" "$T/version.json" "$T/version.txt" "$a_pid" "$T/a.conf" \
+	"$SMC_WORKERS" <<'EOF'
+d = load(A[0])["data"]
+eq(sorted(d), sorted(["version", "protocol", "pid", "uptime_s", "name", "config",
+                      "workers"]), "members")
+need(re.fullmatch(r"\d+\.\d+\.\d+.*", d["version"]), "version %r" % d["version"])
+eq((d["protocol"], d["pid"], d["name"], d["config"], d["workers"]),
+   (1, int(A[2]), "a", A[3], int(A[4])), "protocol, pid, name, config, workers")
+need(isinstance(d["uptime_s"], int) and 0 <= d["uptime_s"] < 300, "uptime_s")
+t = dict(l.split(None, 1) for l in open(A[1]).read().splitlines())
+eq(sorted(t), sorted(d), "table keys")
+for k in ("version", "protocol", "pid", "name", "config", "workers"):
+    eq(t[k], str(d[k]), "table " + k)
+need(re.fullmatch(r"\d+(\.\d)?s", t["uptime_s"]), "table uptime %r" % t["uptime_s"])
+EOF
+
+[ "$(cat "$T/show_lgrs.txt")" = "no link groups" ] ||
+	fail "show lgrs: $(cat "$T/show_lgrs.txt")"
+[ "$(cat "$T/show_links.txt")" = "no links" ] ||
+	fail "show links: $(cat "$T/show_links.txt")"
+[ "$(cat "$T/show_lgrs.json")" = '{"v":1,"ok":true,"data":{"lgrs":[]}}' ] ||
+	fail "show lgrs -j: $(cat "$T/show_lgrs.json")"
+[ "$(cat "$T/show_links.json")" = '{"v":1,"ok":true,"data":{"links":[]}}' ] ||
+	fail "show links -j: $(cat "$T/show_links.json")"
+
+pycheck "show conns" "$T/show_conns.json" "$T/show_conns.txt" \
+	"127.0.0.1:$holder_port" <<'EOF'
+d = load(A[0])["data"]
+eq(d["count"], 1, "count")
+c = d["conns"][0]
+eq(sorted(c), sorted(["id", "worker", "mode", "role", "rule", "export", "peer",
+                      "state", "downstream", "upstream", "bytes_in", "bytes_out",
+                      "age_s", "idle_s"]), "members")
+eq((c["downstream"], c["bytes_in"], c["bytes_out"], c["state"]),
+   (A[2], 0, 0, "relay"), "the idle connection")
+rows = [l.split() for l in open(A[1]).read().splitlines()]
+eq(len(rows), 2, "table lines")
+eq(rows[1][:12], [c["id"], str(c["worker"]), "fallback", "rule", "x", "x", "b",
+                  "relay", A[2], c["upstream"], "0", "0"], "table row")
+EOF
+
+pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
+	"$T/help.txt" "$T/stats.json" <<'EOF'
+s, h = load(A[0])["data"], load(A[2])["data"]
+eq(s["protocol"], 1, "protocol")
+names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
+         "show links", "show conns", "kill conn", "reload", "schema", "help"]
+eq([c["name"] for c in s["commands"]], names, "commands")
+eq(h["commands"], s["commands"], "help and schema commands")
+for c in s["commands"]:
+    eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
+    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "reload"),
+       "mutating of " + c["name"])
+    eq([a["name"] for a in c["args"]], ["id"] if c["name"] == "kill conn" else [],
+       "args of " + c["name"])
+    need(c["help"], "help of " + c["name"])
+eq(s["commands"][8]["args"][0]["required"], True, "kill conn id required")
+stats = load(A[4])["data"]["stats"]
+eq([x["name"] for x in s["stats"]], list(stats), "schema stats and stats members")
+for x in s["stats"]:
+    eq(sorted(x), sorted(["name", "kind", "unit", "description", "metric", "help",
+                          "labels"]), "schema members of " + x["name"])
+    need(x["kind"] in ("counter", "gauge"), "kind of " + x["name"])
+    need(x["unit"] in ("connections", "bytes", "requests", "events", "handshakes"),
+         "unit of " + x["name"])
+# the schema table: stats, a blank line, then the commands as help prints them
+st = open(A[1]).read().split("\n\n")
+eq(len(st), 2, "schema table sections")
+rows = st[0].splitlines()
+eq(rows[0].split(), ["STATISTIC", "KIND", "UNIT", "DESCRIPTION"], "schema header")
+eq([r.split(None, 3) for r in rows[1:]],
+   [[x["name"], x["kind"], x["unit"], x["description"]] for x in s["stats"]],
+   "schema rows")
+eq(st[1], open(A[3]).read(), "commands in schema and help tables")
+rows = open(A[3]).read().splitlines()
+eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
+eq(len(rows), 1 + len(names), "help rows")
+for c, r in zip(s["commands"], rows[1:]):
+    usage = c["name"] + (" ID" if c["args"] else "")
+    need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
+    eq(r[len(usage):].split(None, 1),
+       ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
+EOF
+
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1$' "$T/show_rules.txt" ||
+	fail "show rules table: $(cat "$T/show_rules.txt")"
+[ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
+	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON$' ||
+	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
+
+# The mutating commands print nothing in a table and {} in JSON.
+run_ctl 0 -s "$SOCK" stats reset
+[ -s "$T/out" ] || [ -s "$T/err" ] && fail "stats reset printed: $(cat "$T/out" "$T/err")"
+run_ctl 0 -s "$SOCK" -j stats reset
+[ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j stats reset: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" reload
+[ -s "$T/out" ] || [ -s "$T/err" ] && fail "reload printed: $(cat "$T/out" "$T/err")"
+run_ctl 0 -s "$SOCK" -j reload
+[ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j reload: $(cat "$T/out")"
+
+# --- Prometheus -------------------------------------------------------------
+
+run_ctl 0 -s "$SOCK" --prometheus
+cp "$T/out" "$T/prom1"
+[ -s "$T/err" ] && fail "--prometheus: stderr: $(cat "$T/err")"
+run_ctl 0 -s "$SOCK" -p stats
+cmp -s "$T/out" "$T/prom1" || fail "-p stats differs from --prometheus: $(diff "$T/prom1" "$T/out")"
+for l in '# TYPE smcproxyd_conns_active gauge' 'smcproxyd_conns_active 1' \
+	'# TYPE smcproxyd_tx_bytes counter' 'smcproxyd_tx_bytes 0' \
+	'# TYPE smcproxyd_conns_closed counter' \
+	'smcproxyd_conns_closed{reason="admin_kill"} 0'; do
+	grep -qxF "$l" "$T/prom1" || fail "--prometheus lacks the line: $l"
+done
+[ "$(grep -c '^# TYPE smcproxyd_conns_closed ' "$T/prom1")" -eq 1 ] ||
+	fail "--prometheus: conns_closed is not one family"
+for args in "show conns" "version" "stats reset" "stats stats"; do
+	run_ctl 2 -s "$SOCK" --prometheus $args
+	[ "$(cat "$T/err")" = "smcproxyctl: --prometheus only exports stats" ] ||
+		fail "--prometheus $args said: $(cat "$T/err")"
+	[ -s "$T/out" ] && fail "--prometheus $args printed: $(cat "$T/out")"
+done
+
+# --- exit status ---------------------------------------------------------
+
+run_ctl 0 -h
+grep -q '^usage: smcproxyctl ' "$T/out" || fail "-h: no usage on stdout"
+grep -qF 'default socket: /run/smcproxyd/control.sock' "$T/out" || fail "-h: no default socket"
+run_ctl 0 --help
+# usage errors: 2, a message, nothing on stdout
+for args in "" "bogus" "show" "show bogus" "stats bogus" "version extra" \
+	"kill" "kill conn" "kill conn 1 2" "-t abc stats" "-t -1 stats" \
+	"--bogus stats" "-s"; do
+	run_ctl 2 -s "$SOCK" $args
+	[ -s "$T/err" ] || fail "'$args': no message"
+	[ -s "$T/out" ] && fail "'$args': stdout: $(cat "$T/out")"
+done
+run_ctl 2 -s "$SOCK" bogus
+[ "$(cat "$T/err")" = 'smcproxyctl: unknown command "bogus" (try "smcproxyctl -h")' ] ||
+	fail "unknown command said: $(cat "$T/err")"
+run_ctl 2 -s "$SOCK" show bogus
+[ "$(cat "$T/err")" = 'smcproxyctl: show: unknown word "bogus"; valid: rules peers lgrs links conns' ] ||
+	fail "show bogus said: $(cat "$T/err")"
+# a failed command: 1, the message on stderr; with -j the reply on stdout
+run_ctl 1 -s "$SOCK" kill conn 0x999999
+[ "$(cat "$T/err")" = "smcproxyctl: kill conn: no connection 0x999999" ] ||
+	fail "kill conn 0x999999 said: $(cat "$T/err")"
+[ -s "$T/out" ] && fail "kill conn 0x999999: stdout: $(cat "$T/out")"
+run_ctl 1 -s "$SOCK" -j kill conn 0x999999
+[ "$(cat "$T/out")" = '{"v":1,"ok":false,"error":"no connection 0x999999"}' ] ||
+	fail "-j kill conn 0x999999: $(cat "$T/out")"
+# no socket: 2, and the message names it
+for opt in "" -j --prometheus; do
+	run_ctl 2 -s "$T/missing.sock" $opt stats
+	[ "$(cat "$T/err")" = "smcproxyctl: connect $T/missing.sock: No such file or directory" ] ||
+		fail "missing socket ($opt) said: $(cat "$T/err")"
+	[ -s "$T/out" ] && fail "missing socket ($opt): stdout: $(cat "$T/out")"
+done
+if [ ! -e /run/smcproxyd/control.sock ]; then
+	run_ctl 2 version
+	[ "$(cat "$T/err")" = "smcproxyctl: connect /run/smcproxyd/control.sock: No such file or directory" ] ||
+		fail "missing default socket said: $(cat "$T/err")"
+fi
+long=$T/$(printf 'x%.0s' $(seq 120)).sock
+run_ctl 2 -s "$long" stats
+[ "$(cat "$T/err")" = "smcproxyctl: connect $long: File name too long" ] ||
+	fail "too long a path said: $(cat "$T/err")"
+# Sockets that misbehave: nobody listening (2), a listener that never
+# answers (1, after -t), one that closes at once (1).
+python3 -c '
+import os, socket, sys, time
+d = sys.argv[1]
+dead = socket.socket(socket.AF_UNIX); dead.bind(d + "/dead.sock")
+mute = socket.socket(socket.AF_UNIX); mute.bind(d + "/mute.sock"); mute.listen(4)
+shut = socket.socket(socket.AF_UNIX); shut.bind(d + "/shut.sock"); shut.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = shut.accept()
+    c.recv(4096)
+    c.close()' "$T" >"$T/fake.log" 2>&1 &
+track $! "$T/fake.log"
+for i in $(seq 50); do
+	grep -q ready "$T/fake.log" && break
+	sleep 0.1
+done
+run_ctl 2 -s "$T/dead.sock" stats
+[ "$(cat "$T/err")" = "smcproxyctl: connect $T/dead.sock: Connection refused" ] ||
+	fail "socket without a listener said: $(cat "$T/err")"
+t0=$(date +%s%N)
+run_ctl 1 -s "$T/mute.sock" -t 1 stats
+t1=$(date +%s%N)
+[ "$(cat "$T/err")" = "smcproxyctl: $T/mute.sock: no reply within 1 s" ] ||
+	fail "silent daemon said: $(cat "$T/err")"
+[ $(((t1 - t0) / 1000000)) -ge 900 ] && [ $(((t1 - t0) / 1000000)) -lt 5000 ] ||
+	fail "-t 1 gave up after $(((t1 - t0) / 1000000)) ms"
+run_ctl 1 -s "$T/shut.sock" stats
+[ "$(cat "$T/err")" = "smcproxyctl: $T/shut.sock: connection closed by the daemon" ] ||
+	fail "daemon that hangs up said: $(cat "$T/err")"
+
+# --- bash completion -----------------------------------------------------
+
+COMPLETION=$SRCDIR/contrib/bash-completion/smcproxyctl
+[ -f "$COMPLETION" ] || fail "no $COMPLETION"
+bash -n "$COMPLETION" || fail "$COMPLETION does not parse"
+# complete WORDS...: what the completion offers for the last word, with a
+# minimal _init_completion (bash-completion itself need not be installed)
+complete_words()
+{
+	PATH=$(dirname "$SMCPROXYCTL"):$PATH bash -c '
+_init_completion() {
+	words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+	cur=${words[cword]}; prev=${words[cword-1]}
+}
+. "$1"
+shift
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+_smcproxyctl
+echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
+}
+got=$(complete_words "")
+[ "$got" = "version stats show kill reload schema help" ] || fail "completion of a command: '$got'"
+got=$(complete_words -j show "")
+[ "$got" = "rules peers lgrs links conns" ] || fail "completion after show: '$got'"
+got=$(complete_words stats r)
+[ "$got" = "reset" ] || fail "completion after stats: '$got'"
+got=$(complete_words --p)
+[ "$got" = "--prometheus" ] || fail "completion of --p: '$got'"
+got=$(complete_words -s "$SOCK" kill conn "")
+want=$(python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(open(sys.argv[1]))["data"]["conns"]))' "$T/show_conns.json")
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of kill conn: '$got', want '$want'"
+
+# The idle connection ends (its client is killed: a reset), so that the
+# daemons stop at once.
+kill "$holder_pid"
+wait "$holder_pid"
+untrack "$holder_pid"
+for i in $(seq 50); do
+	[ "$(stat_get a conns_active)" = 0 ] && [ "$(stat_get b conns_active)" = 0 ] && break
+	sleep 0.1
+done
+[ "$(stat_get a close_client_rst)" = 1 ] || fail "a did not count the reset of the idle connection"
