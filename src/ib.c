@@ -593,10 +593,9 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 			break;
 	}
 	if (ret < 0) {
-		log_warnx("%s: %s%s%s port %d gid %d%s%s: %s", __func__,
-			  name != NULL ? name : "no device",
-			  name != NULL ? "" : " has", name != NULL ? "" : " a",
-			  port, gid_index, local_ip != NULL ? " for " : "",
+		log_warnx("%s: %s port %d gid %d%s%s: %s", __func__,
+			  name != NULL ? name : "any device", port, gid_index,
+			  local_ip != NULL ? " for " : "",
 			  local_ip != NULL ? local_ip : "", strerror(-ret));
 		goto fail;
 	}

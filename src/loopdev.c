@@ -9,8 +9,8 @@
  *
  * What it models, as verbs on a real RNIC (and rxe) behave:
  * - Completions are asynchronous: post_send only queues; WRs execute and
- *   complete later, from an event made active on the base (or from
- *   loopdev_run()), never inside a post call.
+ *   complete later, from a zero timer on the base (one round per loop
+ *   iteration) or from loopdev_run(), never inside a post call.
  * - RC order: one QP's WRs execute in post order, so a SEND's receive
  *   completion comes after the data of every earlier WRITE has landed.
  * - Queue depth: a send WR holds its slot until a completion at or after
@@ -43,6 +43,7 @@
  * registry alone is shared between threads, under a mutex.
  */
 #include <sys/queue.h>
+#include <sys/time.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -163,13 +164,16 @@ loopdev_qp_of(struct dev_qp *qp)
 	return (struct loopdev_qp *)qp;
 }
 
+/* Work for d: a zero timer, so it runs once per loop iteration. */
 static void
 loopdev_kick(struct loopdev *d)
 {
+	static const struct timeval now = {0, 0};
+
 	if (d->kicked)
 		return;
 	d->kicked = true;
-	event_active(d->work_ev, EV_TIMEOUT, 0);
+	event_add(d->work_ev, &now);
 }
 
 /* Something changed for q: its device and its peer's have work. */
@@ -540,7 +544,7 @@ loopdev_work_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	/* one round per loop iteration, so sockets get their turn */
+	/* one round per loop iteration: sockets get their turn */
 	if (loopdev_step(d) > 0)
 		loopdev_kick(d);
 }
