@@ -164,6 +164,7 @@ ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
 	json_t *req;
 	char *line, *nl, *p;
 	size_t left, len;
+	int send_err = 0;
 	ssize_t n;
 
 	req = json_pack("{s:i, s:s}", "v", CONTROL_VERSION, "cmd", cmd);
@@ -183,6 +184,11 @@ ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
 		n = send(conn->fd, p, left, MSG_NOSIGNAL);
 		if (n == -1 && errno == EINTR)
 			continue;
+		if (n == -1 && (errno == EPIPE || errno == ECONNRESET)) {
+			/* it may have said why before closing: read that */
+			send_err = errno;
+			break;
+		}
 		if (n == -1) {
 			ctl_warnx("%s: send: %s", conn->path, strerror(errno));
 			free(line);
@@ -220,6 +226,11 @@ ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			ctl_warnx("%s: no reply within %d s", conn->path,
 				  ctl_timeout);
+			return -1;
+		}
+		if (n <= 0 && send_err) {
+			ctl_warnx("%s: send: %s", conn->path,
+				  strerror(send_err));
 			return -1;
 		}
 		if (n <= 0) {

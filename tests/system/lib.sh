@@ -76,7 +76,7 @@ smc_dump_logs()
 # Stop what we started: TERM, then KILL after 5 s.  Only our own pids.
 smc_stop_all()
 {
-	local pid i
+	local pid= i
 
 	for pid in $SMC_PIDS; do
 		kill -TERM "$pid" 2>/dev/null
