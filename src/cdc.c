@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cdc_wire.h"
+#include "smcproxyd.h"
 
 static bool
 cdc_all_zero(const void *p, size_t len)
@@ -183,4 +184,80 @@ bool
 cdc_seq_newer(uint16_t a, uint16_t b)
 {
 	return (int16_t)(uint16_t)(a - b) > 0;
+}
+
+/*
+ * The data path's side of the CDC (tx.c and rx.c): building a
+ * connection's outgoing messages and checking an incoming one against
+ * the connection's state.  Still pure functions of the rconn: nothing
+ * here touches a link or a buffer.
+ */
+
+/*
+ * Encode rc's CDC into buf (size bytes): seqno, the peer's token, the
+ * producer cursor prod, our consumer cursor, and the flags given.
+ * CDC_MSG_LEN or -errno as cdc_msg_encode().
+ */
+int
+cdc_conn_build(const struct rconn *rc, uint16_t seqno,
+	       const struct cdc_cursor *prod, uint8_t prod_flags,
+	       uint8_t conn_state_flags, void *buf, size_t size)
+{
+	struct cdc_info m = {
+		.seqno = seqno,
+		.token = rc->peer_token,
+		.prod = *prod,
+		.cons = rc->local_tx_ctrl.cons,
+		.prod_flags = prod_flags,
+		.conn_state_flags = conn_state_flags,
+	};
+
+	return cdc_msg_encode(buf, size, &m);
+}
+
+/*
+ * Check the cursors of m, a decoded CDC for rc that is not stale, before
+ * any of it is believed.  Its producer cursor (in our RMB element) must
+ * lie inside the element, not move backwards, not move after the peer
+ * said it was done writing, and not run more than the element's size
+ * ahead of the consumer cursor we last sent (the window it was given).
+ * Its consumer cursor (in the peer's RMB element, where we write) must
+ * lie inside that element, not move backwards, and not pass the furthest
+ * producer cursor we ever sent.  0, or -EPROTO with *why set.
+ */
+int
+cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
+	       const char **why)
+{
+	const struct cdc_info *last = &rc->local_rx_ctrl;
+	size_t rsize = rc->rmb->size, psize = rc->peer_rmb.size;
+	int err;
+
+	err = cdc_curs_check(rsize, &last->prod, &m->prod);
+	if (err) {
+		*why = err == -ERANGE ? "producer cursor outside the RMB" :
+					"producer cursor moved backwards";
+		return -EPROTO;
+	}
+	if (cdc_curs_comp(rsize, &rc->rx_curs_confirmed, &m->prod) >
+	    (int64_t)rsize) {
+		*why = "producer cursor past the window";
+		return -EPROTO;
+	}
+	if ((rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED)) &&
+	    cdc_curs_comp(rsize, &last->prod, &m->prod) != 0) {
+		*why = "data after peer_done_writing";
+		return -EPROTO;
+	}
+	err = cdc_curs_check(psize, &last->cons, &m->cons);
+	if (err) {
+		*why = err == -ERANGE ? "consumer cursor outside the peer RMB" :
+					"consumer cursor moved backwards";
+		return -EPROTO;
+	}
+	if (cdc_curs_comp(psize, &m->cons, &rc->tx_prod_hi) < 0) {
+		*why = "consumer cursor past the data sent";
+		return -EPROTO;
+	}
+	return 0;
 }

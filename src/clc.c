@@ -1,17 +1,37 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * CLC codec: builds and checks the link-group handshake messages of
- * clc_wire.h.  Pure functions on byte buffers, no I/O: the control
- * connection code reads the 8-byte header, asks clc_hdr_check() how long
- * the message is, reads exactly that and hands it to the decoder of the
- * type it expects.  Each decoder checks every byte before anything is
- * used, so a decoded message re-encodes to the very same bytes; the
+ * CLC: the link-group handshake of clc_wire.h.
+ *
+ * The codec (first half) is pure functions on byte buffers, no I/O: the
+ * control connection code reads the 8-byte header, asks clc_hdr_check()
+ * how long the message is, reads exactly that and hands it to the decoder
+ * of the type it expects.  Each decoder checks every byte before anything
+ * is used, so a decoded message re-encodes to the very same bytes; the
  * encoders refuse what the decoders would refuse.
+ *
+ * The handshake (second half) runs that exchange on a non-blocking TCP
+ * control connection for lgr.c: the client's PROPOSAL, the server's
+ * ACCEPT with its nonce and MAC, the client's CONFIRM with its MAC, a
+ * DECLINE with a reason from either side at any point, each message
+ * within CLC_WAIT_TIME.  Authentication is designed in (docs/protocol.md,
+ * "Authentication of link groups"): each side connects its QP only once
+ * the other side's MAC has verified, and no rkey or RMB address ever
+ * crosses the control connection.  After the handshake the connection
+ * stays open for the life of the group: its loss ends the group.
  */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <event2/event.h>
+
+#include "smcproxyd.h"
 #include "clc_wire.h"
 
 static const struct {
@@ -537,4 +557,868 @@ clc_decline_name(uint32_t code)
 		if (clc_decline_names[i].code == code)
 			return clc_decline_names[i].name;
 	return "UNKNOWN";
+}
+
+/* ---- the handshake on a control connection ---- */
+
+#define CLC_CLOSE_WAIT_MS 1000 /* a declined peer gets this to read it */
+#define CLC_PENDING_MAX 64     /* server handshakes under way per worker */
+
+enum clc_step {
+	CLC_STEP_CONNECT,  /* client: TCP connect under way */
+	CLC_STEP_ACCEPT,   /* client: PROPOSAL sent, awaiting ACCEPT */
+	CLC_STEP_PROPOSAL, /* server: awaiting PROPOSAL */
+	CLC_STEP_CONFIRM,  /* server: ACCEPT sent, awaiting CONFIRM */
+	CLC_STEP_DONE,	   /* handshake over: watching for the end */
+	CLC_STEP_CLOSING,  /* DECLINE sent: draining until EOF */
+};
+
+struct clc_conn {
+	struct clc_conn *next, *prev; /* ctx->clcs, while it has no group */
+	bool listed;
+	struct lgr_ctx *ctx;
+	struct lgr *lgr;
+	int fd;
+	enum clc_step step;
+	struct event *rev, *wev, *timer;
+	struct addr src; /* server: where the client connected from */
+	struct addr local;
+	uint8_t in[CLC_MSG_MAX];
+	size_t in_len;
+	uint8_t out[2 * CLC_MSG_MAX];
+	size_t out_len, out_off;
+	uint8_t proposal[sizeof(struct clc_proposal)];
+	uint8_t accept[sizeof(struct clc_accept)];
+	struct clc_proposal_info prop;
+};
+
+static void clc_io(evutil_socket_t fd, short what, void *arg);
+static void clc_timeout(evutil_socket_t fd, short what, void *arg);
+
+static const char *
+clc_who(const struct clc_conn *c, char *buf, size_t len)
+{
+	if (c->lgr != NULL) {
+		snprintf(buf, len, "lgr %u: peer %s", c->lgr->id,
+			 c->lgr->peer->name);
+		return buf;
+	}
+	return addr_str(&c->src, buf, len);
+}
+
+static void
+clc_unlist(struct clc_conn *c)
+{
+	struct lgr_ctx *ctx = c->ctx;
+
+	if (!c->listed)
+		return;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		ctx->clcs = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	c->listed = false;
+	ctx->nclcs--;
+}
+
+/*
+ * Close the control connection and free it; a group that has it forgets
+ * it.  Never from inside its own event callback but as its last step.
+ */
+void
+clc_conn_free(struct clc_conn *c)
+{
+	if (c == NULL)
+		return;
+	clc_unlist(c);
+	if (c->lgr != NULL && c->lgr->clc == c)
+		c->lgr->clc = NULL;
+	if (c->rev != NULL)
+		event_free(c->rev);
+	if (c->wev != NULL)
+		event_free(c->wev);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+/* A control connection on fd (taken over: closed on failure).  NULL. */
+static struct clc_conn *
+clc_conn_new(struct lgr_ctx *ctx, int fd, enum clc_step step)
+{
+	struct clc_conn *c;
+	socklen_t len;
+	int one = 1;
+
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return NULL;
+	}
+	c->ctx = ctx;
+	c->fd = fd;
+	c->step = step;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	len = sizeof(c->local.ss);
+	if (getsockname(fd, (struct sockaddr *)&c->local.ss, &len) == 0)
+		c->local.len = len;
+	c->rev = event_new(ctx->base, fd, EV_READ | EV_PERSIST, clc_io, c);
+	c->wev = event_new(ctx->base, fd, EV_WRITE | EV_PERSIST, clc_io, c);
+	c->timer = evtimer_new(ctx->base, clc_timeout, c);
+	if (c->rev == NULL || c->wev == NULL || c->timer == NULL ||
+	    evutil_make_socket_nonblocking(fd) < 0) {
+		clc_conn_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+clc_timer(struct clc_conn *c, unsigned int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (ms == 0)
+		event_del(c->timer);
+	else
+		event_add(c->timer, &tv);
+}
+
+/* Write what is queued.  0, or -errno when the connection broke. */
+static int
+clc_flush(struct clc_conn *c)
+{
+	ssize_t n;
+
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+			 MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			event_add(c->wev, NULL);
+			return 0;
+		}
+		return n == 0 ? -EPIPE : -errno;
+	}
+	c->out_len = c->out_off = 0;
+	event_del(c->wev);
+	if (c->step == CLC_STEP_CLOSING)
+		shutdown(c->fd, SHUT_WR);
+	return 0;
+}
+
+static int
+clc_send(struct clc_conn *c, const void *msg, size_t len)
+{
+	if (len > sizeof(c->out) - c->out_len)
+		return -ENOBUFS;
+	memcpy(c->out + c->out_len, msg, len);
+	c->out_len += len;
+	return clc_flush(c);
+}
+
+/*
+ * Tell the peer why with a DECLINE, then read nothing more from it: the
+ * connection drains until the peer closes (or the group that has it is
+ * freed, or a second passes).
+ */
+void
+clc_decline_send(struct clc_conn *c, uint32_t code)
+{
+	struct clc_decline_info d;
+	uint8_t msg[sizeof(struct clc_decline)];
+	int len;
+
+	if (c->step == CLC_STEP_CLOSING)
+		return;
+	memset(&d, 0, sizeof(d));
+	memcpy(d.system_id, c->ctx->system_id, sizeof(d.system_id));
+	d.diagnosis = code;
+	c->step = CLC_STEP_CLOSING;
+	c->in_len = 0;
+	event_add(c->rev, NULL);
+	clc_timer(c, CLC_CLOSE_WAIT_MS);
+	len = clc_decline_encode(msg, sizeof(msg), &d);
+	if (len > 0 && clc_send(c, msg, (size_t)len) == 0)
+		STATS_INC(c->ctx->stats, clc_declines_sent);
+}
+
+/*
+ * Read one message into c->in, exactly: the header, then the rest of the
+ * length it announces, never a byte more.  1 when whole, 0 when more is
+ * to come, -EPROTO with *decline set (malformed or cut short),
+ * -ECONNRESET at a clean EOF, or -errno.
+ */
+static int
+clc_read(struct clc_conn *c, uint32_t *decline)
+{
+	uint16_t length;
+	uint8_t type;
+	size_t need;
+	ssize_t n;
+
+	for (;;) {
+		need = sizeof(struct clc_hdr);
+		if (c->in_len >= need) {
+			if (clc_hdr_check(c->in, c->in_len, &type, &length,
+					  decline))
+				return -EPROTO;
+			need = length;
+			if (c->in_len == need)
+				return 1;
+		}
+		n = recv(c->fd, c->in + c->in_len, need - c->in_len, 0);
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			if (c->in_len == 0)
+				return -ECONNRESET;
+			*decline = CLC_DECL_BADMSG; /* truncated */
+			return -EPROTO;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+}
+
+/* HMAC-SHA-256 under the peer's key; all zero for an insecure peer. */
+static void
+clc_mac(const struct conf_peer *p, const char *label, const void *a,
+	size_t alen, const void *b, size_t blen, uint8_t mac[CLC_MAC_LEN])
+{
+	if (p->key_len == 0) {
+		memset(mac, 0, CLC_MAC_LEN);
+		return;
+	}
+	auth_mac(p->key, p->key_len, label, a, alen, b, blen, mac);
+}
+
+/* Whether got is the MAC we computed; an insecure peer sends zeros. */
+static bool
+clc_mac_ok(const struct conf_peer *p, const uint8_t *want, const uint8_t *got)
+{
+	if (p->key_len == 0)
+		return clc_all_zero(got, CLC_MAC_LEN);
+	return auth_mac_equal(want, got);
+}
+
+/*
+ * The server's MAC, in ACCEPT: over the whole PROPOSAL (the client's
+ * nonce, system id, name and link) and the whole ACCEPT with its MAC
+ * field zero (the server's nonce, system id and link).
+ */
+static void
+clc_mac_accept(const struct clc_conn *c, const struct conf_peer *p,
+	       uint8_t mac[CLC_MAC_LEN])
+{
+	uint8_t acc[sizeof(struct clc_accept)];
+
+	memcpy(acc, c->accept, sizeof(acc));
+	memset(acc + offsetof(struct clc_accept, mac), 0, CLC_MAC_LEN);
+	clc_mac(p, "smcr-accept", c->proposal, sizeof(c->proposal), acc,
+		sizeof(acc), mac);
+}
+
+/* The client's MAC, in CONFIRM: PROPOSAL, ACCEPT, CONFIRM (MAC zero). */
+static void
+clc_mac_confirm(const struct clc_conn *c, const struct conf_peer *p,
+		const uint8_t *confirm, uint8_t mac[CLC_MAC_LEN])
+{
+	uint8_t pa[sizeof(struct clc_proposal) + sizeof(struct clc_accept)];
+	uint8_t cf[sizeof(struct clc_confirm)];
+
+	memcpy(pa, c->proposal, sizeof(c->proposal));
+	memcpy(pa + sizeof(c->proposal), c->accept, sizeof(c->accept));
+	memcpy(cf, confirm, sizeof(cf));
+	memset(cf + offsetof(struct clc_confirm, mac), 0, CLC_MAC_LEN);
+	clc_mac(p, "smcr-confirm", pa, sizeof(pa), cf, sizeof(cf), mac);
+}
+
+static bool
+clc_link_equal(const struct clc_link_info *a, const struct clc_link_info *b)
+{
+	return memcmp(a->gid, b->gid, sizeof(a->gid)) == 0 &&
+	       memcmp(a->mac, b->mac, sizeof(a->mac)) == 0 &&
+	       a->qpn == b->qpn && a->psn == b->psn && a->mtu == b->mtu;
+}
+
+/* ---- server ---- */
+
+/*
+ * Refuse a handshake that has no group yet: count it, DECLINE with code,
+ * drain and close.
+ */
+static void
+clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
+{
+	char who[ADDR_STRLEN + 64];
+
+	STATS_INC(c->ctx->stats, srv_hshake_err_cnt);
+	if (code == CLC_DECL_AUTHFAIL)
+		STATS_INC(c->ctx->stats, auth_failures);
+	if ((code == CLC_DECL_AUTHFAIL || code == CLC_DECL_PEERUNKNOWN) &&
+	    c->ctx->auth != NULL && c->src.len)
+		auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	log_warnx("clc: %s: declined %s (0x%08x): %s",
+		  clc_who(c, who, sizeof(who)), clc_decline_name(code), code,
+		  why);
+	clc_decline_send(c, code);
+}
+
+/* The server's handshake failed after its group was made. */
+static void
+clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
+{
+	char who[ADDR_STRLEN + 64];
+
+	if (code == CLC_DECL_AUTHFAIL) {
+		STATS_INC(c->ctx->stats, auth_failures);
+		if (c->ctx->auth != NULL && c->src.len)
+			auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	}
+	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	clc_decline_send(c, code);
+	lgr_clc_end(c->lgr, code, false);
+}
+
+static void
+clc_server_proposal(struct clc_conn *c)
+{
+	struct lgr_ctx *ctx = c->ctx;
+	const struct conf_peer *peer;
+	struct clc_accept_info acc;
+	uint8_t nonce[AUTH_NONCE_LEN], mac[CLC_MAC_LEN];
+	struct lgr *lgr;
+	uint32_t decl;
+
+	if (c->in[4] != CLC_PROPOSAL) {
+		if (c->in[4] == CLC_DECLINE)
+			STATS_INC(ctx->stats, clc_declines_received);
+		clc_refuse(c, CLC_DECL_BADMSG, "expected a PROPOSAL");
+		return;
+	}
+	if (clc_proposal_decode(c->in, c->in_len, &c->prop, &decl)) {
+		clc_refuse(c, decl, "malformed PROPOSAL");
+		return;
+	}
+	memcpy(c->proposal, c->in, sizeof(c->proposal));
+	peer = conf_peer_find(lgr_ctx_conf(ctx), c->prop.name);
+	if (peer == NULL) {
+		clc_refuse(c, CLC_DECL_PEERUNKNOWN, c->prop.name);
+		return;
+	}
+	if (!peer->any_source && !addr_same_host(&peer->addr, &c->src)) {
+		clc_refuse(c, CLC_DECL_AUTHFAIL,
+			   "peer connected from another address than its own");
+		return;
+	}
+	lgr = lgr_server_new(ctx, peer, &c->prop, &c->local, &decl);
+	if (lgr == NULL) {
+		clc_refuse(c, decl, decl == CLC_DECL_NOSMCRDEV ?
+					    "no RDMA device for this address" :
+					    "cannot set up a link group");
+		return;
+	}
+	clc_unlist(c);
+	c->lgr = lgr;
+	lgr->clc = c;
+	lgr_clc_body(lgr, &acc);
+	auth_nonce(nonce);
+	memcpy(acc.nonce, nonce, sizeof(acc.nonce));
+	if (clc_accept_encode(c->accept, sizeof(c->accept), &acc) < 0) {
+		clc_server_fail(c, CLC_DECL_INTERR, "cannot build ACCEPT");
+		return;
+	}
+	clc_mac_accept(c, peer, mac);
+	memcpy(c->accept + offsetof(struct clc_accept, mac), mac, sizeof(mac));
+	c->step = CLC_STEP_CONFIRM;
+	clc_timer(c, ctx->t.clc_wait_ms);
+	if (clc_send(c, c->accept, sizeof(c->accept)))
+		lgr_clc_end(lgr, CLC_DECL_PEERDECL, true);
+}
+
+static void
+clc_server_confirm(struct clc_conn *c)
+{
+	struct lgr *lgr = c->lgr;
+	struct clc_accept_info cf;
+	uint8_t mac[CLC_MAC_LEN];
+	uint32_t decl;
+
+	if (clc_confirm_decode(c->in, c->in_len, &cf, &decl)) {
+		clc_server_fail(c, decl, "malformed CONFIRM");
+		return;
+	}
+	clc_mac_confirm(c, lgr->peer, c->in, mac);
+	if (!clc_mac_ok(lgr->peer, mac, cf.mac)) {
+		clc_server_fail(c, CLC_DECL_AUTHFAIL,
+				"CONFIRM failed authentication (wrong key?)");
+		return;
+	}
+	if (!cf.first_contact) {
+		clc_server_fail(c, CLC_DECL_SYNCERR,
+				"CONFIRM for a link group we do not have");
+		return;
+	}
+	if (memcmp(cf.system_id, c->prop.system_id, sizeof(cf.system_id)) ||
+	    !clc_link_equal(&cf.link, &c->prop.link) ||
+	    cf.max_conns != lgr->max_conns || cf.max_links != lgr->max_links ||
+	    cf.features != lgr->features || cf.rmb_rkey || cf.rmb_vaddr) {
+		clc_server_fail(c, CLC_DECL_BADMSG,
+				"CONFIRM does not match PROPOSAL and ACCEPT");
+		return;
+	}
+	decl = lgr_clc_peer(lgr, &cf);
+	if (decl) {
+		clc_server_fail(c, decl, "cannot connect the first link");
+		return;
+	}
+	c->step = CLC_STEP_DONE;
+	clc_timer(c, 0);
+	lgr_clc_done(lgr);
+}
+
+/*
+ * Serve a CLC handshake a peer opened on our peer port: fd (taken over)
+ * from src, of which hdr_len bytes (at most the 8-byte header) were read
+ * into hdr already.  0 or -errno (fd is closed then).
+ */
+int
+clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
+	  const void *hdr, size_t hdr_len)
+{
+	struct clc_conn *c;
+	struct lgr *lgr;
+	int pending = ctx->nclcs;
+
+	if (hdr_len > sizeof(struct clc_hdr)) {
+		close(fd);
+		return -EINVAL;
+	}
+	c = clc_conn_new(ctx, fd, CLC_STEP_PROPOSAL);
+	if (c == NULL)
+		return -ENOMEM;
+	if (src != NULL)
+		c->src = *src;
+	if (hdr_len > 0)
+		memcpy(c->in, hdr, hdr_len);
+	c->in_len = hdr_len;
+	c->next = ctx->clcs;
+	if (ctx->clcs != NULL)
+		ctx->clcs->prev = c;
+	ctx->clcs = c;
+	c->listed = true;
+	ctx->nclcs++;
+	event_add(c->rev, NULL);
+	clc_timer(c, ctx->t.clc_wait_ms);
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
+		pending += lgr->role == LGR_ROLE_SERVER &&
+			   lgr->state == LGR_STATE_CLC;
+	if (pending >= CLC_PENDING_MAX)
+		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");
+	return 0;
+}
+
+/*
+ * The peer port read a header that is not the fallback hello's but
+ * CLC's: the connection becomes a CLC handshake and the session that
+ * read it goes.  Whether it took the session (false: not CLC).
+ */
+bool
+clc_accept(struct session *s)
+{
+	struct lgr_ctx *ctx;
+	int fd;
+
+	if (s->role != SESSION_ROLE_EXPORT || s->state != SESSION_HANDSHAKE ||
+	    s->hello_len != 0 || s->in_len < 4 ||
+	    memcmp(s->in, CLC_EYECATCHER, 4) != 0)
+		return false;
+	fd = s->fd[0];
+	event_free(s->rev[0]);
+	event_free(s->wev[0]);
+	s->rev[0] = s->wev[0] = NULL;
+	s->fd[0] = -1;
+	ctx = lgr_worker_ctx(s->w);
+	if (ctx == NULL)
+		close(fd);
+	else
+		clc_serve(ctx, fd, &s->addr[0], s->in, s->in_len);
+	/* the peer's connection lives on without it: not a failure */
+	session_close(s, SESSION_CLIENT_FIN);
+	return true;
+}
+
+/* ---- client ---- */
+
+static void
+clc_client_fail(struct clc_conn *c, uint32_t code, bool decline,
+		const char *why)
+{
+	char who[ADDR_STRLEN + 64];
+
+	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	if (decline)
+		clc_decline_send(c, code);
+	lgr_clc_end(c->lgr, code, false);
+}
+
+static void
+clc_client_proposal(struct clc_conn *c)
+{
+	struct lgr *lgr = c->lgr;
+	const struct conf *conf = lgr->conf;
+	struct clc_proposal_info *p = &c->prop;
+	struct clc_accept_info body;
+
+	lgr_clc_body(lgr, &body);
+	memset(p, 0, sizeof(*p));
+	memcpy(p->system_id, body.system_id, sizeof(p->system_id));
+	p->link = body.link;
+	p->max_conns = (uint8_t)conf->rdma.max_conns_per_lgr;
+	p->max_links = (uint8_t)conf->rdma.max_links;
+	p->features = CLC_FEAT_CONN_OPEN |
+		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0);
+	auth_nonce(p->nonce);
+	snprintf(p->name, sizeof(p->name), "%s", conf->name);
+	if (clc_proposal_encode(c->proposal, sizeof(c->proposal), p) < 0) {
+		clc_client_fail(c, CLC_DECL_INTERR, false,
+				"cannot build PROPOSAL");
+		return;
+	}
+	c->step = CLC_STEP_ACCEPT;
+	event_add(c->rev, NULL);
+	clc_timer(c, c->ctx->t.clc_wait_ms);
+	if (clc_send(c, c->proposal, sizeof(c->proposal)))
+		clc_client_fail(c, CLC_DECL_PEERNOSMC, false,
+				"connection lost sending PROPOSAL");
+}
+
+static void
+clc_client_accept(struct clc_conn *c)
+{
+	struct lgr *lgr = c->lgr;
+	struct clc_accept_info acc, cf;
+	uint8_t mac[CLC_MAC_LEN], confirm[sizeof(struct clc_confirm)];
+	uint32_t decl;
+
+	if (clc_accept_decode(c->in, c->in_len, &acc, &decl)) {
+		clc_client_fail(c, decl, true, "malformed ACCEPT");
+		return;
+	}
+	memcpy(c->accept, c->in, sizeof(c->accept));
+	clc_mac_accept(c, lgr->peer, mac);
+	if (!clc_mac_ok(lgr->peer, mac, acc.mac)) {
+		STATS_INC(c->ctx->stats, auth_failures);
+		clc_client_fail(c, CLC_DECL_AUTHFAIL, true,
+				"ACCEPT failed authentication (wrong key?)");
+		return;
+	}
+	if (!acc.first_contact) {
+		clc_client_fail(c, CLC_DECL_SYNCERR, true,
+				"ACCEPT for a link group we do not have");
+		return;
+	}
+	if (acc.max_conns > c->prop.max_conns) {
+		clc_client_fail(c, CLC_DECL_MAXCONNERR, true,
+				"ACCEPT raises max_conns");
+		return;
+	}
+	if (acc.max_links > c->prop.max_links) {
+		clc_client_fail(c, CLC_DECL_MAXLINKERR, true,
+				"ACCEPT raises max_links");
+		return;
+	}
+	if ((acc.features & ~c->prop.features) || acc.rmb_rkey ||
+	    acc.rmb_vaddr) {
+		clc_client_fail(c, CLC_DECL_BADMSG, true,
+				"ACCEPT with features or an RMB not asked for");
+		return;
+	}
+	decl = lgr_clc_peer(lgr, &acc);
+	if (decl) {
+		clc_client_fail(c, decl, true, "cannot connect the first link");
+		return;
+	}
+	lgr_clc_body(lgr, &cf);
+	if (clc_confirm_encode(confirm, sizeof(confirm), &cf) < 0) {
+		clc_client_fail(c, CLC_DECL_INTERR, true,
+				"cannot build CONFIRM");
+		return;
+	}
+	clc_mac_confirm(c, lgr->peer, confirm, mac);
+	memcpy(confirm + offsetof(struct clc_confirm, mac), mac, sizeof(mac));
+	c->step = CLC_STEP_DONE;
+	clc_timer(c, 0);
+	if (clc_send(c, confirm, sizeof(confirm))) {
+		clc_client_fail(c, CLC_DECL_PEERDECL, false,
+				"connection lost sending CONFIRM");
+		return;
+	}
+	lgr_clc_done(lgr);
+}
+
+static void
+clc_connected(struct clc_conn *c)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	event_del(c->wev);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err) {
+		errno = err;
+		log_warn("lgr %u: peer %s: connect", c->lgr->id,
+			 c->lgr->peer->name);
+		lgr_clc_end(c->lgr,
+			    err == ETIMEDOUT ? CLC_DECL_TIMEOUT_CL :
+					       CLC_DECL_PEERNOSMC,
+			    false);
+		return;
+	}
+	len = sizeof(c->local.ss);
+	if (getsockname(c->fd, (struct sockaddr *)&c->local.ss, &len) == 0)
+		c->local.len = len;
+	clc_client_proposal(c);
+}
+
+/*
+ * Start the client's handshake of lgr (its first link's QP made) on fd,
+ * a connected stream socket, or with -1 on a new TCP connection to the
+ * peer's port.  fd is taken over.  0, or -errno after failing the group.
+ */
+int
+clc_client_start(struct lgr *lgr, int fd)
+{
+	const struct conf_peer *peer = lgr->peer;
+	struct clc_conn *c;
+	bool connecting = false;
+	int rc;
+
+	if (fd < 0) {
+		fd = socket(peer->addr.ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1) {
+			rc = -errno;
+			lgr_clc_end(lgr, CLC_DECL_MEM, false);
+			return rc;
+		}
+		if (connect(fd, (const struct sockaddr *)&peer->addr.ss,
+			    peer->addr.len) == -1) {
+			if (errno != EINPROGRESS) {
+				rc = -errno;
+				close(fd);
+				lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
+				return rc;
+			}
+			connecting = true;
+		}
+	}
+	c = clc_conn_new(lgr->ctx, fd, CLC_STEP_CONNECT);
+	if (c == NULL) {
+		lgr_clc_end(lgr, CLC_DECL_MEM, false);
+		return -ENOMEM;
+	}
+	c->lgr = lgr;
+	c->src = peer->addr;
+	lgr->clc = c;
+	if (connecting) {
+		event_add(c->wev, NULL);
+		clc_timer(c, lgr->ctx->t.clc_wait_ms);
+		return 0;
+	}
+	clc_client_proposal(c);
+	return 0;
+}
+
+/* ---- events ---- */
+
+/* A whole message arrived in c->in: act on it for the current step. */
+static void
+clc_message(struct clc_conn *c)
+{
+	struct clc_decline_info d;
+	char who[ADDR_STRLEN + 64];
+	uint32_t decl;
+
+	if (c->in[4] == CLC_DECLINE && c->step != CLC_STEP_PROPOSAL) {
+		STATS_INC(c->ctx->stats, clc_declines_received);
+		if (clc_decline_decode(c->in, c->in_len, &d, &decl))
+			d.diagnosis = CLC_DECL_BADMSG;
+		log_warnx("clc: %s: peer declined: %s (0x%08x)",
+			  clc_who(c, who, sizeof(who)),
+			  clc_decline_name(d.diagnosis), d.diagnosis);
+		c->step = CLC_STEP_CLOSING;
+		clc_timer(c, CLC_CLOSE_WAIT_MS);
+		lgr_clc_end(c->lgr, d.diagnosis, true);
+		return;
+	}
+	switch (c->step) {
+	case CLC_STEP_PROPOSAL:
+		clc_server_proposal(c);
+		break;
+	case CLC_STEP_CONFIRM:
+		if (c->in[4] == CLC_CONFIRM)
+			clc_server_confirm(c);
+		else
+			clc_server_fail(c, CLC_DECL_BADMSG,
+					"expected a CONFIRM");
+		break;
+	case CLC_STEP_ACCEPT:
+		if (c->in[4] == CLC_ACCEPT)
+			clc_client_accept(c);
+		else
+			clc_client_fail(c, CLC_DECL_BADMSG, true,
+					"expected an ACCEPT");
+		break;
+	case CLC_STEP_DONE:
+		/* nothing but a DECLINE may follow the handshake */
+		log_warnx("clc: %s: unexpected CLC message after the "
+			  "handshake",
+			  clc_who(c, who, sizeof(who)));
+		c->step = CLC_STEP_CLOSING;
+		lgr_clc_end(c->lgr, CLC_DECL_BADMSG, false);
+		break;
+	case CLC_STEP_CONNECT:
+	case CLC_STEP_CLOSING:
+		break;
+	}
+}
+
+/* Drain a declined connection; free it at EOF if no group has it. */
+static void
+clc_drain(struct clc_conn *c)
+{
+	uint8_t junk[256];
+	ssize_t n;
+
+	do
+		n = recv(c->fd, junk, sizeof(junk), 0);
+	while (n > 0 || (n == -1 && errno == EINTR));
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	event_del(c->rev);
+	if (c->lgr == NULL)
+		clc_conn_free(c);
+}
+
+/* The connection broke or ended (rc from clc_read) in the current step. */
+static void
+clc_lost(struct clc_conn *c, int rc, uint32_t decl)
+{
+	char who[ADDR_STRLEN + 64];
+	enum clc_step step = c->step;
+
+	if (rc == -EPROTO) {
+		/* malformed: tell the peer why */
+		if (c->lgr == NULL) {
+			clc_refuse(c, decl, "malformed CLC message");
+			return;
+		}
+		log_warnx("clc: %s: malformed CLC message",
+			  clc_who(c, who, sizeof(who)));
+		clc_decline_send(c, decl);
+		lgr_clc_end(c->lgr, decl, false);
+		return;
+	}
+	event_del(c->rev);
+	if (c->lgr == NULL) {
+		log_debug("clc: %s: closed before a PROPOSAL",
+			  clc_who(c, who, sizeof(who)));
+		clc_conn_free(c);
+		return;
+	}
+	c->step = CLC_STEP_CLOSING;
+	clc_timer(c, 0);
+	if (step == CLC_STEP_ACCEPT)
+		/* no answer to our PROPOSAL: it does not speak CLC */
+		lgr_clc_end(c->lgr, CLC_DECL_PEERNOSMC, false);
+	else if (step == CLC_STEP_CONFIRM)
+		lgr_clc_end(c->lgr, CLC_DECL_PEERDECL, true);
+	else
+		lgr_clc_end(c->lgr, 0, false);
+}
+
+static void
+clc_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct clc_conn *c = arg;
+	uint32_t decl = CLC_DECL_BADMSG;
+	int rc;
+
+	if (what & EV_WRITE) {
+		if (c->step == CLC_STEP_CONNECT) {
+			clc_connected(c);
+			return;
+		}
+		if (clc_flush(c)) {
+			clc_lost(c, -EPIPE, 0);
+			return;
+		}
+	}
+	if (!(what & EV_READ))
+		return;
+	if (c->step == CLC_STEP_CLOSING) {
+		clc_drain(c);
+		return;
+	}
+	rc = clc_read(c, &decl);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		clc_lost(c, rc, decl);
+		return;
+	}
+	clc_message(c);
+	if (c->step != CLC_STEP_CLOSING)
+		c->in_len = 0;
+}
+
+static void
+clc_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct clc_conn *c = arg;
+	char who[ADDR_STRLEN + 64];
+
+	switch (c->step) {
+	case CLC_STEP_CLOSING:
+		event_del(c->rev);
+		if (c->lgr == NULL)
+			clc_conn_free(c);
+		return;
+	case CLC_STEP_PROPOSAL:
+		clc_refuse(c, CLC_DECL_TIMEOUT_CL, "no PROPOSAL in time");
+		return;
+	case CLC_STEP_CONNECT:
+		log_warnx("clc: %s: connect timed out",
+			  clc_who(c, who, sizeof(who)));
+		c->step = CLC_STEP_CLOSING;
+		lgr_clc_end(c->lgr, CLC_DECL_TIMEOUT_CL, false);
+		return;
+	case CLC_STEP_ACCEPT:
+		clc_client_fail(c, CLC_DECL_TIMEOUT_CL, true,
+				"no ACCEPT in time");
+		return;
+	case CLC_STEP_CONFIRM:
+		clc_server_fail(c, CLC_DECL_TIMEOUT_CL, "no CONFIRM in time");
+		return;
+	case CLC_STEP_DONE:
+		return;
+	}
 }

@@ -265,6 +265,8 @@ fb_read(struct session *s, int i)
 		return 0;
 	s->in_len += (size_t)n;
 	if (s->in_len == sizeof(struct fb_hdr)) {
+		if (clc_accept(s)) /* CLC's eyecatcher: a link group */
+			return -1;
 		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
 			session_close(s, SESSION_PROTOCOL_ERROR);
 			return -1;
@@ -375,6 +377,7 @@ fallback_connect(struct session *s)
 	char buf[ADDR_STRLEN];
 	int rc;
 
+	lgr_want(lgr_worker_ctx(s->w), s->peer);
 	s->state = SESSION_CONNECT_PEER;
 	rc = fb_connect_upstream(s, &s->peer->addr);
 	if (rc) {

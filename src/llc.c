@@ -1,17 +1,33 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * LLC codec: builds and checks the 44-byte link-layer control messages of
- * llc_wire.h.  Pure functions on byte buffers, no verbs: the receive
- * completion handler passes the bytes it got and acts on the llc_info.
- * Each type has one parse function (wire to host, refusing what is not
- * canonical: reserved bytes, padding, flags the type does not carry) and
- * one check function on the host form that the encoder runs too, so a
- * message decodes iff it re-encodes to the same bytes.
+ * LLC: the link-layer control of llc_wire.h.
+ *
+ * The codec (first half) builds and checks the 44-byte messages.  Pure
+ * functions on byte buffers, no verbs: the receive completion handler
+ * passes the bytes it got and acts on the llc_info.  Each type has one
+ * parse function (wire to host, refusing what is not canonical: reserved
+ * bytes, padding, flags the type does not carry) and one check function
+ * on the host form that the encoder runs too, so a message decodes iff it
+ * re-encodes to the same bytes.
+ *
+ * The protocol (second half) runs on the links of a link group (lgr.c),
+ * as net/smc's smc_llc.c: CONFIRM_LINK proves a new link (the server
+ * asks, the client answers over the link itself), ADD_LINK brings a
+ * second link on another device (the server offers, the client accepts or
+ * rejects with "no alternate path"), DELETE_LINK takes one link or the
+ * whole group down with a reason, TEST_LINK probes a link that has been
+ * silent for test_link_time.  Every message is decoded and checked
+ * against the state it may arrive in; anything else ends the group and is
+ * counted (llc_protocol_errors).  Messages that find no free TX slot wait
+ * in a small per-link queue, parked for the next slot like any sender.
  */
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "smcproxyd.h"
+#include "cdc_wire.h"
 #include "llc_wire.h"
 
 #define LLC_FLAG_RKEY_FLAGS (LLC_FLAG_RKEY_NEG | LLC_FLAG_RKEY_RETRY)
@@ -574,4 +590,483 @@ llc_delete_reason_name(uint32_t reason)
 		return "NOLGR";
 	}
 	return "UNKNOWN";
+}
+
+/* ---- the protocol on the links of a link group ---- */
+
+_Static_assert(sizeof(((struct lgr_llc_qent *)NULL)->msg) == LLC_MSG_LEN,
+	       "LLC queue entries hold one message");
+
+static void llc_rx(struct wr_link *l, const void *msg, size_t len,
+		   void *arg);
+
+static struct lgr_link *
+llc_waiter_link(struct wr_waiter *w)
+{
+	return (struct lgr_link *)((char *)w -
+				   offsetof(struct lgr_link, waiter));
+}
+
+/* Take a TX slot and post msg.  0, -EBUSY (parked), or -errno. */
+static int
+llc_post(struct lgr_link *link, const uint8_t *msg, wr_tx_done_fn done,
+	 void *arg)
+{
+	struct wr_tx_slot *slot;
+	int rc;
+
+	rc = wr_tx_get(link->wr, &slot, &link->waiter);
+	if (rc)
+		return rc;
+	memcpy(wr_tx_buf(slot), msg, LLC_MSG_LEN);
+	return wr_tx_post(link->wr, slot, NULL, 0, done, arg);
+}
+
+/* A TX slot freed up for the queued messages (or the link went). */
+static void
+llc_wake(struct wr_waiter *w, int status)
+{
+	struct lgr_link *link = llc_waiter_link(w);
+	struct lgr_llc_qent *e;
+	bool used = false;
+	int rc;
+
+	if (status < 0) {
+		link->q_len = 0;
+		return;
+	}
+	while (link->q_len > 0) {
+		e = &link->q[link->q_head];
+		rc = llc_post(link, e->msg, e->done, e->arg);
+		used = true;
+		if (rc == -EBUSY)
+			return;
+		link->q_head = (link->q_head + 1) % LGR_LLC_QUEUE;
+		link->q_len--;
+		if (rc) {
+			link->q_len = 0;
+			return;
+		}
+	}
+	if (!used)
+		wr_tx_wait_cancel(link->wr, w);
+}
+
+/* Receive LLC messages on link: every type but the CDC's. */
+void
+llc_link_init(struct lgr_link *link)
+{
+	int t;
+
+	link->waiter.wake = llc_wake;
+	for (t = 0; t < 256; t++)
+		if (t != CDC_MSG_TYPE)
+			wr_rx_register(link->wr, (uint8_t)t, llc_rx);
+}
+
+/* Forget what link has queued, before its wr_link goes. */
+void
+llc_link_release(struct lgr_link *link)
+{
+	if (link->wr != NULL)
+		wr_tx_wait_cancel(link->wr, &link->waiter);
+	link->q_len = 0;
+}
+
+/*
+ * Send m on link, now or once a TX slot frees (in order); done(arg), if
+ * given, runs when it completed.  0, -ENOLINK, -EINVAL (m would not
+ * decode), -ENOBUFS (queue full), or -errno from the post.
+ */
+int
+llc_send(struct lgr_link *link, const struct llc_info *m, wr_tx_done_fn done,
+	 void *arg)
+{
+	uint8_t msg[LLC_MSG_LEN];
+	struct lgr_llc_qent *e;
+	int rc;
+
+	if (link->wr == NULL || wr_link_is_down(link->wr))
+		return -ENOLINK;
+	if (llc_msg_encode(msg, sizeof(msg), m) != LLC_MSG_LEN)
+		return -EINVAL;
+	if (link->q_len == 0) {
+		rc = llc_post(link, msg, done, arg);
+		if (rc != -EBUSY)
+			return rc;
+	}
+	if (link->q_len == LGR_LLC_QUEUE)
+		return -ENOBUFS;
+	e = &link->q[(link->q_head + link->q_len) % LGR_LLC_QUEUE];
+	memcpy(e->msg, msg, sizeof(e->msg));
+	e->done = done;
+	e->arg = arg;
+	link->q_len++;
+	return 0;
+}
+
+static void
+llc_confirm_link_fill(const struct lgr_link *link, struct llc_info *m,
+		      bool resp)
+{
+	const struct lgr *lgr = link->lgr;
+	struct llc_confirm_link_info *c = &m->confirm_link;
+
+	memset(m, 0, sizeof(*m));
+	m->type = LLC_CONFIRM_LINK;
+	m->flags = LLC_FLAG_NO_RMBE_EYEC | (resp ? LLC_FLAG_RESP : 0);
+	memcpy(c->mac, link->local.mac, sizeof(c->mac));
+	memcpy(c->gid, link->local.gid, sizeof(c->gid));
+	c->qpn = link->local.qpn;
+	c->link_num = link->id;
+	memcpy(c->link_uid, lgr->uid, sizeof(c->link_uid));
+	c->max_links = lgr->max_links;
+	c->max_conns = lgr->max_conns;
+}
+
+/* Server: CONFIRM_LINK request over link itself. */
+int
+llc_confirm_link_send(struct lgr_link *link)
+{
+	struct llc_info m;
+
+	llc_confirm_link_fill(link, &m, false);
+	return llc_send(link, &m, NULL, NULL);
+}
+
+/* Server: offer link (its QP made, not connected) in ADD_LINK over via. */
+int
+llc_add_link_send(struct lgr_link *via, struct lgr_link *link)
+{
+	struct llc_add_link_info *a;
+	struct llc_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_ADD_LINK;
+	a = &m.add_link;
+	memcpy(a->mac, link->local.mac, sizeof(a->mac));
+	memcpy(a->gid, link->local.gid, sizeof(a->gid));
+	a->qpn = link->local.qpn;
+	a->link_num = link->id;
+	a->mtu = (uint8_t)link->local.mtu;
+	a->psn = link->local.psn;
+	return llc_send(via, &m, NULL, NULL);
+}
+
+/*
+ * DELETE_LINK request over via: link link_num, or with all the whole
+ * group, for reason (LLC_DEL_*); orderly when nothing failed.
+ */
+int
+llc_delete_link_send(struct lgr_link *via, uint8_t link_num, uint32_t reason,
+		     bool all, bool orderly, wr_tx_done_fn done, void *arg)
+{
+	struct llc_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_DELETE_LINK;
+	m.flags = (all ? LLC_FLAG_DEL_LINK_ALL : 0) |
+		  (orderly ? LLC_FLAG_DEL_LINK_ORDERLY : 0);
+	m.delete_link.link_num = link_num;
+	m.delete_link.reason = reason;
+	return llc_send(via, &m, done, arg);
+}
+
+/* TEST_LINK request on link; the answer is due within llc_wait_ms. */
+int
+llc_test_link_send(struct lgr_link *link)
+{
+	uint8_t rnd[AUTH_NONCE_LEN];
+	struct llc_info m;
+
+	auth_nonce(rnd);
+	memcpy(link->test_data, rnd, sizeof(link->test_data));
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_TEST_LINK;
+	memcpy(m.test_link.user_data, link->test_data,
+	       sizeof(m.test_link.user_data));
+	link->test_pending = true;
+	link->test_deadline_ms = lgr_now_ms() + link->lgr->ctx->t.llc_wait_ms;
+	link->test_sent++;
+	return llc_send(link, &m, NULL, NULL);
+}
+
+static void
+llc_dev_addr(struct dev_qp_addr *out, const uint8_t *gid, const uint8_t *mac,
+	     uint32_t qpn, uint32_t psn, uint8_t mtu)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->gid, gid, sizeof(out->gid));
+	memcpy(out->mac, mac, sizeof(out->mac));
+	out->qpn = qpn;
+	out->psn = psn;
+	out->mtu = mtu;
+}
+
+static void
+llc_violation(struct lgr_link *link, const struct llc_info *m,
+	      const char *why)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "%s%s on link %u: %s",
+		 llc_type_name(m->type),
+		 m->flags & LLC_FLAG_RESP ? " response" : "", link->id, why);
+	lgr_protocol_error(link->lgr, msg);
+}
+
+static void
+llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
+{
+	const struct llc_confirm_link_info *c = &m->confirm_link;
+	struct lgr *lgr = link->lgr;
+	bool resp = m->flags & LLC_FLAG_RESP;
+	bool first = lgr->state == LGR_STATE_CONFIRMING;
+	struct llc_info r;
+
+	if (link->wait != (resp ? LGR_WAIT_CONFIRM_RESP :
+				  LGR_WAIT_CONFIRM_REQ)) {
+		llc_violation(link, m, "not expected now");
+		return;
+	}
+	if (memcmp(c->gid, link->peer.gid, sizeof(c->gid)) ||
+	    c->qpn != link->peer.qpn || c->max_links != lgr->max_links ||
+	    c->max_conns != lgr->max_conns) {
+		llc_violation(link, m, "does not match the link or the group");
+		return;
+	}
+	if (resp || !first) {
+		if (c->link_num != link->id ||
+		    memcmp(c->link_uid, lgr->uid, sizeof(lgr->uid))) {
+			llc_violation(link, m, "for another link");
+			return;
+		}
+	} else {
+		/* the client learns the ids from the server */
+		link->id = c->link_num;
+		memcpy(lgr->uid, c->link_uid, sizeof(lgr->uid));
+	}
+	if (!resp) {
+		llc_confirm_link_fill(link, &r, true);
+		if (llc_send(link, &r, NULL, NULL)) {
+			lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+				      "cannot answer CONFIRM_LINK");
+			return;
+		}
+	}
+	lgr_link_confirmed(link);
+}
+
+static void
+llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
+{
+	const struct llc_add_link_info *a = &m->add_link;
+	struct lgr *lgr = link->lgr;
+	struct lgr_link *new;
+	struct dev_qp_addr peer;
+	struct llc_info r;
+
+	if (link->state != LGR_LINK_ACTIVE || lgr->state != LGR_STATE_ACTIVE) {
+		llc_violation(link, m, "not on an active link");
+		return;
+	}
+	if (m->flags & LLC_FLAG_RESP) {
+		if (lgr->role != LGR_ROLE_SERVER) {
+			llc_violation(link, m, "we offered none");
+			return;
+		}
+		new = lgr_link_by_id(lgr, a->link_num);
+		if (new == NULL || new->wait != LGR_WAIT_ADD_RESP) {
+			log_debug("lgr %u: late ADD_LINK answer for link %u",
+				  lgr->id, a->link_num);
+			return;
+		}
+		new->wait = LGR_WAIT_NONE;
+		if (m->flags & LLC_FLAG_ADD_LINK_REJ) {
+			lgr_link_add_rejected(new);
+			return;
+		}
+		llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
+		lgr_link_add_answer(new, &peer);
+		return;
+	}
+	if (lgr->role != LGR_ROLE_CLIENT) {
+		llc_violation(link, m, "only the server adds links");
+		return;
+	}
+	llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
+	new = lgr_link_add_peer(lgr, a->link_num, &peer);
+	memset(&r, 0, sizeof(r));
+	r.type = LLC_ADD_LINK;
+	r.flags = LLC_FLAG_RESP;
+	if (new == NULL) {
+		/* a reject echoes the request with its reason */
+		r.flags |= LLC_FLAG_ADD_LINK_REJ;
+		r.add_link = *a;
+		r.add_link.rej_rsn = LLC_REJ_RSN_NO_ALT_PATH;
+		log_info("lgr %u: no alternate path for link %u: rejected",
+			 lgr->id, a->link_num);
+	} else {
+		memcpy(r.add_link.mac, new->local.mac, sizeof(r.add_link.mac));
+		memcpy(r.add_link.gid, new->local.gid, sizeof(r.add_link.gid));
+		r.add_link.qpn = new->local.qpn;
+		r.add_link.link_num = new->id;
+		r.add_link.mtu = (uint8_t)new->local.mtu;
+		r.add_link.psn = new->local.psn;
+	}
+	if (llc_send(link, &r, NULL, NULL)) {
+		if (new != NULL)
+			lgr_link_fail(new, LLC_DEL_LOST_PATH, true,
+				      "cannot answer ADD_LINK");
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot answer ADD_LINK");
+	}
+}
+
+static void
+llc_rx_delete_link(struct lgr_link *link, const struct llc_info *m)
+{
+	const struct llc_delete_link_info *d = &m->delete_link;
+	struct lgr *lgr = link->lgr;
+	struct lgr_link *target, *via;
+	struct llc_info r;
+	char why[80];
+
+	if (m->flags & LLC_FLAG_RESP) {
+		log_debug("lgr %u: peer answered DELETE_LINK %u: %s", lgr->id,
+			  d->link_num, llc_delete_reason_name(d->reason));
+		return;
+	}
+	if (lgr->state != LGR_STATE_ACTIVE) {
+		llc_violation(link, m, "the group is not active");
+		return;
+	}
+	if (m->flags & LLC_FLAG_DEL_LINK_ALL) {
+		lgr_terminate(lgr, d->reason,
+			      m->flags & LLC_FLAG_DEL_LINK_ORDERLY, true);
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = LLC_DELETE_LINK;
+	r.flags = LLC_FLAG_RESP;
+	r.delete_link.link_num = d->link_num;
+	target = lgr_link_by_id(lgr, d->link_num);
+	if (target == NULL) {
+		r.delete_link.reason = LLC_DEL_NOLNK;
+		llc_send(link, &r, NULL, NULL);
+		return;
+	}
+	snprintf(why, sizeof(why), "deleted by the peer (%s)",
+		 llc_delete_reason_name(d->reason));
+	lgr_link_fail(target, d->reason, true, why);
+	if (lgr->state != LGR_STATE_ACTIVE)
+		return;
+	via = target != link ? link : NULL;
+	if (via == NULL || via->state != LGR_LINK_ACTIVE)
+		return;
+	llc_send(via, &r, NULL, NULL);
+}
+
+static void
+llc_rx_test_link(struct lgr_link *link, const struct llc_info *m)
+{
+	struct llc_info r;
+
+	if (m->flags & LLC_FLAG_RESP) {
+		if (link->test_pending &&
+		    memcmp(m->test_link.user_data, link->test_data,
+			   sizeof(link->test_data)) == 0) {
+			link->test_pending = false;
+			link->test_answered++;
+		}
+		return;
+	}
+	r = *m;
+	r.flags = LLC_FLAG_RESP;
+	if (llc_send(link, &r, NULL, NULL))
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot answer TEST_LINK");
+}
+
+/* An LLC message arrived on link (wr.c's receive handler). */
+static void
+llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+{
+	struct lgr_link *link = arg;
+	struct lgr *lgr = link->lgr;
+	struct lgr_ctx *ctx = lgr->ctx;
+	struct llc_info m;
+	char why[64];
+
+	if (link->state == LGR_LINK_FREE || link->state == LGR_LINK_DOWN ||
+	    lgr->state == LGR_STATE_TERMINATING)
+		return;
+	if (llc_msg_decode(msg, len, &m)) {
+		snprintf(why, sizeof(why),
+			 "malformed LLC message (type 0x%02x, %zu bytes) on "
+			 "link %u",
+			 len > 0 ? *(const uint8_t *)msg : 0, len, link->id);
+		lgr_protocol_error(lgr, why);
+		return;
+	}
+	link->act_ms = lgr_now_ms();
+	switch (m.type) {
+	case LLC_CONFIRM_LINK:
+		llc_rx_confirm_link(link, &m);
+		return;
+	case LLC_ADD_LINK:
+		llc_rx_add_link(link, &m);
+		return;
+	case LLC_DELETE_LINK:
+		llc_rx_delete_link(link, &m);
+		return;
+	case LLC_TEST_LINK:
+		llc_rx_test_link(link, &m);
+		return;
+	}
+	/* connections and their RMBs: the data path's business */
+	if (ctx->llc_rx != NULL && link->state == LGR_LINK_ACTIVE)
+		ctx->llc_rx(link, &m, ctx->llc_arg);
+	else
+		llc_violation(link, &m, "not handled here");
+}
+
+/*
+ * Timers of link, from the group's tick: the LLC answer it waits for, and
+ * TEST_LINK after test_link_time without a sign of life (completions),
+ * whose answer is due within llc_wait_ms or the link is down.
+ */
+void
+llc_link_tick(struct lgr_link *link, uint64_t now)
+{
+	const struct lgr_ctx *ctx = link->lgr->ctx;
+	uint64_t c = wr_link_stats(link->wr)->completions, test_ms;
+	char why[64];
+
+	if (c != link->act_completions) {
+		link->act_completions = c;
+		link->act_ms = now;
+	}
+	if (link->wait != LGR_WAIT_NONE && now >= link->deadline_ms) {
+		lgr_link_timeout(link);
+		return;
+	}
+	if (link->state != LGR_LINK_ACTIVE)
+		return;
+	if (link->test_pending) {
+		if (now >= link->test_deadline_ms) {
+			snprintf(why, sizeof(why),
+				 "no answer to TEST_LINK within %u ms",
+				 ctx->t.llc_wait_ms);
+			lgr_link_fail(link, LLC_DEL_LOST_PATH, false, why);
+		}
+		return;
+	}
+	test_ms = ctx->t.test_link_ms ?
+			  ctx->t.test_link_ms :
+			  (uint64_t)lgr_ctx_conf(ctx)->rdma.test_link_time * 1000;
+	if (test_ms > 0 && now - link->act_ms >= test_ms &&
+	    llc_test_link_send(link))
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot send TEST_LINK");
 }

@@ -74,6 +74,7 @@ session_reason_aborts(enum session_reason r)
 }
 
 static void session_io(evutil_socket_t fd, short what, void *arg);
+static void session_relay(struct session *s);
 static void session_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
@@ -215,18 +216,32 @@ session_attach_upstream(struct session *s, int fd)
 void
 session_relay_start(struct session *s)
 {
+	struct event_base *base = worker_base(s->w);
+	int i;
+
 	s->state = SESSION_RELAY;
 	STATS_INC(worker_stats(s->w), conns_fallback);
-	session_want(s, 0, EV_WRITE, false);
-	session_want(s, 1, EV_WRITE, false);
-	session_want(s, 0, EV_READ, true);
-	session_want(s, 1, EV_READ, true);
 	session_timer(s, 0);
+	/* one edge-triggered event per socket from here on */
+	for (i = 0; i < 2; i++) {
+		event_free(s->rev[i]);
+		event_free(s->wev[i]);
+		s->wev[i] = NULL;
+		s->rev[i] = event_new(base, s->fd[i],
+				      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+				      session_io, s);
+		if (s->rev[i] == NULL || event_add(s->rev[i], NULL)) {
+			session_close(s, SESSION_RESOURCE);
+			return;
+		}
+		s->rd_ready[i] = s->wr_ready[i] = true;
+	}
 	if (s->rule != NULL && s->rule->idle_timeout)
 		session_timer(s, s->rule->idle_timeout);
 	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name);
+	session_relay(s);
 }
 
 /* Which reason a reset or EOF seen on fd[i] means for this session. */
@@ -262,68 +277,56 @@ session_account(struct session *s, int i, size_t n)
 }
 
 /*
- * Drain pump i into fd[1 - i]; pass the FIN on once the pipe is empty.
- * Returns false when the session was closed.
+ * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
+ * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
+ * anything moved, 0 if not, -1 if the session was closed.
  */
-static bool
-session_pump_out(struct session *s, int i)
+static int
+session_pump(struct session *s, int i)
 {
 	struct session_pump *p = &s->pump[i];
-	int dst = 1 - i;
+	int dst = 1 - i, moved = 0;
 	ssize_t n;
 
-	while (p->pending > 0) {
+	while (p->pending > 0 && s->wr_ready[dst]) {
 		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
 			p->pending -= (size_t)n;
-			if (p->stalled) {
-				p->stalled = false;
-				session_want(s, i, EV_READ, true);
+			moved = 1;
+		} else if (n == -1 && errno == EAGAIN) {
+			s->wr_ready[dst] = false;
+		} else if (n == -1 && errno == EINTR) {
+			continue;
+		} else {
+			/* the receiver is gone: pass the reset back */
+			session_close(s, session_side_reason(s, dst, true));
+			return -1;
+		}
+	}
+	if (p->pending == 0) {
+		worker_pipe_put(s->w, p->pipe, p->cap, true);
+		if (p->eof && !p->done) {
+			p->done = true;
+			if (!s->pump[dst].eof)
+				s->fin_reason = session_side_reason(s, i, false);
+			shutdown(s->fd[dst], SHUT_WR);
+			if (s->pump[dst].done) {
+				session_close(s, s->fin_reason);
+				return -1;
 			}
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && errno == EAGAIN) {
-			session_want(s, dst, EV_WRITE, true);
-			return true;
-		}
-		/* the receiver is gone: pass the reset back */
-		session_close(s, session_side_reason(s, dst, true));
-		return false;
-	}
-	session_want(s, dst, EV_WRITE, false);
-	worker_pipe_put(s->w, p->pipe, p->cap, true);
-	if (p->eof && !p->done) {
-		p->done = true;
-		if (!s->pump[dst].done && !s->pump[dst].eof)
-			s->fin_reason = session_side_reason(s, i, false);
-		shutdown(s->fd[dst], SHUT_WR);
-		if (s->pump[dst].done) {
-			session_close(s, s->fin_reason);
-			return false;
 		}
 	}
-	return true;
-}
-
-/* fd[i] is readable: move what fits into pump i's pipe. */
-static void
-session_pump_in(struct session *s, int i)
-{
-	struct session_pump *p = &s->pump[i];
-	ssize_t n;
-
-	if (p->eof)
-		return;
+	if (p->eof || !s->rd_ready[i] ||
+	    (p->pipe[0] != -1 && p->pending >= p->cap))
+		return moved;
 	if (p->pipe[0] == -1) {
 		n = worker_pipe_get(s->w, p->pipe);
 		if (n < 0) {
 			errno = (int)-n;
 			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
 			session_close(s, SESSION_RESOURCE);
-			return;
+			return -1;
 		}
 		p->cap = (size_t)n;
 	}
@@ -332,26 +335,52 @@ session_pump_in(struct session *s, int i)
 	if (n > 0) {
 		p->pending += (size_t)n;
 		session_account(s, i, (size_t)n);
-	} else if (n == 0) {
+		return 1;
+	}
+	if (n == 0) {
 		p->eof = true;
-		session_want(s, i, EV_READ, false);
-	} else if (errno == EAGAIN) {
+		return 1;
+	}
+	if (errno == EAGAIN) {
 		/*
 		 * With bytes in the pipe, EAGAIN means the pipe has no free
-		 * slot (partly filled pages count whole): wait for the writer.
+		 * slot (partly filled pages count whole): the socket stays
+		 * readable and is read again once the pipe drains.
 		 */
 		if (p->pending == 0)
+			s->rd_ready[i] = false;
+		else
+			STATS_INC(worker_stats(s->w), buf_full_cnt);
+		return moved;
+	}
+	if (errno == EINTR)
+		return 1;
+	session_close(s, session_side_reason(s, i, true));
+	return -1;
+}
+
+/*
+ * Relay until nothing moves.  Events are edge-triggered and never
+ * re-armed; readiness is remembered in rd_ready/wr_ready.  After a bounded
+ * number of rounds the session yields to others and reschedules itself,
+ * since no new edge would wake it for work it already knows of.
+ */
+static void
+session_relay(struct session *s)
+{
+	int round, a, b;
+
+	for (round = 0; round < 8; round++) {
+		a = session_pump(s, 0);
+		if (a < 0)
 			return;
-	} else if (errno != EINTR) {
-		session_close(s, session_side_reason(s, i, true));
-		return;
+		b = session_pump(s, 1);
+		if (b < 0)
+			return;
+		if (a == 0 && b == 0)
+			return;
 	}
-	if (p->pending >= p->cap || (n == -1 && errno == EAGAIN)) {
-		p->stalled = true;
-		session_want(s, i, EV_READ, false);
-		STATS_INC(worker_stats(s->w), buf_full_cnt);
-	}
-	session_pump_out(s, i);
+	event_active(s->rev[0], 0, 0);
 }
 
 static void
@@ -364,13 +393,11 @@ session_io(evutil_socket_t fd, short what, void *arg)
 		fallback_io(s, i, what);
 		return;
 	}
-	if (what & EV_WRITE) {
-		/* fd[i] writable: drain the pump that writes into it */
-		if (!session_pump_out(s, 1 - i))
-			return;
-	}
 	if (what & EV_READ)
-		session_pump_in(s, i);
+		s->rd_ready[i] = true;
+	if (what & EV_WRITE)
+		s->wr_ready[i] = true;
+	session_relay(s);
 }
 
 static void

@@ -9,12 +9,14 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cdc_wire.h"
 #include "dev.h"
 #include "stats.h"
 
@@ -245,7 +247,6 @@ struct session_pump {
 	size_t cap;
 	bool eof;		/* fd[i] sent FIN */
 	bool done;		/* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
-	bool stalled;		/* pipe full: reading paused */
 	uint64_t bytes;
 };
 
@@ -266,6 +267,7 @@ struct session {
 	struct event *rev[2], *wev[2];
 	struct event *timer;
 	struct session_pump pump[2];
+	bool rd_ready[2], wr_ready[2];	/* relay: edge-triggered readiness */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
@@ -405,6 +407,219 @@ void *wr_tx_buf(struct wr_tx_slot *slot);
 int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
 	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,
 	       void *arg);
+
+/* buf.c: registered send rings and RMB elements, per worker and device */
+#define BUF_SIZE_MIN 16384u	  /* SMC-R's smallest buffer */
+#define BUF_SIZE_MAX (512u << 20) /* and its largest (compressed 15) */
+
+struct buf_pool;
+
+enum buf_kind { BUF_SNDBUF, BUF_RMB };
+
+struct buf {
+	struct buf *next;	/* on its pool's free list */
+	struct buf_pool *pool;
+	void *addr;
+	size_t size;
+	enum buf_kind kind;
+	struct dev_mr mr;	/* lkey; rkey of an RMB element */
+};
+
+struct buf_stats {
+	uint64_t alloc_cnt;	/* elements allocated and registered */
+	uint64_t reuse_cnt;	/* handed out again from a free list */
+	uint64_t nobufs_cnt;	/* refused: the byte limit was reached */
+	uint64_t evicted;	/* idle elements released to make room */
+	uint64_t reg_errors;
+	uint64_t bytes;		/* gauge: registered, in use or idle */
+	uint64_t bytes_used[2];	/* gauge per kind: handed out now */
+};
+
+bool buf_size_ok(size_t size);
+struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *dev,
+			      size_t limit);
+void buf_pool_free(struct buf_pool *p);
+const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
+int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
+	    struct buf **out);
+void buf_put(struct buf *b);
+
+/*
+ * tx.c / rx.c: one TCP connection carried over RDMA (DESIGN §2, smc-r.md
+ * §2).  The owner (the session) reads its TCP socket straight into the
+ * send ring (tx_space, tx_produced, tx_push) and writes the peer's bytes
+ * straight from the RMB element (rx_data, rx_consumed).  Cursor names
+ * follow net/smc.  Callbacks run from the link's completions, from
+ * rx_cdc_recv() and from rx_consumed(); the owner may call any rconn
+ * function from them, tx_conn_free() included.
+ */
+#define RCONN_PEND_MAX 32 /* CDCs of one connection in flight */
+
+struct rconn;
+
+enum tx_close_how {
+	TX_CLOSE_DONE_WRITING,	/* FIN: after every byte produced */
+	TX_CLOSE_CLOSED,	/* done both ways: the peer may let go */
+	TX_CLOSE_ABORT,		/* RST: unsent bytes are dropped */
+};
+
+struct tx_params {
+	bool autocork;		/* DESIGN §4 autocorking */
+	uint32_t autocork_size;	/* most bytes held back; 0: no corking */
+};
+
+struct rconn_ops {
+	void (*data_ready)(struct rconn *rc, void *arg);     /* rx_data */
+	void (*tx_space_ready)(struct rconn *rc, void *arg); /* tx_space */
+	/* after every earlier byte has been consumed: */
+	void (*peer_done_writing)(struct rconn *rc, void *arg);
+	void (*peer_closed)(struct rconn *rc, void *arg);
+	void (*peer_abort)(struct rconn *rc, void *arg);     /* at once */
+	/* the link failed under it: tx_failover() or tx_conn_free() */
+	void (*link_failed)(struct rconn *rc, void *arg);
+};
+
+struct rconn_stats {
+	uint64_t tx_bytes;	/* RDMA-written, re-sends not counted */
+	uint64_t rx_bytes;	/* consumed from the RMB */
+	uint64_t tx_cdcs;	/* CDC messages posted */
+	uint64_t rx_cdcs;	/* accepted */
+	uint64_t corked;	/* pushes held back by autocork */
+	uint64_t completion_pushes; /* data pushed by a last completion */
+	uint64_t cons_updates;	/* CDCs posted for the window-update rule */
+	uint64_t peer_window_full; /* data waiting for the peer's window */
+	uint64_t ring_full;	/* tx_space found the send ring full */
+	uint64_t slot_waits;	/* parked for a TX slot */
+	uint64_t rx_stale;	/* CDCs dropped for a stale seqno */
+	uint64_t proto_errors;	/* CDCs refused as protocol violations */
+	uint64_t out_of_sync;	/* aborted by a failover validation */
+	uint64_t failovers;
+	uint64_t resent_bytes;	/* re-written after a failover */
+};
+
+struct rconn_peer_rmb {
+	uint64_t vaddr;		/* of the peer's RMB element */
+	uint32_t rkey;		/* valid on the link in use */
+	uint32_t size;
+};
+
+/* A CDC of the connection in flight (smc_cdc_tx_pend). */
+struct rconn_pend {
+	struct cdc_cursor sent;	/* tx_curs_sent after it */
+	struct cdc_cursor prod;	/* local_tx_ctrl.prod after it */
+	uint16_t seqno;
+	bool validation;
+};
+
+/* what the connection owes the peer: reasons to post a CDC */
+#define RCONN_OWE_PUSH 0x1	/* data, not to be corked */
+#define RCONN_OWE_CONS 0x2	/* our consumer cursor */
+#define RCONN_OWE_VALIDATE 0x4	/* failover validation CDC */
+#define RCONN_OWE_CDC 0x8	/* one CDC even without data */
+#define RCONN_OWE_LAST 0x10	/* pushed by the last completion */
+
+/* rconn flags */
+#define RCONN_F_CLOSE_WR 0x001	/* tx_close: done writing asked */
+#define RCONN_F_CLOSE 0x002	/* tx_close: closed asked */
+#define RCONN_F_ABORT 0x004	/* tx_close: abort asked */
+#define RCONN_F_ABORT_SENT 0x008 /* no CDC after that one */
+#define RCONN_F_PEER_DONE 0x010	/* the peer's flags, sticky */
+#define RCONN_F_PEER_CLOSED 0x020
+#define RCONN_F_PEER_ABORT 0x040
+#define RCONN_F_DONE_TOLD 0x080	/* peer_done_writing called */
+#define RCONN_F_CLOSED_TOLD 0x100 /* peer_closed called */
+#define RCONN_F_LINK_FAILED 0x200 /* link_failed told for this link */
+#define RCONN_F_TX_BLOCKED 0x400 /* owner found the ring full */
+#define RCONN_F_FREEING 0x800	/* tx_conn_free ran: free when idle */
+#define RCONN_F_OUT_OF_SYNC 0x1000
+
+struct rconn_init {
+	uint64_t id;		/* for logs */
+	struct wr_link *link;
+	uint32_t token;		/* ours: the peer's CDCs carry it */
+	uint32_t peer_token;
+	struct buf *sndbuf;	/* send ring: owned by the rconn from now */
+	struct buf *rmb;	/* RMB element: owned too */
+	struct rconn_peer_rmb peer_rmb;
+	struct tx_params params;
+	const struct rconn_ops *ops;
+	void *arg;
+	struct rconn_stats *sum; /* the owner's totals, or NULL */
+};
+
+struct rconn {
+	uint64_t id;
+	struct wr_link *link;
+	uint32_t token;
+	uint32_t peer_token;
+	const struct rconn_ops *ops;
+	void *arg;
+	struct tx_params params;
+	struct rconn_stats stats;
+	struct rconn_stats *sum;
+	unsigned int flags;	/* RCONN_F_* */
+	int nest;		/* callbacks under way: free later */
+
+	/* send side: ring cursors, then the peer's RMB */
+	struct buf *sndbuf;
+	struct cdc_cursor tx_curs_prep;	/* produced into the ring */
+	struct cdc_cursor tx_curs_sent;	/* RDMA-written */
+	struct cdc_cursor tx_curs_fin;	/* its CDC completed: space again */
+	struct rconn_peer_rmb peer_rmb;
+	struct cdc_info local_tx_ctrl;	/* next CDC: prod, our cons, flags */
+	struct cdc_cursor tx_prod_fin;	/* prod of the last completed CDC */
+	struct cdc_cursor tx_prod_hi;	/* furthest prod ever posted */
+	size_t peer_rmbe_space;		/* the peer's window */
+	uint16_t tx_seq_fin;		/* seqno of the last completed CDC */
+	int cdc_pend_tx_wr;		/* CDCs in flight on link */
+	int cdc_pend_old;		/* ... on links failed over from */
+	struct rconn_pend pend[RCONN_PEND_MAX];
+	int pend_head, pend_len;
+	unsigned int tx_owe;		/* RCONN_OWE_* */
+	struct wr_waiter waiter;	/* parked for a TX slot */
+
+	/* receive side */
+	struct buf *rmb;
+	struct cdc_info local_rx_ctrl;	/* last CDC accepted */
+	struct cdc_cursor rx_curs_confirmed; /* our cons last posted */
+};
+
+/* count n in the connection's stats and the owner's totals */
+#define RCONN_STAT(rc, field, n)                                            \
+	do {                                                                \
+		(rc)->stats.field += (n);                                   \
+		if ((rc)->sum != NULL)                                      \
+			(rc)->sum->field += (n);                            \
+	} while (0)
+
+struct rconn *tx_conn_new(const struct rconn_init *init);
+void tx_conn_free(struct rconn *rc);
+void tx_conn_hold(struct rconn *rc);
+void tx_conn_put(struct rconn *rc);
+int tx_space(struct rconn *rc, struct iovec iov[2]);
+void tx_produced(struct rconn *rc, size_t n);
+int tx_push(struct rconn *rc);
+int tx_close(struct rconn *rc, enum tx_close_how how);
+int tx_failover(struct rconn *rc, struct wr_link *newlink);
+size_t tx_unsent(const struct rconn *rc);
+/* for rx.c */
+int tx_kick(struct rconn *rc, unsigned int owe);
+void tx_link_failed(struct rconn *rc);
+void tx_peer_consumed(struct rconn *rc);
+
+int rx_data(struct rconn *rc, struct iovec iov[2]);
+void rx_consumed(struct rconn *rc, size_t n);
+size_t rx_readable(const struct rconn *rc);
+int rx_cdc_recv(const void *msg, size_t len,
+		struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
+		const char **why);
+
+/* cdc.c: the data path's side of the CDC messages (tx.c, rx.c) */
+int cdc_conn_build(const struct rconn *rc, uint16_t seqno,
+		   const struct cdc_cursor *prod, uint8_t prod_flags,
+		   uint8_t conn_state_flags, void *buf, size_t size);
+int cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
+		   const char **why);
 
 /* clc.c: the link-group handshake on a TCP control connection */
 struct clc_conn;
@@ -578,7 +793,12 @@ struct lgr_ctx {
 	} tried[LGR_DEVS_MAX];		/* addresses no device served */
 	int ntried;
 	struct lgr *lgrs;
-	int pending_servers;		/* server handshakes under way */
+	struct clc_conn *clcs;		/* server handshakes without a group */
+	int nclcs;
+	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
+	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,
+		       void *arg);
+	void *llc_arg;
 };
 
 struct lgr_peer_info {

@@ -42,7 +42,19 @@
 	X(auth_rate_limited, COUNTER, "handshakes",                          \
 	  "peer connections dropped by the authentication rate limit")       \
 	X(export_denied, COUNTER, "handshakes",                              \
-	  "peer requests for an export they may not use")
+	  "peer requests for an export they may not use")                    \
+	X(lgr_created, COUNTER, "lgrs",                                      \
+	  "link groups set up (CLC and CONFIRM_LINK done), either role")     \
+	X(lgr_terminated, COUNTER, "lgrs",                                   \
+	  "link groups ended (idle, deleted by the peer, no link left)")     \
+	X(link_up, COUNTER, "links", "links that became active")             \
+	X(link_down, COUNTER, "links", "active links that went down")        \
+	X(clc_declines_sent, COUNTER, "handshakes",                          \
+	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")      \
+	X(clc_declines_received, COUNTER, "handshakes",                      \
+	  "CLC DECLINEs peers sent us: we fall back to TCP")                 \
+	X(llc_protocol_errors, COUNTER, "messages",                          \
+	  "malformed or unexpected LLC messages (each ends its link group)")
 
 /* X(id, name, description) */
 #define SESSION_REASONS(X)                                                   \

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Registered buffers of the data path, one pool per worker and device
+ * (net/smc's smc_buf_create and its per-size lists): the send rings the
+ * TCP side reads into and the RMB elements the peer RDMA-writes into.
+ *
+ * Each element is its own allocation with its own MR.  An RMB element is
+ * registered LOCAL_WRITE | REMOTE_WRITE and nothing else, so the rkey a
+ * peer learns covers exactly that connection's RMB and never a byte of
+ * another connection's memory; a send ring gets no remote access at all.
+ * Sizes are powers of two from 16 KiB (SMC-R's buffer classes).
+ *
+ * Elements given back go on a free list per kind and size class and are
+ * handed out again without re-registering.  All elements together, in
+ * use or free, stay under the pool's byte limit: when a new one would
+ * pass it, idle free elements of other classes are released first, and
+ * if that is not enough buf_get() says -ENOBUFS (the caller falls back
+ * to TCP).  Elements in use are never touched.  An MR is always
+ * deregistered before its memory is freed.
+ *
+ * Single-threaded: a pool belongs to one worker's event loop.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "smcproxyd.h"
+
+#define BUF_CLASSES 16 /* 16 KiB << 0 .. 16 KiB << 15 = 512 MiB */
+
+struct buf_pool {
+	const struct dev_ops *ops;
+	struct dev *dev;
+	size_t limit; /* bytes, 0: none */
+	struct buf *free[2][BUF_CLASSES];
+	uint64_t outstanding; /* elements handed out */
+	bool dying;	      /* buf_pool_free() ran: free on the last put */
+	struct buf_stats stats;
+};
+
+/* Whether size is a valid buffer size: a power of two, 16 KiB..512 MiB. */
+bool
+buf_size_ok(size_t size)
+{
+	return size >= BUF_SIZE_MIN && size <= BUF_SIZE_MAX &&
+	       (size & (size - 1)) == 0;
+}
+
+static int
+buf_class(size_t size)
+{
+	int c = 0;
+
+	while (((size_t)BUF_SIZE_MIN << c) < size)
+		c++;
+	return c;
+}
+
+/*
+ * A pool of buffers registered on dev, holding at most limit bytes
+ * (0: no limit).  NULL with errno set.
+ */
+struct buf_pool *
+buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
+{
+	struct buf_pool *p;
+
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->ops = ops;
+	p->dev = dev;
+	p->limit = limit;
+	return p;
+}
+
+/* The pool's counters and gauges. */
+const struct buf_stats *
+buf_pool_stats(const struct buf_pool *p)
+{
+	return &p->stats;
+}
+
+static void
+buf_destroy(struct buf_pool *p, struct buf *b)
+{
+	if (b->mr.priv != NULL)
+		p->ops->mr_dereg(p->dev, &b->mr);
+	p->stats.bytes -= b->size;
+	free(b->addr);
+	free(b);
+}
+
+/* Release idle elements (not of class keep) until need more bytes fit. */
+static bool
+buf_make_room(struct buf_pool *p, size_t need, int keep_kind, int keep)
+{
+	struct buf *b;
+	int k, c;
+
+	if (p->limit == 0 || p->stats.bytes + need <= p->limit)
+		return true;
+	/* the biggest idle elements first: fewest MRs to tear down */
+	for (c = BUF_CLASSES - 1; c >= 0; c--) {
+		for (k = 0; k < 2; k++) {
+			if (k == keep_kind && c == keep)
+				continue;
+			while ((b = p->free[k][c]) != NULL) {
+				p->free[k][c] = b->next;
+				buf_destroy(p, b);
+				p->stats.evicted++;
+				if (p->stats.bytes + need <= p->limit)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+static int
+buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
+	   struct buf **out)
+{
+	struct buf *b;
+	long pg = sysconf(_SC_PAGESIZE);
+	int access, rc;
+
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return -ENOMEM;
+	if (posix_memalign(&b->addr, pg > 0 ? (size_t)pg : 4096, size)) {
+		free(b);
+		return -ENOMEM;
+	}
+	memset(b->addr, 0, size);
+	b->pool = p;
+	b->kind = kind;
+	b->size = size;
+	/* a peer may write into an RMB element, and into nothing else */
+	access = kind == BUF_RMB ?
+			 DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE :
+			 0;
+	rc = p->ops->mr_reg(p->dev, b->addr, size, access, &b->mr);
+	if (rc) {
+		p->stats.reg_errors++;
+		free(b->addr);
+		free(b);
+		return rc;
+	}
+	p->stats.bytes += size;
+	p->stats.alloc_cnt++;
+	*out = b;
+	return 0;
+}
+
+/*
+ * Take a buffer of kind and size (buf_size_ok()) from p: a free one of
+ * that class, else a new one registered on the pool's device.  0 with
+ * *out set; -EINVAL for a bad size; -ENOBUFS when it would pass the
+ * pool's byte limit; -ENOMEM or the device's error otherwise.  A reused
+ * element comes zeroed, so it never shows an earlier connection's bytes.
+ */
+int
+buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
+{
+	struct buf *b;
+	int c, rc;
+
+	if (!buf_size_ok(size) || (kind != BUF_SNDBUF && kind != BUF_RMB))
+		return -EINVAL;
+	if (p->dying)
+		return -ESHUTDOWN;
+	c = buf_class(size);
+	b = p->free[kind][c];
+	if (b != NULL) {
+		p->free[kind][c] = b->next;
+		b->next = NULL;
+		memset(b->addr, 0, b->size);
+		p->stats.reuse_cnt++;
+	} else {
+		if (!buf_make_room(p, size, kind, c)) {
+			p->stats.nobufs_cnt++;
+			return -ENOBUFS;
+		}
+		rc = buf_create(p, kind, size, &b);
+		if (rc)
+			return rc;
+	}
+	p->outstanding++;
+	p->stats.bytes_used[kind] += b->size;
+	*out = b;
+	return 0;
+}
+
+/* Deregister and free every idle element. */
+static void
+buf_pool_drain(struct buf_pool *p)
+{
+	struct buf *b;
+	int k, c;
+
+	for (k = 0; k < 2; k++)
+		for (c = 0; c < BUF_CLASSES; c++)
+			while ((b = p->free[k][c]) != NULL) {
+				p->free[k][c] = b->next;
+				buf_destroy(p, b);
+			}
+}
+
+/*
+ * Give a buffer back to its pool for reuse.  Only once nothing can
+ * access it any more: no WRITE of ours reads a send ring still queued,
+ * no peer can still write into an RMB element.  NULL is ignored.
+ */
+void
+buf_put(struct buf *b)
+{
+	struct buf_pool *p;
+	int c;
+
+	if (b == NULL)
+		return;
+	p = b->pool;
+	p->outstanding--;
+	p->stats.bytes_used[b->kind] -= b->size;
+	if (p->dying) {
+		buf_destroy(p, b);
+		if (p->outstanding == 0)
+			free(p);
+		return;
+	}
+	c = buf_class(b->size);
+	b->next = p->free[b->kind][c];
+	p->free[b->kind][c] = b;
+}
+
+/*
+ * Free the pool: its idle elements now (deregistered, then freed), those
+ * still in use when they are put back.  The device must outlive it.
+ */
+void
+buf_pool_free(struct buf_pool *p)
+{
+	if (p == NULL)
+		return;
+	buf_pool_drain(p);
+	if (p->outstanding > 0)
+		p->dying = true;
+	else
+		free(p);
+}

@@ -1,0 +1,1663 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Link groups (net/smc's smc_core.c): the RC links between this daemon and
+ * one peer, the connections they carry, and what each peer is reached by.
+ *
+ * A daemon keeps its groups in an lgr_ctx, one per worker (DESIGN.md §5):
+ * a group, its links and its connections live on one event_base.  The
+ * client side creates a group on demand, when a rule needs to reach a
+ * peer, and reuses it while it has room; the server side creates one for
+ * each CLC handshake a peer opens on the peer port (clc.c).  Life of a
+ * group:
+ *
+ *   CLC          PROPOSAL/ACCEPT/CONFIRM on the control connection; the
+ *                first link's QP exists but is connected only once the
+ *                peer's MAC has verified (docs/protocol.md)
+ *   CONFIRMING   LLC CONFIRM_LINK over the first link (llc.c)
+ *   ACTIVE       carries connections; the server adds a second link on
+ *                another device when both sides have one (ADD_LINK);
+ *                TEST_LINK keeps silent links honest
+ *   TERMINATING  DELETE_LINK ALL sent; freed once it went out
+ *
+ * A link that fails hands its connections to the other active link
+ * (lgr_conn.link_down) and is deleted at the peer; no link left ends the
+ * group.  A failed handshake or a DECLINE puts the peer on the TCP
+ * fallback for a back-off period (60 s, doubling up to 10 min); the
+ * reason is kept per peer, process-wide, for `show peers`.
+ *
+ * Resources are never freed from inside a device or CLC callback: a
+ * group or link that ends is marked and reaped from its own event.
+ */
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+#include "clc_wire.h"
+#include "llc_wire.h"
+
+#define LGR_CLC_WAIT_MS 6000	  /* CLC_WAIT_TIME */
+#define LGR_LLC_WAIT_MS 2000	  /* SMC_LLC_WAIT_TIME */
+#define LGR_BACKOFF_MS 60000	  /* first fallback period after a failure */
+#define LGR_BACKOFF_MAX_MS 600000 /* the longest */
+#define LGR_ADD_LINK_RETRY_MS 60000
+#define LGR_CLIENT_IDLE_EXTRA_MS 10000 /* client lingers longer (smc-r §6) */
+#define LGR_TICK_MAX_MS 500
+
+/* What the whole process knows about a peer, for every worker. */
+struct lgr_peer_state {
+	struct lgr_peer_state *next;
+	char name[CONF_NAME_MAX + 1];
+	int lgrs;		/* active link groups */
+	uint32_t reason;
+	bool by_peer;
+	uint64_t backoff_until_ms;
+	uint64_t backoff_ms;	/* the next period */
+};
+
+static pthread_mutex_t lgr_peers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lgr_peer_state *lgr_peers;
+static uint32_t lgr_ids;
+
+static pthread_key_t lgr_key;
+static pthread_once_t lgr_key_once = PTHREAD_ONCE_INIT;
+static uint8_t lgr_daemon_system_id[8];
+
+static void lgr_reap_cb(evutil_socket_t fd, short what, void *arg);
+static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Monotonic milliseconds (the clock wr.c and session.c use too). */
+uint64_t
+lgr_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+const char *
+lgr_state_name(enum lgr_state st)
+{
+	switch (st) {
+	case LGR_STATE_CLC:
+		return "clc";
+	case LGR_STATE_CONFIRMING:
+		return "confirming";
+	case LGR_STATE_ACTIVE:
+		return "active";
+	case LGR_STATE_TERMINATING:
+		return "terminating";
+	}
+	return "unknown";
+}
+
+const char *
+lgr_link_state_name(enum lgr_link_state st)
+{
+	switch (st) {
+	case LGR_LINK_FREE:
+		return "free";
+	case LGR_LINK_INIT:
+		return "init";
+	case LGR_LINK_ADDING:
+		return "adding";
+	case LGR_LINK_CONFIRMING:
+		return "confirming";
+	case LGR_LINK_ACTIVE:
+		return "active";
+	case LGR_LINK_DOWN:
+		return "down";
+	}
+	return "unknown";
+}
+
+/* ---- peers (process-wide) ---- */
+
+/* The peer's entry, created if need be; call with lgr_peers_lock held. */
+static struct lgr_peer_state *
+lgr_peer_get(const char *name, bool create)
+{
+	struct lgr_peer_state *p;
+
+	for (p = lgr_peers; p != NULL; p = p->next)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	if (!create)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->next = lgr_peers;
+	lgr_peers = p;
+	return p;
+}
+
+/* An active group to the peer came (+1) or went (-1). */
+static void
+lgr_peer_count(const struct lgr_ctx *ctx, const char *name, int delta)
+{
+	struct lgr_peer_state *p;
+
+	pthread_mutex_lock(&lgr_peers_lock);
+	p = lgr_peer_get(name, true);
+	if (p != NULL) {
+		p->lgrs += delta;
+		if (delta > 0) {
+			/* RDMA works: forget the last failure */
+			p->reason = 0;
+			p->by_peer = false;
+			p->backoff_until_ms = 0;
+			p->backoff_ms = ctx->t.backoff_ms;
+		}
+	}
+	pthread_mutex_unlock(&lgr_peers_lock);
+}
+
+/*
+ * RDMA to the peer failed for reason: keep it, and with backoff put the
+ * peer on the fallback for the current period, doubling the next one.
+ * Returns the period in ms (0 without backoff).
+ */
+static uint64_t
+lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name,
+		  uint32_t reason, bool by_peer, bool backoff)
+{
+	struct lgr_peer_state *p;
+	uint64_t period = 0;
+
+	pthread_mutex_lock(&lgr_peers_lock);
+	p = lgr_peer_get(name, true);
+	if (p != NULL) {
+		p->reason = reason;
+		p->by_peer = by_peer;
+		if (backoff) {
+			if (p->backoff_ms == 0)
+				p->backoff_ms = ctx->t.backoff_ms;
+			period = p->backoff_ms;
+			p->backoff_until_ms = lgr_now_ms() + period;
+			p->backoff_ms *= 2;
+			if (p->backoff_ms > ctx->t.backoff_max_ms)
+				p->backoff_ms = ctx->t.backoff_max_ms;
+		}
+	}
+	pthread_mutex_unlock(&lgr_peers_lock);
+	return period;
+}
+
+static bool
+lgr_peer_backed_off(const char *name)
+{
+	struct lgr_peer_state *p;
+	bool off;
+
+	pthread_mutex_lock(&lgr_peers_lock);
+	p = lgr_peer_get(name, false);
+	off = p != NULL && lgr_now_ms() < p->backoff_until_ms;
+	pthread_mutex_unlock(&lgr_peers_lock);
+	return off;
+}
+
+/*
+ * What reaches the peer called name, for `show peers`: out->rdma when an
+ * active link group does; else the reason it last fell back (a CLC_DECL_*
+ * code, 0 if RDMA was never tried) and how long until it is tried again.
+ * Any thread.  0, or -ENOENT when nothing is known about the peer.
+ */
+int
+lgr_peer_info(const char *peer, struct lgr_peer_info *out)
+{
+	struct lgr_peer_state *p;
+	uint64_t now = lgr_now_ms();
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&lgr_peers_lock);
+	p = lgr_peer_get(peer, false);
+	if (p != NULL) {
+		out->lgrs = p->lgrs;
+		out->rdma = p->lgrs > 0;
+		out->reason = p->reason;
+		out->by_peer = p->by_peer;
+		if (now < p->backoff_until_ms)
+			out->backoff_left_ms = p->backoff_until_ms - now;
+	}
+	pthread_mutex_unlock(&lgr_peers_lock);
+	return p != NULL ? 0 : -ENOENT;
+}
+
+/*
+ * "rdma" when an active link group reaches the peer, else "fallback";
+ * *reason (if not NULL) the CLC_DECL_* code of the last fallback, 0 if
+ * none (clc_decline_name() names it).  Any thread.
+ */
+const char *
+lgr_peer_mode(const char *peer, uint32_t *reason)
+{
+	struct lgr_peer_info info;
+
+	lgr_peer_info(peer, &info);
+	if (reason != NULL)
+		*reason = info.reason;
+	return info.rdma ? "rdma" : "fallback";
+}
+
+/* ---- contexts ---- */
+
+/*
+ * A daemon's link groups on base: conf for the peers and the rdma
+ * settings (held; NULL when lgr_worker_ctx sets a worker), st and al for
+ * counters and the authentication rate limit, t for the protocol timers
+ * (NULL or 0 fields: SMC's).  Devices are added with lgr_ctx_add_dev, or
+ * opened on demand for a worker.  NULL on failure.
+ */
+struct lgr_ctx *
+lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
+	    struct auth_limit *al, const struct lgr_timeouts *t)
+{
+	struct lgr_ctx *ctx;
+	uint8_t rnd[AUTH_NONCE_LEN];
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return NULL;
+	ctx->base = base;
+	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
+	ctx->stats = st;
+	ctx->auth = al;
+	if (t != NULL)
+		ctx->t = *t;
+	if (ctx->t.clc_wait_ms == 0)
+		ctx->t.clc_wait_ms = LGR_CLC_WAIT_MS;
+	if (ctx->t.llc_wait_ms == 0)
+		ctx->t.llc_wait_ms = LGR_LLC_WAIT_MS;
+	if (ctx->t.backoff_ms == 0)
+		ctx->t.backoff_ms = LGR_BACKOFF_MS;
+	if (ctx->t.backoff_max_ms < ctx->t.backoff_ms)
+		ctx->t.backoff_max_ms = ctx->t.backoff_ms > LGR_BACKOFF_MAX_MS ?
+						ctx->t.backoff_ms :
+						LGR_BACKOFF_MAX_MS;
+	if (ctx->t.add_link_retry_ms == 0)
+		ctx->t.add_link_retry_ms = LGR_ADD_LINK_RETRY_MS;
+	auth_nonce(rnd);
+	memcpy(ctx->system_id, rnd, sizeof(ctx->system_id));
+	return ctx;
+}
+
+/*
+ * Let ctx's links use dev (ops: its ops table), for any local address.
+ * The caller keeps ownership.  0, or -ENOSPC.
+ */
+int
+lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
+		struct dev *dev, const char *name)
+{
+	struct lgr_dev *d;
+
+	if (ctx->ndevs == LGR_DEVS_MAX)
+		return -ENOSPC;
+	d = &ctx->devs[ctx->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->ops = ops;
+	d->dev = dev;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	return 0;
+}
+
+/* The config the context works with now (a worker's follows reloads). */
+struct conf *
+lgr_ctx_conf(const struct lgr_ctx *ctx)
+{
+	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
+}
+
+static void lgr_free(struct lgr *lgr);
+
+/*
+ * Free ctx: every link group ends at once (DELETE_LINK ALL is posted but
+ * not waited for; the peer also sees the control connection close), then
+ * the devices we opened are closed.  Not from a callback of ctx.
+ */
+void
+lgr_ctx_free(struct lgr_ctx *ctx)
+{
+	int i;
+
+	if (ctx == NULL)
+		return;
+	while (ctx->lgrs != NULL) {
+		if (ctx->lgrs->state == LGR_STATE_ACTIVE)
+			lgr_terminate(ctx->lgrs, LLC_DEL_PROG_INIT_TERM, true,
+				      false);
+		lgr_free(ctx->lgrs);
+	}
+	while (ctx->clcs != NULL)
+		clc_conn_free(ctx->clcs);
+	for (i = 0; i < ctx->ndevs; i++)
+		if (ctx->devs[i].owned)
+			ib_dev_close(ctx->devs[i].dev);
+	if (ctx->conf != NULL)
+		conf_drop(ctx->conf);
+	free(ctx);
+}
+
+static void
+lgr_key_free(void *ctx)
+{
+	lgr_ctx_free(ctx);
+}
+
+static void
+lgr_key_init(void)
+{
+	uint8_t rnd[AUTH_NONCE_LEN];
+
+	if (pthread_key_create(&lgr_key, lgr_key_free) != 0)
+		fatalx("%s: pthread_key_create", __func__);
+	auth_nonce(rnd);
+	memcpy(lgr_daemon_system_id, rnd, sizeof(lgr_daemon_system_id));
+}
+
+/*
+ * The link-group context of worker w, created on first use; on w's
+ * thread only.  It opens RDMA devices as peers need them and ends with
+ * the thread.  NULL when out of memory.
+ */
+struct lgr_ctx *
+lgr_worker_ctx(struct worker *w)
+{
+	struct lgr_ctx *ctx;
+
+	pthread_once(&lgr_key_once, lgr_key_init);
+	ctx = pthread_getspecific(lgr_key);
+	if (ctx != NULL)
+		return ctx;
+	ctx = lgr_ctx_new(worker_base(w), NULL, worker_stats(w),
+			  worker_auth(w), NULL);
+	if (ctx == NULL)
+		return NULL;
+	ctx->w = w;
+	ctx->probe = true;
+	memcpy(ctx->system_id, lgr_daemon_system_id, sizeof(ctx->system_id));
+	if (pthread_setspecific(lgr_key, ctx) != 0) {
+		lgr_ctx_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static unsigned int
+lgr_test_link_ms(const struct lgr_ctx *ctx)
+{
+	if (ctx->t.test_link_ms)
+		return ctx->t.test_link_ms;
+	return (unsigned int)lgr_ctx_conf(ctx)->rdma.test_link_time * 1000;
+}
+
+static uint64_t
+lgr_idle_ms(const struct lgr *lgr)
+{
+	const struct lgr_ctx *ctx = lgr->ctx;
+	uint64_t ms = ctx->t.idle_ms ?
+			      ctx->t.idle_ms :
+			      (uint64_t)lgr->conf->rdma.lgr_idle_timeout * 1000;
+
+	/* the server lets go first, so a client never uses a dying group */
+	if (lgr->role == LGR_ROLE_CLIENT && ms > 0)
+		ms += ctx->t.idle_ms ? ctx->t.idle_ms / 10 :
+				       LGR_CLIENT_IDLE_EXTRA_MS;
+	return ms;
+}
+
+/* ---- devices ---- */
+
+static bool
+lgr_addr_host(const struct addr *a, char *buf, size_t len)
+{
+	if (a->ss.ss_family == AF_INET)
+		return inet_ntop(AF_INET,
+				 &((const struct sockaddr_in *)&a->ss)->sin_addr,
+				 buf, (socklen_t)len) != NULL;
+	if (a->ss.ss_family == AF_INET6)
+		return inet_ntop(
+			       AF_INET6,
+			       &((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+			       buf, (socklen_t)len) != NULL;
+	return false;
+}
+
+static bool
+lgr_addr_loopback(const struct addr *a)
+{
+	if (a->ss.ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)&a->ss)
+				      ->sin_addr.s_addr) >>
+			24) == 127;
+	if (a->ss.ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
+	return false;
+}
+
+/*
+ * A device of ctx for traffic from local (NULL: any) that is not not's
+ * device.  Devices added for tests serve any address.
+ */
+static const struct lgr_dev *
+lgr_dev_find(const struct lgr_ctx *ctx, const struct addr *local,
+	     const struct lgr_dev *not)
+{
+	const struct lgr_dev *d;
+	int i;
+
+	for (i = 0; i < ctx->ndevs; i++) {
+		d = &ctx->devs[i];
+		if (not != NULL && strcmp(d->name, not->name) == 0)
+			continue;
+		if (local == NULL || d->local.len == 0 ||
+		    addr_same_host(&d->local, local))
+			return d;
+	}
+	return NULL;
+}
+
+/*
+ * Open a device for local (a worker's context): one of rdma.devices, or
+ * any, with a RoCE GID for that address.  An address no device serves is
+ * not asked about again for the longest back-off period.
+ */
+static const struct lgr_dev *
+lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
+{
+	const struct conf *conf = lgr_ctx_conf(ctx);
+	uint64_t now = lgr_now_ms();
+	char ip[INET6_ADDRSTRLEN];
+	struct lgr_dev *d;
+	struct dev *dev = NULL;
+	int i;
+
+	if (!ctx->probe || ctx->ndevs == LGR_DEVS_MAX ||
+	    lgr_addr_loopback(local) || !lgr_addr_host(local, ip, sizeof(ip)))
+		return NULL;
+	for (i = 0; i < ctx->ntried; i++)
+		if (addr_same_host(&ctx->tried[i].local, local) &&
+		    now < ctx->tried[i].until_ms)
+			return NULL;
+	if (conf->rdma.ndevices == 0)
+		dev = ib_dev_open(NULL, 0, ip, conf->rdma.gid_index);
+	for (i = 0; i < conf->rdma.ndevices && dev == NULL; i++)
+		dev = ib_dev_open(conf->rdma.devices[i], 0, ip,
+				  conf->rdma.gid_index);
+	if (dev == NULL) {
+		for (i = 0; i < ctx->ntried; i++)
+			if (addr_same_host(&ctx->tried[i].local, local))
+				break;
+		if (i == ctx->ntried && ctx->ntried < LGR_DEVS_MAX)
+			ctx->ntried++;
+		if (i < ctx->ntried) {
+			ctx->tried[i].local = *local;
+			ctx->tried[i].until_ms = now + ctx->t.backoff_max_ms;
+		}
+		return NULL;
+	}
+	d = &ctx->devs[ctx->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->ops = &ib_dev_ops;
+	d->dev = dev;
+	d->owned = true;
+	d->local = *local;
+	snprintf(d->name, sizeof(d->name), "%s", ib_dev_name(dev));
+	return d;
+}
+
+static const struct lgr_dev *
+lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local)
+{
+	const struct lgr_dev *d = lgr_dev_find(ctx, local, NULL);
+
+	return d != NULL ? d : lgr_dev_open(ctx, local);
+}
+
+/*
+ * A device for a second link: another device than not's, through any
+ * other local address of an interface that is up.
+ */
+static const struct lgr_dev *
+lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *not)
+{
+	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, not);
+	struct ifaddrs *ifa, *all = NULL;
+	struct addr a;
+
+	if (d != NULL || !ctx->probe || getifaddrs(&all) == -1)
+		return d;
+	for (ifa = all; ifa != NULL && d == NULL; ifa = ifa->ifa_next) {
+		if (ifa->ifa_addr == NULL || !(ifa->ifa_flags & IFF_UP) ||
+		    (ifa->ifa_flags & IFF_LOOPBACK))
+			continue;
+		memset(&a, 0, sizeof(a));
+		if (ifa->ifa_addr->sa_family == AF_INET)
+			a.len = sizeof(struct sockaddr_in);
+		else if (ifa->ifa_addr->sa_family == AF_INET6 &&
+			 !IN6_IS_ADDR_LINKLOCAL(
+				 &((struct sockaddr_in6 *)ifa->ifa_addr)
+					  ->sin6_addr))
+			a.len = sizeof(struct sockaddr_in6);
+		else
+			continue;
+		memcpy(&a.ss, ifa->ifa_addr, a.len);
+		if (not->local.len && addr_same_host(&a, &not->local))
+			continue;
+		d = lgr_dev_find(ctx, &a, NULL);
+		if (d == NULL)
+			d = lgr_dev_open(ctx, &a);
+		if (d != NULL && strcmp(d->name, not->name) == 0)
+			d = NULL;
+	}
+	freeifaddrs(all);
+	return d;
+}
+
+/* The local address the kernel would send to peer from (no packet sent). */
+static int
+lgr_local_addr(const struct addr *peer, struct addr *out)
+{
+	socklen_t len = sizeof(out->ss);
+	int fd, rc = 0;
+
+	fd = socket(peer->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)&peer->ss, peer->len) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&out->ss, &len) == -1)
+		rc = -errno;
+	else
+		out->len = len;
+	close(fd);
+	return rc;
+}
+
+/* ---- links ---- */
+
+static void
+lgr_schedule_reap(struct lgr *lgr)
+{
+	event_active(lgr->reap, EV_TIMEOUT, 1);
+}
+
+/* wr.c says the link failed (completion error, async event, ...). */
+static void
+lgr_wr_down(struct wr_link *l, void *arg)
+{
+	lgr_link_fail(arg, LLC_DEL_LOST_PATH, false, "device or completion fault");
+}
+
+static struct lgr_link *
+lgr_link_slot(struct lgr *lgr)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_FREE)
+			return &lgr->link[i];
+	return NULL;
+}
+
+/*
+ * A new link's QP on dev (INIT, receives posted), named in logs as link
+ * id (the id it is expected to get).  NULL on failure.
+ */
+static struct lgr_link *
+lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
+{
+	const struct conf_rdma *r = &lgr->conf->rdma;
+	struct wr_link_cb cb = { lgr_wr_down, NULL };
+	struct wr_params p;
+	struct lgr_link *link = lgr_link_slot(lgr);
+	int rc;
+
+	if (link == NULL)
+		return NULL;
+	memset(link, 0, sizeof(*link));
+	link->lgr = lgr;
+	link->slot = (int)(link - lgr->link);
+	link->dev = dev;
+	cb.arg = link;
+	memset(&p, 0, sizeof(p));
+	snprintf(p.name, sizeof(p.name), "lgr %u link %u", lgr->id, id);
+	p.max_send_wr = (uint32_t)r->max_send_wr;
+	p.max_recv_wr = (uint32_t)r->max_recv_wr;
+	p.inline_enabled = r->inline_enabled;
+	p.inline_size = (uint32_t)r->inline_size;
+	p.slot_wait = r->slot_wait == CONF_SLOT_WAIT_ALL ? WR_WAIT_ALL :
+							   WR_WAIT_EXCLUSIVE;
+	link->wr = wr_link_new(dev->ops, dev->dev, lgr->ctx->base, &p, &cb);
+	if (link->wr == NULL) {
+		log_warn("lgr %u: %s: cannot create a link", lgr->id,
+			 dev->name);
+		return NULL;
+	}
+	rc = dev->ops->qp_addr(wr_link_qp(link->wr), &link->local);
+	if (rc) {
+		errno = -rc;
+		log_warn("lgr %u: %s: QP address", lgr->id, dev->name);
+		wr_link_free(link->wr);
+		link->wr = NULL;
+		return NULL;
+	}
+	link->state = LGR_LINK_INIT;
+	llc_link_init(link);
+	return link;
+}
+
+/* Back to a free slot: the QP goes, its memory is deregistered. */
+static void
+lgr_link_release(struct lgr_link *link)
+{
+	if (link->state == LGR_LINK_FREE)
+		return;
+	llc_link_release(link);
+	wr_link_free(link->wr);
+	memset(link, 0, sizeof(*link));
+}
+
+/* Connect the link's QP (RTR, RTS) to the peer's.  0 or -errno. */
+static int
+lgr_link_connect(struct lgr_link *link, const struct dev_qp_addr *peer)
+{
+	struct dev_qp_addr p = *peer;
+
+	if (p.mtu > link->local.mtu)
+		p.mtu = link->local.mtu;
+	link->peer = *peer;
+	return wr_link_connect(link->wr, &p);
+}
+
+/* The link with wire id, in any state but free/down; NULL if none. */
+struct lgr_link *
+lgr_link_by_id(struct lgr *lgr, uint8_t id)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].id == id && id != 0 &&
+		    lgr->link[i].state != LGR_LINK_FREE &&
+		    lgr->link[i].state != LGR_LINK_DOWN)
+			return &lgr->link[i];
+	return NULL;
+}
+
+static struct lgr_link *
+lgr_link_active(struct lgr *lgr, const struct lgr_link *not)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (&lgr->link[i] != not &&
+		    lgr->link[i].state == LGR_LINK_ACTIVE)
+			return &lgr->link[i];
+	return NULL;
+}
+
+/* Active links of the group. */
+int
+lgr_links_active(const struct lgr *lgr)
+{
+	int i, n = 0;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		n += lgr->link[i].state == LGR_LINK_ACTIVE;
+	return n;
+}
+
+/* Links that exist or are being added (not down). */
+static int
+lgr_links_live(const struct lgr *lgr)
+{
+	int i, n = 0;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		n += lgr->link[i].state != LGR_LINK_FREE &&
+		     lgr->link[i].state != LGR_LINK_DOWN;
+	return n;
+}
+
+static uint8_t
+lgr_link_id_new(struct lgr *lgr)
+{
+	uint8_t id;
+	int tries;
+
+	for (tries = 0; tries < 255; tries++) {
+		id = lgr->next_link_id++;
+		if (lgr->next_link_id == 0)
+			lgr->next_link_id = 1;
+		if (id != 0 && lgr_link_by_id(lgr, id) == NULL)
+			return id;
+	}
+	return 0;
+}
+
+/* ---- groups ---- */
+
+static struct lgr *
+lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
+	const struct conf_peer *peer)
+{
+	struct timeval tv;
+	struct lgr *lgr;
+	uint8_t rnd[AUTH_NONCE_LEN];
+	unsigned int tick;
+
+	lgr = calloc(1, sizeof(*lgr));
+	if (lgr == NULL)
+		return NULL;
+	lgr->ctx = ctx;
+	lgr->id = __atomic_add_fetch(&lgr_ids, 1, __ATOMIC_RELAXED);
+	lgr->role = role;
+	lgr->state = LGR_STATE_CLC;
+	lgr->conf = conf_hold(conf);
+	lgr->peer = peer;
+	lgr->next_link_id = 1;
+	lgr->created_ms = lgr_now_ms();
+	do {
+		auth_nonce(rnd);
+		memcpy(&lgr->token, rnd, sizeof(lgr->token));
+	} while (lgr->token == 0);
+	memcpy(lgr->uid, rnd + 4, sizeof(lgr->uid));
+	lgr->tick = event_new(ctx->base, -1, EV_PERSIST, lgr_tick_cb, lgr);
+	lgr->reap = event_new(ctx->base, -1, 0, lgr_reap_cb, lgr);
+	if (lgr->tick == NULL || lgr->reap == NULL) {
+		if (lgr->tick != NULL)
+			event_free(lgr->tick);
+		if (lgr->reap != NULL)
+			event_free(lgr->reap);
+		conf_drop(lgr->conf);
+		free(lgr);
+		return NULL;
+	}
+	/* fine enough for every bound the group keeps */
+	tick = ctx->t.llc_wait_ms / 4;
+	if (lgr_test_link_ms(ctx) > 0 && lgr_test_link_ms(ctx) / 4 < tick)
+		tick = lgr_test_link_ms(ctx) / 4;
+	if (ctx->t.idle_ms && ctx->t.idle_ms / 4 < tick)
+		tick = ctx->t.idle_ms / 4;
+	if (tick > LGR_TICK_MAX_MS)
+		tick = LGR_TICK_MAX_MS;
+	if (tick < 1)
+		tick = 1;
+	tv.tv_sec = tick / 1000;
+	tv.tv_usec = (tick % 1000) * 1000;
+	event_add(lgr->tick, &tv);
+	lgr->next = ctx->lgrs;
+	if (ctx->lgrs != NULL)
+		ctx->lgrs->prev = lgr;
+	ctx->lgrs = lgr;
+	return lgr;
+}
+
+static void
+lgr_free(struct lgr *lgr)
+{
+	struct lgr_ctx *ctx = lgr->ctx;
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		lgr_link_release(&lgr->link[i]);
+	if (lgr->clc != NULL)
+		clc_conn_free(lgr->clc);
+	event_free(lgr->tick);
+	event_free(lgr->reap);
+	if (lgr->prev != NULL)
+		lgr->prev->next = lgr->next;
+	else
+		ctx->lgrs = lgr->next;
+	if (lgr->next != NULL)
+		lgr->next->prev = lgr->prev;
+	conf_drop(lgr->conf);
+	free(lgr);
+}
+
+static void
+lgr_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lgr *lgr = arg;
+	int i;
+
+	if (lgr->state == LGR_STATE_TERMINATING && lgr->term_deadline_ms == 0) {
+		lgr_free(lgr);
+		return;
+	}
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_DOWN)
+			lgr_link_release(&lgr->link[i]);
+}
+
+/* The group is done with: free it from its own event. */
+static void
+lgr_dead(struct lgr *lgr)
+{
+	lgr->state = LGR_STATE_TERMINATING;
+	lgr->term_deadline_ms = 0;
+	lgr_schedule_reap(lgr);
+}
+
+static struct stats *
+lgr_stats(const struct lgr *lgr)
+{
+	return lgr->ctx->stats;
+}
+
+/*
+ * The handshake failed (CLC, or CONFIRM_LINK of the first link) with
+ * code; by_peer when the peer said so.  With decline, tell the peer.  The
+ * client falls back to TCP for the back-off period.
+ */
+static void
+lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
+{
+	uint64_t period;
+
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
+	if (decline && lgr->clc != NULL)
+		clc_decline_send(lgr->clc, code);
+	if (lgr->role == LGR_ROLE_CLIENT) {
+		STATS_INC(lgr_stats(lgr), clnt_hshake_err_cnt);
+		period = lgr_peer_fallback(lgr->ctx, lgr->peer->name, code,
+					   by_peer, true);
+		log_warnx("lgr %u: peer %s: link group setup failed: %s %s "
+			  "(0x%08x); TCP fallback for %llu s",
+			  lgr->id, lgr->peer->name,
+			  by_peer ? "peer declined," : "declined,",
+			  clc_decline_name(code), code,
+			  (unsigned long long)(period / 1000));
+	} else {
+		STATS_INC(lgr_stats(lgr), srv_hshake_err_cnt);
+		lgr_peer_fallback(lgr->ctx, lgr->peer->name, code, by_peer,
+				  false);
+		log_warnx("lgr %u: peer %s: link group setup failed: %s %s "
+			  "(0x%08x)",
+			  lgr->id, lgr->peer->name,
+			  by_peer ? "peer declined," : "declined,",
+			  clc_decline_name(code), code);
+	}
+	lgr_dead(lgr);
+}
+
+/*
+ * A new client-side group to peer (in ctx's config), its first link on
+ * the device for the address peer is reached from, and the CLC handshake
+ * on fd (a connected stream socket, taken over) or, with -1, on a new
+ * TCP connection to the peer's port.  NULL when it could not start: the
+ * peer is then on the fallback (NOSMCRDEV without a device).
+ */
+struct lgr *
+lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
+{
+	struct conf *conf = lgr_ctx_conf(ctx);
+	const struct lgr_dev *dev;
+	struct lgr_link *link;
+	struct addr local;
+	char buf[ADDR_STRLEN];
+	socklen_t len = sizeof(local.ss);
+	struct lgr *lgr;
+	uint64_t period;
+
+	memset(&local, 0, sizeof(local));
+	if (fd >= 0 ? getsockname(fd, (struct sockaddr *)&local.ss, &len) :
+		      lgr_local_addr(&peer->addr, &local))
+		memset(&local, 0, sizeof(local));
+	else if (fd >= 0)
+		local.len = len;
+	dev = lgr_dev_for(ctx, &local);
+	if (dev == NULL) {
+		period = lgr_peer_fallback(ctx, peer->name, CLC_DECL_NOSMCRDEV,
+					   false, true);
+		log_info("peer %s: no RDMA device for %s: TCP fallback "
+			 "(NOSMCRDEV) for %llu s",
+			 peer->name,
+			 local.len ? addr_str(&local, buf, sizeof(buf)) :
+				     "this address",
+			 (unsigned long long)(period / 1000));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	lgr = lgr_new(ctx, LGR_ROLE_CLIENT, conf, peer);
+	if (lgr == NULL) {
+		if (fd >= 0)
+			close(fd);
+		lgr_peer_fallback(ctx, peer->name, CLC_DECL_MEM, false, true);
+		return NULL;
+	}
+	/* the server names the first link 1 */
+	link = lgr_link_open(lgr, dev, 1);
+	if (link == NULL) {
+		if (fd >= 0)
+			close(fd);
+		lgr_fail(lgr, CLC_DECL_ERR_RDYLNK, false, false);
+		return NULL;
+	}
+	log_info("lgr %u: peer %s: setting up a link group (%s, qpn %u)",
+		 lgr->id, peer->name, dev->name, link->local.qpn);
+	/* it takes fd, and fails the group itself when it cannot start */
+	clc_client_start(lgr, fd);
+	return lgr;
+}
+
+/*
+ * An active client-side group to peer with room for one more
+ * connection, or NULL (then use the fallback).  Without one, a new group
+ * is set up in the background unless one is on its way or the peer is
+ * backed off.
+ */
+struct lgr *
+lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
+{
+	const struct conf_peer *p;
+	struct lgr *lgr;
+	bool pending = false;
+
+	if (ctx == NULL)
+		return NULL;
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+		if (lgr->role != LGR_ROLE_CLIENT ||
+		    strcmp(lgr->peer->name, peer->name) != 0)
+			continue;
+		if (lgr->state == LGR_STATE_ACTIVE &&
+		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
+			return lgr;
+		if (lgr->state == LGR_STATE_CLC ||
+		    lgr->state == LGR_STATE_CONFIRMING)
+			pending = true;
+	}
+	if (pending || lgr_peer_backed_off(peer->name))
+		return NULL;
+	/* the peer as the current config has it */
+	p = conf_peer_find(lgr_ctx_conf(ctx), peer->name);
+	if (p != NULL)
+		lgr_client_new(ctx, p, -1);
+	return NULL;
+}
+
+/*
+ * A rule is about to reach peer: make sure a link group to it exists or
+ * is on its way (while the data path is not there yet, connections still
+ * take the fallback; the group is set up eagerly and stays).
+ */
+void
+lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer)
+{
+	lgr_get(ctx, peer);
+}
+
+/*
+ * A new server-side group for the peer whose PROPOSAL p arrived on a
+ * control connection from local: negotiated limits, the first link's QP
+ * on the device for local, not connected.  NULL with *decline set.
+ */
+struct lgr *
+lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
+	       const struct clc_proposal_info *p, const struct addr *local,
+	       uint32_t *decline)
+{
+	struct conf *conf = lgr_ctx_conf(ctx);
+	const struct lgr_dev *dev;
+	struct lgr *lgr;
+	uint32_t ours = CLC_FEAT_CONN_OPEN;
+
+	dev = lgr_dev_for(ctx, local);
+	if (dev == NULL) {
+		lgr_peer_fallback(ctx, peer->name, CLC_DECL_NOSMCRDEV, false,
+				  false);
+		*decline = CLC_DECL_NOSMCRDEV;
+		return NULL;
+	}
+	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
+	if (lgr == NULL) {
+		*decline = CLC_DECL_MEM;
+		return NULL;
+	}
+	lgr->max_conns = p->max_conns < conf->rdma.max_conns_per_lgr ?
+				 p->max_conns :
+				 (uint8_t)conf->rdma.max_conns_per_lgr;
+	lgr->max_links = p->max_links < conf->rdma.max_links ?
+				 p->max_links :
+				 (uint8_t)conf->rdma.max_links;
+	if (conf->rdma.inline_enabled)
+		ours |= CLC_FEAT_INLINE;
+	lgr->features = p->features & ours;
+	memcpy(lgr->peer_system_id, p->system_id, sizeof(lgr->peer_system_id));
+	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
+		*decline = CLC_DECL_ERR_RDYLNK;
+		lgr_dead(lgr);
+		return NULL;
+	}
+	return lgr;
+}
+
+/*
+ * Our side of ACCEPT or CONFIRM: first link, RMB element size, limits,
+ * token.  No RMB region is announced over CLC: rmb_rkey and rmb_vaddr
+ * are 0 (docs/protocol.md, "Authentication of link groups").
+ */
+void
+lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
+{
+	const struct lgr_link *link = &lgr->link[0];
+	int rmbe = clc_rmbe_compress((uint64_t)lgr->conf->rdma.rmb);
+
+	memset(out, 0, sizeof(*out));
+	out->first_contact = true;
+	memcpy(out->system_id, lgr->ctx->system_id, sizeof(out->system_id));
+	memcpy(out->link.gid, link->local.gid, sizeof(out->link.gid));
+	memcpy(out->link.mac, link->local.mac, sizeof(out->link.mac));
+	out->link.qpn = link->local.qpn;
+	out->link.psn = link->local.psn;
+	out->link.mtu = (uint8_t)link->local.mtu;
+	out->rmbe_size = rmbe < 0 ? 0 : (uint8_t)rmbe;
+	out->max_conns = lgr->max_conns;
+	out->max_links = lgr->max_links;
+	out->features = lgr->features;
+	out->alert_token = lgr->token;
+}
+
+/*
+ * The peer's ACCEPT (client) or CONFIRM (server) has verified: keep what
+ * it says and connect the first link's QP to the peer's.  0, or the
+ * CLC_DECL_* code to decline with.
+ */
+uint32_t
+lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
+{
+	struct lgr_link *link = &lgr->link[0];
+	struct dev_qp_addr peer;
+
+	memcpy(lgr->peer_system_id, in->system_id, sizeof(in->system_id));
+	lgr->peer_token = in->alert_token;
+	lgr->peer_rmbe_size = in->rmbe_size;
+	if (lgr->role == LGR_ROLE_CLIENT) {
+		lgr->max_conns = in->max_conns;
+		lgr->max_links = in->max_links;
+		lgr->features = in->features;
+	}
+	memset(&peer, 0, sizeof(peer));
+	memcpy(peer.gid, in->link.gid, sizeof(peer.gid));
+	memcpy(peer.mac, in->link.mac, sizeof(peer.mac));
+	peer.qpn = in->link.qpn;
+	peer.psn = in->link.psn;
+	peer.mtu = in->link.mtu;
+	if (lgr_link_connect(link, &peer))
+		return CLC_DECL_ERR_RDYLNK;
+	return 0;
+}
+
+/*
+ * The CLC messages are through: the first link proves itself with
+ * CONFIRM_LINK, which the server sends and the client awaits.
+ */
+void
+lgr_clc_done(struct lgr *lgr)
+{
+	struct lgr_link *link = &lgr->link[0];
+	uint64_t now = lgr_now_ms();
+
+	lgr->state = LGR_STATE_CONFIRMING;
+	link->state = LGR_LINK_CONFIRMING;
+	link->act_ms = now;
+	if (lgr->role == LGR_ROLE_CLIENT) {
+		link->wait = LGR_WAIT_CONFIRM_REQ;
+		link->deadline_ms = now + 2 * (uint64_t)lgr->ctx->t.llc_wait_ms;
+		return;
+	}
+	link->id = lgr_link_id_new(lgr);
+	link->wait = LGR_WAIT_CONFIRM_RESP;
+	link->deadline_ms = now + lgr->ctx->t.llc_wait_ms;
+	if (llc_confirm_link_send(link))
+		lgr_fail(lgr, CLC_DECL_ERR_RDYLNK, false, true);
+}
+
+/*
+ * The control connection ended (code 0), the peer declined (code, by_peer)
+ * or sent something we refused (code): before the group is active this
+ * fails the handshake; after, it ends the group.
+ */
+void
+lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
+{
+	switch (lgr->state) {
+	case LGR_STATE_CLC:
+	case LGR_STATE_CONFIRMING:
+		lgr_fail(lgr, code ? code : CLC_DECL_PEERDECL, by_peer, false);
+		break;
+	case LGR_STATE_ACTIVE:
+		log_warnx("lgr %u: peer %s: control connection %s", lgr->id,
+			  lgr->peer->name, code ? "broke" : "closed");
+		lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, false);
+		break;
+	case LGR_STATE_TERMINATING:
+		break;
+	}
+}
+
+/* Connections: the link with the fewest, for load balance. */
+static struct lgr_link *
+lgr_link_least(struct lgr *lgr)
+{
+	struct lgr_link *best = NULL;
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_ACTIVE &&
+		    (best == NULL || lgr->link[i].conns < best->conns))
+			best = &lgr->link[i];
+	return best;
+}
+
+static void
+lgr_conn_unlink(struct lgr_conn *c)
+{
+	struct lgr *lgr = c->lgr;
+
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		lgr->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	if (c->link != NULL)
+		c->link->conns--;
+	c->link = NULL;
+	c->lgr = NULL;
+	if (--lgr->nconns == 0)
+		lgr->idle_since_ms = lgr_now_ms();
+}
+
+/*
+ * Put connection c (link_down and arg set) on lgr, on its least used
+ * active link.  0, -ENOSPC when the group is full, -ENOLINK when it has
+ * no active link.
+ */
+int
+lgr_conn_add(struct lgr *lgr, struct lgr_conn *c)
+{
+	struct lgr_link *link;
+
+	if (lgr->state != LGR_STATE_ACTIVE)
+		return -ENOLINK;
+	if (lgr->nconns >= lgr->max_conns)
+		return -ENOSPC;
+	link = lgr_link_least(lgr);
+	if (link == NULL)
+		return -ENOLINK;
+	c->lgr = lgr;
+	c->link = link;
+	link->conns++;
+	c->prev = NULL;
+	c->next = lgr->conns;
+	if (lgr->conns != NULL)
+		lgr->conns->prev = c;
+	lgr->conns = c;
+	lgr->nconns++;
+	return 0;
+}
+
+/* Take connection c off its group (no callback runs). */
+void
+lgr_conn_del(struct lgr_conn *c)
+{
+	if (c->lgr != NULL)
+		lgr_conn_unlink(c);
+}
+
+/* Every connection on from moves to to (NULL: the group is gone). */
+static void
+lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
+{
+	struct lgr_conn *c, *next;
+
+	for (c = lgr->conns; c != NULL; c = next) {
+		next = c->next;
+		if (from != NULL && c->link != from)
+			continue;
+		if (to == NULL) {
+			lgr_conn_unlink(c);
+		} else {
+			c->link->conns--;
+			c->link = to;
+			to->conns++;
+		}
+		if (c->link_down != NULL)
+			c->link_down(c, to);
+	}
+}
+
+/* ---- what llc.c reports ---- */
+
+/* CONFIRM_LINK went through on link: it is active. */
+void
+lgr_link_confirmed(struct lgr_link *link)
+{
+	struct lgr *lgr = link->lgr;
+	char gid[INET6_ADDRSTRLEN];
+	uint64_t now = lgr_now_ms();
+
+	link->state = LGR_LINK_ACTIVE;
+	link->wait = LGR_WAIT_NONE;
+	link->up_ms = link->act_ms = now;
+	STATS_INC(lgr_stats(lgr), link_up);
+	inet_ntop(AF_INET6, link->peer.gid, gid, sizeof(gid));
+	log_info("lgr %u link %u: up (CONFIRM_LINK): %s qpn %u, peer %s "
+		 "qpn %u",
+		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
+		 link->peer.qpn);
+	if (lgr->state != LGR_STATE_CONFIRMING)
+		return;
+	lgr->state = LGR_STATE_ACTIVE;
+	lgr->active_ms = lgr->idle_since_ms = now;
+	lgr->next_add_ms = now;
+	lgr->counted_up = true;
+	STATS_INC(lgr_stats(lgr), lgr_created);
+	lgr_peer_count(lgr->ctx, lgr->peer->name, 1);
+	log_info("lgr %u: peer %s: link group active as %s (max_conns %u, "
+		 "max_links %u)",
+		 lgr->id, lgr->peer->name,
+		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
+		 lgr->max_conns, lgr->max_links);
+}
+
+/*
+ * Link went down: reason is the DELETE_LINK reason, by_peer when the
+ * peer deleted it (then we do not tell it).  Its connections move to the
+ * other active link; with none left the group ends.
+ */
+void
+lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
+	      const char *why)
+{
+	struct lgr *lgr = link->lgr;
+	enum lgr_link_state was = link->state;
+	struct lgr_link *other;
+
+	if (was == LGR_LINK_FREE || was == LGR_LINK_DOWN)
+		return;
+	link->state = LGR_LINK_DOWN;
+	link->wait = LGR_WAIT_NONE;
+	if (!wr_link_is_down(link->wr))
+		wr_link_down(link->wr, why);
+	lgr_schedule_reap(lgr);
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
+	log_warnx("lgr %u link %u (%s): down: %s", lgr->id, link->id,
+		  link->dev->name, why);
+	if (lgr->state == LGR_STATE_CLC)
+		return; /* the CLC step that caused it declines */
+	if (lgr->state == LGR_STATE_CONFIRMING) {
+		lgr_fail(lgr, CLC_DECL_ERR_RDYLNK, false, true);
+		return;
+	}
+	if (was == LGR_LINK_ACTIVE)
+		STATS_INC(lgr_stats(lgr), link_down);
+	other = lgr_link_active(lgr, link);
+	if (other == NULL) {
+		lgr_terminate(lgr, reason, false, by_peer);
+		return;
+	}
+	if (lgr->role == LGR_ROLE_SERVER)
+		lgr->next_add_ms = lgr_now_ms() + lgr->ctx->t.add_link_retry_ms;
+	if (was == LGR_LINK_ACTIVE) {
+		log_info("lgr %u: %d connections move to link %u", lgr->id,
+			 link->conns, other->id);
+		lgr_conns_move(lgr, link, other);
+	}
+	if (!by_peer && link->id != 0 && lgr->state == LGR_STATE_ACTIVE)
+		llc_delete_link_send(other, link->id, reason, false, false,
+				     NULL, NULL);
+}
+
+/* The LLC step link waited for did not come in time. */
+void
+lgr_link_timeout(struct lgr_link *link)
+{
+	struct lgr *lgr = link->lgr;
+
+	if (lgr->state == LGR_STATE_CONFIRMING) {
+		log_warnx("lgr %u link %u: no CONFIRM_LINK %s in time",
+			  lgr->id, link->id,
+			  link->wait == LGR_WAIT_CONFIRM_REQ ? "request" :
+							       "response");
+		lgr_fail(lgr, CLC_DECL_TIMEOUT_CL, false, true);
+		return;
+	}
+	lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+		      link->wait == LGR_WAIT_ADD_RESP ?
+			      "no ADD_LINK response in time" :
+			      "no CONFIRM_LINK in time");
+}
+
+/*
+ * The peer broke the protocol (a malformed or unexpected message): the
+ * whole group ends, counted.
+ */
+void
+lgr_protocol_error(struct lgr *lgr, const char *why)
+{
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
+	STATS_INC(lgr_stats(lgr), llc_protocol_errors);
+	log_warnx("lgr %u: peer %s: protocol error: %s", lgr->id,
+		  lgr->peer->name, why);
+	if (lgr->state != LGR_STATE_ACTIVE) {
+		lgr_fail(lgr, CLC_DECL_BADMSG, false, true);
+		return;
+	}
+	lgr_terminate(lgr, LLC_DEL_PROT_VIOL, false, false);
+}
+
+/* DELETE_LINK ALL went out (or failed): the group can go. */
+static void
+lgr_term_sent(struct wr_link *l, struct wr_tx_slot *slot, int status,
+	      void *arg)
+{
+	struct lgr *lgr = arg;
+
+	lgr_dead(lgr);
+}
+
+/*
+ * End the group: connections are told (link_down(c, NULL)), the peer is
+ * sent DELETE_LINK ALL with reason unless by_peer (it deleted it), and
+ * the group is freed once that went out or llc_wait_ms passed.
+ */
+void
+lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
+{
+	struct lgr_link *via;
+	int i;
+
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
+	if (lgr->state != LGR_STATE_ACTIVE) {
+		lgr_fail(lgr, CLC_DECL_INTERR, false, true);
+		return;
+	}
+	log_info("lgr %u: peer %s: link group ends: %s%s, %d connections",
+		 lgr->id, lgr->peer->name, llc_delete_reason_name(reason),
+		 by_peer ? " (by the peer)" : "", lgr->nconns);
+	lgr->state = LGR_STATE_TERMINATING;
+	lgr->term_reason = reason;
+	lgr_conns_move(lgr, NULL, NULL);
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_ACTIVE)
+			STATS_INC(lgr_stats(lgr), link_down);
+	STATS_INC(lgr_stats(lgr), lgr_terminated);
+	if (lgr->counted_up) {
+		lgr->counted_up = false;
+		lgr_peer_count(lgr->ctx, lgr->peer->name, -1);
+	}
+	via = lgr_link_active(lgr, NULL);
+	lgr->term_deadline_ms = lgr_now_ms() + lgr->ctx->t.llc_wait_ms;
+	if (by_peer || via == NULL ||
+	    llc_delete_link_send(via, via->id, reason, true, orderly,
+				 lgr_term_sent, lgr))
+		lgr_dead(lgr);
+}
+
+/*
+ * Client: the server's ADD_LINK asks for link link_num to its new QP
+ * peer.  The new link on another device, connected, awaiting its
+ * CONFIRM_LINK; NULL when we have no alternate path (reject).
+ */
+struct lgr_link *
+lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
+		  const struct dev_qp_addr *peer)
+{
+	struct lgr_link *base = lgr_link_active(lgr, NULL), *link;
+	const struct lgr_dev *dev;
+	uint64_t now = lgr_now_ms();
+
+	if (base == NULL || lgr->max_links < 2 ||
+	    lgr_links_live(lgr) >= lgr->max_links ||
+	    lgr_link_by_id(lgr, link_num) != NULL)
+		return NULL;
+	dev = lgr_dev_alt(lgr->ctx, base->dev);
+	if (dev == NULL)
+		return NULL;
+	link = lgr_link_open(lgr, dev, link_num);
+	if (link == NULL)
+		return NULL;
+	if (lgr_link_connect(link, peer)) {
+		/* no id yet: the peer is told by the reject, not DELETE_LINK */
+		link->state = LGR_LINK_DOWN;
+		lgr_schedule_reap(lgr);
+		return NULL;
+	}
+	link->id = link_num;
+	link->state = LGR_LINK_CONFIRMING;
+	link->wait = LGR_WAIT_CONFIRM_REQ;
+	link->act_ms = now;
+	link->deadline_ms = now + 2 * (uint64_t)lgr->ctx->t.llc_wait_ms;
+	log_info("lgr %u link %u: adding on %s (qpn %u) for peer qpn %u",
+		 lgr->id, link->id, dev->name, link->local.qpn, peer->qpn);
+	return link;
+}
+
+/*
+ * Server: the client answered our ADD_LINK for link with its QP peer:
+ * connect and confirm the link over itself.  0 or -errno (link down).
+ */
+int
+lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
+{
+	struct lgr *lgr = link->lgr;
+	uint64_t now = lgr_now_ms();
+	int rc;
+
+	rc = lgr_link_connect(link, peer);
+	if (rc == 0) {
+		link->state = LGR_LINK_CONFIRMING;
+		link->wait = LGR_WAIT_CONFIRM_RESP;
+		link->act_ms = now;
+		link->deadline_ms = now + lgr->ctx->t.llc_wait_ms;
+		rc = llc_confirm_link_send(link);
+	}
+	if (rc)
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot connect the added link");
+	return rc;
+}
+
+/* Server: the client has no alternate path for link; try again later. */
+void
+lgr_link_add_rejected(struct lgr_link *link)
+{
+	struct lgr *lgr = link->lgr;
+
+	log_info("lgr %u: peer %s has no alternate path for a second link",
+		 lgr->id, lgr->peer->name);
+	link->state = LGR_LINK_DOWN;
+	link->wait = LGR_WAIT_NONE;
+	lgr->next_add_ms = lgr_now_ms() + lgr->ctx->t.add_link_retry_ms;
+	lgr_schedule_reap(lgr);
+}
+
+/* Server: a second link on another device, if both sides may have one. */
+static void
+lgr_add_link_start(struct lgr *lgr)
+{
+	struct lgr_link *via = lgr_link_active(lgr, NULL), *link;
+	const struct lgr_dev *dev;
+	uint64_t now = lgr_now_ms();
+	uint8_t id;
+
+	lgr->next_add_ms = now + lgr->ctx->t.add_link_retry_ms;
+	if (via == NULL)
+		return;
+	dev = lgr_dev_alt(lgr->ctx, via->dev);
+	if (dev == NULL)
+		return;
+	id = lgr_link_id_new(lgr);
+	link = id != 0 ? lgr_link_open(lgr, dev, id) : NULL;
+	if (link == NULL)
+		return;
+	link->id = id;
+	link->state = LGR_LINK_ADDING;
+	link->wait = LGR_WAIT_ADD_RESP;
+	link->act_ms = now;
+	link->deadline_ms = now + lgr->ctx->t.llc_wait_ms;
+	log_info("lgr %u link %u: adding on %s (qpn %u)", lgr->id, link->id,
+		 dev->name, link->local.qpn);
+	if (llc_add_link_send(via, link))
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, true,
+			      "cannot send ADD_LINK");
+}
+
+static void
+lgr_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lgr *lgr = arg;
+	uint64_t now = lgr_now_ms(), idle;
+	int i;
+
+	if (lgr->state == LGR_STATE_TERMINATING) {
+		if (lgr->term_deadline_ms && now >= lgr->term_deadline_ms)
+			lgr_dead(lgr);
+		return;
+	}
+	for (i = 0; i < LGR_LINK_SLOTS &&
+		    lgr->state != LGR_STATE_TERMINATING;
+	     i++)
+		if (lgr->link[i].state != LGR_LINK_FREE &&
+		    lgr->link[i].state != LGR_LINK_DOWN)
+			llc_link_tick(&lgr->link[i], now);
+	if (lgr->state != LGR_STATE_ACTIVE)
+		return;
+	idle = lgr_idle_ms(lgr);
+	if (lgr->nconns == 0 && now - lgr->idle_since_ms >= idle) {
+		log_info("lgr %u: peer %s: idle for %llu s", lgr->id,
+			 lgr->peer->name, (unsigned long long)(idle / 1000));
+		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		return;
+	}
+	if (lgr->role == LGR_ROLE_SERVER && now >= lgr->next_add_ms &&
+	    lgr_links_live(lgr) < lgr->max_links)
+		lgr_add_link_start(lgr);
+}
+
+/* ---- show lgrs / show links ---- */
+
+static void
+lgr_hex(const uint8_t *b, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+static json_t *
+lgr_link_json(const struct lgr_link *link, uint64_t now)
+{
+	const struct wr_stats *ws = wr_link_stats(link->wr);
+	const struct dev_qp_caps *caps = wr_link_caps(link->wr);
+	char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, link->local.gid, gid, sizeof(gid));
+	inet_ntop(AF_INET6, link->peer.gid, pgid, sizeof(pgid));
+	return json_pack(
+		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
+		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
+		"state", lgr_link_state_name(link->state), "device",
+		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
+		(json_int_t)link->local.qpn, "peer_qpn",
+		(json_int_t)link->peer.qpn, "mtu", link->local.mtu, "conns",
+		link->conns, "max_inline", (json_int_t)caps->max_inline_data,
+		"wrs_posted", (json_int_t)ws->posted, "inline_wrs",
+		(json_int_t)ws->inline_wrs, "completions",
+		(json_int_t)ws->completions, "errors", (json_int_t)ws->errors,
+		"slot_waits", (json_int_t)ws->slot_waits, "wakeups",
+		(json_int_t)ws->wakeups, "slot_wait_timeouts",
+		(json_int_t)ws->slot_wait_timeouts, "rx_unknown",
+		(json_int_t)ws->rx_unknown, "test_link_sent",
+		(json_int_t)link->test_sent, "test_link_answered",
+		(json_int_t)link->test_answered, "up_s",
+		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);
+}
+
+/*
+ * Append a JSON object per link group of ctx to the jansson array lgrs
+ * and one per link to links (either may be NULL).  On ctx's thread.
+ */
+void
+lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
+{
+	uint64_t now = lgr_now_ms();
+	char sysid[17], uid[9];
+	struct lgr *lgr;
+	json_t *o;
+	int i;
+
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
+			sysid);
+		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);
+		o = json_pack("{s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
+			      " s:I, s:s, s:s, s:f}",
+			      "id", (json_int_t)lgr->id, "worker",
+			      ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
+			      lgr->peer->name, "role",
+			      lgr->role == LGR_ROLE_CLIENT ? "client" :
+							     "server",
+			      "state", lgr_state_name(lgr->state), "links",
+			      lgr_links_active(lgr), "conns", lgr->nconns,
+			      "max_conns", lgr->max_conns, "max_links",
+			      lgr->max_links, "features",
+			      (json_int_t)lgr->features, "peer_system_id",
+			      sysid, "uid", uid, "age_s",
+			      (double)(now - lgr->created_ms) / 1000.0);
+		if (o != NULL && lgrs != NULL)
+			json_array_append_new(lgrs, o);
+		else
+			json_decref(o);
+		for (i = 0; links != NULL && i < LGR_LINK_SLOTS; i++) {
+			if (lgr->link[i].state == LGR_LINK_FREE)
+				continue;
+			o = lgr_link_json(&lgr->link[i], now);
+			if (o != NULL)
+				json_array_append_new(links, o);
+		}
+	}
+}
+
+/*
+ * lgr_json for worker w's groups, if it has any; run it on w's thread
+ * (worker_call).
+ */
+void
+lgr_worker_json(struct worker *w, void *lgrs, void *links)
+{
+	struct lgr_ctx *ctx;
+
+	pthread_once(&lgr_key_once, lgr_key_init);
+	ctx = pthread_getspecific(lgr_key);
+	if (ctx != NULL && ctx->w == w)
+		lgr_json(ctx, lgrs, links);
+}

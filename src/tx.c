@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The send side of a connection carried over RDMA (net/smc's smc_tx.c and
+ * the CDC send half of smc_cdc.c), and the connection object itself.
+ *
+ * The owner reads its TCP socket straight into the send ring (tx_space,
+ * tx_produced) and calls tx_push().  A push RDMA-WRITEs the unsent bytes
+ * that fit the peer's window into its RMB element at the producer cursor
+ * (a span wrapping in the ring and/or in the RMB: at most two WRITEs of
+ * at most two SGEs each), followed on the same TX slot by the CDC
+ * carrying the new producer cursor; RC ordering makes the peer see the
+ * bytes before the CDC.  Ring space comes back when the CDC completes
+ * (tx_curs_fin); the peer's window only with its consumer cursor.
+ *
+ * Every CDC carries the whole current state (producer cursor, our
+ * consumer cursor, sticky close flags), so whatever a CDC is posted for,
+ * it also takes along every byte that may go.  tx_owe says why one is
+ * owed even if autocork would hold the bytes back.
+ *
+ * Send engine (DESIGN §4), each rule switchable in struct tx_params:
+ * - Autocork: a push posts nothing while the connection has CDCs in
+ *   flight and at most min(sndbuf/2, autocork_size) bytes unsent; a push
+ *   with nothing in flight never corks; the completion of the last CDC in
+ *   flight pushes whatever waits, and so does the peer's window opening,
+ *   so a corked tail is never stranded.
+ * - Inline WRITEs and CDCs: decided by wr.c from the QP's real
+ *   max_inline_data (and counted there).
+ * - Slot waiting: with no free TX slot the connection parks its
+ *   wr_waiter and posts when woken; a wake-up it no longer needs is handed
+ *   on (wr_tx_wait_cancel).  -ENOLINK means the link failed.
+ *
+ * Failover: tx_failover() moves the connection to another link and
+ * re-sends everything not confirmed by a completion, from tx_curs_fin,
+ * after a validation CDC (seqno = last completed) that lets the peer
+ * detect it lost something.
+ *
+ * Lifetime: tx_conn_free() frees at once if nothing is in flight, else
+ * when the last CDC completes (the send ring may still be read by a
+ * WRITE until then).  A link must not be freed before the completions
+ * of what was posted on it came back (wr.c flushes them when it fails).
+ */
+#include <sys/uio.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smcproxyd.h"
+
+static void tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status,
+			void *arg);
+
+static size_t
+tx_min(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Bytes produced into the ring but not yet RDMA-written. */
+size_t
+tx_unsent(const struct rconn *rc)
+{
+	return cdc_curs_diff(rc->sndbuf->size, &rc->tx_curs_sent,
+			     &rc->tx_curs_prep);
+}
+
+/* Free bytes of the ring: those whose CDC completed. */
+static size_t
+tx_ring_free(const struct rconn *rc)
+{
+	return rc->sndbuf->size - cdc_curs_diff(rc->sndbuf->size,
+						&rc->tx_curs_fin,
+						&rc->tx_curs_prep);
+}
+
+/*
+ * The peer's consumer cursor moved: recompute its window.  After a
+ * failover it can be ahead of our producer cursor (the peer consumed
+ * bytes whose completions the old link never delivered): those are not
+ * sent again.  Completions move tx_curs_fin up later.
+ */
+void
+tx_peer_consumed(struct rconn *rc)
+{
+	size_t psize = rc->peer_rmb.size;
+	int64_t ahead = cdc_curs_comp(psize, &rc->local_tx_ctrl.prod,
+				      &rc->local_rx_ctrl.cons);
+
+	if (ahead > 0) {
+		cdc_curs_add(&rc->tx_curs_sent, (size_t)ahead,
+			     rc->sndbuf->size);
+		cdc_curs_add(&rc->local_tx_ctrl.prod, (size_t)ahead, psize);
+	}
+	rc->peer_rmbe_space =
+		psize - cdc_curs_diff(psize, &rc->local_rx_ctrl.cons,
+				      &rc->local_tx_ctrl.prod);
+}
+
+static void
+tx_waiter_wake(struct wr_waiter *w, int status)
+{
+	struct rconn *rc =
+		(struct rconn *)((char *)w - offsetof(struct rconn, waiter));
+
+	tx_conn_hold(rc);
+	if (status < 0) {
+		/* the link is gone: nothing to hand on */
+		w->woken = false;
+		tx_link_failed(rc);
+	} else if (tx_kick(rc, 0) == -ENOLINK) {
+		tx_link_failed(rc);
+	}
+	tx_conn_put(rc);
+}
+
+/*
+ * A connection on link, set up as *in says; it takes over in->sndbuf and
+ * in->rmb (on success only).  NULL with errno EINVAL for a missing part,
+ * a zero token or a buffer size buf_size_ok() refuses; ENOMEM.
+ */
+struct rconn *
+tx_conn_new(const struct rconn_init *in)
+{
+	struct rconn *rc;
+
+	if (in->link == NULL || in->ops == NULL || in->sndbuf == NULL ||
+	    in->rmb == NULL || in->token == 0 || in->peer_token == 0 ||
+	    !buf_size_ok(in->sndbuf->size) || !buf_size_ok(in->rmb->size) ||
+	    !buf_size_ok(in->peer_rmb.size)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = calloc(1, sizeof(*rc));
+	if (rc == NULL)
+		return NULL;
+	rc->id = in->id;
+	rc->link = in->link;
+	rc->token = in->token;
+	rc->peer_token = in->peer_token;
+	rc->ops = in->ops;
+	rc->arg = in->arg;
+	rc->params = in->params;
+	rc->sum = in->sum;
+	rc->sndbuf = in->sndbuf;
+	rc->rmb = in->rmb;
+	rc->peer_rmb = in->peer_rmb;
+	rc->local_tx_ctrl.token = in->peer_token;
+	rc->local_rx_ctrl.token = in->token;
+	rc->peer_rmbe_space = in->peer_rmb.size;
+	rc->waiter.wake = tx_waiter_wake;
+	return rc;
+}
+
+static void
+tx_conn_destroy(struct rconn *rc)
+{
+	buf_put(rc->sndbuf);
+	buf_put(rc->rmb);
+	free(rc);
+}
+
+/* Keep rc allocated across a callback that might free it. */
+void
+tx_conn_hold(struct rconn *rc)
+{
+	rc->nest++;
+}
+
+/* Undo tx_conn_hold(); rc is freed here if it was waiting for that. */
+void
+tx_conn_put(struct rconn *rc)
+{
+	if (--rc->nest == 0 && (rc->flags & RCONN_F_FREEING) &&
+	    rc->cdc_pend_tx_wr == 0 && rc->cdc_pend_old == 0)
+		tx_conn_destroy(rc);
+}
+
+/*
+ * Free the connection and give back its buffers: now, or when its CDCs
+ * in flight have completed.  Nothing more is sent or received; a CDC not
+ * yet posted (a parked close, say) is dropped.  NULL is ignored.
+ */
+void
+tx_conn_free(struct rconn *rc)
+{
+	if (rc == NULL || (rc->flags & RCONN_F_FREEING))
+		return;
+	rc->flags |= RCONN_F_FREEING;
+	if (rc->waiter.queued)
+		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	tx_conn_hold(rc);
+	tx_conn_put(rc);
+}
+
+/* Tell the owner, once per link, that the link failed under rc. */
+void
+tx_link_failed(struct rconn *rc)
+{
+	if (rc->flags & (RCONN_F_LINK_FAILED | RCONN_F_FREEING))
+		return;
+	rc->flags |= RCONN_F_LINK_FAILED;
+	if (rc->ops->link_failed != NULL)
+		rc->ops->link_failed(rc, rc->arg);
+}
+
+/*
+ * The free spans of the send ring, where the owner may read new bytes
+ * (at most two: the ring wraps).  How many spans, 0 when the ring is full
+ * (tx_space_ready follows when space comes back), or -EPIPE once the
+ * connection was closed for sending or aborted.
+ */
+int
+tx_space(struct rconn *rc, struct iovec iov[2])
+{
+	size_t size = rc->sndbuf->size, avail, start, first;
+	uint8_t *ring = rc->sndbuf->addr;
+
+	if (rc->flags & (RCONN_F_CLOSE_WR | RCONN_F_ABORT | RCONN_F_PEER_ABORT |
+			 RCONN_F_FREEING))
+		return -EPIPE;
+	avail = tx_ring_free(rc);
+	if (avail == 0) {
+		rc->flags |= RCONN_F_TX_BLOCKED;
+		RCONN_STAT(rc, ring_full, 1);
+		return 0;
+	}
+	start = rc->tx_curs_prep.count;
+	first = tx_min(avail, size - start);
+	iov[0].iov_base = ring + start;
+	iov[0].iov_len = first;
+	if (avail == first)
+		return 1;
+	iov[1].iov_base = ring;
+	iov[1].iov_len = avail - first;
+	return 2;
+}
+
+/*
+ * The owner put n new bytes at the start of the spans tx_space() gave.
+ * They go out with the next tx_push().
+ */
+void
+tx_produced(struct rconn *rc, size_t n)
+{
+	size_t avail = tx_ring_free(rc);
+
+	if (rc->flags & (RCONN_F_CLOSE_WR | RCONN_F_ABORT))
+		return;
+	if (n > avail) {
+		log_warnx("%s: conn 0x%llx: %zu bytes produced, %zu free",
+			  __func__, (unsigned long long)rc->id, n, avail);
+		n = avail;
+	}
+	cdc_curs_add(&rc->tx_curs_prep, n, rc->sndbuf->size);
+}
+
+/* Autocork (smc_should_autocork): hold unsent bytes back for now? */
+static bool
+tx_should_cork(const struct rconn *rc, size_t unsent)
+{
+	size_t limit;
+
+	if (!rc->params.autocork || rc->params.autocork_size == 0 ||
+	    rc->cdc_pend_tx_wr == 0)
+		return false;
+	limit = tx_min(rc->sndbuf->size / 2, rc->params.autocork_size);
+	return unsent <= limit;
+}
+
+/*
+ * The WRITEs moving len unsent bytes from the ring at tx_curs_sent to the
+ * peer's RMB at its producer cursor: one per piece of the destination
+ * (it wraps at most once as len <= peer_rmb.size), each with one SGE per
+ * piece of the source (which wraps at most once as len <= sndbuf size).
+ * How many WRITEs, or -EINVAL if that would not cover len (a bug).
+ */
+static int
+tx_writes(const struct rconn *rc, size_t len, struct wr_write w[2])
+{
+	size_t ssize = rc->sndbuf->size, dsize = rc->peer_rmb.size;
+	size_t src = rc->tx_curs_sent.count, dst = rc->local_tx_ctrl.prod.count;
+	uint8_t *ring = rc->sndbuf->addr;
+	size_t done = 0, chunk, piece;
+	int nw;
+
+	for (nw = 0; done < len && nw < 2; nw++) {
+		struct wr_write *cur = &w[nw];
+
+		chunk = tx_min(len - done, dsize - dst);
+		cur->remote_addr = rc->peer_rmb.vaddr + dst;
+		cur->rkey = rc->peer_rmb.rkey;
+		for (cur->nsge = 0; chunk > 0 && cur->nsge < 2; cur->nsge++) {
+			piece = tx_min(chunk, ssize - src);
+			cur->sge[cur->nsge].addr =
+				(uint64_t)(uintptr_t)(ring + src);
+			cur->sge[cur->nsge].length = (uint32_t)piece;
+			cur->sge[cur->nsge].lkey = rc->sndbuf->mr.lkey;
+			src = (src + piece) % ssize;
+			dst = (dst + piece) % dsize;
+			chunk -= piece;
+			done += piece;
+		}
+	}
+	return done == len ? nw : -EINVAL;
+}
+
+/* Conn state flags for a CDC after which all_sent is true or not. */
+static uint8_t
+tx_state_flags(const struct rconn *rc, bool all_sent)
+{
+	uint8_t cs = rc->local_tx_ctrl.conn_state_flags;
+
+	if (rc->flags & RCONN_F_ABORT)
+		return cs | CDC_CS_PEER_CONN_ABORT;
+	if (all_sent && (rc->flags & RCONN_F_CLOSE_WR))
+		cs |= CDC_CS_PEER_DONE_WRITING;
+	if (all_sent && (rc->flags & RCONN_F_CLOSE))
+		cs |= CDC_CS_PEER_CONN_CLOSED;
+	return cs;
+}
+
+static void
+tx_pend_add(struct rconn *rc, const struct rconn_pend *p)
+{
+	rc->pend[(rc->pend_head + rc->pend_len) % RCONN_PEND_MAX] = *p;
+	rc->pend_len++;
+	rc->cdc_pend_tx_wr++;
+	RCONN_STAT(rc, tx_cdcs, 1);
+}
+
+/* Take a TX slot; -EBUSY: parked, the waiter calls back. */
+static int
+tx_slot(struct rconn *rc, struct wr_tx_slot **slot)
+{
+	int err = wr_tx_get(rc->link, slot, &rc->waiter);
+
+	if (err == -EBUSY)
+		RCONN_STAT(rc, slot_waits, 1);
+	return err;
+}
+
+/*
+ * After a failover: a CDC with failover_validation and the seqno of the
+ * last completed CDC, so the peer sees whether it missed one.  Its
+ * cursors are ignored by the receiver.
+ */
+static int
+tx_post_validation(struct rconn *rc)
+{
+	struct rconn_pend p = {.validation = true};
+	struct wr_link *l = rc->link;
+	struct wr_tx_slot *slot;
+	int err;
+
+	err = tx_slot(rc, &slot);
+	if (err)
+		return err == -EBUSY ? 0 : err;
+	err = cdc_conn_build(rc, rc->tx_seq_fin, &rc->local_tx_ctrl.prod,
+			     rc->local_tx_ctrl.prod_flags |
+				     CDC_PF_FAILOVER_VALIDATION,
+			     rc->local_tx_ctrl.conn_state_flags,
+			     wr_tx_buf(slot), CDC_MSG_LEN);
+	if (err < 0) {
+		wr_tx_put(l, slot);
+		return err;
+	}
+	err = wr_tx_post(l, slot, NULL, 0, tx_cdc_done, rc);
+	if (err)
+		return rc->link != l ? 0 : -ENOLINK;
+	p.seqno = rc->tx_seq_fin;
+	tx_pend_add(rc, &p);
+	rc->tx_owe &= ~RCONN_OWE_VALIDATE;
+	return 0;
+}
+
+/*
+ * Post one CDC with every unsent byte the peer's window takes, if one is
+ * owed or autocork lets the bytes go (*corked set if it does not).  0
+ * (posted, corked, parked, or nothing to do) or -errno.
+ */
+static int
+tx_post_data(struct rconn *rc, bool *corked)
+{
+	struct wr_link *l = rc->link;
+	struct cdc_info *tc = &rc->local_tx_ctrl;
+	size_t unsent = tx_unsent(rc), len, resent = 0;
+	struct rconn_pend p = {.validation = false};
+	struct cdc_cursor prod = tc->prod;
+	struct wr_tx_slot *slot;
+	struct wr_write w[2];
+	unsigned int owe = rc->tx_owe;
+	uint8_t pf, cs;
+	int64_t behind;
+	int nw, err;
+
+	len = rc->flags & RCONN_F_ABORT ? 0 :
+					  tx_min(unsent, rc->peer_rmbe_space);
+	cs = tx_state_flags(rc, len == unsent);
+	if (len == 0 && !(owe & (RCONN_OWE_CONS | RCONN_OWE_CDC)) &&
+	    cs == tc->conn_state_flags)
+		return 0;
+	if (len > 0 && !(owe & ~RCONN_OWE_VALIDATE) &&
+	    cs == tc->conn_state_flags && tx_should_cork(rc, unsent)) {
+		*corked = true;
+		return 0;
+	}
+	if (rc->pend_len == RCONN_PEND_MAX)
+		return 0; /* a completion comes and retries */
+	nw = tx_writes(rc, len, w);
+	if (nw < 0)
+		return nw;
+	err = tx_slot(rc, &slot);
+	if (err)
+		return err == -EBUSY ? 0 : err;
+	cdc_curs_add(&prod, len, rc->peer_rmb.size);
+	/* tell the peer we want more window than it has given */
+	pf = unsent > 0 && unsent >= rc->peer_rmbe_space ?
+		     CDC_PF_WRITE_BLOCKED :
+		     0;
+	err = cdc_conn_build(rc, (uint16_t)(tc->seqno + 1), &prod, pf, cs,
+			     wr_tx_buf(slot), CDC_MSG_LEN);
+	if (err < 0) {
+		wr_tx_put(l, slot);
+		return err;
+	}
+	err = wr_tx_post(l, slot, w, nw, tx_cdc_done, rc);
+	if (err) /* link down; a failover (maybe already done) resends */
+		return rc->link != l ? 0 : -ENOLINK;
+	behind = cdc_curs_comp(rc->peer_rmb.size, &tc->prod, &rc->tx_prod_hi);
+	if (behind > 0)
+		resent = tx_min(len, (size_t)behind);
+	tc->seqno++;
+	tc->prod = prod;
+	tc->prod_flags = pf;
+	tc->conn_state_flags = cs;
+	if (cdc_curs_comp(rc->peer_rmb.size, &rc->tx_prod_hi, &prod) > 0)
+		rc->tx_prod_hi = prod;
+	cdc_curs_add(&rc->tx_curs_sent, len, rc->sndbuf->size);
+	rc->peer_rmbe_space -= len;
+	rc->rx_curs_confirmed = tc->cons;
+	p.sent = rc->tx_curs_sent;
+	p.prod = prod;
+	p.seqno = tc->seqno;
+	tx_pend_add(rc, &p);
+	rc->tx_owe &= RCONN_OWE_VALIDATE;
+	if (cs & CDC_CS_PEER_CONN_ABORT)
+		rc->flags |= RCONN_F_ABORT_SENT;
+	RCONN_STAT(rc, tx_bytes, len - resent);
+	RCONN_STAT(rc, resent_bytes, resent);
+	if (owe & RCONN_OWE_CONS)
+		RCONN_STAT(rc, cons_updates, 1);
+	if ((owe & RCONN_OWE_LAST) && len > 0)
+		RCONN_STAT(rc, completion_pushes, 1);
+	if (pf & CDC_PF_WRITE_BLOCKED)
+		RCONN_STAT(rc, peer_window_full, 1);
+	return 0;
+}
+
+/* tx_kick(), saying whether autocork held bytes back. */
+static int
+tx_flush(struct rconn *rc, unsigned int owe, bool *corked)
+{
+	int err = 0;
+
+	rc->tx_owe |= owe;
+	if (rc->flags & (RCONN_F_FREEING | RCONN_F_ABORT_SENT))
+		goto out;
+	if (wr_link_is_down(rc->link)) {
+		err = -ENOLINK;
+		goto out;
+	}
+	if (rc->waiter.queued)
+		return 0; /* parked: the wake-up comes back here */
+	if (rc->tx_owe & RCONN_OWE_VALIDATE) {
+		err = tx_post_validation(rc);
+		if (err || (rc->tx_owe & RCONN_OWE_VALIDATE))
+			goto out;
+	}
+	err = tx_post_data(rc, corked);
+out:
+	/* woken for a slot we did not take: the next waiter gets it */
+	if (rc->waiter.woken)
+		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	return err;
+}
+
+/*
+ * Add owe to what the connection owes the peer and post what may go now.
+ * 0 (posted, corked, parked for a slot, or nothing to send) or -ENOLINK.
+ */
+int
+tx_kick(struct rconn *rc, unsigned int owe)
+{
+	bool corked = false;
+
+	return tx_flush(rc, owe, &corked);
+}
+
+/*
+ * Send what was produced, unless autocork holds it back for a moment.
+ * 0 (posted, corked or parked for a slot: it goes out by itself), -EPIPE
+ * after an abort, or -ENOLINK when the link is down (the bytes stay in
+ * the ring for tx_failover).
+ */
+int
+tx_push(struct rconn *rc)
+{
+	bool corked = false;
+	int err;
+
+	if (rc->flags & (RCONN_F_ABORT | RCONN_F_PEER_ABORT))
+		return -EPIPE;
+	tx_conn_hold(rc);
+	err = tx_flush(rc, 0, &corked);
+	if (corked)
+		RCONN_STAT(rc, corked, 1);
+	tx_conn_put(rc);
+	return err;
+}
+
+/*
+ * Close the sending side: TX_CLOSE_DONE_WRITING sends peer_done_writing
+ * with the CDC that carries the last byte produced, TX_CLOSE_CLOSED also
+ * peer_conn_closed, TX_CLOSE_ABORT drops unsent bytes and sends
+ * peer_conn_abort now.  0, or -ENOLINK (sent after tx_failover).
+ */
+int
+tx_close(struct rconn *rc, enum tx_close_how how)
+{
+	int err;
+
+	switch (how) {
+	case TX_CLOSE_DONE_WRITING:
+		rc->flags |= RCONN_F_CLOSE_WR;
+		break;
+	case TX_CLOSE_CLOSED:
+		rc->flags |= RCONN_F_CLOSE_WR | RCONN_F_CLOSE;
+		break;
+	case TX_CLOSE_ABORT:
+		rc->flags |= RCONN_F_ABORT;
+		rc->tx_curs_prep = rc->tx_curs_sent;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (rc->flags & RCONN_F_PEER_ABORT)
+		return 0; /* nobody left to tell */
+	tx_conn_hold(rc);
+	err = tx_kick(rc, RCONN_OWE_PUSH);
+	tx_conn_put(rc);
+	return err;
+}
+
+/*
+ * Ring space came back (a CDC completed, a failover skipped bytes the
+ * peer had consumed): tell an owner who found the ring full.
+ */
+static void
+tx_space_opened(struct rconn *rc)
+{
+	if (!(rc->flags & RCONN_F_TX_BLOCKED) || tx_ring_free(rc) == 0)
+		return;
+	rc->flags &= ~RCONN_F_TX_BLOCKED;
+	if (rc->ops->tx_space_ready != NULL)
+		rc->ops->tx_space_ready(rc, rc->arg);
+}
+
+/*
+ * A CDC's SEND completed (smc_cdc_tx_handler).  CDCs complete in post
+ * order on a link, so it is the oldest in flight on rc->link; one of a
+ * link we failed over from only counts down.
+ */
+static void
+tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
+{
+	struct rconn *rc = arg;
+	struct rconn_pend *p;
+	unsigned int owe = 0;
+
+	tx_conn_hold(rc);
+	if (l != rc->link) {
+		rc->cdc_pend_old--;
+		goto out;
+	}
+	p = &rc->pend[rc->pend_head];
+	rc->pend_head = (rc->pend_head + 1) % RCONN_PEND_MAX;
+	rc->pend_len--;
+	rc->cdc_pend_tx_wr--;
+	if (status) {
+		tx_link_failed(rc);
+		goto out;
+	}
+	if (!p->validation) {
+		rc->tx_curs_fin = p->sent;
+		rc->tx_prod_fin = p->prod;
+		rc->tx_seq_fin = p->seqno;
+	}
+	if (rc->flags & RCONN_F_FREEING)
+		goto out;
+	tx_space_opened(rc);
+	if (rc->flags & RCONN_F_FREEING)
+		goto out;
+	/* the last one in flight pushes what autocork held back */
+	if (rc->cdc_pend_tx_wr == 0 && tx_unsent(rc) > 0)
+		owe = RCONN_OWE_PUSH | RCONN_OWE_LAST;
+	if (tx_kick(rc, owe) == -ENOLINK)
+		tx_link_failed(rc);
+out:
+	tx_conn_put(rc);
+}
+
+/*
+ * Move rc to newlink after its link failed (smc_switch_conns): CDCs in
+ * flight on the old link no longer count; everything not confirmed by a
+ * completion is sent again from tx_curs_fin, except bytes the peer's
+ * consumer cursor shows it already consumed; a validation CDC goes
+ * first, then one CDC even if there is no data, so the peer also learns
+ * our consumer cursor.  Update rc->peer_rmb.rkey first if newlink needs
+ * another one.  0, -EINVAL, or -ENOLINK if newlink is down too.
+ */
+int
+tx_failover(struct rconn *rc, struct wr_link *newlink)
+{
+	int err;
+
+	if (newlink == NULL || newlink == rc->link)
+		return -EINVAL;
+	if (wr_link_is_down(newlink))
+		return -ENOLINK;
+	tx_conn_hold(rc);
+	if (rc->waiter.queued)
+		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	rc->cdc_pend_old += rc->cdc_pend_tx_wr;
+	rc->cdc_pend_tx_wr = 0;
+	rc->pend_len = 0;
+	rc->pend_head = 0;
+	rc->tx_curs_sent = rc->tx_curs_fin;
+	rc->local_tx_ctrl.prod = rc->tx_prod_fin;
+	tx_peer_consumed(rc);
+	rc->link = newlink;
+	rc->flags &= ~RCONN_F_LINK_FAILED;
+	RCONN_STAT(rc, failovers, 1);
+	err = 0;
+	if (!(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT)))
+		err = tx_kick(rc, RCONN_OWE_VALIDATE | RCONN_OWE_CDC |
+					  RCONN_OWE_PUSH);
+	tx_conn_put(rc);
+	return err;
+}

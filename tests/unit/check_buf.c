@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * buf.c on the loopback device model: sizes, reuse from the free lists,
+ * the byte limit (-ENOBUFS without disturbing buffers in use, idle ones
+ * released to make room), and what a peer may write: an RMB element
+ * through its own rkey and within its bounds, never a send ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+
+#define K16 16384u
+
+START_TEST(sizes_are_powers_of_two_from_16k)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 0);
+	struct buf *b;
+
+	ck_assert(buf_size_ok(K16));
+	ck_assert(buf_size_ok(BUF_SIZE_MAX));
+	ck_assert(!buf_size_ok(0));
+	ck_assert(!buf_size_ok(8192));
+	ck_assert(!buf_size_ok(3 * K16));
+	ck_assert(!buf_size_ok((size_t)BUF_SIZE_MAX * 2));
+	ck_assert_int_eq(buf_get(p, BUF_RMB, 8192, &b), -EINVAL);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, 3 * K16, &b), -EINVAL);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &b), 0);
+	ck_assert_uint_eq(b->size, K16);
+	ck_assert_ptr_nonnull(b->addr);
+	ck_assert_uint_eq(buf_pool_stats(p)->bytes_used[BUF_RMB], K16);
+	buf_put(b);
+	ck_assert_uint_eq(buf_pool_stats(p)->bytes_used[BUF_RMB], 0);
+	buf_pool_free(p);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
+START_TEST(reuse_from_free_list)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 0);
+	struct buf *a, *b, *c;
+	uint32_t rkey;
+
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), 0);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &b), 0);
+	/* one MR per element: an rkey covers one connection's RMB */
+	ck_assert_uint_ne(a->mr.rkey, b->mr.rkey);
+	memset(a->addr, 0xab, a->size);
+	rkey = a->mr.rkey;
+	buf_put(a);
+	/* same class, same kind: handed out again, zeroed, same MR */
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &c), 0);
+	ck_assert_ptr_eq(c, a);
+	ck_assert_uint_eq(c->mr.rkey, rkey);
+	ck_assert_uint_eq(((uint8_t *)c->addr)[100], 0);
+	ck_assert_uint_eq(buf_pool_stats(p)->reuse_cnt, 1);
+	ck_assert_uint_eq(buf_pool_stats(p)->alloc_cnt, 2);
+	buf_put(c);
+	/* another kind or class is not served from it */
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &c), 0);
+	ck_assert_ptr_ne(c, a);
+	buf_put(c);
+	buf_put(b);
+	ck_assert_uint_eq(buf_pool_stats(p)->bytes, 3 * K16);
+	buf_pool_free(p);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
+START_TEST(limit_refuses_without_disturbing)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 4 * K16);
+	struct buf *b[5];
+	size_t i, j;
+
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(
+			buf_get(p, i % 2 ? BUF_RMB : BUF_SNDBUF, K16, &b[i]),
+			0);
+		memset(b[i]->addr, (int)(i + 1), K16);
+	}
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &b[4]), -ENOBUFS);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, 2 * K16, &b[4]), -ENOBUFS);
+	ck_assert_uint_eq(buf_pool_stats(p)->nobufs_cnt, 2);
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < K16; j += 997)
+			ck_assert_uint_eq(((uint8_t *)b[i]->addr)[j], i + 1);
+	buf_put(b[1]);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &b[4]), 0);
+	ck_assert_ptr_eq(b[4], b[1]);
+	/* an idle element of another class makes room for a new one */
+	buf_put(b[0]);
+	buf_put(b[2]);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, 2 * K16, &b[0]), 0);
+	ck_assert_uint_eq(buf_pool_stats(p)->evicted, 2);
+	ck_assert_uint_le(buf_pool_stats(p)->bytes, 4 * K16);
+	ck_assert_uint_eq(((uint8_t *)b[3]->addr)[5], 4);
+	buf_put(b[0]);
+	buf_put(b[3]);
+	buf_put(b[4]);
+	buf_pool_free(p);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
+START_TEST(pool_freed_with_buffers_out)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 0);
+	struct buf *a, *b;
+
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &b), 0);
+	buf_put(b);
+	buf_pool_free(p); /* a still in use: freed when it comes back */
+	memset(a->addr, 1, a->size);
+	buf_put(a);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
+/* What a peer can reach with the rkeys it learns. */
+struct reach {
+	struct event_base *base;
+	struct dev *dev;
+	struct wr_link *a, *b;
+	int down;
+};
+
+static void
+reach_down(struct wr_link *l, void *arg)
+{
+	((struct reach *)arg)->down++;
+}
+
+static void
+reach_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+{
+}
+
+/* A connected pair of links on r's device (a fresh pair per fault). */
+static void
+reach_links(struct reach *r)
+{
+	struct wr_params prm = {.max_send_wr = 4, .max_recv_wr = 4};
+	struct wr_link_cb cb = {reach_down, r};
+	struct dev_qp_addr aa, ba;
+
+	r->down = 0;
+	r->a = wr_link_new(&loopdev_ops, r->dev, r->base, &prm, &cb);
+	r->b = wr_link_new(&loopdev_ops, r->dev, r->base, &prm, &cb);
+	ck_assert_ptr_nonnull(r->a);
+	ck_assert_ptr_nonnull(r->b);
+	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(r->a), &aa), 0);
+	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(r->b), &ba), 0);
+	ck_assert_int_eq(wr_link_connect(r->a, &ba), 0);
+	ck_assert_int_eq(wr_link_connect(r->b, &aa), 0);
+	wr_rx_register(r->b, 0x42, reach_rx);
+}
+
+static void
+reach_unlink(struct reach *r)
+{
+	wr_link_free(r->a);
+	wr_link_free(r->b);
+}
+
+/* WRITE len bytes from src into dst + off with dst's rkey; link still up? */
+static bool
+reach_write(struct reach *r, struct buf *src, struct buf *dst, size_t off,
+	    size_t len)
+{
+	struct wr_tx_slot *slot;
+	struct wr_write w;
+
+	memset(&w, 0, sizeof(w));
+	w.sge[0].addr = (uint64_t)(uintptr_t)src->addr;
+	w.sge[0].length = (uint32_t)len;
+	w.sge[0].lkey = src->mr.lkey;
+	w.nsge = 1;
+	w.remote_addr = (uint64_t)(uintptr_t)dst->addr + off;
+	w.rkey = dst->mr.rkey;
+	ck_assert_int_eq(wr_tx_get(r->a, &slot, NULL), 0);
+	((uint8_t *)wr_tx_buf(slot))[0] = 0x42;
+	ck_assert_int_eq(wr_tx_post(r->a, slot, &w, 1, NULL, NULL), 0);
+	ck_assert_int_ge(loopdev_run(r->dev), 0);
+	return r->down == 0;
+}
+
+START_TEST(peer_writes_only_its_rmb)
+{
+	struct buf *src, *rmb, *ring;
+	struct buf_pool *p;
+	struct reach r;
+
+	memset(&r, 0, sizeof(r));
+	r.base = event_base_new();
+	r.dev = loopdev_new(r.base);
+	p = buf_pool_new(&loopdev_ops, r.dev, 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &src), 0);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &rmb), 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &ring), 0);
+	memset(src->addr, 0x5a, K16);
+	reach_links(&r);
+	ck_assert(reach_write(&r, src, rmb, 0, K16));
+	ck_assert_mem_eq(rmb->addr, src->addr, K16);
+	/* one byte past the element: refused, the link goes down */
+	ck_assert(!reach_write(&r, src, rmb, 1, K16));
+	reach_unlink(&r);
+	/* a send ring is not remotely writable at all */
+	reach_links(&r);
+	ck_assert(!reach_write(&r, src, ring, 0, 16));
+	reach_unlink(&r);
+	buf_put(src);
+	buf_put(rmb);
+	buf_put(ring);
+	buf_pool_free(p);
+	loopdev_free(r.dev);
+	event_base_free(r.base);
+}
+END_TEST
+
+static Suite *
+buf_suite(void)
+{
+	Suite *s = suite_create("buf");
+	TCase *tc = tcase_create("pool");
+
+	tcase_add_test(tc, sizes_are_powers_of_two_from_16k);
+	tcase_add_test(tc, reuse_from_free_list);
+	tcase_add_test(tc, limit_refuses_without_disturbing);
+	tcase_add_test(tc, pool_freed_with_buffers_out);
+	tcase_add_test(tc, peer_writes_only_its_rmb);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(buf_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Link groups end to end, in one process: two "daemons" (an lgr_ctx each,
+ * one event_base) speak CLC over a socketpair and LLC over loopdev's model
+ * of RC queue pairs.  What a user would notice: a link group comes up and
+ * is proven by CONFIRM_LINK, gets its second link, survives losing one,
+ * notices a silent peer, and when RDMA cannot be had (no device, wrong
+ * key, a broken or hostile peer) says why and falls back.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+#include "clc_wire.h"
+#include "llc_wire.h"
+
+#define WAIT_MS 3000 /* generous bound for anything that should happen */
+
+struct side {
+	struct conf *conf;
+	struct stats st;
+	struct auth_limit al;
+	struct lgr_ctx *ctx;
+	struct dev *dev[2];
+	int ndev;
+};
+
+static struct event_base *base;
+static struct side A, B; /* A: daemon "a", the client; B: "b", the server */
+static struct lgr_timeouts tmo;
+
+/* ---- harness ---- */
+
+static void
+side_init(struct side *s, const char *name, const char *peer, int ndev,
+	  const char *rdma, const char *peer_addr)
+{
+	char text[1024];
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"%s\"; workers = 1; };\n"
+		 "peers = ( { name = \"%s\"; address = \"%s\";"
+		 " insecure = true; any_source = true; } );\n"
+		 "rdma: { %s };\n",
+		 name, peer, peer_addr ? peer_addr : "127.0.0.1:17100",
+		 rdma ? rdma : "");
+	s->conf = conf_load_string(text, "test.conf", stderr);
+	ck_assert_ptr_nonnull(s->conf);
+	conf_hold(s->conf);
+	s->ctx = lgr_ctx_new(base, s->conf, &s->st, &s->al, &tmo);
+	ck_assert_ptr_nonnull(s->ctx);
+	for (i = 0; i < ndev; i++) {
+		char dn[16];
+
+		s->dev[i] = loopdev_new(base);
+		ck_assert_ptr_nonnull(s->dev[i]);
+		snprintf(dn, sizeof(dn), "loop%d", i);
+		ck_assert_int_eq(lgr_ctx_add_dev(s->ctx, &loopdev_ops,
+						 s->dev[i], dn),
+				 0);
+	}
+	s->ndev = ndev;
+}
+
+static void
+side_free(struct side *s)
+{
+	int i;
+
+	lgr_ctx_free(s->ctx);
+	s->ctx = NULL;
+	for (i = 0; i < s->ndev; i++)
+		loopdev_free(s->dev[i]);
+	s->ndev = 0;
+	conf_drop(s->conf);
+}
+
+/* The peer entry of side s (its only one), to set keys on. */
+static struct conf_peer *
+side_peer(struct side *s)
+{
+	return &s->conf->peers[0];
+}
+
+static void
+side_key(struct side *s, unsigned char fill)
+{
+	struct conf_peer *p = side_peer(s);
+
+	memset(p->key, fill, 32);
+	p->key_len = 32;
+	p->insecure = false;
+}
+
+static void
+setup(void)
+{
+	memset(&A, 0, sizeof(A));
+	memset(&B, 0, sizeof(B));
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	memset(&tmo, 0, sizeof(tmo));
+	tmo.clc_wait_ms = 500;
+	tmo.llc_wait_ms = 200;
+}
+
+static void
+teardown(void)
+{
+	if (A.ctx != NULL)
+		side_free(&A);
+	if (B.ctx != NULL)
+		side_free(&B);
+	event_base_free(base);
+}
+
+static void
+run_once(void)
+{
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	usleep(100);
+}
+
+static bool
+run_until(bool (*pred)(void), unsigned int ms)
+{
+	uint64_t end = lgr_now_ms() + ms;
+
+	for (;;) {
+		if (pred())
+			return true;
+		if (lgr_now_ms() > end)
+			return false;
+		run_once();
+	}
+}
+
+static void
+run_for(unsigned int ms)
+{
+	uint64_t end = lgr_now_ms() + ms;
+
+	while (lgr_now_ms() < end)
+		run_once();
+}
+
+static struct lgr *
+lgr_of(const struct side *s)
+{
+	return s->ctx != NULL ? s->ctx->lgrs : NULL;
+}
+
+static bool
+lgr_active(const struct side *s, int links)
+{
+	const struct lgr *l = lgr_of(s);
+
+	return l != NULL && l->state == LGR_STATE_ACTIVE &&
+	       lgr_links_active(l) == links;
+}
+
+static bool
+both_active(void)
+{
+	return lgr_active(&A, 1) && lgr_active(&B, 1);
+}
+
+static bool
+both_two_links(void)
+{
+	return lgr_active(&A, 2) && lgr_active(&B, 2);
+}
+
+static bool
+none_left(void)
+{
+	return lgr_of(&A) == NULL && lgr_of(&B) == NULL;
+}
+
+static bool
+a_gone(void)
+{
+	return lgr_of(&A) == NULL;
+}
+
+static uint64_t
+stat(const struct side *s, enum stats_id id)
+{
+	return stats_read(&s->st, id);
+}
+
+/* Start a handshake from A to B over a socketpair. */
+static void
+connect_ab(void)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_ptr_nonnull(lgr_client_new(A.ctx, side_peer(&A), sv[0]));
+	ck_assert_int_eq(clc_serve(B.ctx, sv[1], NULL, NULL, 0), 0);
+}
+
+static struct lgr_link *
+link_n(const struct side *s, uint8_t id)
+{
+	return lgr_link_by_id(lgr_of(s), id);
+}
+
+/* ---- a raw peer: the test speaks CLC itself ---- */
+
+static int raw_fd = -1;
+static uint8_t raw_buf[CLC_MSG_MAX];
+static size_t raw_len, raw_want;
+
+static bool
+raw_readable(void)
+{
+	ssize_t n = recv(raw_fd, raw_buf + raw_len, raw_want - raw_len, 0);
+
+	if (n > 0)
+		raw_len += (size_t)n;
+	return raw_len == raw_want || n == 0;
+}
+
+/* Read want bytes of what the daemon sends us (0 more at EOF). */
+static size_t
+raw_read(size_t want)
+{
+	raw_len = 0;
+	raw_want = want;
+	run_until(raw_readable, WAIT_MS);
+	return raw_len;
+}
+
+/* A socketpair end for the test, the other served by B. */
+static void
+raw_to_b(void)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	raw_fd = sv[0];
+	ck_assert_int_eq(clc_serve(B.ctx, sv[1], NULL, NULL, 0), 0);
+}
+
+static void
+raw_close(void)
+{
+	if (raw_fd >= 0)
+		close(raw_fd);
+	raw_fd = -1;
+}
+
+static void
+raw_send(const void *buf, size_t len)
+{
+	ck_assert_int_eq(send(raw_fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static void
+raw_proposal(struct clc_proposal_info *p, const char *name)
+{
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < 8; i++)
+		p->system_id[i] = (uint8_t)(0x40 + i);
+	p->link.gid[10] = 0xff;
+	p->link.gid[11] = 0xff;
+	p->link.gid[15] = 0x99;
+	p->link.qpn = 0x0abcde;
+	p->link.psn = 0x123;
+	p->link.mtu = 3;
+	p->max_conns = 255;
+	p->max_links = 2;
+	p->features = CLC_FEAT_CONN_OPEN;
+	for (i = 0; i < 32; i++)
+		p->nonce[i] = (uint8_t)i;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+}
+
+/* The DECLINE B answered with: its reason (0 if none came). */
+static uint32_t
+raw_decline(void)
+{
+	struct clc_decline_info d;
+	uint32_t decl;
+
+	if (raw_read(sizeof(struct clc_decline)) != sizeof(struct clc_decline))
+		return 0;
+	if (clc_decline_decode(raw_buf, raw_len, &d, &decl))
+		return 0;
+	return d.diagnosis;
+}
+
+/* ---- tests ---- */
+
+/* The handshake ends in a link proven by CONFIRM_LINK on both sides. */
+START_TEST(handshake_confirmed)
+{
+	struct lgr *la, *lb;
+	struct lgr_link *ka, *kb;
+	json_t *lgrs, *links, *o;
+	uint32_t reason = 1;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	la = lgr_of(&A);
+	lb = lgr_of(&B);
+	ck_assert_int_eq(la->role, LGR_ROLE_CLIENT);
+	ck_assert_int_eq(lb->role, LGR_ROLE_SERVER);
+	ck_assert_mem_eq(la->uid, lb->uid, 4);
+	ck_assert_mem_eq(la->peer_system_id, B.ctx->system_id, 8);
+	ck_assert_mem_eq(lb->peer_system_id, A.ctx->system_id, 8);
+	ck_assert_uint_eq(la->max_conns, 255);
+	ck_assert_uint_eq(la->max_links, 2);
+	ck_assert_uint_eq(la->peer_token, lb->token);
+	ck_assert_uint_eq(lb->peer_token, la->token);
+	ka = link_n(&A, 1);
+	kb = link_n(&B, 1);
+	ck_assert_ptr_nonnull(ka);
+	ck_assert_ptr_nonnull(kb);
+	ck_assert_uint_eq(ka->peer.qpn, kb->local.qpn);
+	ck_assert_uint_eq(kb->peer.qpn, ka->local.qpn);
+	ck_assert_mem_eq(ka->peer.gid, kb->local.gid, 16);
+	ck_assert_uint_eq(stat(&A, STAT_lgr_created), 1);
+	ck_assert_uint_eq(stat(&B, STAT_lgr_created), 1);
+	ck_assert_uint_eq(stat(&A, STAT_link_up), 1);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 0);
+	ck_assert_str_eq(lgr_peer_mode("b", &reason), "rdma");
+	ck_assert_uint_eq(reason, 0);
+	ck_assert_str_eq(lgr_peer_mode("a", NULL), "rdma");
+
+	lgrs = json_array();
+	links = json_array();
+	lgr_json(A.ctx, lgrs, links);
+	ck_assert_uint_eq(json_array_size(lgrs), 1);
+	ck_assert_uint_eq(json_array_size(links), 1);
+	o = json_array_get(lgrs, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "state")),
+			 "active");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "role")),
+			 "client");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "peer")), "b");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "links")), 1);
+	o = json_array_get(links, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "state")),
+			 "active");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "device")),
+			 "loop0");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "qpn")),
+			 ka->local.qpn);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "peer_qpn")),
+			 kb->local.qpn);
+	/* the CONFIRM_LINK response went out and completed */
+	ck_assert_int_ge(json_integer_value(json_object_get(o, "wrs_posted")),
+			 1);
+	ck_assert_int_ge(json_integer_value(json_object_get(o, "completions")),
+			 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "errors")), 0);
+	ck_assert_ptr_nonnull(json_object_get(o, "slot_waits"));
+	ck_assert_ptr_nonnull(json_object_get(o, "inline_wrs"));
+	json_decref(lgrs);
+	json_decref(links);
+}
+END_TEST
+
+/* With the right pre-shared key on both sides the MACs verify. */
+START_TEST(handshake_with_key)
+{
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_key(&A, 0x5a);
+	side_key(&B, 0x5a);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_auth_failures), 0);
+	ck_assert_uint_eq(stat(&B, STAT_auth_failures), 0);
+}
+END_TEST
+
+/* Both sides have a second device: the server adds a second link. */
+START_TEST(second_link)
+{
+	struct lgr_conn c[2];
+	struct lgr_link *ka, *kb;
+
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	ka = link_n(&A, 2);
+	kb = link_n(&B, 2);
+	ck_assert_ptr_nonnull(ka);
+	ck_assert_ptr_nonnull(kb);
+	ck_assert_str_eq(ka->dev->name, "loop1");
+	ck_assert_str_eq(kb->dev->name, "loop1");
+	ck_assert_uint_eq(ka->peer.qpn, kb->local.qpn);
+	ck_assert_uint_eq(stat(&A, STAT_link_up), 2);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 2);
+	/* connections spread over both links */
+	memset(c, 0, sizeof(c));
+	ck_assert_int_eq(lgr_conn_add(lgr_of(&A), &c[0]), 0);
+	ck_assert_int_eq(lgr_conn_add(lgr_of(&A), &c[1]), 0);
+	ck_assert_ptr_ne(c[0].link, c[1].link);
+	lgr_conn_del(&c[0]);
+	lgr_conn_del(&c[1]);
+	ck_assert_int_eq(lgr_of(&A)->nconns, 0);
+}
+END_TEST
+
+/* The client has no second device: it rejects ADD_LINK, one link stays. */
+START_TEST(add_link_rejected)
+{
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	run_for(4 * tmo.llc_wait_ms);
+	ck_assert(both_active());
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 1);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	/* the server tried and waits before trying again */
+	ck_assert_uint_gt(lgr_of(&B)->next_add_ms, lgr_now_ms() + 1000);
+	ck_assert_int_eq(lgr_of(&B)->link[1].state, LGR_LINK_FREE);
+	ck_assert_int_eq(lgr_of(&B)->link[2].state, LGR_LINK_FREE);
+}
+END_TEST
+
+static bool
+tests_answered(void)
+{
+	return link_n(&A, 1) != NULL && link_n(&A, 1)->test_answered >= 2 &&
+	       link_n(&B, 1) != NULL && link_n(&B, 1)->test_answered >= 2;
+}
+
+/*
+ * A silent link is probed with TEST_LINK and answered; once the peer
+ * stops answering, the link is down within test_link_time + 2 s (here
+ * scaled down) and, being the only one, takes its group with it.
+ */
+START_TEST(test_link)
+{
+	uint64_t t0, took;
+
+	tmo.test_link_ms = 40;
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert(run_until(tests_answered, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_link_down), 0);
+	/* B goes deaf to TEST_LINK: it neither answers nor hears answers */
+	wr_rx_register(link_n(&B, 1)->wr, LLC_TEST_LINK, NULL);
+	t0 = lgr_now_ms();
+	ck_assert(run_until(a_gone, WAIT_MS));
+	took = lgr_now_ms() - t0;
+	ck_assert_uint_le(took, tmo.test_link_ms + tmo.llc_wait_ms + 150);
+	ck_assert_uint_ge(took, tmo.llc_wait_ms);
+	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);
+	ck_assert_str_eq(lgr_peer_mode("b", NULL), "fallback");
+}
+END_TEST
+
+static struct lgr_link *moved_to;
+static int moved;
+
+static void
+conn_link_down(struct lgr_conn *c, struct lgr_link *to)
+{
+	moved_to = to;
+	moved++;
+}
+
+static bool
+b_one_link(void)
+{
+	return lgr_active(&B, 1) && lgr_active(&A, 1);
+}
+
+/*
+ * A completion error on one link takes it down: its connection moves to
+ * the other link, the peer deletes its half, the group carries on.
+ */
+START_TEST(completion_error_failover)
+{
+	struct lgr_conn c[2];
+	struct lgr_link *k1, *k2, *bad;
+	int i;
+
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	k1 = link_n(&A, 1);
+	k2 = link_n(&A, 2);
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < 2; i++) {
+		c[i].link_down = conn_link_down;
+		ck_assert_int_eq(lgr_conn_add(lgr_of(&A), &c[i]), 0);
+	}
+	bad = c[1].link;
+	moved = 0;
+	loopdev_error_next_completion(wr_link_qp(bad->wr),
+				      DEV_WC_RETRY_EXC_ERR);
+	ck_assert_int_eq(llc_test_link_send(bad), 0);
+	ck_assert(run_until(b_one_link, WAIT_MS));
+	ck_assert_int_eq(moved, 1);
+	ck_assert_ptr_eq(moved_to, bad == k1 ? k2 : k1);
+	ck_assert_ptr_eq(c[0].link, moved_to);
+	ck_assert_ptr_eq(c[1].link, moved_to);
+	ck_assert_int_eq(moved_to->conns, 2);
+	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
+	ck_assert_uint_eq(stat(&B, STAT_link_down), 1);
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 0);
+	ck_assert_str_eq(lgr_peer_mode("b", NULL), "rdma");
+	/* a later ADD_LINK try may bring a link back; none is stuck */
+	run_for(50);
+	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
+	lgr_conn_del(&c[0]);
+	lgr_conn_del(&c[1]);
+}
+END_TEST
+
+/* The server has no device: it declines NOSMCRDEV and A falls back. */
+START_TEST(decline_nosmcrdev)
+{
+	struct lgr_peer_info info;
+	uint32_t reason = 0;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 0, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
+	ck_assert_str_eq(clc_decline_name(reason), "NOSMCRDEV");
+	ck_assert_int_eq(lgr_peer_info("b", &info), 0);
+	ck_assert(info.by_peer);
+	ck_assert_uint_gt(info.backoff_left_ms, 0);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
+	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 1);
+	ck_assert_str_eq(lgr_peer_mode("a", &reason), "fallback");
+	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
+	/* backed off: the next connection does not try again */
+	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert_ptr_null(lgr_of(&A));
+}
+END_TEST
+
+/* No device here: no CLC at all, NOSMCRDEV of our own. */
+START_TEST(local_nosmcrdev)
+{
+	struct lgr_peer_info info;
+	char c;
+	int sv[2];
+
+	side_init(&A, "a", "b", 0, NULL, NULL);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_ptr_null(lgr_client_new(A.ctx, side_peer(&A), sv[0]));
+	ck_assert_int_eq(read(sv[1], &c, 1), 0); /* closed, nothing sent */
+	close(sv[1]);
+	ck_assert_int_eq(lgr_peer_info("b", &info), 0);
+	ck_assert(!info.rdma);
+	ck_assert(!info.by_peer);
+	ck_assert_uint_eq(info.reason, CLC_DECL_NOSMCRDEV);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 0);
+}
+END_TEST
+
+/* Keys differ: the client finds the server's MAC wrong, AUTHFAIL. */
+START_TEST(wrong_key)
+{
+	uint32_t reason = 0;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_key(&A, 0x11);
+	side_key(&B, 0x22);
+	connect_ab();
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_uint_eq(reason, CLC_DECL_AUTHFAIL);
+	ck_assert_uint_eq(stat(&A, STAT_auth_failures), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 1);
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_received), 1);
+	ck_assert_uint_eq(stat(&A, STAT_link_up), 0);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 0);
+}
+END_TEST
+
+/*
+ * A client without the key: B's ACCEPT discloses no rkey or RMB address,
+ * B's QP stays unconnected, and a CONFIRM with a wrong MAC is declined
+ * AUTHFAIL and counted.
+ */
+START_TEST(wrong_key_no_rkey)
+{
+	struct clc_proposal_info p;
+	struct clc_accept_info acc, cf;
+	uint8_t msg[CLC_MSG_MAX];
+	uint32_t decl;
+	int len;
+
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_key(&B, 0x22);
+	raw_to_b();
+	raw_proposal(&p, "a");
+	len = clc_proposal_encode(msg, sizeof(msg), &p);
+	raw_send(msg, (size_t)len);
+	ck_assert_uint_eq(raw_read(sizeof(struct clc_accept)),
+			  sizeof(struct clc_accept));
+	ck_assert_int_eq(clc_accept_decode(raw_buf, raw_len, &acc, &decl), 0);
+	ck_assert(acc.first_contact);
+	ck_assert_uint_eq(acc.rmb_rkey, 0);
+	ck_assert_uint_eq(acc.rmb_vaddr, 0);
+	ck_assert_ptr_nonnull(lgr_of(&B));
+	ck_assert_int_eq(lgr_of(&B)->link[0].state, LGR_LINK_INIT);
+	cf = acc;
+	memcpy(cf.system_id, p.system_id, sizeof(cf.system_id));
+	cf.link = p.link;
+	cf.alert_token = 7;
+	memset(cf.mac, 0x33, sizeof(cf.mac));
+	len = clc_confirm_encode(msg, sizeof(msg), &cf);
+	ck_assert_int_gt(len, 0);
+	raw_send(msg, (size_t)len);
+	ck_assert_uint_eq(raw_decline(), CLC_DECL_AUTHFAIL);
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_auth_failures), 1);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 0);
+	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 1);
+	raw_close();
+}
+END_TEST
+
+/* An unauthenticated client that only proposes learns nothing usable. */
+START_TEST(unknown_peer)
+{
+	struct clc_proposal_info p;
+	uint8_t msg[CLC_MSG_MAX];
+	int len;
+
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	raw_to_b();
+	raw_proposal(&p, "mallory");
+	len = clc_proposal_encode(msg, sizeof(msg), &p);
+	raw_send(msg, (size_t)len);
+	ck_assert_uint_eq(raw_decline(), CLC_DECL_PEERUNKNOWN);
+	ck_assert_ptr_null(lgr_of(&B));
+	raw_close();
+}
+END_TEST
+
+/* One malformed input to B; the DECLINE reason it answers with. */
+static uint32_t
+malformed(const void *msg, size_t len, bool eof)
+{
+	uint32_t code;
+
+	raw_to_b();
+	raw_send(msg, len);
+	if (eof)
+		shutdown(raw_fd, SHUT_WR);
+	code = raw_decline();
+	raw_close();
+	return code;
+}
+
+START_TEST(malformed_clc)
+{
+	struct clc_proposal_info p;
+	struct clc_accept_info cf;
+	uint8_t good[CLC_MSG_MAX], bad[CLC_MSG_MAX];
+	struct clc_hdr *h = (struct clc_hdr *)bad;
+	size_t len;
+
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	raw_proposal(&p, "a");
+	len = (size_t)clc_proposal_encode(good, sizeof(good), &p);
+
+	memcpy(bad, good, len);
+	bad[3] = 0xc6; /* "SMCF": the fallback's, not CLC */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	memcpy(bad, good, len);
+	h->length = htobe16(100); /* short */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	memcpy(bad, good, len);
+	h->length = htobe16(200); /* long */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	memcpy(bad, good, len);
+	h->type = 9; /* unknown */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	memcpy(bad, good, len);
+	h->flags = 2 << CLC_VERSION_SHIFT; /* another version */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_VERSMISMAT);
+
+	/* truncated: the peer stops half way through */
+	ck_assert_uint_eq(malformed(good, len / 2, true), CLC_DECL_BADMSG);
+
+	memcpy(bad, good, len);
+	bad[offsetof(struct clc_proposal, max_conns)] = 8;
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_MAXCONNERR);
+
+	memcpy(bad, good, len);
+	bad[offsetof(struct clc_proposal, max_links)] = 3;
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_MAXLINKERR);
+
+	memcpy(bad, good, len);
+	bad[len - 1] ^= 1; /* trailer */
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	/* well formed, but not what a server expects first */
+	memset(&cf, 0, sizeof(cf));
+	cf.first_contact = true;
+	cf.link = p.link;
+	cf.max_conns = 16;
+	cf.max_links = 1;
+	cf.alert_token = 1;
+	len = (size_t)clc_confirm_encode(bad, sizeof(bad), &cf);
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 10);
+	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 10);
+	run_for(20);
+	ck_assert_ptr_null(lgr_of(&B));
+	ck_assert_int_eq(B.ctx->nclcs, 0);
+}
+END_TEST
+
+/* A client gets a malformed ACCEPT: it declines and falls back. */
+START_TEST(malformed_accept)
+{
+	struct clc_accept_info acc;
+	uint8_t msg[CLC_MSG_MAX];
+	uint32_t reason = 0;
+	int sv[2], len, i;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	raw_fd = sv[1];
+	ck_assert_ptr_nonnull(lgr_client_new(A.ctx, side_peer(&A), sv[0]));
+	ck_assert_uint_eq(raw_read(sizeof(struct clc_proposal)),
+			  sizeof(struct clc_proposal));
+	memset(&acc, 0, sizeof(acc));
+	acc.first_contact = true;
+	acc.link.gid[0] = 1;
+	acc.link.qpn = 77;
+	acc.link.mtu = 3;
+	acc.max_conns = 16;
+	acc.max_links = 1;
+	acc.alert_token = 9;
+	for (i = 0; i < 8; i++)
+		acc.system_id[i] = (uint8_t)i;
+	len = clc_accept_encode(msg, sizeof(msg), &acc);
+	msg[7] = 3 << CLC_VERSION_SHIFT;
+	raw_send(msg, (size_t)len);
+	ck_assert_uint_eq(raw_decline(), CLC_DECL_VERSMISMAT);
+	ck_assert(run_until(a_gone, WAIT_MS));
+	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_uint_eq(reason, CLC_DECL_VERSMISMAT);
+	raw_close();
+}
+END_TEST
+
+/* An idle group lingers lgr_idle_timeout, then both sides end it. */
+START_TEST(idle_linger)
+{
+	uint32_t reason = 1;
+
+	tmo.idle_ms = 150;
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	run_for(60);
+	ck_assert(both_active());
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);
+	ck_assert_uint_eq(stat(&B, STAT_lgr_terminated), 1);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	/* not a failure: no reason, no back-off */
+	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_uint_eq(reason, 0);
+}
+END_TEST
+
+/* The peer daemon goes away: its group ends here too. */
+START_TEST(peer_gone)
+{
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	lgr_ctx_free(B.ctx);
+	B.ctx = NULL;
+	ck_assert(run_until(a_gone, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);
+	loopdev_free(B.dev[0]);
+	conf_drop(B.conf);
+}
+END_TEST
+
+/* A malformed LLC message ends the group (only it) and is counted. */
+START_TEST(malformed_llc)
+{
+	struct wr_tx_slot *slot;
+	struct lgr_link *k;
+	uint8_t *buf;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	k = link_n(&A, 1);
+	ck_assert_int_eq(wr_tx_get(k->wr, &slot, NULL), 0);
+	buf = wr_tx_buf(slot);
+	buf[0] = LLC_TEST_LINK;
+	buf[1] = LLC_MSG_LEN;
+	buf[20] = 1; /* reserved */
+	ck_assert_int_eq(wr_tx_post(k->wr, slot, NULL, 0, NULL, NULL), 0);
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 1);
+	ck_assert_uint_eq(stat(&B, STAT_lgr_terminated), 1);
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);
+}
+END_TEST
+
+/* ---- groups are reused until full, then a new one is made ---- */
+
+static int lfd = -1;
+
+static bool
+accept_one(void)
+{
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0)
+		return false;
+	ck_assert_int_eq(clc_serve(B.ctx, fd, NULL, NULL, 0), 0);
+	return true;
+}
+
+static bool
+two_groups(void)
+{
+	return lgr_of(&A) != NULL && lgr_of(&A)->next != NULL &&
+	       lgr_of(&A)->state == LGR_STATE_ACTIVE &&
+	       lgr_of(&A)->next->state == LGR_STATE_ACTIVE;
+}
+
+START_TEST(reuse_until_full)
+{
+	struct sockaddr_in sin;
+	socklen_t slen = sizeof(sin);
+	struct lgr_conn c[17];
+	struct lgr *first;
+	char addr[32];
+	int i;
+
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(lfd, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sin.sin_port));
+	side_init(&A, "a", "b", 1, "max_conns_per_lgr = 16;", addr);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+
+	/* the first rule connection asks for a group over TCP */
+	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert(run_until(accept_one, WAIT_MS));
+	ck_assert(run_until(both_active, WAIT_MS));
+	first = lgr_of(&A);
+	ck_assert_uint_eq(first->max_conns, 16);
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < 16; i++) {
+		ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), first);
+		ck_assert_int_eq(lgr_conn_add(first, &c[i]), 0);
+	}
+	ck_assert_int_eq(lgr_conn_add(first, &c[16]), -ENOSPC);
+	/* full: the next one sets up another group */
+	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert(run_until(accept_one, WAIT_MS));
+	ck_assert(run_until(two_groups, WAIT_MS));
+	ck_assert_ptr_eq(lgr_of(&A)->next, first);
+	ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), lgr_of(&A));
+	ck_assert_uint_eq(stat(&A, STAT_lgr_created), 2);
+	for (i = 0; i < 16; i++)
+		lgr_conn_del(&c[i]);
+	close(lfd);
+}
+END_TEST
+
+static Suite *
+lgr_suite(void)
+{
+	Suite *s = suite_create("lgr");
+	TCase *tc = tcase_create("link groups");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, handshake_confirmed);
+	tcase_add_test(tc, handshake_with_key);
+	tcase_add_test(tc, second_link);
+	tcase_add_test(tc, add_link_rejected);
+	tcase_add_test(tc, test_link);
+	tcase_add_test(tc, completion_error_failover);
+	tcase_add_test(tc, decline_nosmcrdev);
+	tcase_add_test(tc, local_nosmcrdev);
+	tcase_add_test(tc, wrong_key);
+	tcase_add_test(tc, wrong_key_no_rkey);
+	tcase_add_test(tc, unknown_peer);
+	tcase_add_test(tc, malformed_clc);
+	tcase_add_test(tc, malformed_accept);
+	tcase_add_test(tc, idle_linger);
+	tcase_add_test(tc, peer_gone);
+	tcase_add_test(tc, malformed_llc);
+	tcase_add_test(tc, reuse_until_full);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(lgr_suite());
+	int failed;
+
+	log_init(1, LOG_LEVEL_WARN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
