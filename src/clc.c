@@ -681,7 +681,7 @@ clc_conn_new(struct lgr_ctx *ctx, int fd, enum clc_step step)
 static void
 clc_timer(struct clc_conn *c, unsigned int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
 	if (ms == 0)
 		event_del(c->timer);
@@ -929,9 +929,10 @@ clc_server_proposal(struct clc_conn *c)
 	}
 	lgr = lgr_server_new(ctx, peer, &c->prop, &c->local, &decl);
 	if (lgr == NULL) {
-		clc_refuse(c, decl, decl == CLC_DECL_NOSMCRDEV ?
-					    "no RDMA device for this address" :
-					    "cannot set up a link group");
+		clc_refuse(c, decl,
+			   decl == CLC_DECL_NOSMCRDEV ?
+				   "no RDMA device for this address" :
+				   "cannot set up a link group");
 		return;
 	}
 	clc_unlist(c);
@@ -999,8 +1000,8 @@ clc_server_confirm(struct clc_conn *c)
  * into hdr already.  0 or -errno (fd is closed then).
  */
 int
-clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
-	  const void *hdr, size_t hdr_len)
+clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src, const void *hdr,
+	  size_t hdr_len)
 {
 	struct clc_conn *c;
 	struct lgr *lgr;
@@ -1042,25 +1043,26 @@ clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
 bool
 clc_accept(struct session *s)
 {
+	unsigned char hdr[FALLBACK_MSG_MAX];
 	struct lgr_ctx *ctx;
+	struct addr src;
+	size_t hdr_len;
 	int fd;
 
 	if (s->role != SESSION_ROLE_EXPORT || s->state != SESSION_HANDSHAKE ||
 	    s->hello_len != 0 || s->in_len < 4 ||
 	    memcmp(s->in, CLC_EYECATCHER, 4) != 0)
 		return false;
-	fd = s->fd[0];
-	event_free(s->rev[0]);
-	event_free(s->wev[0]);
-	s->rev[0] = s->wev[0] = NULL;
-	s->fd[0] = -1;
 	ctx = lgr_worker_ctx(s->w);
+	src = s->addr[0];
+	memcpy(hdr, s->in, s->in_len);
+	hdr_len = s->in_len;
+	/* the control connection is not a proxied connection: no reason */
+	fd = session_detach(s);
 	if (ctx == NULL)
 		close(fd);
 	else
-		clc_serve(ctx, fd, &s->addr[0], s->in, s->in_len);
-	/* the peer's connection lives on without it: not a failure */
-	session_close(s, SESSION_CLIENT_FIN);
+		clc_serve(ctx, fd, &src, hdr, hdr_len);
 	return true;
 }
 

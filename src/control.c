@@ -36,6 +36,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 
 #define CONTROL_OUT_MAX (256 * 1024) /* unsent bytes before we stop reading */
 #define CONTROL_IDLE_TIMEOUT 300     /* seconds without a request */
@@ -44,9 +45,7 @@
 #define CONTROL_BACKLOG 16
 
 /* Why peers fall back to TCP until the RDMA transport lands. */
-#define CONTROL_FALLBACK_REASON "rdma transport not available"
-#define CONTROL_FALLBACK_CODE 0x03030002u /* SMC_CLC_DECL_NOSMCRDEV */
-#define CONTROL_FALLBACK_CODE_NAME "NOSMCRDEV"
+#define CONTROL_FALLBACK_REASON "no link group tried yet"
 
 struct control_client {
 	TAILQ_ENTRY(control_client) cc_entry;
@@ -467,22 +466,32 @@ nomem:
 }
 
 /*
- * One peer.  Until the RDMA transport exists every peer is reached over the
- * TCP fallback; the RDMA fields (lgrs) are there so that clients need no
- * change when it lands.
+ * One peer: how it is reached now (rdma while an active link group reaches
+ * it, else fallback) and why it last fell back, with SMC's decline code.
  */
 static json_t *
 control_peer_json(const struct conf_peer *p)
 {
+	struct lgr_peer_info info;
 	char code[16];
+	const char *name;
 
-	snprintf(code, sizeof(code), "0x%08x", CONTROL_FALLBACK_CODE);
-	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:[], s:i}",
+	lgr_peer_info(p->name, &info);
+	snprintf(code, sizeof(code), "0x%08x", info.reason);
+	name = info.reason ? clc_decline_name(info.reason) : "";
+	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
+			 " s:i}",
 			 "name", p->name, "address", control_addr(&p->addr),
 			 "auth", p->insecure ? "insecure" : "psk", "mode",
-			 "fallback", "fallback_reason", CONTROL_FALLBACK_REASON,
-			 "decline_code", code, "decline_name",
-			 CONTROL_FALLBACK_CODE_NAME, "lgrs", "conns", 0);
+			 info.rdma ? "rdma" : "fallback", "fallback_reason",
+			 info.rdma ? "" :
+			 info.reason ? (info.by_peer ? "declined by the peer" :
+						       "declined by us") :
+				       CONTROL_FALLBACK_REASON,
+			 "decline_code", code, "decline_name", name,
+			 "declined_by_peer", info.by_peer, "backoff_left_ms",
+			 (json_int_t)info.backoff_left_ms, "lgrs", info.lgrs,
+			 "conns", 0);
 }
 
 static json_t *
@@ -511,17 +520,56 @@ nomem:
 	return NULL;
 }
 
-/* No link groups or links until the RDMA transport lands. */
+struct control_lgr_walk {
+	json_t *lgrs, *links;
+};
+
+static void
+control_lgr_walk(struct worker *w, void *arg)
+{
+	struct control_lgr_walk *walk = arg;
+
+	lgr_worker_json(w, walk->lgrs, walk->links);
+}
+
+/* Link groups and their links, gathered on each worker's own thread. */
+static json_t *
+control_lgrs_all(struct control_req *req, const char *want)
+{
+	struct control_lgr_walk walk;
+	json_t *out;
+	int i;
+
+	walk.lgrs = json_array();
+	walk.links = json_array();
+	if (walk.lgrs == NULL || walk.links == NULL) {
+		json_decref(walk.lgrs);
+		json_decref(walk.links);
+		control_fail(req, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < worker_count(); i++)
+		worker_call(worker_get(i), control_lgr_walk, &walk);
+	if (strcmp(want, "lgrs") == 0) {
+		out = json_pack("{s:o}", "lgrs", walk.lgrs);
+		json_decref(walk.links);
+	} else {
+		out = json_pack("{s:o}", "links", walk.links);
+		json_decref(walk.lgrs);
+	}
+	return out;
+}
+
 static json_t *
 control_cmd_lgrs(struct control_req *req)
 {
-	return json_pack("{s:[]}", "lgrs");
+	return control_lgrs_all(req, "lgrs");
 }
 
 static json_t *
 control_cmd_links(struct control_req *req)
 {
-	return json_pack("{s:[]}", "links");
+	return control_lgrs_all(req, "links");
 }
 
 /*

@@ -40,8 +40,9 @@ static const struct {
 	{ 9, SESSION_SHUTDOWN },	  { 10, SESSION_RESOURCE },
 };
 
-static uint32_t
-fb_reason_code(enum session_reason r)
+/* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
+uint32_t
+fallback_reason_code(enum session_reason r)
 {
 	size_t i;
 
@@ -51,8 +52,9 @@ fb_reason_code(enum session_reason r)
 	return 8;
 }
 
-static enum session_reason
-fb_code_reason(uint32_t code)
+/* The close reason a peer's refusal code stands for. */
+enum session_reason
+fallback_code_reason(uint32_t code)
 {
 	size_t i;
 
@@ -313,8 +315,9 @@ fb_send(struct session *s, int i, const void *msg, size_t len)
 	return fb_flush(s, i);
 }
 
-static enum session_reason
-fb_connect_reason(int err, bool target)
+/* The close reason of a failed connect (errno err) to a target or peer. */
+enum session_reason
+fallback_connect_reason(int err, bool target)
 {
 	switch (err) {
 	case ECONNREFUSED:
@@ -387,7 +390,7 @@ fallback_connect(struct session *s)
 			 s->peer->name,
 			 addr_str(&s->peer->addr, buf, sizeof(buf)));
 		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
-		session_close(s, fb_connect_reason(-rc, false));
+		session_close(s, fallback_connect_reason(-rc, false));
 		return;
 	}
 	session_timer(s, FB_PEER_CONNECT_TIMEOUT);
@@ -409,7 +412,7 @@ fb_rule_connected(struct session *s)
 			 s->peer->name,
 			 addr_str(&s->peer->addr, buf, sizeof(buf)));
 		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
-		session_close(s, fb_connect_reason(err, false));
+		session_close(s, fallback_connect_reason(err, false));
 		return;
 	}
 	auth_nonce(s->nonce);
@@ -478,7 +481,7 @@ fb_rule_result(struct session *s)
 		return;
 	}
 	if (code != 0) {
-		enum session_reason r = fb_code_reason(code);
+		enum session_reason r = fallback_code_reason(code);
 
 		fb_rule_fail(s, r, session_reason_desc(r));
 		return;
@@ -544,7 +547,7 @@ static void
 fb_export_refuse(struct session *s, enum session_reason r)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	size_t len = fb_result_encode(msg, fb_reason_code(r));
+	size_t len = fb_result_encode(msg, fallback_reason_code(r));
 
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED) {
@@ -586,7 +589,7 @@ fb_export_open(struct session *s)
 		log_warn("conn 0x%llx: export %s: connect to %s",
 			 (unsigned long long)s->id, s->export->name,
 			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fb_connect_reason(-rc, true));
+		fb_export_refuse(s, fallback_connect_reason(-rc, true));
 		return;
 	}
 	session_timer(s, s->export->connect_timeout);
@@ -606,6 +609,7 @@ fb_export_hello(struct session *s)
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
+	STATS_INC(worker_stats(s->w), conns_from_peers);
 	memcpy(s->hello, s->in, s->in_len);
 	s->hello_len = s->in_len;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
@@ -678,7 +682,7 @@ fb_export_connected(struct session *s)
 		log_warn("conn 0x%llx: export %s: target %s",
 			 (unsigned long long)s->id, s->export->name,
 			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fb_connect_reason(err, true));
+		fb_export_refuse(s, fallback_connect_reason(err, true));
 		return;
 	}
 	/* the result is tiny and the socket's buffer empty: it goes whole */

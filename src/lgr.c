@@ -26,7 +26,9 @@
  * reason is kept per peer, process-wide, for `show peers`.
  *
  * Resources are never freed from inside a device or CLC callback: a
- * group or link that ends is marked and reaped from its own event.
+ * group or link that ends is marked, and freed from the group's tick once
+ * the sends posted on it have had time to complete or flush (the data
+ * path counts those completions, also of a link it failed over from).
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -59,11 +61,11 @@
 struct lgr_peer_state {
 	struct lgr_peer_state *next;
 	char name[CONF_NAME_MAX + 1];
-	int lgrs;		/* active link groups */
+	int lgrs; /* active link groups */
 	uint32_t reason;
 	bool by_peer;
 	uint64_t backoff_until_ms;
-	uint64_t backoff_ms;	/* the next period */
+	uint64_t backoff_ms; /* the next period */
 };
 
 static pthread_mutex_t lgr_peers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,7 +76,6 @@ static pthread_key_t lgr_key;
 static pthread_once_t lgr_key_once = PTHREAD_ONCE_INIT;
 static uint8_t lgr_daemon_system_id[8];
 
-static void lgr_reap_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 
 /* Monotonic milliseconds (the clock wr.c and session.c use too). */
@@ -172,8 +173,8 @@ lgr_peer_count(const struct lgr_ctx *ctx, const char *name, int delta)
  * Returns the period in ms (0 without backoff).
  */
 static uint64_t
-lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name,
-		  uint32_t reason, bool by_peer, bool backoff)
+lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
+		  bool by_peer, bool backoff)
 {
 	struct lgr_peer_state *p;
 	uint64_t period = 0;
@@ -197,17 +198,37 @@ lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name,
 	return period;
 }
 
+/*
+ * Whether RDMA to the peer is backed off.  Asked for each connection that
+ * finds no group, so the answer is cached in the context while it holds:
+ * a host without RDMA takes no lock per connection.
+ */
 static bool
-lgr_peer_backed_off(const char *name)
+lgr_peer_backed_off(struct lgr_ctx *ctx, const char *name)
 {
 	struct lgr_peer_state *p;
-	bool off;
+	uint64_t now = lgr_now_ms(), until = 0;
+	unsigned int i,
+		n = ctx->nbackoff < LGR_DEVS_MAX ? ctx->nbackoff : LGR_DEVS_MAX;
 
+	for (i = 0; i < n; i++)
+		if (strcmp(ctx->backoff[i].peer, name) == 0)
+			break;
+	if (i < n && now < ctx->backoff[i].until_ms)
+		return true;
 	pthread_mutex_lock(&lgr_peers_lock);
 	p = lgr_peer_get(name, false);
-	off = p != NULL && lgr_now_ms() < p->backoff_until_ms;
+	if (p != NULL)
+		until = p->backoff_until_ms;
 	pthread_mutex_unlock(&lgr_peers_lock);
-	return off;
+	if (now >= until)
+		return false;
+	if (i == n)
+		i = ctx->nbackoff++ % LGR_DEVS_MAX;
+	snprintf(ctx->backoff[i].peer, sizeof(ctx->backoff[i].peer), "%s",
+		 name);
+	ctx->backoff[i].until_ms = until;
+	return true;
 }
 
 /*
@@ -300,8 +321,8 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
  * The caller keeps ownership.  0, or -ENOSPC.
  */
 int
-lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
-		struct dev *dev, const char *name)
+lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops, struct dev *dev,
+		const char *name)
 {
 	struct lgr_dev *d;
 
@@ -383,8 +404,8 @@ lgr_worker_ctx(struct worker *w)
 	ctx = pthread_getspecific(lgr_key);
 	if (ctx != NULL)
 		return ctx;
-	ctx = lgr_ctx_new(worker_base(w), NULL, worker_stats(w),
-			  worker_auth(w), NULL);
+	ctx = lgr_ctx_new(worker_base(w), NULL, worker_stats(w), worker_auth(w),
+			  NULL);
 	if (ctx == NULL)
 		return NULL;
 	ctx->w = w;
@@ -426,14 +447,15 @@ static bool
 lgr_addr_host(const struct addr *a, char *buf, size_t len)
 {
 	if (a->ss.ss_family == AF_INET)
-		return inet_ntop(AF_INET,
-				 &((const struct sockaddr_in *)&a->ss)->sin_addr,
-				 buf, (socklen_t)len) != NULL;
-	if (a->ss.ss_family == AF_INET6)
 		return inet_ntop(
-			       AF_INET6,
-			       &((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+			       AF_INET,
+			       &((const struct sockaddr_in *)&a->ss)->sin_addr,
 			       buf, (socklen_t)len) != NULL;
+	if (a->ss.ss_family == AF_INET6)
+		return inet_ntop(AF_INET6,
+				 &((const struct sockaddr_in6 *)&a->ss)
+					  ->sin6_addr,
+				 buf, (socklen_t)len) != NULL;
 	return false;
 }
 
@@ -451,19 +473,19 @@ lgr_addr_loopback(const struct addr *a)
 }
 
 /*
- * A device of ctx for traffic from local (NULL: any) that is not not's
+ * A device of ctx for traffic from local (NULL: any) that is not skip's
  * device.  Devices added for tests serve any address.
  */
 static const struct lgr_dev *
 lgr_dev_find(const struct lgr_ctx *ctx, const struct addr *local,
-	     const struct lgr_dev *not)
+	     const struct lgr_dev *skip)
 {
 	const struct lgr_dev *d;
 	int i;
 
 	for (i = 0; i < ctx->ndevs; i++) {
 		d = &ctx->devs[i];
-		if (not != NULL && strcmp(d->name, not->name) == 0)
+		if (skip != NULL && strcmp(d->name, skip->name) == 0)
 			continue;
 		if (local == NULL || d->local.len == 0 ||
 		    addr_same_host(&d->local, local))
@@ -534,9 +556,9 @@ lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local)
  * other local address of an interface that is up.
  */
 static const struct lgr_dev *
-lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *not)
+lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *skip)
 {
-	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, not);
+	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, skip);
 	struct ifaddrs *ifa, *all = NULL;
 	struct addr a;
 
@@ -557,12 +579,12 @@ lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *not)
 		else
 			continue;
 		memcpy(&a.ss, ifa->ifa_addr, a.len);
-		if (not->local.len && addr_same_host(&a, &not->local))
+		if (skip->local.len && addr_same_host(&a, &skip->local))
 			continue;
 		d = lgr_dev_find(ctx, &a, NULL);
 		if (d == NULL)
 			d = lgr_dev_open(ctx, &a);
-		if (d != NULL && strcmp(d->name, not->name) == 0)
+		if (d != NULL && strcmp(d->name, skip->name) == 0)
 			d = NULL;
 	}
 	freeifaddrs(all);
@@ -590,17 +612,18 @@ lgr_local_addr(const struct addr *peer, struct addr *out)
 
 /* ---- links ---- */
 
-static void
-lgr_schedule_reap(struct lgr *lgr)
+/* How long a link that went down keeps its QP: flushes come back. */
+static uint64_t
+lgr_flush_ms(const struct lgr_ctx *ctx)
 {
-	event_active(lgr->reap, EV_TIMEOUT, 1);
+	return ctx->t.llc_wait_ms / 2;
 }
 
 /* wr.c says the link failed (completion error, async event, ...). */
 static void
 lgr_wr_down(struct wr_link *l, void *arg)
 {
-	lgr_link_fail(arg, LLC_DEL_LOST_PATH, false, "device or completion fault");
+	lgr_link_fail(arg, LLC_DEL_LOST_PATH, false, "device fault");
 }
 
 static struct lgr_link *
@@ -622,7 +645,7 @@ static struct lgr_link *
 lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 {
 	const struct conf_rdma *r = &lgr->conf->rdma;
-	struct wr_link_cb cb = { lgr_wr_down, NULL };
+	struct wr_link_cb cb = {lgr_wr_down, NULL};
 	struct wr_params p;
 	struct lgr_link *link = lgr_link_slot(lgr);
 	int rc;
@@ -699,12 +722,12 @@ lgr_link_by_id(struct lgr *lgr, uint8_t id)
 }
 
 static struct lgr_link *
-lgr_link_active(struct lgr *lgr, const struct lgr_link *not)
+lgr_link_active(struct lgr *lgr, const struct lgr_link *skip)
 {
 	int i;
 
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (&lgr->link[i] != not &&
+		if (&lgr->link[i] != skip &&
 		    lgr->link[i].state == LGR_LINK_ACTIVE)
 			return &lgr->link[i];
 	return NULL;
@@ -777,12 +800,7 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	} while (lgr->token == 0);
 	memcpy(lgr->uid, rnd + 4, sizeof(lgr->uid));
 	lgr->tick = event_new(ctx->base, -1, EV_PERSIST, lgr_tick_cb, lgr);
-	lgr->reap = event_new(ctx->base, -1, 0, lgr_reap_cb, lgr);
-	if (lgr->tick == NULL || lgr->reap == NULL) {
-		if (lgr->tick != NULL)
-			event_free(lgr->tick);
-		if (lgr->reap != NULL)
-			event_free(lgr->reap);
+	if (lgr->tick == NULL) {
 		conf_drop(lgr->conf);
 		free(lgr);
 		return NULL;
@@ -818,7 +836,6 @@ lgr_free(struct lgr *lgr)
 	if (lgr->clc != NULL)
 		clc_conn_free(lgr->clc);
 	event_free(lgr->tick);
-	event_free(lgr->reap);
 	if (lgr->prev != NULL)
 		lgr->prev->next = lgr->next;
 	else
@@ -829,28 +846,25 @@ lgr_free(struct lgr *lgr)
 	free(lgr);
 }
 
-static void
-lgr_reap_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct lgr *lgr = arg;
-	int i;
-
-	if (lgr->state == LGR_STATE_TERMINATING && lgr->term_deadline_ms == 0) {
-		lgr_free(lgr);
-		return;
-	}
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].state == LGR_LINK_DOWN)
-			lgr_link_release(&lgr->link[i]);
-}
-
-/* The group is done with: free it from its own event. */
+/*
+ * The group is done with: it goes once what was posted on its links has
+ * completed or flushed.  Links still up are failed first when
+ * connections were on them, so their sends flush at once.
+ */
 static void
 lgr_dead(struct lgr *lgr)
 {
+	int i;
+
+	if (lgr->dead_ms != 0)
+		return;
 	lgr->state = LGR_STATE_TERMINATING;
 	lgr->term_deadline_ms = 0;
-	lgr_schedule_reap(lgr);
+	lgr->dead_ms = lgr_now_ms();
+	for (i = 0; i < LGR_LINK_SLOTS && lgr->term_conns > 0; i++)
+		if (lgr->link[i].wr != NULL &&
+		    !wr_link_is_down(lgr->link[i].wr))
+			wr_link_down(lgr->link[i].wr, "its link group ended");
 }
 
 static struct stats *
@@ -897,11 +911,12 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 }
 
 /*
- * A new client-side group to peer (in ctx's config), its first link on
- * the device for the address peer is reached from, and the CLC handshake
- * on fd (a connected stream socket, taken over) or, with -1, on a new
- * TCP connection to the peer's port.  NULL when it could not start: the
- * peer is then on the fallback (NOSMCRDEV without a device).
+ * A new client-side group to peer (looked up by name in ctx's config),
+ * its first link on the device for the address peer is reached from, and
+ * the CLC handshake on fd (a connected stream socket, taken over) or,
+ * with -1, on a new TCP connection to the peer's port.  NULL when it could
+ * not start: the peer is then on the fallback (NOSMCRDEV without a
+ * device).
  */
 struct lgr *
 lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
@@ -910,11 +925,18 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 	const struct lgr_dev *dev;
 	struct lgr_link *link;
 	struct addr local;
-	char buf[ADDR_STRLEN];
+	char ip[INET6_ADDRSTRLEN];
 	socklen_t len = sizeof(local.ss);
 	struct lgr *lgr;
 	uint64_t period;
 
+	/* the group holds conf: its peer must be that config's */
+	peer = conf_peer_find(conf, peer->name);
+	if (peer == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
 	memset(&local, 0, sizeof(local));
 	if (fd >= 0 ? getsockname(fd, (struct sockaddr *)&local.ss, &len) :
 		      lgr_local_addr(&peer->addr, &local))
@@ -928,8 +950,8 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 		log_info("peer %s: no RDMA device for %s: TCP fallback "
 			 "(NOSMCRDEV) for %llu s",
 			 peer->name,
-			 local.len ? addr_str(&local, buf, sizeof(buf)) :
-				     "this address",
+			 lgr_addr_host(&local, ip, sizeof(ip)) ? ip :
+								 "this address",
 			 (unsigned long long)(period / 1000));
 		if (fd >= 0)
 			close(fd);
@@ -966,7 +988,6 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 struct lgr *
 lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 {
-	const struct conf_peer *p;
 	struct lgr *lgr;
 	bool pending = false;
 
@@ -983,12 +1004,9 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 		    lgr->state == LGR_STATE_CONFIRMING)
 			pending = true;
 	}
-	if (pending || lgr_peer_backed_off(peer->name))
+	if (pending || lgr_peer_backed_off(ctx, peer->name))
 		return NULL;
-	/* the peer as the current config has it */
-	p = conf_peer_find(lgr_ctx_conf(ctx), peer->name);
-	if (p != NULL)
-		lgr_client_new(ctx, p, -1);
+	lgr_client_new(ctx, peer, -1);
 	return NULL;
 }
 
@@ -1085,6 +1103,8 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 	struct lgr_link *link = &lgr->link[0];
 	struct dev_qp_addr peer;
 
+	if (link->state != LGR_LINK_INIT)
+		return CLC_DECL_ERR_RDYLNK; /* its device failed meanwhile */
 	memcpy(lgr->peer_system_id, in->system_id, sizeof(in->system_id));
 	lgr->peer_token = in->alert_token;
 	lgr->peer_rmbe_size = in->rmbe_size;
@@ -1264,8 +1284,11 @@ lgr_link_confirmed(struct lgr_link *link)
 		 "qpn %u",
 		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
 		 link->peer.qpn);
-	if (lgr->state != LGR_STATE_CONFIRMING)
+	if (lgr->state != LGR_STATE_CONFIRMING) {
+		if (lgr->ctx->link_up != NULL)
+			lgr->ctx->link_up(link, lgr->ctx->llc_arg);
 		return;
+	}
 	lgr->state = LGR_STATE_ACTIVE;
 	lgr->active_ms = lgr->idle_since_ms = now;
 	lgr->next_add_ms = now;
@@ -1277,6 +1300,8 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
+	if (lgr->ctx->link_up != NULL)
+		lgr->ctx->link_up(link, lgr->ctx->llc_arg);
 }
 
 /*
@@ -1296,9 +1321,9 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 		return;
 	link->state = LGR_LINK_DOWN;
 	link->wait = LGR_WAIT_NONE;
+	link->down_ms = lgr_now_ms();
 	if (!wr_link_is_down(link->wr))
 		wr_link_down(link->wr, why);
-	lgr_schedule_reap(lgr);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
 	log_warnx("lgr %u link %u (%s): down: %s", lgr->id, link->id,
@@ -1335,8 +1360,8 @@ lgr_link_timeout(struct lgr_link *link)
 	struct lgr *lgr = link->lgr;
 
 	if (lgr->state == LGR_STATE_CONFIRMING) {
-		log_warnx("lgr %u link %u: no CONFIRM_LINK %s in time",
-			  lgr->id, link->id,
+		log_warnx("lgr %u link %u: no CONFIRM_LINK %s in time", lgr->id,
+			  link->id,
 			  link->wait == LGR_WAIT_CONFIRM_REQ ? "request" :
 							       "response");
 		lgr_fail(lgr, CLC_DECL_TIMEOUT_CL, false, true);
@@ -1369,8 +1394,7 @@ lgr_protocol_error(struct lgr *lgr, const char *why)
 
 /* DELETE_LINK ALL went out (or failed): the group can go. */
 static void
-lgr_term_sent(struct wr_link *l, struct wr_tx_slot *slot, int status,
-	      void *arg)
+lgr_term_sent(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
 {
 	struct lgr *lgr = arg;
 
@@ -1399,6 +1423,7 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 		 by_peer ? " (by the peer)" : "", lgr->nconns);
 	lgr->state = LGR_STATE_TERMINATING;
 	lgr->term_reason = reason;
+	lgr->term_conns = lgr->nconns;
 	lgr_conns_move(lgr, NULL, NULL);
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
 		if (lgr->link[i].state == LGR_LINK_ACTIVE)
@@ -1442,7 +1467,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 	if (lgr_link_connect(link, peer)) {
 		/* no id yet: the peer is told by the reject, not DELETE_LINK */
 		link->state = LGR_LINK_DOWN;
-		lgr_schedule_reap(lgr);
+		link->down_ms = now;
 		return NULL;
 	}
 	link->id = link_num;
@@ -1490,8 +1515,8 @@ lgr_link_add_rejected(struct lgr_link *link)
 		 lgr->id, lgr->peer->name);
 	link->state = LGR_LINK_DOWN;
 	link->wait = LGR_WAIT_NONE;
-	lgr->next_add_ms = lgr_now_ms() + lgr->ctx->t.add_link_retry_ms;
-	lgr_schedule_reap(lgr);
+	link->down_ms = lgr_now_ms();
+	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
 
 /* Server: a second link on another device, if both sides may have one. */
@@ -1533,12 +1558,18 @@ lgr_tick_cb(evutil_socket_t fd, short what, void *arg)
 	int i;
 
 	if (lgr->state == LGR_STATE_TERMINATING) {
-		if (lgr->term_deadline_ms && now >= lgr->term_deadline_ms)
+		if (lgr->dead_ms == 0 && now >= lgr->term_deadline_ms)
 			lgr_dead(lgr);
+		else if (lgr->dead_ms != 0 &&
+			 now >= lgr->dead_ms + lgr_flush_ms(lgr->ctx))
+			lgr_free(lgr);
 		return;
 	}
-	for (i = 0; i < LGR_LINK_SLOTS &&
-		    lgr->state != LGR_STATE_TERMINATING;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_DOWN &&
+		    now >= lgr->link[i].down_ms + lgr_flush_ms(lgr->ctx))
+			lgr_link_release(&lgr->link[i]);
+	for (i = 0; i < LGR_LINK_SLOTS && lgr->state != LGR_STATE_TERMINATING;
 	     i++)
 		if (lgr->link[i].state != LGR_LINK_FREE &&
 		    lgr->link[i].state != LGR_LINK_DOWN)
@@ -1619,20 +1650,19 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
 			sysid);
 		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);
-		o = json_pack("{s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
-			      " s:I, s:s, s:s, s:f}",
-			      "id", (json_int_t)lgr->id, "worker",
-			      ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
-			      lgr->peer->name, "role",
-			      lgr->role == LGR_ROLE_CLIENT ? "client" :
-							     "server",
-			      "state", lgr_state_name(lgr->state), "links",
-			      lgr_links_active(lgr), "conns", lgr->nconns,
-			      "max_conns", lgr->max_conns, "max_links",
-			      lgr->max_links, "features",
-			      (json_int_t)lgr->features, "peer_system_id",
-			      sysid, "uid", uid, "age_s",
-			      (double)(now - lgr->created_ms) / 1000.0);
+		o = json_pack(
+			"{s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
+			" s:I, s:s, s:s, s:f}",
+			"id", (json_int_t)lgr->id, "worker",
+			ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
+			lgr->peer->name, "role",
+			lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
+			"state", lgr_state_name(lgr->state), "links",
+			lgr_links_active(lgr), "conns", lgr->nconns,
+			"max_conns", lgr->max_conns, "max_links",
+			lgr->max_links, "features", (json_int_t)lgr->features,
+			"peer_system_id", sysid, "uid", uid, "age_s",
+			(double)(now - lgr->created_ms) / 1000.0);
 		if (o != NULL && lgrs != NULL)
 			json_array_append_new(lgrs, o);
 		else

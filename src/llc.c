@@ -597,8 +597,7 @@ llc_delete_reason_name(uint32_t reason)
 _Static_assert(sizeof(((struct lgr_llc_qent *)NULL)->msg) == LLC_MSG_LEN,
 	       "LLC queue entries hold one message");
 
-static void llc_rx(struct wr_link *l, const void *msg, size_t len,
-		   void *arg);
+static void llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg);
 
 static struct lgr_link *
 llc_waiter_link(struct wr_waiter *w)
@@ -804,8 +803,7 @@ llc_dev_addr(struct dev_qp_addr *out, const uint8_t *gid, const uint8_t *mac,
 }
 
 static void
-llc_violation(struct lgr_link *link, const struct llc_info *m,
-	      const char *why)
+llc_violation(struct lgr_link *link, const struct llc_info *m, const char *why)
 {
 	char msg[128];
 
@@ -824,8 +822,8 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 	bool first = lgr->state == LGR_STATE_CONFIRMING;
 	struct llc_info r;
 
-	if (link->wait != (resp ? LGR_WAIT_CONFIRM_RESP :
-				  LGR_WAIT_CONFIRM_REQ)) {
+	if (link->wait !=
+	    (resp ? LGR_WAIT_CONFIRM_RESP : LGR_WAIT_CONFIRM_REQ)) {
 		llc_violation(link, m, "not expected now");
 		return;
 	}
@@ -862,7 +860,7 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 {
 	const struct llc_add_link_info *a = &m->add_link;
 	struct lgr *lgr = link->lgr;
-	struct lgr_link *new;
+	struct lgr_link *added;
 	struct dev_qp_addr peer;
 	struct llc_info r;
 
@@ -875,19 +873,19 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 			llc_violation(link, m, "we offered none");
 			return;
 		}
-		new = lgr_link_by_id(lgr, a->link_num);
-		if (new == NULL || new->wait != LGR_WAIT_ADD_RESP) {
+		added = lgr_link_by_id(lgr, a->link_num);
+		if (added == NULL || added->wait != LGR_WAIT_ADD_RESP) {
 			log_debug("lgr %u: late ADD_LINK answer for link %u",
 				  lgr->id, a->link_num);
 			return;
 		}
-		new->wait = LGR_WAIT_NONE;
+		added->wait = LGR_WAIT_NONE;
 		if (m->flags & LLC_FLAG_ADD_LINK_REJ) {
-			lgr_link_add_rejected(new);
+			lgr_link_add_rejected(added);
 			return;
 		}
 		llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
-		lgr_link_add_answer(new, &peer);
+		lgr_link_add_answer(added, &peer);
 		return;
 	}
 	if (lgr->role != LGR_ROLE_CLIENT) {
@@ -895,11 +893,11 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 		return;
 	}
 	llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
-	new = lgr_link_add_peer(lgr, a->link_num, &peer);
+	added = lgr_link_add_peer(lgr, a->link_num, &peer);
 	memset(&r, 0, sizeof(r));
 	r.type = LLC_ADD_LINK;
 	r.flags = LLC_FLAG_RESP;
-	if (new == NULL) {
+	if (added == NULL) {
 		/* a reject echoes the request with its reason */
 		r.flags |= LLC_FLAG_ADD_LINK_REJ;
 		r.add_link = *a;
@@ -907,16 +905,18 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 		log_info("lgr %u: no alternate path for link %u: rejected",
 			 lgr->id, a->link_num);
 	} else {
-		memcpy(r.add_link.mac, new->local.mac, sizeof(r.add_link.mac));
-		memcpy(r.add_link.gid, new->local.gid, sizeof(r.add_link.gid));
-		r.add_link.qpn = new->local.qpn;
-		r.add_link.link_num = new->id;
-		r.add_link.mtu = (uint8_t)new->local.mtu;
-		r.add_link.psn = new->local.psn;
+		memcpy(r.add_link.mac, added->local.mac,
+		       sizeof(r.add_link.mac));
+		memcpy(r.add_link.gid, added->local.gid,
+		       sizeof(r.add_link.gid));
+		r.add_link.qpn = added->local.qpn;
+		r.add_link.link_num = added->id;
+		r.add_link.mtu = (uint8_t)added->local.mtu;
+		r.add_link.psn = added->local.psn;
 	}
 	if (llc_send(link, &r, NULL, NULL)) {
-		if (new != NULL)
-			lgr_link_fail(new, LLC_DEL_LOST_PATH, true,
+		if (added != NULL)
+			lgr_link_fail(added, LLC_DEL_LOST_PATH, true,
 				      "cannot answer ADD_LINK");
 		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
 			      "cannot answer ADD_LINK");
@@ -1062,9 +1062,10 @@ llc_link_tick(struct lgr_link *link, uint64_t now)
 		}
 		return;
 	}
-	test_ms = ctx->t.test_link_ms ?
-			  ctx->t.test_link_ms :
-			  (uint64_t)lgr_ctx_conf(ctx)->rdma.test_link_time * 1000;
+	test_ms =
+		ctx->t.test_link_ms ?
+			ctx->t.test_link_ms :
+			(uint64_t)lgr_ctx_conf(ctx)->rdma.test_link_time * 1000;
 	if (test_ms > 0 && now - link->act_ms >= test_ms &&
 	    llc_test_link_send(link))
 		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,

@@ -75,6 +75,7 @@ session_reason_aborts(enum session_reason r)
 
 static void session_io(evutil_socket_t fd, short what, void *arg);
 static void session_relay(struct session *s);
+static void session_free(struct session *s, bool abort);
 static void session_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
@@ -117,9 +118,10 @@ session_attach(struct session *s, int i, int fd)
 
 /*
  * A new session on worker w around the accepted socket fd (taken over:
- * closed on failure).  NULL on failure.
+ * closed on failure), or with no downstream socket when fd is -1 (the
+ * export side of a connection carried over RDMA).  NULL on failure.
  */
-static struct session *
+struct session *
 session_new(struct worker *w, int fd, enum session_role role)
 {
 	struct session *s;
@@ -140,12 +142,18 @@ session_new(struct worker *w, int fd, enum session_role role)
 	s->pump[1].pipe[0] = s->pump[1].pipe[1] = -1;
 	s->conf = conf_hold(worker_conf(w));
 	s->started_ms = s->active_ms = session_now_ms();
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	len = sizeof(s->addr[0].ss);
-	if (getpeername(fd, (struct sockaddr *)&s->addr[0].ss, &len) == 0)
-		s->addr[0].len = len;
 	s->timer = evtimer_new(worker_base(w), session_timeout, s);
 	worker_session_add(w, s);
+	if (fd < 0 && s->timer != NULL)
+		return s;
+	if (fd >= 0) {
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				 sizeof(one));
+		len = sizeof(s->addr[0].ss);
+		if (getpeername(fd, (struct sockaddr *)&s->addr[0].ss, &len) ==
+		    0)
+			s->addr[0].len = len;
+	}
 	if (s->timer == NULL || session_attach(s, 0, fd)) {
 		session_close(s, SESSION_RESOURCE);
 		return NULL;
@@ -172,7 +180,8 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 	s->rule = rule;
 	s->peer = rule->peer;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
-	fallback_connect(s);
+	if (!session_rdma_connect(s))
+		fallback_connect(s);
 }
 
 /* Listener callback: a peer daemon connected to our peer port. */
@@ -181,7 +190,6 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 {
 	struct session *s;
 
-	STATS_INC(worker_stats(w), conns_from_peers);
 	s = session_new(w, fd, SESSION_ROLE_EXPORT);
 	if (s == NULL)
 		return;
@@ -208,6 +216,25 @@ session_attach_upstream(struct session *s, int fd)
 }
 
 /*
+ * Relay mode for fd[i]: one edge-triggered event from here on, readiness
+ * remembered in rd_ready/wr_ready.  0 or -ENOMEM.
+ */
+int
+session_watch_relay(struct session *s, int i)
+{
+	event_free(s->rev[i]);
+	event_free(s->wev[i]);
+	s->wev[i] = NULL;
+	s->rev[i] = event_new(worker_base(s->w), s->fd[i],
+			      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+			      session_io, s);
+	if (s->rev[i] == NULL || event_add(s->rev[i], NULL))
+		return -ENOMEM;
+	s->rd_ready[i] = s->wr_ready[i] = true;
+	return 0;
+}
+
+/*
  * Start relaying: both sockets connected and the handshake done.  Bytes
  * the client sent meanwhile wait in the kernel and go first.  Pipes are
  * taken from the worker's pool only while bytes are in flight, so an idle
@@ -216,25 +243,16 @@ session_attach_upstream(struct session *s, int fd)
 void
 session_relay_start(struct session *s)
 {
-	struct event_base *base = worker_base(s->w);
 	int i;
 
 	s->state = SESSION_RELAY;
 	STATS_INC(worker_stats(s->w), conns_fallback);
 	session_timer(s, 0);
-	/* one edge-triggered event per socket from here on */
 	for (i = 0; i < 2; i++) {
-		event_free(s->rev[i]);
-		event_free(s->wev[i]);
-		s->wev[i] = NULL;
-		s->rev[i] = event_new(base, s->fd[i],
-				      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
-				      session_io, s);
-		if (s->rev[i] == NULL || event_add(s->rev[i], NULL)) {
+		if (session_watch_relay(s, i)) {
 			session_close(s, SESSION_RESOURCE);
 			return;
 		}
-		s->rd_ready[i] = s->wr_ready[i] = true;
 	}
 	if (s->rule != NULL && s->rule->idle_timeout)
 		session_timer(s, s->rule->idle_timeout);
@@ -347,10 +365,13 @@ session_pump(struct session *s, int i)
 		 * slot (partly filled pages count whole): the socket stays
 		 * readable and is read again once the pipe drains.
 		 */
-		if (p->pending == 0)
+		if (p->pending == 0) {
+			/* nothing to read: an idle connection holds no pipe */
 			s->rd_ready[i] = false;
-		else
+			worker_pipe_put(s->w, p->pipe, p->cap, true);
+		} else {
 			STATS_INC(worker_stats(s->w), buf_full_cnt);
+		}
 		return moved;
 	}
 	if (errno == EINTR)
@@ -389,6 +410,10 @@ session_io(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	int i = fd == s->fd[0] ? 0 : 1;
 
+	if (s->mode == SESSION_MODE_RDMA) {
+		session_rdma_io(s, i, what);
+		return;
+	}
 	if (s->state != SESSION_RELAY) {
 		fallback_io(s, i, what);
 		return;
@@ -408,7 +433,10 @@ session_timeout(evutil_socket_t fd, short what, void *arg)
 	int idle;
 
 	if (s->state != SESSION_RELAY) {
-		fallback_timeout(s);
+		if (s->mode == SESSION_MODE_RDMA)
+			session_rdma_timeout(s);
+		else
+			fallback_timeout(s);
 		return;
 	}
 	idle = s->rule != NULL ? s->rule->idle_timeout : 0;
@@ -431,7 +459,6 @@ void
 session_close(struct session *s, enum session_reason reason)
 {
 	bool abort = session_reason_aborts(reason);
-	int i;
 
 	if (s->state == SESSION_CLOSED)
 		return;
@@ -449,6 +476,20 @@ session_close(struct session *s, enum session_reason reason)
 			  session_reason_name(reason),
 			  (unsigned long long)s->pump[0].bytes,
 			  (unsigned long long)s->pump[1].bytes);
+	session_rdma_close(s, reason);
+	session_free(s, abort);
+}
+
+/*
+ * Free s and what it holds; sockets still open are closed, with a reset
+ * when abort.
+ */
+static void
+session_free(struct session *s, bool abort)
+{
+	int i;
+
+	s->state = SESSION_CLOSED;
 	for (i = 0; i < 2; i++) {
 		if (s->rev[i])
 			event_free(s->rev[i]);
@@ -466,6 +507,21 @@ session_close(struct session *s, enum session_reason reason)
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);
+}
+
+/*
+ * Hand the downstream socket over to another owner (a CLC handshake that
+ * arrived on the peer port): the session ends without being a connection
+ * that closed, so no close reason is counted.  Returns the socket.
+ */
+int
+session_detach(struct session *s)
+{
+	int fd = s->fd[0];
+
+	s->fd[0] = -1;
+	session_free(s, false);
+	return fd;
 }
 
 /* Close every session of w (on w's thread). */
@@ -501,6 +557,7 @@ session_state_name(enum session_state st)
 		[SESSION_HELLO] = "hello",
 		[SESSION_HANDSHAKE] = "handshake",
 		[SESSION_CONNECT_TARGET] = "connect_target",
+		[SESSION_RDMA_OPEN] = "rdma_open",
 		[SESSION_RELAY] = "relay",
 		[SESSION_CLOSED] = "closed",
 	};
@@ -536,6 +593,8 @@ session_json_add(const struct session *s, void *json_array)
 		      "age_s", (double)(now - s->started_ms) / 1000.0,
 		      "idle_s", (double)(now - s->active_ms) / 1000.0,
 		      "worker", (json_int_t)worker_id(s->w));
-	if (o != NULL)
-		json_array_append_new(json_array, o);
+	if (o == NULL)
+		return;
+	session_rdma_json(s, o);
+	json_array_append_new(json_array, o);
 }

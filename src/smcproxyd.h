@@ -232,6 +232,7 @@ enum session_state {
 	SESSION_HELLO,		/* rule side: hello sent, waiting for result */
 	SESSION_HANDSHAKE,	/* export side: reading hello / proof */
 	SESSION_CONNECT_TARGET,	/* export side: connecting to the target */
+	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
 	SESSION_RELAY,
 	SESSION_CLOSED,
 };
@@ -283,14 +284,19 @@ struct session {
 	unsigned char challenge[FALLBACK_MSG_MAX];
 	size_t challenge_len;
 	char export_name[CONF_NAME_MAX + 1];
+	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
 };
 
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
+struct session *session_new(struct worker *w, int fd,
+			    enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_relay_start(struct session *s);
+int session_watch_relay(struct session *s, int i);
 void session_reset_fd(int fd);
+int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
@@ -330,6 +336,9 @@ void fallback_connect(struct session *s);
 void fallback_accept(struct session *s);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
+uint32_t fallback_reason_code(enum session_reason r);
+enum session_reason fallback_code_reason(uint32_t code);
+enum session_reason fallback_connect_reason(int err, bool target);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;
@@ -722,6 +731,7 @@ struct lgr_link {
 	struct dev_qp_addr local, peer;
 	uint64_t deadline_ms;	/* of wait */
 	uint64_t up_ms;
+	uint64_t down_ms;	/* freed once its sends have flushed */
 	uint64_t act_ms;	/* last sign of life (completions moved) */
 	uint64_t act_completions;
 	bool test_pending;
@@ -768,10 +778,11 @@ struct lgr {
 	struct lgr_conn *conns;
 	struct clc_conn *clc;		/* the control connection */
 	struct event *tick;
-	struct event *reap;
 	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
-	uint64_t term_deadline_ms;
+	uint64_t term_deadline_ms;	/* DELETE_LINK ALL given until then */
+	uint64_t dead_ms;		/* done with: freed after the flush */
 	uint32_t term_reason;
+	int term_conns;			/* connections it had when it ended */
 	bool counted_up;		/* in lgr_created and the peer's count */
 };
 
@@ -792,13 +803,20 @@ struct lgr_ctx {
 		uint64_t until_ms;
 	} tried[LGR_DEVS_MAX];		/* addresses no device served */
 	int ntried;
+	struct {
+		char peer[CONF_NAME_MAX + 1];
+		uint64_t until_ms;
+	} backoff[LGR_DEVS_MAX];	/* cached: no lock per connection */
+	unsigned int nbackoff;
 	struct lgr *lgrs;
 	struct clc_conn *clcs;		/* server handshakes without a group */
 	int nclcs;
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
 	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,
 		       void *arg);
-	void *llc_arg;
+	/* the data path's: link became active (announce its rkeys there) */
+	void (*link_up)(struct lgr_link *link, void *arg);
+	void *llc_arg;			/* of both */
 };
 
 struct lgr_peer_info {
@@ -852,6 +870,19 @@ struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 int lgr_link_add_answer(struct lgr_link *link,
 			const struct dev_qp_addr *peer);
 void lgr_link_add_rejected(struct lgr_link *link);
+
+/* session_rdma.c: connections carried over a link group (DESIGN §2) */
+#define SESSION_RDMA_POOL_MAX (256u << 20) /* registered bytes per worker */
+struct session_rdma;
+int session_rdma_worker_init(struct worker *w);
+void session_rdma_worker_end(struct worker *w);
+bool session_rdma_connect(struct session *s);
+void session_rdma_io(struct session *s, int i, short what);
+void session_rdma_timeout(struct session *s);
+void session_rdma_close(struct session *s, enum session_reason reason);
+void session_rdma_json(const struct session *s, void *json_obj);
+void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
+			 void *arg);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

@@ -23,6 +23,10 @@
 	X(conns_active, GAUGE, "connections", "proxied connections open now") \
 	X(conns_fallback, COUNTER, "connections",                            \
 	  "connections carried over TCP fallback")                           \
+	X(conns_rdma, COUNTER, "connections",                                \
+	  "connections carried over an RDMA link group")                     \
+	X(conns_rdma_nobufs, COUNTER, "connections",                         \
+	  "connections that fell back: no registered buffer to be had")      \
 	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")  \
 	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon") \
 	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")   \
@@ -43,17 +47,17 @@
 	  "peer connections dropped by the authentication rate limit")       \
 	X(export_denied, COUNTER, "handshakes",                              \
 	  "peer requests for an export they may not use")                    \
-	X(lgr_created, COUNTER, "lgrs",                                      \
+	X(lgr_created, COUNTER, "events",                                    \
 	  "link groups set up (CLC and CONFIRM_LINK done), either role")     \
-	X(lgr_terminated, COUNTER, "lgrs",                                   \
+	X(lgr_terminated, COUNTER, "events",                                 \
 	  "link groups ended (idle, deleted by the peer, no link left)")     \
-	X(link_up, COUNTER, "links", "links that became active")             \
-	X(link_down, COUNTER, "links", "active links that went down")        \
+	X(link_up, COUNTER, "events", "links that became active")            \
+	X(link_down, COUNTER, "events", "active links that went down")       \
 	X(clc_declines_sent, COUNTER, "handshakes",                          \
 	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")      \
 	X(clc_declines_received, COUNTER, "handshakes",                      \
 	  "CLC DECLINEs peers sent us: we fall back to TCP")                 \
-	X(llc_protocol_errors, COUNTER, "messages",                          \
+	X(llc_protocol_errors, COUNTER, "events",                            \
 	  "malformed or unexpected LLC messages (each ends its link group)")
 
 /* X(id, name, description) */

@@ -420,8 +420,12 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	if (session_rdma_worker_init(w))
+		log_warnx("worker %d: out of memory: RDMA data path off",
+			  w->id);
 	event_base_dispatch(w->base);
 	session_close_all(w, SESSION_SHUTDOWN);
+	session_rdma_worker_end(w);
 	return NULL;
 }
 

@@ -8,9 +8,8 @@
 # that link down within its bound (port event, or TEST_LINK after
 # test_link_time + 2 s) while the group carries on over rxe0.  Then a
 # daemon with no usable device declines NOSMCRDEV and the client falls
-# back, the reason in its log, stats and `show peers`.  Connections take
-# the TCP fallback throughout (the data path is another step): each
-# transfer must still verify.
+# back, the reason in its log, stats and `show peers`.  Each transfer must
+# verify, whether it went over the link group or the TCP fallback.
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup

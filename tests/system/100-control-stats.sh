@@ -414,18 +414,30 @@ eq(ar["exports"], [], "a exports")
 eq(br["rules"], [], "b rules")
 eq(br["exports"], [{"name": "x", "target": "127.0.0.1:" + A[5], "peers": ["a"],
                     "connect_timeout_s": 5, "conns": 2}], "b exports")
+# No RDMA device on this host: a, which has the rule, tried a link group
+# and declined it itself (NOSMCRDEV, backing off); b never tried one.
+want = {
+    "b": {"fallback_reason": "declined by us", "decline_code": "0x03030002",
+          "decline_name": "NOSMCRDEV"},
+    "a": {"fallback_reason": "no link group tried yet",
+          "decline_code": "0x00000000", "decline_name": ""},
+}
 for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     peers = load(p)["data"]["peers"]
-    eq(peers, [{"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
-                "mode": "fallback", "fallback_reason": "rdma transport not available",
-                "decline_code": "0x03030002", "decline_name": "NOSMCRDEV",
-                "lgrs": [], "conns": 2}], "peers")
+    need(len(peers) == 1, "one peer expected: %r" % peers)
+    left = peers[0].pop("backoff_left_ms")
+    need(isinstance(left, int) and left >= 0, "backoff_left_ms %r" % left)
+    need((left > 0) == (name == "b"), "backoff_left_ms %r for %s" % (left, name))
+    w = {"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
+         "mode": "fallback", "declined_by_peer": False, "lgrs": 0, "conns": 2}
+    w.update(want[name])
+    eq(peers, [w], "peers")
 EOF
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2$' "$T/a.rules.txt" ||
 	fail "show rules table on a: $(cat "$T/a.rules.txt")"
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
 	fail "show rules table on b: $(cat "$T/b.rules.txt")"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +rdma transport not available$' \
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us$' \
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
 
 # Connection 0 ends in order; both daemons count it.

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 
 #define NWORKERS 2
 #define NOBODY 65534
@@ -127,6 +128,31 @@ smcproxyd_reload(FILE *errors)
 		fprintf(errors, "test.conf:3: rules[0].listen: bad address\n"
 				"test.conf:7: peers[1].name: duplicate \xff\n");
 	return reload_rc;
+}
+
+/* Link-group state: peer b declined RDMA, the rest never tried. */
+int
+lgr_peer_info(const char *peer, struct lgr_peer_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (strcmp(peer, "b") == 0) {
+		out->reason = 0x03030002;
+		out->by_peer = true;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void
+lgr_worker_json(struct worker *w, void *lgrs, void *links)
+{
+	ncalls++;
+}
+
+const char *
+clc_decline_name(uint32_t code)
+{
+	return code == 0x03030002 ? "NOSMCRDEV" : "?";
 }
 
 /******** fixture ********/
@@ -642,9 +668,11 @@ START_TEST(test_rules_peers)
 			 "fallback");
 	ck_assert_str_eq(
 		json_string_value(json_object_get(e, "fallback_reason")),
-		"rdma transport not available");
+		"declined by the peer");
 	ck_assert_str_eq(json_string_value(json_object_get(e, "decline_code")),
 			 "0x03030002");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "decline_name")),
+			 "NOSMCRDEV");
 	ck_assert_str_eq(json_string_value(json_object_get(e, "auth")),
 			 "insecure");
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6);

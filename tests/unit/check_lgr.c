@@ -69,9 +69,9 @@ side_init(struct side *s, const char *name, const char *peer, int ndev,
 		s->dev[i] = loopdev_new(base);
 		ck_assert_ptr_nonnull(s->dev[i]);
 		snprintf(dn, sizeof(dn), "loop%d", i);
-		ck_assert_int_eq(lgr_ctx_add_dev(s->ctx, &loopdev_ops,
-						 s->dev[i], dn),
-				 0);
+		ck_assert_int_eq(
+			lgr_ctx_add_dev(s->ctx, &loopdev_ops, s->dev[i], dn),
+			0);
 	}
 	s->ndev = ndev;
 }
@@ -542,6 +542,56 @@ START_TEST(completion_error_failover)
 }
 END_TEST
 
+static int flushed, flush_status;
+
+static void
+flush_done(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
+{
+	flushed++;
+	flush_status = status;
+}
+
+static bool
+a_link2_freed(void)
+{
+	return lgr_of(&A) != NULL && lgr_of(&A)->link[1].state == LGR_LINK_FREE;
+}
+
+/*
+ * A link that breaks with a send in flight: the send's completion still
+ * comes back (flushed, with an error) before the link is freed, so the
+ * data path can count it; the group carries on over the other link.
+ */
+START_TEST(broken_link_flushes)
+{
+	struct wr_tx_slot *slot;
+	struct lgr_link *k2;
+	uint8_t *buf;
+
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	k2 = link_n(&A, 2);
+	ck_assert_ptr_eq(k2, &lgr_of(&A)->link[1]);
+	ck_assert_int_eq(wr_tx_get(k2->wr, &slot, NULL), 0);
+	buf = wr_tx_buf(slot);
+	buf[0] = LLC_TEST_LINK;
+	buf[1] = LLC_MSG_LEN;
+	flushed = 0;
+	ck_assert_int_eq(wr_tx_post(k2->wr, slot, NULL, 0, flush_done, NULL),
+			 0);
+	loopdev_drop_link(wr_link_qp(k2->wr));
+	ck_assert(run_until(b_one_link, WAIT_MS));
+	ck_assert(run_until(a_link2_freed, WAIT_MS));
+	ck_assert_int_eq(flushed, 1);
+	ck_assert_int_ne(flush_status, 0);
+	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
+	ck_assert_uint_eq(stat(&B, STAT_link_down), 1);
+	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
+}
+END_TEST
+
 /* The server has no device: it declines NOSMCRDEV and A falls back. */
 START_TEST(decline_nosmcrdev)
 {
@@ -935,6 +985,7 @@ lgr_suite(void)
 	tcase_add_test(tc, add_link_rejected);
 	tcase_add_test(tc, test_link);
 	tcase_add_test(tc, completion_error_failover);
+	tcase_add_test(tc, broken_link_flushes);
 	tcase_add_test(tc, decline_nosmcrdev);
 	tcase_add_test(tc, local_nosmcrdev);
 	tcase_add_test(tc, wrong_key);

@@ -1,0 +1,1059 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Connections carried over an RDMA link group (DESIGN §2): the in-band
+ * open (LLC CONN_OPEN, answered by CONN_ACCEPT or CONN_REJECT) and the
+ * zero-copy relay between a TCP socket and the connection's registered
+ * buffers.  The rule side reads its client straight into the send ring
+ * (tx_space, readv, tx_produced, tx_push) and writes the peer's bytes
+ * straight from its RMB element (rx_data, writev, rx_consumed); the
+ * export side does the same with its target.  A session in this mode has
+ * one TCP socket: fd[0] (the client) on the rule side, fd[1] (the
+ * target) on the export side.
+ *
+ * Nothing is read from the client before the peer accepted: its bytes
+ * wait in the kernel.  A FIN goes on as peer_done_writing after every
+ * earlier byte, a reset as an abort; a link that fails moves the
+ * connection to the group's other link (tx_failover), and with no link
+ * left the connection is reset with reason link_failed.
+ *
+ * rconn and lgr callbacks can come from deep inside the relay loop
+ * (rx_consumed, tx_push); they only record what happened and kick the
+ * loop, which acts on it and is the one place a session is closed from.
+ *
+ * Per worker (one lgr_ctx each): a registered-buffer pool per device,
+ * capped at SESSION_RDMA_POOL_MAX bytes (an internal bound until the
+ * config has a key for it), and the connection tokens, handed out in
+ * increasing order so that a CDC for a token closed just now is told
+ * apart from a forged one.
+ */
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+#include "llc_wire.h"
+
+#define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
+#define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
+
+struct session_rdma_pool {
+	struct dev *dev;
+	struct buf_pool *pool;
+};
+
+/* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
+struct session_rdma_worker {
+	struct worker *w;
+	struct lgr_ctx *ctx;
+	struct session_rdma_pool pools[LGR_DEVS_MAX];
+	int npools;
+	uint32_t last_token; /* tokens 1..last_token were handed out */
+};
+
+struct session_rdma {
+	struct session *s;
+	struct session_rdma_worker *srw;
+	struct lgr_conn lc;	  /* membership of the link group */
+	struct rconn *rc;	  /* once accepted */
+	struct buf *sndbuf, *rmb; /* until rc takes them over */
+	uint32_t token, peer_token;
+	struct rconn_peer_rmb peer_rmb; /* export side: from CONN_OPEN */
+	int t;				/* index of the TCP socket in fd[] */
+	bool answered;			/* export side: ACCEPT or REJECT sent */
+	struct lgr_link *open_link;	/* export side: CONN_OPEN came here */
+	bool rd_eof;			/* TCP EOF read, DONE_WRITING asked */
+	bool rd_blocked;		/* ring full: until tx_space_ready */
+	bool peer_done;			/* peer_done_writing told */
+	bool wr_shut;			/* shutdown(SHUT_WR) of the TCP side */
+	bool fin_set;
+	enum session_reason fin_reason; /* which side finished first */
+	bool closing;
+	enum session_reason close_reason;
+	struct lgr_link *failover_to; /* link_down: move there */
+	bool in_run, again;
+};
+
+static void session_rdma_kick(struct session_rdma *sr);
+
+static unsigned long long
+session_rdma_id(const struct session_rdma *sr)
+{
+	return (unsigned long long)sr->s->id;
+}
+
+static struct session_rdma_worker *
+session_rdma_worker(struct worker *w)
+{
+	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+
+	return ctx != NULL ? ctx->llc_arg : NULL;
+}
+
+/*
+ * Set up worker w's RDMA data path (on w's thread, before its loop):
+ * its link-group context answers CONN_OPEN from now on.  0 or -ENOMEM.
+ */
+int
+session_rdma_worker_init(struct worker *w)
+{
+	struct session_rdma_worker *srw;
+	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+
+	if (ctx == NULL)
+		return -ENOMEM;
+	srw = calloc(1, sizeof(*srw));
+	if (srw == NULL)
+		return -ENOMEM;
+	srw->w = w;
+	srw->ctx = ctx;
+	ctx->llc_rx = session_rdma_llc_rx;
+	ctx->llc_arg = srw;
+	return 0;
+}
+
+/* Whether buffers of the worker are still in use (by rconns). */
+static bool
+session_rdma_busy(const struct session_rdma_worker *srw)
+{
+	const struct buf_stats *bs;
+	int i;
+
+	for (i = 0; i < srw->npools; i++) {
+		bs = buf_pool_stats(srw->pools[i].pool);
+		if (bs->bytes_used[0] + bs->bytes_used[1] > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * End worker w's RDMA data path after its sessions closed: the loop runs
+ * a little longer (2 s at most) for the last CDCs in flight to complete,
+ * then the pools go (buffers still out go when they come back); the link
+ * groups end with the thread (lgr_worker_ctx).
+ */
+void
+session_rdma_worker_end(struct worker *w)
+{
+	struct session_rdma_worker *srw = session_rdma_worker(w);
+	struct timeval tv = {0, 20000};
+	int i, round;
+
+	if (srw == NULL)
+		return;
+	/* the last CDCs of closed connections complete: their buffers back */
+	for (round = 0; round < 100 && session_rdma_busy(srw); round++) {
+		event_base_loopexit(worker_base(w), &tv);
+		event_base_dispatch(worker_base(w));
+	}
+	for (i = 0; i < srw->npools; i++)
+		buf_pool_free(srw->pools[i].pool);
+	srw->ctx->llc_rx = NULL;
+	srw->ctx->llc_arg = NULL;
+	free(srw);
+}
+
+/* The worker's pool for the device of link, created on first use. */
+static struct buf_pool *
+session_rdma_pool(struct session_rdma_worker *srw, const struct lgr_link *link)
+{
+	struct session_rdma_pool *p;
+	int i;
+
+	for (i = 0; i < srw->npools; i++)
+		if (srw->pools[i].dev == link->dev->dev)
+			return srw->pools[i].pool;
+	if (srw->npools == LGR_DEVS_MAX)
+		return NULL;
+	p = &srw->pools[srw->npools];
+	p->pool = buf_pool_new(link->dev->ops, link->dev->dev,
+			       SESSION_RDMA_POOL_MAX);
+	if (p->pool == NULL)
+		return NULL;
+	p->dev = link->dev->dev;
+	srw->npools++;
+	return p->pool;
+}
+
+/* Compressed RMB element size of the wire: 1 << (n + 14), rounded down. */
+static uint8_t
+session_rdma_rmbe_size(size_t size)
+{
+	uint8_t n = 0;
+
+	while (n < 15 && ((size_t)1 << (n + 15)) <= size)
+		n++;
+	return n;
+}
+
+static void session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len,
+				void *arg);
+
+/*
+ * Receive CDCs on every link of lgr.  lgr.c registers the LLC types
+ * only; links come and go, so this runs whenever a connection of the
+ * group moves (open, accept, failover) or the group talks to us.
+ */
+static void
+session_rdma_lgr_watch(struct lgr *lgr)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].wr != NULL &&
+		    lgr->link[i].state != LGR_LINK_FREE &&
+		    lgr->link[i].state != LGR_LINK_DOWN)
+			wr_rx_register(lgr->link[i].wr, CDC_MSG_TYPE,
+				       session_rdma_cdc_rx);
+}
+
+/* The connection of lgr with our token, accepted or not; NULL if none. */
+static struct session_rdma *
+session_rdma_find(struct lgr *lgr, uint32_t token)
+{
+	struct lgr_conn *c;
+	struct session_rdma *sr;
+
+	for (c = lgr->conns; c != NULL; c = c->next) {
+		sr = c->arg;
+		if (sr->token == token)
+			return sr;
+	}
+	return NULL;
+}
+
+struct session_rdma_lookup {
+	struct lgr *lgr;
+	uint32_t token;
+};
+
+static struct rconn *
+session_rdma_rconn(uint32_t token, void *arg)
+{
+	struct session_rdma_lookup *lk = arg;
+	struct session_rdma *sr = session_rdma_find(lk->lgr, token);
+
+	lk->token = token;
+	return sr != NULL ? sr->rc : NULL;
+}
+
+/* wr.c's handler for CDC_MSG_TYPE on the links of our groups. */
+static void
+session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+{
+	struct lgr_link *link = arg;
+	struct lgr *lgr = link->lgr;
+	struct session_rdma_worker *srw = lgr->ctx->llc_arg;
+	struct session_rdma_lookup lk = {lgr, 0};
+	const char *why;
+	char buf[80];
+	int err;
+
+	if (link->state == LGR_LINK_FREE || link->state == LGR_LINK_DOWN ||
+	    lgr->state == LGR_STATE_TERMINATING || srw == NULL)
+		return;
+	link->act_ms = lgr_now_ms();
+	err = rx_cdc_recv(msg, len, session_rdma_rconn, &lk, &why);
+	if (err == 0)
+		return;
+	/* a CDC crossing our close: tokens are never handed out twice */
+	if (err == -ENOENT && lk.token != 0 && lk.token <= srw->last_token)
+		return;
+	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
+		 why != NULL ? why : "bad CDC", lk.token, link->id);
+	lgr_protocol_error(lgr, buf);
+}
+
+/* Close the session from outside the relay loop, or have the loop do it. */
+static void
+session_rdma_fail(struct session_rdma *sr, enum session_reason r)
+{
+	if (!sr->closing) {
+		sr->closing = true;
+		sr->close_reason = r;
+	}
+	session_rdma_kick(sr);
+}
+
+/* ---- rconn callbacks: record, then kick the relay loop ---- */
+
+static void
+session_rdma_data_ready(struct rconn *rc, void *arg)
+{
+	session_rdma_kick(arg);
+}
+
+static void
+session_rdma_space_ready(struct rconn *rc, void *arg)
+{
+	struct session_rdma *sr = arg;
+
+	sr->rd_blocked = false;
+	session_rdma_kick(sr);
+}
+
+static void
+session_rdma_peer_done(struct rconn *rc, void *arg)
+{
+	struct session_rdma *sr = arg;
+
+	sr->peer_done = true;
+	session_rdma_kick(sr);
+}
+
+static void
+session_rdma_peer_abort(struct rconn *rc, void *arg)
+{
+	session_rdma_fail(arg, SESSION_PEER_RST);
+}
+
+/* The link's failure reaches lgr.c too, which moves us (link_down). */
+static void
+session_rdma_link_failed(struct rconn *rc, void *arg)
+{
+	log_debug("conn 0x%llx: link failed, waiting for the group",
+		  session_rdma_id(arg));
+}
+
+static const struct rconn_ops session_rdma_ops = {
+	.data_ready = session_rdma_data_ready,
+	.tx_space_ready = session_rdma_space_ready,
+	.peer_done_writing = session_rdma_peer_done,
+	.peer_abort = session_rdma_peer_abort,
+	.link_failed = session_rdma_link_failed,
+};
+
+/* lgr.c: our link went down; to is where we are now, NULL: none left. */
+static void
+session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
+{
+	struct session_rdma *sr = c->arg;
+
+	if (to == NULL || sr->rc == NULL) {
+		/* an open in flight may be lost with the link */
+		session_rdma_fail(sr, SESSION_LINK_FAILED);
+		return;
+	}
+	session_rdma_lgr_watch(to->lgr);
+	sr->failover_to = to;
+	session_rdma_kick(sr);
+}
+
+/* ---- the relay ---- */
+
+static void
+session_rdma_account(struct session_rdma *sr, bool to_peer, size_t n)
+{
+	struct session *s = sr->s;
+	struct stats *st = worker_stats(s->w);
+
+	s->active_ms = session_now_ms();
+	if (to_peer) {
+		s->pump[sr->t].bytes += n;
+		STATS_ADD(st, tx_bytes, (int64_t)n);
+		STATS_INC(st, tx_cnt);
+	} else {
+		s->pump[1 - sr->t].bytes += n;
+		STATS_ADD(st, rx_bytes, (int64_t)n);
+		STATS_INC(st, rx_cnt);
+	}
+}
+
+/* The first of the two directions to finish names a normal close. */
+static void
+session_rdma_fin(struct session_rdma *sr, bool tcp_side)
+{
+	bool rule = sr->s->role == SESSION_ROLE_RULE;
+
+	if (sr->fin_set)
+		return;
+	sr->fin_set = true;
+	if (tcp_side)
+		sr->fin_reason = rule ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
+	else
+		sr->fin_reason = rule ? SESSION_TARGET_FIN : SESSION_CLIENT_FIN;
+}
+
+static enum session_reason
+session_rdma_tcp_reset(const struct session_rdma *sr)
+{
+	return sr->s->role == SESSION_ROLE_RULE ? SESSION_CLIENT_RST :
+						  SESSION_TARGET_RST;
+}
+
+/* RMB -> TCP socket.  true if anything moved. */
+static bool
+session_rdma_write(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	struct iovec iov[2];
+	bool moved = false;
+	ssize_t n;
+	int cnt;
+
+	while (!sr->wr_shut && !sr->closing && s->wr_ready[sr->t]) {
+		cnt = rx_data(sr->rc, iov);
+		if (cnt <= 0)
+			break; /* < 0: aborted, peer_abort says so */
+		n = writev(s->fd[sr->t], iov, cnt);
+		if (n > 0) {
+			session_rdma_account(sr, false, (size_t)n);
+			rx_consumed(sr->rc, (size_t)n);
+			moved = true;
+		} else if (n == -1 && errno == EAGAIN) {
+			s->wr_ready[sr->t] = false;
+		} else if (n == -1 && errno != EINTR) {
+			tx_close(sr->rc, TX_CLOSE_ABORT);
+			session_rdma_fail(sr, session_rdma_tcp_reset(sr));
+		}
+	}
+	if (sr->peer_done && !sr->wr_shut && !sr->closing &&
+	    rx_readable(sr->rc) == 0) {
+		sr->wr_shut = true;
+		session_rdma_fin(sr, false);
+		shutdown(s->fd[sr->t], SHUT_WR);
+		moved = true;
+	}
+	return moved;
+}
+
+/* TCP socket -> send ring.  true if anything moved. */
+static bool
+session_rdma_read(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	struct iovec iov[2];
+	ssize_t n;
+	int cnt, err;
+
+	if (sr->rd_eof || sr->rd_blocked || sr->closing || !s->rd_ready[sr->t])
+		return false;
+	cnt = tx_space(sr->rc, iov);
+	if (cnt == 0) {
+		sr->rd_blocked = true;
+		STATS_INC(worker_stats(s->w), buf_full_cnt);
+		return false;
+	}
+	if (cnt < 0) {
+		sr->rd_eof = true; /* closed or aborted: nothing more goes */
+		return false;
+	}
+	n = readv(s->fd[sr->t], iov, cnt);
+	if (n > 0) {
+		tx_produced(sr->rc, (size_t)n);
+		session_rdma_account(sr, true, (size_t)n);
+		err = tx_push(sr->rc);
+		if (err && err != -ENOLINK && err != -EBUSY)
+			log_debug("conn 0x%llx: push: %s", session_rdma_id(sr),
+				  strerror(-err));
+		return true;
+	}
+	if (n == 0) {
+		sr->rd_eof = true;
+		session_rdma_fin(sr, true);
+		tx_close(sr->rc, TX_CLOSE_DONE_WRITING);
+		return true;
+	}
+	if (errno == EAGAIN) {
+		s->rd_ready[sr->t] = false;
+		return false;
+	}
+	if (errno == EINTR)
+		return true;
+	tx_close(sr->rc, TX_CLOSE_ABORT);
+	session_rdma_fail(sr, session_rdma_tcp_reset(sr));
+	return false;
+}
+
+/*
+ * Both directions are done on our side.  Close once the last byte and the
+ * FIN went out (the peer's window may still hold them back): until then
+ * the rconn calls tx_space_ready at each CDC completion, which is when
+ * that can change.  Freeing the rconn earlier would drop the tail.
+ */
+static void
+session_rdma_done(struct session_rdma *sr)
+{
+	const struct rconn *rc = sr->rc;
+
+	if (tx_unsent(rc) == 0 &&
+	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING)) {
+		sr->closing = true;
+		sr->close_reason = sr->fin_reason;
+		return;
+	}
+	sr->rc->flags |= RCONN_F_TX_BLOCKED;
+}
+
+/*
+ * The relay loop: act on what callbacks recorded, move bytes both ways
+ * until nothing moves, close when both directions are done.  After a
+ * bounded number of rounds it yields and reschedules itself (the events
+ * are edge-triggered: no new edge would wake it).
+ */
+static void
+session_rdma_run(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	struct lgr_link *to;
+	bool moved;
+	int round;
+
+	sr->in_run = true;
+	for (round = 0; round < SESSION_RDMA_ROUNDS; round++) {
+		sr->again = false;
+		if (sr->failover_to != NULL && !sr->closing) {
+			to = sr->failover_to;
+			sr->failover_to = NULL;
+			if (to->wr != sr->rc->link &&
+			    tx_failover(sr->rc, to->wr) != 0)
+				session_rdma_fail(sr, SESSION_LINK_FAILED);
+		}
+		if (sr->closing || s->state != SESSION_RELAY)
+			break;
+		moved = session_rdma_write(sr);
+		moved |= session_rdma_read(sr);
+		if (sr->rd_eof && sr->wr_shut && !sr->closing)
+			session_rdma_done(sr);
+		if (!moved && !sr->again)
+			break;
+	}
+	sr->in_run = false;
+	if (sr->closing) {
+		session_close(s, sr->close_reason);
+		return;
+	}
+	if (round == SESSION_RDMA_ROUNDS)
+		event_active(s->rev[sr->t], 0, 0);
+}
+
+static void
+session_rdma_kick(struct session_rdma *sr)
+{
+	if (sr->in_run) {
+		sr->again = true;
+		return;
+	}
+	session_rdma_run(sr);
+}
+
+/* Both sides: the peer has our RMB and we have its; relay from now. */
+static void
+session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
+{
+	struct session *s = sr->s;
+	const struct conf_rdma *r = &s->conf->rdma;
+	struct rconn_init in;
+
+	memset(&in, 0, sizeof(in));
+	in.id = s->id;
+	in.link = link->wr;
+	in.token = sr->token;
+	in.peer_token = sr->peer_token;
+	in.sndbuf = sr->sndbuf;
+	in.rmb = sr->rmb;
+	in.peer_rmb = sr->peer_rmb;
+	in.params.autocork = r->autocork;
+	in.params.autocork_size = (uint32_t)r->autocork_size;
+	in.ops = &session_rdma_ops;
+	in.arg = sr;
+	sr->rc = tx_conn_new(&in);
+	if (sr->rc == NULL) {
+		log_warn("conn 0x%llx: connection over RDMA",
+			 session_rdma_id(sr));
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	sr->sndbuf = sr->rmb = NULL;
+	s->state = SESSION_RELAY;
+	STATS_INC(worker_stats(s->w), conns_rdma);
+	session_timer(s, 0);
+	if (session_watch_relay(s, sr->t)) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	if (s->rule != NULL && s->rule->idle_timeout)
+		session_timer(s, s->rule->idle_timeout);
+	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
+		  session_rdma_id(sr), link->lgr->id, link->id,
+		  s->role == SESSION_ROLE_RULE ? s->rule->name :
+						 s->export->name);
+	session_rdma_kick(sr);
+}
+
+static struct session_rdma *
+session_rdma_new(struct session *s, struct session_rdma_worker *srw)
+{
+	struct session_rdma *sr = calloc(1, sizeof(*sr));
+
+	if (sr == NULL)
+		return NULL;
+	sr->s = s;
+	sr->srw = srw;
+	sr->lc.link_down = session_rdma_link_down;
+	sr->lc.arg = sr;
+	sr->t = s->role == SESSION_ROLE_RULE ? 0 : 1;
+	return sr;
+}
+
+/* Join lgr and take a send ring and an RMB element.  0 or -errno. */
+static int
+session_rdma_join(struct session_rdma *sr, struct lgr *lgr)
+{
+	const struct conf_rdma *r = &sr->s->conf->rdma;
+	struct buf_pool *pool;
+	int rc;
+
+	rc = lgr_conn_add(lgr, &sr->lc);
+	if (rc)
+		return rc;
+	pool = session_rdma_pool(sr->srw, sr->lc.link);
+	if (pool == NULL)
+		return -ENOMEM;
+	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
+	if (rc == 0)
+		rc = buf_get(pool, BUF_RMB, (size_t)r->rmb, &sr->rmb);
+	if (rc)
+		return rc;
+	sr->token = ++sr->srw->last_token;
+	if (sr->token == 0)
+		sr->token = ++sr->srw->last_token;
+	session_rdma_lgr_watch(lgr);
+	return 0;
+}
+
+static void
+session_rdma_free(struct session_rdma *sr)
+{
+	lgr_conn_del(&sr->lc);
+	buf_put(sr->sndbuf);
+	buf_put(sr->rmb);
+	free(sr);
+}
+
+/* ---- rule side ---- */
+
+/*
+ * Rule side: carry the new client connection s over an active link group
+ * to its peer, if there is one with room and buffers: CONN_OPEN is sent
+ * and the answer awaited.  false when s is to take the fallback (s is
+ * untouched then); true when s is taken care of.
+ */
+bool
+session_rdma_connect(struct session *s)
+{
+	struct session_rdma_worker *srw = session_rdma_worker(s->w);
+	struct session_rdma *sr = NULL;
+	struct llc_info m;
+	struct lgr *lgr;
+	int rc;
+
+	if (srw == NULL || strlen(s->export_name) > LLC_EXPORT_MAX)
+		return false;
+	lgr = lgr_get(srw->ctx, s->peer);
+	if (lgr == NULL)
+		return false;
+	sr = session_rdma_new(s, srw);
+	if (sr == NULL)
+		return false;
+	rc = session_rdma_join(sr, lgr);
+	if (rc == -ENOBUFS)
+		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
+	if (rc)
+		goto fallback;
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONN_OPEN;
+	m.conn_open.token = sr->token;
+	m.conn_open.rmb_rkey = sr->rmb->mr.rkey;
+	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
+	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
+		 s->export_name);
+	rc = llc_send(sr->lc.link, &m, NULL, NULL);
+	if (rc)
+		goto fallback;
+	s->rdma = sr;
+	s->mode = SESSION_MODE_RDMA;
+	s->state = SESSION_RDMA_OPEN;
+	session_timer(s, SESSION_RDMA_OPEN_TIMEOUT);
+	log_debug("conn 0x%llx: rule %s: CONN_OPEN %s on lgr %u link %u, "
+		  "token %u",
+		  session_rdma_id(sr), s->rule->name, s->export_name, lgr->id,
+		  sr->lc.link->id, sr->token);
+	return true;
+fallback:
+	log_debug("conn 0x%llx: rule %s: lgr %u: %s: fallback",
+		  (unsigned long long)s->id, s->rule->name, lgr->id,
+		  strerror(-rc));
+	session_rdma_free(sr);
+	return false;
+}
+
+static void
+session_rdma_accepted(struct lgr_link *link,
+		      const struct llc_conn_accept_info *a)
+{
+	struct session_rdma *sr = session_rdma_find(link->lgr, a->opener_token);
+
+	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
+		log_warnx("lgr %u: CONN_ACCEPT for token %u, not waiting: "
+			  "ignored",
+			  link->lgr->id, a->opener_token);
+		return;
+	}
+	sr->peer_token = a->token;
+	sr->peer_rmb.rkey = a->rmb_rkey;
+	sr->peer_rmb.vaddr = a->rmb_vaddr;
+	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
+	session_rdma_relay_start(sr, sr->lc.link);
+}
+
+static void
+session_rdma_rejected(struct lgr_link *link,
+		      const struct llc_conn_reject_info *rj)
+{
+	struct session_rdma *sr =
+		session_rdma_find(link->lgr, rj->opener_token);
+	enum session_reason r;
+
+	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
+		log_warnx("lgr %u: CONN_REJECT for token %u, not waiting: "
+			  "ignored",
+			  link->lgr->id, rj->opener_token);
+		return;
+	}
+	r = fallback_code_reason(rj->reason);
+	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_id(sr),
+		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
+	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
+	session_close(sr->s, r);
+}
+
+/* ---- export side ---- */
+
+static int
+session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
+			 enum session_reason r)
+{
+	struct llc_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONN_REJECT;
+	m.flags = LLC_FLAG_RESP;
+	m.conn_reject.opener_token = opener_token;
+	m.conn_reject.reason = fallback_reason_code(r);
+	return llc_send(link, &m, NULL, NULL);
+}
+
+/*
+ * Refuse the open of sr with reason r (logged by the caller): the close
+ * sends the CONN_REJECT.
+ */
+static void
+session_rdma_refuse(struct session_rdma *sr, enum session_reason r)
+{
+	STATS_INC(worker_stats(sr->s->w), srv_hshake_err_cnt);
+	session_close(sr->s, r);
+}
+
+/* Refuse a CONN_OPEN that got no session. */
+static void
+session_rdma_refuse_open(struct session_rdma_worker *srw, struct lgr_link *link,
+			 uint32_t opener_token, enum session_reason r)
+{
+	STATS_INC(worker_stats(srw->w), srv_hshake_err_cnt);
+	stats_add(worker_stats(srw->w), STAT_CLOSE_BASE + r, 1);
+	(void)session_rdma_reject_send(link, opener_token, r);
+}
+
+static void
+session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
+		  const struct llc_conn_open_info *o)
+{
+	struct lgr *lgr = link->lgr;
+	struct worker *w = srw->w;
+	const struct conf *conf = worker_conf(w);
+	const struct conf_export *exp;
+	struct session_rdma *sr;
+	struct session *s;
+	char buf[ADDR_STRLEN];
+	int fd = -1, rc, one = 1;
+
+	STATS_INC(worker_stats(w), conns_from_peers);
+	exp = conf_export_find(conf, o->export);
+	if (exp == NULL) {
+		log_warnx("lgr %u: peer %s asked for unknown export %s",
+			  lgr->id, lgr->peer->name, o->export);
+		session_rdma_refuse_open(srw, link, o->token,
+					 SESSION_UNKNOWN_EXPORT);
+		return;
+	}
+	if (!conf_export_allows(exp, lgr->peer->name)) {
+		log_warnx("lgr %u: peer %s may not use export %s: refused",
+			  lgr->id, lgr->peer->name, o->export);
+		STATS_INC(worker_stats(w), export_denied);
+		session_rdma_refuse_open(srw, link, o->token,
+					 SESSION_EXPORT_DENIED);
+		return;
+	}
+	if (!worker_has_room(w) || worker_draining(w)) {
+		session_rdma_refuse_open(srw, link, o->token,
+					 worker_draining(w) ? SESSION_SHUTDOWN :
+							      SESSION_RESOURCE);
+		return;
+	}
+	s = session_new(w, -1, SESSION_ROLE_EXPORT);
+	if (s == NULL) {
+		session_rdma_refuse_open(srw, link, o->token, SESSION_RESOURCE);
+		return;
+	}
+	s->export = conf_export_find(s->conf, o->export);
+	s->peer = conf_peer_find(s->conf, lgr->peer->name);
+	snprintf(s->export_name, sizeof(s->export_name), "%s", o->export);
+	sr = session_rdma_new(s, srw);
+	if (sr == NULL || s->export == NULL) {
+		free(sr);
+		session_rdma_refuse_open(srw, link, o->token, SESSION_RESOURCE);
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	s->rdma = sr;
+	s->mode = SESSION_MODE_RDMA;
+	s->state = SESSION_CONNECT_TARGET;
+	sr->peer_token = o->token;
+	sr->open_link = link;
+	sr->peer_rmb.rkey = o->rmb_rkey;
+	sr->peer_rmb.vaddr = o->rmb_vaddr;
+	sr->peer_rmb.size = 1u << (o->rmbe_size + 14);
+	rc = session_rdma_join(sr, lgr);
+	if (rc) {
+		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
+			  session_rdma_id(sr), s->export->name, lgr->id,
+			  strerror(-rc));
+		if (rc == -ENOBUFS)
+			STATS_INC(worker_stats(w), conns_rdma_nobufs);
+		session_rdma_refuse(sr, SESSION_RESOURCE);
+		return;
+	}
+	fd = socket(s->export->target.ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		rc = -errno;
+		goto refused;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)&s->export->target.ss,
+		    s->export->target.len) == -1 &&
+	    errno != EINPROGRESS) {
+		rc = -errno;
+		close(fd);
+		goto refused;
+	}
+	s->addr[1] = s->export->target;
+	if (session_attach_upstream(s, fd)) {
+		session_rdma_refuse(sr, SESSION_RESOURCE);
+		return;
+	}
+	session_want(s, 1, EV_WRITE, true);
+	session_timer(s, s->export->connect_timeout);
+	log_debug("conn 0x%llx: peer %s: CONN_OPEN %s (token %u) on lgr %u",
+		  session_rdma_id(sr), lgr->peer->name, o->export, o->token,
+		  lgr->id);
+	return;
+refused:
+	errno = -rc;
+	log_warn("conn 0x%llx: export %s: connect to %s", session_rdma_id(sr),
+		 s->export->name,
+		 addr_str(&s->export->target, buf, sizeof(buf)));
+	session_rdma_refuse(sr, fallback_connect_reason(-rc, true));
+}
+
+/* Export side: the target connect finished; accept or refuse the open. */
+static void
+session_rdma_target_connected(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	struct llc_info m;
+	socklen_t len = sizeof(int);
+	char buf[ADDR_STRLEN];
+	int err = 0;
+
+	session_want(s, 1, EV_WRITE, false);
+	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err) {
+		errno = err;
+		log_warn("conn 0x%llx: export %s: target %s",
+			 session_rdma_id(sr), s->export->name,
+			 addr_str(&s->export->target, buf, sizeof(buf)));
+		session_rdma_refuse(sr, fallback_connect_reason(err, true));
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONN_ACCEPT;
+	m.flags = LLC_FLAG_RESP;
+	m.conn_accept.opener_token = sr->peer_token;
+	m.conn_accept.token = sr->token;
+	m.conn_accept.rmb_rkey = sr->rmb->mr.rkey;
+	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
+	if (sr->lc.link == NULL || llc_send(sr->lc.link, &m, NULL, NULL)) {
+		sr->answered = true; /* the link is gone: nobody to tell */
+		session_close(s, SESSION_LINK_FAILED);
+		return;
+	}
+	sr->answered = true;
+	session_rdma_relay_start(sr, sr->lc.link);
+}
+
+/*
+ * The data path's LLC messages on an active link of a group of ours
+ * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT.  Anything else
+ * is a protocol error.
+ */
+void
+session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	char why[64];
+
+	if (srw == NULL)
+		return;
+	session_rdma_lgr_watch(link->lgr);
+	switch (m->type) {
+	case LLC_CONN_OPEN:
+		session_rdma_open(srw, link, &m->conn_open);
+		return;
+	case LLC_CONN_ACCEPT:
+		session_rdma_accepted(link, &m->conn_accept);
+		return;
+	case LLC_CONN_REJECT:
+		session_rdma_rejected(link, &m->conn_reject);
+		return;
+	}
+	snprintf(why, sizeof(why), "unexpected LLC %s on link %u",
+		 llc_type_name(m->type), link->id);
+	lgr_protocol_error(link->lgr, why);
+}
+
+/* ---- session.c's hooks ---- */
+
+/* A socket event of s in RDMA mode (session.c hands them over). */
+void
+session_rdma_io(struct session *s, int i, short what)
+{
+	struct session_rdma *sr = s->rdma;
+
+	if (s->state == SESSION_CONNECT_TARGET) {
+		if (i == 1 && (what & EV_WRITE))
+			session_rdma_target_connected(sr);
+		return;
+	}
+	if (s->state != SESSION_RELAY || i != sr->t)
+		return;
+	if (what & EV_READ)
+		s->rd_ready[i] = true;
+	if (what & EV_WRITE)
+		s->wr_ready[i] = true;
+	session_rdma_kick(sr);
+}
+
+/* The open timer of s fired (CONN_OPEN unanswered, target connect). */
+void
+session_rdma_timeout(struct session *s)
+{
+	struct session_rdma *sr = s->rdma;
+
+	if (s->state == SESSION_RDMA_OPEN) {
+		log_warnx("conn 0x%llx: rule %s: peer %s: no answer to "
+			  "CONN_OPEN in %d s",
+			  session_rdma_id(sr), s->rule->name, s->peer->name,
+			  SESSION_RDMA_OPEN_TIMEOUT);
+		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
+		session_close(s, SESSION_PEER_TIMEOUT);
+		return;
+	}
+	log_warnx("conn 0x%llx: export %s: target connect timed out",
+		  session_rdma_id(sr), s->export->name);
+	session_rdma_refuse(sr, SESSION_TARGET_TIMEOUT);
+}
+
+/*
+ * s closes with reason: its connection leaves the group; unless it ended
+ * normally the peer is told to reset (an abort).  The rconn goes when
+ * its last CDC completed.
+ */
+void
+session_rdma_close(struct session *s, enum session_reason reason)
+{
+	struct session_rdma *sr = s->rdma;
+
+	if (sr == NULL)
+		return;
+	s->rdma = NULL;
+	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
+		(void)session_rdma_reject_send(
+			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
+			sr->peer_token, reason);
+	if (sr->rc != NULL) {
+		if (reason != SESSION_CLIENT_FIN &&
+		    reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
+			tx_close(sr->rc, TX_CLOSE_ABORT);
+		tx_conn_free(sr->rc);
+	}
+	session_rdma_free(sr);
+}
+
+static void
+session_rdma_json_int(json_t *o, const char *key, uint64_t v)
+{
+	json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* Add s's RDMA state (tokens, cursors, windows) to its JSON object. */
+void
+session_rdma_json(const struct session *s, void *json_obj)
+{
+	const struct session_rdma *sr = s->rdma;
+	const struct rconn *rc;
+	json_t *o;
+
+	if (sr == NULL)
+		return;
+	o = json_object();
+	if (o == NULL)
+		return;
+	session_rdma_json_int(o, "token", sr->token);
+	session_rdma_json_int(o, "peer_token", sr->peer_token);
+	session_rdma_json_int(o, "lgr",
+			      sr->lc.lgr != NULL ? sr->lc.lgr->id : 0);
+	session_rdma_json_int(o, "link",
+			      sr->lc.link != NULL ? sr->lc.link->id : 0);
+	rc = sr->rc;
+	if (rc != NULL) {
+		session_rdma_json_int(o, "sndbuf", rc->sndbuf->size);
+		session_rdma_json_int(o, "rmb", rc->rmb->size);
+		session_rdma_json_int(o, "tx_curs_prep",
+				      rc->tx_curs_prep.count);
+		session_rdma_json_int(o, "tx_curs_sent",
+				      rc->tx_curs_sent.count);
+		session_rdma_json_int(o, "tx_curs_fin", rc->tx_curs_fin.count);
+		session_rdma_json_int(o, "tx_unsent", tx_unsent(rc));
+		session_rdma_json_int(o, "rx_cons",
+				      rc->local_tx_ctrl.cons.count);
+		session_rdma_json_int(o, "rx_readable", rx_readable(rc));
+		session_rdma_json_int(o, "peer_window", rc->peer_rmbe_space);
+		session_rdma_json_int(o, "cdcs_in_flight",
+				      (uint64_t)rc->cdc_pend_tx_wr);
+		session_rdma_json_int(o, "corked", rc->stats.corked);
+	}
+	json_object_set_new(json_obj, "rdma", o);
+}
