@@ -933,6 +933,7 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 	/* the group holds conf: its peer must be that config's */
 	peer = conf_peer_find(conf, peer->name);
 	if (peer == NULL) {
+		log_debug("%s: peer no longer configured", __func__);
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -1004,8 +1005,14 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 		    lgr->state == LGR_STATE_CONFIRMING)
 			pending = true;
 	}
-	if (pending || lgr_peer_backed_off(ctx, peer->name))
+	if (pending) {
+		log_debug("peer %s: link group on its way", peer->name);
 		return NULL;
+	}
+	if (lgr_peer_backed_off(ctx, peer->name)) {
+		log_debug("peer %s: RDMA backed off", peer->name);
+		return NULL;
+	}
 	lgr_client_new(ctx, peer, -1);
 	return NULL;
 }
