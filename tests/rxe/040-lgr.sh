@@ -13,10 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup
-XFER=$abs_top_builddir/tests/tools/xfer
-CTL=$abs_top_builddir/src/smcproxyctl
-[ -x "$XFER" ] || rxe_die "$XFER is not built (make check builds it)"
-[ -x "$CTL" ] || rxe_die "$CTL is not built"
+rxe_pair_tools
 
 R=$RXE_RUNDIR
 PORT_B=7101
@@ -24,35 +21,6 @@ PORT_RULE=16380
 PORT_T=16379
 TEST_LINK_TIME=1
 fail=0
-
-ok() {
-	echo "ok: $*"
-}
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-
-# logged NAME PATTERN: the daemon's log has a line matching PATTERN.
-logged() {
-	grep -Eq -- "$2" "$RXE_OUT/$1.log"
-}
-
-# stat NAME KEY: a counter from `smcproxyctl -j stats`.
-stat() {
-	"$CTL" -s "$R/$1.sock" -j stats |
-		sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p"
-}
-
-expect_stat() {
-	_v=$(stat "$1" "$2")
-	if [ "$_v" = "$3" ]; then
-		ok "$1: $2 = $3"
-	else
-		bad "$1: $2 is '$_v', want $3"
-	fi
-}
 
 # transfer WHAT: one verified connection through a to the target behind b.
 transfer() {

@@ -12,10 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup
-XFER=$abs_top_builddir/tests/tools/xfer
-CTL=$abs_top_builddir/src/smcproxyctl
-[ -x "$XFER" ] || rxe_die "$XFER is not built (make check builds it)"
-[ -x "$CTL" ] || rxe_die "$CTL is not built"
+rxe_pair_tools
 
 R=$RXE_RUNDIR
 PORT_B=7111
@@ -23,34 +20,6 @@ PORT_RULE=16390
 PORT_DENIED=16391
 PORT_T=16389
 fail=0
-
-ok() {
-	echo "ok: $*"
-}
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-
-logged() {
-	grep -Eq -- "$2" "$RXE_OUT/$1.log"
-}
-
-# stat NAME KEY: a counter from `smcproxyctl -j stats`.
-stat() {
-	"$CTL" -s "$R/$1.sock" -j stats |
-		sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p"
-}
-
-expect_stat() {
-	_v=$(stat "$1" "$2")
-	if [ "$_v" = "$3" ]; then
-		ok "$1: $2 = $3"
-	else
-		bad "$1: $2 is '$_v', want $3"
-	fi
-}
 
 # xfer_ok WHAT ARG...: an xfer client run through the pair must verify.
 xfer_ok() {

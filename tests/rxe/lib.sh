@@ -249,3 +249,51 @@ rxe_run_checks() {
 	done
 	RXE_OUT=$_top
 }
+
+# --- helpers for the two-daemon checks (040-lgr, 050-rdma-data) -------------
+# They count on $CTL (smcproxyctl) and $R ($RXE_RUNDIR, where NAME.sock is);
+# bad sets fail=1, which the check starts at 0 and exits with.
+#
+#   rxe_pair_tools        XFER and CTL set to the built xfer and smcproxyctl
+#   ok MSG / bad MSG      one "ok:" / "FAIL:" line (bad sets fail=1)
+#   logged NAME PATTERN   $RXE_OUT/NAME.log has a line matching PATTERN (ERE)
+#   rxe_stat NAME KEY     a counter from `smcproxyctl -j stats` on NAME
+#   expect_stat NAME KEY VALUE
+#                         ok if that counter is VALUE, bad otherwise
+
+rxe_pair_tools() {
+	XFER=$abs_top_builddir/tests/tools/xfer
+	CTL=$abs_top_builddir/src/smcproxyctl
+	[ -x "$XFER" ] || rxe_die "$XFER is not built (make check builds it)"
+	[ -x "$CTL" ] || rxe_die "$CTL is not built"
+}
+
+ok() {
+	echo "ok: $*"
+}
+
+bad() {
+	echo "FAIL: $*"
+	# shellcheck disable=SC2034 # the check exits with $fail
+	fail=1
+}
+
+# logged NAME PATTERN: the daemon's log has a line matching PATTERN.
+logged() {
+	grep -Eq -- "$2" "$RXE_OUT/$1.log"
+}
+
+# rxe_stat NAME KEY: a counter from `smcproxyctl -j stats`.
+rxe_stat() {
+	"$CTL" -s "$R/$1.sock" -j stats |
+		sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p"
+}
+
+expect_stat() {
+	_v=$(rxe_stat "$1" "$2")
+	if [ "$_v" = "$3" ]; then
+		ok "$1: $2 = $3"
+	else
+		bad "$1: $2 is '$_v', want $3"
+	fi
+}

@@ -35,45 +35,7 @@ read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
 smc_init
 need python3 "$SMCPROXYCTL"
 
-# --- helpers shared by the control tests (kept in each script) ----------
-
-# pycheck WHAT [ARG...] <<'EOF' ... EOF: run the Python check on stdin with
-# ARGs in A[]; load(path) reads a JSON file; fail WHAT with its message.
-pycheck()
-{
-	local what=$1
-
-	shift
-	{
-		cat <<'PRE'
-import json, re, sys
-A = sys.argv[1:]
-def load(p):
-    with open(p) as f:
-        return json.load(f)
-def need(cond, msg):
-    if not cond:
-        print(msg)
-        sys.exit(1)
-def eq(got, want, what):
-    need(got == want, "%s: got %r, want %r" % (what, got, want))
-PRE
-		cat
-	} >"$T/check.py"
-	python3 "$T/check.py" "$@" >"$T/check.out" 2>&1 ||
-		fail "$what: $(cat "$T/check.out")"
-}
-
-# ctlj NAME FILE ARGS...: smcproxyctl -j into FILE; must succeed, one line.
-ctlj()
-{
-	local name=$1 file=$2
-
-	shift 2
-	ctl "$name" -j "$@" >"$file" 2>"$T/ctl.err" ||
-		fail "smcproxyctl -j $* on $name failed: $(cat "$T/ctl.err")"
-	[ "$(wc -l <"$file")" -eq 1 ] || fail "smcproxyctl -j $* on $name: not one line"
-}
+. "$(dirname "$0")/lib-control.sh"
 
 smc_log "$N connections, RLIMIT_NOFILE $lim"
 
