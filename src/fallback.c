@@ -27,6 +27,8 @@
 #define FB_PEER_CONNECT_TIMEOUT 5  /* s: TCP connect to the peer port */
 #define FB_HANDSHAKE_TIMEOUT 10	   /* s: export side, hello to proof */
 #define FB_RESULT_TIMEOUT 330	   /* s: > the largest connect_timeout */
+#define FB_FD_WAIT_MS 100	   /* out of descriptors: retry the connect */
+#define FB_FD_WAITS 50		   /* ... for 5 s at most */
 
 /* Result codes on the wire; stable, independent of the enum's order. */
 static const struct {
@@ -344,8 +346,11 @@ fb_connect_upstream(struct session *s, const struct addr *to)
 
 	fd = socket(to->ss.ss_family,
 		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
+	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE)
+			worker_fd_exhausted(s->w);
 		return -errno;
+	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
 	    errno != EINPROGRESS) {
@@ -383,6 +388,12 @@ fallback_connect(struct session *s)
 	lgr_want(lgr_worker_ctx(s->w), s->peer);
 	s->state = SESSION_CONNECT_PEER;
 	rc = fb_connect_upstream(s, &s->peer->addr);
+	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
+		/* the client waits, as queued ones do while accepting pauses */
+		s->fd_waits++;
+		session_timer_ms(s, FB_FD_WAIT_MS);
+		return;
+	}
 	if (rc) {
 		errno = -rc;
 		log_warn("conn 0x%llx: rule %s: connect to peer %s at %s",
@@ -735,6 +746,11 @@ fallback_timeout(struct session *s)
 {
 	switch (s->state) {
 	case SESSION_CONNECT_PEER:
+		if (s->fd[1] == -1) {
+			/* waiting for a descriptor: try again */
+			fallback_connect(s);
+			break;
+		}
 		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "connect timed out");
 		break;
 	case SESSION_HELLO:

@@ -77,7 +77,9 @@ listener_accept(evutil_socket_t lfd, short what, void *arg)
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
 			l->cb(l->w, fd, l->arg);
-			continue;
+			if (!worker_fd_exhausted_take(l->w))
+				continue;
+			errno = EMFILE;
 		}
 		switch (errno) {
 		case EINTR:

@@ -76,6 +76,8 @@ session_reason_aborts(enum session_reason r)
 static void session_io(evutil_socket_t fd, short what, void *arg);
 static void session_relay(struct session *s);
 static void session_free(struct session *s, bool abort);
+static bool session_retry_later(struct session *s);
+static int session_pump_nopipe(struct session *s, int i, int moved);
 static void session_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
@@ -90,6 +92,15 @@ session_want(struct session *s, int i, short what, bool on)
 		event_add(ev, NULL);
 	else
 		event_del(ev);
+}
+
+/* Arm the session's one timer in milliseconds. */
+int
+session_timer_ms(struct session *s, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	return event_add(s->timer, &tv);
 }
 
 /* Arm the session's one timer; 0 disarms. */
@@ -340,6 +351,8 @@ session_pump(struct session *s, int i)
 		return moved;
 	if (p->pipe[0] == -1) {
 		n = worker_pipe_get(s->w, p->pipe);
+		if (n == -EMFILE || n == -ENFILE)
+			return session_pump_nopipe(s, i, moved);
 		if (n < 0) {
 			errno = (int)-n;
 			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
@@ -378,6 +391,59 @@ session_pump(struct session *s, int i)
 		return 1;
 	session_close(s, session_side_reason(s, i, true));
 	return -1;
+}
+
+static void
+session_retry(evutil_socket_t fd, short what, void *arg)
+{
+	session_relay(arg);
+}
+
+/*
+ * No descriptor for a pipe: the bytes wait in the socket (nothing is
+ * lost), accepting pauses, and the relay tries again shortly.  false if
+ * the session had to be closed.
+ */
+static bool
+session_retry_later(struct session *s)
+{
+	struct timeval tv = { 0, 100 * 1000 };
+
+	worker_fd_exhausted(s->w);
+	STATS_INC(worker_stats(s->w), buf_full_cnt);
+	if (s->retry_ev == NULL)
+		s->retry_ev = evtimer_new(worker_base(s->w), session_retry, s);
+	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
+		session_close(s, SESSION_RESOURCE);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
+ * needs no pipe), so a closing connection frees its descriptors; bytes
+ * wait in the socket until a pipe can be had.
+ */
+static int
+session_pump_nopipe(struct session *s, int i, int moved)
+{
+	char c;
+	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == 0) {
+		s->pump[i].eof = true;
+		return 1;
+	}
+	if (n == -1 && errno == EAGAIN) {
+		s->rd_ready[i] = false;
+		return moved;
+	}
+	if (n == -1 && errno != EINTR) {
+		session_close(s, session_side_reason(s, i, true));
+		return -1;
+	}
+	return session_retry_later(s) ? moved : -1;
 }
 
 /*
@@ -504,6 +570,8 @@ session_free(struct session *s, bool abort)
 	}
 	if (s->timer)
 		event_free(s->timer);
+	if (s->retry_ev)
+		event_free(s->retry_ev);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);

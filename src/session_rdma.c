@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,9 +80,14 @@ struct session_rdma {
 	enum session_reason close_reason;
 	struct lgr_link *failover_to; /* link_down: move there */
 	bool in_run, again;
+	struct wr_waiter waiter; /* llc_msg waits for a TX slot of llc_wr */
+	struct wr_link *llc_wr;
+	uint8_t llc_msg[LLC_MSG_LEN];
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
+static void session_rdma_relay_start(struct session_rdma *sr,
+				     struct lgr_link *link);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -281,6 +287,75 @@ session_rdma_fail(struct session_rdma *sr, enum session_reason r)
 		sr->close_reason = r;
 	}
 	session_rdma_kick(sr);
+}
+
+/*
+ * Post sr's waiting LLC message on llc_wr.  0 when it went out, 1 when
+ * it waits for a TX slot (again), -errno when the link failed.
+ */
+static int
+session_rdma_llc_post(struct session_rdma *sr)
+{
+	struct wr_tx_slot *slot;
+	int rc;
+
+	rc = wr_tx_get(sr->llc_wr, &slot, &sr->waiter);
+	if (rc == -EBUSY)
+		return 1;
+	if (rc == 0) {
+		memcpy(wr_tx_buf(slot), sr->llc_msg, LLC_MSG_LEN);
+		rc = wr_tx_post(sr->llc_wr, slot, NULL, 0, NULL, NULL);
+	}
+	sr->llc_wr = NULL;
+	return rc;
+}
+
+/*
+ * A TX slot for sr's LLC message.  Once the export side's CONN_ACCEPT
+ * went out the relay starts: no CDC of ours may overtake it.
+ */
+static void
+session_rdma_llc_wake(struct wr_waiter *w, int status)
+{
+	struct session_rdma *sr =
+		(struct session_rdma *)((char *)w -
+					offsetof(struct session_rdma, waiter));
+	int rc = status;
+
+	if (rc == 0)
+		rc = session_rdma_llc_post(sr);
+	if (rc == 1)
+		return;
+	sr->llc_wr = NULL;
+	if (rc) {
+		session_rdma_fail(sr, SESSION_LINK_FAILED);
+		return;
+	}
+	if (sr->s->role == SESSION_ROLE_EXPORT)
+		session_rdma_relay_start(sr, sr->lc.link);
+}
+
+/*
+ * Send m, the LLC message of sr's open (CONN_OPEN, CONN_ACCEPT), on
+ * link.  llc.c's queue is short and a burst of opens fills it: then sr
+ * waits for a TX slot in its turn rather than give up.  0 when it went
+ * out or was queued by llc.c, 1 when sr waits (session_rdma_llc_wake
+ * goes on), -errno.
+ */
+static int
+session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
+		      const struct llc_info *m)
+{
+	int rc;
+
+	rc = llc_send(link, m, NULL, NULL);
+	if (rc != -ENOBUFS)
+		return rc;
+	if (llc_msg_encode(sr->llc_msg, sizeof(sr->llc_msg), m) != LLC_MSG_LEN)
+		return -EINVAL;
+	sr->waiter.wake = session_rdma_llc_wake;
+	sr->llc_wr = link->wr;
+	return session_rdma_llc_post(sr);
 }
 
 /* ---- rconn callbacks: record, then kick the relay loop ---- */
@@ -633,6 +708,8 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr)
 static void
 session_rdma_free(struct session_rdma *sr)
 {
+	if (sr->llc_wr != NULL)
+		wr_tx_wait_cancel(sr->llc_wr, &sr->waiter);
 	lgr_conn_del(&sr->lc);
 	buf_put(sr->sndbuf);
 	buf_put(sr->rmb);
@@ -677,8 +754,8 @@ session_rdma_connect(struct session *s)
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
 		 s->export_name);
-	rc = llc_send(sr->lc.link, &m, NULL, NULL);
-	if (rc)
+	rc = session_rdma_llc_send(sr, sr->lc.link, &m);
+	if (rc < 0)
 		goto fallback;
 	s->rdma = sr;
 	s->mode = SESSION_MODE_RDMA;
@@ -884,7 +961,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 	struct llc_info m;
 	socklen_t len = sizeof(int);
 	char buf[ADDR_STRLEN];
-	int err = 0;
+	int err = 0, rc;
 
 	session_want(s, 1, EV_WRITE, false);
 	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
@@ -905,13 +982,18 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.conn_accept.rmb_rkey = sr->rmb->mr.rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
-	if (sr->lc.link == NULL || llc_send(sr->lc.link, &m, NULL, NULL)) {
-		sr->answered = true; /* the link is gone: nobody to tell */
+	sr->answered = true;
+	rc = sr->lc.link != NULL ? session_rdma_llc_send(sr, sr->lc.link, &m) :
+				   -ENOLINK;
+	if (rc < 0) {
+		/* the link is gone: nobody to tell */
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
-	sr->answered = true;
-	session_rdma_relay_start(sr, sr->lc.link);
+	if (rc == 0)
+		session_rdma_relay_start(sr, sr->lc.link);
+	else
+		session_timer(s, 0); /* the link's own bound covers the wait */
 }
 
 /*

@@ -202,6 +202,8 @@ struct stats *worker_stats(struct worker *w);
 struct conf *worker_conf(const struct worker *w);
 struct auth_limit *worker_auth(struct worker *w);
 bool worker_has_room(const struct worker *w);
+void worker_fd_exhausted(struct worker *w);
+bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
 int worker_reconfigure_all(struct conf *conf);
@@ -267,12 +269,14 @@ struct session {
 	int fd[2];
 	struct event *rev[2], *wev[2];
 	struct event *timer;
+	struct event *retry_ev;	/* relay: retry when out of descriptors */
 	struct session_pump pump[2];
 	bool rd_ready[2], wr_ready[2];	/* relay: edge-triggered readiness */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
+	uint8_t fd_waits;	/* connect retries while out of descriptors */
 	/* fallback handshake */
 	unsigned char in[FALLBACK_MSG_MAX];
 	size_t in_len;
@@ -300,6 +304,7 @@ int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
+int session_timer_ms(struct session *s, int ms);
 uint64_t session_now_ms(void);
 void session_close(struct session *s, enum session_reason reason);
 void session_close_all(struct worker *w, enum session_reason reason);

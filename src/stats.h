@@ -36,7 +36,7 @@
 	X(conns_refused_limit, COUNTER, "connections",                       \
 	  "client connections reset because max_conns was reached")          \
 	X(accept_pauses, COUNTER, "events",                                  \
-	  "accepting paused for a second on EMFILE/ENFILE/ENOBUFS")          \
+	  "accepting paused for a second: out of descriptors or buffers")          \
 	X(srv_hshake_err_cnt, COUNTER, "handshakes",                         \
 	  "peer handshakes we refused or that failed on the export side")    \
 	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                        \

@@ -48,6 +48,7 @@ struct worker {
 	struct session *sessions;
 	int nsessions;
 	bool draining;
+	bool fd_exhausted;	/* a session could not get a descriptor */
 	int pipes[WORKER_PIPE_POOL][2];
 	int pipe_cap[WORKER_PIPE_POOL];
 	int npipes;
@@ -201,6 +202,27 @@ struct session *
 worker_sessions(struct worker *w)
 {
 	return w->sessions;
+}
+
+/*
+ * A session of w found no descriptor for its other socket: its listeners
+ * pause like on EMFILE from accept(), instead of taking (and resetting)
+ * every waiting client one after another.
+ */
+void
+worker_fd_exhausted(struct worker *w)
+{
+	w->fd_exhausted = true;
+}
+
+/* Whether a session ran out of descriptors since the last call. */
+bool
+worker_fd_exhausted_take(struct worker *w)
+{
+	bool was = w->fd_exhausted;
+
+	w->fd_exhausted = false;
+	return was;
 }
 
 /* Whether this worker may take one more session (max_conns). */

@@ -46,7 +46,9 @@ eq(err, ["smcproxyctl: reload: configuration has errors, not reloading"] +
 EOF
 	kill -0 "$(eval echo \$${d}_pid)" || fail "daemon $d died on a reload with $what"
 	ctlj "$d" "$T/$d.rules.after" show rules
-	cmp -s "$T/$d.rules.before" "$T/$d.rules.after" ||
+	# open connections still closing from the last transfer may differ
+	cmp -s <(sed 's/"conns": *[0-9]*//g' "$T/$d.rules.before") \
+		<(sed 's/"conns": *[0-9]*//g' "$T/$d.rules.after") ||
 		fail "reload with $what changed the rules: $(cat "$T/$d.rules.after")"
 	grep -q "reload requested by uid 0 pid [0-9]" "$T/$d.log" ||
 		fail "daemon $d does not log who asked for the reload"

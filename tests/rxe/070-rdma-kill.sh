@@ -1,0 +1,155 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the VM: a daemon killed (SIGKILL) in the middle of transfers over
+# RDMA.  Daemon b, the export side, dies while 12 connections stream both
+# ways over the link group; on a the control connection closes, the group
+# ends and every client connection is closed promptly (within $KILL_BOUND
+# s, no hang), counted link_failed, and a frees everything: no connection
+# left, no group in `show lgrs`.  The buffers are large enough (8 MiB send
+# ring and RMB) that the 12 connections take 192 of the worker's 256 MiB
+# of registered buffers: once b is restarted, 12 new connections are
+# again carried over RDMA with no buffer shortage only if a got the first
+# 12 connections' buffers back.
+. "$(dirname "$0")/lib.sh"
+
+rxe_setup
+rxe_pair_tools
+
+R=$RXE_RUNDIR
+PORT_B=7131
+PORT_RULE=16410
+PORT_T=16409
+CONNS=12
+KILL_BOUND=15
+fail=0
+
+# xfer_ok WHAT ARG...: an xfer client run through the pair must verify.
+xfer_ok() {
+	_what=$1
+	shift
+	if "$XFER" client -c "127.0.0.1:$PORT_RULE" "$@" \
+		>"$RXE_OUT/xfer.out" 2>&1; then
+		ok "$_what"
+	else
+		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
+	fi
+}
+
+# stat_is NAME KEY VALUE: a counter of NAME has that value now.
+stat_is() {
+	[ "$(rxe_stat "$1" "$2")" = "$3" ]
+}
+
+# no_lgrs NAME: NAME's `show lgrs` lists no group.
+no_lgrs() {
+	"$CTL" -s "$R/$1.sock" -j show lgrs >"$RXE_OUT/$1.lgrs.json" 2>&1 &&
+		! grep -q '"state"' "$RXE_OUT/$1.lgrs.json"
+}
+
+# group_up: a's and b's logs say the group is active (COUNT times).
+group_up() {
+	rxe_wait 30 sh -c "[ \$(grep -c 'link group active as client' \
+		'$RXE_OUT/a.log') -ge $1 ]" &&
+		rxe_wait 10 sh -c "[ \$(grep -c 'link group active as server' \
+			'$RXE_OUT/b.log') -ge $1 ]"
+}
+
+head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
+	rxe_die "cannot write the key"
+
+cat >"$R/a.conf" <<EOF
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
+rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
+            export = "x"; } );
+rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608; };
+EOF
+cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+peer_listen: { address = "$RXE_IP0:$PORT_B"; };
+peers = ( { name = "a"; address = "$RXE_IP0:7132"; key_file = "$R/psk"; } );
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
+rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608; };
+EOF
+
+"$XFER" server -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
+server=$!
+rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
+	rxe_die "xfer server did not listen"
+daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+
+xfer_ok "first connection (fallback while the group is set up)" \
+	-n 1 -b 64K -T 60
+group_up 1 || rxe_die "no active link group"
+ok "link group a-b active"
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+
+# --- b is killed mid-stream ---------------------------------------------------
+"$XFER" client -c "127.0.0.1:$PORT_RULE" -n $CONNS -b 1G -T 120 \
+	>"$RXE_OUT/killed.out" 2>&1 &
+client=$!
+if rxe_wait 60 stat_is a conns_rdma $CONNS; then
+	ok "$CONNS connections relay over RDMA"
+else
+	bad "conns_rdma $(rxe_stat a conns_rdma), want $CONNS"
+fi
+sleep 1
+moved=$(rxe_stat a tx_bytes)
+echo "# $moved bytes sent by a before the kill"
+kill -KILL "$rxe_pid_b"
+t0=$(rxe_now)
+wait "$rxe_pid_b" 2>/dev/null
+eval "wait \$rxe_collector_b"
+rxe_pid_b=
+if rxe_wait $KILL_BOUND eval "! rxe_alive $client"; then
+	took=$(awk -v a="$t0" -v b="$(rxe_now)" \
+		'BEGIN { printf "%.1f", b - a }')
+	echo "# clients closed ${took} s after the kill"
+	ok "the clients are closed within $KILL_BOUND s"
+else
+	bad "the clients still run $KILL_BOUND s after the kill"
+	kill "$client" 2>/dev/null
+fi
+wait "$client" && bad "the killed transfer reported success"
+tail -3 "$RXE_OUT/killed.out"
+
+if rxe_wait 10 stat_is a conns_active 0; then
+	ok "a: no connection left"
+else
+	bad "a: conns_active $(rxe_stat a conns_active), want 0"
+fi
+if rxe_wait 10 no_lgrs a; then
+	ok "a: the link group is gone from show lgrs"
+else
+	bad "a: show lgrs: $(head -c 300 "$RXE_OUT/a.lgrs.json")"
+fi
+expect_stat a lgr_terminated 1
+expect_stat a close_link_failed $CONNS
+expect_stat a llc_protocol_errors 0
+if logged a 'link group ends'; then
+	ok "a logged the end of the group"
+else
+	bad "a did not log the end of the group"
+fi
+
+# --- b back: a new group, and a's buffers are there for it ------------------
+daemon_start b "$R/b.conf" || rxe_die "daemon b did not restart"
+xfer_ok "first connection after the restart" -n 1 -b 64K -T 60
+group_up 2 || bad "no new link group after the restart"
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+"$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
+xfer_ok "$CONNS connections x 1 MiB both ways verify after the restart" \
+	-n $CONNS -b 1M -T 90
+for d in a b; do
+	expect_stat $d conns_rdma $CONNS
+	expect_stat $d conns_fallback 0
+	expect_stat $d conns_rdma_nobufs 0
+done
+
+daemon_stop a || bad "daemon a exited with status $?"
+daemon_stop b || bad "daemon b exited with status $?"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+exit $fail
