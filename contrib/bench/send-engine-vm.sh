@@ -1,0 +1,202 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the Soft-RoCE VM (run by contrib/bench/send-engine through
+# tests/rxe/vm-run): A/B pairs of smcproxyd daemon pairs over rxe0, both
+# pairs of an experiment up at once, measured interleaved (A B, B A, ...).
+# Every sample is one line in $RXE_OUT/raw.tsv:
+#   exp variant round metric size tool-output-on-one-line
+# and the host side turns them into medians and ratios.  Knobs (env):
+#   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
+#   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
+. "$abs_top_srcdir/tests/rxe/lib.sh"
+
+rounds=${RXE_SE_ROUNDS:-3}
+secs=${RXE_SE_SECONDS:-2}
+iters=${RXE_SE_ITERS:-2000}
+bw_sizes=${RXE_SE_BW_SIZES:-16 64 256 4096 65000}
+lat_sizes=${RXE_SE_LAT_SIZES:-1 256 4096}
+inl_sizes=${RXE_SE_INL_SIZES:-1 64 200 1024}
+slot_conns=${RXE_SE_SLOT_CONNS:-200}
+slot_out=${RXE_SE_SLOT_OUT:-20K}
+slot_back=${RXE_SE_SLOT_BACK:-100K}
+exps=${RXE_SE_EXPS:-autocork inline slot raw}
+rr_timeout=${RXE_SE_RR_TIMEOUT:-40}
+
+rxe_setup
+rxe_pair_tools
+R=$RXE_RUNDIR
+RAW=$RXE_OUT/raw.tsv
+: >"$RAW"
+PORT_SP=16389		# sockperf server (target of every pair)
+PORT_XF=16388		# xfer server
+GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
+echo "gid_index $GIDX" >"$RXE_OUT/vm.txt"
+uname -r >>"$RXE_OUT/vm.txt"
+nproc >>"$RXE_OUT/vm.txt"
+head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" || rxe_die "key"
+
+sockperf server --tcp -i 127.0.0.1 -p $PORT_SP >"$RXE_OUT/sockperf-server.log" 2>&1 &
+"$XFER" server -q -l "127.0.0.1:$PORT_XF" >"$RXE_OUT/xfer-server.log" 2>&1 &
+rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_XF '" || rxe_die "xfer server"
+rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_SP '" || rxe_die "sockperf server"
+
+cmd() {	# log a command line once per kind
+	echo "$*" >>"$RXE_OUT/commands.txt"
+}
+
+# pair_up N EXTRA_RDMA_KEYS: daemons aN, bN; rules on 127.0.0.1:17N00 (sockperf),
+# 17N01 (xfer).  Waits until the link group is active.
+pair_up() {
+	n=$1
+	extra=$2
+	cat >"$R/b$n.conf" <<CONF
+smcproxyd: { name = "b$n"; workers = 1; control_socket = "$R/b$n.sock"; };
+peer_listen: { address = "$RXE_IP0:72${n}0"; };
+peers = ( { name = "a$n"; address = "$RXE_IP0:72${n}1"; key_file = "$R/psk"; } );
+exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$n" ]; },
+            { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; } );
+rdma: { devices = [ "$RXE_DEV0" ]; $extra };
+CONF
+	cat >"$R/a$n.conf" <<CONF
+smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
+peers = ( { name = "b$n"; address = "$RXE_IP0:72${n}0"; key_file = "$R/psk"; } );
+rules = ( { name = "sp"; listen = "127.0.0.1:17${n}00"; peer = "b$n"; export = "sp"; },
+          { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; } );
+rdma: { devices = [ "$RXE_DEV0" ]; $extra };
+CONF
+	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
+	daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
+	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
+	"$XFER" client -c "127.0.0.1:17${n}01" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+		rxe_log "first (fallback) connection through pair $n failed"
+	rxe_wait 60 logged a$n "link group active" ||
+		rxe_die "pair $n: no link group (see a$n.log)"
+	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
+	"$CTL" -s "$R/b$n.sock" stats reset >/dev/null
+}
+
+pair_down() {
+	for d in a$1 b$1; do
+		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
+		"$CTL" -s "$R/$d.sock" -j show links 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.links.json"
+	done
+	daemon_stop a$1 || rxe_log "a$1 exited with $?"
+	daemon_stop b$1 || rxe_log "b$1 exited with $?"
+}
+
+# rec EXP VARIANT ROUND METRIC SIZE CMD...: run CMD, one line into raw.tsv.
+rec() {
+	_k="$1	$2	$3	$4	$5"
+	shift 5
+	_o=$(timeout 120 "$@" 2>&1 | tr '\n\t' '  ')
+	printf '%s\t%s\n' "$_k" "$_o" >>"$RAW"
+}
+
+links() {	# links EXP VARIANT ROUND WHEN N: snapshot of a's and b's links
+	for d in a b; do
+		printf '%s\t%s\t%s\tlinks_%s_%s\t0\t%s\n' "$1" "$2" "$3" "$4" "$d" \
+			"$("$CTL" -s "$R/$d$5.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
+	done
+}
+
+order() {	# variants in the order of round $1: A B, then B A, ...
+	if [ $(($1 % 2)) = 1 ]; then echo "A B"; else echo "B A"; fi
+}
+port() {	# port VARIANT KIND(0 sockperf, 1 xfer)
+	if [ "$1" = A ]; then echo "1710$2"; else echo "1720$2"; fi
+}
+
+bw_one() {	# EXP V ROUND SIZE
+	cmd "sockperf throughput --tcp -i 127.0.0.1 -p PORT -t $secs -m SIZE"
+	rec "$1" "$2" "$3" sockperf_bw "$4" \
+		sockperf throughput --tcp -i 127.0.0.1 -p "$(port "$2" 0)" -t "$secs" -m "$4"
+}
+lat_one() {	# EXP V ROUND SIZE
+	cmd "xfer client -c 127.0.0.1:PORT -m pingpong -s SIZE -i $iters --json -T 60"
+	rec "$1" "$2" "$3" xfer_pp "$4" \
+		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m pingpong -s "$4" -i "$iters" --json -T 60
+}
+stream_one() {	# EXP V ROUND
+	cmd "xfer client -c 127.0.0.1:PORT -m stream -t $secs --json -T 60"
+	rec "$1" "$2" "$3" xfer_stream 65536 \
+		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m stream -t "$secs" --json -T 60
+}
+
+for e in $exps; do
+	case $e in
+	autocork) ka="autocork = true;"; kb="autocork = false;" ;;
+	inline) ka="inline = true;"; kb="inline = false;" ;;
+	slot) ka="slot_wait = \"exclusive\"; max_send_wr = 16; max_conns_per_lgr = 255;"
+	      kb="slot_wait = \"all\"; max_send_wr = 16; max_conns_per_lgr = 255;" ;;
+	raw) ka=""; kb="" ;;
+	esac
+	echo "== $e: A { $ka } B { $kb }"
+	pair_up 1 "$ka"
+	[ "$e" = raw ] || pair_up 2 "$kb"
+	r=1
+	while [ $r -le "$rounds" ]; do
+		case $e in
+		autocork)
+			for s in $bw_sizes; do
+				for v in $(order $r); do bw_one $e $v $r $s; done
+			done
+			for s in $lat_sizes; do
+				for v in $(order $r); do lat_one $e $v $r $s; done
+			done ;;
+		inline)
+			for s in $inl_sizes; do
+				for v in $(order $r); do lat_one $e $v $r $s; done
+			done ;;
+		slot)
+			for v in $(order $r); do
+				n=1; [ $v = B ] && n=2
+				links $e $v $r before $n
+				cmd "xfer client -c 127.0.0.1:PORT -n $slot_conns -b $slot_out -B $slot_back --json -T $rr_timeout"
+				"$XFER" client -c "127.0.0.1:$(port $v 1)" -n "$slot_conns" \
+					-b "$slot_out" -B "$slot_back" --json -T "$rr_timeout" \
+					>"$RXE_OUT/rr.$v.$r.out" 2>&1 &
+				_x=$!
+				rxe_wait $((rr_timeout / 2)) eval "! rxe_alive $_x"
+				if rxe_alive $_x; then	# still running: what is it waiting for?
+					"$CTL" -s "$R/a$n.sock" -j show conns >"$RXE_OUT/rr.$v.$r.a-conns.json" 2>&1
+					"$CTL" -s "$R/b$n.sock" -j show conns >"$RXE_OUT/rr.$v.$r.b-conns.json" 2>&1
+					links $e $v $r midway $n
+				fi
+				wait $_x
+				printf '%s\t%s\t%s\txfer_rr\t%s\t%s\n' $e $v $r "$slot_conns" \
+					"$(grep -v '^conn ' "$RXE_OUT/rr.$v.$r.out" | tr '\n\t' '  ')" >>"$RAW"
+				links $e $v $r after $n
+			done ;;
+		raw)
+			for v in raw A; do
+				if [ $v = raw ]; then
+					p=$((18515 + r))
+					a="-d $RXE_DEV0 -x $GIDX -s 65536 -D $secs -F -p $p"
+					cmd "ib_write_bw $a [10.77.0.1]"
+					# shellcheck disable=SC2086
+					timeout 60 ib_write_bw $a >"$RXE_OUT/ibw-server.$r.txt" 2>&1 &
+					rxe_wait 20 sh -c "ss -ltn | grep -q ':$p '"
+					# shellcheck disable=SC2086
+					rec $e raw $r ib_write_bw 65536 ib_write_bw $a "$RXE_IP0"
+					wait
+				else
+					stream_one $e A $r
+				fi
+			done ;;
+		esac
+		r=$((r + 1))
+	done
+	pair_down 1
+	mv "$RXE_OUT/a1.stats.json" "$RXE_OUT/$e.A.a.stats.json"
+	mv "$RXE_OUT/a1.links.json" "$RXE_OUT/$e.A.a.links.json"
+	if [ "$e" != raw ]; then
+		pair_down 2
+		mv "$RXE_OUT/a2.stats.json" "$RXE_OUT/$e.B.a.stats.json"
+		mv "$RXE_OUT/a2.links.json" "$RXE_OUT/$e.B.a.links.json"
+	fi
+	for f in a1 b1 a2 b2; do
+		[ -f "$RXE_OUT/$f.log" ] && mv "$RXE_OUT/$f.log" "$RXE_OUT/$e.$f.log"
+	done
+done
+echo "== done"
