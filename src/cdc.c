@@ -261,3 +261,24 @@ cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
 	}
 	return 0;
 }
+
+/*
+ * The spans of n bytes from offset start in a ring of size bytes at base:
+ * one, or two when they wrap.  Returns how many iov entries it filled.
+ */
+int
+cdc_ring_spans(void *base, size_t size, size_t start, size_t n,
+	       struct iovec iov[2])
+{
+	size_t first = n < size - start ? n : size - start;
+
+	if (n == 0)
+		return 0;
+	iov[0].iov_base = (char *)base + start;
+	iov[0].iov_len = first;
+	if (n == first)
+		return 1;
+	iov[1].iov_base = base;
+	iov[1].iov_len = n - first;
+	return 2;
+}

@@ -1133,6 +1133,18 @@ ib_post_ret(struct ib_qp *q, enum ib_err_kind kind, const char *what, int ret)
 	return ib_qp_err_once(q, kind, what, ret);
 }
 
+static void
+ib_sges_copy(struct ibv_sge *to, const struct dev_sge *from, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		to[i].addr = from[i].addr;
+		to[i].length = from[i].length;
+		to[i].lkey = from[i].lkey;
+	}
+}
+
 /*
  * dev_ops.post_send: the chain as ibv_send_wrs on the stack, in batches
  * of IB_POST_WRS WRs and IB_POST_SGES SGEs.  On failure the WRs before the
@@ -1144,7 +1156,7 @@ ib_post_send(struct dev_qp *qp, struct dev_send_wr *wr)
 	struct ib_qp *q = ib_qp_of(qp);
 	struct ibv_send_wr wrs[IB_POST_WRS], *bad = NULL, *w;
 	struct ibv_sge sges[IB_POST_SGES];
-	int n, nsge, i, ret;
+	int n, nsge, ret;
 
 	while (wr != NULL) {
 		for (n = 0, nsge = 0; wr != NULL && n < IB_POST_WRS;
@@ -1171,11 +1183,8 @@ ib_post_send(struct dev_qp *qp, struct dev_send_wr *wr)
 				w->send_flags |= IBV_SEND_SOLICITED;
 			if (wr->flags & DEV_SEND_INLINE)
 				w->send_flags |= IBV_SEND_INLINE;
-			for (i = 0; i < wr->num_sge; i++, nsge++) {
-				sges[nsge].addr = wr->sg_list[i].addr;
-				sges[nsge].length = wr->sg_list[i].length;
-				sges[nsge].lkey = wr->sg_list[i].lkey;
-			}
+			ib_sges_copy(&sges[nsge], wr->sg_list, wr->num_sge);
+			nsge += wr->num_sge;
 			if (n > 0)
 				wrs[n - 1].next = w;
 		}
@@ -1194,7 +1203,7 @@ ib_post_recv(struct dev_qp *qp, struct dev_recv_wr *wr)
 	struct ib_qp *q = ib_qp_of(qp);
 	struct ibv_recv_wr wrs[IB_POST_WRS], *bad = NULL, *w;
 	struct ibv_sge sges[IB_POST_SGES];
-	int n, nsge, i, ret;
+	int n, nsge, ret;
 
 	while (wr != NULL) {
 		for (n = 0, nsge = 0; wr != NULL && n < IB_POST_WRS;
@@ -1208,11 +1217,8 @@ ib_post_recv(struct dev_qp *qp, struct dev_recv_wr *wr)
 			w->wr_id = wr->wr_id;
 			w->sg_list = &sges[nsge];
 			w->num_sge = wr->num_sge;
-			for (i = 0; i < wr->num_sge; i++, nsge++) {
-				sges[nsge].addr = wr->sg_list[i].addr;
-				sges[nsge].length = wr->sg_list[i].length;
-				sges[nsge].lkey = wr->sg_list[i].lkey;
-			}
+			ib_sges_copy(&sges[nsge], wr->sg_list, wr->num_sge);
+			nsge += wr->num_sge;
 			if (n > 0)
 				wrs[n - 1].next = w;
 		}

@@ -114,7 +114,7 @@ rx_after(struct rconn *rc)
 int
 rx_data(struct rconn *rc, struct iovec iov[2])
 {
-	size_t size = rc->rmb->size, n, start, first;
+	size_t size = rc->rmb->size, n;
 	uint8_t *rmb = rc->rmb->addr;
 
 	if (rc->flags & (RCONN_F_ABORT | RCONN_F_PEER_ABORT))
@@ -122,15 +122,7 @@ rx_data(struct rconn *rc, struct iovec iov[2])
 	n = rx_readable(rc);
 	if (n == 0)
 		return 0;
-	start = rc->local_tx_ctrl.cons.count;
-	first = n < size - start ? n : size - start;
-	iov[0].iov_base = rmb + start;
-	iov[0].iov_len = first;
-	if (n == first)
-		return 1;
-	iov[1].iov_base = rmb;
-	iov[1].iov_len = n - first;
-	return 2;
+	return cdc_ring_spans(rmb, size, rc->local_tx_ctrl.cons.count, n, iov);
 }
 
 /*

@@ -634,6 +634,8 @@ int cdc_conn_build(const struct rconn *rc, uint16_t seqno,
 		   uint8_t conn_state_flags, void *buf, size_t size);
 int cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
 		   const char **why);
+int cdc_ring_spans(void *base, size_t size, size_t start, size_t n,
+		   struct iovec iov[2]);
 
 /* clc.c: the link-group handshake on a TCP control connection */
 struct clc_conn;

@@ -212,7 +212,7 @@ tx_link_failed(struct rconn *rc)
 int
 tx_space(struct rconn *rc, struct iovec iov[2])
 {
-	size_t size = rc->sndbuf->size, avail, start, first;
+	size_t size = rc->sndbuf->size, avail;
 	uint8_t *ring = rc->sndbuf->addr;
 
 	if (rc->flags & (RCONN_F_CLOSE_WR | RCONN_F_ABORT | RCONN_F_PEER_ABORT |
@@ -224,15 +224,7 @@ tx_space(struct rconn *rc, struct iovec iov[2])
 		RCONN_STAT(rc, ring_full, 1);
 		return 0;
 	}
-	start = rc->tx_curs_prep.count;
-	first = tx_min(avail, size - start);
-	iov[0].iov_base = ring + start;
-	iov[0].iov_len = first;
-	if (avail == first)
-		return 1;
-	iov[1].iov_base = ring;
-	iov[1].iov_len = avail - first;
-	return 2;
+	return cdc_ring_spans(ring, size, rc->tx_curs_prep.count, avail, iov);
 }
 
 /*
