@@ -21,18 +21,6 @@ PORT_DENIED=16391
 PORT_T=16389
 fail=0
 
-# xfer_ok WHAT ARG...: an xfer client run through the pair must verify.
-xfer_ok() {
-	_what=$1
-	shift
-	if "$XFER" client -c "127.0.0.1:$PORT_RULE" -T 60 "$@" \
-		>"$RXE_OUT/xfer.out" 2>&1; then
-		ok "$_what"
-	else
-		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
-	fi
-}
-
 head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
 	rxe_die "cannot write the key"
 
@@ -65,7 +53,7 @@ daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
 daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 
 # --- the group comes up (the first connection falls back) ------------------
-xfer_ok "first connection (fallback while the group is set up)" -n 1 -b 64K
+xfer_ok "first connection (fallback while the group is set up)" -T 60 -n 1 -b 64K
 if rxe_wait 30 logged a 'peer b: link group active as client' &&
 	rxe_wait 10 logged b 'peer a: link group active as server'; then
 	ok "link group a-b active"
@@ -77,7 +65,7 @@ fi
 
 # --- 16 x 4 MiB both ways over RDMA ------------------------------------------
 t0=$(rxe_now)
-xfer_ok "16 connections x 4 MiB both ways verify" -n 16 -b 4M
+xfer_ok "16 connections x 4 MiB both ways verify" -T 60 -n 16 -b 4M
 took=$(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }')
 echo "# 16 x 4 MiB both ways in ${took} s"
 for d in a b; do
@@ -109,9 +97,9 @@ else
 fi
 
 # --- half-close and resets each way ------------------------------------------
-xfer_ok "half-close over RDMA" -n 4 -b 1M --half-close
-xfer_ok "client reset passes to the server" -n 2 --rst-after 1M
-xfer_ok "server reset passes to the client" -n 2 --server-rst-after 1M
+xfer_ok "half-close over RDMA" -T 60 -n 4 -b 1M --half-close
+xfer_ok "client reset passes to the server" -T 60 -n 2 --rst-after 1M
+xfer_ok "server reset passes to the client" -T 60 -n 2 --server-rst-after 1M
 
 # --- a denied export: CONN_REJECT --------------------------------------------
 if "$XFER" client -c "127.0.0.1:$PORT_DENIED" -n 1 -b 64K --expect-close \

@@ -20,23 +20,6 @@ PORT_T=16399
 CONNS=300
 fail=0
 
-# xfer_ok WHAT ARG...: an xfer client run through the pair must verify.
-xfer_ok() {
-	_what=$1
-	shift
-	if "$XFER" client -c "127.0.0.1:$PORT_RULE" "$@" \
-		>"$RXE_OUT/xfer.out" 2>&1; then
-		ok "$_what"
-	else
-		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
-	fi
-}
-
-# stat_is NAME KEY VALUE: a counter of NAME has that value now.
-stat_is() {
-	[ "$(rxe_stat "$1" "$2")" = "$3" ]
-}
-
 # groups_active NAME: how many of NAME's link groups are active.
 groups_active() {
 	"$CTL" -s "$R/$1.sock" -j show lgrs 2>/dev/null |

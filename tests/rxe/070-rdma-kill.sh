@@ -24,23 +24,6 @@ CONNS=12
 KILL_BOUND=15
 fail=0
 
-# xfer_ok WHAT ARG...: an xfer client run through the pair must verify.
-xfer_ok() {
-	_what=$1
-	shift
-	if "$XFER" client -c "127.0.0.1:$PORT_RULE" "$@" \
-		>"$RXE_OUT/xfer.out" 2>&1; then
-		ok "$_what"
-	else
-		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
-	fi
-}
-
-# stat_is NAME KEY VALUE: a counter of NAME has that value now.
-stat_is() {
-	[ "$(rxe_stat "$1" "$2")" = "$3" ]
-}
-
 # no_lgrs NAME: NAME's `show lgrs` lists no group.
 no_lgrs() {
 	"$CTL" -s "$R/$1.sock" -j show lgrs >"$RXE_OUT/$1.lgrs.json" 2>&1 &&

@@ -250,7 +250,7 @@ rxe_run_checks() {
 	RXE_OUT=$_top
 }
 
-# --- helpers for the two-daemon checks (040-lgr, 050-rdma-data) -------------
+# --- helpers for the two-daemon checks (040-lgr, 050 to 070) ----------------
 # They count on $CTL (smcproxyctl) and $R ($RXE_RUNDIR, where NAME.sock is);
 # bad sets fail=1, which the check starts at 0 and exits with.
 #
@@ -260,6 +260,9 @@ rxe_run_checks() {
 #   rxe_stat NAME KEY     a counter from `smcproxyctl -j stats` on NAME
 #   expect_stat NAME KEY VALUE
 #                         ok if that counter is VALUE, bad otherwise
+#   stat_is NAME KEY VALUE
+#                         true if that counter is VALUE now
+#   xfer_ok WHAT ARG...   an xfer client on $PORT_RULE must verify
 
 rxe_pair_tools() {
 	XFER=$abs_top_builddir/tests/tools/xfer
@@ -295,5 +298,20 @@ expect_stat() {
 		ok "$1: $2 = $3"
 	else
 		bad "$1: $2 is '$_v', want $3"
+	fi
+}
+
+stat_is() {
+	[ "$(rxe_stat "$1" "$2")" = "$3" ]
+}
+
+xfer_ok() {
+	_what=$1
+	shift
+	if "$XFER" client -c "127.0.0.1:$PORT_RULE" "$@" \
+		>"$RXE_OUT/xfer.out" 2>&1; then
+		ok "$_what"
+	else
+		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
 	fi
 }
