@@ -4,11 +4,15 @@
  * (net/smc's smc_buf_create and its per-size lists): the send rings the
  * TCP side reads into and the RMB elements the peer RDMA-writes into.
  *
- * Each element is its own allocation with its own MR.  An RMB element is
- * registered LOCAL_WRITE | REMOTE_WRITE and nothing else, so the rkey a
- * peer learns covers exactly that connection's RMB and never a byte of
- * another connection's memory; a send ring gets no remote access at all.
- * Sizes are powers of two from 16 KiB (SMC-R's buffer classes).
+ * Each element is its own allocation with its own MR on every device of
+ * the pool (net/smc registers an RMB on each link of the group: a second
+ * link on another device needs its own lkey and rkey for the same bytes).
+ * A device added to the pool later (buf_pool_dev) gets every element
+ * registered on it, in use or idle.  An RMB element is registered
+ * LOCAL_WRITE | REMOTE_WRITE and nothing else, so the rkey a peer learns
+ * covers exactly that connection's RMB and never a byte of another
+ * connection's memory; a send ring gets no remote access at all.  Sizes
+ * are powers of two from 16 KiB (SMC-R's buffer classes).
  *
  * Elements given back go on a free list per kind and size class and are
  * handed out again without re-registering.  All elements together, in
@@ -16,7 +20,8 @@
  * pass it, idle free elements of other classes are released first, and
  * if that is not enough buf_get() says -ENOBUFS (the caller falls back
  * to TCP).  Elements in use are never touched.  An MR is always
- * deregistered before its memory is freed.
+ * deregistered before its memory is freed.  The limit counts memory, not
+ * MRs: an element registered on two devices counts once.
  *
  * Single-threaded: a pool belongs to one worker's event loop.
  */
@@ -30,10 +35,14 @@
 #define BUF_CLASSES 16 /* 16 KiB << 0 .. 16 KiB << 15 = 512 MiB */
 
 struct buf_pool {
-	const struct dev_ops *ops;
-	struct dev *dev;
+	struct {
+		const struct dev_ops *ops;
+		struct dev *dev;
+	} devs[BUF_DEVS_MAX];
+	int ndevs;
 	size_t limit; /* bytes, 0: none */
 	struct buf *free[2][BUF_CLASSES];
+	struct buf *used; /* handed out: registered on a new device too */
 	uint64_t outstanding; /* elements handed out */
 	bool dying;	      /* buf_pool_free() ran: free on the last put */
 	struct buf_stats stats;
@@ -58,8 +67,9 @@ buf_class(size_t size)
 }
 
 /*
- * A pool of buffers registered on dev, holding at most limit bytes
- * (0: no limit).  NULL with errno set.
+ * A pool of buffers holding at most limit bytes (0: no limit), registered
+ * on dev (its device 0) unless dev is NULL: then on the devices given to
+ * buf_pool_dev().  NULL with errno set.
  */
 struct buf_pool *
 buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
@@ -69,9 +79,12 @@ buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->ops = ops;
-	p->dev = dev;
 	p->limit = limit;
+	if (dev != NULL) {
+		p->devs[0].ops = ops;
+		p->devs[0].dev = dev;
+		p->ndevs = 1;
+	}
 	return p;
 }
 
@@ -82,12 +95,36 @@ buf_pool_stats(const struct buf_pool *p)
 	return &p->stats;
 }
 
+/* Register b on the pool's device i.  0 or the device's error. */
+static int
+buf_reg(struct buf_pool *p, struct buf *b, int i)
+{
+	/* a peer may write into an RMB element, and into nothing else */
+	int access = b->kind == BUF_RMB ? DEV_ACCESS_LOCAL_WRITE |
+						  DEV_ACCESS_REMOTE_WRITE :
+					  0;
+	int rc;
+
+	rc = p->devs[i].ops->mr_reg(p->devs[i].dev, b->addr, b->size, access,
+				    &b->mr[i]);
+	if (rc) {
+		memset(&b->mr[i], 0, sizeof(b->mr[i]));
+		p->stats.reg_errors++;
+	}
+	return rc;
+}
+
+/* Deregister b everywhere, then free it. */
 static void
 buf_destroy(struct buf_pool *p, struct buf *b)
 {
-	if (b->mr.priv != NULL)
-		p->ops->mr_dereg(p->dev, &b->mr);
-	p->stats.bytes -= b->size;
+	int i;
+
+	for (i = 0; i < p->ndevs; i++)
+		if (b->mr[i].priv != NULL)
+			p->devs[i].ops->mr_dereg(p->devs[i].dev, &b->mr[i]);
+	if (b->registered)
+		p->stats.bytes -= b->size;
 	free(b->addr);
 	free(b);
 }
@@ -124,7 +161,7 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 {
 	struct buf *b;
 	long pg = sysconf(_SC_PAGESIZE);
-	int access, rc;
+	int i, rc;
 
 	b = calloc(1, sizeof(*b));
 	if (b == NULL)
@@ -137,26 +174,50 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	b->pool = p;
 	b->kind = kind;
 	b->size = size;
-	/* a peer may write into an RMB element, and into nothing else */
-	access = kind == BUF_RMB ?
-			 DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE :
-			 0;
-	rc = p->ops->mr_reg(p->dev, b->addr, size, access, &b->mr);
-	if (rc) {
-		p->stats.reg_errors++;
-		free(b->addr);
-		free(b);
-		return rc;
+	for (i = 0; i < p->ndevs; i++) {
+		rc = buf_reg(p, b, i);
+		if (rc) {
+			buf_destroy(p, b);
+			return rc;
+		}
 	}
+	b->registered = true;
 	p->stats.bytes += size;
 	p->stats.alloc_cnt++;
 	*out = b;
 	return 0;
 }
 
+/* b goes on (or off) the pool's list of elements in use. */
+static void
+buf_used_add(struct buf_pool *p, struct buf *b)
+{
+	b->prev = NULL;
+	b->next = p->used;
+	if (p->used != NULL)
+		p->used->prev = b;
+	p->used = b;
+	p->outstanding++;
+	p->stats.bytes_used[b->kind] += b->size;
+}
+
+static void
+buf_used_del(struct buf_pool *p, struct buf *b)
+{
+	if (b->prev != NULL)
+		b->prev->next = b->next;
+	else
+		p->used = b->next;
+	if (b->next != NULL)
+		b->next->prev = b->prev;
+	b->next = b->prev = NULL;
+	p->outstanding--;
+	p->stats.bytes_used[b->kind] -= b->size;
+}
+
 /*
  * Take a buffer of kind and size (buf_size_ok()) from p: a free one of
- * that class, else a new one registered on the pool's device.  0 with
+ * that class, else a new one registered on every device of the pool.  0 with
  * *out set; -EINVAL for a bad size; -ENOBUFS when it would pass the
  * pool's byte limit; -ENOMEM or the device's error otherwise.  A reused
  * element comes zeroed, so it never shows an earlier connection's bytes.
@@ -187,10 +248,55 @@ buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
 		if (rc)
 			return rc;
 	}
-	p->outstanding++;
-	p->stats.bytes_used[kind] += b->size;
+	buf_used_add(p, b);
 	*out = b;
 	return 0;
+}
+
+/* Whether b has an MR on its pool's device i (b->mr[i] is valid). */
+bool
+buf_on(const struct buf *b, int i)
+{
+	return i >= 0 && i < BUF_DEVS_MAX && b->mr[i].priv != NULL;
+}
+
+/*
+ * The index of dev among p's devices (b->mr[index]), added if new: then
+ * every element of p, in use or idle, is registered on it.  An element
+ * whose registration failed stays usable on the other devices (buf_on()
+ * says which; counted in reg_errors); an idle one is released instead.
+ * The index, or -ENOSPC when p has BUF_DEVS_MAX devices, -ESHUTDOWN
+ * after buf_pool_free().
+ */
+int
+buf_pool_dev(struct buf_pool *p, const struct dev_ops *ops, struct dev *dev)
+{
+	struct buf *b, **pp;
+	int i, k, c;
+
+	for (i = 0; i < p->ndevs; i++)
+		if (p->devs[i].dev == dev)
+			return i;
+	if (p->dying)
+		return -ESHUTDOWN;
+	if (p->ndevs == BUF_DEVS_MAX)
+		return -ENOSPC;
+	i = p->ndevs++;
+	p->devs[i].ops = ops;
+	p->devs[i].dev = dev;
+	for (b = p->used; b != NULL; b = b->next)
+		(void)buf_reg(p, b, i);
+	for (k = 0; k < 2; k++)
+		for (c = 0; c < BUF_CLASSES; c++)
+			for (pp = &p->free[k][c]; (b = *pp) != NULL;) {
+				if (buf_reg(p, b, i) == 0) {
+					pp = &b->next;
+					continue;
+				}
+				*pp = b->next;
+				buf_destroy(p, b);
+			}
+	return i;
 }
 
 /* Deregister and free every idle element. */
@@ -222,8 +328,7 @@ buf_put(struct buf *b)
 	if (b == NULL)
 		return;
 	p = b->pool;
-	p->outstanding--;
-	p->stats.bytes_used[b->kind] -= b->size;
+	buf_used_del(p, b);
 	if (p->dying) {
 		buf_destroy(p, b);
 		if (p->outstanding == 0)
@@ -237,7 +342,7 @@ buf_put(struct buf *b)
 
 /*
  * Free the pool: its idle elements now (deregistered, then freed), those
- * still in use when they are put back.  The device must outlive it.
+ * still in use when they are put back.  The devices must outlive it.
  */
 void
 buf_pool_free(struct buf_pool *p)

@@ -578,6 +578,9 @@ static const struct conf_key conf_rdma_keys[] = {
 	KEY_INT(struct conf_rdma, rmb, "rmb", "65536", 16384, 1 << 29,
 		conf_check_pow2, 0,
 		"receive buffer (RMB element) per connection, bytes, a power of two"),
+	KEY_INT(struct conf_rdma, max_buffer_memory, "max_buffer_memory",
+		"1024", 1, 1 << 20, NULL, 0,
+		"registered buffer memory, MiB, split evenly between the workers; a connection that finds none uses the TCP fallback"),
 	KEY(struct conf_rdma, autocork, "autocork", CONF_T_BOOL, "true", 0, 1,
 	    NULL, R, "hold small writes while earlier ones are in flight"),
 	KEY_INT(struct conf_rdma, autocork_size, "autocork_size", "65536", 0,
@@ -693,6 +696,27 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 		conf_err(p, kf, key, "%s", err);
 }
 
+static void
+conf_post_rdma(struct conf_parse *p, void *obj, const struct conf_loc *locs,
+	       const char *prefix, struct conf_loc at)
+{
+	const size_t nk = CONF_NELEM(conf_rdma_keys);
+	struct conf_loc mb =
+		locs[conf_key_index(conf_rdma_keys, nk, "max_buffer_memory")];
+	struct conf_rdma *r = obj;
+	char key[CONF_PATH_LEN];
+	long long conn = (long long)r->sndbuf + r->rmb;
+
+	/* an out-of-range value has had its message */
+	if (r->max_buffer_memory >= 1 &&
+	    conn > (long long)r->max_buffer_memory << 20) {
+		snprintf(key, sizeof(key), "%s.max_buffer_memory", prefix);
+		conf_err(p, mb.line ? mb : at, key,
+			 "%d MiB do not hold one connection's sndbuf + rmb (%lld bytes)",
+			 r->max_buffer_memory, conn);
+	}
+}
+
 static const struct conf_section conf_sections[CONF_NSECT] = {
 	[CONF_SECT_MAIN] = {
 		.name = "smcproxyd",
@@ -748,6 +772,7 @@ static const struct conf_section conf_sections[CONF_NSECT] = {
 		.keys = conf_rdma_keys,
 		.nkeys = CONF_NELEM(conf_rdma_keys),
 		.obj_off = offsetof(struct conf, rdma),
+		.post = conf_post_rdma,
 		.desc = "link groups and the send engine",
 	},
 };

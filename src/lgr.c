@@ -1221,14 +1221,25 @@ lgr_conn_unlink(struct lgr_conn *c)
 int
 lgr_conn_add(struct lgr *lgr, struct lgr_conn *c)
 {
-	struct lgr_link *link;
+	return lgr_conn_add_on(lgr, c, NULL);
+}
 
+/*
+ * lgr_conn_add() on link, which must be an active link of lgr (the one
+ * the peer opened the connection on: the rkey it sent is for that
+ * link's device), or NULL for the least used.  -ENOLINK when link is
+ * not active.
+ */
+int
+lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link)
+{
 	if (lgr->state != LGR_STATE_ACTIVE)
 		return -ENOLINK;
 	if (lgr->nconns >= lgr->max_conns)
 		return -ENOSPC;
-	link = lgr_link_least(lgr);
 	if (link == NULL)
+		link = lgr_link_least(lgr);
+	if (link == NULL || link->lgr != lgr || link->state != LGR_LINK_ACTIVE)
 		return -ENOLINK;
 	c->lgr = lgr;
 	c->link = link;

@@ -16,15 +16,24 @@
  * connection to the group's other link (tx_failover), and with no link
  * left the connection is reset with reason link_failed.
  *
+ * Keys per link: the send ring and the RMB element are registered on the
+ * device of every link of the worker's groups (one pool, buf_pool_dev),
+ * and an rkey is only good on its own device.  The rkey in CONN_OPEN and
+ * CONN_ACCEPT is for the link that message goes on (the acceptor joins
+ * the connection to that link); each side then tells the other its
+ * RMB's rkey on every other active link with CONFIRM_RKEY (on the
+ * connection's link, after the open or accept, and again for a link that
+ * comes up later).  A connection moves to a link only with the peer's
+ * rkey for it; without one it is reset with reason link_failed.
+ *
  * rconn and lgr callbacks can come from deep inside the relay loop
  * (rx_consumed, tx_push); they only record what happened and kick the
  * loop, which acts on it and is the one place a session is closed from.
  *
- * Per worker (one lgr_ctx each): a registered-buffer pool per device,
- * capped at SESSION_RDMA_POOL_MAX bytes (an internal bound until the
- * config has a key for it), and the connection tokens, handed out in
- * increasing order so that a CDC for a token closed just now is told
- * apart from a forged one.
+ * Per worker (one lgr_ctx each): a registered-buffer pool over its
+ * devices, capped at the worker's share of rdma.max_buffer_memory, and
+ * the connection tokens, handed out in increasing order so that a CDC
+ * for a token closed just now is told apart from a forged one.
  */
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -45,18 +54,25 @@
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
 #define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
 
-struct session_rdma_pool {
-	struct dev *dev;
-	struct buf_pool *pool;
-};
-
 /* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
 struct session_rdma_worker {
 	struct worker *w;
 	struct lgr_ctx *ctx;
-	struct session_rdma_pool pools[LGR_DEVS_MAX];
-	int npools;
-	uint32_t last_token; /* tokens 1..last_token were handed out */
+	struct buf_pool *pool; /* on every device of the worker's links */
+	uint32_t last_token;   /* tokens 1..last_token were handed out */
+};
+
+/* What sr's own LLC message (waiting for a TX slot) is. */
+enum session_rdma_llc {
+	SESSION_RDMA_LLC_OPEN,
+	SESSION_RDMA_LLC_ACCEPT,
+	SESSION_RDMA_LLC_RKEY,
+};
+
+/* An rkey of the peer's RMB element, valid on the link with link_id. */
+struct session_rdma_rkey {
+	uint8_t link_id; /* 0: unused */
+	uint32_t rkey;
 };
 
 struct session_rdma {
@@ -82,12 +98,20 @@ struct session_rdma {
 	bool in_run, again;
 	struct wr_waiter waiter; /* llc_msg waits for a TX slot of llc_wr */
 	struct wr_link *llc_wr;
+	enum session_rdma_llc llc_kind;
 	uint8_t llc_msg[LLC_MSG_LEN];
+	/* keys per link (see the top of the file) */
+	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
+	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
+	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
+	bool rkeys_owed;	      /* announce once llc_msg went out */
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
+static void session_rdma_link_up(struct lgr_link *link, void *arg);
+static void session_rdma_rkeys_announce(struct session_rdma *sr);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -101,6 +125,16 @@ session_rdma_worker(struct worker *w)
 	struct lgr_ctx *ctx = lgr_worker_ctx(w);
 
 	return ctx != NULL ? ctx->llc_arg : NULL;
+}
+
+/* The worker's share of the registered-memory cap, in bytes. */
+static size_t
+session_rdma_pool_limit(struct worker *w)
+{
+	const struct conf *conf = worker_conf(w);
+
+	return ((size_t)conf->rdma.max_buffer_memory << 20) /
+	       (size_t)conf->workers;
 }
 
 /*
@@ -120,7 +154,13 @@ session_rdma_worker_init(struct worker *w)
 		return -ENOMEM;
 	srw->w = w;
 	srw->ctx = ctx;
+	srw->pool = buf_pool_new(NULL, NULL, session_rdma_pool_limit(w));
+	if (srw->pool == NULL) {
+		free(srw);
+		return -ENOMEM;
+	}
 	ctx->llc_rx = session_rdma_llc_rx;
+	ctx->link_up = session_rdma_link_up;
 	ctx->llc_arg = srw;
 	return 0;
 }
@@ -129,21 +169,15 @@ session_rdma_worker_init(struct worker *w)
 static bool
 session_rdma_busy(const struct session_rdma_worker *srw)
 {
-	const struct buf_stats *bs;
-	int i;
+	const struct buf_stats *bs = buf_pool_stats(srw->pool);
 
-	for (i = 0; i < srw->npools; i++) {
-		bs = buf_pool_stats(srw->pools[i].pool);
-		if (bs->bytes_used[0] + bs->bytes_used[1] > 0)
-			return true;
-	}
-	return false;
+	return bs->bytes_used[0] + bs->bytes_used[1] > 0;
 }
 
 /*
  * End worker w's RDMA data path after its sessions closed: the loop runs
  * a little longer (2 s at most) for the last CDCs in flight to complete,
- * then the pools go (buffers still out go when they come back); the link
+ * then the pool goes (buffers still out go when they come back); the link
  * groups end with the thread (lgr_worker_ctx).
  */
 void
@@ -151,7 +185,7 @@ session_rdma_worker_end(struct worker *w)
 {
 	struct session_rdma_worker *srw = session_rdma_worker(w);
 	struct timeval tv = {0, 20000};
-	int i, round;
+	int round;
 
 	if (srw == NULL)
 		return;
@@ -160,33 +194,107 @@ session_rdma_worker_end(struct worker *w)
 		event_base_loopexit(worker_base(w), &tv);
 		event_base_dispatch(worker_base(w));
 	}
-	for (i = 0; i < srw->npools; i++)
-		buf_pool_free(srw->pools[i].pool);
+	buf_pool_free(srw->pool);
 	srw->ctx->llc_rx = NULL;
+	srw->ctx->link_up = NULL;
 	srw->ctx->llc_arg = NULL;
 	free(srw);
 }
 
-/* The worker's pool for the device of link, created on first use. */
-static struct buf_pool *
-session_rdma_pool(struct session_rdma_worker *srw, const struct lgr_link *link)
+/*
+ * The index of link's device in the worker's pool (buf->mr[index]): the
+ * first time, every buffer of the worker is registered on it.  -errno.
+ */
+static int
+session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 {
-	struct session_rdma_pool *p;
+	return buf_pool_dev(srw->pool, link->dev->ops, link->dev->dev);
+}
+
+/* The MR of b on link's device, or NULL if b is not registered there. */
+static const struct dev_mr *
+session_rdma_mr(struct session_rdma_worker *srw, const struct buf *b,
+		const struct lgr_link *link)
+{
+	int i = session_rdma_devi(srw, link);
+
+	return b != NULL && buf_on(b, i) ? &b->mr[i] : NULL;
+}
+
+static struct buf *
+session_rdma_rmb(const struct session_rdma *sr)
+{
+	return sr->rc != NULL ? sr->rc->rmb : sr->rmb;
+}
+
+/* The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told. */
+static int
+session_rdma_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
+		       uint32_t *rkey)
+{
 	int i;
 
-	for (i = 0; i < srw->npools; i++)
-		if (srw->pools[i].dev == link->dev->dev)
-			return srw->pools[i].pool;
-	if (srw->npools == LGR_DEVS_MAX)
-		return NULL;
-	p = &srw->pools[srw->npools];
-	p->pool = buf_pool_new(link->dev->ops, link->dev->dev,
-			       SESSION_RDMA_POOL_MAX);
-	if (p->pool == NULL)
-		return NULL;
-	p->dev = link->dev->dev;
-	srw->npools++;
-	return p->pool;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (link_id != 0 && sr->peer_rkeys[i].link_id == link_id) {
+			*rkey = sr->peer_rkeys[i].rkey;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/*
+ * Remember the peer's rkey for link_id, in place of one for the same
+ * link or of one for a link the group no longer has.
+ */
+static void
+session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
+			   uint32_t rkey)
+{
+	struct session_rdma_rkey *e, *spare = NULL;
+	struct lgr *lgr = sr->lc.lgr;
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++) {
+		e = &sr->peer_rkeys[i];
+		if (e->link_id == link_id) {
+			e->rkey = rkey;
+			return;
+		}
+		if (spare == NULL &&
+		    (e->link_id == 0 || lgr == NULL ||
+		     lgr_link_by_id(lgr, e->link_id) == NULL))
+			spare = e;
+	}
+	if (spare == NULL)
+		spare = &sr->peer_rkeys[0];
+	spare->link_id = link_id;
+	spare->rkey = rkey;
+}
+
+static bool
+session_rdma_told(const struct session_rdma *sr, uint8_t link_id)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (sr->told[i] == link_id)
+			return true;
+	return false;
+}
+
+static void
+session_rdma_told_set(struct session_rdma *sr, uint8_t link_id)
+{
+	struct lgr *lgr = sr->lc.lgr;
+	int i;
+
+	if (session_rdma_told(sr, link_id))
+		return;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (sr->told[i] == 0 || lgr == NULL ||
+		    lgr_link_by_id(lgr, sr->told[i]) == NULL)
+			break;
+	sr->told[i < LGR_LINK_SLOTS ? i : 0] = link_id;
 }
 
 /* Compressed RMB element size of the wire: 1 << (n + 14), rounded down. */
@@ -251,7 +359,33 @@ session_rdma_rconn(uint32_t token, void *arg)
 	return sr != NULL ? sr->rc : NULL;
 }
 
-/* wr.c's handler for CDC_MSG_TYPE on the links of our groups. */
+/*
+ * Before a failover validation CDC on link: every CDC the peer saw
+ * complete on another link (the one it failed over from) is in that
+ * link's completion queue, maybe not yet handled.  Handle those first,
+ * or the validation finds a CDC missing that did arrive.
+ */
+static void
+session_rdma_drain_others(struct lgr_link *link, const void *msg, size_t len)
+{
+	const struct cdc_msg *c = msg;
+	struct lgr *lgr = link->lgr;
+	int i;
+
+	if (len < sizeof(*c) ||
+	    !(c->prod_flags & CDC_PF_FAILOVER_VALIDATION))
+		return;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (&lgr->link[i] != link && lgr->link[i].wr != NULL &&
+		    lgr->link[i].state != LGR_LINK_FREE)
+			wr_link_poll(lgr->link[i].wr);
+}
+
+/*
+ * wr.c's handler for CDC_MSG_TYPE on the links of our groups.  A CDC that
+ * arrived whole is good even if its link has failed since: the peer saw
+ * it complete and counts on it.
+ */
 static void
 session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 {
@@ -263,10 +397,13 @@ session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	char buf[80];
 	int err;
 
-	if (link->state == LGR_LINK_FREE || link->state == LGR_LINK_DOWN ||
+	if (link->state == LGR_LINK_FREE ||
 	    lgr->state == LGR_STATE_TERMINATING || srw == NULL)
 		return;
 	link->act_ms = lgr_now_ms();
+	session_rdma_drain_others(link, msg, len);
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
 	err = rx_cdc_recv(msg, len, session_rdma_rconn, &lk, &why);
 	if (err == 0)
 		return;
@@ -320,6 +457,7 @@ session_rdma_llc_wake(struct wr_waiter *w, int status)
 	struct session_rdma *sr =
 		(struct session_rdma *)((char *)w -
 					offsetof(struct session_rdma, waiter));
+	enum session_rdma_llc kind = sr->llc_kind;
 	int rc = status;
 
 	if (rc == 0)
@@ -331,7 +469,10 @@ session_rdma_llc_wake(struct wr_waiter *w, int status)
 		session_rdma_fail(sr, SESSION_LINK_FAILED);
 		return;
 	}
-	if (sr->s->role == SESSION_ROLE_EXPORT)
+	/* before the relay, which may close (and free) sr */
+	if (sr->rkeys_owed)
+		session_rdma_rkeys_announce(sr);
+	if (kind == SESSION_RDMA_LLC_ACCEPT)
 		session_rdma_relay_start(sr, sr->lc.link);
 }
 
@@ -344,7 +485,7 @@ session_rdma_llc_wake(struct wr_waiter *w, int status)
  */
 static int
 session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
-		      const struct llc_info *m)
+		      const struct llc_info *m, enum session_rdma_llc kind)
 {
 	int rc;
 
@@ -353,9 +494,140 @@ session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
 		return rc;
 	if (llc_msg_encode(sr->llc_msg, sizeof(sr->llc_msg), m) != LLC_MSG_LEN)
 		return -EINVAL;
+	sr->llc_kind = kind;
 	sr->waiter.wake = session_rdma_llc_wake;
 	sr->llc_wr = link->wr;
 	return session_rdma_llc_post(sr);
+}
+
+/* ---- rkeys of the other links ---- */
+
+/*
+ * Tell the peer our RMB element's rkey on every active link of the group
+ * it does not have one for yet: a CONFIRM_RKEY per link on the
+ * connection's link, whose rkey there names the RMB element.  Once our
+ * open or accept went out; while a message of ours waits for a TX slot,
+ * after it (nothing may overtake the open).
+ */
+static void
+session_rdma_rkeys_announce(struct session_rdma *sr)
+{
+	struct lgr *lgr = sr->lc.lgr;
+	struct lgr_link *via = sr->lc.link, *l;
+	const struct dev_mr *cur, *mr;
+	struct buf *rmb = session_rdma_rmb(sr);
+	struct llc_info m;
+	int i, rc;
+
+	if (!sr->opened || lgr == NULL || via == NULL || rmb == NULL ||
+	    via->state != LGR_LINK_ACTIVE)
+		return;
+	if (sr->llc_wr != NULL) {
+		sr->rkeys_owed = true;
+		return;
+	}
+	sr->rkeys_owed = false;
+	cur = session_rdma_mr(sr->srw, rmb, via);
+	if (cur == NULL)
+		return;
+	for (i = 0; i < LGR_LINK_SLOTS; i++) {
+		l = &lgr->link[i];
+		if (l == via || l->state != LGR_LINK_ACTIVE || l->id == 0 ||
+		    session_rdma_told(sr, l->id))
+			continue;
+		mr = session_rdma_mr(sr->srw, rmb, l);
+		if (mr == NULL)
+			continue; /* not registered there: cannot move there */
+		memset(&m, 0, sizeof(m));
+		m.type = LLC_CONFIRM_RKEY;
+		m.confirm_rkey.num_rkeys = 1;
+		m.confirm_rkey.rt[0].rkey = cur->rkey;
+		m.confirm_rkey.rt[0].vaddr = (uint64_t)(uintptr_t)rmb->addr;
+		m.confirm_rkey.rt[1].link_id = l->id;
+		m.confirm_rkey.rt[1].rkey = mr->rkey;
+		m.confirm_rkey.rt[1].vaddr = (uint64_t)(uintptr_t)rmb->addr;
+		rc = session_rdma_llc_send(sr, via, &m, SESSION_RDMA_LLC_RKEY);
+		if (rc < 0) {
+			log_debug("conn 0x%llx: CONFIRM_RKEY for link %u: %s",
+				  session_rdma_id(sr), l->id, strerror(-rc));
+			return;
+		}
+		session_rdma_told_set(sr, l->id);
+		if (rc == 1) {
+			sr->rkeys_owed = true; /* the rest after this one */
+			return;
+		}
+	}
+}
+
+/*
+ * lgr.c: link of a group of ours became active.  Our buffers get
+ * registered on its device, and the connections of the group tell the
+ * peer their rkeys for it.
+ */
+static void
+session_rdma_link_up(struct lgr_link *link, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	struct lgr_conn *c;
+	int di;
+
+	if (srw == NULL)
+		return;
+	di = session_rdma_devi(srw, link);
+	if (di < 0) {
+		log_warnx("lgr %u link %u: %s: no buffers on it: %s",
+			  link->lgr->id, link->id, link->dev->name,
+			  strerror(-di));
+		return;
+	}
+	for (c = link->lgr->conns; c != NULL; c = c->next)
+		session_rdma_rkeys_announce(c->arg);
+}
+
+/*
+ * CONFIRM_RKEY on link: the rkeys of a peer's RMB element on other links
+ * of the group.  rt[0] names the element by its rkey on link; one that
+ * names none of ours belongs to a connection closed meanwhile.
+ */
+static void
+session_rdma_confirm_rkey(struct lgr_link *link,
+			  const struct llc_info *m)
+{
+	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
+	struct lgr_conn *lc;
+	struct session_rdma *sr = NULL;
+	uint32_t rkey;
+	char why[80];
+	int i;
+
+	if (m->flags & LLC_FLAG_RESP)
+		return; /* we ask for no answers */
+	for (lc = link->lgr->conns; lc != NULL; lc = lc->next) {
+		sr = lc->arg;
+		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
+		    session_rdma_peer_rkey(sr, link->id, &rkey) == 0 &&
+		    rkey == c->rt[0].rkey)
+			break;
+	}
+	if (lc == NULL) {
+		log_debug("lgr %u link %u: CONFIRM_RKEY for rkey 0x%x: no "
+			  "such connection (closed)",
+			  link->lgr->id, link->id, c->rt[0].rkey);
+		return;
+	}
+	for (i = 1; i <= c->num_rkeys; i++) {
+		if (c->rt[i].link_id == 0 || c->rt[i].vaddr != c->rt[0].vaddr) {
+			snprintf(why, sizeof(why),
+				 "CONFIRM_RKEY on link %u: rtoken %d is not "
+				 "for the same RMB element",
+				 link->id, i);
+			lgr_protocol_error(link->lgr, why);
+			return;
+		}
+		session_rdma_peer_rkey_set(sr, c->rt[i].link_id,
+					   c->rt[i].rkey);
+	}
 }
 
 /* ---- rconn callbacks: record, then kick the relay loop ---- */
@@ -569,6 +841,30 @@ session_rdma_done(struct session_rdma *sr)
 }
 
 /*
+ * Move sr to link to: with the send ring's lkey on its device and the
+ * peer's rkey for it.  0, or -ENOKEY when either is missing, -ENOLINK.
+ */
+static int
+session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
+{
+	const struct dev_mr *mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, to);
+	uint32_t rkey;
+
+	if (mr == NULL || session_rdma_peer_rkey(sr, to->id, &rkey)) {
+		STATS_INC(worker_stats(sr->s->w), conn_failover_failed);
+		log_warnx("conn 0x%llx: cannot move to lgr %u link %u: %s",
+			  session_rdma_id(sr), to->lgr->id, to->id,
+			  mr == NULL ? "buffers not registered on its device" :
+				       "the peer's rkey for it is unknown");
+		return -ENOKEY;
+	}
+	log_debug("conn 0x%llx: moves to lgr %u link %u", session_rdma_id(sr),
+		  to->lgr->id, to->id);
+	STATS_INC(worker_stats(sr->s->w), conn_failovers);
+	return tx_failover(sr->rc, to->wr, mr->lkey, rkey);
+}
+
+/*
  * The relay loop: act on what callbacks recorded, move bytes both ways
  * until nothing moves, close when both directions are done.  After a
  * bounded number of rounds it yields and reschedules itself (the events
@@ -589,7 +885,7 @@ session_rdma_run(struct session_rdma *sr)
 			to = sr->failover_to;
 			sr->failover_to = NULL;
 			if (to->wr != sr->rc->link &&
-			    tx_failover(sr->rc, to->wr) != 0)
+			    session_rdma_failover(sr, to) != 0)
 				session_rdma_fail(sr, SESSION_LINK_FAILED);
 		}
 		if (sr->closing || s->state != SESSION_RELAY)
@@ -626,6 +922,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 {
 	struct session *s = sr->s;
 	const struct conf_rdma *r = &s->conf->rdma;
+	const struct dev_mr *mr = session_rdma_mr(sr->srw, sr->sndbuf, link);
 	struct rconn_init in;
 
 	memset(&in, 0, sizeof(in));
@@ -636,6 +933,14 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	in.sndbuf = sr->sndbuf;
 	in.rmb = sr->rmb;
 	in.peer_rmb = sr->peer_rmb;
+	if (mr == NULL ||
+	    session_rdma_peer_rkey(sr, link->id, &in.peer_rmb.rkey)) {
+		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
+			  session_rdma_id(sr), link->lgr->id, link->id);
+		session_close(s, SESSION_LINK_FAILED);
+		return;
+	}
+	in.lkey = mr->lkey;
 	in.params.autocork = r->autocork;
 	in.params.autocork_size = (uint32_t)r->autocork_size;
 	in.ops = &session_rdma_ops;
@@ -679,25 +984,34 @@ session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 	return sr;
 }
 
-/* Join lgr and take a send ring and an RMB element.  0 or -errno. */
+/*
+ * Join lgr on link (NULL: its least used) and take a send ring and an
+ * RMB element, registered on the devices of all its active links.  0 or
+ * -errno.
+ */
 static int
-session_rdma_join(struct session_rdma *sr, struct lgr *lgr)
+session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
+		  struct lgr_link *link)
 {
 	const struct conf_rdma *r = &sr->s->conf->rdma;
-	struct buf_pool *pool;
-	int rc;
+	struct buf_pool *pool = sr->srw->pool;
+	int i, rc;
 
-	rc = lgr_conn_add(lgr, &sr->lc);
+	rc = lgr_conn_add_on(lgr, &sr->lc, link);
 	if (rc)
 		return rc;
-	pool = session_rdma_pool(sr->srw, sr->lc.link);
-	if (pool == NULL)
-		return -ENOMEM;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_ACTIVE &&
+		    (rc = session_rdma_devi(sr->srw, &lgr->link[i])) < 0)
+			return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
 	if (rc == 0)
 		rc = buf_get(pool, BUF_RMB, (size_t)r->rmb, &sr->rmb);
 	if (rc)
 		return rc;
+	if (session_rdma_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
+	    session_rdma_mr(sr->srw, sr->rmb, sr->lc.link) == NULL)
+		return -EIO;
 	sr->token = ++sr->srw->last_token;
 	if (sr->token == 0)
 		sr->token = ++sr->srw->last_token;
@@ -741,7 +1055,7 @@ session_rdma_connect(struct session *s)
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL)
 		return false;
-	rc = session_rdma_join(sr, lgr);
+	rc = session_rdma_join(sr, lgr, NULL);
 	if (rc == -ENOBUFS)
 		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
 	if (rc)
@@ -749,17 +1063,21 @@ session_rdma_connect(struct session *s)
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_OPEN;
 	m.conn_open.token = sr->token;
-	m.conn_open.rmb_rkey = sr->rmb->mr.rkey;
+	m.conn_open.rmb_rkey =
+		session_rdma_mr(srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
 		 s->export_name);
-	rc = session_rdma_llc_send(sr, sr->lc.link, &m);
+	rc = session_rdma_llc_send(sr, sr->lc.link, &m, SESSION_RDMA_LLC_OPEN);
 	if (rc < 0)
 		goto fallback;
 	s->rdma = sr;
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_OPEN;
+	sr->opened = true;
+	session_rdma_told_set(sr, sr->lc.link->id);
+	session_rdma_rkeys_announce(sr);
 	session_timer(s, SESSION_RDMA_OPEN_TIMEOUT);
 	log_debug("conn 0x%llx: rule %s: CONN_OPEN %s on lgr %u link %u, "
 		  "token %u",
@@ -790,6 +1108,7 @@ session_rdma_accepted(struct lgr_link *link,
 	sr->peer_rmb.rkey = a->rmb_rkey;
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
+	session_rdma_peer_rkey_set(sr, link->id, a->rmb_rkey);
 	session_rdma_relay_start(sr, sr->lc.link);
 }
 
@@ -910,7 +1229,9 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.rkey = o->rmb_rkey;
 	sr->peer_rmb.vaddr = o->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (o->rmbe_size + 14);
-	rc = session_rdma_join(sr, lgr);
+	session_rdma_peer_rkey_set(sr, link->id, o->rmb_rkey);
+	/* on the link it came on: the rkey is for that link's device */
+	rc = session_rdma_join(sr, lgr, link);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
 			  session_rdma_id(sr), s->export->name, lgr->id,
@@ -979,27 +1300,35 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.flags = LLC_FLAG_RESP;
 	m.conn_accept.opener_token = sr->peer_token;
 	m.conn_accept.token = sr->token;
-	m.conn_accept.rmb_rkey = sr->rmb->mr.rkey;
+	m.conn_accept.rmb_rkey =
+		session_rdma_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	sr->answered = true;
-	rc = sr->lc.link != NULL ? session_rdma_llc_send(sr, sr->lc.link, &m) :
-				   -ENOLINK;
+	rc = sr->lc.link != NULL ?
+		     session_rdma_llc_send(sr, sr->lc.link, &m,
+					   SESSION_RDMA_LLC_ACCEPT) :
+		     -ENOLINK;
 	if (rc < 0) {
 		/* the link is gone: nobody to tell */
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
-	if (rc == 0)
+	sr->opened = true;
+	session_rdma_told_set(sr, sr->lc.link->id);
+	if (rc == 0) {
+		session_rdma_rkeys_announce(sr);
 		session_rdma_relay_start(sr, sr->lc.link);
-	else
+	} else {
+		sr->rkeys_owed = true;
 		session_timer(s, 0); /* the link's own bound covers the wait */
+	}
 }
 
 /*
  * The data path's LLC messages on an active link of a group of ours
- * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT.  Anything else
- * is a protocol error.
+ * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT, CONFIRM_RKEY.
+ * Anything else is a protocol error.
  */
 void
 session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
@@ -1019,6 +1348,9 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 		return;
 	case LLC_CONN_REJECT:
 		session_rdma_rejected(link, &m->conn_reject);
+		return;
+	case LLC_CONFIRM_RKEY:
+		session_rdma_confirm_rkey(link, m);
 		return;
 	}
 	snprintf(why, sizeof(why), "unexpected LLC %s on link %u",

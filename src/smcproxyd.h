@@ -98,6 +98,7 @@ struct conf_rdma {
 	int max_recv_wr;
 	int sndbuf;
 	int rmb;
+	int max_buffer_memory;	/* MiB, all workers */
 	bool autocork;
 	int autocork_size;
 	bool inline_enabled;
@@ -408,6 +409,7 @@ struct wr_link *wr_link_new(const struct dev_ops *ops, struct dev *dev,
 int wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer);
 void wr_link_down(struct wr_link *l, const char *why);
 void wr_link_free(struct wr_link *l);
+void wr_link_poll(struct wr_link *l);
 bool wr_link_is_down(const struct wr_link *l);
 const struct wr_stats *wr_link_stats(const struct wr_link *l);
 const struct dev_qp_caps *wr_link_caps(const struct wr_link *l);
@@ -430,13 +432,17 @@ struct buf_pool;
 
 enum buf_kind { BUF_SNDBUF, BUF_RMB };
 
+#define BUF_DEVS_MAX 8		/* devices of one pool */
+
 struct buf {
-	struct buf *next;	/* on its pool's free list */
+	struct buf *next, *prev; /* on its pool's free list or in-use list */
 	struct buf_pool *pool;
 	void *addr;
 	size_t size;
 	enum buf_kind kind;
-	struct dev_mr mr;	/* lkey; rkey of an RMB element */
+	bool registered;	/* counted in the pool's bytes */
+	/* per device of the pool: lkey; rkey of an RMB element */
+	struct dev_mr mr[BUF_DEVS_MAX];
 };
 
 struct buf_stats {
@@ -453,7 +459,10 @@ bool buf_size_ok(size_t size);
 struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *dev,
 			      size_t limit);
 void buf_pool_free(struct buf_pool *p);
+int buf_pool_dev(struct buf_pool *p, const struct dev_ops *ops,
+		 struct dev *dev);
 const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
+bool buf_on(const struct buf *b, int i);
 int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 	    struct buf **out);
 void buf_put(struct buf *b);
@@ -553,6 +562,7 @@ struct rconn_init {
 	uint32_t token;		/* ours: the peer's CDCs carry it */
 	uint32_t peer_token;
 	struct buf *sndbuf;	/* send ring: owned by the rconn from now */
+	uint32_t lkey;		/* the ring's on link's device */
 	struct buf *rmb;	/* RMB element: owned too */
 	struct rconn_peer_rmb peer_rmb;
 	struct tx_params params;
@@ -576,6 +586,7 @@ struct rconn {
 
 	/* send side: ring cursors, then the peer's RMB */
 	struct buf *sndbuf;
+	uint32_t lkey;			/* of sndbuf on link's device */
 	struct cdc_cursor tx_curs_prep;	/* produced into the ring */
 	struct cdc_cursor tx_curs_sent;	/* RDMA-written */
 	struct cdc_cursor tx_curs_fin;	/* its CDC completed: space again */
@@ -614,7 +625,8 @@ int tx_space(struct rconn *rc, struct iovec iov[2]);
 void tx_produced(struct rconn *rc, size_t n);
 int tx_push(struct rconn *rc);
 int tx_close(struct rconn *rc, enum tx_close_how how);
-int tx_failover(struct rconn *rc, struct wr_link *newlink);
+int tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
+		uint32_t peer_rkey);
 size_t tx_unsent(const struct rconn *rc);
 /* for rx.c */
 int tx_kick(struct rconn *rc, unsigned int owe);
@@ -847,6 +859,8 @@ struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_new(struct lgr_ctx *ctx,
 			   const struct conf_peer *peer, int fd);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
+int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c,
+		    struct lgr_link *link);
 void lgr_conn_del(struct lgr_conn *c);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
@@ -879,7 +893,6 @@ int lgr_link_add_answer(struct lgr_link *link,
 void lgr_link_add_rejected(struct lgr_link *link);
 
 /* session_rdma.c: connections carried over a link group (DESIGN §2) */
-#define SESSION_RDMA_POOL_MAX (256u << 20) /* registered bytes per worker */
 struct session_rdma;
 int session_rdma_worker_init(struct worker *w);
 void session_rdma_worker_end(struct worker *w);

@@ -53,6 +53,10 @@
 	  "link groups ended (idle, deleted by the peer, no link left)")     \
 	X(link_up, COUNTER, "events", "links that became active")            \
 	X(link_down, COUNTER, "events", "active links that went down")       \
+	X(conn_failovers, COUNTER, "connections",                            \
+	  "connections moved to another link after theirs went down")        \
+	X(conn_failover_failed, COUNTER, "connections",                      \
+	  "connections that could not move (no keys for the other link)")    \
 	X(clc_declines_sent, COUNTER, "handshakes",                          \
 	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")      \
 	X(clc_declines_received, COUNTER, "handshakes",                      \

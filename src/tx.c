@@ -142,6 +142,7 @@ tx_conn_new(const struct rconn_init *in)
 	rc->params = in->params;
 	rc->sum = in->sum;
 	rc->sndbuf = in->sndbuf;
+	rc->lkey = in->lkey;
 	rc->rmb = in->rmb;
 	rc->peer_rmb = in->peer_rmb;
 	rc->local_tx_ctrl.token = in->peer_token;
@@ -286,7 +287,7 @@ tx_writes(const struct rconn *rc, size_t len, struct wr_write w[2])
 			cur->sge[cur->nsge].addr =
 				(uint64_t)(uintptr_t)(ring + src);
 			cur->sge[cur->nsge].length = (uint32_t)piece;
-			cur->sge[cur->nsge].lkey = rc->sndbuf->mr.lkey;
+			cur->sge[cur->nsge].lkey = rc->lkey;
 			src = (src + piece) % ssize;
 			dst = (dst + piece) % dsize;
 			chunk -= piece;
@@ -607,11 +608,14 @@ out:
  * completion is sent again from tx_curs_fin, except bytes the peer's
  * consumer cursor shows it already consumed; a validation CDC goes
  * first, then one CDC even if there is no data, so the peer also learns
- * our consumer cursor.  Update rc->peer_rmb.rkey first if newlink needs
- * another one.  0, -EINVAL, or -ENOLINK if newlink is down too.
+ * our consumer cursor.  lkey is the send ring's on newlink's device,
+ * peer_rkey the peer's RMB element's there (both as before when newlink
+ * is on the same devices).  0, -EINVAL, or -ENOLINK if newlink is down
+ * too.
  */
 int
-tx_failover(struct rconn *rc, struct wr_link *newlink)
+tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
+	    uint32_t peer_rkey)
 {
 	int err;
 
@@ -630,6 +634,8 @@ tx_failover(struct rconn *rc, struct wr_link *newlink)
 	rc->local_tx_ctrl.prod = rc->tx_prod_fin;
 	tx_peer_consumed(rc);
 	rc->link = newlink;
+	rc->lkey = lkey;
+	rc->peer_rmb.rkey = peer_rkey;
 	rc->flags &= ~RCONN_F_LINK_FAILED;
 	RCONN_STAT(rc, failovers, 1);
 	err = 0;

@@ -63,6 +63,7 @@ struct wr_link {
 	struct wr_link_cb cb;
 	struct event *wait_ev;
 	bool down;
+	bool polling;	/* in wr_poll: wr_link_poll() does nothing */
 
 	struct wr_tx_slot *tx;
 	uint32_t tx_cnt;
@@ -436,15 +437,30 @@ wr_poll(struct wr_link *l)
 	struct dev_wc wc[WR_POLL_BATCH];
 	int i, n;
 
+	l->polling = true;
 	do {
 		n = l->ops->poll(l->qp, wc, WR_POLL_BATCH);
 		if (n < 0) {
 			wr_link_fault(l, "poll failed");
-			return;
+			break;
 		}
 		for (i = 0; i < n; i++)
 			wr_handle_wc(l, &wc[i]);
 	} while (n == WR_POLL_BATCH);
+	l->polling = false;
+}
+
+/*
+ * Handle l's completions now, not when its event comes: a failover
+ * validation CDC on another link must meet every CDC that reached us on
+ * this one first.  Nothing while l's completions are being handled
+ * already (a handler of l called us).
+ */
+void
+wr_link_poll(struct wr_link *l)
+{
+	if (l != NULL && l->qp != NULL && !l->polling)
+		wr_poll(l);
 }
 
 /* The device says completions are ready: poll, re-arm, poll again. */

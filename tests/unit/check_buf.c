@@ -54,14 +54,14 @@ START_TEST(reuse_from_free_list)
 	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), 0);
 	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &b), 0);
 	/* one MR per element: an rkey covers one connection's RMB */
-	ck_assert_uint_ne(a->mr.rkey, b->mr.rkey);
+	ck_assert_uint_ne(a->mr[0].rkey, b->mr[0].rkey);
 	memset(a->addr, 0xab, a->size);
-	rkey = a->mr.rkey;
+	rkey = a->mr[0].rkey;
 	buf_put(a);
 	/* same class, same kind: handed out again, zeroed, same MR */
 	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &c), 0);
 	ck_assert_ptr_eq(c, a);
-	ck_assert_uint_eq(c->mr.rkey, rkey);
+	ck_assert_uint_eq(c->mr[0].rkey, rkey);
 	ck_assert_uint_eq(((uint8_t *)c->addr)[100], 0);
 	ck_assert_uint_eq(buf_pool_stats(p)->reuse_cnt, 1);
 	ck_assert_uint_eq(buf_pool_stats(p)->alloc_cnt, 2);
@@ -192,10 +192,10 @@ reach_write(struct reach *r, struct buf *src, struct buf *dst, size_t off,
 	memset(&w, 0, sizeof(w));
 	w.sge[0].addr = (uint64_t)(uintptr_t)src->addr;
 	w.sge[0].length = (uint32_t)len;
-	w.sge[0].lkey = src->mr.lkey;
+	w.sge[0].lkey = src->mr[0].lkey;
 	w.nsge = 1;
 	w.remote_addr = (uint64_t)(uintptr_t)dst->addr + off;
-	w.rkey = dst->mr.rkey;
+	w.rkey = dst->mr[0].rkey;
 	ck_assert_int_eq(wr_tx_get(r->a, &slot, NULL), 0);
 	((uint8_t *)wr_tx_buf(slot))[0] = 0x42;
 	ck_assert_int_eq(wr_tx_post(r->a, slot, &w, 1, NULL, NULL), 0);

@@ -191,6 +191,12 @@ static const struct {
 	{ "rdma: { rmb = 100000; };\n",
 	  "t.conf:1: rdma.rmb: 100000 is not a power of two (16384, 32768, 65536, ...)\n",
 	  1 },
+	{ "rdma: { sndbuf = 1048576;\n  rmb = 1048576;\n  max_buffer_memory = 1; };\n",
+	  "t.conf:3: rdma.max_buffer_memory: 1 MiB do not hold one connection's sndbuf + rmb (2097152 bytes)\n",
+	  1 },
+	{ "rdma: { max_buffer_memory = 0; };\n",
+	  "t.conf:1: rdma.max_buffer_memory: 0 is out of range 1..1048576\n",
+	  1 },
 	/* enums */
 	{ "smcproxyd: { log_level = \"verbose\"; };\n",
 	  "t.conf:1: smcproxyd.log_level: invalid value \"verbose\"; use error|warning|info|debug\n",
@@ -388,6 +394,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(conf->rdma.max_recv_wr, 48);
 	ck_assert_int_eq(conf->rdma.sndbuf, 65536);
 	ck_assert_int_eq(conf->rdma.rmb, 65536);
+	ck_assert_int_eq(conf->rdma.max_buffer_memory, 1024);
 	ck_assert(conf->rdma.autocork);
 	ck_assert_int_eq(conf->rdma.autocork_size, 65536);
 	ck_assert(conf->rdma.inline_enabled);

@@ -61,6 +61,7 @@ struct side {
 struct harness {
 	struct event_base *base;
 	struct dev *dev;
+	struct dev *dev2; /* link 1's device, or NULL: link 1 on dev too */
 	struct side side[2];
 	int nlinks;
 	uint64_t drop_at; /* drop link 0 once A produced this much */
@@ -150,6 +151,21 @@ t_abort(struct rconn *rc, void *arg)
 	((struct tconn *)arg)->aborts++;
 }
 
+/*
+ * Move c to its side's link li with the keys of li's device: its send
+ * ring's lkey and the peer's RMB rkey there.
+ */
+static int
+h_move(struct tconn *c, int li)
+{
+	struct harness *h = c->s->h;
+	struct rconn *peer = h->side[1 - c->s->id].conn[c->idx].rc;
+	int d = li == 1 && h->dev2 != NULL ? 1 : 0;
+
+	return tx_failover(c->rc, c->s->link[li], c->rc->sndbuf->mr[d].lkey,
+			   peer->rmb->mr[d].rkey);
+}
+
 static void
 t_link_failed(struct rconn *rc, void *arg)
 {
@@ -158,7 +174,7 @@ t_link_failed(struct rconn *rc, void *arg)
 	c->link_failed++;
 	/* from inside the failed link's completion handling */
 	if (c->s->h->failover_in_cb && c->s->h->nlinks > 1)
-		ck_assert_int_eq(tx_failover(rc, c->s->link[1]), 0);
+		ck_assert_int_eq(h_move(c, 1), 0);
 }
 
 static const struct rconn_ops t_ops = {
@@ -170,8 +186,10 @@ static const struct rconn_ops t_ops = {
 	.link_failed = t_link_failed,
 };
 
+/* Both sides, nlinks links; link 1 on a second device if two_devs. */
 static void
-h_open(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode)
+h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
+	bool two_devs)
 {
 	struct wr_params prm = {.max_send_wr = slots,
 				.max_recv_wr = 64,
@@ -187,12 +205,20 @@ h_open(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode)
 	ck_assert_ptr_nonnull(h->base);
 	h->dev = loopdev_new(h->base);
 	ck_assert_ptr_nonnull(h->dev);
+	if (two_devs) {
+		h->dev2 = loopdev_new(h->base);
+		ck_assert_ptr_nonnull(h->dev2);
+	}
 	h->nlinks = nlinks;
 	for (k = 0; k < 2; k++) {
 		h->side[k].h = h;
 		h->side[k].id = k;
 		h->side[k].pool = buf_pool_new(&loopdev_ops, h->dev, 0);
 		ck_assert_ptr_nonnull(h->side[k].pool);
+		if (two_devs)
+			ck_assert_int_eq(buf_pool_dev(h->side[k].pool,
+						      &loopdev_ops, h->dev2),
+					 1);
 	}
 	for (i = 0; i < nlinks; i++) {
 		for (k = 0; k < 2; k++) {
@@ -200,8 +226,10 @@ h_open(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode)
 			cb.arg = &h->side[k];
 			snprintf(prm.name, sizeof(prm.name), "side %c link %d",
 				 'A' + k, i);
-			h->side[k].link[i] = wr_link_new(&loopdev_ops, h->dev,
-							 h->base, &prm, &cb);
+			h->side[k].link[i] = wr_link_new(
+				&loopdev_ops,
+				i == 1 && two_devs ? h->dev2 : h->dev,
+				h->base, &prm, &cb);
 			ck_assert_ptr_nonnull(h->side[k].link[i]);
 			wr_rx_register(h->side[k].link[i], CDC_MSG_TYPE,
 				       h_cdc_rx);
@@ -215,6 +243,26 @@ h_open(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode)
 		ck_assert_int_eq(wr_link_connect(h->side[0].link[i], &ba), 0);
 		ck_assert_int_eq(wr_link_connect(h->side[1].link[i], &aa), 0);
 	}
+}
+
+static void
+h_open(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode)
+{
+	h_open2(h, nlinks, slots, mode, false);
+}
+
+/* Run both devices until nothing moves: WRs completed. */
+static int
+h_loop(struct harness *h)
+{
+	int n = loopdev_run(h->dev), m = 0;
+
+	ck_assert_int_ge(n, 0);
+	if (h->dev2 != NULL) {
+		m = loopdev_run(h->dev2);
+		ck_assert_int_ge(m, 0);
+	}
+	return n + m;
 }
 
 /*
@@ -255,9 +303,10 @@ h_conn(struct harness *h, int i, size_t sa, size_t ra, size_t sb, size_t rb,
 		in.token = (uint32_t)((k ? TOKEN_B : TOKEN_A) + i);
 		in.peer_token = (uint32_t)((k ? TOKEN_A : TOKEN_B) + i);
 		in.sndbuf = snd[k];
+		in.lkey = snd[k]->mr[0].lkey;
 		in.rmb = rmb[k];
 		in.peer_rmb.vaddr = (uint64_t)(uintptr_t)rmb[1 - k]->addr;
-		in.peer_rmb.rkey = rmb[1 - k]->mr.rkey;
+		in.peer_rmb.rkey = rmb[1 - k]->mr[0].rkey;
 		in.peer_rmb.size = (uint32_t)rmb[1 - k]->size;
 		in.params = *tp;
 		in.ops = &t_ops;
@@ -273,7 +322,7 @@ h_conn(struct harness *h, int i, size_t sa, size_t ra, size_t sb, size_t rb,
 static void
 h_run(struct harness *h)
 {
-	ck_assert_int_ge(loopdev_run(h->dev), 0);
+	h_loop(h);
 }
 
 /* Produce what fits of c's stream into its ring and push: bytes. */
@@ -368,10 +417,8 @@ h_failover(struct harness *h)
 		for (i = 0; i < h->side[k].nconn; i++)
 			if (h->side[k].conn[i].rc != NULL &&
 			    h->side[k].conn[i].rc->link != h->side[k].link[1])
-				ck_assert_int_eq(
-					tx_failover(h->side[k].conn[i].rc,
-						    h->side[k].link[1]),
-					0);
+				ck_assert_int_eq(h_move(&h->side[k].conn[i], 1),
+						 0);
 	h->failed_over = true;
 }
 
@@ -413,8 +460,7 @@ h_pump(struct harness *h)
 		if (h->drop_at > 0 && !h->dropped &&
 		    h->side[0].conn[0].tx_off >= h->drop_at)
 			moved += h_drop(h);
-		ran = loopdev_run(h->dev);
-		ck_assert_int_ge(ran, 0);
+		ran = h_loop(h);
 		for (k = 0; k < 2; k++)
 			for (i = 0; i < h->side[k].nconn; i++)
 				moved += consume(&h->side[k].conn[i], 0);
@@ -477,6 +523,8 @@ h_close(struct harness *h)
 		buf_pool_free(h->side[k].pool);
 	}
 	loopdev_free(h->dev);
+	if (h->dev2 != NULL)
+		loopdev_free(h->dev2);
 	event_base_free(h->base);
 }
 
@@ -779,12 +827,12 @@ END_TEST
 
 /* Several MiB each way on two connections; link 0 dies midway. */
 static void
-failover_case(uint64_t drop_at, bool cork_on, bool in_cb)
+failover_case(uint64_t drop_at, bool cork_on, bool in_cb, bool two_devs)
 {
 	struct harness h;
 	int k, i;
 
-	h_open(&h, 2, 4, WR_WAIT_EXCLUSIVE);
+	h_open2(&h, 2, 4, WR_WAIT_EXCLUSIVE, two_devs);
 	h.failover_in_cb = in_cb;
 	h_conn(&h, 0, K16, K16, 2 * K16, K16, cork_on ? &cork : &no_cork,
 	       3 << 20, 2 << 20);
@@ -815,12 +863,60 @@ failover_case(uint64_t drop_at, bool cork_on, bool in_cb)
 
 START_TEST(failover_preserves_streams)
 {
-	failover_case(1 << 20, false, false);
-	failover_case(1, false, false);
-	failover_case((1 << 20) + 12345, true, false);
-	failover_case((3 << 20) - 100, true, false);
-	failover_case(1 << 20, false, true);
-	failover_case(1 << 19, true, true);
+	failover_case(1 << 20, false, false, false);
+	failover_case(1, false, false, false);
+	failover_case((1 << 20) + 12345, true, false, false);
+	failover_case((3 << 20) - 100, true, false, false);
+	failover_case(1 << 20, false, true, false);
+	failover_case(1 << 19, true, true, false);
+}
+END_TEST
+
+/*
+ * The second link on another device: the same bytes have other keys
+ * there (a send ring's lkey, the peer RMB's rkey), and the connections
+ * move with them.
+ */
+START_TEST(failover_to_another_device)
+{
+	failover_case(1 << 20, false, false, true);
+	failover_case(1, true, false, true);
+	failover_case((2 << 20) + 999, true, true, true);
+}
+END_TEST
+
+/*
+ * Moving to the other device with the first device's rkey is what a
+ * data path that pins one device would do: the peer's device refuses
+ * the WRITE (remote access error) and that link fails too; no byte
+ * lands in the RMB through a key of another device.
+ */
+START_TEST(failover_with_other_devices_key_fails)
+{
+	struct harness h;
+	struct tconn *c;
+
+	h_open2(&h, 2, 4, WR_WAIT_EXCLUSIVE, true);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 300, 0);
+	c = &h.side[0].conn[0];
+	produce(c, 100);
+	h_run(&h);
+	consume(&h.side[1].conn[0], 0);
+	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 100);
+	produce(c, 200);
+	loopdev_drop_link(wr_link_qp(h.side[0].link[0]));
+	h_run(&h);
+	ck_assert_int_eq(c->link_failed, 1);
+	ck_assert_int_eq(tx_failover(c->rc, h.side[0].link[1],
+				     c->rc->sndbuf->mr[1].lkey,
+				     B(&h, 0)->rmb->mr[0].rkey),
+			 0);
+	h_run(&h);
+	consume(&h.side[1].conn[0], 0);
+	ck_assert_int_eq(h.side[0].link_down[1], 1);
+	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 100);
+	ck_assert_int_eq(c->link_failed, 2);
+	h_close(&h);
 }
 END_TEST
 
@@ -853,7 +949,7 @@ START_TEST(failover_skips_bytes_peer_consumed)
 	ck_assert_int_eq(cdc_msg_encode(buf, sizeof(buf), &m), CDC_MSG_LEN);
 	ck_assert_int_eq(
 		rx_cdc_recv(buf, sizeof(buf), h_lookup, &h.side[0], &why), 0);
-	ck_assert_int_eq(tx_failover(A(&h, 0), h.side[0].link[1]), 0);
+	ck_assert_int_eq(h_move(&h.side[0].conn[0], 1), 0);
 	ck_assert_uint_eq(A(&h, 0)->tx_curs_sent.count, 300);
 	ck_assert_uint_eq(A(&h, 0)->local_tx_ctrl.prod.count, 300);
 	ck_assert_uint_eq(A(&h, 0)->peer_rmbe_space, K16);
@@ -1250,6 +1346,8 @@ rconn_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, link_failure_is_reported);
 	tcase_add_test(tc, failover_preserves_streams);
+	tcase_add_test(tc, failover_to_another_device);
+	tcase_add_test(tc, failover_with_other_devices_key_fails);
 	tcase_add_test(tc, failover_skips_bytes_peer_consumed);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hardening");
