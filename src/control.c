@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -361,7 +362,8 @@ control_parse_id(const json_t *j, uint64_t *id)
 		return 0;
 	}
 	s = json_string_value(j);
-	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+	/* strtoull() would skip blanks and take " -1" as 2^64 - 1 */
+	if (s == NULL || !isxdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	*id = strtoull(s, &end, 0);
@@ -871,20 +873,25 @@ control_parse(struct control_req *req, json_t *root)
 	return control_check_args(req);
 }
 
-/* Answer one request line (without its newline). */
-static void
-control_handle(struct control_client *c, const char *line, size_t len)
+/*
+ * Answer one request line of @c (without its newline) into @out.  0 when
+ * the command ran (its answer may still be an error), -EINVAL or -EACCES
+ * when the request was refused, -ENODATA for a blank line (no reply).
+ */
+static int
+control_handle(struct control_client *c, struct evbuffer *out, const char *line,
+	       size_t len)
 {
-	struct control_req req = {.cr_client = c};
+	struct control_req req = {.cr_client = c, .cr_out = out};
 	json_error_t jerr;
 	json_t *root, *data = NULL;
+	int rc = -EINVAL;
 
-	req.cr_out = bufferevent_get_output(c->cc_bev);
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
 			   line[len - 1] == '\t'))
 		len--;
 	if (len == 0)
-		return; /* blank lines are not requests */
+		return -ENODATA; /* blank lines are not requests */
 
 	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 			  &jerr);
@@ -902,8 +909,10 @@ control_handle(struct control_client *c, const char *line, size_t len)
 			     "daemon's user, or control_uid/control_gid "
 			     "(you are uid %u)",
 			     req.cr_cmd->cm_name, (unsigned int)c->cc_uid);
+		rc = -EACCES;
 		goto reply;
 	}
+	rc = 0;
 	data = req.cr_cmd->cm_fn(&req);
 	if (data == NULL && req.cr_error == NULL && !req.cr_sent)
 		control_fail(&req, "out of memory");
@@ -921,6 +930,7 @@ reply:
 	free(req.cr_error);
 	json_decref(req.cr_args);
 	json_decref(root);
+	return rc;
 }
 
 /******** clients ********/
@@ -990,7 +1000,7 @@ control_process(struct control_client *c)
 					    CONTROL_LINE_MAX);
 		} else {
 			line = (char *)evbuffer_pullup(in, (ssize_t)len);
-			control_handle(c, line, len);
+			control_handle(c, out, line, len);
 		}
 		evbuffer_drain(in, len + (eol.pos == -1 ? 0 : eol_len));
 	}
@@ -1352,4 +1362,50 @@ control_shutdown(void)
 		control_resume_ev = NULL;
 	}
 	control_conf = NULL;
+}
+
+/**
+ * control_request() - Answer one request line as the socket answers a
+ * client running as the daemon's own user, without a socket or an event
+ * loop: for the fuzz target and tests.  @line is @len bytes without the
+ * newline (the socket hands over at most CONTROL_LINE_MAX); it serves the
+ * configuration of control_init() or control_conf_update() and the workers
+ * running, if any.
+ * Return: 0 when the command ran (its answer may still be an error, like
+ * "no connection 0x1f"), -EINVAL when the request was refused, -ENODATA
+ * for a blank line, -ENOENT before there is a configuration, -ENOMEM.
+ * *@reply is the reply line with its newline, NUL-terminated, for the
+ * caller to free(); NULL when there is none.
+ */
+int
+control_request(const char *line, size_t len, char **reply)
+{
+	struct control_client c = {
+		.cc_pid = getpid(),
+		.cc_uid = geteuid(),
+		.cc_gid = getegid(),
+	};
+	struct evbuffer *out;
+	size_t n;
+	int rc;
+
+	*reply = NULL;
+	if (control_conf == NULL)
+		return -ENOENT;
+	out = evbuffer_new();
+	if (out == NULL)
+		return -ENOMEM;
+	rc = control_handle(&c, out, line, len);
+	n = evbuffer_get_length(out);
+	if (n > 0) {
+		*reply = malloc(n + 1);
+		if (*reply == NULL) {
+			rc = -ENOMEM;
+		} else {
+			evbuffer_remove(out, *reply, n);
+			(*reply)[n] = '\0';
+		}
+	}
+	evbuffer_free(out);
+	return rc;
 }

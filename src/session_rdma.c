@@ -1135,18 +1135,81 @@ session_rdma_rejected(struct lgr_link *link,
 
 /* ---- export side ---- */
 
+/* A CONN_REJECT that outlives its session, waiting for a TX slot. */
+struct session_rdma_orphan {
+	struct wr_waiter waiter;
+	struct wr_link *wr;
+	uint8_t msg[LLC_MSG_LEN];
+};
+
+static void
+session_rdma_orphan_wake(struct wr_waiter *w, int status)
+{
+	struct session_rdma_orphan *o =
+		(struct session_rdma_orphan *)((char *)w -
+					       offsetof(struct session_rdma_orphan,
+							waiter));
+	struct wr_tx_slot *slot;
+	int rc = status;
+
+	if (rc == 0) {
+		rc = wr_tx_get(o->wr, &slot, &o->waiter);
+		if (rc == -EBUSY)
+			return; /* parked again, in its turn */
+		if (rc == 0) {
+			memcpy(wr_tx_buf(slot), o->msg, LLC_MSG_LEN);
+			rc = wr_tx_post(o->wr, slot, NULL, 0, NULL, NULL);
+		}
+	}
+	if (rc)
+		log_debug("CONN_REJECT not sent: %s", strerror(-rc));
+	free(o);
+}
+
+/*
+ * Refuse the opener's CONN_OPEN (opener_token) on link with reason r.  A
+ * burst of refusals can fill llc.c's queue: then the message waits for a
+ * TX slot on its own, since the session it belonged to is going (the
+ * opener would otherwise wait out its open timeout).  The link going
+ * down wakes and frees it.  0 or -errno.
+ */
 static int
 session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 			 enum session_reason r)
 {
+	struct session_rdma_orphan *o;
+	struct wr_tx_slot *slot;
 	struct llc_info m;
+	int rc;
 
+	if (link == NULL)
+		return -ENOLINK;
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_REJECT;
 	m.flags = LLC_FLAG_RESP;
 	m.conn_reject.opener_token = opener_token;
 	m.conn_reject.reason = fallback_reason_code(r);
-	return llc_send(link, &m, NULL, NULL);
+	rc = llc_send(link, &m, NULL, NULL);
+	if (rc != -ENOBUFS)
+		return rc;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return -ENOMEM;
+	if (llc_msg_encode(o->msg, sizeof(o->msg), &m) != LLC_MSG_LEN) {
+		free(o);
+		return -EINVAL;
+	}
+	o->wr = link->wr;
+	o->waiter.wake = session_rdma_orphan_wake;
+	rc = wr_tx_get(o->wr, &slot, &o->waiter);
+	if (rc == -EBUSY)
+		return 0;
+	if (rc == 0) {
+		memcpy(wr_tx_buf(slot), o->msg, LLC_MSG_LEN);
+		rc = wr_tx_post(o->wr, slot, NULL, 0, NULL, NULL);
+	}
+	free(o);
+	return rc;
 }
 
 /*

@@ -321,6 +321,7 @@ int session_kill(struct worker *w, uint64_t id);
 int control_init(const struct conf *conf, struct event_base *base);
 void control_conf_update(const struct conf *conf);
 void control_shutdown(void);
+int control_request(const char *line, size_t len, char **reply);
 
 /* smcproxyd.c */
 int smcproxyd_reload(FILE *errors);

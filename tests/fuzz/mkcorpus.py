@@ -6,11 +6,14 @@ The messages are laid out here from docs/protocol.md, independently of the
 C encoders, so the replay tests also cross-check the documentation: a
 seed-ok-* file that stopped decoding, or decoded to something that does
 not re-encode byte for byte, fails the replay test.  Seeds named
-seed-bad-* are malformed on purpose and must be refused.  Files named
+seed-bad-* are malformed on purpose and must be refused.  The control
+requests come from docs/control.md and the configs from conf/ (read from
+TOP_SRCDIR); other seed-* names carry no expectation.  Files named
 regression-* (crashes contrib/fuzz-run found) are never touched.
 
     tests/fuzz/mkcorpus.py [TOP_SRCDIR]
 """
+import json
 import os
 import struct
 import sys
@@ -176,11 +179,341 @@ def clc_msgs():
     yield "bad-type", CLC_EYE + struct.pack(">BHB", 5, 28, 0x10) + bytes(20)
 
 
+def req(cmd, args=None, v=1):
+    r = {"v": v, "cmd": cmd}
+    if args is not None:
+        r["args"] = args
+    return json.dumps(r, separators=(",", ":")).encode() + b"\n"
+
+
+def control_msgs(top):
+    """Request lines from docs/control.md.  For this target seed-ok-* hold
+    at least one request whose command runs (its answer may still be an
+    error, like "no connection 0x1f": there are no workers), seed-bad-*
+    only requests that are refused, or blank lines."""
+    for cmd in ("version", "stats", "stats reset", "show rules",
+                "show peers", "show lgrs", "show links", "show conns",
+                "reload", "schema", "help"):
+        yield "ok-" + cmd.replace(" ", "-"), req(cmd)
+    yield "ok-kill-conn-hex", req("kill conn", {"id": "0x1f"})
+    yield "ok-kill-conn-int", req("kill conn", {"id": 31})
+    yield "ok-kill-conn-decimal", req("kill conn", {"id": "31"})
+    yield "ok-kill-conn-octal", req("kill conn", {"id": "017"})
+    yield "ok-kill-conn-max", req("kill conn",
+                                  {"id": "0xffffffffffffffff"})
+    yield "ok-kill-conn-int-max", req("kill conn",
+                                      {"id": 9223372036854775807})
+    # parsed and run; the command itself refuses the id
+    yield "ok-kill-conn-id-zz", req("kill conn", {"id": "zz"})
+    yield "ok-kill-conn-id-negative", req("kill conn", {"id": -1})
+    yield "ok-kill-conn-id-minus", req("kill conn", {"id": "-1"})
+    yield "ok-kill-conn-id-empty", req("kill conn", {"id": ""})
+    yield "ok-kill-conn-id-erange", req("kill conn",
+                                        {"id": "0x1ffffffffffffffff"})
+    yield "ok-args-empty", req("stats reset", {})
+    yield "ok-member-order", b'{"args":{},"cmd":"help","v":1}\n'
+    yield "ok-escaped-cmd", b'{"v":1,"cmd":"\\u0076ersion"}\n'
+    yield "ok-whitespace", b' \t{ "v" : 1 , "cmd" : "version" } \t\r\n'
+    yield "ok-padded", (b'{"v":1,"cmd":"version"' + b" " * 4000
+                        + b"}\n")
+    yield "ok-no-newline", req("help").rstrip(b"\n")
+    yield "ok-pipelined", (req("version") + b"\n   \n"
+                           + b'{"v":1,"cmd":"nope"}\r\n'
+                           + req("show lgrs").replace(b"\n", b"\r\n")
+                           + req("show links") + req("kill conn",
+                                                     {"id": 7}))
+    yield "ok-every-command", b"".join(
+        req(c) for c in ("version", "stats", "stats reset", "show rules",
+                         "show peers", "show lgrs", "show links",
+                         "show conns", "reload", "schema", "help"))
+    yield "bad-blank-lines", b"\n \r\n\t\n\r\n"
+    yield "bad-not-json", b"stats\n"
+    yield "bad-truncated", b'{"v":1,"cmd":"version"\n'
+    yield "bad-trailing-garbage", b'{"v":1,"cmd":"version"}x\n'
+    yield "bad-two-objects", b'{"v":1,"cmd":"version"}{"v":1}\n'
+    yield "bad-duplicate-key", b'{"v":1,"v":1,"cmd":"stats"}\n'
+    yield "bad-duplicate-cmd", b'{"v":1,"cmd":"stats","cmd":"help"}\n'
+    yield "bad-array", b"[1,2]\n"
+    yield "bad-string", b'"stats"\n'
+    yield "bad-number", b"1\n"
+    yield "bad-null", b"null\n"
+    yield "bad-no-v", b'{"cmd":"stats"}\n'
+    yield "bad-v-string", b'{"v":"1","cmd":"stats"}\n'
+    yield "bad-v-real", b'{"v":1.0,"cmd":"stats"}\n'
+    yield "bad-v-true", b'{"v":true,"cmd":"stats"}\n'
+    yield "bad-v-2", req("stats", v=2)
+    yield "bad-v-0", req("stats", v=0)
+    yield "bad-v-negative", req("stats", v=-1)
+    yield "bad-v-int-max", req("stats", v=9223372036854775807)
+    yield "bad-v-int-min", req("stats", v=-9223372036854775808)
+    yield "bad-v-too-big", b'{"v":99999999999999999999,"cmd":"stats"}\n'
+    yield "bad-v-real-overflow", b'{"v":1e400,"cmd":"stats"}\n'
+    yield "bad-no-cmd", b'{"v":1}\n'
+    yield "bad-cmd-int", b'{"v":1,"cmd":7}\n'
+    yield "bad-cmd-null", b'{"v":1,"cmd":null}\n'
+    yield "bad-cmd-array", b'{"v":1,"cmd":["version"]}\n'
+    yield "bad-cmd-unknown", req("stats please")
+    yield "bad-cmd-prefix", req("show")
+    yield "bad-cmd-two-spaces", req("show  conns")
+    yield "bad-cmd-case", req("VERSION")
+    yield "bad-cmd-empty", req("")
+    yield "bad-cmd-nul", b'{"v":1,"cmd":"version\\u0000x"}\n'
+    yield "bad-cmd-long", req("a" * 3000)
+    # the quoted 64 bytes end inside a two-byte character
+    yield "bad-cmd-long-utf8-cut", ('{"v":1,"cmd":"' + "a" * 63
+                                    + '\u00e9zz"}\n').encode()
+    yield "bad-cmd-raw-utf8", ('{"v":1,"cmd":"' + "\u00e9" * 40
+                               + '"}\n').encode()
+    yield "bad-cmd-invalid-utf8", b'{"v":1,"cmd":"\xff\xfe"}\n'
+    yield "bad-cmd-lone-surrogate", b'{"v":1,"cmd":"\\ud800"}\n'
+    yield "bad-nul-byte", b'{"v":1,\x00"cmd":"version"}\n'
+    yield "bad-extra-member", b'{"v":1,"cmd":"stats","verbose":true}\n'
+    yield "bad-extra-member-utf8", ('{"v":1,"cmd":"stats","\u00e9'
+                                    + "\u00e9" * 80 + '":1}\n').encode()
+    yield "bad-args-array", b'{"v":1,"cmd":"stats","args":[]}\n'
+    yield "bad-args-string", b'{"v":1,"cmd":"stats","args":"id"}\n'
+    yield "bad-args-null", b'{"v":1,"cmd":"stats","args":null}\n'
+    yield "bad-args-unknown", req("stats", {"x": 1})
+    yield "bad-kill-no-args", req("kill conn")
+    yield "bad-kill-no-id", req("kill conn", {})
+    yield "bad-kill-extra-arg", req("kill conn", {"id": 1, "force": True})
+    yield "bad-kill-id-bool", req("kill conn", {"id": True})
+    yield "bad-kill-id-object", req("kill conn", {"id": {}})
+    yield "bad-kill-id-array", req("kill conn", {"id": [1]})
+    yield "bad-kill-id-null", req("kill conn", {"id": None})
+    yield "bad-kill-id-real", req("kill conn", {"id": 1.5})
+    yield "bad-kill-id-too-big", (b'{"v":1,"cmd":"kill conn","args":'
+                                  b'{"id":18446744073709551616}}\n')
+    yield "bad-deep-nesting", (b'{"v":1,"cmd":"stats","args":{"a":'
+                               + b"[" * 300 + b"]" * 300 + b"}}\n")
+    yield "bad-long-line", b'{"v":1,"cmd":"' + b"x" * 4000 + b'"}\n'
+    yield "bad-pipelined", (b"{\n" + req("nope") + b"[]\n"
+                            + req("version", v=2))
+
+
+def conf_text(s):
+    return s.encode()
+
+
+PEERS = """peers = (
+	{ name = "b"; address = "127.0.0.1:7102"; insecure = true; },
+	{ name = "c"; address = "[2001:db8::2]:7100"; insecure = true;
+	  any_source = true; }
+);
+"""
+
+
+def conf_with(body, main='smcproxyd: { name = "a"; };\n'):
+    return conf_text(main + body)
+
+
+def conf_msgs(top):
+    """Config texts: the shipped files, then one problem per seed-bad-*.
+    seed-ok-* must load.  Key files would be read from their paths, so the
+    shipped pair is also given with insecure = true instead."""
+    with open(os.path.join(top, "conf", "smcproxyd.conf"), "rb") as f:
+        yield "ok-shipped", f.read()
+    key = 'key_file = "/etc/smcproxyd/ab.key";'
+    for name in ("a", "b"):
+        with open(os.path.join(top, "conf", "examples", name + ".conf"),
+                  "rb") as f:
+            text = f.read()
+        # loads only where /etc/smcproxyd/ab.key exists: no expectation
+        yield "example-" + name, text
+        assert key.encode() in text, name
+        yield "ok-example-%s-insecure" % name, text.replace(
+            key.encode(), b"insecure = true;")
+    yield "ok-name-only", conf_text('smcproxyd: { name = "a"; };\n')
+    yield "ok-full", conf_text("""// every section, no key at its default
+/* a C comment */
+smcproxyd: {
+	name = "node-a_1.x";
+	control_socket = "/tmp/smcproxyd-fuzz.sock";
+	control_mode = 0600;
+	control_uid = 1000;
+	control_gid = 0x3e8;
+	workers = 4;
+	log_level = "debug";
+	shutdown_timeout = 3600;
+	max_conns = 1000000;
+};
+peer_listen: { address = "[::]:7100"; };
+""" + PEERS + """rules = (
+	{ name = "redis"; listen = "127.0.0.1:6380"; peer = "b";
+	  export = "redis"; idle_timeout = 86400; },
+	{ name = "pg"; listen = "[::1]:5433"; peer = "c"; export = "pg"; }
+);
+exports = (
+	{ name = "redis"; target = "127.0.0.1:6379"; peers = [ "b", "c" ];
+	  connect_timeout = 300; },
+	{ name = "pg"; target = "[::1]:5432"; peers = [ "c" ]; }
+);
+rdma: {
+	devices = [ "mlx5_0", "rxe0" ];
+	gid_index = 255;
+	max_links = 1;
+	max_conns_per_lgr = 16;
+	max_send_wr = 2048;
+	max_recv_wr = 2;
+	sndbuf = 16384;
+	rmb = 536870912;
+	autocork = false;
+	autocork_size = 0;
+	inline = false;
+	inline_size = 1024;
+	slot_wait = "all";
+	lgr_idle_timeout = 0;
+	test_link_time = 0;
+};
+""")
+    # plain digits are octal too (libconfig 1.5 reads 0660 as 660)
+    yield "ok-mode-digits", conf_with("", 'smcproxyd: { name = "a"; '
+                                      'control_mode = 660; };\n')
+    yield "ok-mode-hex", conf_with("", 'smcproxyd: { name = "a"; '
+                                   'control_mode = 0x1b0; };\n')
+    yield "ok-mode-string", conf_with("", 'smcproxyd: { name = "a"; '
+                                      'control_mode = "0660"; };\n')
+    yield "ok-int64", conf_with("", 'smcproxyd: { name = "a"; '
+                                'workers = 2L; max_conns = 0x10L; };\n')
+    yield "ok-settings-commas", conf_text(
+        'smcproxyd = { name = "a", workers = 1 }\n')
+    yield "ok-empty-lists", conf_with("peers = ( );\nrules = ( );\n"
+                                      "exports = ( );\n")
+    yield "ok-string-concat", conf_text(
+        'smcproxyd: { name = "no" "de"; };\n')
+    yield "ok-escapes", conf_text(
+        'smcproxyd: { name = "a"; control_socket = "/tmp/\\x41\\t"; };\n')
+    # no expectation: the name comes from the host name
+    yield "empty", b""
+    yield "bad-syntax", conf_text('smcproxyd: { name = = "a"; };\n')
+    yield "bad-unterminated-string", conf_text('smcproxyd: { name = "a')
+    yield "bad-unterminated-group", conf_text('smcproxyd: { name = "a";')
+    # libconfig 1.5 takes a comment that runs to the end: no expectation
+    yield "unterminated-comment", conf_text(
+        'smcproxyd: { name = "a"; };\n/* smcproxyd: { };')
+    yield "bad-nul-byte", b'smcproxyd: { name = "a\0"; };\n'
+    yield "bad-binary", bytes(range(1, 256))
+    yield "bad-unknown-key", conf_with("", 'smcproxyd: { name = "a"; '
+                                       'wrokers = 2; };\n')
+    yield "bad-unknown-section", conf_with("smcproxy: { };\n")
+    yield "bad-section-type", conf_with("rdma = ( );\n")
+    yield "bad-list-not-groups", conf_with('peers = ( "b" );\n')
+    yield "bad-peers-array", conf_with('peers = [ "b" ];\n')
+    yield "bad-workers-string", conf_with("", 'smcproxyd: { name = "a"; '
+                                          'workers = "1"; };\n')
+    yield "bad-workers-range", conf_with("", 'smcproxyd: { name = "a"; '
+                                         'workers = 257; };\n')
+    yield "bad-workers-negative", conf_with("", 'smcproxyd: { name = "a";'
+                                            ' workers = -1; };\n')
+    yield "bad-workers-huge", conf_with("", 'smcproxyd: { name = "a"; '
+                                        'workers = 99999999999999999999; '
+                                        '};\n')
+    yield "bad-workers-int64", conf_with("", 'smcproxyd: { name = "a"; '
+                                         'workers = 4294967297L; };\n')
+    yield "bad-workers-float", conf_with("", 'smcproxyd: { name = "a"; '
+                                         'workers = 1.0; };\n')
+    yield "bad-workers-group", conf_with("", 'smcproxyd: { name = "a"; '
+                                         'workers = { }; };\n')
+    yield "bad-mode-range", conf_with("", 'smcproxyd: { name = "a"; '
+                                      'control_mode = 01777; };\n')
+    yield "bad-mode-digit-8", conf_with("", 'smcproxyd: { name = "a"; '
+                                        'control_mode = 0680; };\n')
+    yield "bad-mode-string-8", conf_with("", 'smcproxyd: { name = "a"; '
+                                         'control_mode = "0680"; };\n')
+    yield "bad-mode-string-sign", conf_with("", 'smcproxyd: { name = "a";'
+                                            ' control_mode = "-1"; };\n')
+    yield "bad-log-level", conf_with("", 'smcproxyd: { name = "a"; '
+                                     'log_level = "loud"; };\n')
+    yield "bad-name-chars", conf_text('smcproxyd: { name = "a b"; };\n')
+    yield "bad-name-long", conf_text('smcproxyd: { name = "%s"; };\n'
+                                     % ("n" * 64))
+    yield "bad-name-empty", conf_text('smcproxyd: { name = ""; };\n')
+    yield "bad-name-utf8", conf_text('smcproxyd: { name = "\u00e9"; };\n')
+    yield "bad-control-socket-long", conf_with(
+        "", 'smcproxyd: { name = "a"; control_socket = "/%s"; };\n'
+        % ("s" * 120))
+    yield "bad-control-socket-empty", conf_with(
+        "", 'smcproxyd: { name = "a"; control_socket = ""; };\n')
+    yield "bad-peer-dup", conf_with(PEERS.replace('"c"', '"b"'))
+    yield "bad-peer-no-name", conf_with(
+        'peers = ( { address = "127.0.0.1:7102"; insecure = true; } );\n')
+    yield "bad-peer-no-key", conf_with(
+        'peers = ( { name = "b"; address = "127.0.0.1:7102"; } );\n')
+    yield "bad-peer-key-missing", conf_with(
+        'peers = ( { name = "b"; address = "127.0.0.1:7102";'
+        ' key_file = "no-such-dir/ab.key"; } );\n')
+    yield "bad-peer-key-and-insecure", conf_with(
+        'peers = ( { name = "b"; address = "127.0.0.1:7102";'
+        ' key_file = "/nonexistent/ab.key"; insecure = true; } );\n')
+    yield "bad-peer-key-dir", conf_with(
+        'peers = ( { name = "b"; address = "127.0.0.1:7102";'
+        ' key_file = "/"; } );\n')
+    for what, a in (("no-port", "127.0.0.1"), ("port-0", "127.0.0.1:0"),
+                    ("port-big", "127.0.0.1:65536"),
+                    ("port-sign", "127.0.0.1:+80"),
+                    ("hostname", "localhost:7100"),
+                    ("unspecified", "0.0.0.0:7100"),
+                    ("v6-unbracketed", "::1:7100"),
+                    ("v6-unclosed", "[::1:7100"),
+                    ("long", "1" * 300 + ":1")):
+        yield "bad-peer-addr-" + what, conf_with(
+            'peers = ( { name = "b"; address = "%s"; insecure = true; } );\n'
+            % a)
+    yield "bad-rule-unknown-peer", conf_with(
+        PEERS + 'rules = ( { name = "r"; listen = "127.0.0.1:6380";'
+        ' peer = "x"; export = "e"; } );\n')
+    yield "bad-rule-dup-listen", conf_with(
+        PEERS + 'rules = ( { name = "r"; listen = "127.0.0.1:6380";'
+        ' peer = "b"; export = "e"; },\n'
+        '          { name = "s"; listen = "127.0.0.1:6380";'
+        ' peer = "b"; export = "e"; } );\n')
+    yield "bad-rule-dup-name", conf_with(
+        PEERS + 'rules = ( { name = "r"; listen = "127.0.0.1:6380";'
+        ' peer = "b"; export = "e"; },\n'
+        '          { name = "r"; listen = "127.0.0.1:6381";'
+        ' peer = "b"; export = "e"; } );\n')
+    yield "bad-rule-missing-keys", conf_with(PEERS + "rules = ( { } );\n")
+    yield "bad-rule-idle-range", conf_with(
+        PEERS + 'rules = ( { name = "r"; listen = "127.0.0.1:6380";'
+        ' peer = "b"; export = "e"; idle_timeout = 86401; } );\n')
+    yield "bad-export-unknown-peer", conf_with(
+        PEERS + 'exports = ( { name = "e"; target = "127.0.0.1:6379";'
+        ' peers = [ "b", "x", "y" ]; } );\n')
+    yield "bad-export-no-peers", conf_with(
+        PEERS + 'exports = ( { name = "e"; target = "127.0.0.1:6379";'
+        ' peers = [ ]; } );\n')
+    yield "bad-export-peers-ints", conf_with(
+        PEERS + 'exports = ( { name = "e"; target = "127.0.0.1:6379";'
+        ' peers = [ 1, 2 ]; } );\n')
+    yield "bad-export-timeout-0", conf_with(
+        PEERS + 'exports = ( { name = "e"; target = "127.0.0.1:6379";'
+        ' peers = [ "b" ]; connect_timeout = 0; } );\n')
+    yield "bad-rdma-pow2", conf_with("rdma: { sndbuf = 65535; "
+                                     "rmb = 3; };\n")
+    yield "bad-rdma-slot-wait", conf_with('rdma: { slot_wait = "some"; };\n')
+    yield "bad-rdma-devices", conf_with("rdma: { devices = \"mlx5_0\"; };\n")
+    yield "bad-rdma-ranges", conf_with(
+        "rdma: { max_links = 3; max_conns_per_lgr = 15; max_send_wr = 1;"
+        " gid_index = -2; inline_size = 1025; };\n")
+    yield "bad-many-errors", conf_text(
+        'smcproxyd: { name = "a b"; workers = 999; log_level = 1; };\n'
+        + PEERS.replace('"c"', '"b"')
+        + 'rules = ( { name = "r"; peer = "x"; } );\n'
+        + 'exports = ( { name = "e"; peers = [ "q" ]; } );\n'
+        + "rdma: { rmb = 1; };\nbogus = 1;\n")
+    yield "bad-deep-nesting", conf_with("x = " + "(" * 500 + ")" * 500
+                                        + ";\n")
+    # skipped by the target: @include reads files
+    yield "bad-include", conf_with('@include "/dev/null"\n')
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..")
     for target, gen in (("clc", clc_msgs), ("llc", llc_msgs),
-                        ("cdc", cdc_msgs), ("fallback", fb_msgs)):
+                        ("cdc", cdc_msgs), ("fallback", fb_msgs),
+                        ("control", lambda: control_msgs(top)),
+                        ("conf", lambda: conf_msgs(top))):
         d = os.path.join(top, "tests", "fuzz", "corpus", target)
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):

@@ -551,6 +551,44 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
+/* One line answered without a socket, as the fuzz target does. */
+START_TEST(test_request)
+{
+	static const char version[] = "{\"v\":1,\"cmd\":\"version\"}";
+	static const char kill[] =
+		"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":9}}";
+	static const char kill_blank[] =
+		"{\"v\":1,\"cmd\":\"kill conn\",\"args\":{\"id\":\" -1\"}}";
+	char *reply;
+
+	ck_assert_int_eq(control_request(version, sizeof(version) - 1, &reply),
+			 0);
+	ck_assert_ptr_nonnull(strstr(reply, "\"ok\":true"));
+	ck_assert_ptr_eq(strchr(reply, '\n'), reply + strlen(reply) - 1);
+	free(reply);
+	/* the command ran; its answer is an error */
+	ck_assert_int_eq(control_request(kill, sizeof(kill) - 1, &reply), 0);
+	ck_assert_ptr_nonnull(strstr(reply, "no connection 0x9"));
+	free(reply);
+	/* an id with blanks in front is refused, not read as 2^64 - 1 */
+	ck_assert_int_eq(control_request(kill_blank, sizeof(kill_blank) - 1,
+					 &reply),
+			 0);
+	ck_assert_ptr_nonnull(strstr(reply, "\"ok\":false"));
+	ck_assert_ptr_null(strstr(reply, "0xffffffffffffffff"));
+	free(reply);
+	ck_assert_int_eq(control_request("{\"v\":2}", 7, &reply), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(reply, "\"ok\":false"));
+	free(reply);
+	ck_assert_int_eq(control_request(" \t\r", 3, &reply), -ENODATA);
+	ck_assert_ptr_null(reply);
+	control_shutdown();
+	ck_assert_int_eq(control_request(version, sizeof(version) - 1, &reply),
+			 -ENOENT);
+	ck_assert_ptr_null(reply);
+}
+END_TEST
+
 /* A last request without a newline is answered, then the socket closes. */
 START_TEST(test_eof)
 {
@@ -988,6 +1026,7 @@ control_suite(void)
 	tcase_add_test(proto, test_long_command_name);
 	tcase_add_test(proto, test_oversized);
 	tcase_add_test(proto, test_pipelined);
+	tcase_add_test(proto, test_request);
 	tcase_add_test(proto, test_eof);
 	suite_add_tcase(s, proto);
 

@@ -424,6 +424,18 @@ START_TEST(second_link)
 	lgr_conn_del(&c[0]);
 	lgr_conn_del(&c[1]);
 	ck_assert_int_eq(lgr_of(&A)->nconns, 0);
+	/* an acceptor joins the link the open came on, loaded or not */
+	ck_assert_int_eq(lgr_conn_add_on(lgr_of(&A), &c[0], ka), 0);
+	ck_assert_int_eq(lgr_conn_add_on(lgr_of(&A), &c[1], ka), 0);
+	ck_assert_ptr_eq(c[0].link, ka);
+	ck_assert_ptr_eq(c[1].link, ka);
+	ck_assert_int_eq(ka->conns, 2);
+	lgr_conn_del(&c[0]);
+	lgr_conn_del(&c[1]);
+	/* not a link of this group, or not active: refused */
+	ck_assert_int_eq(lgr_conn_add_on(lgr_of(&A), &c[0], kb), -ENOLINK);
+	ck_assert_int_eq(lgr_of(&A)->nconns, 0);
+	ck_assert_int_eq(ka->conns, 0);
 }
 END_TEST
 
