@@ -139,6 +139,11 @@ struct dev_ops {
 	int (*poll)(struct dev_qp *qp, struct dev_wc *wc, int n);
 	/* request the next completion notification */
 	int (*arm)(struct dev_qp *qp);
+	/* optional: cb(d, arg) each time d's port becomes active again
+	 * (after a port error; the GID is looked up anew for the next QP).
+	 * cb NULL: no more calls.  Only while d has an event base. */
+	void (*port_watch)(struct dev *d, void (*cb)(struct dev *d, void *arg),
+			   void *arg);
 };
 
 /* ib.c: one device port; its QPs and async events live on one base */
@@ -159,6 +164,7 @@ void loopdev_error_next_completion(struct dev_qp *qp,
 				   enum dev_wc_status status);
 void loopdev_drop_link(struct dev_qp *qp);
 void loopdev_async_event(struct dev_qp *qp, enum dev_event ev);
+void loopdev_port_active(struct dev *d);
 unsigned int loopdev_rnr_waits(const struct dev_qp *qp);
 
 #endif /* SMCPROXYD_DEV_H */

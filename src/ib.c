@@ -61,6 +61,13 @@ struct ib_dev {
 	struct event *async_ev;
 	LIST_HEAD(, ib_qp) qps;
 	unsigned int ev_gen; /* ib_dev_event_all() round */
+	/* what the GID was picked for, to pick it again after a port event */
+	struct addr local;
+	bool has_local;
+	int want_gid;
+	bool gid_stale;
+	void (*port_cb)(struct dev *d, void *arg);
+	void *port_arg;
 };
 
 /* What a QP logs once: the first failure of each kind. */
@@ -600,6 +607,11 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 		goto fail;
 	}
 	ibv_free_device_list(list);
+	if (local_ip != NULL) {
+		d->local = local;
+		d->has_local = true;
+	}
+	d->want_gid = gid_index;
 	log_info("%s: %s port %d gid %d, active_mtu %d", __func__, d->name,
 		 d->port, d->gid_index, ib_mtu_bytes(d->active_mtu));
 	return (struct dev *)d;
@@ -679,6 +691,48 @@ ib_dev_event_all(struct ib_dev *d, enum dev_event ev)
 	}
 }
 
+/*
+ * After a port event: the port's GID table may have been rebuilt (rxe
+ * drops a netdev's GIDs when it goes down), so pick our GID again, and
+ * the MTU.  0, or -errno (the old values stay).
+ */
+static int
+ib_dev_refresh(struct ib_dev *d)
+{
+	struct ibv_port_attr pattr;
+	struct ibv_gid_entry gid;
+	int ret;
+
+	if (!d->gid_stale)
+		return 0;
+	if (ibv_query_port(d->ctx, d->port, &pattr) != 0)
+		return errno ? -errno : -EIO;
+	if (pattr.state != IBV_PORT_ACTIVE)
+		return -ENETDOWN;
+	ret = ib_port_gid(d->ctx, d->name, d->port, pattr.gid_tbl_len,
+			  d->has_local ? &d->local : NULL, d->want_gid, &gid);
+	if (ret < 0)
+		return ret;
+	if ((int)gid.gid_index != d->gid_index)
+		log_info("ib: %s port %u: gid index %d now %u", d->name,
+			 d->port, d->gid_index, gid.gid_index);
+	d->gid_index = (int)gid.gid_index;
+	memcpy(d->gid.raw, gid.gid.raw, sizeof(d->gid.raw));
+	ib_netdev_mac(gid.ndev_ifindex, d->mac);
+	d->active_mtu = pattr.active_mtu;
+	d->gid_stale = false;
+	return 0;
+}
+
+static void
+ib_port_watch(struct dev *dev, void (*cb)(struct dev *d, void *arg), void *arg)
+{
+	struct ib_dev *d = ib_dev_of(dev);
+
+	d->port_cb = cb;
+	d->port_arg = arg;
+}
+
 static void
 ib_async_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -721,7 +775,14 @@ ib_async_cb(evutil_socket_t fd, short what, void *arg)
 		} else if (type == IBV_EVENT_PORT_ERR && port == d->port) {
 			log_warnx("ib: %s port %d: %s", d->name, port,
 				  ibv_event_type_str(type));
+			d->gid_stale = true;
 			ib_dev_event_all(d, DEV_EV_PORT_DOWN);
+		} else if (type == IBV_EVENT_PORT_ACTIVE && port == d->port) {
+			log_info("ib: %s port %d: %s", d->name, port,
+				 ibv_event_type_str(type));
+			d->gid_stale = true;
+			if (d->port_cb != NULL)
+				d->port_cb((struct dev *)d, d->port_arg);
 		} else if (type == IBV_EVENT_DEVICE_FATAL) {
 			log_warnx("ib: %s: %s", d->name,
 				  ibv_event_type_str(type));
@@ -951,6 +1012,12 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 	if (ret < 0) {
 		log_warnx("%s: %s: a device handle serves one event_base",
 			  __func__, d->name);
+		goto fail;
+	}
+	ret = ib_dev_refresh(d);
+	if (ret < 0) {
+		log_warnx("%s: %s port %u: no GID after the port event: %s",
+			  __func__, d->name, d->port, strerror(-ret));
 		goto fail;
 	}
 	q = calloc(1, sizeof(*q));
@@ -1367,4 +1434,5 @@ const struct dev_ops ib_dev_ops = {
 	.post_recv = ib_post_recv,
 	.poll = ib_poll,
 	.arm = ib_arm,
+	.port_watch = ib_port_watch,
 };

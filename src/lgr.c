@@ -316,6 +316,42 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	return ctx;
 }
 
+#define LGR_PORT_SETTLE_MS 1000 /* after a port came back, before ADD_LINK */
+
+static int lgr_links_live(const struct lgr *lgr);
+
+/*
+ * A port of dev became active again: a server group short of links
+ * offers one soon (the peer's port may need a moment too) rather than
+ * after its retry period.
+ */
+static void
+lgr_port_active(struct dev *dev, void *arg)
+{
+	struct lgr_ctx *ctx = arg;
+	uint64_t at = lgr_now_ms() + LGR_PORT_SETTLE_MS;
+	struct lgr *lgr;
+
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+		if (lgr->role != LGR_ROLE_SERVER ||
+		    lgr->state != LGR_STATE_ACTIVE ||
+		    lgr_links_live(lgr) >= lgr->max_links ||
+		    lgr->next_add_ms <= at)
+			continue;
+		log_info("lgr %u: a port came back: adding a link in %u ms",
+			 lgr->id, LGR_PORT_SETTLE_MS);
+		lgr->next_add_ms = at;
+	}
+}
+
+static void
+lgr_dev_watch(struct lgr_ctx *ctx, const struct lgr_dev *d, bool on)
+{
+	if (d->ops->port_watch != NULL)
+		d->ops->port_watch(d->dev, on ? lgr_port_active : NULL,
+				   on ? ctx : NULL);
+}
+
 /*
  * Let ctx's links use dev (ops: its ops table), for any local address.
  * The caller keeps ownership.  0, or -ENOSPC.
@@ -333,6 +369,7 @@ lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops, struct dev *dev,
 	d->ops = ops;
 	d->dev = dev;
 	snprintf(d->name, sizeof(d->name), "%s", name);
+	lgr_dev_watch(ctx, d, true);
 	return 0;
 }
 
@@ -368,6 +405,8 @@ lgr_ctx_free(struct lgr_ctx *ctx)
 	for (i = 0; i < ctx->ndevs; i++)
 		if (ctx->devs[i].owned)
 			ib_dev_close(ctx->devs[i].dev);
+		else
+			lgr_dev_watch(ctx, &ctx->devs[i], false);
 	if (ctx->conf != NULL)
 		conf_drop(ctx->conf);
 	free(ctx);
@@ -540,6 +579,7 @@ lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
 	d->owned = true;
 	d->local = *local;
 	snprintf(d->name, sizeof(d->name), "%s", ib_dev_name(dev));
+	lgr_dev_watch(ctx, d, true);
 	return d;
 }
 

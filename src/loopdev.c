@@ -140,6 +140,8 @@ struct loopdev {
 	uint8_t gid[16];
 	uint8_t id;
 	int fail_post;
+	void (*port_cb)(struct dev *d, void *arg);
+	void *port_arg;
 };
 
 /* The QPN registry: every model QP of the process. */
@@ -1053,6 +1055,26 @@ loopdev_arm(struct dev_qp *qp)
 	return 0;
 }
 
+static void
+loopdev_port_watch(struct dev *dev, void (*cb)(struct dev *d, void *arg),
+		   void *arg)
+{
+	struct loopdev *d = loopdev_of(dev);
+
+	d->port_cb = cb;
+	d->port_arg = arg;
+}
+
+/* The device's port became active again: tell whoever watches it, now. */
+void
+loopdev_port_active(struct dev *dev)
+{
+	struct loopdev *d = loopdev_of(dev);
+
+	if (d->port_cb != NULL)
+		d->port_cb(dev, d->port_arg);
+}
+
 const struct dev_ops loopdev_ops = {
 	.name = "loopdev",
 	.mr_reg = loopdev_mr_reg,
@@ -1066,4 +1088,5 @@ const struct dev_ops loopdev_ops = {
 	.post_recv = loopdev_post_recv,
 	.poll = loopdev_poll,
 	.arm = loopdev_arm,
+	.port_watch = loopdev_port_watch,
 };

@@ -9,6 +9,7 @@
 # and the host side turns them into medians and ratios.  Knobs (env):
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
+#   RXE_SE_SHORT_CONNS
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_SE_ROUNDS:-3}
@@ -22,6 +23,7 @@ slot_out=${RXE_SE_SLOT_OUT:-20K}
 slot_back=${RXE_SE_SLOT_BACK:-100K}
 exps=${RXE_SE_EXPS:-autocork inline slot raw}
 rr_timeout=${RXE_SE_RR_TIMEOUT:-40}
+short_conns=${RXE_SE_SHORT_CONNS:-100}
 
 rxe_setup
 rxe_pair_tools
@@ -45,18 +47,22 @@ cmd() {	# log a command line once per kind
 	echo "$*" >>"$RXE_OUT/commands.txt"
 }
 
-# pair_up N EXTRA_RDMA_KEYS: daemons aN, bN; rules on 127.0.0.1:17N00 (sockperf),
-# 17N01 (xfer).  Waits until the link group is active.
+# pair_up N EXTRA_RDMA_KEYS [fallback]: daemons aN, bN; rules on
+# 127.0.0.1:17N00 (sockperf), 17N01 (xfer).  Waits until the link group
+# is active; with "fallback", b has no usable device (it declines
+# NOSMCRDEV) and every connection takes the TCP fallback.
 pair_up() {
 	n=$1
 	extra=$2
+	bdev=$RXE_DEV0
+	[ "${3:-}" = fallback ] && bdev=nosuchdev
 	cat >"$R/b$n.conf" <<CONF
 smcproxyd: { name = "b$n"; workers = 1; control_socket = "$R/b$n.sock"; };
 peer_listen: { address = "$RXE_IP0:72${n}0"; };
 peers = ( { name = "a$n"; address = "$RXE_IP0:72${n}1"; key_file = "$R/psk"; } );
 exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$n" ]; },
             { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; } );
-rdma: { devices = [ "$RXE_DEV0" ]; $extra };
+rdma: { devices = [ "$bdev" ]; $extra };
 CONF
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
@@ -70,8 +76,13 @@ CONF
 	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
 	"$XFER" client -c "127.0.0.1:17${n}01" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
 		rxe_log "first (fallback) connection through pair $n failed"
-	rxe_wait 60 logged a$n "link group active" ||
-		rxe_die "pair $n: no link group (see a$n.log)"
+	if [ "$bdev" = nosuchdev ]; then
+		rxe_wait 60 logged a$n "peer declined, NOSMCRDEV" ||
+			rxe_die "pair $n: b$n did not decline (see a$n.log)"
+	else
+		rxe_wait 60 logged a$n "link group active" ||
+			rxe_die "pair $n: no link group (see a$n.log)"
+	fi
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 	"$CTL" -s "$R/b$n.sock" stats reset >/dev/null
 }
@@ -129,11 +140,15 @@ for e in $exps; do
 	inline) ka="inline = true;"; kb="inline = false;" ;;
 	slot) ka="slot_wait = \"exclusive\"; max_send_wr = 16; max_conns_per_lgr = 255;"
 	      kb="slot_wait = \"all\"; max_send_wr = 16; max_conns_per_lgr = 255;" ;;
-	raw) ka=""; kb="" ;;
+	raw | short) ka=""; kb="" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"
 	pair_up 1 "$ka"
-	[ "$e" = raw ] || pair_up 2 "$kb"
+	case $e in
+	raw) ;;
+	short) pair_up 2 "" fallback ;;
+	*) pair_up 2 "$kb" ;;
+	esac
 	r=1
 	while [ $r -le "$rounds" ]; do
 		case $e in
@@ -167,6 +182,13 @@ for e in $exps; do
 				printf '%s\t%s\t%s\txfer_rr\t%s\t%s\n' $e $v $r "$slot_conns" \
 					"$(grep -v '^conn ' "$RXE_OUT/rr.$v.$r.out" | tr '\n\t' '  ')" >>"$RAW"
 				links $e $v $r after $n
+			done ;;
+		short)
+			for v in $(order $r); do
+				cmd "xfer client -c 127.0.0.1:PORT -n $short_conns -b 100 -B 100 --json -T 60"
+				rec $e $v $r xfer_conn "$short_conns" \
+					"$XFER" client -c "127.0.0.1:$(port "$v" 1)" \
+					-n "$short_conns" -b 100 -B 100 --json -T 60
 			done ;;
 		raw)
 			for v in raw A; do

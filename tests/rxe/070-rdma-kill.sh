@@ -7,10 +7,12 @@
 # ends and every client connection is closed promptly (within $KILL_BOUND
 # s, no hang), counted link_failed, and a frees everything: no connection
 # left, no group in `show lgrs`.  The buffers are large enough (8 MiB send
-# ring and RMB) that the 12 connections take 192 of the worker's 256 MiB
-# of registered buffers: once b is restarted, 12 new connections are
-# again carried over RDMA with no buffer shortage only if a got the first
-# 12 connections' buffers back.
+# ring and RMB) that the 12 connections take 192 of the 200 MiB of
+# registered buffers a may have (max_buffer_memory): a 13th connection
+# meanwhile finds no room and goes over the TCP fallback, counted
+# conns_rdma_nobufs, without disturbing the 12.  Once b is restarted, 12
+# new connections are again carried over RDMA with no buffer shortage
+# only if a got the first 12 connections' buffers back.
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup
@@ -46,7 +48,8 @@ smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
 peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; } );
-rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608; };
+rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608;
+        max_buffer_memory = 200; };
 EOF
 cat >"$R/b.conf" <<EOF
 smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
@@ -77,6 +80,16 @@ if rxe_wait 60 stat_is a conns_rdma $CONNS; then
 	ok "$CONNS connections relay over RDMA"
 else
 	bad "conns_rdma $(rxe_stat a conns_rdma), want $CONNS"
+fi
+# the registered-memory cap: one more connection takes the fallback
+xfer_ok "a 13th connection with the buffers used up verifies (fallback)" \
+	-n 1 -b 1M -T 60
+expect_stat a conns_rdma_nobufs 1
+expect_stat a conns_fallback 1
+if stat_is a close_link_failed 0 && rxe_alive "$client"; then
+	ok "the $CONNS connections over RDMA are undisturbed"
+else
+	bad "the $CONNS connections were disturbed by the cap"
 fi
 sleep 1
 moved=$(rxe_stat a tx_bytes)

@@ -9,7 +9,9 @@
 # veth1 goes down: link 2 fails, the connections on it move to link 1,
 # re-send everything not confirmed and every byte arrives exactly once
 # (xfer verifies both directions).  No connection is reset or falls back;
-# the group stays up.
+# the group stays up.  When veth1 comes back, rxe1's port event has b
+# offer a new link at once (not after the 60 s retry period): it comes up
+# and new connections use it again.
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup
@@ -116,9 +118,30 @@ done
 xfer_ok "new connections after the failover" -n 4 -b 1M -T 60
 expect_stat a conns_fallback 0
 
+# --- veth1 back: the link is re-added ------------------------------------------
 ip link set veth1 up
+t0=$(rxe_now)
 rxe_wait 20 rxe_port_ready "$RXE_DEV1" "$RXE_IP1" ||
 	rxe_die "$RXE_DEV1 did not come back"
+if rxe_wait 20 logged b 'link 3: up \(CONFIRM_LINK\): rxe1' &&
+	rxe_wait 5 logged a 'link 3: up \(CONFIRM_LINK\): rxe1'; then
+	took=$(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }')
+	ok "link 3 over rxe1 up ${took} s after veth1 came back"
+else
+	bad "no link re-added over rxe1 within 20 s"
+fi
+"$XFER" client -c "127.0.0.1:$PORT_RULE" -n $CONNS -b 4M -T 120 \
+	>"$RXE_OUT/readded.out" 2>&1 &
+client=$!
+rxe_wait 30 sh -c "'$CTL' -s '$R/a.sock' -j show conns |
+	grep -q '\"link\": *3'" && on3=yes || on3=no
+if wait "$client" && [ $on3 = yes ]; then
+	ok "connections use the re-added link and verify"
+else
+	bad "re-added link: on it: $on3; $(tail -2 "$RXE_OUT/readded.out")"
+fi
+expect_stat a conns_fallback 0
+expect_stat a close_link_failed 0
 daemon_stop a || bad "daemon a exited with status $?"
 daemon_stop b || bad "daemon b exited with status $?"
 kill "$server" 2>/dev/null

@@ -554,6 +554,38 @@ START_TEST(completion_error_failover)
 }
 END_TEST
 
+/*
+ * A link fails; the server would offer a new one only after its retry
+ * period (60 s), but the device's port coming back brings it in about a
+ * second.
+ */
+START_TEST(port_active_readds_link)
+{
+	struct lgr_link *k2;
+	uint64_t t0;
+
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	k2 = link_n(&B, 2);
+	ck_assert_ptr_nonnull(k2);
+	loopdev_error_next_completion(wr_link_qp(k2->wr), DEV_WC_RETRY_EXC_ERR);
+	ck_assert_int_eq(llc_test_link_send(k2), 0);
+	ck_assert(run_until(b_one_link, WAIT_MS));
+	run_for(1500);
+	ck_assert(b_one_link()); /* nothing yet: the retry period runs */
+	t0 = lgr_now_ms();
+	loopdev_port_active(B.dev[1]);
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	ck_assert_uint_ge(lgr_now_ms() - t0, 900);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 3);
+	ck_assert_uint_eq(stat(&A, STAT_link_up), 3);
+	ck_assert_str_eq(link_n(&B, 3)->dev->name, "loop1");
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+}
+END_TEST
+
 static int flushed, flush_status;
 
 static void
@@ -997,6 +1029,7 @@ lgr_suite(void)
 	tcase_add_test(tc, add_link_rejected);
 	tcase_add_test(tc, test_link);
 	tcase_add_test(tc, completion_error_failover);
+	tcase_add_test(tc, port_active_readds_link);
 	tcase_add_test(tc, broken_link_flushes);
 	tcase_add_test(tc, decline_nosmcrdev);
 	tcase_add_test(tc, local_nosmcrdev);
