@@ -41,6 +41,7 @@ struct buf_pool {
 	} devs[BUF_DEVS_MAX];
 	int ndevs;
 	size_t limit; /* bytes, 0: none */
+	struct stats *st; /* the owner's gauges, or NULL */
 	struct buf *free[2][BUF_CLASSES];
 	struct buf *used; /* handed out: registered on a new device too */
 	uint64_t outstanding; /* elements handed out */
@@ -88,6 +89,22 @@ buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
 	return p;
 }
 
+/*
+ * Keep the rdma_buf_bytes and rdma_buf_bytes_used gauges of st (the
+ * owning worker's) with the pool's, from now on.
+ */
+void
+buf_pool_set_stats(struct buf_pool *p, struct stats *st)
+{
+	p->st = st;
+	if (st != NULL) {
+		STATS_ADD(st, rdma_buf_bytes, (int64_t)p->stats.bytes);
+		STATS_ADD(st, rdma_buf_bytes_used,
+			  (int64_t)(p->stats.bytes_used[0] +
+				    p->stats.bytes_used[1]));
+	}
+}
+
 /* The pool's counters and gauges. */
 const struct buf_stats *
 buf_pool_stats(const struct buf_pool *p)
@@ -123,8 +140,11 @@ buf_destroy(struct buf_pool *p, struct buf *b)
 	for (i = 0; i < p->ndevs; i++)
 		if (b->mr[i].priv != NULL)
 			p->devs[i].ops->mr_dereg(p->devs[i].dev, &b->mr[i]);
-	if (b->registered)
+	if (b->registered) {
 		p->stats.bytes -= b->size;
+		if (p->st != NULL)
+			STATS_ADD(p->st, rdma_buf_bytes, -(int64_t)b->size);
+	}
 	free(b->addr);
 	free(b);
 }
@@ -183,6 +203,8 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	}
 	b->registered = true;
 	p->stats.bytes += size;
+	if (p->st != NULL)
+		STATS_ADD(p->st, rdma_buf_bytes, (int64_t)size);
 	p->stats.alloc_cnt++;
 	*out = b;
 	return 0;
@@ -199,6 +221,8 @@ buf_used_add(struct buf_pool *p, struct buf *b)
 	p->used = b;
 	p->outstanding++;
 	p->stats.bytes_used[b->kind] += b->size;
+	if (p->st != NULL)
+		STATS_ADD(p->st, rdma_buf_bytes_used, (int64_t)b->size);
 }
 
 static void
@@ -213,6 +237,8 @@ buf_used_del(struct buf_pool *p, struct buf *b)
 	b->next = b->prev = NULL;
 	p->outstanding--;
 	p->stats.bytes_used[b->kind] -= b->size;
+	if (p->st != NULL)
+		STATS_ADD(p->st, rdma_buf_bytes_used, -(int64_t)b->size);
 }
 
 /*

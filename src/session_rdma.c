@@ -159,6 +159,7 @@ session_rdma_worker_init(struct worker *w)
 		free(srw);
 		return -ENOMEM;
 	}
+	buf_pool_set_stats(srw->pool, worker_stats(w));
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
 	ctx->llc_arg = srw;
@@ -1007,8 +1008,11 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
 	if (rc == 0)
 		rc = buf_get(pool, BUF_RMB, (size_t)r->rmb, &sr->rmb);
-	if (rc)
+	if (rc) {
+		/* the cap, or the device refused (memlock limit: ib.c says) */
+		STATS_INC(worker_stats(sr->s->w), conns_rdma_nobufs);
 		return rc;
+	}
 	if (session_rdma_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
 	    session_rdma_mr(sr->srw, sr->rmb, sr->lc.link) == NULL)
 		return -EIO;
@@ -1056,8 +1060,6 @@ session_rdma_connect(struct session *s)
 	if (sr == NULL)
 		return false;
 	rc = session_rdma_join(sr, lgr, NULL);
-	if (rc == -ENOBUFS)
-		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
 	if (rc)
 		goto fallback;
 	memset(&m, 0, sizeof(m));
@@ -1299,8 +1301,6 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
 			  session_rdma_id(sr), s->export->name, lgr->id,
 			  strerror(-rc));
-		if (rc == -ENOBUFS)
-			STATS_INC(worker_stats(w), conns_rdma_nobufs);
 		session_rdma_refuse(sr, SESSION_RESOURCE);
 		return;
 	}

@@ -462,6 +462,7 @@ struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *dev,
 void buf_pool_free(struct buf_pool *p);
 int buf_pool_dev(struct buf_pool *p, const struct dev_ops *ops,
 		 struct dev *dev);
+void buf_pool_set_stats(struct buf_pool *p, struct stats *st);
 const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
 bool buf_on(const struct buf *b, int i);
 int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,

@@ -27,6 +27,10 @@
 	  "connections carried over an RDMA link group")                     \
 	X(conns_rdma_nobufs, COUNTER, "connections",                         \
 	  "connections that fell back: no registered buffer to be had")      \
+	X(rdma_buf_bytes, GAUGE, "bytes",                                    \
+	  "send rings and RMB elements registered, in use or idle")          \
+	X(rdma_buf_bytes_used, GAUGE, "bytes",                               \
+	  "send rings and RMB elements held by connections now")             \
 	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")  \
 	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon") \
 	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")   \

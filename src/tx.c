@@ -160,6 +160,18 @@ tx_conn_destroy(struct rconn *rc)
 	free(rc);
 }
 
+/*
+ * An abort the peer has not been told yet: a connection freed with one
+ * lingers until it is posted (the peer would otherwise keep its end, and
+ * its buffers, until something else closed it).
+ */
+static bool
+tx_abort_owed(const struct rconn *rc)
+{
+	return (rc->flags & RCONN_F_ABORT) &&
+	       !(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT));
+}
+
 /* Keep rc allocated across a callback that might free it. */
 void
 tx_conn_hold(struct rconn *rc)
@@ -172,14 +184,17 @@ void
 tx_conn_put(struct rconn *rc)
 {
 	if (--rc->nest == 0 && (rc->flags & RCONN_F_FREEING) &&
-	    rc->cdc_pend_tx_wr == 0 && rc->cdc_pend_old == 0)
+	    rc->cdc_pend_tx_wr == 0 && rc->cdc_pend_old == 0 &&
+	    !rc->waiter.queued)
 		tx_conn_destroy(rc);
 }
 
 /*
  * Free the connection and give back its buffers: now, or when its CDCs
- * in flight have completed.  Nothing more is sent or received; a CDC not
- * yet posted (a parked close, say) is dropped.  NULL is ignored.
+ * in flight have completed.  Nothing more is received, and nothing more
+ * sent but an abort not yet posted (parked for a TX slot, or behind a
+ * full pending list): that one still goes, then the connection is freed.
+ * NULL is ignored.
  */
 void
 tx_conn_free(struct rconn *rc)
@@ -187,7 +202,7 @@ tx_conn_free(struct rconn *rc)
 	if (rc == NULL || (rc->flags & RCONN_F_FREEING))
 		return;
 	rc->flags |= RCONN_F_FREEING;
-	if (rc->waiter.queued)
+	if (rc->waiter.queued && !tx_abort_owed(rc))
 		wr_tx_wait_cancel(rc->link, &rc->waiter);
 	tx_conn_hold(rc);
 	tx_conn_put(rc);
@@ -456,7 +471,8 @@ tx_flush(struct rconn *rc, unsigned int owe, bool *corked)
 	int err = 0;
 
 	rc->tx_owe |= owe;
-	if (rc->flags & (RCONN_F_FREEING | RCONN_F_ABORT_SENT))
+	if ((rc->flags & RCONN_F_ABORT_SENT) ||
+	    ((rc->flags & RCONN_F_FREEING) && !tx_abort_owed(rc)))
 		goto out;
 	if (wr_link_is_down(rc->link)) {
 		err = -ENOLINK;
@@ -588,8 +604,11 @@ tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
 		rc->tx_prod_fin = p->prod;
 		rc->tx_seq_fin = p->seqno;
 	}
-	if (rc->flags & RCONN_F_FREEING)
+	if (rc->flags & RCONN_F_FREEING) {
+		if (tx_abort_owed(rc)) /* it waited for room in pend[] */
+			(void)tx_kick(rc, 0);
 		goto out;
+	}
 	tx_space_opened(rc);
 	if (rc->flags & RCONN_F_FREEING)
 		goto out;

@@ -198,10 +198,12 @@ for e in $exps; do
 					cmd "ib_write_bw $a [10.77.0.1]"
 					# shellcheck disable=SC2086
 					timeout 60 ib_write_bw $a >"$RXE_OUT/ibw-server.$r.txt" 2>&1 &
+					_srv=$!
 					rxe_wait 20 sh -c "ss -ltn | grep -q ':$p '"
 					# shellcheck disable=SC2086
 					rec $e raw $r ib_write_bw 65536 ib_write_bw $a "$RXE_IP0"
-					wait
+					# the server only: a bare wait would wait for the daemons
+					wait $_srv
 				else
 					stream_one $e A $r
 				fi

@@ -117,6 +117,45 @@ START_TEST(limit_refuses_without_disturbing)
 }
 END_TEST
 
+/* The owner's gauges follow registrations and what is handed out. */
+START_TEST(gauges_follow_the_pool)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 4 * K16);
+	struct stats st;
+	struct buf *a, *b;
+
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), 0);
+	buf_pool_set_stats(p, &st);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), K16);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes_used), K16);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, 2 * K16, &b), 0);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes_used), 3 * K16);
+	buf_put(b);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes_used), K16);
+	/* a second device: same bytes, counted once */
+	struct dev *dev2 = loopdev_new(base);
+	ck_assert_int_eq(buf_pool_dev(p, &loopdev_ops, dev2), 1);
+	ck_assert(buf_on(a, 1));
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
+	/* an idle element evicted to make room is no longer counted */
+	ck_assert_int_eq(buf_get(p, BUF_RMB, 2 * K16, &b), 0);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
+	buf_put(a);
+	buf_put(b);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes_used), 0);
+	buf_pool_free(p);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 0);
+	loopdev_free(dev2);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
 START_TEST(pool_freed_with_buffers_out)
 {
 	struct event_base *base = event_base_new();
@@ -245,6 +284,7 @@ buf_suite(void)
 	tcase_add_test(tc, sizes_are_powers_of_two_from_16k);
 	tcase_add_test(tc, reuse_from_free_list);
 	tcase_add_test(tc, limit_refuses_without_disturbing);
+	tcase_add_test(tc, gauges_follow_the_pool);
 	tcase_add_test(tc, pool_freed_with_buffers_out);
 	tcase_add_test(tc, peer_writes_only_its_rmb);
 	suite_add_tcase(s, tc);

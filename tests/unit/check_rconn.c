@@ -1323,6 +1323,44 @@ START_TEST(free_with_cdcs_in_flight)
 }
 END_TEST
 
+/*
+ * Connections aborted and freed at once by their owner while the link's
+ * only TX slot is taken (an idle-timeout sweep, say): each abort still
+ * reaches the peer once a slot frees, and only then are the connections
+ * and their buffers freed.
+ */
+START_TEST(free_after_abort_parked_for_slot)
+{
+	struct harness h;
+	int i;
+
+	h_open(&h, 1, 1, WR_WAIT_EXCLUSIVE);
+	for (i = 0; i < 4; i++)
+		h_conn(&h, i, K16, K16, K16, K16, &no_cork, 0, 0);
+	produce(&h.side[0].conn[0], 0);
+	/* conn 0 sends something: its CDC holds the one slot */
+	h.side[0].conn[0].tx_total = 100;
+	produce(&h.side[0].conn[0], 0);
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 1);
+	for (i = 1; i < 4; i++) {
+		ck_assert_int_eq(tx_close(A(&h, i), TX_CLOSE_ABORT), 0);
+		ck_assert(A(&h, i)->waiter.queued);
+		tx_conn_free(A(&h, i));
+		h.side[0].conn[i].rc = NULL;
+	}
+	ck_assert_uint_eq(buf_pool_stats(h.side[0].pool)->bytes_used[0],
+			  4 * K16);
+	h_run(&h);
+	for (i = 1; i < 4; i++)
+		ck_assert_int_eq(h.side[1].conn[i].aborts, 1);
+	ck_assert_int_eq(h.side[1].conn[0].aborts, 0);
+	/* the three went once their aborts completed */
+	ck_assert_uint_eq(buf_pool_stats(h.side[0].pool)->bytes_used[0], K16);
+	ck_assert_uint_eq(buf_pool_stats(h.side[0].pool)->bytes_used[1], K16);
+	h_close(&h);
+}
+END_TEST
+
 static Suite *
 rconn_suite(void)
 {
@@ -1341,6 +1379,7 @@ rconn_suite(void)
 	tcase_add_test(tc, half_close_each_direction);
 	tcase_add_test(tc, fin_waits_for_window);
 	tcase_add_test(tc, abort_each_direction);
+	tcase_add_test(tc, free_after_abort_parked_for_slot);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("link");
 	tcase_set_timeout(tc, 300);
