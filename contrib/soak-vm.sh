@@ -33,28 +33,9 @@ PORT_RULE=16460
 PORT_T=16459
 fail=0
 
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" || rxe_die "key"
-cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
-rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
-            export = "x"; idle_timeout = 60; } );
-rdma: { devices = [ "$RXE_DEV0", "$RXE_DEV1" ]; };
-EOF
-cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
-peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:7182"; key_file = "$R/psk"; } );
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
-rdma: { devices = [ "$RXE_DEV0", "$RXE_DEV1" ]; };
-EOF
-
-"$XFER" server -q -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" || rxe_die "xfer server"
-daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
-daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
-xfer_ok "first connection" -n 1 -b 64K -T 60
+rxe_pair_confs "devices = [ \"$RXE_DEV0\", \"$RXE_DEV1\" ];"
+rxe_target_start
+rxe_pair_start
 rxe_wait 30 logged a 'link 2: up \(CONFIRM_LINK\)' ||
 	rxe_log "no second link: soaking on one"
 xfer_ok "warm-up over RDMA" -n 4 -b 1M -T 60
@@ -193,8 +174,5 @@ for d in a b; do
 done
 echo "# $total_runs verified runs; conns_rdma a $(rxe_stat a conns_rdma), tx_bytes a $(rxe_stat a tx_bytes)"
 
-daemon_stop a || bad "daemon a exited with status $?"
-daemon_stop b || bad "daemon b exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+rxe_pair_stop
 exit $fail

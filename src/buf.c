@@ -15,7 +15,11 @@
  * are powers of two from 16 KiB (SMC-R's buffer classes).
  *
  * Elements given back go on a free list per kind and size class and are
- * handed out again without re-registering.  All elements together, in
+ * handed out again without re-registering, an RMB element only to a
+ * connection with the same peer (its owner) as before: for another peer
+ * it gets new keys first (deregistered and registered again), so an rkey
+ * a peer once learned never reaches memory that serves another peer.
+ * Send rings have no remote access and are handed out to anyone.  All elements together, in
  * use or free, stay under the pool's byte limit: when a new one would
  * pass it, idle free elements of other classes are released first, and
  * if that is not enough buf_get() says -ENOBUFS (the caller falls back
@@ -241,15 +245,74 @@ buf_used_del(struct buf_pool *p, struct buf *b)
 		STATS_ADD(p->st, rdma_buf_bytes_used, -(int64_t)b->size);
 }
 
+/* New keys for b on every device: its old rkeys stop working.  0 or -errno. */
+static int
+buf_rekey(struct buf_pool *p, struct buf *b)
+{
+	int i, rc;
+
+	for (i = 0; i < p->ndevs; i++) {
+		if (b->mr[i].priv == NULL)
+			continue;
+		p->devs[i].ops->mr_dereg(p->devs[i].dev, &b->mr[i]);
+		memset(&b->mr[i], 0, sizeof(b->mr[i]));
+		rc = buf_reg(p, b, i);
+		if (rc)
+			return rc;
+	}
+	p->stats.rekeyed++;
+	return 0;
+}
+
+static bool
+buf_owned_by(const struct buf *b, const char *owner)
+{
+	return strcmp(b->owner, owner != NULL ? owner : "") == 0;
+}
+
 /*
- * Take a buffer of kind and size (buf_size_ok()) from p: a free one of
- * that class, else a new one registered on every device of the pool.  0 with
- * *out set; -EINVAL for a bad size; -ENOBUFS when it would pass the
- * pool's byte limit; -ENOMEM or the device's error otherwise.  A reused
- * element comes zeroed, so it never shows an earlier connection's bytes.
+ * An idle element of kind and class c for owner, off its free list: one
+ * the owner had, else another one given new keys (RMB elements), else
+ * NULL.
+ */
+static struct buf *
+buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
+	      const char *owner)
+{
+	struct buf *b, **pp;
+
+	for (pp = &p->free[kind][c]; (b = *pp) != NULL; pp = &b->next)
+		if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
+			break;
+	if (b == NULL && (b = p->free[kind][c]) != NULL) {
+		pp = &p->free[kind][c];
+		*pp = b->next;
+		b->next = NULL;
+		if (buf_rekey(p, b)) {
+			buf_destroy(p, b);
+			return NULL;
+		}
+		return b;
+	}
+	if (b != NULL) {
+		*pp = b->next;
+		b->next = NULL;
+	}
+	return b;
+}
+
+/*
+ * Take a buffer of kind and size (buf_size_ok()) from p for a connection
+ * with peer owner (NULL: none): a free one of that class (see the top of
+ * the file for RMB elements), else a new one registered on every device
+ * of the pool.  0 with *out set; -EINVAL for a bad size; -ENOBUFS when it
+ * would pass the pool's byte limit; -ENOMEM or the device's error
+ * otherwise.  A reused element comes zeroed, so it never shows an
+ * earlier connection's bytes.
  */
 int
-buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
+buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
+	    const char *owner, struct buf **out)
 {
 	struct buf *b;
 	int c, rc;
@@ -259,10 +322,8 @@ buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
 	if (p->dying)
 		return -ESHUTDOWN;
 	c = buf_class(size);
-	b = p->free[kind][c];
+	b = buf_take_idle(p, kind, c, owner);
 	if (b != NULL) {
-		p->free[kind][c] = b->next;
-		b->next = NULL;
 		memset(b->addr, 0, b->size);
 		p->stats.reuse_cnt++;
 	} else {
@@ -274,9 +335,17 @@ buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
 		if (rc)
 			return rc;
 	}
+	snprintf(b->owner, sizeof(b->owner), "%s", owner != NULL ? owner : "");
 	buf_used_add(p, b);
 	*out = b;
 	return 0;
+}
+
+/* buf_get_for() with no owner. */
+int
+buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
+{
+	return buf_get_for(p, kind, size, NULL, out);
 }
 
 /* Whether b has an MR on its pool's device i (b->mr[i] is valid). */

@@ -1007,7 +1007,8 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 			return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
 	if (rc == 0)
-		rc = buf_get(pool, BUF_RMB, (size_t)r->rmb, &sr->rmb);
+		rc = buf_get_for(pool, BUF_RMB, (size_t)r->rmb, lgr->peer->name,
+				 &sr->rmb);
 	if (rc) {
 		/* the cap, or the device refused (memlock limit: ib.c says) */
 		STATS_INC(worker_stats(sr->s->w), conns_rdma_nobufs);

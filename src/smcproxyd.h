@@ -442,6 +442,7 @@ struct buf {
 	size_t size;
 	enum buf_kind kind;
 	bool registered;	/* counted in the pool's bytes */
+	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
 	/* per device of the pool: lkey; rkey of an RMB element */
 	struct dev_mr mr[BUF_DEVS_MAX];
 };
@@ -452,6 +453,7 @@ struct buf_stats {
 	uint64_t nobufs_cnt;	/* refused: the byte limit was reached */
 	uint64_t evicted;	/* idle elements released to make room */
 	uint64_t reg_errors;
+	uint64_t rekeyed;	/* idle RMB elements given new keys for reuse */
 	uint64_t bytes;		/* gauge: registered, in use or idle */
 	uint64_t bytes_used[2];	/* gauge per kind: handed out now */
 };
@@ -467,6 +469,8 @@ const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
 bool buf_on(const struct buf *b, int i);
 int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 	    struct buf **out);
+int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
+		const char *owner, struct buf **out);
 void buf_put(struct buf *b);
 
 /*

@@ -9,7 +9,7 @@
 # and the host side turns them into medians and ratios.  Knobs (env):
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
-#   RXE_SE_SHORT_CONNS
+#   RXE_SE_SHORT_CONNS RXE_SE_WK_CONNS RXE_SE_WK_BYTES
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_SE_ROUNDS:-3}
@@ -24,6 +24,8 @@ slot_back=${RXE_SE_SLOT_BACK:-100K}
 exps=${RXE_SE_EXPS:-autocork inline slot raw}
 rr_timeout=${RXE_SE_RR_TIMEOUT:-40}
 short_conns=${RXE_SE_SHORT_CONNS:-100}
+wk_conns=${RXE_SE_WK_CONNS:-32}
+wk_bytes=${RXE_SE_WK_BYTES:-2M}
 
 rxe_setup
 rxe_pair_tools
@@ -47,17 +49,22 @@ cmd() {	# log a command line once per kind
 	echo "$*" >>"$RXE_OUT/commands.txt"
 }
 
-# pair_up N EXTRA_RDMA_KEYS [fallback]: daemons aN, bN; rules on
-# 127.0.0.1:17N00 (sockperf), 17N01 (xfer).  Waits until the link group
-# is active; with "fallback", b has no usable device (it declines
-# NOSMCRDEV) and every connection takes the TCP fallback.
+# pair_up N EXTRA_RDMA_KEYS [fallback | workers=W]: daemons aN, bN;
+# rules on 127.0.0.1:17N00 (sockperf), 17N01 (xfer).  Waits until the
+# link group is active; with "fallback", b has no usable device (it
+# declines NOSMCRDEV) and every connection takes the TCP fallback; with
+# workers=W both daemons run W workers (else 1).
 pair_up() {
 	n=$1
 	extra=$2
 	bdev=$RXE_DEV0
-	[ "${3:-}" = fallback ] && bdev=nosuchdev
+	wk=1
+	case ${3:-} in
+	fallback) bdev=nosuchdev ;;
+	workers=*) wk=${3#workers=} ;;
+	esac
 	cat >"$R/b$n.conf" <<CONF
-smcproxyd: { name = "b$n"; workers = 1; control_socket = "$R/b$n.sock"; };
+smcproxyd: { name = "b$n"; workers = $wk; control_socket = "$R/b$n.sock"; };
 peer_listen: { address = "$RXE_IP0:72${n}0"; };
 peers = ( { name = "a$n"; address = "$RXE_IP0:72${n}1"; key_file = "$R/psk"; } );
 exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$n" ]; },
@@ -65,7 +72,7 @@ exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$n" ]; },
 rdma: { devices = [ "$bdev" ]; $extra };
 CONF
 	cat >"$R/a$n.conf" <<CONF
-smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
+smcproxyd: { name = "a$n"; workers = $wk; control_socket = "$R/a$n.sock"; };
 peers = ( { name = "b$n"; address = "$RXE_IP0:72${n}0"; key_file = "$R/psk"; } );
 rules = ( { name = "sp"; listen = "127.0.0.1:17${n}00"; peer = "b$n"; export = "sp"; },
           { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; } );
@@ -83,6 +90,14 @@ CONF
 		rxe_wait 60 logged a$n "link group active" ||
 			rxe_die "pair $n: no link group (see a$n.log)"
 	fi
+	# one group per worker: warm them all (connections spread by the kernel)
+	_try=0
+	while [ "$(grep -c 'link group active as client' "$RXE_OUT/a$n.log")" -lt "$wk" ] &&
+		[ $_try -lt 10 ]; do
+		"$XFER" client -c "127.0.0.1:17${n}01" -n 8 -b 4K -T 60 >/dev/null 2>&1
+		sleep 2
+		_try=$((_try + 1))
+	done
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 	"$CTL" -s "$R/b$n.sock" stats reset >/dev/null
 }
@@ -140,10 +155,13 @@ for e in $exps; do
 	inline) ka="inline = true;"; kb="inline = false;" ;;
 	slot) ka="slot_wait = \"exclusive\"; max_send_wr = 16; max_conns_per_lgr = 255;"
 	      kb="slot_wait = \"all\"; max_send_wr = 16; max_conns_per_lgr = 255;" ;;
-	raw | short) ka=""; kb="" ;;
+	raw | short | workers) ka=""; kb="" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"
-	pair_up 1 "$ka"
+	case $e in
+	workers) pair_up 1 "" workers=2 ;;
+	*) pair_up 1 "$ka" ;;
+	esac
 	case $e in
 	raw) ;;
 	short) pair_up 2 "" fallback ;;
@@ -182,6 +200,13 @@ for e in $exps; do
 				printf '%s\t%s\t%s\txfer_rr\t%s\t%s\n' $e $v $r "$slot_conns" \
 					"$(grep -v '^conn ' "$RXE_OUT/rr.$v.$r.out" | tr '\n\t' '  ')" >>"$RAW"
 				links $e $v $r after $n
+			done ;;
+		workers)
+			for v in $(order $r); do
+				cmd "xfer client -c 127.0.0.1:PORT -n $wk_conns -b $wk_bytes --json -T 120"
+				rec $e $v $r xfer_rr "$wk_conns" \
+					"$XFER" client -c "127.0.0.1:$(port "$v" 1)" \
+					-n "$wk_conns" -b "$wk_bytes" --json -T 120
 			done ;;
 		short)
 			for v in $(order $r); do

@@ -25,33 +25,9 @@ CONNS=8
 SIZE=16M
 fail=0
 
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
-	rxe_die "cannot write the key"
-
-cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
-rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
-            export = "x"; } );
-rdma: { devices = [ "$RXE_DEV0", "$RXE_DEV1" ]; test_link_time = 1; };
-EOF
-cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
-peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:7142"; key_file = "$R/psk"; } );
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
-rdma: { devices = [ "$RXE_DEV0", "$RXE_DEV1" ]; test_link_time = 1; };
-EOF
-
-"$XFER" server -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
-	rxe_die "xfer server did not listen"
-daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
-daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
-
-xfer_ok "first connection (fallback while the group is set up)" \
-	-n 1 -b 64K -T 60
+rxe_pair_confs "devices = [ \"$RXE_DEV0\", \"$RXE_DEV1\" ]; test_link_time = 1;"
+rxe_target_start
+rxe_pair_start
 if rxe_wait 30 logged a 'link 2: up \(CONFIRM_LINK\): rxe1' &&
 	rxe_wait 10 logged b 'link 2: up \(CONFIRM_LINK\): rxe1'; then
 	ok "link group a-b with links over rxe0 and rxe1"
@@ -142,8 +118,5 @@ else
 fi
 expect_stat a conns_fallback 0
 expect_stat a close_link_failed 0
-daemon_stop a || bad "daemon a exited with status $?"
-daemon_stop b || bad "daemon b exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+rxe_pair_stop
 exit $fail

@@ -21,23 +21,7 @@ fail=0
 
 command -v setpriv >/dev/null && command -v prlimit >/dev/null ||
 	rxe_die "setpriv and prlimit (util-linux) are needed"
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
-	rxe_die "cannot write the key"
-
-cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
-rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
-            export = "x"; } );
-rdma: { devices = [ "$RXE_DEV0" ]; };
-EOF
-cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
-peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:7162"; key_file = "$R/psk"; } );
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
-rdma: { devices = [ "$RXE_DEV0" ]; };
-EOF
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];"
 # a runs without CAP_IPC_LOCK (root would bypass the limit) under 32 KiB
 cat >"$R/lowlock" <<EOF
 #!/bin/sh
@@ -46,10 +30,7 @@ exec setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock \
 EOF
 chmod +x "$R/lowlock"
 
-"$XFER" server -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
-	rxe_die "xfer server did not listen"
+rxe_target_start
 daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
 SMCPROXYD=$R/lowlock daemon_start a "$R/a.conf" ||
 	rxe_die "daemon a did not start under the low limit"
@@ -83,8 +64,5 @@ else
 fi
 xfer_ok "a still serves" -n 2 -b 64K -T 60
 
-daemon_stop a || bad "daemon a exited with status $?"
-daemon_stop b || bad "daemon b exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+rxe_pair_stop
 exit $fail

@@ -22,38 +22,9 @@ CONNS=64
 MIB=16
 fail=0
 
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
-	rxe_die "cannot write the key"
-
-cat >"$R/a.conf" <<EOF2
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
-rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
-            export = "x"; } );
-rdma: { devices = [ "$RXE_DEV0" ]; };
-EOF2
-cat >"$R/b.conf" <<EOF2
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
-peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:7152"; key_file = "$R/psk"; } );
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
-rdma: { devices = [ "$RXE_DEV0" ]; };
-EOF2
-
-"$XFER" server -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
-	rxe_die "xfer server did not listen"
-daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
-daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
-
-xfer_ok "first connection (fallback while the group is set up)" \
-	-n 1 -b 64K -T 60
-if rxe_wait 30 logged a 'peer b: link group active as client'; then
-	ok "link group a-b active"
-else
-	bad "no active link group"
-fi
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];"
+rxe_target_start
+rxe_pair_start
 "$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
 "$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
 
@@ -85,8 +56,5 @@ for d in a b; do
 	expect_stat $d llc_protocol_errors 0
 done
 
-daemon_stop a || bad "daemon a exited with status $?"
-daemon_stop b || bad "daemon b exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+rxe_pair_stop
 exit $fail

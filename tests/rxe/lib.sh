@@ -263,6 +263,19 @@ rxe_run_checks() {
 #   stat_is NAME KEY VALUE
 #                         true if that counter is VALUE now
 #   xfer_ok WHAT ARG...   an xfer client on $PORT_RULE must verify
+#
+# and for the usual pair (a: rule x on 127.0.0.1:$PORT_RULE to peer b's
+# export x, which is an xfer server on 127.0.0.1:$PORT_T; b listens for
+# peers on $RXE_IP0:$PORT_B; one pre-shared key):
+#   rxe_pair_confs RDMA_A [RDMA_B [MORE_RULES]]
+#                         write $R/psk, $R/a.conf and $R/b.conf; RDMA_x goes
+#                         into the rdma section (RDMA_B defaults to RDMA_A),
+#                         MORE_RULES after rule x (", { ... }")
+#   rxe_target_start      the xfer server ($server)
+#   rxe_pair_start        daemons b, then a; a first connection (it takes
+#                         the fallback while the group is set up) must
+#                         verify and the group become active
+#   rxe_pair_stop         stop a, b (bad if one exits non-zero), the server
 
 rxe_pair_tools() {
 	XFER=$abs_top_builddir/tests/tools/xfer
@@ -314,4 +327,46 @@ xfer_ok() {
 	else
 		bad "$_what: $(tail -3 "$RXE_OUT/xfer.out")"
 	fi
+}
+
+rxe_pair_confs() {
+	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
+		rxe_die "cannot write the key"
+	cat >"$R/a.conf" <<EOF
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
+rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
+            export = "x"; }${3:-} );
+rdma: { $1 };
+EOF
+	cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+peer_listen: { address = "$RXE_IP0:$PORT_B"; };
+peers = ( { name = "a"; address = "$RXE_IP0:$((PORT_B + 1))"; key_file = "$R/psk"; } );
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
+rdma: { ${2:-$1} };
+EOF
+}
+
+rxe_target_start() {
+	"$XFER" server -q -l "127.0.0.1:$PORT_T" >>"$RXE_OUT/server.log" 2>&1 &
+	server=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
+		rxe_die "xfer server did not listen"
+}
+
+rxe_pair_start() {
+	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+	xfer_ok "first connection (fallback while the group is set up)" \
+		-n 1 -b 64K -T 60
+	rxe_wait 30 logged a 'peer b: link group active as client' ||
+		rxe_die "no active link group"
+}
+
+rxe_pair_stop() {
+	daemon_stop a || bad "daemon a exited with status $?"
+	daemon_stop b || bad "daemon b exited with status $?"
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
 }

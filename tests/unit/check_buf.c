@@ -275,6 +275,52 @@ START_TEST(peer_writes_only_its_rmb)
 }
 END_TEST
 
+/*
+ * An RMB element goes back to the same peer with the keys it had; to
+ * another peer only with new ones: the rkey the first peer learned no
+ * longer reaches it.
+ */
+START_TEST(rmb_reused_for_another_peer_gets_new_keys)
+{
+	struct buf *src, *rmb, *again;
+	struct buf_pool *p;
+	struct dev_mr old;
+	struct reach r;
+
+	memset(&r, 0, sizeof(r));
+	r.base = event_base_new();
+	r.dev = loopdev_new(r.base);
+	p = buf_pool_new(&loopdev_ops, r.dev, 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &src), 0);
+	memset(src->addr, 0x5a, K16);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &rmb), 0);
+	old = rmb->mr[0];
+	buf_put(rmb);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &again), 0);
+	ck_assert_ptr_eq(again, rmb);
+	ck_assert_uint_eq(again->mr[0].rkey, old.rkey);
+	ck_assert_uint_eq(buf_pool_stats(p)->rekeyed, 0);
+	buf_put(again);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "y", &again), 0);
+	ck_assert_ptr_eq(again, rmb);	/* the same memory ... */
+	ck_assert_uint_ne(again->mr[0].rkey, old.rkey); /* ... new keys */
+	ck_assert_uint_eq(buf_pool_stats(p)->rekeyed, 1);
+	ck_assert_str_eq(again->owner, "y");
+	/* x's old rkey: refused, nothing lands */
+	reach_links(&r);
+	rmb->mr[0].rkey = old.rkey;
+	ck_assert(!reach_write(&r, src, rmb, 0, 64));
+	ck_assert_uint_eq(((uint8_t *)again->addr)[0], 0);
+	reach_unlink(&r);
+	rmb->mr[0].rkey = again->mr[0].rkey;
+	buf_put(again);
+	buf_put(src);
+	buf_pool_free(p);
+	loopdev_free(r.dev);
+	event_base_free(r.base);
+}
+END_TEST
+
 static Suite *
 buf_suite(void)
 {
@@ -287,6 +333,7 @@ buf_suite(void)
 	tcase_add_test(tc, gauges_follow_the_pool);
 	tcase_add_test(tc, pool_freed_with_buffers_out);
 	tcase_add_test(tc, peer_writes_only_its_rmb);
+	tcase_add_test(tc, rmb_reused_for_another_peer_gets_new_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }
