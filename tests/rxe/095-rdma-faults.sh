@@ -26,7 +26,7 @@ PORT_B=7171
 PORT_RULE=16450
 PORT_IDLE=16451
 PORT_T=16449
-IDLE=4
+IDLE=12 # longer than opening the silent clients takes
 HOLD=1000
 fail=0
 # the silent clients, and the daemons holding them, need descriptors
@@ -116,11 +116,12 @@ python3 - "$PORT_IDLE" "$HOLD" $((IDLE * 3 + 6)) >"$RXE_OUT/hold.out" 2>&1 <<'PY
 import socket, sys, time
 port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 socks = []
+t0 = time.time()
 for i in range(n):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"x")        # one byte, then silence
     socks.append(s)
-print("open", len(socks), flush=True)
+print("open", len(socks), "in %.1f s" % (time.time() - t0), flush=True)
 time.sleep(hold)
 closed = 0
 for s in socks:
