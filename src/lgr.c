@@ -1024,13 +1024,15 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
  * An active client-side group to peer with room for one more
  * connection, or NULL (then use the fallback).  Without one, a new group
  * is set up in the background unless one is on its way or the peer is
- * backed off.
+ * backed off; and the next one already once every group has less than a
+ * quarter of its room left, so that a burst of connections finds it
+ * ready rather than falling back while it is set up.
  */
 struct lgr *
 lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 {
-	struct lgr *lgr;
-	bool pending = false;
+	struct lgr *lgr, *found = NULL;
+	bool pending = false, roomy = false;
 
 	if (ctx == NULL)
 		return NULL;
@@ -1039,22 +1041,33 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 		    strcmp(lgr->peer->name, peer->name) != 0)
 			continue;
 		if (lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
-			return lgr;
+		    lgr->nconns < lgr->max_conns &&
+		    lgr_links_active(lgr) > 0) {
+			if (found == NULL)
+				found = lgr;
+			if ((lgr->max_conns - lgr->nconns) * 4 > lgr->max_conns)
+				roomy = true;
+		}
 		if (lgr->state == LGR_STATE_CLC ||
 		    lgr->state == LGR_STATE_CONFIRMING)
 			pending = true;
 	}
+	if (found != NULL && (roomy || pending))
+		return found;
 	if (pending) {
 		log_debug("peer %s: link group on its way", peer->name);
 		return NULL;
 	}
 	if (lgr_peer_backed_off(ctx, peer->name)) {
 		log_debug("peer %s: RDMA backed off", peer->name);
-		return NULL;
+		return found;
 	}
+	if (found != NULL)
+		log_info("peer %s: lgr %u is three quarters full: setting up "
+			 "the next group",
+			 peer->name, found->id);
 	lgr_client_new(ctx, peer, -1);
-	return NULL;
+	return found;
 }
 
 /*

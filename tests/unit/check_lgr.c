@@ -1000,9 +1000,11 @@ START_TEST(reuse_until_full)
 	for (i = 0; i < 16; i++) {
 		ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), first);
 		ck_assert_int_eq(lgr_conn_add(first, &c[i]), 0);
+		/* three quarters full: the next group is on its way */
+		ck_assert_int_eq(lgr_of(&A) != first, i >= 12);
 	}
 	ck_assert_int_eq(lgr_conn_add(first, &c[16]), -ENOSPC);
-	/* full: the next one sets up another group */
+	/* full, the next group not active yet: fallback meanwhile */
 	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
 	ck_assert(run_until(accept_one, WAIT_MS));
 	ck_assert(run_until(two_groups, WAIT_MS));
