@@ -40,34 +40,11 @@ group_up() {
 			'$RXE_OUT/b.log') -ge $1 ]"
 }
 
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
-	rxe_die "cannot write the key"
-
-cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
-rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
-            export = "x"; } );
-rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608;
-        max_buffer_memory = 200; };
-EOF
-cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
-peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:7132"; key_file = "$R/psk"; } );
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
-rdma: { devices = [ "$RXE_DEV0" ]; sndbuf = 8388608; rmb = 8388608; };
-EOF
-
-"$XFER" server -l "127.0.0.1:$PORT_T" >"$RXE_OUT/server.log" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_T '" ||
-	rxe_die "xfer server did not listen"
-daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
-daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
-
-xfer_ok "first connection (fallback while the group is set up)" \
-	-n 1 -b 64K -T 60
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ]; sndbuf = 8388608; rmb = 8388608;
+        max_buffer_memory = 200;" \
+	"devices = [ \"$RXE_DEV0\" ]; sndbuf = 8388608; rmb = 8388608;"
+rxe_target_start
+rxe_pair_start
 group_up 1 || rxe_die "no active link group"
 ok "link group a-b active"
 "$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
@@ -144,8 +121,5 @@ for d in a b; do
 	expect_stat $d conns_rdma_nobufs 0
 done
 
-daemon_stop a || bad "daemon a exited with status $?"
-daemon_stop b || bad "daemon b exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+rxe_pair_stop
 exit $fail
