@@ -15,10 +15,15 @@
  * are powers of two from 16 KiB (SMC-R's buffer classes).
  *
  * Elements given back go on a free list per kind and size class and are
- * handed out again without re-registering, an RMB element only to a
+ * handed out again without re-registering, zeroed: the whole element,
+ * unless its last user said how far it can have been written from the
+ * start (buf_written; a connection knows it from its cursors), so a
+ * short connection does not pay for clearing 128 KiB of buffers it
+ * never touched.  An RMB element is handed out again only to a
  * connection with the same peer (its owner) as before: for another peer
  * it gets new keys first (deregistered and registered again), so an rkey
- * a peer once learned never reaches memory that serves another peer.
+ * a peer once learned never reaches memory that serves another peer,
+ * and it is zeroed whole (a peer could have written past its cursors).
  * Send rings have no remote access and are handed out to anyone.  All elements together, in
  * use or free, stay under the pool's byte limit: when a new one would
  * pass it, idle free elements of other classes are released first, and
@@ -292,6 +297,7 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
 			buf_destroy(p, b);
 			return NULL;
 		}
+		b->dirty = b->size;
 		return b;
 	}
 	if (b != NULL) {
@@ -307,8 +313,8 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
  * the file for RMB elements), else a new one registered on every device
  * of the pool.  0 with *out set; -EINVAL for a bad size; -ENOBUFS when it
  * would pass the pool's byte limit; -ENOMEM or the device's error
- * otherwise.  A reused element comes zeroed, so it never shows an
- * earlier connection's bytes.
+ * otherwise.  A reused element comes zeroed (as far as its last user can
+ * have written it), so it never shows an earlier connection's bytes.
  */
 int
 buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
@@ -324,7 +330,7 @@ buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 	c = buf_class(size);
 	b = buf_take_idle(p, kind, c, owner);
 	if (b != NULL) {
-		memset(b->addr, 0, b->size);
+		memset(b->addr, 0, b->dirty);
 		p->stats.reuse_cnt++;
 	} else {
 		if (!buf_make_room(p, size, kind, c)) {
@@ -336,6 +342,7 @@ buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 			return rc;
 	}
 	snprintf(b->owner, sizeof(b->owner), "%s", owner != NULL ? owner : "");
+	b->dirty = b->size;	/* until its user says otherwise */
 	buf_used_add(p, b);
 	*out = b;
 	return 0;
@@ -407,6 +414,18 @@ buf_pool_drain(struct buf_pool *p)
 				p->free[k][c] = b->next;
 				buf_destroy(p, b);
 			}
+}
+
+/*
+ * The user of b (in use) says that nothing beyond its first n bytes can
+ * have been written since it got b: only those are zeroed before b is
+ * handed out again.  Without this call the whole element is.
+ */
+void
+buf_written(struct buf *b, size_t n)
+{
+	if (b != NULL)
+		b->dirty = n < b->size ? n : b->size;
 }
 
 /*

@@ -443,6 +443,7 @@ struct buf {
 	enum buf_kind kind;
 	bool registered;	/* counted in the pool's bytes */
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
+	size_t dirty;		/* bytes from the start its user may have written */
 	/* per device of the pool: lkey; rkey of an RMB element */
 	struct dev_mr mr[BUF_DEVS_MAX];
 };
@@ -472,6 +473,7 @@ int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 		const char *owner, struct buf **out);
 void buf_put(struct buf *b);
+void buf_written(struct buf *b, size_t n);
 
 /*
  * tx.c / rx.c: one TCP connection carried over RDMA (DESIGN §2, smc-r.md

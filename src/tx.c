@@ -152,9 +152,28 @@ tx_conn_new(const struct rconn_init *in)
 	return rc;
 }
 
+/* How far from the start of a ring of size bytes cursor c has come. */
+static size_t
+tx_extent(const struct cdc_cursor *c, size_t size)
+{
+	return c->wrap > 0 ? size : tx_min(c->count, size);
+}
+
+/*
+ * Give the buffers back, saying how much of them can hold this
+ * connection's bytes (zeroed before reuse): of the send ring what was
+ * produced into it; of the RMB what the peer's cursor covered, when the
+ * peer said it was done writing or closed (a correct peer writes nothing
+ * it does not announce, and nothing after that), else all of it.
+ */
 static void
 tx_conn_destroy(struct rconn *rc)
 {
+	buf_written(rc->sndbuf, tx_extent(&rc->tx_curs_prep, rc->sndbuf->size));
+	if ((rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED)) &&
+	    !(rc->flags & (RCONN_F_PEER_ABORT | RCONN_F_OUT_OF_SYNC)))
+		buf_written(rc->rmb,
+			    tx_extent(&rc->local_rx_ctrl.prod, rc->rmb->size));
 	buf_put(rc->sndbuf);
 	buf_put(rc->rmb);
 	free(rc);

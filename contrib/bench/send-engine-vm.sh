@@ -9,7 +9,7 @@
 # and the host side turns them into medians and ratios.  Knobs (env):
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
-#   RXE_SE_SHORT_CONNS RXE_SE_WK_CONNS RXE_SE_WK_BYTES
+#   RXE_SE_SHORT_CONNS RXE_SE_WK_CONNS RXE_SE_WK_BYTES RXE_SE_RAW_BIG
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_SE_ROUNDS:-3}
@@ -26,6 +26,7 @@ rr_timeout=${RXE_SE_RR_TIMEOUT:-40}
 short_conns=${RXE_SE_SHORT_CONNS:-100}
 wk_conns=${RXE_SE_WK_CONNS:-32}
 wk_bytes=${RXE_SE_WK_BYTES:-2M}
+raw_big=${RXE_SE_RAW_BIG:-1048576}	# the raw experiment's B pair: sndbuf = rmb
 
 rxe_setup
 rxe_pair_tools
@@ -119,11 +120,15 @@ rec() {
 	printf '%s\t%s\n' "$_k" "$_o" >>"$RAW"
 }
 
-links() {	# links EXP VARIANT ROUND WHEN N: snapshot of a's and b's links
+# links EXP VARIANT ROUND WHEN N [SIZE]: snapshot of a's and b's links, and
+# of the bytes a has sent (tx_bytes), in the size column SIZE (default 0)
+links() {
 	for d in a b; do
-		printf '%s\t%s\t%s\tlinks_%s_%s\t0\t%s\n' "$1" "$2" "$3" "$4" "$d" \
+		printf '%s\t%s\t%s\tlinks_%s_%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$d" "${6:-0}" \
 			"$("$CTL" -s "$R/$d$5.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
 	done
+	printf '%s\t%s\t%s\ttxbytes_%s_a\t%s\t%s\n' "$1" "$2" "$3" "$4" "${6:-0}" \
+		"$(rxe_stat "a$5" tx_bytes)" >>"$RAW"
 }
 
 order() {	# variants in the order of round $1: A B, then B A, ...
@@ -133,10 +138,13 @@ port() {	# port VARIANT KIND(0 sockperf, 1 xfer)
 	if [ "$1" = A ]; then echo "1710$2"; else echo "1720$2"; fi
 }
 
-bw_one() {	# EXP V ROUND SIZE
+bw_one() {	# EXP V ROUND SIZE; links around it: WRs posted per byte sent
+	_n=1; [ "$2" = B ] && _n=2
 	cmd "sockperf throughput --tcp -i 127.0.0.1 -p PORT -t $secs -m SIZE"
+	links "$1" "$2" "$3" before $_n "$4"
 	rec "$1" "$2" "$3" sockperf_bw "$4" \
 		sockperf throughput --tcp -i 127.0.0.1 -p "$(port "$2" 0)" -t "$secs" -m "$4"
+	links "$1" "$2" "$3" after $_n "$4"
 }
 lat_one() {	# EXP V ROUND SIZE
 	cmd "xfer client -c 127.0.0.1:PORT -m pingpong -s SIZE -i $iters --json -T 60"
@@ -163,7 +171,7 @@ for e in $exps; do
 	*) pair_up 1 "$ka" ;;
 	esac
 	case $e in
-	raw) ;;
+	raw) pair_up 2 "sndbuf = $raw_big; rmb = $raw_big;" ;;
 	short) pair_up 2 "" fallback ;;
 	*) pair_up 2 "$kb" ;;
 	esac
@@ -216,7 +224,7 @@ for e in $exps; do
 					-n "$short_conns" -b 100 -B 100 --json -T 60
 			done ;;
 		raw)
-			for v in raw A; do
+			for v in raw A B; do
 				if [ $v = raw ]; then
 					p=$((18515 + r))
 					a="-d $RXE_DEV0 -x $GIDX -s 65536 -D $secs -F -p $p"
@@ -230,7 +238,7 @@ for e in $exps; do
 					# the server only: a bare wait would wait for the daemons
 					wait $_srv
 				else
-					stream_one $e A $r
+					stream_one $e $v $r
 				fi
 			done ;;
 		esac
@@ -239,11 +247,9 @@ for e in $exps; do
 	pair_down 1
 	mv "$RXE_OUT/a1.stats.json" "$RXE_OUT/$e.A.a.stats.json"
 	mv "$RXE_OUT/a1.links.json" "$RXE_OUT/$e.A.a.links.json"
-	if [ "$e" != raw ]; then
-		pair_down 2
-		mv "$RXE_OUT/a2.stats.json" "$RXE_OUT/$e.B.a.stats.json"
-		mv "$RXE_OUT/a2.links.json" "$RXE_OUT/$e.B.a.links.json"
-	fi
+	pair_down 2
+	mv "$RXE_OUT/a2.stats.json" "$RXE_OUT/$e.B.a.stats.json"
+	mv "$RXE_OUT/a2.links.json" "$RXE_OUT/$e.B.a.links.json"
 	for f in a1 b1 a2 b2; do
 		[ -f "$RXE_OUT/$f.log" ] && mv "$RXE_OUT/$f.log" "$RXE_OUT/$e.$f.log"
 	done

@@ -2,8 +2,9 @@
 /*
  * buf.c on the loopback device model: sizes, reuse from the free lists,
  * the byte limit (-ENOBUFS without disturbing buffers in use, idle ones
- * released to make room), and what a peer may write: an RMB element
- * through its own rkey and within its bounds, never a send ring.
+ * released to make room), what a peer may write: an RMB element
+ * through its own rkey and within its bounds, never a send ring, and
+ * how much of an element is zeroed before it is handed out again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -321,6 +322,57 @@ START_TEST(rmb_reused_for_another_peer_gets_new_keys)
 }
 END_TEST
 
+/*
+ * Reuse zeroes what the last user said it can have written (buf_written),
+ * the whole element when it said nothing, and the whole RMB element when
+ * it goes to another peer.
+ */
+START_TEST(reuse_zeroes_what_was_written)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct buf_pool *p = buf_pool_new(&loopdev_ops, dev, 0);
+	struct buf *a, *b;
+	uint8_t *m;
+
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &a), 0);
+	ck_assert_uint_eq(a->dirty, K16);	/* until told otherwise */
+	memset(a->addr, 0x11, 300);
+	buf_written(a, 300);
+	ck_assert_uint_eq(a->dirty, 300);
+	buf_written(a, 5 * K16);		/* capped at the size */
+	ck_assert_uint_eq(a->dirty, K16);
+	buf_written(a, 300);
+	buf_put(a);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &b), 0);
+	ck_assert_ptr_eq(b, a);
+	m = b->addr;
+	ck_assert_uint_eq(m[0], 0);
+	ck_assert_uint_eq(m[299], 0);
+	/* nothing said: the whole element */
+	memset(b->addr, 0x22, K16);
+	buf_put(b);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &b), 0);
+	ck_assert_uint_eq(m[0], 0);
+	ck_assert_uint_eq(m[K16 - 1], 0);
+	buf_put(b);
+	/* an RMB element for another peer: whole, whatever was said */
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &a), 0);
+	memset(a->addr, 0x33, K16);
+	buf_written(a, 0);
+	buf_put(a);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "y", &b), 0);
+	ck_assert_ptr_eq(b, a);
+	m = b->addr;
+	ck_assert_uint_eq(m[0], 0);
+	ck_assert_uint_eq(m[K16 - 1], 0);
+	buf_put(b);
+	buf_pool_free(p);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
 static Suite *
 buf_suite(void)
 {
@@ -334,6 +386,7 @@ buf_suite(void)
 	tcase_add_test(tc, pool_freed_with_buffers_out);
 	tcase_add_test(tc, peer_writes_only_its_rmb);
 	tcase_add_test(tc, rmb_reused_for_another_peer_gets_new_keys);
+	tcase_add_test(tc, reuse_zeroes_what_was_written);
 	suite_add_tcase(s, tc);
 	return s;
 }

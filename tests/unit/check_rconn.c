@@ -804,6 +804,83 @@ START_TEST(abort_each_direction)
 }
 END_TEST
 
+/* Every byte of a pool's idle buffers of kind is zero. */
+static void
+h_pool_all_zero(struct buf_pool *p, enum buf_kind kind, size_t size, int n)
+{
+	struct buf *b[4];
+	size_t off;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(buf_get(p, kind, size, &b[i]), 0);
+		for (off = 0; off < size; off++)
+			ck_assert_msg(((uint8_t *)b[i]->addr)[off] == 0,
+				      "kind %d buffer %d: byte %zu not zeroed",
+				      (int)kind, i, off);
+	}
+	for (i = 0; i < n; i++)
+		buf_put(b[i]);
+}
+
+/*
+ * Buffers go back saying how far they were written, so only that much
+ * is zeroed before reuse (a short connection clears a few hundred bytes,
+ * not 2 x 64 KiB): of the ring what was produced, of the RMB what the
+ * peer's cursor covered once it said it was done; the whole RMB after an
+ * abort, whatever the peer wrote past its cursor.  Either way the next
+ * connection sees zeroes only.
+ */
+START_TEST(buffers_zeroed_as_far_as_written)
+{
+	struct buf *sndbuf[2], *rmb[2];
+	struct harness h;
+	int k, i;
+
+	for (i = 0; i < 2; i++) {
+		h_open(&h, 1, 16, WR_WAIT_EXCLUSIVE);
+		h_conn(&h, 0, 2 * K16, 2 * K16, 2 * K16, 2 * K16, &no_cork,
+		       5000, 7000);
+		for (k = 0; k < 2; k++) {
+			h.side[k].conn[0].fin_when_sent = (i == 0);
+			sndbuf[k] = h.side[k].conn[0].rc->sndbuf;
+			rmb[k] = h.side[k].conn[0].rc->rmb;
+		}
+		h_pump(&h);
+		h_check_streams(&h);
+		/* what a peer might write past its cursor and never announce */
+		if (i == 1)
+			memset((uint8_t *)rmb[1]->addr + 9000, 0xee, 100);
+		for (k = 0; k < 2; k++)
+			ck_assert_int_eq(tx_close(h.side[k].conn[0].rc,
+						  i == 0 ? TX_CLOSE_CLOSED :
+							   TX_CLOSE_ABORT),
+					 0);
+		h_run(&h);
+		for (k = 0; k < 2; k++) {
+			tx_conn_free(h.side[k].conn[0].rc);
+			h.side[k].conn[0].rc = NULL;
+		}
+		h_run(&h);
+		ck_assert_uint_eq(sndbuf[0]->dirty, 5000);
+		ck_assert_uint_eq(sndbuf[1]->dirty, 7000);
+		if (i == 0) {
+			ck_assert_uint_eq(rmb[0]->dirty, 7000);
+			ck_assert_uint_eq(rmb[1]->dirty, 5000);
+		} else {
+			/* aborted: no peer said it was done writing */
+			ck_assert_uint_eq(rmb[0]->dirty, 2 * K16);
+			ck_assert_uint_eq(rmb[1]->dirty, 2 * K16);
+		}
+		for (k = 0; k < 2; k++) {
+			h_pool_all_zero(h.side[k].pool, BUF_SNDBUF, 2 * K16, 1);
+			h_pool_all_zero(h.side[k].pool, BUF_RMB, 2 * K16, 1);
+		}
+		h_close(&h);
+	}
+}
+END_TEST
+
 /* ---- links ---- */
 
 START_TEST(link_failure_is_reported)
@@ -1379,6 +1456,7 @@ rconn_suite(void)
 	tcase_add_test(tc, half_close_each_direction);
 	tcase_add_test(tc, fin_waits_for_window);
 	tcase_add_test(tc, abort_each_direction);
+	tcase_add_test(tc, buffers_zeroed_as_far_as_written);
 	tcase_add_test(tc, free_after_abort_parked_for_slot);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("link");
