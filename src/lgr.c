@@ -1070,6 +1070,23 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 	return found;
 }
 
+/* Whether a client-side group to peer is being set up (CLC, CONFIRM_LINK). */
+bool
+lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer)
+{
+	const struct lgr *lgr;
+
+	if (ctx == NULL)
+		return false;
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
+		if (lgr->role == LGR_ROLE_CLIENT &&
+		    (lgr->state == LGR_STATE_CLC ||
+		     lgr->state == LGR_STATE_CONFIRMING) &&
+		    strcmp(lgr->peer->name, peer->name) == 0)
+			return true;
+	return false;
+}
+
 /*
  * A rule is about to reach peer: make sure a link group to it exists or
  * is on its way (while the data path is not there yet, connections still

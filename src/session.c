@@ -625,6 +625,7 @@ session_state_name(enum session_state st)
 		[SESSION_HELLO] = "hello",
 		[SESSION_HANDSHAKE] = "handshake",
 		[SESSION_CONNECT_TARGET] = "connect_target",
+		[SESSION_RDMA_WAIT] = "rdma_wait",
 		[SESSION_RDMA_OPEN] = "rdma_open",
 		[SESSION_RELAY] = "relay",
 		[SESSION_CLOSED] = "closed",

@@ -53,6 +53,8 @@
 
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
 #define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
+#define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
+#define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 
 /* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
 struct session_rdma_worker {
@@ -60,6 +62,9 @@ struct session_rdma_worker {
 	struct lgr_ctx *ctx;
 	struct buf_pool *pool; /* on every device of the worker's links */
 	uint32_t last_token;   /* tokens 1..last_token were handed out */
+	/* client connections waiting for a group on its way (FIFO) */
+	struct session *parked_head, *parked_tail;
+	unsigned int nparked;
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -112,6 +117,8 @@ static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
 static void session_rdma_rkeys_announce(struct session_rdma *sr);
+static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
+				     const struct conf_peer *peer);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -584,6 +591,9 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	}
 	for (c = link->lgr->conns; c != NULL; c = c->next)
 		session_rdma_rkeys_announce(c->arg);
+	if (link->lgr->role == LGR_ROLE_CLIENT &&
+	    link->lgr->state == LGR_STATE_ACTIVE)
+		session_rdma_unpark_peer(srw, link->lgr->peer);
 }
 
 /*
@@ -1043,6 +1053,88 @@ session_rdma_free(struct session_rdma *sr)
  * and the answer awaited.  false when s is to take the fallback (s is
  * untouched then); true when s is taken care of.
  */
+/*
+ * No group to s's peer has room, but one is on its way (set up at start,
+ * after a failure, or the next one begun at three quarters full): s waits
+ * for it, SESSION_RDMA_WAIT_MS at most, instead of taking the fallback
+ * for the rest of its life (kernel SMC-R's first contact waits for its
+ * link the same way).  The client's bytes wait in its socket meanwhile.
+ * false (take the fallback now) when none is on its way or too many wait.
+ */
+static bool
+session_rdma_park(struct session_rdma_worker *srw, struct session *s)
+{
+	if (s->parked || srw->nparked >= SESSION_RDMA_PARKED_MAX ||
+	    !lgr_on_its_way(srw->ctx, s->peer))
+		return false;
+	s->park_next = NULL;
+	s->park_prev = srw->parked_tail;
+	if (srw->parked_tail != NULL)
+		srw->parked_tail->park_next = s;
+	else
+		srw->parked_head = s;
+	srw->parked_tail = s;
+	srw->nparked++;
+	s->parked = true;
+	s->mode = SESSION_MODE_RDMA;	/* its timer comes to us */
+	s->state = SESSION_RDMA_WAIT;
+	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
+	STATS_INC(worker_stats(s->w), conns_lgr_waits);
+	log_debug("conn 0x%llx: rule %s: peer %s: waiting for the link group "
+		  "on its way",
+		  (unsigned long long)s->id, s->rule->name, s->peer->name);
+	return true;
+}
+
+static void
+session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
+{
+	if (!s->parked)
+		return;
+	if (s->park_prev != NULL)
+		s->park_prev->park_next = s->park_next;
+	else
+		srw->parked_head = s->park_next;
+	if (s->park_next != NULL)
+		s->park_next->park_prev = s->park_prev;
+	else
+		srw->parked_tail = s->park_prev;
+	s->park_prev = s->park_next = NULL;
+	s->parked = false;
+	srw->nparked--;
+	session_timer(s, 0);
+	s->mode = SESSION_MODE_FALLBACK;
+}
+
+/* A parked s goes on: over RDMA if a group has room now, else fallback. */
+static void
+session_rdma_resume(struct session_rdma_worker *srw, struct session *s)
+{
+	session_rdma_unpark(srw, s);
+	if (!session_rdma_connect(s))
+		fallback_connect(s);
+}
+
+/*
+ * A group to peer became active: the connections waiting for one go on,
+ * in the order they came (any that find it full again wait for the next
+ * one, which lgr_get has started by then, or fall back).
+ */
+static void
+session_rdma_unpark_peer(struct session_rdma_worker *srw,
+			 const struct conf_peer *peer)
+{
+	struct session *s, *next, *list = srw->parked_head;
+	unsigned int n = srw->nparked;
+
+	/* resuming may park again: walk only those parked before */
+	for (s = list; s != NULL && n > 0; s = next, n--) {
+		next = s->park_next;
+		if (strcmp(s->peer->name, peer->name) == 0)
+			session_rdma_resume(srw, s);
+	}
+}
+
 bool
 session_rdma_connect(struct session *s)
 {
@@ -1056,7 +1148,7 @@ session_rdma_connect(struct session *s)
 		return false;
 	lgr = lgr_get(srw->ctx, s->peer);
 	if (lgr == NULL)
-		return false;
+		return session_rdma_park(srw, s);
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL)
 		return false;
@@ -1450,6 +1542,15 @@ session_rdma_timeout(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
 
+	if (s->state == SESSION_RDMA_WAIT) {
+		log_debug("conn 0x%llx: rule %s: peer %s: no link group in "
+			  "%d ms: fallback",
+			  (unsigned long long)s->id, s->rule->name,
+			  s->peer->name, SESSION_RDMA_WAIT_MS);
+		session_rdma_unpark(session_rdma_worker(s->w), s);
+		fallback_connect(s);
+		return;
+	}
 	if (s->state == SESSION_RDMA_OPEN) {
 		log_warnx("conn 0x%llx: rule %s: peer %s: no answer to "
 			  "CONN_OPEN in %d s",
@@ -1474,6 +1575,8 @@ session_rdma_close(struct session *s, enum session_reason reason)
 {
 	struct session_rdma *sr = s->rdma;
 
+	if (s->parked)
+		session_rdma_unpark(session_rdma_worker(s->w), s);
 	if (sr == NULL)
 		return;
 	s->rdma = NULL;

@@ -235,6 +235,7 @@ enum session_state {
 	SESSION_HELLO,		/* rule side: hello sent, waiting for result */
 	SESSION_HANDSHAKE,	/* export side: reading hello / proof */
 	SESSION_CONNECT_TARGET,	/* export side: connecting to the target */
+	SESSION_RDMA_WAIT,	/* rule side: for a link group on its way */
 	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
 	SESSION_RELAY,
 	SESSION_CLOSED,
@@ -290,6 +291,8 @@ struct session {
 	size_t challenge_len;
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
+	struct session *park_prev, *park_next; /* SESSION_RDMA_WAIT */
+	bool parked;
 };
 
 const char *session_reason_name(enum session_reason r);
@@ -864,6 +867,7 @@ struct lgr_ctx *lgr_worker_ctx(struct worker *w);
 struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
+bool lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_new(struct lgr_ctx *ctx,
 			   const struct conf_peer *peer, int fd);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);

@@ -27,6 +27,8 @@
 	  "connections carried over an RDMA link group")                     \
 	X(conns_rdma_nobufs, COUNTER, "connections",                         \
 	  "connections that fell back: no registered buffer to be had")      \
+	X(conns_lgr_waits, COUNTER, "connections",                           \
+	  "client connections that waited for a link group being set up")   \
 	X(rdma_buf_bytes, GAUGE, "bytes",                                    \
 	  "send rings and RMB elements registered, in use or idle")          \
 	X(rdma_buf_bytes_used, GAUGE, "bytes",                               \

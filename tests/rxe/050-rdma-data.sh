@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # In the VM: connections carried over RDMA between two real daemons.  A
-# first connection makes a set up a link group to b over rxe0 (it takes
-# the fallback itself); once the group is active every new connection is
+# first connection makes a set up a link group to b over rxe0 (it waits
+# for it up to 3 s, else takes the fallback); once the group is active every new connection is
 # opened in band (CONN_OPEN / CONN_ACCEPT) and relayed through the send
 # rings and RMBs: 16 connections x 4 MiB both ways, verified byte for
 # byte by xfer, must all be counted conns_rdma on both daemons, none
@@ -53,7 +53,7 @@ daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
 daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 
 # --- the group comes up (the first connection falls back) ------------------
-xfer_ok "first connection (fallback while the group is set up)" -T 60 -n 1 -b 64K
+xfer_ok "first connection (while the group is set up: waits, or fallback)" -T 60 -n 1 -b 64K
 if rxe_wait 30 logged a 'peer b: link group active as client' &&
 	rxe_wait 10 logged b 'peer a: link group active as server'; then
 	ok "link group a-b active"

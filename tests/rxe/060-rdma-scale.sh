@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # In the VM: more connections than one link group holds (255).  A first
-# connection makes a set up a group to b (it takes the fallback itself);
-# 255 idle connections fill that group (a starts setting up a second one
-# once it is three quarters full), and one more, finding it full, is
-# carried anyway: over the fallback if the second group is not active
-# yet.  Then 300 connections
+# connection makes a set up a group to b (waiting for it, or over the
+# fallback); 255 idle connections fill that group (a starts setting up a
+# second one once it is three quarters full), and one more, finding it
+# full, is carried anyway: over the second group, waiting for it if it
+# is not active yet, or over the fallback.  Then 300 connections
 # at once, verified byte for byte by xfer, must all be carried over RDMA
 # on the two groups (conns_rdma 300 on both daemons, none conns_fallback,
 # no buffer shortage), and `show lgrs` must list the two groups.
@@ -44,6 +44,9 @@ else
 	rxe_die "no active link group"
 fi
 
+# the first connection went over the group or the fallback: count from here
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+
 # --- fill it: 255 idle connections; the second group comes up beside it -----
 # perl-base is Essential on Debian; the connections stay open, sending
 # nothing, until the holder is killed (their FIN then ends them).
@@ -64,7 +67,7 @@ if rxe_wait 60 stat_is a conns_rdma 255; then
 else
 	bad "first group not filled: conns_rdma $(rxe_stat a conns_rdma)"
 fi
-xfer_ok "connection 256 (fallback: the group is full)" -n 1 -b 64K -T 60
+xfer_ok "connection 256 (the group is full: waits for the next, or fallback)" -n 1 -b 64K -T 60
 if rxe_wait 30 sh -c "[ \$(grep -c 'link group active as client' \
 		'$RXE_OUT/a.log') = 2 ]" &&
 	rxe_wait 10 sh -c "[ \$(grep -c 'link group active as server' \

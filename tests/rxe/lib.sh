@@ -279,9 +279,9 @@ rxe_run_checks() {
 #                         into the rdma section (RDMA_B defaults to RDMA_A),
 #                         MORE_RULES after rule x (", { ... }")
 #   rxe_target_start      the xfer server ($server)
-#   rxe_pair_start        daemons b, then a; a first connection (it takes
-#                         the fallback while the group is set up) must
-#                         verify and the group become active
+#   rxe_pair_start        daemons b, then a; a first connection (it waits
+#                         for the group being set up, or takes the
+#                         fallback) must verify and the group become active
 #   rxe_pair_stop         stop a, b (bad if one exits non-zero), the server
 
 rxe_pair_tools() {
@@ -365,7 +365,7 @@ rxe_target_start() {
 rxe_pair_start() {
 	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
 	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
-	xfer_ok "first connection (fallback while the group is set up)" \
+	xfer_ok "first connection (while the group is set up: waits, or fallback)" \
 		-n 1 -b 64K -T 60
 	rxe_wait 30 logged a 'peer b: link group active as client' ||
 		rxe_die "no active link group"

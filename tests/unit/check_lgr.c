@@ -991,9 +991,12 @@ START_TEST(reuse_until_full)
 	side_init(&B, "b", "a", 1, NULL, NULL);
 
 	/* the first rule connection asks for a group over TCP */
+	ck_assert(!lgr_on_its_way(A.ctx, side_peer(&A)));
 	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert(lgr_on_its_way(A.ctx, side_peer(&A))); /* worth waiting */
 	ck_assert(run_until(accept_one, WAIT_MS));
 	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert(!lgr_on_its_way(A.ctx, side_peer(&A)));
 	first = lgr_of(&A);
 	ck_assert_uint_eq(first->max_conns, 16);
 	memset(c, 0, sizeof(c));
@@ -1002,12 +1005,14 @@ START_TEST(reuse_until_full)
 		ck_assert_int_eq(lgr_conn_add(first, &c[i]), 0);
 		/* three quarters full: the next group is on its way */
 		ck_assert_int_eq(lgr_of(&A) != first, i >= 12);
+		ck_assert_int_eq(lgr_on_its_way(A.ctx, side_peer(&A)), i >= 12);
 	}
 	ck_assert_int_eq(lgr_conn_add(first, &c[16]), -ENOSPC);
-	/* full, the next group not active yet: fallback meanwhile */
+	/* full, the next group not active yet: wait for it (session_rdma) */
 	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
 	ck_assert(run_until(accept_one, WAIT_MS));
 	ck_assert(run_until(two_groups, WAIT_MS));
+	ck_assert(!lgr_on_its_way(A.ctx, side_peer(&A)));
 	ck_assert_ptr_eq(lgr_of(&A)->next, first);
 	ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), lgr_of(&A));
 	ck_assert_uint_eq(stat(&A, STAT_lgr_created), 2);

@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the VM: connections that arrive while the link group is still being
+# set up wait for it instead of taking the TCP fallback.  a reaches b's
+# peer port through a relay that holds every connection back for half a
+# second, so a's group cannot be active that soon after a starts; 8
+# connections opened at once right after a is ready must all verify,
+# each counted conns_lgr_waits (none had a group to go to) and
+# conns_rdma, none conns_fallback; `show conns` meanwhile lists them in
+# state rdma_wait.  (Without a group on its way nothing waits: the system
+# tests, which have no RDMA device, take the fallback at once.)
+. "$(dirname "$0")/lib.sh"
+
+rxe_setup
+rxe_pair_tools
+
+R=$RXE_RUNDIR
+PORT_B=7141
+PORT_RELAY=7143
+PORT_RULE=16420
+PORT_T=16421
+fail=0
+
+# relay LISTEN_PORT TO_PORT DELAY_S: every connection to LISTEN_PORT is
+# connected on to TO_PORT DELAY_S seconds later, then carried both ways.
+relay() {
+	perl -e '
+use strict; use Socket; use IO::Select;
+my ($lp, $tp, $delay, $ip) = @ARGV;
+$SIG{CHLD} = "IGNORE";
+socket(my $l, AF_INET, SOCK_STREAM, 0) or die "socket: $!\n";
+setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
+bind($l, pack_sockaddr_in($lp, inet_aton($ip))) or die "bind: $!\n";
+listen($l, 64) or die "listen: $!\n";
+while (accept(my $c, $l)) {
+	next if fork();
+	close($l);
+	select(undef, undef, undef, $delay);
+	socket(my $u, AF_INET, SOCK_STREAM, 0) or exit 1;
+	connect($u, pack_sockaddr_in($tp, inet_aton($ip))) or exit 1;
+	my $sel = IO::Select->new($c, $u);
+	for (;;) {
+		for my $h ($sel->can_read) {
+			my $n = sysread($h, my $buf, 65536);
+			exit 0 unless $n;
+			syswrite($h == $c ? $u : $c, $buf) == $n or exit 1;
+		}
+	}
+}' "$1" "$2" "$3" "$RXE_IP0" >>"$RXE_OUT/relay.log" 2>&1 &
+	relay_pid=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$1 '" ||
+		rxe_die "relay did not listen"
+}
+
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];"
+sed -i "s/$RXE_IP0:$PORT_B\"/$RXE_IP0:$PORT_RELAY\"/" "$R/a.conf"
+grep -q ":$PORT_RELAY\"" "$R/a.conf" || rxe_die "a.conf: no relay address"
+rxe_target_start
+relay $PORT_RELAY $PORT_B 0.5
+daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+
+# --- 8 connections while the group is on its way ---------------------------
+"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 8 -b 256K -T 60 \
+	>"$RXE_OUT/xfer.out" 2>&1 &
+x=$!
+if rxe_wait 10 sh -c "'$CTL' -s '$R/a.sock' -j show conns |
+		grep -q '\"state\": *\"rdma_wait\"'"; then
+	ok "show conns: connections in state rdma_wait"
+else
+	bad "no connection seen waiting (show conns)"
+fi
+if wait $x; then
+	ok "8 connections opened during the group's setup verify"
+else
+	bad "xfer: $(tail -3 "$RXE_OUT/xfer.out")"
+fi
+rxe_wait 10 logged a 'peer b: link group active as client' ||
+	bad "no active link group"
+expect_stat a conns_lgr_waits 8
+expect_stat a conns_rdma 8
+expect_stat a conns_fallback 0
+expect_stat b conns_rdma 8
+expect_stat b conns_fallback 0
+rxe_wait 30 stat_is a conns_active 0 || bad "a: connections still open"
+
+kill "$relay_pid" 2>/dev/null
+daemon_stop a || bad "daemon a exited with status $?"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+exit $fail
