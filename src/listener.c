@@ -30,8 +30,10 @@ struct listener {
 	void *arg;
 };
 
+/* A socket bound to addr (listening when backlog), shared with our other
+ * workers' (SO_REUSEPORT) when share.  fd or -errno. */
 static int
-listener_socket(const struct addr *addr, int backlog)
+listener_socket(const struct addr *addr, int backlog, bool share)
 {
 	int fd, one = 1;
 
@@ -40,7 +42,8 @@ listener_socket(const struct addr *addr, int backlog)
 	if (fd == -1)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+	    (share &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))))
 		goto fail;
 	if (addr->ss.ss_family == AF_INET6 &&
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
@@ -117,7 +120,7 @@ listener_new(struct worker *w, const struct addr *addr,
 	char buf[ADDR_STRLEN];
 	int fd;
 
-	fd = listener_socket(addr, LISTENER_BACKLOG);
+	fd = listener_socket(addr, LISTENER_BACKLOG, true);
 	if (fd < 0) {
 		errno = -fd;
 		log_warn("%s: worker %d: listen on %s", __func__, worker_id(w),
@@ -177,13 +180,17 @@ listener_free(struct listener *l)
 }
 
 /*
- * Can addr be listened on next to our own sockets?  Binds a socket with
- * the same options without listening.  0 or -errno.
+ * Is addr free of every listener, ours included?  Binds a socket without
+ * SO_REUSEPORT and without listening: a socket that listens there makes
+ * it fail with EADDRINUSE, also one with SO_REUSEPORT, which our own
+ * listeners would otherwise share with silently (another smcproxyd left
+ * running with the same addresses would take every other connection).
+ * Call it before our own sockets exist on addr.  0 or -errno.
  */
 int
 listener_probe(const struct addr *addr)
 {
-	int fd = listener_socket(addr, 0);
+	int fd = listener_socket(addr, 0, false);
 
 	if (fd < 0)
 		return fd;

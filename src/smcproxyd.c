@@ -60,7 +60,11 @@ smcproxyd_log_lines(char *text)
 		log_warnx("%s", line);
 }
 
-/* Any listen address new in next must be free for us before swapping. */
+/*
+ * Every listen address of next that old (NULL at start) does not have must
+ * be free of any other listener, before we swap to next (or start); and
+ * at start the peer port too.
+ */
 static int
 smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 			  FILE *errors)
@@ -69,9 +73,19 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 	int i, j, rc;
 	bool known;
 
+	if (old == NULL && next->has_peer_listen &&
+	    (rc = listener_probe(&next->peer_listen)) != 0) {
+		fprintf(errors, "%s: peer_listen.address: cannot listen on %s: "
+			"%s%s\n", next->path,
+			addr_str(&next->peer_listen, buf, sizeof(buf)),
+			strerror(-rc),
+			rc == -EADDRINUSE ? " (another process, perhaps another "
+					    "smcproxyd, listens there)" : "");
+		return rc;
+	}
 	for (i = 0; i < next->nrules; i++) {
 		known = false;
-		for (j = 0; j < old->nrules && !known; j++)
+		for (j = 0; old != NULL && j < old->nrules && !known; j++)
 			known = addr_equal(&old->rules[j].listen,
 					   &next->rules[i].listen);
 		if (known)
@@ -79,11 +93,14 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 		rc = listener_probe(&next->rules[i].listen);
 		if (rc) {
 			fprintf(errors, "%s:%d: rules.%s.listen: cannot listen "
-				"on %s: %s\n", next->path, next->rules[i].line,
+				"on %s: %s%s\n", next->path, next->rules[i].line,
 				next->rules[i].name,
 				addr_str(&next->rules[i].listen, buf,
 					 sizeof(buf)),
-				strerror(-rc));
+				strerror(-rc),
+				rc == -EADDRINUSE ?
+					" (another process, perhaps another "
+					"smcproxyd, listens there)" : "");
 			return rc;
 		}
 	}
@@ -258,6 +275,8 @@ main(int argc, char *argv[])
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
 
+	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
+		fatalx("%s: a listen address is taken; not starting", path);
 	rc = worker_start_all(conf_current);
 	if (rc) {
 		errno = -rc;

@@ -16,10 +16,10 @@ rxe_setup
 rxe_pair_tools
 
 R=$RXE_RUNDIR
-PORT_B=7141
-PORT_RELAY=7143
-PORT_RULE=16420
-PORT_T=16421
+PORT_B=7191
+PORT_RELAY=7193
+PORT_RULE=16470
+PORT_T=16469
 fail=0
 
 # relay LISTEN_PORT TO_PORT DELAY_S: every connection to LISTEN_PORT is
@@ -85,8 +85,7 @@ expect_stat b conns_rdma 8
 expect_stat b conns_fallback 0
 rxe_wait 30 stat_is a conns_active 0 || bad "a: connections still open"
 
+rxe_pair_stop
 kill "$relay_pid" 2>/dev/null
-daemon_stop a || bad "daemon a exited with status $?"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+wait "$relay_pid" 2>/dev/null
 exit $fail

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Starting up: "smcproxyd -n" accepts the pair's configs and rejects a
 # broken one with file:line; the daemon tells systemd READY=1 through
-# NOTIFY_SOCKET once it listens, and a single connection works end to end.
+# NOTIFY_SOCKET once it listens, and a single connection works end to end;
+# a second daemon with the same listen addresses refuses to start.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3
@@ -45,3 +46,20 @@ smc_log "A sent: $(cat "$T/notify.log")"
 wait_listen "$PORT_BPEER" 10 "$b_pid"
 
 xfer_client -n 1 -b 1M || fail "one connection through the pair failed"
+
+# A second daemon with the same addresses must not start: its listeners
+# would share the ports with the running ones (SO_REUSEPORT) and take
+# every other connection.  It says which address and why; A still serves.
+for d in a b; do
+	sed "s|control_socket = \"[^\"]*\"|control_socket = \"$T/${d}2.sock\"|" \
+		"$T/$d.conf" >"$T/${d}2.conf"
+	timeout 20 "$SMCPROXYD" -d -c "$T/${d}2.conf" >"$T/${d}2.log" 2>&1 &&
+		fail "a second daemon $d with the same addresses started"
+	grep -q 'cannot listen on .*another process' "$T/${d}2.log" ||
+		fail "second daemon $d: no address in use named: $(cat "$T/${d}2.log")"
+done
+for d in a b; do
+	grep -Eq 'conf(:[0-9]+)?: (peer_listen\.address|rules\.[a-z]+\.listen)' "$T/${d}2.log" ||
+		fail "second daemon $d: no config key named: $(cat "$T/${d}2.log")"
+done
+xfer_client -n 4 -b 1M || fail "the pair no longer serves every connection"
