@@ -250,7 +250,8 @@ rxe_run_checks() {
 		wait "$_pid"
 		_rc=$?
 		# Anything the check left running would disturb the next one.
-		kill -KILL -- "-$_pid" 2>/dev/null
+		# (dash: no "--" in kill; -PGID right after the signal)
+		kill -KILL "-$_pid" 2>/dev/null
 		[ "$_rc" = 124 ] && echo "rxe: check timed out" >>"$_dir/output.log"
 		echo "$_rc" >"$_dir/status"
 	done
