@@ -916,7 +916,8 @@ lgr_stats(const struct lgr *lgr)
 /*
  * The handshake failed (CLC, or CONFIRM_LINK of the first link) with
  * code; by_peer when the peer said so.  With decline, tell the peer.  The
- * client falls back to TCP for the back-off period.
+ * client falls back to TCP for the back-off period, and the data path
+ * hears of it (connections waiting for this group take the fallback now).
  */
 static void
 lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
@@ -948,6 +949,8 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 			  clc_decline_name(code), code);
 	}
 	lgr_dead(lgr);
+	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->setup_failed != NULL)
+		lgr->ctx->setup_failed(lgr, lgr->ctx->llc_arg);
 }
 
 /*

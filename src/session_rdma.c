@@ -119,6 +119,7 @@ static void session_rdma_link_up(struct lgr_link *link, void *arg);
 static void session_rdma_rkeys_announce(struct session_rdma *sr);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
+static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -169,6 +170,7 @@ session_rdma_worker_init(struct worker *w)
 	buf_pool_set_stats(srw->pool, worker_stats(w));
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
+	ctx->setup_failed = session_rdma_setup_failed;
 	ctx->llc_arg = srw;
 	return 0;
 }
@@ -205,6 +207,7 @@ session_rdma_worker_end(struct worker *w)
 	buf_pool_free(srw->pool);
 	srw->ctx->llc_rx = NULL;
 	srw->ctx->link_up = NULL;
+	srw->ctx->setup_failed = NULL;
 	srw->ctx->llc_arg = NULL;
 	free(srw);
 }
@@ -1116,9 +1119,9 @@ session_rdma_resume(struct session_rdma_worker *srw, struct session *s)
 }
 
 /*
- * A group to peer became active: the connections waiting for one go on,
- * in the order they came (any that find it full again wait for the next
- * one, which lgr_get has started by then, or fall back).
+ * A group to peer became active, or one failed: the connections waiting
+ * for one go on, in the order they came (any that find no room wait for
+ * the next group if one is on its way, else fall back).
  */
 static void
 session_rdma_unpark_peer(struct session_rdma_worker *srw,
@@ -1133,6 +1136,20 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 		if (strcmp(s->peer->name, peer->name) == 0)
 			session_rdma_resume(srw, s);
 	}
+}
+
+/*
+ * lgr.c: the setup of a client group to lgr's peer failed (the peer is
+ * backed off now): the connections waiting for it take the fallback at
+ * once rather than when their wait ends.
+ */
+static void
+session_rdma_setup_failed(struct lgr *lgr, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+
+	if (srw != NULL)
+		session_rdma_unpark_peer(srw, lgr->peer);
 }
 
 bool

@@ -846,7 +846,9 @@ struct lgr_ctx {
 		       void *arg);
 	/* the data path's: link became active (announce its rkeys there) */
 	void (*link_up)(struct lgr_link *link, void *arg);
-	void *llc_arg;			/* of both */
+	/* the data path's: a client group's setup failed (nothing waits) */
+	void (*setup_failed)(struct lgr *lgr, void *arg);
+	void *llc_arg;			/* of all three */
 };
 
 struct lgr_peer_info {

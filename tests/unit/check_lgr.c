@@ -636,7 +636,22 @@ START_TEST(broken_link_flushes)
 }
 END_TEST
 
-/* The server has no device: it declines NOSMCRDEV and A falls back. */
+static int setup_failures;
+
+static void
+count_setup_failed(struct lgr *lgr, void *arg)
+{
+	ck_assert_int_eq(lgr->role, LGR_ROLE_CLIENT);
+	ck_assert_int_eq(lgr->state, LGR_STATE_TERMINATING);
+	/* what waited for it must not wait for it again */
+	ck_assert(!lgr_on_its_way(lgr->ctx, lgr->peer));
+	setup_failures++;
+}
+
+/*
+ * The server has no device: it declines NOSMCRDEV and A falls back; A's
+ * data path hears of the failure once (its waiting connections go now).
+ */
 START_TEST(decline_nosmcrdev)
 {
 	struct lgr_peer_info info;
@@ -644,8 +659,12 @@ START_TEST(decline_nosmcrdev)
 
 	side_init(&A, "a", "b", 1, NULL, NULL);
 	side_init(&B, "b", "a", 0, NULL, NULL);
+	setup_failures = 0;
+	A.ctx->setup_failed = count_setup_failed;
+	B.ctx->setup_failed = count_setup_failed;	/* server: never */
 	connect_ab();
 	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_int_eq(setup_failures, 1);
 	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
 	ck_assert_str_eq(clc_decline_name(reason), "NOSMCRDEV");
