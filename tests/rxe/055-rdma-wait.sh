@@ -8,7 +8,9 @@
 # connections opened at once right after a is ready must all verify,
 # each counted conns_lgr_waits (none had a group to go to) and
 # conns_rdma, none conns_fallback; `show conns` meanwhile lists them in
-# state rdma_wait.  (Without a group on its way nothing waits: the system
+# state rdma_wait.  Then b has no device: the connections opened while a
+# waits for b's answer take the fallback as soon as b declines, not when
+# their wait ends.  (Without a group on its way nothing waits: the system
 # tests, which have no RDMA device, take the fallback at once.)
 . "$(dirname "$0")/lib.sh"
 
@@ -85,7 +87,39 @@ expect_stat b conns_rdma 8
 expect_stat b conns_fallback 0
 rxe_wait 30 stat_is a conns_active 0 || bad "a: connections still open"
 
-rxe_pair_stop
+daemon_stop a || bad "daemon a exited with status $?"
+daemon_stop b || bad "daemon b exited with status $?"
+
+# --- the group's setup fails: the waiting connections go at once ------------
+# b2 has no device and declines NOSMCRDEV; a2 (debug log) must send its
+# waiting connections over the fallback on the decline, not when their
+# 3 s are up ("no link group in ... ms" is that timer).
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];" "devices = [ \"nosuchdev\" ];"
+sed -i "s/$RXE_IP0:$PORT_B\"/$RXE_IP0:$PORT_RELAY\"/" "$R/a.conf"
+for d in a b; do
+	sed "s|$R/$d.sock|$R/${d}2.sock|" "$R/$d.conf" >"$R/${d}2.conf"
+done
+daemon_start b2 "$R/b2.conf" || rxe_die "daemon b2 did not start"
+daemon_start a2 "$R/a2.conf" -d || rxe_die "daemon a2 did not start"
+if "$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 64K -T 60 \
+	>"$RXE_OUT/xfer2.out" 2>&1; then
+	ok "4 connections opened while the setup fails verify"
+else
+	bad "xfer: $(tail -3 "$RXE_OUT/xfer2.out")"
+fi
+logged a2 'link group setup failed: peer declined, NOSMCRDEV' ||
+	bad "a2 did not log b2's decline"
+expect_stat a2 conns_lgr_waits 4
+expect_stat a2 conns_fallback 4
+if logged a2 'no link group in [0-9]+ ms'; then
+	bad "a2: a waiting connection fell back by its timer, not the decline"
+else
+	ok "a2: the waiting connections went on the decline"
+fi
+daemon_stop a2 || bad "daemon a2 exited with status $?"
+daemon_stop b2 || bad "daemon b2 exited with status $?"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
 kill "$relay_pid" 2>/dev/null
 wait "$relay_pid" 2>/dev/null
 exit $fail
