@@ -56,6 +56,10 @@ for _ in $(seq 600); do	# 60 s: slow when other tests load the machine
 	[ "$(stat_get a conns_active)" = 0 ] && break
 	sleep 0.1
 done
-[ "$(stat_get a conns_active)" = 0 ] || fail "the crowd's connections did not end"
+if [ "$(stat_get a conns_active)" != 0 ]; then
+	ctl a show conns >&2	# which state they are stuck in, for the log
+	ctl a stats >&2
+	fail "the crowd's connections did not end"
+fi
 xfer_client -n 4 -b 1M || fail "no transfer after the descriptors came back"
 kill -0 "$a_pid" 2>/dev/null || fail "daemon a died"
