@@ -60,6 +60,15 @@ smcproxyd_log_lines(char *text)
 		log_warnx("%s", line);
 }
 
+/* What to add to the error for a listen address that is taken. */
+static const char *
+smcproxyd_inuse_hint(int rc)
+{
+	return rc == -EADDRINUSE ?
+		" (another process, perhaps another smcproxyd, listens there)" :
+		"";
+}
+
 /*
  * Every listen address of next that old (NULL at start) does not have must
  * be free of any other listener, before we swap to next (or start); and
@@ -78,9 +87,7 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 		fprintf(errors, "%s: peer_listen.address: cannot listen on %s: "
 			"%s%s\n", next->path,
 			addr_str(&next->peer_listen, buf, sizeof(buf)),
-			strerror(-rc),
-			rc == -EADDRINUSE ? " (another process, perhaps another "
-					    "smcproxyd, listens there)" : "");
+			strerror(-rc), smcproxyd_inuse_hint(rc));
 		return rc;
 	}
 	for (i = 0; i < next->nrules; i++) {
@@ -97,10 +104,7 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 				next->rules[i].name,
 				addr_str(&next->rules[i].listen, buf,
 					 sizeof(buf)),
-				strerror(-rc),
-				rc == -EADDRINUSE ?
-					" (another process, perhaps another "
-					"smcproxyd, listens there)" : "");
+				strerror(-rc), smcproxyd_inuse_hint(rc));
 			return rc;
 		}
 	}
