@@ -112,6 +112,87 @@ rxe_setup() {
 	rxe_link "$RXE_DEV1" veth1 "$RXE_IP1"
 }
 
+# --- two hosts (vm-run -2) -----------------------------------------------------
+# Hosts a and b, one VM each, joined by one link: $RXE_LINK_IF with
+# $RXE_LINK_IP/24 here and $RXE_PEER_IP there (10.99.0.1 and .2, which
+# exist only inside the VMs), rxe0 on it.  They coordinate through files in
+# $RXE_SYNC_DIR, a folder both see (one per check under rxe_run_checks).
+#
+#   rxe_host_setup        rxe0 on the link; sets RXE_IP0 to this host's
+#                         address, RXE_PEER to the other host's letter
+#   rxe_signal NAME [VALUE]
+#                         tell the other host NAME (with a one-line VALUE)
+#   rxe_await NAME [SECONDS]
+#                         wait for the other host's NAME (default: the
+#                         check's timeout); fails at once when the other
+#                         host's check has ended
+#   rxe_value NAME        the VALUE NAME was signalled with
+#   rxe_barrier NAME      both hosts at NAME
+RXE_SYNC_DIR=${RXE_SYNC_DIR:-${RXE_SYNC:-}}
+
+rxe_host_setup() {
+	[ "$(id -u)" = 0 ] || rxe_die "rxe_host_setup needs root (run inside vm-run -2)"
+	case ${RXE_HOST:-} in
+	a) RXE_PEER=b ;;
+	b) RXE_PEER=a ;;
+	*) rxe_die "not one of two hosts: run this through tests/rxe/vm-run -2" ;;
+	esac
+	[ -d "$RXE_SYNC_DIR" ] || rxe_die "no shared folder ($RXE_SYNC_DIR)"
+	modprobe -a virtio_net rdma_rxe ib_uverbs sch_netem ||
+		rxe_die "modprobe failed"
+	ip link set lo up
+	if ! ip -4 addr show dev "$RXE_LINK_IF" 2>/dev/null |
+		grep -q "inet $RXE_LINK_IP/"; then
+		rxe_wait 10 test -e "/sys/class/net/$RXE_LINK_IF" ||
+			rxe_die "no $RXE_LINK_IF (virtio-net)"
+		ip addr add "$RXE_LINK_IP/24" dev "$RXE_LINK_IF" &&
+			ip link set "$RXE_LINK_IF" up ||
+			rxe_die "cannot bring $RXE_LINK_IF up"
+	fi
+	if [ ! -e "/sys/class/infiniband/$RXE_DEV0" ]; then
+		rdma link add "$RXE_DEV0" type rxe netdev "$RXE_LINK_IF" ||
+			rxe_die "rdma link add $RXE_DEV0 on $RXE_LINK_IF failed"
+	fi
+	rxe_wait 20 rxe_port_ready "$RXE_DEV0" "$RXE_LINK_IP" ||
+		rxe_die "$RXE_DEV0 did not get an active port with a RoCE v2 GID"
+	RXE_IP0=$RXE_LINK_IP
+}
+
+rxe_sync_has() {
+	ls "$RXE_SYNC_DIR" 2>/dev/null | grep -qxF -- "$1"
+}
+
+rxe_signal() {
+	printf '%s\n' "${2:-}" >"$RXE_SYNC_DIR/.$1.$RXE_HOST" &&
+		mv "$RXE_SYNC_DIR/.$1.$RXE_HOST" "$RXE_SYNC_DIR/$1"
+}
+
+# Polls a directory listing: 9p caches negative lookups, so a `test -e`
+# can go on saying no after the other VM made the file.
+rxe_await() {
+	_deadline=$(awk -v n="$(rxe_now)" -v t="${2:-${RXE_CHECK_TIMEOUT:-300}}" 		'BEGIN { print n + t }')
+	until rxe_sync_has "$1"; do
+		if rxe_sync_has "end.$RXE_PEER"; then
+			rxe_log "host $RXE_PEER ended its check before '$1'"
+			return 1
+		fi
+		if awk -v n="$(rxe_now)" -v d="$_deadline" 'BEGIN { exit !(n > d) }'
+		then
+			rxe_log "no '$1' from host $RXE_PEER in time"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+rxe_value() {
+	cat "$RXE_SYNC_DIR/$1"
+}
+
+rxe_barrier() {
+	rxe_signal "$1.$RXE_HOST" && rxe_await "$1.$RXE_PEER" "${2:-}"
+}
+
 rxe_alive() {
 	[ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
 }
@@ -238,17 +319,32 @@ daemon_stop() {
 # group with its own timeout (RXE_CHECK_TIMEOUT, 300 s), output in
 # $RXE_OUT/NAME/output.log and exit status in $RXE_OUT/NAME/status.  Each
 # check's $RXE_OUT is that directory.  run-checks turns this into TAP.
+# With two hosts both run the same checks: each starts on both together.
 rxe_run_checks() {
 	_top=$RXE_OUT
+	_sync_top=${RXE_SYNC:-}
 	for _check in "$@"; do
 		_name=$(basename "$_check" .sh)
 		_dir=$_top/$_name
 		mkdir -p "$_dir"
+		if [ -n "${RXE_HOST:-}" ]; then
+			# two hosts: each check starts on both at once and has
+			# a shared folder of its own
+			RXE_SYNC_DIR=$_sync_top/$_name
+			export RXE_SYNC_DIR
+			mkdir -p "$RXE_SYNC_DIR"
+			case $RXE_HOST in a) RXE_PEER=b ;; *) RXE_PEER=a ;; esac
+			if ! rxe_barrier start 120 >"$_dir/output.log" 2>&1; then
+				echo 99 >"$_dir/status"
+				continue
+			fi
+		fi
 		RXE_OUT=$_dir timeout -k 5 "${RXE_CHECK_TIMEOUT:-300}" \
-			sh "$_check" </dev/null >"$_dir/output.log" 2>&1 &
+			sh "$_check" </dev/null >>"$_dir/output.log" 2>&1 &
 		_pid=$!
 		wait "$_pid"
 		_rc=$?
+		[ -n "${RXE_HOST:-}" ] && rxe_signal "end.$RXE_HOST"
 		# Anything the check left running would disturb the next one.
 		# (dash: no "--" in kill; -PGID right after the signal)
 		kill -KILL "-$_pid" 2>/dev/null
@@ -377,4 +473,100 @@ rxe_pair_stop() {
 	daemon_stop b || bad "daemon b exited with status $?"
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null
+}
+
+# --- the pair across two hosts (vm-run -2: the 2NN checks) -------------------
+# Daemon a and its clients on host a: rule x on 127.0.0.1:$PORT_RULE to peer
+# b's export x; daemon b and the servers on host b: it listens for peers on
+# $RXE_IP0:$PORT_B across the link, export x is an xfer server on
+# 127.0.0.1:$PORT_T there.  One pre-shared key, made on b and handed over
+# through the shared folder.  Each helper is called on both hosts; each
+# daemon is asked (stats, expect_stat) only on its own host.
+#
+#   rxe2_pair_confs RDMA [MORE_RULES [MORE_EXPORTS]]
+#                         this host's $R/NAME.conf (a or b); RDMA goes into
+#                         the rdma section on both
+#   rxe2_pair_start RDMA [MORE_RULES [MORE_EXPORTS]]
+#                         b: key, confs, the xfer server, daemon b; a:
+#                         daemon a, a first connection that must verify,
+#                         and the group active on both
+#   rxe2_stats_reset      both daemons' counters reset, hosts in step
+#   rxe2_pair_stop        a stops first, then b and its server
+#   rxe_fds NAME          how many descriptors daemon NAME holds
+#   rxe_no_lgrs NAME      NAME's `show lgrs` lists no group
+
+rxe2_pair_confs() {
+	if [ "$RXE_HOST" = b ]; then
+		cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+peer_listen: { address = "$RXE_IP0:$PORT_B"; };
+peers = ( { name = "a"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; }${3:-} );
+rdma: { $1 };
+EOF
+	else
+		cat >"$R/a.conf" <<EOF
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+peers = ( { name = "b"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
+rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
+            export = "x"; }${2:-} );
+rdma: { $1 };
+EOF
+	fi
+}
+
+rxe2_pair_start() {
+	if [ "$RXE_HOST" = b ]; then
+		head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" &&
+			cp "$R/psk" "$RXE_SYNC_DIR/.psk" &&
+			mv "$RXE_SYNC_DIR/.psk" "$RXE_SYNC_DIR/psk" ||
+			rxe_die "cannot write the key"
+		rxe2_pair_confs "$@"
+		rxe_target_start
+		daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+		rxe_signal b-ready
+		rxe_await a-ready || rxe_die "a did not get its group up"
+		rxe_wait 10 logged b 'peer a: link group active as server' ||
+			rxe_die "no active link group on b"
+	else
+		rxe_await b-ready || rxe_die "b did not start"
+		cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" ||
+			rxe_die "cannot read b's key"
+		rxe2_pair_confs "$@"
+		daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+		xfer_ok "first connection across the link (it waits for the group, or falls back)" \
+			-n 1 -b 64K -T 60
+		rxe_wait 30 logged a 'peer b: link group active as client' ||
+			rxe_die "no active link group on a"
+		rxe_signal a-ready
+	fi
+	ok "link group between the hosts active"
+}
+
+rxe2_stats_reset() {
+	"$CTL" -s "$R/$RXE_HOST.sock" stats reset >/dev/null ||
+		bad "stats reset on $RXE_HOST"
+	rxe_barrier "reset${1:-}" 60 || rxe_die "the hosts are out of step"
+}
+
+rxe2_pair_stop() {
+	if [ "$RXE_HOST" = a ]; then
+		daemon_stop a || bad "daemon a exited with status $?"
+		rxe_signal a-stopped
+	else
+		rxe_await a-stopped 60
+		daemon_stop b || bad "daemon b exited with status $?"
+		kill "$server" 2>/dev/null
+		wait "$server" 2>/dev/null
+	fi
+}
+
+rxe_fds() {
+	eval "_p=\${rxe_pid_$1:-}"
+	ls "/proc/$_p/fd" 2>/dev/null | wc -l
+}
+
+rxe_no_lgrs() {
+	"$CTL" -s "$R/$1.sock" -j show lgrs >"$RXE_OUT/$1.lgrs.json" 2>&1 &&
+		! grep -q '"state"' "$RXE_OUT/$1.lgrs.json"
 }
