@@ -59,7 +59,9 @@ struct dev_sge {
 	uint32_t lkey;
 };
 
-enum dev_wr_opcode { DEV_WR_SEND, DEV_WR_WRITE };
+/* The engine posts SENDs and WRITEs only; WRITE_IMM is there so that the
+ * loopdev model can play a peer that sends one (it consumes a receive). */
+enum dev_wr_opcode { DEV_WR_SEND, DEV_WR_WRITE, DEV_WR_WRITE_IMM };
 
 #define DEV_SEND_SIGNALED 0x1
 #define DEV_SEND_SOLICITED 0x2
@@ -72,7 +74,7 @@ struct dev_send_wr {
 	int flags;
 	struct dev_sge *sg_list;
 	int num_sge;
-	uint64_t remote_addr;	/* DEV_WR_WRITE */
+	uint64_t remote_addr;	/* DEV_WR_WRITE, DEV_WR_WRITE_IMM */
 	uint32_t rkey;
 };
 
@@ -93,10 +95,22 @@ enum dev_wc_status {
 	DEV_WC_GENERAL_ERR,
 };
 
-enum dev_wc_opcode { DEV_WC_SEND, DEV_WC_RDMA_WRITE, DEV_WC_RECV };
+/*
+ * A receive completion is DEV_WC_RECV for a SEND; a peer's WRITE with
+ * immediate consumes a receive too (DEV_WC_RECV_RDMA_WITH_IMM) without
+ * writing into its buffer, and anything else on the receive queue is
+ * reported as DEV_WC_RECV_OTHER.
+ */
+enum dev_wc_opcode {
+	DEV_WC_SEND,
+	DEV_WC_RDMA_WRITE,
+	DEV_WC_RECV,
+	DEV_WC_RECV_RDMA_WITH_IMM,
+	DEV_WC_RECV_OTHER,
+};
 
-/* A failed send-queue completion's opcode is a guess (verbs leaves it
- * undefined): tell WRs apart by wr_id. */
+/* A failed completion's opcode is a guess (verbs leaves it undefined):
+ * tell WRs apart by wr_id; a failed receive says DEV_WC_RECV. */
 struct dev_wc {
 	uint64_t wr_id;
 	enum dev_wc_status status;

@@ -1237,8 +1237,11 @@ ib_post_send(struct dev_qp *qp, struct dev_send_wr *wr)
 			w->wr_id = wr->wr_id;
 			w->sg_list = &sges[nsge];
 			w->num_sge = wr->num_sge;
-			if (wr->opcode == DEV_WR_WRITE) {
-				w->opcode = IBV_WR_RDMA_WRITE;
+			if (wr->opcode == DEV_WR_WRITE ||
+			    wr->opcode == DEV_WR_WRITE_IMM) {
+				w->opcode = wr->opcode == DEV_WR_WRITE ?
+						    IBV_WR_RDMA_WRITE :
+						    IBV_WR_RDMA_WRITE_WITH_IMM;
 				w->wr.rdma.remote_addr = wr->remote_addr;
 				w->wr.rdma.rkey = wr->rkey;
 			} else {
@@ -1331,8 +1334,17 @@ ib_wc_convert(struct ib_qp *q, const struct ibv_wc *in, struct dev_wc *out,
 	out->wr_id = in->wr_id;
 	out->status = ib_wc_status(in->status);
 	out->byte_len = recv ? in->byte_len : 0;
-	if (recv)
+	/* verbs defines the opcode of successful completions only; on the
+	 * receive CQ a peer's WRITE with immediate completes too, and the
+	 * engine must not take it for a message */
+	if (recv && in->status != IBV_WC_SUCCESS)
 		out->opcode = DEV_WC_RECV;
+	else if (recv && in->opcode == IBV_WC_RECV)
+		out->opcode = DEV_WC_RECV;
+	else if (recv && in->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		out->opcode = DEV_WC_RECV_RDMA_WITH_IMM;
+	else if (recv)
+		out->opcode = DEV_WC_RECV_OTHER;
 	else if (in->opcode == IBV_WC_RDMA_WRITE)
 		out->opcode = DEV_WC_RDMA_WRITE;
 	else

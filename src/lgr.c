@@ -663,7 +663,16 @@ lgr_flush_ms(const struct lgr_ctx *ctx)
 static void
 lgr_wr_down(struct wr_link *l, void *arg)
 {
-	lgr_link_fail(arg, LLC_DEL_LOST_PATH, false, "device fault");
+	struct lgr_link *link = arg;
+
+	if (wr_link_stats(l)->rx_bad_opcode > 0) {
+		STATS_INC(link->lgr->ctx->stats, llc_protocol_errors);
+		lgr_link_fail(link, LLC_DEL_PROT_VIOL, false,
+			      "protocol violation: a receive completed by "
+			      "no SEND");
+		return;
+	}
+	lgr_link_fail(link, LLC_DEL_LOST_PATH, false, "device fault");
 }
 
 static struct lgr_link *
@@ -1705,7 +1714,8 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	inet_ntop(AF_INET6, link->peer.gid, pgid, sizeof(pgid));
 	return json_pack(
 		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
-		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		" s:f}",
 		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
 		"state", lgr_link_state_name(link->state), "device",
 		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
@@ -1718,7 +1728,8 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 		"slot_waits", (json_int_t)ws->slot_waits, "wakeups",
 		(json_int_t)ws->wakeups, "slot_wait_timeouts",
 		(json_int_t)ws->slot_wait_timeouts, "rx_unknown",
-		(json_int_t)ws->rx_unknown, "test_link_sent",
+		(json_int_t)ws->rx_unknown, "rx_bad_opcode",
+		(json_int_t)ws->rx_bad_opcode, "test_link_sent",
 		(json_int_t)link->test_sent, "test_link_answered",
 		(json_int_t)link->test_answered, "up_s",
 		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);

@@ -26,6 +26,11 @@
  *   responder error).  A SEND longer than the receive buffer completes
  *   with LOC_ERR at the receiver and GENERAL_ERR (verbs: remote invalid
  *   request) at the sender, both QPs in error.
+ * - A WRITE with immediate (DEV_WR_WRITE_IMM, which the engine never
+ *   posts: a test plays a peer with it) writes like a WRITE and then
+ *   consumes the peer's first receive, whose completion says
+ *   DEV_WC_RECV_RDMA_WITH_IMM with the length written; the receive
+ *   buffer is not touched.
  * - Receiver not ready: with rnr_retry 7 (what ib.c sets: infinite) a
  *   SEND finding no receive posted waits, and the WRs behind it, until
  *   one is; loopdev_rnr_waits() counts such SENDs.  A peer QP not yet
@@ -227,7 +232,7 @@ loopdev_cqe_add(struct loopdev_qp *q, bool recv, uint64_t wr_id,
 static enum dev_wc_opcode
 loopdev_wc_opcode(const struct loopdev_swr *w)
 {
-	return w->opcode == DEV_WR_WRITE ? DEV_WC_RDMA_WRITE : DEV_WC_SEND;
+	return w->opcode == DEV_WR_SEND ? DEV_WC_SEND : DEV_WC_RDMA_WRITE;
 }
 
 /* w ends: a completion when signaled or failed. */
@@ -415,6 +420,14 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 	}
 	if (w->opcode == DEV_WR_SEND)
 		return loopdev_deliver_send(q, w, p, &src);
+	/* with immediate: it needs a receive of p, as a SEND does */
+	if (w->opcode == DEV_WR_WRITE_IMM && TAILQ_EMPTY(&p->rq)) {
+		if (!w->rnr_counted) {
+			w->rnr_counted = true;
+			q->rnr_waits++;
+		}
+		return false;
+	}
 
 	if (src.total > 0 &&
 	    loopdev_mr_find(p->dev, w->rkey, true, w->remote_addr, src.total,
@@ -428,6 +441,16 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 
 		loopdev_span_add(&dst, w->remote_addr, src.total);
 		loopdev_span_copy(&dst, &src);
+	}
+	if (w->opcode == DEV_WR_WRITE_IMM) {
+		struct loopdev_rwr *r = TAILQ_FIRST(&p->rq);
+
+		/* the receive is consumed, its buffer left as it was */
+		TAILQ_REMOVE(&p->rq, r, entry);
+		loopdev_cqe_add(p, true, r->wr_id, DEV_WC_SUCCESS,
+				DEV_WC_RECV_RDMA_WITH_IMM, (uint32_t)src.total,
+				NULL);
+		free(r);
 	}
 	loopdev_swr_complete(q, w, DEV_WC_SUCCESS);
 	return true;
@@ -916,7 +939,8 @@ loopdev_post_one(struct loopdev_qp *q, const struct dev_send_wr *wr)
 	if (q->sq_used >= q->caps.max_send_wr)
 		return -ENOMEM;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->caps.max_send_sge ||
-	    (wr->opcode != DEV_WR_SEND && wr->opcode != DEV_WR_WRITE))
+	    (wr->opcode != DEV_WR_SEND && wr->opcode != DEV_WR_WRITE &&
+	     wr->opcode != DEV_WR_WRITE_IMM))
 		return -EINVAL;
 	if (wr->flags & DEV_SEND_INLINE) {
 		for (i = 0; i < wr->num_sge; i++)

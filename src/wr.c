@@ -19,7 +19,10 @@
  * A waiter parked longer than WR_SLOT_WAIT_MAX_MS is a link fault.
  *
  * RX: max_recv_wr buffers, each reposted as soon as its message has been
- * dispatched by its first byte (the message type) to a handler.
+ * dispatched by its first byte (the message type) to a handler.  Only a
+ * SEND delivers a message: any other receive completion (a peer's WRITE
+ * with immediate) leaves the buffer as it was, and is a protocol
+ * violation that takes the link down (counted in rx_bad_opcode).
  *
  * Completions: the device calls wr_completion(); we poll in batches,
  * re-arm, and poll again so a completion racing the re-arm is not lost.
@@ -395,6 +398,14 @@ wr_handle_wc(struct wr_link *l, const struct dev_wc *wc)
 		default:
 			if (!l->down && wr_rx_post(l, index))
 				wr_link_fault(l, "post_recv failed");
+			return;
+		}
+		if (wc->opcode != DEV_WC_RECV) {
+			/* a peer's WRITE with immediate consumed the receive:
+			 * its buffer still holds the last message */
+			l->stats.rx_bad_opcode++;
+			wr_link_down(l, "a receive completed by no SEND "
+					"(protocol violation)");
 			return;
 		}
 		fn = wc->byte_len > 0 ?

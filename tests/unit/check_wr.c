@@ -494,6 +494,57 @@ START_TEST(bad_rkey_is_remote_access_error)
 }
 END_TEST
 
+/*
+ * A peer's WRITE with immediate consumes a receive without writing its
+ * buffer, which still holds an earlier message: it must not be taken for
+ * a message (the old one would be dispatched again), it is a protocol
+ * violation that takes the link down.
+ */
+START_TEST(write_with_imm_is_protocol_violation)
+{
+	static uint8_t src[16], rmb[64];
+	struct dev_mr smr, rmr;
+	struct dev_sge sge;
+	struct dev_send_wr wr;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 4, 4, false, WR_WAIT_EXCLUSIVE);
+	/* every receive buffer of b has held a message once */
+	for (i = 0; i < 4; i++) {
+		send_msg(&p, p.a, (uint8_t)i);
+		run(&p);
+	}
+	ck_assert_int_eq(p.rx_count, 4);
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src),
+					    DEV_ACCESS_LOCAL_WRITE, &smr),
+			 0);
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, rmb, sizeof(rmb),
+					    DEV_ACCESS_LOCAL_WRITE |
+						    DEV_ACCESS_REMOTE_WRITE,
+					    &rmr),
+			 0);
+	sge = (struct dev_sge){ (uint64_t)(uintptr_t)src, sizeof(src),
+				smr.lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x77;
+	wr.opcode = DEV_WR_WRITE_IMM;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.remote_addr = (uint64_t)(uintptr_t)rmb;
+	wr.rkey = rmr.rkey;
+	ck_assert_int_eq(loopdev_ops.post_send(wr_link_qp(p.a), &wr), 0);
+	run(&p);
+	ck_assert_int_eq(p.rx_count, 4);	/* nothing dispatched again */
+	ck_assert_int_eq(p.b_down, 1);
+	ck_assert(wr_link_is_down(p.b));
+	ck_assert_uint_eq(wr_link_stats(p.b)->rx_bad_opcode, 1);
+	loopdev_ops.mr_dereg(p.dev, &smr);
+	loopdev_ops.mr_dereg(p.dev, &rmr);
+	pair_close(&p);
+}
+END_TEST
+
 static Suite *
 wr_suite(void)
 {
@@ -518,6 +569,7 @@ wr_suite(void)
 	tcase_add_test(tc, post_failure_takes_link_down_and_frees_slot);
 	tcase_add_test(tc, dropped_link_flushes);
 	tcase_add_test(tc, bad_rkey_is_remote_access_error);
+	tcase_add_test(tc, write_with_imm_is_protocol_violation);
 	suite_add_tcase(s, tc);
 	return s;
 }
