@@ -56,6 +56,12 @@
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 
+/* Sessions in order, linked through park_prev/park_next. */
+struct session_rdma_queue {
+	struct session *head, *tail;
+	unsigned int n;
+};
+
 /* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
 struct session_rdma_worker {
 	struct worker *w;
@@ -63,8 +69,9 @@ struct session_rdma_worker {
 	struct buf_pool *pool; /* on every device of the worker's links */
 	uint32_t last_token;   /* tokens 1..last_token were handed out */
 	/* client connections waiting for a group on its way (FIFO) */
-	struct session *parked_head, *parked_tail;
-	unsigned int nparked;
+	struct session_rdma_queue parked;
+	/* taken off parked by a wake-up, each to go on exactly once */
+	struct session_rdma_queue woken;
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -1050,12 +1057,34 @@ session_rdma_free(struct session_rdma *sr)
 
 /* ---- rule side ---- */
 
-/*
- * Rule side: carry the new client connection s over an active link group
- * to its peer, if there is one with room and buffers: CONN_OPEN is sent
- * and the answer awaited.  false when s is to take the fallback (s is
- * untouched then); true when s is taken care of.
- */
+static void
+session_rdma_queue_add(struct session_rdma_queue *q, struct session *s)
+{
+	s->park_next = NULL;
+	s->park_prev = q->tail;
+	if (q->tail != NULL)
+		q->tail->park_next = s;
+	else
+		q->head = s;
+	q->tail = s;
+	q->n++;
+}
+
+static void
+session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
+{
+	if (s->park_prev != NULL)
+		s->park_prev->park_next = s->park_next;
+	else
+		q->head = s->park_next;
+	if (s->park_next != NULL)
+		s->park_next->park_prev = s->park_prev;
+	else
+		q->tail = s->park_prev;
+	s->park_prev = s->park_next = NULL;
+	q->n--;
+}
+
 /*
  * No group to s's peer has room, but one is on its way (set up at start,
  * after a failure, or the next one begun at three quarters full): s waits
@@ -1067,17 +1096,11 @@ session_rdma_free(struct session_rdma *sr)
 static bool
 session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 {
-	if (s->parked || srw->nparked >= SESSION_RDMA_PARKED_MAX ||
+	if (s->parked || s->woken ||
+	    srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
 	    !lgr_on_its_way(srw->ctx, s->peer))
 		return false;
-	s->park_next = NULL;
-	s->park_prev = srw->parked_tail;
-	if (srw->parked_tail != NULL)
-		srw->parked_tail->park_next = s;
-	else
-		srw->parked_head = s;
-	srw->parked_tail = s;
-	srw->nparked++;
+	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
 	s->mode = SESSION_MODE_RDMA;	/* its timer comes to us */
 	s->state = SESSION_RDMA_WAIT;
@@ -1089,52 +1112,49 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 	return true;
 }
 
+/* s waits no more (parked, or woken and not yet gone on); else a no-op. */
 static void
 session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
 {
-	if (!s->parked)
+	if (s->parked)
+		session_rdma_queue_del(&srw->parked, s);
+	else if (s->woken)
+		session_rdma_queue_del(&srw->woken, s);
+	else
 		return;
-	if (s->park_prev != NULL)
-		s->park_prev->park_next = s->park_next;
-	else
-		srw->parked_head = s->park_next;
-	if (s->park_next != NULL)
-		s->park_next->park_prev = s->park_prev;
-	else
-		srw->parked_tail = s->park_prev;
-	s->park_prev = s->park_next = NULL;
-	s->parked = false;
-	srw->nparked--;
+	s->parked = s->woken = false;
 	session_timer(s, 0);
 	s->mode = SESSION_MODE_FALLBACK;
-}
-
-/* A parked s goes on: over RDMA if a group has room now, else fallback. */
-static void
-session_rdma_resume(struct session_rdma_worker *srw, struct session *s)
-{
-	session_rdma_unpark(srw, s);
-	if (!session_rdma_connect(s))
-		fallback_connect(s);
 }
 
 /*
  * A group to peer became active, or one failed: the connections waiting
  * for one go on, in the order they came (any that find no room wait for
- * the next group if one is on its way, else fall back).
+ * the next group if one is on its way, else fall back).  Going on can
+ * start a group whose setup fails at once, which wakes peer's waiters
+ * again from inside this loop: so they are all moved to the woken queue
+ * first, and each leaves it before it goes on, whoever takes it.  One
+ * that parks again meanwhile waits for the next wake-up.
  */
 static void
 session_rdma_unpark_peer(struct session_rdma_worker *srw,
 			 const struct conf_peer *peer)
 {
-	struct session *s, *next, *list = srw->parked_head;
-	unsigned int n = srw->nparked;
+	struct session *s, *next;
 
-	/* resuming may park again: walk only those parked before */
-	for (s = list; s != NULL && n > 0; s = next, n--) {
+	for (s = srw->parked.head; s != NULL; s = next) {
 		next = s->park_next;
-		if (strcmp(s->peer->name, peer->name) == 0)
-			session_rdma_resume(srw, s);
+		if (strcmp(s->peer->name, peer->name) != 0)
+			continue;
+		session_rdma_queue_del(&srw->parked, s);
+		s->parked = false;
+		session_rdma_queue_add(&srw->woken, s);
+		s->woken = true;
+	}
+	while ((s = srw->woken.head) != NULL) {
+		session_rdma_unpark(srw, s);
+		if (!session_rdma_connect(s))
+			fallback_connect(s);
 	}
 }
 
@@ -1152,6 +1172,12 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 		session_rdma_unpark_peer(srw, lgr->peer);
 }
 
+/*
+ * Rule side: carry the new client connection s over an active link group
+ * to its peer, if there is one with room and buffers: CONN_OPEN is sent
+ * and the answer awaited.  false when s is to take the fallback (s is
+ * untouched then); true when s is taken care of.
+ */
 bool
 session_rdma_connect(struct session *s)
 {
@@ -1592,8 +1618,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 {
 	struct session_rdma *sr = s->rdma;
 
-	if (s->parked)
-		session_rdma_unpark(session_rdma_worker(s->w), s);
+	session_rdma_unpark(session_rdma_worker(s->w), s);
 	if (sr == NULL)
 		return;
 	s->rdma = NULL;

@@ -293,6 +293,7 @@ struct session {
 	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
 	struct session *park_prev, *park_next; /* SESSION_RDMA_WAIT */
 	bool parked;
+	bool woken;		/* off parked, about to go on */
 };
 
 const char *session_reason_name(enum session_reason r);

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The rule side of the RDMA data path in a real worker thread: client
+ * connections that wait for a link group on its way, and what happens to
+ * them when it comes.  The worker's group reaches a second "daemon" (a
+ * server-side lgr_ctx on the worker's event base) over loopdev; the peer
+ * port is a socket of the test, which counts the fallback connections.
+ * What a user would notice: a client connection taken twice (two
+ * connections to the peer, a leaked socket, or a crash).
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "dev.h"
+
+#define NCLIENTS 200
+#define GROUP_CONNS 16 /* max_conns_per_lgr: the rest fall back */
+#define WAIT_MS 5000
+
+static struct conf *conf_a, *conf_b;
+static struct worker *w;
+static struct lgr_ctx *ctx_b;
+static struct stats st_b;
+static struct auth_limit al_b;
+static struct dev *dev_a, *dev_b;
+static int peer_fd = -1; /* the peer port, A's fallback connects here */
+static int clients[NCLIENTS];
+static int peers[NCLIENTS + 1]; /* what came to the peer port */
+static int npeers;
+static int rule_port;
+
+/*
+ * A's device: its QP creation fails after the first; it goes before the
+ * worker's buffer pool, whose deregistrations then have nothing to do.
+ */
+static struct dev_ops flaky_ops;
+static int qps_created;
+static bool devs_freed;
+
+static void
+flaky_mr_dereg(struct dev *d, struct dev_mr *mr)
+{
+	if (!devs_freed)
+		loopdev_ops.mr_dereg(d, mr);
+}
+
+static struct dev_qp *
+flaky_qp_create(struct dev *d, struct event_base *base,
+		const struct dev_qp_caps *want, struct dev_qp_caps *got,
+		const struct dev_qp_cb *cb)
+{
+	if (qps_created++ >= 1) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return loopdev_ops.qp_create(d, base, want, got, cb);
+}
+
+/* B takes CONN_OPEN and never answers: A's connections just wait. */
+static void
+b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
+{
+}
+
+static int
+listen_any(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(fd, 1024), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static int
+connect_to(int port)
+{
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* The next connection to the peer port within ms, or -1. */
+static int
+peer_accept(int ms)
+{
+	struct pollfd p = { peer_fd, POLLIN, 0 };
+	int fd;
+
+	for (;;) {
+		fd = accept4(peer_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0 || errno != EAGAIN)
+			return fd;
+		if (poll(&p, 1, ms) <= 0)
+			return -1;
+	}
+}
+
+static uint64_t
+stat_a(enum stats_id id)
+{
+	return stats_read(worker_stats(w), id);
+}
+
+static bool
+wait_stat_a(enum stats_id id, uint64_t want)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		if (stat_a(id) >= want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void
+setup_cb(struct worker *wk, void *arg)
+{
+	struct lgr_ctx *ctx_a = lgr_worker_ctx(wk);
+
+	ck_assert_ptr_nonnull(ctx_a);
+	flaky_ops = loopdev_ops;
+	flaky_ops.qp_create = flaky_qp_create;
+	flaky_ops.mr_dereg = flaky_mr_dereg;
+	devs_freed = false;
+	dev_a = loopdev_new(worker_base(wk));
+	dev_b = loopdev_new(worker_base(wk));
+	ck_assert_ptr_nonnull(dev_a);
+	ck_assert_ptr_nonnull(dev_b);
+	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"),
+			 0);
+	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
+	ck_assert_ptr_nonnull(ctx_b);
+	ctx_b->llc_rx = b_llc_rx;
+	ck_assert_int_eq(lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb"),
+			 0);
+}
+
+static void
+serve_cb(struct worker *wk, void *arg)
+{
+	ck_assert_int_eq(clc_serve(ctx_b, *(int *)arg, NULL, NULL, 0), 0);
+}
+
+static void
+close_cb(struct worker *wk, void *arg)
+{
+	session_close_all(wk, SESSION_SHUTDOWN);
+	lgr_ctx_free(ctx_b);
+	ctx_b = NULL;
+}
+
+static void
+groups_cb(struct worker *wk, void *arg)
+{
+	*(bool *)arg = lgr_worker_ctx(wk)->lgrs != NULL;
+}
+
+/* A's device goes with the test, not with the worker's context. */
+static void
+devs_cb(struct worker *wk, void *arg)
+{
+	lgr_worker_ctx(wk)->ndevs = 0;
+	loopdev_free(dev_a);
+	loopdev_free(dev_b);
+	devs_freed = true;
+}
+
+static void
+setup(void)
+{
+	char text[1024];
+	int peer_port, fd, i;
+
+	log_init(1, LOG_LEVEL_WARN);
+	peer_fd = listen_any(&peer_port);
+	fd = listen_any(&rule_port);
+	close(fd);
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
+		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
+		 " insecure = true; any_source = true; } );\n"
+		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
+		 " peer = \"b\"; export = \"e\"; } );\n"
+		 "rdma: { max_links = 1; max_conns_per_lgr = %d; };\n",
+		 peer_port, rule_port, GROUP_CONNS);
+	conf_a = conf_load_string(text, "a.conf", stderr);
+	ck_assert_ptr_nonnull(conf_a);
+	conf_hold(conf_a);
+	conf_b = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
+				  "peers = ( { name = \"a\";"
+				  " address = \"127.0.0.1:1\";"
+				  " insecure = true; any_source = true; } );\n",
+				  "b.conf", stderr);
+	ck_assert_ptr_nonnull(conf_b);
+	conf_hold(conf_b);
+	for (i = 0; i < NCLIENTS; i++)
+		clients[i] = -1;
+	npeers = 0;
+	ck_assert_int_eq(worker_start_all(conf_a), 0);
+	w = worker_get(0);
+	worker_call(w, setup_cb, NULL);
+}
+
+static void
+teardown(void)
+{
+	bool groups = true;
+	int i;
+
+	worker_call(w, close_cb, NULL);
+	for (i = 0; i < WAIT_MS / 10 && groups; i++) {
+		worker_call(w, groups_cb, &groups);
+		if (groups)
+			usleep(10000);
+	}
+	worker_call(w, devs_cb, NULL);
+	worker_stop_all(0);
+	worker_join_all();
+	for (i = 0; i < NCLIENTS; i++)
+		if (clients[i] >= 0)
+			close(clients[i]);
+	for (i = 0; i < npeers; i++)
+		close(peers[i]);
+	close(peer_fd);
+	conf_drop(conf_a);
+	conf_drop(conf_b);
+}
+
+/*
+ * 200 connections wait for the group on its way; when it comes, the
+ * first take it until it is three quarters full, and the next group it
+ * wants cannot be had (no QP): that failure wakes the waiters again from
+ * inside the first wake-up.  Each waiter goes on once: 16 in the group,
+ * every other one over exactly one fallback connection.
+ */
+START_TEST(woken_once)
+{
+	int clc_fd, fd, i;
+
+	clients[0] = connect_to(rule_port);
+	/* the first client starts the group: its CLC connection, held */
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	for (i = 1; i < NCLIENTS; i++)
+		clients[i] = connect_to(rule_port);
+	ck_assert(wait_stat_a(STAT_conns_lgr_waits, NCLIENTS));
+	ck_assert_int_eq(stat_a(STAT_conns_accepted), NCLIENTS);
+	worker_call(w, serve_cb, &clc_fd);
+	while (npeers <= NCLIENTS - GROUP_CONNS &&
+	       (fd = peer_accept(npeers < NCLIENTS - GROUP_CONNS ? WAIT_MS :
+								   500)) >= 0)
+		peers[npeers++] = fd;
+	ck_assert_int_eq(qps_created, 2);
+	ck_assert_int_eq(npeers, NCLIENTS - GROUP_CONNS);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), NCLIENTS);
+}
+END_TEST
+
+static Suite *
+session_rdma_suite(void)
+{
+	Suite *s = suite_create("session_rdma");
+	TCase *tc = tcase_create("park");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, woken_once);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(session_rdma_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
