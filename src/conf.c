@@ -9,6 +9,7 @@
  * problem is never returned, so the daemon never runs on a half-read file.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <errno.h>
 #include <limits.h>
@@ -1385,6 +1386,7 @@ conf_load(const char *path, FILE *errors)
 	struct conf *conf = NULL;
 	char *dir = NULL, *slash;
 	FILE *fp = NULL;
+	struct stat st;
 	config_t cfg;
 	bool ok;
 
@@ -1393,6 +1395,13 @@ conf_load(const char *path, FILE *errors)
 		if (errors != NULL)
 			fprintf(errors, "%s: %s\n", path, strerror(errno));
 		return NULL;
+	}
+	/* libconfig's scanner exits the process on a read error (EISDIR) */
+	if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (errors != NULL)
+			fprintf(errors, "%s: is a directory, not a file\n",
+				path);
+		goto out;
 	}
 	slash = strrchr(path, '/');
 	dir = slash == NULL ? strdup(".") : strndup(path, (size_t)(slash - path));

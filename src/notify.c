@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The systemd readiness protocol (sd_notify): one datagram with
- * "READY=1", "RELOADING=1", "STOPPING=1" to $NOTIFY_SOCKET.  A dozen lines
- * of protocol do not justify linking libsystemd.
+ * "READY=1", "RELOADING=1", "STOPPING=1" and a STATUS= line for
+ * "systemctl status" to $NOTIFY_SOCKET.  A dozen lines of protocol need no
+ * libsystemd.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "smcproxyd.h"
@@ -47,4 +51,77 @@ notify_send(const char *state)
 		   (struct sockaddr *)&sun, len) == -1)
 		log_warn("%s: sendto %s", __func__, path);
 	close(fd);
+}
+
+/* notify_send() with a formatted state. */
+static void __attribute__((format(printf, 1, 2)))
+notify_sendf(const char *fmt, ...)
+{
+	char state[512];
+	va_list ap;
+
+	if (getenv("NOTIFY_SOCKET") == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(state, sizeof(state), fmt, ap);
+	va_end(ap);
+	notify_send(state);
+}
+
+static const char *
+notify_plural(int n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* "3 rules, 1 peer, 2 link groups": what conf serves, as STATUS= text. */
+static void
+notify_status_text(const struct conf *conf, char *buf, size_t len)
+{
+	struct lgr_peer_info info;
+	int i, lgrs = 0;
+
+	for (i = 0; i < conf->npeers; i++)
+		if (lgr_peer_info(conf->peers[i].name, &info) == 0)
+			lgrs += info.lgrs;
+	snprintf(buf, len, "%d rule%s, %d export%s, %d peer%s, %d link group%s",
+		 conf->nrules, notify_plural(conf->nrules), conf->nexports,
+		 notify_plural(conf->nexports), conf->npeers,
+		 notify_plural(conf->npeers), lgrs, notify_plural(lgrs));
+}
+
+/* Serving conf: READY=1 with what it serves as STATUS=. */
+void
+notify_ready(const struct conf *conf)
+{
+	char status[256];
+
+	notify_status_text(conf, status, sizeof(status));
+	notify_sendf("READY=1\nSTATUS=%s", status);
+}
+
+/*
+ * A reload starts: RELOADING=1 with the CLOCK_MONOTONIC time that systemd
+ * (Type=notify-reload) matches against the reload it asked for.
+ */
+void
+notify_reloading(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	notify_sendf("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
+		     (unsigned long long)now.tv_sec * 1000000ULL +
+			     (unsigned long long)now.tv_nsec / 1000);
+}
+
+/* A reload was refused: still serving conf, STATUS= says why (one line). */
+void
+notify_reload_failed(const struct conf *conf, const char *why)
+{
+	char status[256];
+
+	notify_status_text(conf, status, sizeof(status));
+	notify_sendf("READY=1\nSTATUS=reload failed: %.*s; %s",
+		     (int)strcspn(why, "\n"), why, status);
 }

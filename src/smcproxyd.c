@@ -113,26 +113,37 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 
 /*
  * Re-read the config file; swap to it only if it is entirely valid.  Open
- * connections keep the config they started with.  0, or -EINVAL with the
- * problems written to errors.
+ * connections keep the config they started with.  Every problem is logged
+ * (the journal has the file:line reasons whoever asked) and also written to
+ * errors when not NULL.  0, or -EINVAL.
  */
 int
 smcproxyd_reload(FILE *errors)
 {
-	struct conf *next;
+	struct conf *next = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mine;
 	int rc;
 
-	notify_send("RELOADING=1");
+	notify_reloading();
 	log_info("reloading %s", conf_current->path);
-	next = conf_load(conf_current->path, errors);
+	mine = open_memstream(&text, &len);
+	if (mine == NULL) {
+		rc = -ENOMEM;
+		log_warn("%s: open_memstream", __func__);
+		notify_reload_failed(conf_current, strerror(-rc));
+		return rc;
+	}
+	next = conf_load(conf_current->path, mine);
 	if (next == NULL) {
 		rc = -EINVAL;
 		goto out;
 	}
 	conf_hold(next);
-	rc = conf_reload_check(conf_current, next, errors);
+	rc = conf_reload_check(conf_current, next, mine);
 	if (rc == 0)
-		rc = smcproxyd_probe_listeners(conf_current, next, errors);
+		rc = smcproxyd_probe_listeners(conf_current, next, mine);
 	if (rc) {
 		conf_drop(next);
 		rc = -EINVAL;
@@ -140,7 +151,7 @@ smcproxyd_reload(FILE *errors)
 	}
 	rc = worker_reconfigure_all(next);
 	if (rc)
-		fprintf(errors, "%s: some listeners could not be opened: %s\n",
+		fprintf(mine, "%s: some listeners could not be opened: %s\n",
 			next->path, strerror(-rc));
 	control_conf_update(next);
 	conf_drop(conf_current);
@@ -151,29 +162,25 @@ smcproxyd_reload(FILE *errors)
 	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
 		 next->nrules, next->npeers, next->nexports);
 out:
+	fclose(mine);
+	if (errors != NULL && len > 0)
+		fputs(text, errors);
+	if (rc)
+		notify_reload_failed(conf_current, text);
+	else
+		notify_ready(conf_current);
+	smcproxyd_log_lines(text);
 	if (rc == -EINVAL)
 		log_warnx("reload: %s has errors; still serving with the "
 			  "previous configuration", conf_current->path);
-	notify_send("READY=1");
+	free(text);
 	return rc;
 }
 
 static void
 smcproxyd_sighup(evutil_socket_t sig, short what, void *arg)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *errors;
-
-	errors = open_memstream(&text, &len);
-	if (errors == NULL) {
-		log_warn("%s: open_memstream", __func__);
-		return;
-	}
-	smcproxyd_reload(errors);
-	fclose(errors);
-	smcproxyd_log_lines(text);
-	free(text);
+	smcproxyd_reload(NULL);
 }
 
 static void
@@ -295,7 +302,7 @@ main(int argc, char *argv[])
 		 "%d exports", SMCPROXYD_VERSION, conf_current->name,
 		 conf_current->workers, conf_current->nrules,
 		 conf_current->npeers, conf_current->nexports);
-	notify_send("READY=1");
+	notify_ready(conf_current);
 
 	event_base_dispatch(main_base);
 

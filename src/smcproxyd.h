@@ -162,6 +162,9 @@ conf_drop(struct conf *conf)
 
 /* notify.c */
 void notify_send(const char *state);
+void notify_ready(const struct conf *conf);
+void notify_reloading(void);
+void notify_reload_failed(const struct conf *conf, const char *why);
 
 /* auth.c */
 struct auth_limit;
