@@ -491,7 +491,8 @@ rxe_pair_stop() {
 #                         daemon a, a first connection that must verify,
 #                         and the group active on both
 #   rxe2_stats_reset      both daemons' counters reset, hosts in step
-#   rxe2_pair_stop        a stops first, then b and its server
+#   rxe2_pair_stop        once both hosts are there: a stops first, then b
+#                         and its server
 #   rxe_fds NAME          how many descriptors daemon NAME holds
 #   rxe_no_lgrs NAME      NAME's `show lgrs` lists no group
 
@@ -550,6 +551,8 @@ rxe2_stats_reset() {
 }
 
 rxe2_pair_stop() {
+	# neither stops before the other has looked at its daemon
+	rxe_barrier stop 120 || bad "the hosts are out of step at the end"
 	if [ "$RXE_HOST" = a ]; then
 		daemon_stop a || bad "daemon a exited with status $?"
 		rxe_signal a-stopped

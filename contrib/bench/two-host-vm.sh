@@ -1,0 +1,232 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# On both hosts of tests/rxe/vm-run -2 (run by contrib/bench/two-host): the
+# same loads between host a (clients) and host b (servers) over raw verbs,
+# direct TCP across the link, a smcproxyd pair over RDMA (R) and a pair
+# over the TCP fallback (F), measured interleaved, round by round.  Host a
+# drives: what needs b (a perftest server, a loopback sample there) it
+# asks for through the shared folder, and b does it and answers.  Every
+# sample is one line in $RXE_OUT/raw.tsv:
+#   path round metric size tool-output-on-one-line
+# and the host side turns both hosts' lines into medians and ratios.
+# Knobs (env): RXE_TH_ROUNDS RXE_TH_ITERS RXE_TH_SECONDS RXE_TH_SIZES
+#   RXE_TH_REDIS_N
+. "$abs_top_srcdir/tests/rxe/lib.sh"
+
+rounds=${RXE_TH_ROUNDS:-3}
+iters=${RXE_TH_ITERS:-500}
+secs=${RXE_TH_SECONDS:-3}
+sizes=${RXE_TH_SIZES:-1 64 1024}
+redis_n=${RXE_TH_REDIS_N:-2000}
+
+rxe_host_setup
+rxe_pair_tools
+R=$RXE_RUNDIR
+RAW=$RXE_OUT/raw.tsv
+: >"$RAW"
+PORT_XF=16600		# xfer server on b's loopback: the pairs' target
+PORT_XD=16601		# xfer server on b's link address: direct TCP
+PORT_XL=16602		# xfer server on each host's loopback: loopback samples
+PORT_RD=16603		# redis-server on b, loopback and link address
+PORT_PP=18515		# perftest and ibv_rc_pingpong servers on b
+GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
+{ echo "gid_index $GIDX"; uname -r; nproc; } >"$RXE_OUT/vm.txt"
+
+cmd() {	# log a command line once per kind
+	grep -qxF -- "$*" "$RXE_OUT/commands.txt" 2>/dev/null ||
+		echo "$*" >>"$RXE_OUT/commands.txt"
+}
+
+# rec PATH ROUND METRIC SIZE CMD...: run CMD, its output as one line.
+rec() {
+	_k="$1	$2	$3	$4"
+	shift 4
+	_o=$(timeout 120 "$@" 2>&1 | tr '\n\t' '  ')
+	printf '%s\t%s\n' "$_k" "$_o" >>"$RAW"
+}
+
+listening() {
+	ss -ltn | grep -q ":$1 "
+}
+
+"$XFER" server -q -l "127.0.0.1:$PORT_XL" >"$RXE_OUT/xfer-loop.log" 2>&1 &
+rxe_wait 20 listening $PORT_XL || rxe_die "xfer loopback server"
+
+# --- host b: the servers, the two daemons b1 (rxe0) and b2 (no device),
+# and whatever a asks for, until a says quit --------------------------------
+if [ "$RXE_HOST" = b ]; then
+	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" &&
+		cp "$R/psk" "$RXE_SYNC_DIR/.psk" &&
+		mv "$RXE_SYNC_DIR/.psk" "$RXE_SYNC_DIR/psk" || rxe_die "key"
+	"$XFER" server -q -l "127.0.0.1:$PORT_XF" >"$RXE_OUT/xfer.log" 2>&1 &
+	"$XFER" server -q -l "$RXE_IP0:$PORT_XD" >"$RXE_OUT/xfer-direct.log" 2>&1 &
+	redis-server --port $PORT_RD --bind "127.0.0.1 $RXE_IP0" --save '' \
+		--appendonly no --dir "$R" --protected-mode no \
+		--logfile "$RXE_OUT/redis.log" &
+	rxe_wait 20 listening $PORT_XF && rxe_wait 20 listening $PORT_XD &&
+		rxe_wait 20 listening $PORT_RD || rxe_die "servers on b"
+	for n in 1 2; do
+		dev=$RXE_DEV0
+		[ $n = 2 ] && dev=nosuchdev
+		cat >"$R/b$n.conf" <<CONF
+smcproxyd: { name = "b$n"; workers = 1; control_socket = "$R/b$n.sock"; };
+peer_listen: { address = "$RXE_IP0:72${n}0"; };
+peers = ( { name = "a$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
+exports = ( { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; },
+            { name = "rd"; target = "127.0.0.1:$PORT_RD"; peers = [ "a$n" ]; } );
+rdma: { devices = [ "$dev" ]; };
+CONF
+		daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
+	done
+	rxe_signal b-ready
+	n=0
+	while :; do
+		n=$((n + 1))
+		rxe_await "req-$n" 900 || break
+		what=$(rxe_value "req-$n")
+		[ "$what" = quit ] && break
+		eval "$what"
+		rxe_signal "ack-$n"
+	done
+	for d in b1 b2; do
+		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
+			>"$RXE_OUT/$d.stats.json"
+		daemon_stop $d || rxe_log "$d exited with $?"
+	done
+	echo "== done"
+	exit 0
+fi
+
+# --- host a: the two daemons a1 and a2, and every client -------------------
+req=0
+# on_b SHELL-SNIPPET: have b run it (eval) and wait for its answer.
+on_b() {
+	req=$((req + 1))
+	rxe_signal "req-$req" "$1"
+	rxe_await "ack-$req" 300 || rxe_die "b did not answer request $req: $1"
+}
+
+rxe_await b-ready 300 || rxe_die "b did not start"
+cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" || rxe_die "b's key"
+for n in 1 2; do
+	cat >"$R/a$n.conf" <<CONF
+smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
+peers = ( { name = "b$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
+rules = ( { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; },
+          { name = "rd"; listen = "127.0.0.1:17${n}02"; peer = "b$n"; export = "rd"; } );
+CONF
+	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
+	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
+	"$XFER" client -c "127.0.0.1:17${n}01" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+		rxe_log "first connection through pair $n failed"
+done
+rxe_wait 60 logged a1 "link group active" || rxe_die "pair R: no link group"
+rxe_wait 60 logged a2 "peer declined, NOSMCRDEV" ||
+	rxe_die "pair F: b2 did not decline"
+for n in 1 2; do
+	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
+done
+
+# pp_tcp PATH ROUND SIZE HOST:PORT: an xfer ping-pong sample.
+pp_tcp() {
+	cmd "xfer client -c $4 -m pingpong -s SIZE -i $iters --json -T 120 ($1)"
+	rec "$1" "$2" xfer_pp "$3" "$XFER" client -c "$4" -m pingpong -s "$3" \
+		-i "$iters" --json -T 120
+}
+
+# pp_raw PATH ROUND SIZE [-e]: ibv_rc_pingpong, b serving (a port per
+# sample: no wait for the last one's to be free).
+pp_raw() {
+	_p=$((PORT_PP + req % 500))
+	_o="-s $3 -n $iters -p $_p ${4:-}"
+	cmd "ibv_rc_pingpong -d $RXE_DEV0 -g GID -s SIZE -n $iters ${4:-} [$RXE_PEER_IP] ($1)"
+	on_b "timeout 120 ibv_rc_pingpong -d \$RXE_DEV0 -g \$GIDX $_o \
+		>>\$RXE_OUT/pingpong-server.log 2>&1 &
+		rxe_wait 20 listening $_p"
+	# shellcheck disable=SC2086
+	rec "$1" "$2" rc_pingpong "$3" ibv_rc_pingpong -d "$RXE_DEV0" -g "$GIDX" \
+		$_o "$RXE_PEER_IP"
+}
+
+# links_of PATH ROUND WHEN SIZE: a1's links, to count WRs per round trip.
+links_of() {
+	printf '%s\t%s\tlinks_%s\t%s\t%s\n' "$1" "$2" "$3" "$4" \
+		"$("$CTL" -s "$R/a1.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
+}
+
+redis_one() {	# PATH ROUND PORT [HOST]
+	cmd "redis-benchmark -h HOST -p PORT -n $redis_n -c 8 -t ping,set,get -d 64 -q ($1)"
+	rec "$1" "$2" redis 64 redis-benchmark -h "${4:-127.0.0.1}" -p "$3" \
+		-n "$redis_n" -c 8 -t ping,set,get -d 64 -q
+}
+
+order() {	# the paths in the order of round $1: reversed every other round
+	if [ $(($1 % 2)) = 1 ]; then echo "$2"; else echo "$2" | tr ' ' '\n' | tac | tr '\n' ' '; fi
+}
+
+r=1
+while [ $r -le "$rounds" ]; do
+	echo "== round $r"
+	for s in $sizes; do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairF"); do
+			case $p in
+			raw) pp_raw raw $r $s ;;
+			raw_e) pp_raw raw_e $r $s -e ;;
+			direct) pp_tcp direct $r $s "$RXE_PEER_IP:$PORT_XD" ;;
+			loop_a) pp_tcp loop_a $r $s "127.0.0.1:$PORT_XL" ;;
+			loop_b)
+				on_b "rec loop_b $r xfer_pp $s $XFER client \
+					-c 127.0.0.1:$PORT_XL -m pingpong -s $s \
+					-i $iters --json -T 120" ;;
+			pairR)
+				links_of pairR $r before $s
+				pp_tcp pairR $r $s 127.0.0.1:17101
+				links_of pairR $r after $s ;;
+			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
+			esac
+		done
+	done
+	for p in $(order $r "raw direct pairR pairF"); do
+		case $p in
+		raw)
+			_p=$((PORT_PP + req % 500))
+			_o="-s 65536 -D $secs -F -p $_p"
+			cmd "ib_write_bw -d $RXE_DEV0 -x GID $_o [$RXE_PEER_IP] (raw)"
+			on_b "timeout 120 ib_write_bw -d \$RXE_DEV0 -x \$GIDX $_o \
+				>>\$RXE_OUT/ibw-server.log 2>&1 &
+				rxe_wait 20 listening $_p"
+			# shellcheck disable=SC2086
+			rec raw $r ib_write_bw 65536 ib_write_bw -d "$RXE_DEV0" \
+				-x "$GIDX" $_o "$RXE_PEER_IP"
+			sleep 0.5 ;;
+		*)
+			case $p in
+			direct) hp=$RXE_PEER_IP:$PORT_XD ;;
+			pairR) hp=127.0.0.1:17101 ;;
+			pairF) hp=127.0.0.1:17201 ;;
+			esac
+			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
+			rec $p $r xfer_stream 65536 "$XFER" client -c "$hp" \
+				-m stream -t "$secs" --json -T 120 ;;
+		esac
+	done
+	for p in $(order $r "direct pairR pairF"); do
+		case $p in
+		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
+		pairR) redis_one pairR $r 17102 ;;
+		pairF) redis_one pairF $r 17202 ;;
+		esac
+	done
+	r=$((r + 1))
+done
+
+for d in a1 a2; do
+	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
+done
+req=$((req + 1))
+rxe_signal "req-$req" quit
+for d in a1 a2; do
+	daemon_stop $d || rxe_log "$d exited with $?"
+done
+echo "== done"

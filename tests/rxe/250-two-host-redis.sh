@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Two hosts: a real application across them.  redis-server on host b
+# behind export r, redis-benchmark on host a through rule r: plain and
+# pipelined runs complete without an error, redis-cli reads back what it
+# wrote, every connection over RDMA.
+. "$(dirname "$0")/lib.sh"
+
+rxe_host_setup
+rxe_pair_tools
+
+R=$RXE_RUNDIR
+PORT_B=7261
+PORT_RULE=16560
+PORT_T=16559
+PORT_REDIS_RULE=16561
+PORT_REDIS=16562
+fail=0
+
+command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+	rxe_die "redis-server and redis-benchmark are needed (redis-server, redis-tools)"
+if [ "$RXE_HOST" = b ]; then
+	redis-server --port "$PORT_REDIS" --bind 127.0.0.1 --save '' \
+		--appendonly no --dir "$R" --logfile "$RXE_OUT/redis.log" &
+	redis=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_REDIS '" ||
+		rxe_die "redis-server did not listen"
+fi
+rxe2_pair_start "devices = [ \"$RXE_DEV0\" ];" \
+	", { name = \"r\"; listen = \"127.0.0.1:$PORT_REDIS_RULE\"; peer = \"b\"; export = \"r\"; }" \
+	", { name = \"r\"; target = \"127.0.0.1:$PORT_REDIS\"; peers = [ \"a\" ]; }"
+rxe2_stats_reset
+
+# bench N ARGS...: N tests must report their rate, no error.
+bench() {
+	_want=$1
+	shift
+	echo "# redis-benchmark $*"
+	redis-benchmark -h 127.0.0.1 -p "$PORT_REDIS_RULE" "$@" \
+		>"$RXE_OUT/bench.out" 2>&1
+	_rc=$?
+	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.log"
+	sed 's/^/# /' "$RXE_OUT/bench.out" | tail -n 5
+	if [ "$_rc" != 0 ]; then
+		bad "redis-benchmark $* exited $_rc"
+	elif grep -qiE 'error|refused|reset|timeout' "$RXE_OUT/bench.out"; then
+		bad "redis-benchmark $* reported errors"
+	elif [ "$(grep -o 'requests per second' "$RXE_OUT/bench.out" |
+		wc -l)" -lt "$_want" ]; then
+		bad "redis-benchmark $* did not finish its tests"
+	else
+		ok "redis-benchmark $*"
+	fi
+}
+
+if [ "$RXE_HOST" = a ]; then
+	bench 4 -q -n 400 -c 4 -t ping,set,get -d 64
+	bench 2 -q -n 2000 -c 2 -P 16 -t set,get -d 512
+	val=$(head -c 3000 /dev/urandom | base64 -w0)
+	redis-cli -h 127.0.0.1 -p "$PORT_REDIS_RULE" set smc:key "$val" \
+		>/dev/null || bad "redis-cli set"
+	if [ "$(redis-cli -h 127.0.0.1 -p "$PORT_REDIS_RULE" get smc:key)" = "$val" ]
+	then
+		ok "redis-cli reads back what it wrote"
+	else
+		bad "redis-cli get returned something else"
+	fi
+	rxe_signal done
+else
+	rxe_await done 240 || bad "a's benchmark did not end"
+fi
+n=$(rxe_stat "$RXE_HOST" conns_rdma)
+if [ "${n:-0}" -ge 12 ]; then
+	ok "$RXE_HOST: $n connections over RDMA"
+else
+	bad "$RXE_HOST: conns_rdma '$n', want 12 or more"
+fi
+expect_stat "$RXE_HOST" conns_fallback 0
+
+rxe2_pair_stop
+[ "$RXE_HOST" = b ] && kill "$redis" 2>/dev/null
+exit $fail
