@@ -177,6 +177,7 @@ void loopdev_fail_post(struct dev *d, int n);
 void loopdev_error_next_completion(struct dev_qp *qp,
 				   enum dev_wc_status status);
 void loopdev_drop_link(struct dev_qp *qp);
+void loopdev_hold(struct dev_qp *qp, bool on);
 void loopdev_async_event(struct dev_qp *qp, enum dev_event ev);
 void loopdev_port_active(struct dev *d);
 unsigned int loopdev_rnr_waits(const struct dev_qp *qp);

@@ -28,7 +28,9 @@
  * Resources are never freed from inside a device or CLC callback: a
  * group or link that ends is marked, and freed from the group's tick once
  * the sends posted on it have had time to complete or flush (the data
- * path counts those completions, also of a link it failed over from).
+ * path counts those completions, also of a link it failed over from);
+ * whatever has still not completed then is completed with an error as
+ * the link is freed (wr_link_free), so no connection waits for it.
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -53,6 +55,7 @@
 #define LGR_LLC_WAIT_MS 2000	  /* SMC_LLC_WAIT_TIME */
 #define LGR_BACKOFF_MS 60000	  /* first fallback period after a failure */
 #define LGR_BACKOFF_MAX_MS 600000 /* the longest */
+#define LGR_BUSY_BACKOFF_MS 2000  /* after a peer's DECLINE MEM (busy) */
 #define LGR_ADD_LINK_RETRY_MS 60000
 #define LGR_CLIENT_IDLE_EXTRA_MS 10000 /* client lingers longer (smc-r §6) */
 #define LGR_TICK_MAX_MS 500
@@ -170,7 +173,9 @@ lgr_peer_count(const struct lgr_ctx *ctx, const char *name, int delta)
 /*
  * RDMA to the peer failed for reason: keep it, and with backoff put the
  * peer on the fallback for the current period, doubling the next one.
- * Returns the period in ms (0 without backoff).
+ * A peer that declined for being busy now (MEM: its handshake slots are
+ * full) is tried again soon, and the period does not grow.  Returns the
+ * period in ms (0 without backoff).
  */
 static uint64_t
 lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
@@ -184,7 +189,10 @@ lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
 	if (p != NULL) {
 		p->reason = reason;
 		p->by_peer = by_peer;
-		if (backoff) {
+		if (backoff && by_peer && reason == CLC_DECL_MEM) {
+			period = LGR_BUSY_BACKOFF_MS;
+			p->backoff_until_ms = lgr_now_ms() + period;
+		} else if (backoff) {
 			if (p->backoff_ms == 0)
 				p->backoff_ms = ctx->t.backoff_ms;
 			period = p->backoff_ms;
@@ -1715,7 +1723,7 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	return json_pack(
 		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
 		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:f}",
+		" s:I, s:f}",
 		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
 		"state", lgr_link_state_name(link->state), "device",
 		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
@@ -1729,7 +1737,8 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 		(json_int_t)ws->wakeups, "slot_wait_timeouts",
 		(json_int_t)ws->slot_wait_timeouts, "rx_unknown",
 		(json_int_t)ws->rx_unknown, "rx_bad_opcode",
-		(json_int_t)ws->rx_bad_opcode, "test_link_sent",
+		(json_int_t)ws->rx_bad_opcode, "drained",
+		(json_int_t)ws->drained, "test_link_sent",
 		(json_int_t)link->test_sent, "test_link_answered",
 		(json_int_t)link->test_answered, "up_s",
 		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);

@@ -133,6 +133,7 @@ struct loopdev_qp {
 	unsigned int events; /* 1 << enum dev_event, due */
 	bool inject;
 	enum dev_wc_status inject_status;
+	bool hold;	/* loopdev_hold: its WRs wait, as for lost acks */
 	unsigned int rnr_waits;
 };
 
@@ -501,8 +502,8 @@ loopdev_qp_execute(struct loopdev_qp *q)
 	struct loopdev_swr *w;
 	int n = 0;
 
-	while (q->state == LOOPDEV_RTS && (w = loopdev_sq_next(q)) != NULL &&
-	       loopdev_swr_execute(q, w))
+	while (q->state == LOOPDEV_RTS && !q->hold &&
+	       (w = loopdev_sq_next(q)) != NULL && loopdev_swr_execute(q, w))
 		n++;
 	if (q->state == LOOPDEV_ERR)
 		n += loopdev_flush(q);
@@ -734,6 +735,20 @@ loopdev_drop_link(struct dev_qp *qp)
 	if (q->peer != NULL)
 		loopdev_to_error(q->peer);
 	loopdev_to_error(q);
+}
+
+/*
+ * With on, qp's send WRs stop executing, as when its peer stops
+ * acknowledging (RC retries, and nothing completes until the QP goes
+ * to error, which flushes them); off lets them go again.
+ */
+void
+loopdev_hold(struct dev_qp *qp, bool on)
+{
+	struct loopdev_qp *q = loopdev_qp_of(qp);
+
+	q->hold = on;
+	loopdev_kick_qp(q);
 }
 
 /* Deliver the async event ev to qp's callback, later. */

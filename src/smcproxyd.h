@@ -399,6 +399,7 @@ struct wr_stats {
 	uint64_t errors;
 	uint64_t rx_unknown;	/* received messages of no known type */
 	uint64_t rx_bad_opcode;	/* receives completed by no SEND */
+	uint64_t drained;	/* SENDs completed by wr_link_free, not the device */
 	uint64_t slot_waits;	/* senders that had to park */
 	uint64_t wakeups;
 	uint64_t contended_frees; /* slots freed while someone waited */

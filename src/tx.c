@@ -36,8 +36,9 @@
  *
  * Lifetime: tx_conn_free() frees at once if nothing is in flight, else
  * when the last CDC completes (the send ring may still be read by a
- * WRITE until then).  A link must not be freed before the completions
- * of what was posted on it came back (wr.c flushes them when it fails).
+ * WRITE until then).  A link that fails flushes what was posted on it,
+ * and a link freed before every completion came back completes the rest
+ * with an error (wr_link_free), so a connection never waits forever.
  */
 #include <sys/uio.h>
 #include <errno.h>

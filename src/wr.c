@@ -67,6 +67,7 @@ struct wr_link {
 	struct event *wait_ev;
 	bool down;
 	bool polling;	/* in wr_poll: wr_link_poll() does nothing */
+	bool freeing;	/* wr_link_free: no more messages dispatched */
 
 	struct wr_tx_slot *tx;
 	uint32_t tx_cnt;
@@ -303,6 +304,9 @@ wr_link_fault(struct wr_link *l, const char *why)
 		return;
 	l->down = true;
 	log_warnx("link %s: down: %s", l->params.name, why);
+	/* what is still queued flushes now, not when the peer gives up */
+	if (l->qp != NULL)
+		l->ops->qp_error(l->qp);
 	if (l->cb.down != NULL)
 		l->cb.down(l, l->cb.arg);
 	/* teardown wakes all: each sees -ENOLINK */
@@ -386,6 +390,8 @@ wr_handle_wc(struct wr_link *l, const struct dev_wc *wc)
 	case WR_KIND_RECV:
 		if (index >= l->rx_cnt)
 			break;
+		if (l->freeing)
+			return;
 		switch (wc->status) {
 		case DEV_WC_SUCCESS:
 			break;
@@ -655,9 +661,39 @@ wr_link_down(struct wr_link *l, const char *why)
 }
 
 /*
- * Destroy the link: every waiter is woken with -ENOLINK first, then the
- * QP goes (flushing whatever was outstanding) and the memory is
- * deregistered before it is freed.
+ * Every SEND still in flight ends: the completions the device has are
+ * handled, and the slots whose completion has not come (a flush not yet
+ * delivered, a QP the peer stopped answering) complete with -ENOLINK,
+ * so that whoever waits for them (a connection's CDCs in flight, an LLC
+ * flow) hears of it before the QP and its CQs go.
+ */
+static void
+wr_link_drain(struct wr_link *l)
+{
+	struct wr_tx_slot *slot;
+	uint32_t i;
+
+	if (l->qp == NULL || l->tx == NULL)
+		return;
+	l->freeing = true;
+	l->ops->qp_error(l->qp);
+	if (!l->polling)
+		wr_poll(l);
+	for (i = 0; i < l->tx_cnt; i++) {
+		slot = &l->tx[i];
+		if (!slot->posted)
+			continue;
+		l->stats.drained++;
+		if (slot->done != NULL)
+			slot->done(l, slot, -ENOLINK, slot->arg);
+		wr_tx_free(l, slot);
+	}
+}
+
+/*
+ * Destroy the link: every waiter is woken with -ENOLINK first, every
+ * SEND in flight completes (wr_link_drain), then the QP goes and the
+ * memory is deregistered before it is freed.
  */
 void
 wr_link_free(struct wr_link *l)
@@ -668,6 +704,7 @@ wr_link_free(struct wr_link *l)
 		l->down = true;
 		wr_wake(l, true);
 	}
+	wr_link_drain(l);
 	if (l->wait_ev != NULL)
 		event_free(l->wait_ev);
 	if (l->qp != NULL)

@@ -1438,6 +1438,40 @@ START_TEST(free_after_abort_parked_for_slot)
 }
 END_TEST
 
+/*
+ * A link is freed (lgr.c does it on a timer after it went down) while
+ * its peer stopped answering: the CDCs in flight on it never completed.
+ * The connection moved to the other link meanwhile; freeing the old one
+ * completes them with an error, so the connection, once freed by its
+ * owner, goes and its buffers come back (they leaked: its count of CDCs
+ * in flight on old links stayed above 0).
+ */
+START_TEST(link_freed_with_cdcs_in_flight)
+{
+	struct harness h;
+	struct tconn *a;
+
+	h_open(&h, 2, 4, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 300, 0);
+	a = &h.side[0].conn[0];
+	loopdev_hold(wr_link_qp(h.side[0].link[0]), true);
+	produce(a, 100);
+	h_run(&h);
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 1);
+	ck_assert_int_eq(h_move(a, 1), 0);
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_old, 1);
+	wr_link_free(h.side[0].link[0]);
+	h.side[0].link[0] = NULL;
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_old, 0);
+	produce(a, 0);
+	h_run(&h);
+	consume(&h.side[1].conn[0], 0);
+	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 300);
+	ck_assert_uint_eq(h.side[1].conn[0].bad_at, 0);
+	h_close(&h);
+}
+END_TEST
+
 static Suite *
 rconn_suite(void)
 {
@@ -1466,6 +1500,7 @@ rconn_suite(void)
 	tcase_add_test(tc, failover_to_another_device);
 	tcase_add_test(tc, failover_with_other_devices_key_fails);
 	tcase_add_test(tc, failover_skips_bytes_peer_consumed);
+	tcase_add_test(tc, link_freed_with_cdcs_in_flight);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hardening");
 	tcase_add_test(tc, malformed_cdcs_refused);

@@ -545,6 +545,57 @@ START_TEST(write_with_imm_is_protocol_violation)
 }
 END_TEST
 
+/*
+ * Freeing a link whose SENDs never completed (its peer stopped
+ * answering): each completes with -ENOLINK first, so whoever waits for
+ * it hears of it.
+ */
+START_TEST(free_completes_sends_in_flight)
+{
+	struct pair p;
+
+	pair_open(&p, 4, 4, false, WR_WAIT_EXCLUSIVE);
+	done_calls = 0;
+	done_status = 0;
+	loopdev_hold(wr_link_qp(p.a), true);
+	send_msg(&p, p.a, 1);
+	send_msg(&p, p.a, 2);
+	run(&p);
+	ck_assert_int_eq(done_calls, 0);
+	wr_link_free(p.a);
+	p.a = NULL;
+	ck_assert_int_eq(done_calls, 2);
+	ck_assert_int_eq(done_status, -ENOLINK);
+	ck_assert_int_eq(p.rx_count, 0);
+	pair_close(&p);
+}
+END_TEST
+
+/*
+ * A fault wr.c finds itself (here an async QP error; also a slot wait
+ * over its bound) moves the QP to error, so what is in flight flushes at
+ * once instead of when the peer gives up, before lgr.c frees the link.
+ */
+START_TEST(fault_flushes_sends_in_flight)
+{
+	struct pair p;
+
+	pair_open(&p, 4, 4, false, WR_WAIT_EXCLUSIVE);
+	done_calls = 0;
+	done_status = 0;
+	loopdev_hold(wr_link_qp(p.a), true);
+	send_msg(&p, p.a, 1);
+	run(&p);
+	ck_assert_int_eq(done_calls, 0);
+	loopdev_async_event(wr_link_qp(p.a), DEV_EV_QP_FATAL);
+	run(&p);
+	ck_assert_int_eq(p.a_down, 1);
+	ck_assert_int_eq(done_calls, 1);
+	ck_assert_int_eq(done_status, -EIO);
+	pair_close(&p);
+}
+END_TEST
+
 static Suite *
 wr_suite(void)
 {
@@ -570,6 +621,8 @@ wr_suite(void)
 	tcase_add_test(tc, dropped_link_flushes);
 	tcase_add_test(tc, bad_rkey_is_remote_access_error);
 	tcase_add_test(tc, write_with_imm_is_protocol_violation);
+	tcase_add_test(tc, free_completes_sends_in_flight);
+	tcase_add_test(tc, fault_flushes_sends_in_flight);
 	suite_add_tcase(s, tc);
 	return s;
 }
