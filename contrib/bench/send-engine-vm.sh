@@ -4,6 +4,9 @@
 # In the Soft-RoCE VM (run by contrib/bench/send-engine through
 # tests/rxe/vm-run): A/B pairs of smcproxyd daemon pairs over rxe0, both
 # pairs of an experiment up at once, measured interleaved (A B, B A, ...).
+# With two hosts (vm-run -2, send-engine --two-host) the b daemons and the
+# servers run on host b, which does what host a asks (rxe_serve); the a
+# daemons and every client run on host a, the pairs' links cross the link.
 # Every sample is one line in $RXE_OUT/raw.tsv:
 #   exp variant round metric size tool-output-on-one-line
 # and the host side turns them into medians and ratios.  Knobs (env):
@@ -28,7 +31,17 @@ wk_conns=${RXE_SE_WK_CONNS:-32}
 wk_bytes=${RXE_SE_WK_BYTES:-2M}
 raw_big=${RXE_SE_RAW_BIG:-1048576}	# the raw experiment's B pair: sndbuf = rmb
 
-rxe_setup
+if [ -n "${RXE_HOST:-}" ]; then
+	rxe_host_setup
+	if [ "$RXE_HOST" = a ]; then
+		A_IP=$RXE_IP0 B_IP=$RXE_PEER_IP
+	else
+		A_IP=$RXE_PEER_IP B_IP=$RXE_IP0
+	fi
+else
+	rxe_setup
+	A_IP=$RXE_IP0 B_IP=$RXE_IP0
+fi
 rxe_pair_tools
 R=$RXE_RUNDIR
 RAW=$RXE_OUT/raw.tsv
@@ -39,16 +52,65 @@ GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
 echo "gid_index $GIDX" >"$RXE_OUT/vm.txt"
 uname -r >>"$RXE_OUT/vm.txt"
 nproc >>"$RXE_OUT/vm.txt"
-head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" || rxe_die "key"
 
-sockperf server --tcp -i 127.0.0.1 -p $PORT_SP >"$RXE_OUT/sockperf-server.log" 2>&1 &
-"$XFER" server -q -l "127.0.0.1:$PORT_XF" >"$RXE_OUT/xfer-server.log" 2>&1 &
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_XF '" || rxe_die "xfer server"
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_SP '" || rxe_die "sockperf server"
+# on_b SNIPPET: run SNIPPET where the b daemons are (host b, or here).
+on_b() {
+	if [ -n "${RXE_HOST:-}" ]; then
+		rxe_on_peer "$1"
+	else
+		eval "$1"
+	fi
+}
+
+if [ "${RXE_HOST:-a}" = b ]; then
+	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" &&
+		cp "$R/psk" "$RXE_SYNC_DIR/.psk" &&
+		mv "$RXE_SYNC_DIR/.psk" "$RXE_SYNC_DIR/psk" || rxe_die "key"
+elif [ -n "${RXE_HOST:-}" ]; then
+	rxe_await psk 300 || rxe_die "no key from b"
+	cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" || rxe_die "b's key"
+else
+	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" || rxe_die "key"
+fi
+
+if [ "${RXE_HOST:-b}" = b ]; then
+	sockperf server --tcp -i 127.0.0.1 -p $PORT_SP >"$RXE_OUT/sockperf-server.log" 2>&1 &
+	"$XFER" server -q -l "127.0.0.1:$PORT_XF" >"$RXE_OUT/xfer-server.log" 2>&1 &
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_XF '" || rxe_die "xfer server"
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_SP '" || rxe_die "sockperf server"
+fi
 
 cmd() {	# log a command line once per kind
 	echo "$*" >>"$RXE_OUT/commands.txt"
 }
+
+# b_up N EXTRA_RDMA_KEYS DEV WORKERS: daemon bN (on host b, or here).
+b_up() {
+	cat >"$R/b$1.conf" <<CONF
+smcproxyd: { name = "b$1"; workers = $4; control_socket = "$R/b$1.sock"; };
+peer_listen: { address = "$B_IP:72${1}0"; };
+peers = ( { name = "a$1"; address = "$A_IP:72${1}1"; key_file = "$R/psk"; } );
+exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$1" ]; },
+            { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$1" ]; } );
+rdma: { devices = [ "$3" ]; $2 };
+CONF
+	daemon_start b$1 "$R/b$1.conf" || rxe_die "daemon b$1 did not start"
+}
+
+# b_down N: bN's counters and links into $RXE_OUT, then bN stops.
+b_down() {
+	"$CTL" -s "$R/b$1.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/b$1.stats.json"
+	"$CTL" -s "$R/b$1.sock" -j show links 2>/dev/null | tr -d '\n' >"$RXE_OUT/b$1.links.json"
+	daemon_stop b$1 || rxe_log "b$1 exited with $?"
+}
+
+# Host b of two: serve host a's requests (b_up, b_down, links, a perftest
+# server), then end.
+if [ "${RXE_HOST:-a}" = b ]; then
+	rxe_serve || rxe_log "host a stopped asking"
+	echo "== done"
+	exit 0
+fi
 
 # pair_up N EXTRA_RDMA_KEYS [fallback | workers=W]: daemons aN, bN;
 # rules on 127.0.0.1:17N00 (sockperf), 17N01 (xfer).  Waits until the
@@ -64,23 +126,15 @@ pair_up() {
 	fallback) bdev=nosuchdev ;;
 	workers=*) wk=${3#workers=} ;;
 	esac
-	cat >"$R/b$n.conf" <<CONF
-smcproxyd: { name = "b$n"; workers = $wk; control_socket = "$R/b$n.sock"; };
-peer_listen: { address = "$RXE_IP0:72${n}0"; };
-peers = ( { name = "a$n"; address = "$RXE_IP0:72${n}1"; key_file = "$R/psk"; } );
-exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$n" ]; },
-            { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; } );
-rdma: { devices = [ "$bdev" ]; $extra };
-CONF
+	on_b "b_up $n $(rxe_quote "$extra") $bdev $wk"
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = $wk; control_socket = "$R/a$n.sock"; };
-peers = ( { name = "b$n"; address = "$RXE_IP0:72${n}0"; key_file = "$R/psk"; } );
+peers = ( { name = "b$n"; address = "$B_IP:72${n}0"; key_file = "$R/psk"; } );
 rules = ( { name = "sp"; listen = "127.0.0.1:17${n}00"; peer = "b$n"; export = "sp"; },
           { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; } );
 rdma: { devices = [ "$RXE_DEV0" ]; $extra };
 CONF
 	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
-	daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
 	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
 	"$XFER" client -c "127.0.0.1:17${n}01" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
 		rxe_log "first (fallback) connection through pair $n failed"
@@ -100,16 +154,14 @@ CONF
 		_try=$((_try + 1))
 	done
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
-	"$CTL" -s "$R/b$n.sock" stats reset >/dev/null
+	on_b "\"\$CTL\" -s \"\$R/b$n.sock\" stats reset >/dev/null"
 }
 
 pair_down() {
-	for d in a$1 b$1; do
-		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
-		"$CTL" -s "$R/$d.sock" -j show links 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.links.json"
-	done
+	"$CTL" -s "$R/a$1.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/a$1.stats.json"
+	"$CTL" -s "$R/a$1.sock" -j show links 2>/dev/null | tr -d '\n' >"$RXE_OUT/a$1.links.json"
 	daemon_stop a$1 || rxe_log "a$1 exited with $?"
-	daemon_stop b$1 || rxe_log "b$1 exited with $?"
+	on_b "b_down $1"
 }
 
 # rec EXP VARIANT ROUND METRIC SIZE CMD...: run CMD, one line into raw.tsv.
@@ -123,12 +175,18 @@ rec() {
 # links EXP VARIANT ROUND WHEN N [SIZE]: snapshot of a's and b's links, and
 # of the bytes a has sent (tx_bytes), in the size column SIZE (default 0)
 links() {
-	for d in a b; do
-		printf '%s\t%s\t%s\tlinks_%s_%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$d" "${6:-0}" \
-			"$("$CTL" -s "$R/$d$5.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
-	done
+	on_b "links_of b $*"
+	links_of a "$@"
 	printf '%s\t%s\t%s\ttxbytes_%s_a\t%s\t%s\n' "$1" "$2" "$3" "$4" "${6:-0}" \
 		"$(rxe_stat "a$5" tx_bytes)" >>"$RAW"
+}
+
+# links_of a|b EXP VARIANT ROUND WHEN N [SIZE]: one daemon's snapshot.
+links_of() {
+	_d=$1
+	shift
+	printf '%s\t%s\t%s\tlinks_%s_%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$_d" "${6:-0}" \
+		"$("$CTL" -s "$R/$_d$5.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
 }
 
 order() {	# variants in the order of round $1: A B, then B A, ...
@@ -228,15 +286,18 @@ for e in $exps; do
 				if [ $v = raw ]; then
 					p=$((18515 + r))
 					a="-d $RXE_DEV0 -x $GIDX -s 65536 -D $secs -F -p $p"
-					cmd "ib_write_bw $a [10.77.0.1]"
+					cmd "ib_write_bw $a [$B_IP]"
+					# the server where b is (host b: its own GID index)
+					on_b "timeout 60 ib_write_bw -d \$RXE_DEV0 -x \$GIDX \
+						-s 65536 -D $secs -F -p $p \
+						>\$RXE_OUT/ibw-server.$r.txt 2>&1 &
+						_srv=\$!
+						rxe_wait 20 sh -c \"ss -ltn | grep -q ':$p '\""
 					# shellcheck disable=SC2086
-					timeout 60 ib_write_bw $a >"$RXE_OUT/ibw-server.$r.txt" 2>&1 &
-					_srv=$!
-					rxe_wait 20 sh -c "ss -ltn | grep -q ':$p '"
-					# shellcheck disable=SC2086
-					rec $e raw $r ib_write_bw 65536 ib_write_bw $a "$RXE_IP0"
-					# the server only: a bare wait would wait for the daemons
-					wait $_srv
+					rec $e raw $r ib_write_bw 65536 ib_write_bw $a "$B_IP"
+					# one host: the server only (a bare wait would
+					# wait for the daemons); two: it ends by itself
+					[ -n "${RXE_HOST:-}" ] || wait $_srv
 				else
 					stream_one $e $v $r
 				fi
@@ -250,8 +311,11 @@ for e in $exps; do
 	pair_down 2
 	mv "$RXE_OUT/a2.stats.json" "$RXE_OUT/$e.B.a.stats.json"
 	mv "$RXE_OUT/a2.links.json" "$RXE_OUT/$e.B.a.links.json"
+	on_b "for f in b1 b2; do [ -f \$RXE_OUT/\$f.log ] &&
+		mv \$RXE_OUT/\$f.log \$RXE_OUT/$e.\$f.log; done; :"
 	for f in a1 b1 a2 b2; do
 		[ -f "$RXE_OUT/$f.log" ] && mv "$RXE_OUT/$f.log" "$RXE_OUT/$e.$f.log"
 	done
 done
+[ -n "${RXE_HOST:-}" ] && rxe_serve_end
 echo "== done"

@@ -6,7 +6,7 @@
 # direct TCP across the link, a smcproxyd pair over RDMA (R) and a pair
 # over the TCP fallback (F), measured interleaved, round by round.  Host a
 # drives: what needs b (a perftest server, a loopback sample there) it
-# asks for through the shared folder, and b does it and answers.  Every
+# asks for (lib.sh: rxe_on_peer), and b does it and answers (rxe_serve).  Every
 # sample is one line in $RXE_OUT/raw.tsv:
 #   path round metric size tool-output-on-one-line
 # and the host side turns both hosts' lines into medians and ratios.
@@ -42,7 +42,7 @@ cmd() {	# log a command line once per kind
 rec() {
 	_k="$1	$2	$3	$4"
 	shift 4
-	_o=$(timeout 120 "$@" 2>&1 | tr '\n\t' '  ')
+	_o=$(timeout 120 "$@" 2>&1 | tr '\r\n\t' '   ')
 	printf '%s\t%s\n' "$_k" "$_o" >>"$RAW"
 }
 
@@ -80,15 +80,7 @@ CONF
 		daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
 	done
 	rxe_signal b-ready
-	n=0
-	while :; do
-		n=$((n + 1))
-		rxe_await "req-$n" 900 || break
-		what=$(rxe_value "req-$n")
-		[ "$what" = quit ] && break
-		eval "$what"
-		rxe_signal "ack-$n"
-	done
+	rxe_serve || rxe_log "host a stopped asking"
 	for d in b1 b2; do
 		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
 			>"$RXE_OUT/$d.stats.json"
@@ -99,12 +91,9 @@ CONF
 fi
 
 # --- host a: the two daemons a1 and a2, and every client -------------------
-req=0
-# on_b SHELL-SNIPPET: have b run it (eval) and wait for its answer.
+# on_b SNIPPET: have host b run it.
 on_b() {
-	req=$((req + 1))
-	rxe_signal "req-$req" "$1"
-	rxe_await "ack-$req" 300 || rxe_die "b did not answer request $req: $1"
+	rxe_on_peer "$1"
 }
 
 rxe_await b-ready 300 || rxe_die "b did not start"
@@ -138,15 +127,15 @@ pp_tcp() {
 # pp_raw PATH ROUND SIZE [-e]: ibv_rc_pingpong, b serving (a port per
 # sample: no wait for the last one's to be free).
 pp_raw() {
-	_p=$((PORT_PP + req % 500))
-	_o="-s $3 -n $iters -p $_p ${4:-}"
+	_p=$((PORT_PP + rxe_req % 500))
+	_opt="-s $3 -n $iters -p $_p ${4:-}"
 	cmd "ibv_rc_pingpong -d $RXE_DEV0 -g GID -s SIZE -n $iters ${4:-} [$RXE_PEER_IP] ($1)"
-	on_b "timeout 120 ibv_rc_pingpong -d \$RXE_DEV0 -g \$GIDX $_o \
+	on_b "timeout 120 ibv_rc_pingpong -d \$RXE_DEV0 -g \$GIDX $_opt \
 		>>\$RXE_OUT/pingpong-server.log 2>&1 &
 		rxe_wait 20 listening $_p"
 	# shellcheck disable=SC2086
 	rec "$1" "$2" rc_pingpong "$3" ibv_rc_pingpong -d "$RXE_DEV0" -g "$GIDX" \
-		$_o "$RXE_PEER_IP"
+		$_opt "$RXE_PEER_IP"
 }
 
 # links_of PATH ROUND WHEN SIZE: a1's links, to count WRs per round trip.
@@ -190,15 +179,15 @@ while [ $r -le "$rounds" ]; do
 	for p in $(order $r "raw direct pairR pairF"); do
 		case $p in
 		raw)
-			_p=$((PORT_PP + req % 500))
-			_o="-s 65536 -D $secs -F -p $_p"
-			cmd "ib_write_bw -d $RXE_DEV0 -x GID $_o [$RXE_PEER_IP] (raw)"
-			on_b "timeout 120 ib_write_bw -d \$RXE_DEV0 -x \$GIDX $_o \
+			_p=$((PORT_PP + rxe_req % 500))
+			_opt="-s 65536 -D $secs -F -p $_p"
+			cmd "ib_write_bw -d $RXE_DEV0 -x GID $_opt [$RXE_PEER_IP] (raw)"
+			on_b "timeout 120 ib_write_bw -d \$RXE_DEV0 -x \$GIDX $_opt \
 				>>\$RXE_OUT/ibw-server.log 2>&1 &
 				rxe_wait 20 listening $_p"
 			# shellcheck disable=SC2086
 			rec raw $r ib_write_bw 65536 ib_write_bw -d "$RXE_DEV0" \
-				-x "$GIDX" $_o "$RXE_PEER_IP"
+				-x "$GIDX" $_opt "$RXE_PEER_IP"
 			sleep 0.5 ;;
 		*)
 			case $p in
@@ -224,8 +213,7 @@ done
 for d in a1 a2; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
-req=$((req + 1))
-rxe_signal "req-$req" quit
+rxe_serve_end
 for d in a1 a2; do
 	daemon_stop $d || rxe_log "$d exited with $?"
 done

@@ -170,9 +170,11 @@ rxe_signal() {
 # Polls a directory listing: 9p caches negative lookups, so a `test -e`
 # can go on saying no after the other VM made the file.
 rxe_await() {
-	_deadline=$(awk -v n="$(rxe_now)" -v t="${2:-${RXE_CHECK_TIMEOUT:-300}}" 		'BEGIN { print n + t }')
+	_deadline=$(awk -v n="$(rxe_now)" -v t="${2:-${RXE_CHECK_TIMEOUT:-300}}" \
+		'BEGIN { print n + t }')
 	until rxe_sync_has "$1"; do
-		if rxe_sync_has "end.$RXE_PEER"; then
+		# (NAME may have come just before the end: look again)
+		if rxe_sync_has "end.$RXE_PEER" && ! rxe_sync_has "$1"; then
 			rxe_log "host $RXE_PEER ended its check before '$1'"
 			return 1
 		fi
@@ -191,6 +193,45 @@ rxe_value() {
 
 rxe_barrier() {
 	rxe_signal "$1.$RXE_HOST" && rxe_await "$1.$RXE_PEER" "${2:-}"
+}
+
+# One host asks, the other does (the benchmarks: host a drives, host b
+# serves):
+#   rxe_serve             run each snippet the other host sends (eval, in
+#                         this shell), answer each, until it says quit
+#   rxe_on_peer SNIPPET [SECONDS]
+#                         have the other host's rxe_serve run SNIPPET and
+#                         wait for its answer
+#   rxe_serve_end         tell the other host's rxe_serve to return
+rxe_req=0
+
+rxe_serve() {
+	_n=0
+	while :; do
+		_n=$((_n + 1))
+		rxe_await "req-$_n" 900 || return 1
+		_what=$(rxe_value "req-$_n")
+		[ "$_what" = quit ] && return 0
+		eval "$_what"
+		rxe_signal "ack-$_n"
+	done
+}
+
+rxe_on_peer() {
+	rxe_req=$((rxe_req + 1))
+	rxe_signal "req-$rxe_req" "$1" &&
+		rxe_await "ack-$rxe_req" "${2:-300}" ||
+		rxe_die "host $RXE_PEER did not answer request $rxe_req: $1"
+}
+
+rxe_serve_end() {
+	rxe_req=$((rxe_req + 1))
+	rxe_signal "req-$rxe_req" quit
+}
+
+# rxe_quote WORD: WORD quoted for a snippet that the other host evals.
+rxe_quote() {
+	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
 }
 
 rxe_alive() {
