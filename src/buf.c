@@ -1,36 +1,43 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Registered buffers of the data path, one pool per worker and device
- * (net/smc's smc_buf_create and its per-size lists): the send rings the
- * TCP side reads into and the RMB elements the peer RDMA-writes into.
+ * Registered buffers of the data path, one pool per worker (net/smc's
+ * smc_buf_create and its per-size lists): the send rings the TCP side
+ * reads into and the RMB elements the peer RDMA-writes into.
  *
- * Each element is its own allocation with its own MR on every device of
- * the pool (net/smc registers an RMB on each link of the group: a second
- * link on another device needs its own lkey and rkey for the same bytes).
- * A device added to the pool later (buf_pool_dev) gets every element
- * registered on it, in use or idle.  An RMB element is registered
- * LOCAL_WRITE | REMOTE_WRITE and nothing else, so the rkey a peer learns
- * covers exactly that connection's RMB and never a byte of another
- * connection's memory; a send ring gets no remote access at all.  Sizes
- * are powers of two from 16 KiB (SMC-R's buffer classes).
+ * Memory and registration are kept apart.  The pool owns the memory:
+ * each element is its own allocation, sizes are powers of two from
+ * 16 KiB (SMC-R's buffer classes), and elements given back go on a free
+ * list per kind and size class and are handed out again, zeroed: the
+ * whole element, unless its last user said how far it can have been
+ * written from the start (buf_written; a connection knows it from its
+ * cursors), so a short connection does not pay for clearing 128 KiB it
+ * never touched.  An RMB element is handed out again preferably to a
+ * connection with the same peer (its owner) as before; for another peer
+ * it is zeroed whole (a peer could have written past its cursors).
  *
- * Elements given back go on a free list per kind and size class and are
- * handed out again without re-registering, zeroed: the whole element,
- * unless its last user said how far it can have been written from the
- * start (buf_written; a connection knows it from its cursors), so a
- * short connection does not pay for clearing 128 KiB of buffers it
- * never touched.  An RMB element is handed out again only to a
- * connection with the same peer (its owner) as before: for another peer
- * it gets new keys first (deregistered and registered again), so an rkey
- * a peer once learned never reaches memory that serves another peer,
- * and it is zeroed whole (a peer could have written past its cursors).
- * Send rings have no remote access and are handed out to anyone.  All elements together, in
- * use or free, stay under the pool's byte limit: when a new one would
- * pass it, idle free elements of other classes are released first, and
- * if that is not enough buf_get() says -ENOBUFS (the caller falls back
- * to TCP).  Elements in use are never touched.  An MR is always
- * deregistered before its memory is freed.  The limit counts memory, not
- * MRs: an element registered on two devices counts once.
+ * Registration belongs to the protection domain of the link group an
+ * element serves (net/smc registers a group's buffers in the PD of each
+ * of its links, smcr_link_reg_buf): buf_mr() registers an element in the
+ * PD of a link of its connection's group when the connection first
+ * needs it there, so an rkey a peer learns is good on that group's QPs
+ * only, never on another peer's.  An RMB element is registered
+ * LOCAL_WRITE | REMOTE_WRITE and nothing else, so that rkey also covers
+ * exactly one connection's RMB; a send ring gets no remote access at
+ * all.  When an RMB element is given back its MRs are deregistered: an
+ * idle element is not remotely writable anywhere, and the next
+ * connection to use it gets new keys, so a WRITE of the peer still in
+ * flight for the old connection fails at the peer (a remote access
+ * error) instead of landing in the next one's stream.  That costs one
+ * registration per connection and RMB device, where net/smc keeps a
+ * group's idle RMBs registered; a send ring, which no peer can reach,
+ * keeps its MRs while idle and uses them again when its next user's
+ * group has the same PD (at most BUF_MRS_MAX at once; the oldest of
+ * another PD goes first).  Registration counts no memory: all
+ * elements together, in use or free, stay under the pool's byte limit;
+ * when a new one would pass it, idle free elements of other classes are
+ * released first, and if that is not enough buf_get() says -ENOBUFS (the
+ * caller falls back to TCP).  Elements in use are never touched.  An MR
+ * is always deregistered before its memory is freed.
  *
  * Single-threaded: a pool belongs to one worker's event loop.
  */
@@ -44,16 +51,14 @@
 #define BUF_CLASSES 16 /* 16 KiB << 0 .. 16 KiB << 15 = 512 MiB */
 
 struct buf_pool {
-	struct {
-		const struct dev_ops *ops;
-		struct dev *dev;
-	} devs[BUF_DEVS_MAX];
-	int ndevs;
+	const struct dev_ops *ops; /* a PD every element is registered in */
+	struct dev *pd;		   /* when handed out (tests), or NULL */
 	size_t limit; /* bytes, 0: none */
 	struct stats *st; /* the owner's gauges, or NULL */
 	struct buf *free[2][BUF_CLASSES];
-	struct buf *used; /* handed out: registered on a new device too */
+	struct buf *used; /* handed out */
 	uint64_t outstanding; /* elements handed out */
+	uint64_t clock;	      /* orders buf_mr() uses, for eviction */
 	bool dying;	      /* buf_pool_free() ran: free on the last put */
 	struct buf_stats stats;
 };
@@ -77,12 +82,14 @@ buf_class(size_t size)
 }
 
 /*
- * A pool of buffers holding at most limit bytes (0: no limit), registered
- * on dev (its device 0) unless dev is NULL: then on the devices given to
- * buf_pool_dev().  NULL with errno set.
+ * A pool of buffers holding at most limit bytes (0: no limit).  With pd
+ * (a device handle of ops), every element handed out is registered in
+ * that protection domain first (b->mr[0] then; for pools serving one PD,
+ * as in tests); without, elements are registered as buf_mr() asks.
+ * NULL with errno set.
  */
 struct buf_pool *
-buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
+buf_pool_new(const struct dev_ops *ops, struct dev *pd, size_t limit)
 {
 	struct buf_pool *p;
 
@@ -90,10 +97,9 @@ buf_pool_new(const struct dev_ops *ops, struct dev *dev, size_t limit)
 	if (p == NULL)
 		return NULL;
 	p->limit = limit;
-	if (dev != NULL) {
-		p->devs[0].ops = ops;
-		p->devs[0].dev = dev;
-		p->ndevs = 1;
+	if (pd != NULL) {
+		p->ops = ops;
+		p->pd = pd;
 	}
 	return p;
 }
@@ -121,34 +127,33 @@ buf_pool_stats(const struct buf_pool *p)
 	return &p->stats;
 }
 
-/* Register b on the pool's device i.  0 or the device's error. */
-static int
-buf_reg(struct buf_pool *p, struct buf *b, int i)
+/* Deregister b's MR i. */
+static void
+buf_unreg(struct buf *b, int i)
 {
-	/* a peer may write into an RMB element, and into nothing else */
-	int access = b->kind == BUF_RMB ? DEV_ACCESS_LOCAL_WRITE |
-						  DEV_ACCESS_REMOTE_WRITE :
-					  0;
-	int rc;
+	if (b->reg[i].pd == NULL)
+		return;
+	b->reg[i].ops->mr_dereg(b->reg[i].pd, &b->mr[i]);
+	memset(&b->mr[i], 0, sizeof(b->mr[i]));
+	memset(&b->reg[i], 0, sizeof(b->reg[i]));
+	b->pool->stats.deregs++;
+}
 
-	rc = p->devs[i].ops->mr_reg(p->devs[i].dev, b->addr, b->size, access,
-				    &b->mr[i]);
-	if (rc) {
-		memset(&b->mr[i], 0, sizeof(b->mr[i]));
-		p->stats.reg_errors++;
-	}
-	return rc;
+/* Deregister all of b's MRs. */
+static void
+buf_unreg_all(struct buf *b)
+{
+	int i;
+
+	for (i = 0; i < BUF_MRS_MAX; i++)
+		buf_unreg(b, i);
 }
 
 /* Deregister b everywhere, then free it. */
 static void
 buf_destroy(struct buf_pool *p, struct buf *b)
 {
-	int i;
-
-	for (i = 0; i < p->ndevs; i++)
-		if (b->mr[i].priv != NULL)
-			p->devs[i].ops->mr_dereg(p->devs[i].dev, &b->mr[i]);
+	buf_unreg_all(b);
 	if (b->registered) {
 		p->stats.bytes -= b->size;
 		if (p->st != NULL)
@@ -156,6 +161,56 @@ buf_destroy(struct buf_pool *p, struct buf *b)
 	}
 	free(b->addr);
 	free(b);
+}
+
+/*
+ * The MR of b (in use) in protection domain pd, a device handle of ops:
+ * registered there now if b has none in it (an RMB element LOCAL_WRITE |
+ * REMOTE_WRITE, a send ring without remote access).  NULL when that
+ * fails (counted in reg_errors) or b is registered in BUF_MRS_MAX PDs
+ * already since it was handed out.
+ */
+const struct dev_mr *
+buf_mr(struct buf *b, const struct dev_ops *ops, struct dev *pd)
+{
+	struct buf_pool *p = b->pool;
+	/* a peer may write into an RMB element, and into nothing else */
+	int access = b->kind == BUF_RMB ? DEV_ACCESS_LOCAL_WRITE |
+						  DEV_ACCESS_REMOTE_WRITE :
+					  0;
+	int i, slot = -1;
+
+	if (pd == NULL || ops == NULL)
+		return NULL;
+	for (i = 0; i < BUF_MRS_MAX; i++) {
+		if (b->reg[i].pd == pd) {
+			b->reg[i].used = ++p->clock;
+			return &b->mr[i];
+		}
+	}
+	/* a free slot, else the least recently used one of an earlier user */
+	for (i = 0; i < BUF_MRS_MAX; i++) {
+		if (b->reg[i].pd == NULL) {
+			slot = i;
+			break;
+		}
+		if (b->reg[i].used < b->since &&
+		    (slot < 0 || b->reg[i].used < b->reg[slot].used))
+			slot = i;
+	}
+	if (slot < 0)
+		return NULL;
+	buf_unreg(b, slot);
+	if (ops->mr_reg(pd, b->addr, b->size, access, &b->mr[slot])) {
+		memset(&b->mr[slot], 0, sizeof(b->mr[slot]));
+		p->stats.reg_errors++;
+		return NULL;
+	}
+	b->reg[slot].ops = ops;
+	b->reg[slot].pd = pd;
+	b->reg[slot].used = ++p->clock;
+	p->stats.regs++;
+	return &b->mr[slot];
 }
 
 /* Release idle elements (not of class keep) until need more bytes fit. */
@@ -190,7 +245,6 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 {
 	struct buf *b;
 	long pg = sysconf(_SC_PAGESIZE);
-	int i, rc;
 
 	b = calloc(1, sizeof(*b));
 	if (b == NULL)
@@ -203,13 +257,6 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	b->pool = p;
 	b->kind = kind;
 	b->size = size;
-	for (i = 0; i < p->ndevs; i++) {
-		rc = buf_reg(p, b, i);
-		if (rc) {
-			buf_destroy(p, b);
-			return rc;
-		}
-	}
 	b->registered = true;
 	p->stats.bytes += size;
 	if (p->st != NULL)
@@ -250,25 +297,6 @@ buf_used_del(struct buf_pool *p, struct buf *b)
 		STATS_ADD(p->st, rdma_buf_bytes_used, -(int64_t)b->size);
 }
 
-/* New keys for b on every device: its old rkeys stop working.  0 or -errno. */
-static int
-buf_rekey(struct buf_pool *p, struct buf *b)
-{
-	int i, rc;
-
-	for (i = 0; i < p->ndevs; i++) {
-		if (b->mr[i].priv == NULL)
-			continue;
-		p->devs[i].ops->mr_dereg(p->devs[i].dev, &b->mr[i]);
-		memset(&b->mr[i], 0, sizeof(b->mr[i]));
-		rc = buf_reg(p, b, i);
-		if (rc)
-			return rc;
-	}
-	p->stats.rekeyed++;
-	return 0;
-}
-
 static bool
 buf_owned_by(const struct buf *b, const char *owner)
 {
@@ -276,9 +304,9 @@ buf_owned_by(const struct buf *b, const char *owner)
 }
 
 /*
- * An idle element of kind and class c for owner, off its free list: one
- * the owner had, else another one given new keys (RMB elements), else
- * NULL.
+ * An idle element of kind and class c for owner, off its free list: an
+ * RMB element the owner had, else any (zeroed whole if it served
+ * another peer), else NULL.
  */
 static struct buf *
 buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
@@ -289,16 +317,11 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
 	for (pp = &p->free[kind][c]; (b = *pp) != NULL; pp = &b->next)
 		if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
 			break;
-	if (b == NULL && (b = p->free[kind][c]) != NULL) {
+	if (b == NULL) {
 		pp = &p->free[kind][c];
-		*pp = b->next;
-		b->next = NULL;
-		if (buf_rekey(p, b)) {
-			buf_destroy(p, b);
-			return NULL;
-		}
-		b->dirty = b->size;
-		return b;
+		b = *pp;
+		if (b != NULL)
+			b->dirty = b->size;
 	}
 	if (b != NULL) {
 		*pp = b->next;
@@ -310,11 +333,13 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
 /*
  * Take a buffer of kind and size (buf_size_ok()) from p for a connection
  * with peer owner (NULL: none): a free one of that class (see the top of
- * the file for RMB elements), else a new one registered on every device
- * of the pool.  0 with *out set; -EINVAL for a bad size; -ENOBUFS when it
- * would pass the pool's byte limit; -ENOMEM or the device's error
- * otherwise.  A reused element comes zeroed (as far as its last user can
- * have written it), so it never shows an earlier connection's bytes.
+ * the file), else a new one.  It has no MR in any PD yet unless the pool
+ * has one (buf_pool_new) or it is a send ring that kept its MRs: buf_mr()
+ * registers it where it is needed.  0 with *out set; -EINVAL for a bad
+ * size; -ENOBUFS when it would pass the pool's byte limit; -ENOMEM or the
+ * device's error otherwise.  A reused element comes zeroed (as far as
+ * its last user can have written it), so it never shows an earlier
+ * connection's bytes.
  */
 int
 buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
@@ -343,7 +368,12 @@ buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 	}
 	snprintf(b->owner, sizeof(b->owner), "%s", owner != NULL ? owner : "");
 	b->dirty = b->size;	/* until its user says otherwise */
+	b->since = ++p->clock;
 	buf_used_add(p, b);
+	if (p->pd != NULL && buf_mr(b, p->ops, p->pd) == NULL) {
+		buf_put(b);
+		return -EIO;
+	}
 	*out = b;
 	return 0;
 }
@@ -353,52 +383,6 @@ int
 buf_get(struct buf_pool *p, enum buf_kind kind, size_t size, struct buf **out)
 {
 	return buf_get_for(p, kind, size, NULL, out);
-}
-
-/* Whether b has an MR on its pool's device i (b->mr[i] is valid). */
-bool
-buf_on(const struct buf *b, int i)
-{
-	return i >= 0 && i < BUF_DEVS_MAX && b->mr[i].priv != NULL;
-}
-
-/*
- * The index of dev among p's devices (b->mr[index]), added if new: then
- * every element of p, in use or idle, is registered on it.  An element
- * whose registration failed stays usable on the other devices (buf_on()
- * says which; counted in reg_errors); an idle one is released instead.
- * The index, or -ENOSPC when p has BUF_DEVS_MAX devices, -ESHUTDOWN
- * after buf_pool_free().
- */
-int
-buf_pool_dev(struct buf_pool *p, const struct dev_ops *ops, struct dev *dev)
-{
-	struct buf *b, **pp;
-	int i, k, c;
-
-	for (i = 0; i < p->ndevs; i++)
-		if (p->devs[i].dev == dev)
-			return i;
-	if (p->dying)
-		return -ESHUTDOWN;
-	if (p->ndevs == BUF_DEVS_MAX)
-		return -ENOSPC;
-	i = p->ndevs++;
-	p->devs[i].ops = ops;
-	p->devs[i].dev = dev;
-	for (b = p->used; b != NULL; b = b->next)
-		(void)buf_reg(p, b, i);
-	for (k = 0; k < 2; k++)
-		for (c = 0; c < BUF_CLASSES; c++)
-			for (pp = &p->free[k][c]; (b = *pp) != NULL;) {
-				if (buf_reg(p, b, i) == 0) {
-					pp = &b->next;
-					continue;
-				}
-				*pp = b->next;
-				buf_destroy(p, b);
-			}
-	return i;
 }
 
 /* Deregister and free every idle element. */
@@ -429,9 +413,10 @@ buf_written(struct buf *b, size_t n)
 }
 
 /*
- * Give a buffer back to its pool for reuse.  Only once nothing can
- * access it any more: no WRITE of ours reads a send ring still queued,
- * no peer can still write into an RMB element.  NULL is ignored.
+ * Give a buffer back to its pool for reuse.  Only once nothing of ours
+ * can access it any more: no WRITE of ours reads a send ring still
+ * queued.  An RMB element's MRs go now, so a peer can write into it no
+ * more, whatever it still has in flight.  NULL is ignored.
  */
 void
 buf_put(struct buf *b)
@@ -443,6 +428,8 @@ buf_put(struct buf *b)
 		return;
 	p = b->pool;
 	buf_used_del(p, b);
+	if (b->kind == BUF_RMB)
+		buf_unreg_all(b);
 	if (p->dying) {
 		buf_destroy(p, b);
 		if (p->outstanding == 0)
@@ -456,7 +443,8 @@ buf_put(struct buf *b)
 
 /*
  * Free the pool: its idle elements now (deregistered, then freed), those
- * still in use when they are put back.  The devices must outlive it.
+ * still in use when they are put back.  The PDs they are registered in
+ * must outlive it.
  */
 void
 buf_pool_free(struct buf_pool *p)

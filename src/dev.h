@@ -127,12 +127,25 @@ struct dev_qp_cb {
 	void *arg;
 };
 
+/*
+ * Protection domains: a device handle is one PD, and pd_open() gives a
+ * handle on the same device with a PD of its own.  Every op takes either
+ * kind; a QP created and an MR registered through a handle belong to its
+ * PD, and a QP reaches only the MRs of its own PD, by lkey or, for the
+ * peer's WRITE, by rkey: an rkey registered in another PD gets the
+ * writer IBV_WC_REM_ACCESS_ERR (DEV_WC_REM_ACCESS_ERR) and both QPs go
+ * to error.  Link groups keep one PD each (net/smc: one per link), so a
+ * peer's rkeys are worthless on any other peer's QPs.
+ */
 struct dev_ops {
 	const char *name;
-	/* our address on this device for the local IP the peer is reached
-	 * from (GID choice), filled into a QP address template */
+	/* a new PD on d's device: NULL with errno set */
+	struct dev *(*pd_open)(struct dev *d);
+	/* the handle goes; its PD once its last QP and MR are gone too */
+	void (*pd_close)(struct dev *pd);
 	int (*mr_reg)(struct dev *d, void *addr, size_t len, int access,
 		      struct dev_mr *out);
+	/* d: the handle mr was registered through */
 	void (*mr_dereg)(struct dev *d, struct dev_mr *mr);
 	/* create an RC QP with its CQs on base; *got holds the real caps
 	 * (max_inline_data read back from the device).  The QP is ready

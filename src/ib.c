@@ -6,7 +6,8 @@
  * device discovery (smcproxyd --list-devices), the choice of the GID
  * table entry that carries RoCE v2 traffic for a local IP address, and
  * ib_dev_ops, the device ops table (dev.h) on verbs: one opened port per
- * worker, RC QPs with their own send and receive CQ on one non-blocking
+ * worker, protection domains on it (one per link group: ib_pd_open),
+ * RC QPs with their own send and receive CQ on one non-blocking
  * completion channel, and the device's async events, all as events in the
  * worker's event_base.
  */
@@ -47,8 +48,13 @@
 /*
  * One opened port.  A handle belongs to one worker: its QPs and its async
  * event live on that worker's event_base (the one the first QP names).
+ * A protection domain of it (ib_pd_open) is an ib_dev too, with root,
+ * pd, name, refs and closed set and the rest left to its root.
  */
 struct ib_dev {
+	struct ib_dev *root; /* the opened port; itself for that */
+	int refs;	     /* QPs and MRs in pd made through this handle */
+	bool closed;	     /* a PD handle's ib_pd_close ran */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	char name[IBV_SYSFS_NAME_MAX];
@@ -81,6 +87,7 @@ enum ib_err_kind {
 
 struct ib_qp {
 	struct ib_dev *dev;
+	struct ib_dev *pd; /* the handle it was created through */
 	LIST_ENTRY(ib_qp) entry;
 	struct ibv_comp_channel *channel;
 	struct event *comp_ev;
@@ -397,10 +404,69 @@ out:
 	return ret;
 }
 
+/* The opened port of a handle (itself, or a PD's root). */
 static struct ib_dev *
 ib_dev_of(struct dev *d)
 {
+	return ((struct ib_dev *)d)->root;
+}
+
+/* The handle itself: its pd is the one to use. */
+static struct ib_dev *
+ib_pd_of(struct dev *d)
+{
 	return (struct ib_dev *)d;
+}
+
+/* A QP or MR of PD handle h went: free h if it was closed and idle. */
+static void
+ib_pd_unref(struct ib_dev *h)
+{
+	int ret;
+
+	if (--h->refs > 0 || !h->closed || h->root == h)
+		return;
+	if ((ret = ibv_dealloc_pd(h->pd)) != 0)
+		log_warnx("%s: %s: ibv_dealloc_pd: %s", __func__, h->name,
+			  strerror(ret));
+	free(h);
+}
+
+/* dev_ops.pd_open: a protection domain of its own on dev's port. */
+static struct dev *
+ib_pd_open(struct dev *dev)
+{
+	struct ib_dev *d = ib_dev_of(dev), *h;
+	int ret;
+
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	h->root = d;
+	snprintf(h->name, sizeof(h->name), "%s", d->name);
+	h->pd = ibv_alloc_pd(d->ctx);
+	if (h->pd == NULL) {
+		ret = errno ? errno : ENOMEM;
+		log_warnx("%s: %s: ibv_alloc_pd: %s", __func__, d->name,
+			  strerror(ret));
+		free(h);
+		errno = ret;
+		return NULL;
+	}
+	return (struct dev *)h;
+}
+
+/* dev_ops.pd_close: the PD goes with its last QP and MR. */
+static void
+ib_pd_close(struct dev *dev)
+{
+	struct ib_dev *h = ib_pd_of(dev);
+
+	if (h == NULL || h->root == h || h->closed)
+		return;
+	h->closed = true;
+	h->refs++;
+	ib_pd_unref(h);
 }
 
 static struct ib_qp *
@@ -578,6 +644,7 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 		ret = -ENOMEM;
 		goto fail;
 	}
+	d->root = d;
 	LIST_INIT(&d->qps);
 	errno = 0;
 	list = ibv_get_device_list(&ndev);
@@ -627,7 +694,7 @@ fail:
 const char *
 ib_dev_name(const struct dev *d)
 {
-	return ((const struct ib_dev *)d)->name;
+	return ((const struct ib_dev *)d)->root->name;
 }
 
 static int
@@ -664,6 +731,8 @@ ib_qp_free(struct ib_qp *q)
 	    (ret = ibv_destroy_comp_channel(q->channel)) != 0)
 		log_warnx("%s: %s: ibv_destroy_comp_channel: %s", __func__,
 			  q->dev->name, strerror(ret));
+	if (q->pd != NULL)
+		ib_pd_unref(q->pd);
 	free(q);
 }
 
@@ -835,11 +904,12 @@ static int
 ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	  struct dev_mr *out)
 {
-	struct ib_dev *d = ib_dev_of(dev);
+	struct ib_dev *d = ib_pd_of(dev);
 	struct ibv_mr *mr;
 	int flags = 0, ret;
 
-	if (access & ~(DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE))
+	if (d->closed ||
+	    (access & ~(DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE)))
 		return -EINVAL;
 	if (access & DEV_ACCESS_LOCAL_WRITE)
 		flags |= IBV_ACCESS_LOCAL_WRITE;
@@ -856,6 +926,7 @@ ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 				  "");
 		return ret;
 	}
+	d->refs++;
 	out->addr = addr;
 	out->len = len;
 	out->lkey = mr->lkey;
@@ -876,6 +947,7 @@ ib_mr_dereg(struct dev *dev, struct dev_mr *mr)
 		log_warnx("%s: %s: ibv_dereg_mr: %s", __func__,
 			  ib_dev_of(dev)->name, strerror(ret));
 	mr->priv = NULL;
+	ib_pd_unref(ib_pd_of(dev));
 }
 
 static const char *
@@ -969,7 +1041,7 @@ ib_qp_create_rc(struct ib_qp *q, const struct dev_qp_caps *want)
 		init.cap.max_inline_data = inl;
 		init.qp_type = IBV_QPT_RC;
 		init.sq_sig_all = 0;
-		q->qp = ibv_create_qp(q->dev->pd, &init);
+		q->qp = ibv_create_qp(q->pd->pd, &init);
 		if (q->qp != NULL)
 			return 0;
 		if (inl == 0)
@@ -1002,9 +1074,9 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 	struct ibv_qp_attr attr;
 	int ret;
 
-	if (base == NULL || cb == NULL || want->max_send_wr == 0 ||
-	    want->max_recv_wr == 0 || want->max_send_wr > INT32_MAX ||
-	    want->max_recv_wr > INT32_MAX) {
+	if (ib_pd_of(dev)->closed || base == NULL || cb == NULL ||
+	    want->max_send_wr == 0 || want->max_recv_wr == 0 ||
+	    want->max_send_wr > INT32_MAX || want->max_recv_wr > INT32_MAX) {
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -1026,6 +1098,8 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 		goto fail;
 	}
 	q->dev = d;
+	q->pd = ib_pd_of(dev);
+	q->pd->refs++;
 	q->cb = *cb;
 	q->state = IBV_QPS_RESET;
 	q->ev_gen = d->ev_gen;
@@ -1410,12 +1484,13 @@ ib_arm(struct dev_qp *qp)
 void
 ib_dev_close(struct dev *dev)
 {
-	struct ib_dev *d = ib_dev_of(dev);
+	struct ib_dev *d;
 	struct ib_qp *q;
 	int ret;
 
-	if (d == NULL)
+	if (dev == NULL)
 		return;
+	d = ib_dev_of(dev);
 	while ((q = LIST_FIRST(&d->qps)) != NULL) {
 		log_warnx("%s: %s: qp %u still open", __func__, d->name,
 			  q->qp->qp_num);
@@ -1435,6 +1510,8 @@ ib_dev_close(struct dev *dev)
 
 const struct dev_ops ib_dev_ops = {
 	.name = "ib",
+	.pd_open = ib_pd_open,
+	.pd_close = ib_pd_close,
 	.mr_reg = ib_mr_reg,
 	.mr_dereg = ib_mr_dereg,
 	.qp_create = ib_qp_create,

@@ -695,6 +695,27 @@ lgr_link_slot(struct lgr *lgr)
 }
 
 /*
+ * The group's protection domain on dev, opened with its first link
+ * there: its QPs and the buffers registered for its connections (buf_mr)
+ * live in it, so no other peer's QP reaches them.  NULL on failure.
+ */
+static struct dev *
+lgr_pd(struct lgr *lgr, const struct lgr_dev *dev)
+{
+	int i = (int)(dev - lgr->ctx->devs);
+
+	if (i < 0 || i >= LGR_DEVS_MAX)
+		return NULL;
+	if (lgr->pd[i] == NULL) {
+		lgr->pd[i] = dev->ops->pd_open(dev->dev);
+		if (lgr->pd[i] == NULL)
+			log_warn("lgr %u: %s: no protection domain", lgr->id,
+				 dev->name);
+	}
+	return lgr->pd[i];
+}
+
+/*
  * A new link's QP on dev (INIT, receives posted), named in logs as link
  * id (the id it is expected to get).  NULL on failure.
  */
@@ -713,6 +734,9 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 	link->lgr = lgr;
 	link->slot = (int)(link - lgr->link);
 	link->dev = dev;
+	link->pd = lgr_pd(lgr, dev);
+	if (link->pd == NULL)
+		return NULL;
 	cb.arg = link;
 	memset(&p, 0, sizeof(p));
 	snprintf(p.name, sizeof(p.name), "lgr %u link %u", lgr->id, id);
@@ -722,7 +746,7 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 	p.inline_size = (uint32_t)r->inline_size;
 	p.slot_wait = r->slot_wait == CONF_SLOT_WAIT_ALL ? WR_WAIT_ALL :
 							   WR_WAIT_EXCLUSIVE;
-	link->wr = wr_link_new(dev->ops, dev->dev, lgr->ctx->base, &p, &cb);
+	link->wr = wr_link_new(dev->ops, link->pd, lgr->ctx->base, &p, &cb);
 	if (link->wr == NULL) {
 		log_warn("lgr %u: %s: cannot create a link", lgr->id,
 			 dev->name);
@@ -890,6 +914,10 @@ lgr_free(struct lgr *lgr)
 
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
 		lgr_link_release(&lgr->link[i]);
+	/* each goes once the buffers still registered in it are given back */
+	for (i = 0; i < LGR_DEVS_MAX; i++)
+		if (lgr->pd[i] != NULL)
+			ctx->devs[i].ops->pd_close(lgr->pd[i]);
 	if (lgr->clc != NULL)
 		clc_conn_free(lgr->clc);
 	event_free(lgr->tick);

@@ -19,9 +19,13 @@
  *   been polled.  Posting beyond max_send_wr/max_recv_wr is -ENOMEM.
  * - Inline data is copied at post time; without DEV_SEND_INLINE the data
  *   is read when the WR executes, so a buffer reused too early shows.
- * - Keys: every SGE is checked against the MRs of its device (lkey and
- *   range; LOCAL_WRITE for receives), an RDMA WRITE against the peer's
- *   (rkey, range, REMOTE_WRITE).  A bad rkey completes the WRITE with
+ * - Protection domains: a device is a PD, and pd_open makes more; a QP
+ *   and an MR belong to the PD of the handle they were made through.
+ * - Keys: every SGE is checked against the MRs of its QP's PD (lkey and
+ *   range; LOCAL_WRITE for receives), an RDMA WRITE against those of the
+ *   peer QP's PD (rkey, range, REMOTE_WRITE): an rkey of the same device
+ *   but another PD is a bad rkey, as on an RNIC.  A bad rkey completes
+ *   the WRITE with
  *   REM_ACCESS_ERR and puts both QPs in error (rxe treats it as a class C
  *   responder error).  A SEND longer than the receive buffer completes
  *   with LOC_ERR at the receiver and GENERAL_ERR (verbs: remote invalid
@@ -67,6 +71,7 @@
 
 struct loopdev_mr {
 	LIST_ENTRY(loopdev_mr) entry;
+	struct loopdev *pd; /* the handle it was registered through */
 	uintptr_t addr;
 	size_t len;
 	int access;
@@ -109,6 +114,7 @@ enum loopdev_state { LOOPDEV_INIT, LOOPDEV_RTS, LOOPDEV_ERR };
 
 struct loopdev_qp {
 	struct loopdev *dev;
+	struct loopdev *pd;	      /* the handle it was created through */
 	LIST_ENTRY(loopdev_qp) entry; /* in dev->qps */
 	LIST_ENTRY(loopdev_qp) reg;   /* in the registry */
 	struct dev_qp_cb cb;
@@ -133,11 +139,21 @@ struct loopdev_qp {
 	unsigned int events; /* 1 << enum dev_event, due */
 	bool inject;
 	enum dev_wc_status inject_status;
-	bool hold;	/* loopdev_hold: its WRs wait, as for lost acks */
+	bool hold; /* loopdev_hold: its WRs wait, as for lost acks */
 	unsigned int rnr_waits;
 };
 
+/*
+ * A model device, or a protection domain of one (loopdev_pd_open): both
+ * are handles the ops take.  A device is its own root and its own
+ * default PD; a PD handle has only root, pds, refs and closed.
+ */
 struct loopdev {
+	struct loopdev *root;
+	LIST_ENTRY(loopdev) pds; /* a PD handle, in root->pd_list */
+	LIST_HEAD(, loopdev) pd_list;
+	int refs;    /* QPs and MRs made through this handle */
+	bool closed; /* pd_close ran: freed with its last QP or MR */
 	struct event_base *base;
 	struct event *work_ev;
 	bool kicked;
@@ -160,10 +176,28 @@ static uint8_t loopdev_next_id;
 
 static void loopdev_qp_destroy(struct dev_qp *qp);
 
+/* The device of a handle (a device, or a PD of one). */
 static struct loopdev *
 loopdev_of(struct dev *d)
 {
+	return ((struct loopdev *)d)->root;
+}
+
+/* The protection domain of a handle: the handle itself. */
+static struct loopdev *
+loopdev_pd_of(struct dev *d)
+{
 	return (struct loopdev *)d;
+}
+
+/* A PD handle's QP or MR went: free it if it was closed and idle. */
+static void
+loopdev_pd_unref(struct loopdev *pd)
+{
+	if (--pd->refs > 0 || !pd->closed || pd->root == pd)
+		return;
+	LIST_REMOVE(pd, pds);
+	free(pd);
 }
 
 static struct loopdev_qp *
@@ -249,15 +283,23 @@ loopdev_swr_complete(struct loopdev_qp *q, struct loopdev_swr *w,
 		loopdev_to_error(q);
 }
 
+/*
+ * The MR of q's device with key that covers the range with access need,
+ * if it is in q's protection domain: a key of another PD is no key for
+ * q (an RNIC checks the MR's PD against the QP's).
+ */
 static struct loopdev_mr *
-loopdev_mr_find(struct loopdev *d, uint32_t key, bool remote, uint64_t addr,
-		size_t len, int need)
+loopdev_mr_find(const struct loopdev_qp *q, uint32_t key, bool remote,
+		uint64_t addr, size_t len, int need)
 {
 	struct loopdev_mr *mr;
 
-	for (mr = LIST_FIRST(&d->mrs); mr != NULL; mr = LIST_NEXT(mr, entry)) {
+	for (mr = LIST_FIRST(&q->dev->mrs); mr != NULL;
+	     mr = LIST_NEXT(mr, entry)) {
 		if ((remote ? mr->rkey : mr->lkey) != key)
 			continue;
+		if (mr->pd != q->pd)
+			return NULL;
 		if ((mr->access & need) != need || addr < mr->addr ||
 		    addr - mr->addr > mr->len ||
 		    len > mr->len - (addr - mr->addr))
@@ -356,8 +398,8 @@ loopdev_deliver_send(struct loopdev_qp *q, struct loopdev_swr *w,
 		st = p->inject_status;
 	}
 	for (i = 0; i < r->num_sge && st == DEV_WC_SUCCESS; i++) {
-		if (loopdev_mr_find(p->dev, r->sge[i].lkey, false,
-				    r->sge[i].addr, r->sge[i].length,
+		if (loopdev_mr_find(p, r->sge[i].lkey, false, r->sge[i].addr,
+				    r->sge[i].length,
 				    DEV_ACCESS_LOCAL_WRITE) == NULL)
 			st = DEV_WC_LOC_ERR;
 		else
@@ -409,7 +451,7 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 				 w->inline_len);
 	} else {
 		for (i = 0; i < w->num_sge; i++) {
-			if (loopdev_mr_find(q->dev, w->sge[i].lkey, false,
+			if (loopdev_mr_find(q, w->sge[i].lkey, false,
 					    w->sge[i].addr, w->sge[i].length,
 					    0) == NULL) {
 				loopdev_swr_complete(q, w, DEV_WC_LOC_ERR);
@@ -431,7 +473,7 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 	}
 
 	if (src.total > 0 &&
-	    loopdev_mr_find(p->dev, w->rkey, true, w->remote_addr, src.total,
+	    loopdev_mr_find(p, w->rkey, true, w->remote_addr, src.total,
 			    DEV_ACCESS_REMOTE_WRITE) == NULL) {
 		loopdev_swr_complete(q, w, DEV_WC_REM_ACCESS_ERR);
 		loopdev_to_error(p);
@@ -606,6 +648,8 @@ loopdev_new(struct event_base *base)
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
 		return NULL;
+	d->root = d;
+	LIST_INIT(&d->pd_list);
 	d->base = base;
 	LIST_INIT(&d->qps);
 	LIST_INIT(&d->mrs);
@@ -631,17 +675,22 @@ loopdev_new(struct event_base *base)
 void
 loopdev_free(struct dev *dev)
 {
-	struct loopdev *d = loopdev_of(dev);
+	struct loopdev *d, *pd;
 	struct loopdev_qp *q;
 	struct loopdev_mr *mr;
 
-	if (d == NULL)
+	if (dev == NULL)
 		return;
+	d = loopdev_of(dev);
 	while ((q = LIST_FIRST(&d->qps)) != NULL)
 		loopdev_qp_destroy((struct dev_qp *)q);
 	while ((mr = LIST_FIRST(&d->mrs)) != NULL) {
 		LIST_REMOVE(mr, entry);
 		free(mr);
+	}
+	while ((pd = LIST_FIRST(&d->pd_list)) != NULL) {
+		LIST_REMOVE(pd, pds);
+		free(pd);
 	}
 	event_free(d->work_ev);
 	free(d);
@@ -772,10 +821,10 @@ static int
 loopdev_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	       struct dev_mr *out)
 {
-	struct loopdev *d = loopdev_of(dev);
+	struct loopdev *d = loopdev_of(dev), *pd = loopdev_pd_of(dev);
 	struct loopdev_mr *mr;
 
-	if (addr == NULL || len == 0 ||
+	if (pd->closed || addr == NULL || len == 0 ||
 	    (access & ~(DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE)))
 		return -EINVAL;
 	/* verbs: remote write needs local write */
@@ -785,6 +834,8 @@ loopdev_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return -ENOMEM;
+	mr->pd = pd;
+	pd->refs++;
 	mr->addr = (uintptr_t)addr;
 	mr->len = len;
 	mr->access = access;
@@ -810,6 +861,7 @@ loopdev_mr_dereg(struct dev *dev, struct dev_mr *out)
 	if (mr == NULL)
 		return;
 	LIST_REMOVE(mr, entry);
+	loopdev_pd_unref(mr->pd);
 	free(mr);
 	out->priv = NULL;
 }
@@ -819,11 +871,12 @@ loopdev_qp_create(struct dev *dev, struct event_base *base,
 		  const struct dev_qp_caps *want, struct dev_qp_caps *got,
 		  const struct dev_qp_cb *cb)
 {
-	struct loopdev *d = loopdev_of(dev);
+	struct loopdev *d = loopdev_of(dev), *pd = loopdev_pd_of(dev);
 	struct loopdev_qp *q;
 
-	if (base != d->base || cb == NULL || want->max_send_wr == 0 ||
-	    want->max_recv_wr == 0 || want->max_send_wr > LOOPDEV_MAX_WR ||
+	if (pd->closed || base != d->base || cb == NULL ||
+	    want->max_send_wr == 0 || want->max_recv_wr == 0 ||
+	    want->max_send_wr > LOOPDEV_MAX_WR ||
 	    want->max_recv_wr > LOOPDEV_MAX_WR ||
 	    want->max_send_sge > LOOPDEV_MAX_SGE ||
 	    want->max_recv_sge > LOOPDEV_MAX_SGE) {
@@ -834,6 +887,8 @@ loopdev_qp_create(struct dev *dev, struct event_base *base,
 	if (q == NULL)
 		return NULL;
 	q->dev = d;
+	q->pd = pd;
+	pd->refs++;
 	q->cb = *cb;
 	q->caps = *want;
 	if (q->caps.max_inline_data > LOOPDEV_MAX_INLINE)
@@ -939,7 +994,38 @@ loopdev_qp_destroy(struct dev_qp *qp)
 		TAILQ_REMOVE(&q->rq, r, entry);
 		free(r);
 	}
+	loopdev_pd_unref(q->pd);
 	free(q);
+}
+
+/*
+ * dev_ops.pd_open: a protection domain of dev's device.  NULL with
+ * errno set.
+ */
+static struct dev *
+loopdev_pd_open(struct dev *dev)
+{
+	struct loopdev *d = loopdev_of(dev), *pd;
+
+	pd = calloc(1, sizeof(*pd));
+	if (pd == NULL)
+		return NULL;
+	pd->root = d;
+	LIST_INSERT_HEAD(&d->pd_list, pd, pds);
+	return (struct dev *)pd;
+}
+
+/* dev_ops.pd_close: freed now, or with its last QP or MR. */
+static void
+loopdev_pd_close(struct dev *dev)
+{
+	struct loopdev *pd = loopdev_pd_of(dev);
+
+	if (pd == NULL || pd->root == pd || pd->closed)
+		return;
+	pd->closed = true;
+	pd->refs++;
+	loopdev_pd_unref(pd);
 }
 
 /* One send WR into q's queue: 0 or -errno as verbs would fail it. */
@@ -1116,6 +1202,8 @@ loopdev_port_active(struct dev *dev)
 
 const struct dev_ops loopdev_ops = {
 	.name = "loopdev",
+	.pd_open = loopdev_pd_open,
+	.pd_close = loopdev_pd_close,
 	.mr_reg = loopdev_mr_reg,
 	.mr_dereg = loopdev_mr_dereg,
 	.qp_create = loopdev_qp_create,

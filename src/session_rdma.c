@@ -16,9 +16,10 @@
  * connection to the group's other link (tx_failover), and with no link
  * left the connection is reset with reason link_failed.
  *
- * Keys per link: the send ring and the RMB element are registered on the
- * device of every link of the worker's groups (one pool, buf_pool_dev),
- * and an rkey is only good on its own device.  The rkey in CONN_OPEN and
+ * Keys per link: the send ring and the RMB element are registered in the
+ * protection domain of each link of the connection's group they are
+ * needed on (the group's own PD on that link's device, buf_mr), and an
+ * rkey is only good on QPs of that PD.  The rkey in CONN_OPEN and
  * CONN_ACCEPT is for the link that message goes on (the acceptor joins
  * the connection to that link); each side then tells the other its
  * RMB's rkey on every other active link with CONFIRM_RKEY (on the
@@ -220,23 +221,24 @@ session_rdma_worker_end(struct worker *w)
 }
 
 /*
- * The index of link's device in the worker's pool (buf->mr[index]): the
- * first time, every buffer of the worker is registered on it.  -errno.
+ * Whether buffers can be registered for link: in its group's protection
+ * domain on its device (buf_mr does it when they are first needed
+ * there).  0 or -ENODEV.
  */
 static int
 session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 {
-	return buf_pool_dev(srw->pool, link->dev->ops, link->dev->dev);
+	(void)srw;
+	return link->pd != NULL ? 0 : -ENODEV;
 }
 
-/* The MR of b on link's device, or NULL if b is not registered there. */
+/* The MR of b in link's PD, registered there now if need be; or NULL. */
 static const struct dev_mr *
-session_rdma_mr(struct session_rdma_worker *srw, const struct buf *b,
+session_rdma_mr(struct session_rdma_worker *srw, struct buf *b,
 		const struct lgr_link *link)
 {
-	int i = session_rdma_devi(srw, link);
-
-	return b != NULL && buf_on(b, i) ? &b->mr[i] : NULL;
+	(void)srw;
+	return b != NULL ? buf_mr(b, link->dev->ops, link->pd) : NULL;
 }
 
 static struct buf *

@@ -434,7 +434,7 @@ int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
 	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,
 	       void *arg);
 
-/* buf.c: registered send rings and RMB elements, per worker and device */
+/* buf.c: registered send rings and RMB elements, per worker; MRs per PD */
 #define BUF_SIZE_MIN 16384u	  /* SMC-R's smallest buffer */
 #define BUF_SIZE_MAX (512u << 20) /* and its largest (compressed 15) */
 
@@ -442,7 +442,7 @@ struct buf_pool;
 
 enum buf_kind { BUF_SNDBUF, BUF_RMB };
 
-#define BUF_DEVS_MAX 8		/* devices of one pool */
+#define BUF_MRS_MAX 4		/* PDs an element is registered in at once */
 
 struct buf {
 	struct buf *next, *prev; /* on its pool's free list or in-use list */
@@ -453,8 +453,14 @@ struct buf {
 	bool registered;	/* counted in the pool's bytes */
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
 	size_t dirty;		/* bytes from the start its user may have written */
-	/* per device of the pool: lkey; rkey of an RMB element */
-	struct dev_mr mr[BUF_DEVS_MAX];
+	uint64_t since;		/* pool clock when it was handed out */
+	/* mr[i] (lkey; rkey of an RMB element) is in PD reg[i].pd, or unused */
+	struct dev_mr mr[BUF_MRS_MAX];
+	struct {
+		const struct dev_ops *ops;
+		struct dev *pd;	/* a device handle: the PD of a link group */
+		uint64_t used;	/* pool clock at its last buf_mr() */
+	} reg[BUF_MRS_MAX];
 };
 
 struct buf_stats {
@@ -463,20 +469,20 @@ struct buf_stats {
 	uint64_t nobufs_cnt;	/* refused: the byte limit was reached */
 	uint64_t evicted;	/* idle elements released to make room */
 	uint64_t reg_errors;
-	uint64_t rekeyed;	/* idle RMB elements given new keys for reuse */
+	uint64_t regs;		/* MRs registered (buf_mr) */
+	uint64_t deregs;	/* MRs deregistered (RMB elements: at each put) */
 	uint64_t bytes;		/* gauge: registered, in use or idle */
 	uint64_t bytes_used[2];	/* gauge per kind: handed out now */
 };
 
 bool buf_size_ok(size_t size);
-struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *dev,
+struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *pd,
 			      size_t limit);
 void buf_pool_free(struct buf_pool *p);
-int buf_pool_dev(struct buf_pool *p, const struct dev_ops *ops,
-		 struct dev *dev);
 void buf_pool_set_stats(struct buf_pool *p, struct stats *st);
 const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
-bool buf_on(const struct buf *b, int i);
+const struct dev_mr *buf_mr(struct buf *b, const struct dev_ops *ops,
+			    struct dev *pd);
 int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 	    struct buf **out);
 int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
@@ -763,6 +769,7 @@ struct lgr_link {
 	uint8_t id;		/* link_num on the wire; 0 until known */
 	int slot;
 	const struct lgr_dev *dev;
+	struct dev *pd;		/* its group's protection domain on dev */
 	struct wr_link *wr;
 	struct dev_qp_addr local, peer;
 	uint64_t deadline_ms;	/* of wait */
@@ -809,6 +816,8 @@ struct lgr {
 	uint32_t token, peer_token;	/* alert tokens from CLC */
 	uint8_t peer_rmbe_size;
 	struct lgr_link link[LGR_LINK_SLOTS];
+	/* the group's own protection domain per device (ctx->devs[i]) */
+	struct dev *pd[LGR_DEVS_MAX];
 	uint8_t next_link_id;
 	int nconns;
 	struct lgr_conn *conns;

@@ -3,8 +3,9 @@
  * buf.c on the loopback device model: sizes, reuse from the free lists,
  * the byte limit (-ENOBUFS without disturbing buffers in use, idle ones
  * released to make room), what a peer may write: an RMB element
- * through its own rkey and within its bounds, never a send ring, and
- * how much of an element is zeroed before it is handed out again.
+ * through its own rkey, within its bounds and from a QP of the PD it is
+ * registered in, never a send ring, never an idle element, and how much
+ * of an element is zeroed before it is handed out again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -59,10 +60,10 @@ START_TEST(reuse_from_free_list)
 	memset(a->addr, 0xab, a->size);
 	rkey = a->mr[0].rkey;
 	buf_put(a);
-	/* same class, same kind: handed out again, zeroed, same MR */
+	/* same class, same kind: handed out again, zeroed, with new keys */
 	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &c), 0);
 	ck_assert_ptr_eq(c, a);
-	ck_assert_uint_eq(c->mr[0].rkey, rkey);
+	ck_assert_uint_ne(c->mr[0].rkey, rkey);
 	ck_assert_uint_eq(((uint8_t *)c->addr)[100], 0);
 	ck_assert_uint_eq(buf_pool_stats(p)->reuse_cnt, 1);
 	ck_assert_uint_eq(buf_pool_stats(p)->alloc_cnt, 2);
@@ -138,10 +139,9 @@ START_TEST(gauges_follow_the_pool)
 	buf_put(b);
 	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
 	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes_used), K16);
-	/* a second device: same bytes, counted once */
+	/* registered in a second PD, of another device: counted once */
 	struct dev *dev2 = loopdev_new(base);
-	ck_assert_int_eq(buf_pool_dev(p, &loopdev_ops, dev2), 1);
-	ck_assert(buf_on(a, 1));
+	ck_assert_ptr_nonnull(buf_mr(a, &loopdev_ops, dev2));
 	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 3 * K16);
 	/* an idle element evicted to make room is no longer counted */
 	ck_assert_int_eq(buf_get(p, BUF_RMB, 2 * K16, &b), 0);
@@ -179,6 +179,7 @@ END_TEST
 struct reach {
 	struct event_base *base;
 	struct dev *dev;
+	struct dev *pd; /* the links' PD, or NULL: dev's own */
 	struct wr_link *a, *b;
 	int down;
 };
@@ -202,9 +203,11 @@ reach_links(struct reach *r)
 	struct wr_link_cb cb = {reach_down, r};
 	struct dev_qp_addr aa, ba;
 
+	struct dev *pd = r->pd != NULL ? r->pd : r->dev;
+
 	r->down = 0;
-	r->a = wr_link_new(&loopdev_ops, r->dev, r->base, &prm, &cb);
-	r->b = wr_link_new(&loopdev_ops, r->dev, r->base, &prm, &cb);
+	r->a = wr_link_new(&loopdev_ops, pd, r->base, &prm, &cb);
+	r->b = wr_link_new(&loopdev_ops, pd, r->base, &prm, &cb);
 	ck_assert_ptr_nonnull(r->a);
 	ck_assert_ptr_nonnull(r->b);
 	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(r->a), &aa), 0);
@@ -221,10 +224,10 @@ reach_unlink(struct reach *r)
 	wr_link_free(r->b);
 }
 
-/* WRITE len bytes from src into dst + off with dst's rkey; link still up? */
+/* WRITE len bytes from src into dst + off with rkey; link still up? */
 static bool
-reach_write(struct reach *r, struct buf *src, struct buf *dst, size_t off,
-	    size_t len)
+reach_write_key(struct reach *r, const struct dev_mr *src, struct buf *dst,
+		uint32_t rkey, size_t off, size_t len)
 {
 	struct wr_tx_slot *slot;
 	struct wr_write w;
@@ -232,15 +235,23 @@ reach_write(struct reach *r, struct buf *src, struct buf *dst, size_t off,
 	memset(&w, 0, sizeof(w));
 	w.sge[0].addr = (uint64_t)(uintptr_t)src->addr;
 	w.sge[0].length = (uint32_t)len;
-	w.sge[0].lkey = src->mr[0].lkey;
+	w.sge[0].lkey = src->lkey;
 	w.nsge = 1;
 	w.remote_addr = (uint64_t)(uintptr_t)dst->addr + off;
-	w.rkey = dst->mr[0].rkey;
+	w.rkey = rkey;
 	ck_assert_int_eq(wr_tx_get(r->a, &slot, NULL), 0);
 	((uint8_t *)wr_tx_buf(slot))[0] = 0x42;
 	ck_assert_int_eq(wr_tx_post(r->a, slot, &w, 1, NULL, NULL), 0);
 	ck_assert_int_ge(loopdev_run(r->dev), 0);
 	return r->down == 0;
+}
+
+/* WRITE len bytes from src into dst + off with dst's rkey in the pool's PD. */
+static bool
+reach_write(struct reach *r, struct buf *src, struct buf *dst, size_t off,
+	    size_t len)
+{
+	return reach_write_key(r, &src->mr[0], dst, dst->mr[0].rkey, off, len);
 }
 
 START_TEST(peer_writes_only_its_rmb)
@@ -277,11 +288,13 @@ START_TEST(peer_writes_only_its_rmb)
 END_TEST
 
 /*
- * An RMB element goes back to the same peer with the keys it had; to
- * another peer only with new ones: the rkey the first peer learned no
- * longer reaches it.
+ * An RMB element gets new keys each time it is handed out, to the same
+ * peer or another: the rkey a peer learned for an earlier connection no
+ * longer reaches it (a WRITE still in flight for an aborted connection
+ * cannot land in the next one's stream), and while it is idle no rkey
+ * reaches it at all.
  */
-START_TEST(rmb_reused_for_another_peer_gets_new_keys)
+START_TEST(rmb_gets_new_keys_each_time)
 {
 	struct buf *src, *rmb, *again;
 	struct buf_pool *p;
@@ -297,26 +310,94 @@ START_TEST(rmb_reused_for_another_peer_gets_new_keys)
 	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &rmb), 0);
 	old = rmb->mr[0];
 	buf_put(rmb);
+	/* idle: its old rkey is refused, nothing lands */
+	reach_links(&r);
+	ck_assert(!reach_write_key(&r, &src->mr[0], rmb, old.rkey, 0, 64));
+	reach_unlink(&r);
 	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &again), 0);
-	ck_assert_ptr_eq(again, rmb);
-	ck_assert_uint_eq(again->mr[0].rkey, old.rkey);
-	ck_assert_uint_eq(buf_pool_stats(p)->rekeyed, 0);
-	buf_put(again);
-	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "y", &again), 0);
 	ck_assert_ptr_eq(again, rmb);	/* the same memory ... */
 	ck_assert_uint_ne(again->mr[0].rkey, old.rkey); /* ... new keys */
-	ck_assert_uint_eq(buf_pool_stats(p)->rekeyed, 1);
-	ck_assert_str_eq(again->owner, "y");
-	/* x's old rkey: refused, nothing lands */
+	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 1);
+	/* the old rkey: refused, nothing lands in the new user's RMB */
 	reach_links(&r);
-	rmb->mr[0].rkey = old.rkey;
-	ck_assert(!reach_write(&r, src, rmb, 0, 64));
+	ck_assert(!reach_write_key(&r, &src->mr[0], again, old.rkey, 0, 64));
 	ck_assert_uint_eq(((uint8_t *)again->addr)[0], 0);
 	reach_unlink(&r);
-	rmb->mr[0].rkey = again->mr[0].rkey;
+	/* the new one works */
+	reach_links(&r);
+	ck_assert(reach_write(&r, src, again, 0, 64));
+	ck_assert_uint_eq(((uint8_t *)again->addr)[0], 0x5a);
+	reach_unlink(&r);
+	buf_put(again);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "y", &again), 0);
+	ck_assert_ptr_eq(again, rmb);
+	ck_assert_str_eq(again->owner, "y");
 	buf_put(again);
 	buf_put(src);
 	buf_pool_free(p);
+	loopdev_free(r.dev);
+	event_base_free(r.base);
+}
+END_TEST
+
+/*
+ * Registered per protection domain (a link group's): an RMB element is
+ * reachable only from QPs of the PDs it was registered in (buf_mr),
+ * with the rkey of that PD; from a QP of another PD on the same device,
+ * with any of its rkeys, not at all.  A send ring keeps its MR while
+ * idle and uses it again in the same PD.
+ */
+START_TEST(rmb_reachable_only_in_its_pd)
+{
+	struct buf *src, *rmb;
+	const struct dev_mr *s_p, *r_p, *r_q, *again;
+	struct dev *pd_p, *pd_q;
+	struct buf_pool *p;
+	struct reach r;
+
+	memset(&r, 0, sizeof(r));
+	r.base = event_base_new();
+	r.dev = loopdev_new(r.base);
+	pd_p = loopdev_ops.pd_open(r.dev);
+	pd_q = loopdev_ops.pd_open(r.dev);
+	ck_assert_ptr_nonnull(pd_p);
+	ck_assert_ptr_nonnull(pd_q);
+	p = buf_pool_new(NULL, NULL, 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &src), 0);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &rmb), 0);
+	memset(src->addr, 0x5a, K16);
+	s_p = buf_mr(src, &loopdev_ops, pd_p);
+	ck_assert_ptr_nonnull(s_p);
+	/* only in q's PD: p's QPs cannot reach it */
+	r_q = buf_mr(rmb, &loopdev_ops, pd_q);
+	ck_assert_ptr_nonnull(r_q);
+	r.pd = pd_p;
+	reach_links(&r);
+	ck_assert(!reach_write_key(&r, s_p, rmb, r_q->rkey, 0, 64));
+	ck_assert_uint_eq(((uint8_t *)rmb->addr)[0], 0);
+	reach_unlink(&r);
+	/* registered in p's PD too: with that rkey it is */
+	r_p = buf_mr(rmb, &loopdev_ops, pd_p);
+	ck_assert_ptr_nonnull(r_p);
+	ck_assert_ptr_eq(buf_mr(rmb, &loopdev_ops, pd_p), r_p);
+	ck_assert_uint_ne(r_p->rkey, r_q->rkey);
+	reach_links(&r);
+	ck_assert(reach_write_key(&r, s_p, rmb, r_p->rkey, 0, 64));
+	ck_assert_uint_eq(((uint8_t *)rmb->addr)[0], 0x5a);
+	reach_unlink(&r);
+	ck_assert_uint_eq(buf_pool_stats(p)->regs, 3);
+	/* the send ring keeps its MR in p's PD while idle */
+	buf_put(src);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &src), 0);
+	again = buf_mr(src, &loopdev_ops, pd_p);
+	ck_assert_ptr_eq(again, s_p);
+	ck_assert_uint_eq(buf_pool_stats(p)->regs, 3);
+	buf_put(src);
+	buf_put(rmb);
+	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 2);
+	buf_pool_free(p);
+	loopdev_ops.pd_close(pd_p);
+	loopdev_ops.pd_close(pd_q);
 	loopdev_free(r.dev);
 	event_base_free(r.base);
 }
@@ -385,7 +466,8 @@ buf_suite(void)
 	tcase_add_test(tc, gauges_follow_the_pool);
 	tcase_add_test(tc, pool_freed_with_buffers_out);
 	tcase_add_test(tc, peer_writes_only_its_rmb);
-	tcase_add_test(tc, rmb_reused_for_another_peer_gets_new_keys);
+	tcase_add_test(tc, rmb_gets_new_keys_each_time);
+	tcase_add_test(tc, rmb_reachable_only_in_its_pd);
 	tcase_add_test(tc, reuse_zeroes_what_was_written);
 	suite_add_tcase(s, tc);
 	return s;

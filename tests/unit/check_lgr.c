@@ -1035,6 +1035,11 @@ START_TEST(reuse_until_full)
 	ck_assert_ptr_eq(lgr_of(&A)->next, first);
 	ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), lgr_of(&A));
 	ck_assert_uint_eq(stat(&A, STAT_lgr_created), 2);
+	/* each group in a protection domain of its own, not the device's */
+	ck_assert_ptr_nonnull(first->link[0].pd);
+	ck_assert_ptr_nonnull(lgr_of(&A)->link[0].pd);
+	ck_assert_ptr_ne(first->link[0].pd, lgr_of(&A)->link[0].pd);
+	ck_assert_ptr_ne(first->link[0].pd, first->link[0].dev->dev);
 	for (i = 0; i < 16; i++)
 		lgr_conn_del(&c[i]);
 	close(lfd);

@@ -520,6 +520,76 @@ START_TEST(bad_rkey)
 }
 END_TEST
 
+/*
+ * Protection domains: a and b are connected in one PD of the device, c
+ * has its RMB in another.  c's rkey on b's QP is no key (remote access
+ * error, both QPs to error, c's RMB untouched), c's lkey none for a's
+ * QP; in their own PD the same operations work.
+ */
+START_TEST(keys_of_another_pd)
+{
+	struct dev *pd_p = loopdev_ops.pd_open(dev);
+	struct dev *pd_q = loopdev_ops.pd_open(dev);
+	struct side *c;
+	struct dev_sge sge;
+	struct dev_send_wr wr;
+
+	ck_assert_ptr_nonnull(pd_p);
+	ck_assert_ptr_nonnull(pd_q);
+	a = side_new(pd_p, caps(8, 8, 0), RW);
+	b = side_new(pd_p, caps(8, 8, 0), RW);
+	c = side_new(pd_q, caps(8, 8, 0), RW);
+	connect_to(a, b);
+	connect_to(b, a);
+	/* in their own PD: a writes b's RMB */
+	memset(a->src, 0x5a, BUF);
+	ck_assert_int_eq(post_write(a, b, 1, 0, 16, 0, DEV_SEND_SIGNALED), 0);
+	loopdev_run(dev);
+	collect(a);
+	ck_assert_int_eq(a->nwc, 1);
+	expect_wc(a, 0, 1, DEV_WC_SUCCESS, DEV_WC_RDMA_WRITE);
+	ck_assert_uint_eq(b->rmb[0], 0x5a);
+	/* c's rkey through b's QP: refused, c's RMB untouched */
+	ck_assert_int_eq(post_recv(b, 9, 0, 64), 0);
+	ck_assert_int_eq(post_write(a, c, 2, 0, 16, 0, 0), 0);
+	loopdev_run(dev);
+	collect(a);
+	collect(b);
+	ck_assert_int_eq(a->nwc, 2);
+	expect_wc(a, 1, 2, DEV_WC_REM_ACCESS_ERR, DEV_WC_RDMA_WRITE);
+	ck_assert_int_eq(b->nwc, 1);
+	expect_wc(b, 0, 9, DEV_WC_FLUSH_ERR, DEV_WC_RECV);
+	ck_assert_uint_eq(c->rmb[0], 0);
+	side_free(a);
+	side_free(b);
+	/* c's lkey in a QP of another PD: a local protection error */
+	a = side_new(pd_p, caps(8, 8, 0), RW);
+	b = side_new(pd_p, caps(8, 8, 0), RW);
+	connect_to(a, b);
+	connect_to(b, a);
+	ck_assert_int_eq(post_recv(b, 9, 0, 64), 0);
+	sge = (struct dev_sge){(uintptr_t)c->src, 8, c->src_mr.lkey};
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 3;
+	wr.opcode = DEV_WR_SEND;
+	wr.flags = DEV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ck_assert_int_eq(loopdev_ops.post_send(a->qp, &wr), 0);
+	loopdev_run(dev);
+	collect(a);
+	ck_assert_int_eq(a->nwc, 1);
+	expect_wc(a, 0, 3, DEV_WC_LOC_ERR, DEV_WC_SEND);
+	side_free(c);
+	side_free(a);
+	side_free(b);
+	a = b = NULL;
+	/* a PD goes with its last QP and MR; the device outlives it */
+	loopdev_ops.pd_close(pd_p);
+	loopdev_ops.pd_close(pd_q);
+}
+END_TEST
+
 START_TEST(bad_rkey_local_key)
 {
 	/* the lkey of the right MR is no rkey */
@@ -927,6 +997,7 @@ loopdev_suite(void)
 	tcase_add_test(tc, inline_copied_at_post);
 	tcase_add_test(tc, bad_rkey);
 	tcase_add_test(tc, bad_rkey_local_key);
+	tcase_add_test(tc, keys_of_another_pd);
 	tcase_add_test(tc, write_beyond_mr);
 	tcase_add_test(tc, write_before_mr);
 	tcase_add_test(tc, write_without_remote_write);

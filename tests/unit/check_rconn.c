@@ -48,6 +48,8 @@ struct side {
 	struct harness *h;
 	int id;
 	struct wr_link *link[2];
+	struct dev *pd[2]; /* each link's PD: its device's own, or its own */
+	bool own_pd[2];
 	int link_down[2];
 	struct buf_pool *pool;
 	struct tconn conn[NCONN];
@@ -67,7 +69,18 @@ struct harness {
 	uint64_t drop_at; /* drop link 0 once A produced this much */
 	bool dropped, failed_over;
 	bool failover_in_cb; /* link_failed moves the connection itself */
+	int on_link;	     /* h_conn puts new connections on this link */
 };
+
+/* The MR of b in the PD of side s's link li (registered there now). */
+static const struct dev_mr *
+h_mr(struct side *s, struct buf *b, int li)
+{
+	const struct dev_mr *mr = buf_mr(b, &loopdev_ops, s->pd[li]);
+
+	ck_assert_ptr_nonnull(mr);
+	return mr;
+}
 
 /* The byte at offset off of stream seed. */
 static uint8_t
@@ -159,11 +172,12 @@ static int
 h_move(struct tconn *c, int li)
 {
 	struct harness *h = c->s->h;
-	struct rconn *peer = h->side[1 - c->s->id].conn[c->idx].rc;
-	int d = li == 1 && h->dev2 != NULL ? 1 : 0;
+	struct side *ps = &h->side[1 - c->s->id];
+	struct rconn *peer = ps->conn[c->idx].rc;
 
-	return tx_failover(c->rc, c->s->link[li], c->rc->sndbuf->mr[d].lkey,
-			   peer->rmb->mr[d].rkey);
+	return tx_failover(c->rc, c->s->link[li],
+			   h_mr(c->s, c->rc->sndbuf, li)->lkey,
+			   h_mr(ps, peer->rmb, li)->rkey);
 }
 
 static void
@@ -186,10 +200,14 @@ static const struct rconn_ops t_ops = {
 	.link_failed = t_link_failed,
 };
 
-/* Both sides, nlinks links; link 1 on a second device if two_devs. */
+/*
+ * Both sides, nlinks links; link 1 on a second device if two_devs; each
+ * link in a PD of its own if pd_per_link (as two link groups have), else
+ * in its device's.
+ */
 static void
-h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
-	bool two_devs)
+h_open3(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
+	bool two_devs, bool pd_per_link)
 {
 	struct wr_params prm = {.max_send_wr = slots,
 				.max_recv_wr = 64,
@@ -213,12 +231,16 @@ h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 	for (k = 0; k < 2; k++) {
 		h->side[k].h = h;
 		h->side[k].id = k;
-		h->side[k].pool = buf_pool_new(&loopdev_ops, h->dev, 0);
+		h->side[k].pool = buf_pool_new(NULL, NULL, 0);
 		ck_assert_ptr_nonnull(h->side[k].pool);
-		if (two_devs)
-			ck_assert_int_eq(buf_pool_dev(h->side[k].pool,
-						      &loopdev_ops, h->dev2),
-					 1);
+		for (i = 0; i < 2; i++) {
+			struct dev *d = i == 1 && two_devs ? h->dev2 : h->dev;
+
+			h->side[k].own_pd[i] = pd_per_link;
+			h->side[k].pd[i] =
+				pd_per_link ? loopdev_ops.pd_open(d) : d;
+			ck_assert_ptr_nonnull(h->side[k].pd[i]);
+		}
 	}
 	for (i = 0; i < nlinks; i++) {
 		for (k = 0; k < 2; k++) {
@@ -226,10 +248,9 @@ h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 			cb.arg = &h->side[k];
 			snprintf(prm.name, sizeof(prm.name), "side %c link %d",
 				 'A' + k, i);
-			h->side[k].link[i] = wr_link_new(
-				&loopdev_ops,
-				i == 1 && two_devs ? h->dev2 : h->dev,
-				h->base, &prm, &cb);
+			h->side[k].link[i] =
+				wr_link_new(&loopdev_ops, h->side[k].pd[i],
+					    h->base, &prm, &cb);
 			ck_assert_ptr_nonnull(h->side[k].link[i]);
 			wr_rx_register(h->side[k].link[i], CDC_MSG_TYPE,
 				       h_cdc_rx);
@@ -243,6 +264,13 @@ h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 		ck_assert_int_eq(wr_link_connect(h->side[0].link[i], &ba), 0);
 		ck_assert_int_eq(wr_link_connect(h->side[1].link[i], &aa), 0);
 	}
+}
+
+static void
+h_open2(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
+	bool two_devs)
+{
+	h_open3(h, nlinks, slots, mode, two_devs, false);
 }
 
 static void
@@ -299,14 +327,15 @@ h_conn(struct harness *h, int i, size_t sa, size_t ra, size_t sb, size_t rb,
 		c->rx_total = total[1 - k];
 		memset(&in, 0, sizeof(in));
 		in.id = (uint64_t)(k << 16 | i);
-		in.link = s->link[0];
+		in.link = s->link[h->on_link];
 		in.token = (uint32_t)((k ? TOKEN_B : TOKEN_A) + i);
 		in.peer_token = (uint32_t)((k ? TOKEN_A : TOKEN_B) + i);
 		in.sndbuf = snd[k];
-		in.lkey = snd[k]->mr[0].lkey;
+		in.lkey = h_mr(s, snd[k], h->on_link)->lkey;
 		in.rmb = rmb[k];
 		in.peer_rmb.vaddr = (uint64_t)(uintptr_t)rmb[1 - k]->addr;
-		in.peer_rmb.rkey = rmb[1 - k]->mr[0].rkey;
+		in.peer_rmb.rkey =
+			h_mr(&h->side[1 - k], rmb[1 - k], h->on_link)->rkey;
 		in.peer_rmb.size = (uint32_t)rmb[1 - k]->size;
 		in.params = *tp;
 		in.ops = &t_ops;
@@ -521,6 +550,9 @@ h_close(struct harness *h)
 		for (i = 0; i < h->nlinks; i++)
 			wr_link_free(h->side[k].link[i]);
 		buf_pool_free(h->side[k].pool);
+		for (i = 0; i < 2; i++)
+			if (h->side[k].own_pd[i])
+				loopdev_ops.pd_close(h->side[k].pd[i]);
 	}
 	loopdev_free(h->dev);
 	if (h->dev2 != NULL)
@@ -985,8 +1017,8 @@ START_TEST(failover_with_other_devices_key_fails)
 	h_run(&h);
 	ck_assert_int_eq(c->link_failed, 1);
 	ck_assert_int_eq(tx_failover(c->rc, h.side[0].link[1],
-				     c->rc->sndbuf->mr[1].lkey,
-				     B(&h, 0)->rmb->mr[0].rkey),
+				     h_mr(&h.side[0], c->rc->sndbuf, 1)->lkey,
+				     h_mr(&h.side[1], B(&h, 0)->rmb, 0)->rkey),
 			 0);
 	h_run(&h);
 	consume(&h.side[1].conn[0], 0);
@@ -1472,6 +1504,48 @@ START_TEST(link_freed_with_cdcs_in_flight)
 }
 END_TEST
 
+/*
+ * Two link groups to one daemon (B), each with its PD: Q's connection
+ * on link 0, P's on link 1, on the same device.  P learned (or guessed)
+ * the address and rkey of Q's RMB at B and writes there: B's device
+ * refuses it (remote access error), P's link goes down, Q's link and
+ * stream are untouched.
+ */
+START_TEST(rkey_of_another_group_is_refused)
+{
+	struct harness h;
+	struct tconn *q, *p;
+
+	h_open3(&h, 2, 4, WR_WAIT_EXCLUSIVE, false, true);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 300, 0);
+	h.on_link = 1;
+	h_conn(&h, 1, K16, K16, K16, K16, &no_cork, 100, 0);
+	q = &h.side[0].conn[0];
+	p = &h.side[0].conn[1];
+	produce(q, 100);
+	h_run(&h);
+	consume(&h.side[1].conn[0], 0);
+	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 100);
+	A(&h, 1)->peer_rmb.vaddr = (uint64_t)(uintptr_t)B(&h, 0)->rmb->addr;
+	A(&h, 1)->peer_rmb.rkey = h_mr(&h.side[1], B(&h, 0)->rmb, 0)->rkey;
+	A(&h, 1)->local_tx_ctrl.prod.count = 100; /* where Q's next bytes go */
+	produce(p, 0);
+	h_run(&h);
+	ck_assert_int_eq(h.side[0].link_down[1], 1);
+	ck_assert_int_eq(p->link_failed, 1);
+	ck_assert_int_eq(h.side[0].link_down[0], 0);
+	ck_assert_int_eq(h.side[1].link_down[0], 0);
+	ck_assert_uint_eq(rx_readable(B(&h, 0)), 0);
+	produce(q, 0);
+	h_run(&h);
+	consume(&h.side[1].conn[0], 0);
+	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 300);
+	ck_assert_uint_eq(h.side[1].conn[0].bad_at, 0);
+	ck_assert_int_eq(h.side[1].rx_errors, 0);
+	h_close(&h);
+}
+END_TEST
+
 static Suite *
 rconn_suite(void)
 {
@@ -1501,6 +1575,7 @@ rconn_suite(void)
 	tcase_add_test(tc, failover_with_other_devices_key_fails);
 	tcase_add_test(tc, failover_skips_bytes_peer_consumed);
 	tcase_add_test(tc, link_freed_with_cdcs_in_flight);
+	tcase_add_test(tc, rkey_of_another_group_is_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hardening");
 	tcase_add_test(tc, malformed_cdcs_refused);
