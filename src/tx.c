@@ -165,7 +165,11 @@ tx_extent(const struct cdc_cursor *c, size_t size)
  * connection's bytes (zeroed before reuse): of the send ring what was
  * produced into it; of the RMB what the peer's cursor covered, when the
  * peer said it was done writing or closed (a correct peer writes nothing
- * it does not announce, and nothing after that), else all of it.
+ * it does not announce, and nothing after that), else all of it.  The
+ * RMB element goes back at once, also after an abort with the peer's
+ * WRITEs still in flight: it loses its keys there (buf_put), so they fail
+ * at the peer (remote access error) rather than land in the stream of
+ * the next connection to get the element.
  */
 static void
 tx_conn_destroy(struct rconn *rc)

@@ -1546,6 +1546,59 @@ START_TEST(rkey_of_another_group_is_refused)
 }
 END_TEST
 
+/*
+ * B aborts a connection and frees it while A's WRITE for it is still in
+ * flight on link 0 (held: not yet executed).  B's next connection with A
+ * gets the same RMB element, on link 1, and A writes its first bytes
+ * there.  Then the old WRITE executes: the element has new keys since it
+ * was given back, so B's device refuses the old rkey (A's link 0 goes
+ * down) and the new connection's bytes are what B reads, not the old
+ * connection's.
+ */
+START_TEST(aborted_rmb_not_reachable_by_old_writes)
+{
+	struct harness h;
+	struct tconn *old, *next;
+	void *elem;
+
+	h_open(&h, 2, 4, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 100, 0);
+	loopdev_hold(wr_link_qp(h.side[0].link[0]), true);
+	produce(&h.side[0].conn[0], 0);
+	h_run(&h);
+	ck_assert_int_eq(tx_close(B(&h, 0), TX_CLOSE_ABORT), 0);
+	h_run(&h);
+	ck_assert_int_eq(h.side[0].conn[0].aborts, 1);
+	elem = B(&h, 0)->rmb->addr;
+	tx_conn_free(B(&h, 0));
+	h.side[1].conn[0].rc = NULL;
+	h_run(&h);
+	ck_assert_uint_eq(buf_pool_stats(h.side[1].pool)->bytes_used[BUF_RMB],
+			  0);
+	h.on_link = 1;
+	h_conn(&h, 1, K16, K16, K16, K16, &no_cork, 100, 0);
+	ck_assert_ptr_eq(B(&h, 1)->rmb->addr, elem); /* the same memory */
+	next = &h.side[1].conn[1];
+	next->hold = true;
+	produce(&h.side[0].conn[1], 0);
+	h_run(&h);
+	ck_assert_uint_eq(rx_readable(B(&h, 1)), 100);
+	/* the old connection's WRITE goes now */
+	loopdev_hold(wr_link_qp(h.side[0].link[0]), false);
+	h_run(&h);
+	ck_assert_int_eq(h.side[0].link_down[0], 1);
+	ck_assert_int_eq(h.side[0].link_down[1], 0);
+	next->hold = false;
+	consume(next, 0);
+	ck_assert_uint_eq(next->rx_off, 100);
+	ck_assert_uint_eq(next->bad_at, 0);
+	old = &h.side[0].conn[0];
+	tx_conn_free(old->rc);
+	old->rc = NULL;
+	h_close(&h);
+}
+END_TEST
+
 static Suite *
 rconn_suite(void)
 {
@@ -1566,6 +1619,7 @@ rconn_suite(void)
 	tcase_add_test(tc, abort_each_direction);
 	tcase_add_test(tc, buffers_zeroed_as_far_as_written);
 	tcase_add_test(tc, free_after_abort_parked_for_slot);
+	tcase_add_test(tc, aborted_rmb_not_reachable_by_old_writes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("link");
 	tcase_set_timeout(tc, 300);
