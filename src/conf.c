@@ -545,6 +545,9 @@ static const struct conf_key conf_export_keys[] = {
 		  "peers allowed to use it, each named in peers"),
 	KEY_INT(struct conf_export, connect_timeout, "connect_timeout", "5", 1,
 		300, NULL, R, "seconds to wait for the target to accept"),
+	KEY(struct conf_export, log_connections, "log_connections",
+	    CONF_T_BOOL, "true", 0, 1, NULL, R,
+	    "log a line for each connection when it ends"),
 };
 
 static const struct conf_key conf_rule_keys[] = {
@@ -558,6 +561,9 @@ static const struct conf_key conf_rule_keys[] = {
 	    REQ | R, "export at that peer to connect to"),
 	KEY_INT(struct conf_rule, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
+	KEY(struct conf_rule, log_connections, "log_connections", CONF_T_BOOL,
+	    "true", 0, 1, NULL, R,
+	    "log a line for each connection when it ends"),
 };
 
 static const struct conf_key conf_rdma_keys[] = {

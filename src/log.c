@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Logging: stderr in the foreground (the systemd journal picks it up with
- * the priority prefix), syslog otherwise.  Callers put __func__ and the
- * object id in the message themselves.
+ * Logging.  Three sinks, chosen once at start: the systemd journal, natively
+ * (sd_journal_send, so lines carry fields such as RULE= and PEER=) when
+ * standard error is a journal stream ($JOURNAL_STREAM names it) or the
+ * daemon is not in the foreground; a terminal, plain "smcproxyd: message";
+ * anything else (a file, a pipe), each line with its syslog priority
+ * prefix "<6>".  Without a journal to reach, background logs go to syslog.
+ * Callers put __func__ and the object id in the message themselves.
  */
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,9 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
+
+#include <systemd/sd-journal.h>
 
 #include "smcproxyd.h"
 
+enum log_sink { LOG_SINK_STDERR, LOG_SINK_TTY, LOG_SINK_JOURNAL };
+
+static enum log_sink log_sink = LOG_SINK_STDERR;
 static int log_foreground = 1;
 static enum log_level log_current = LOG_LEVEL_INFO;
 
@@ -24,12 +36,33 @@ static const char *const log_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
 };
 
-/* Start logging; foreground logs go to stderr, else to syslog. */
+/* Whether standard error is the journal stream systemd connected it to. */
+static bool
+log_stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (env == NULL || sscanf(env, "%llu:%llu", &dev, &ino) != 2)
+		return false;
+	return fstat(STDERR_FILENO, &st) == 0 &&
+	       (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
+
+/* Start logging; see the top of the file for where lines go. */
 void
 log_init(int foreground, enum log_level level)
 {
 	log_foreground = foreground;
 	log_current = level;
+	if (!foreground || log_stderr_is_journal())
+		log_sink = LOG_SINK_JOURNAL;
+	else if (isatty(STDERR_FILENO))
+		log_sink = LOG_SINK_TTY;
+	else
+		log_sink = LOG_SINK_STDERR;
 	if (!foreground)
 		openlog("smcproxyd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -62,10 +95,63 @@ log_debug_enabled(void)
 	       LOG_LEVEL_DEBUG;
 }
 
+bool
+log_info_enabled(void)
+{
+	return __atomic_load_n(&log_current, __ATOMIC_RELAXED) >=
+	       LOG_LEVEL_INFO;
+}
+
+static const int log_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+/* msg to the journal with nfields "KEY=value" fields; 0 or -errno. */
+static int
+log_journal(enum log_level level, const char *msg, const char *const *fields,
+	    int nfields)
+{
+	struct iovec iov[3 + LOG_FIELDS_MAX];
+	char prio[16];
+	char *text;
+	int i, n = 0, rc;
+
+	if (nfields > LOG_FIELDS_MAX)
+		nfields = LOG_FIELDS_MAX;
+	if (asprintf(&text, "MESSAGE=%s", msg) < 0)
+		return -ENOMEM;
+	snprintf(prio, sizeof(prio), "PRIORITY=%d", log_prio[level]);
+	iov[n++] = (struct iovec){text, strlen(text)};
+	iov[n++] = (struct iovec){prio, strlen(prio)};
+	iov[n++] = (struct iovec){(char *)"SYSLOG_IDENTIFIER=smcproxyd",
+				  strlen("SYSLOG_IDENTIFIER=smcproxyd")};
+	for (i = 0; i < nfields; i++)
+		iov[n++] = (struct iovec){(char *)fields[i], strlen(fields[i])};
+	rc = sd_journal_sendv(iov, n);
+	free(text);
+	return rc;
+}
+
+static void
+log_emit(enum log_level level, const char *msg, const char *const *fields,
+	 int nfields)
+{
+	if (log_sink == LOG_SINK_JOURNAL &&
+	    log_journal(level, msg, fields, nfields) == 0)
+		return;
+	if (!log_foreground)
+		syslog(log_prio[level], "%s", msg);
+	else if (log_sink == LOG_SINK_TTY)
+		fprintf(stderr, "smcproxyd: %s%s\n",
+			level == LOG_LEVEL_ERR	? "error: " :
+			level == LOG_LEVEL_WARN ? "warning: " :
+						  "",
+			msg);
+	else
+		fprintf(stderr, "<%d>smcproxyd: %s\n", log_prio[level], msg);
+}
+
 static void
 log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	char msg[1024];
 	int n;
 
@@ -77,10 +163,26 @@ log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 	if (errnum && (size_t)n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s",
 			 strerror(errnum));
-	if (log_foreground)
-		fprintf(stderr, "<%d>smcproxyd: %s\n", prio[level], msg);
-	else
-		syslog(prio[level], "%s", msg);
+	log_emit(level, msg, NULL, 0);
+}
+
+/*
+ * An info line with structured fields ("KEY=value", at most
+ * LOG_FIELDS_MAX) that the journal keeps beside the message, so that
+ * "journalctl RULE=redis" finds it; other sinks get the message alone.
+ */
+void
+log_info_fields(const char *const *fields, int nfields, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!log_info_enabled())
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_emit(LOG_LEVEL_INFO, msg, fields, nfields);
 }
 
 /* Warning with strerror(errno) appended. */

@@ -35,6 +35,10 @@ void log_init(int foreground, enum log_level level);
 void log_set_level(enum log_level level);
 int log_level_parse(const char *name, enum log_level *out);
 bool log_debug_enabled(void);
+bool log_info_enabled(void);
+#define LOG_FIELDS_MAX 16
+void log_info_fields(const char *const *fields, int nfields, const char *fmt,
+		     ...) __attribute__((format(printf, 3, 4)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -76,6 +80,7 @@ struct conf_export {
 	char **peers;		/* names allowed to use it */
 	int npeers;
 	int connect_timeout;	/* seconds */
+	bool log_connections;	/* connlog.c: a line as each one ends */
 	int line;
 };
 
@@ -85,6 +90,7 @@ struct conf_rule {
 	const struct conf_peer *peer;
 	char export[CONF_NAME_MAX + 1];
 	int idle_timeout;	/* seconds, 0 = never */
+	bool log_connections;	/* connlog.c: a line as each one ends */
 	int line;
 };
 
@@ -320,6 +326,9 @@ struct session *session_next(const struct session *s);
 uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
+
+/* connlog.c */
+void connlog_close(const struct session *s, enum session_reason reason);
 
 /* control.c */
 #define CONTROL_VERSION 1	/* the "v" of every request and reply */

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The connection log: one info line for each proxied connection when it
+ * ends, as HAProxy's tcplog: its id, the rule (or export) and peer, the
+ * client (or target) address, the transport and, for the fallback, the
+ * peer's last SMC decline, whether it got connected, how long it lived,
+ * the bytes each way and the close reason.  The line is key=value pairs
+ * for people and scripts; in the journal the same values are fields
+ * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
+ * with log_connections.  Connections that never named a rule or an
+ * export (strangers on the peer port) are logged where they fail.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clc_wire.h"
+#include "smcproxyd.h"
+
+struct connlog_line {
+	char id[32], name[16 + CONF_NAME_MAX], peer[8 + CONF_NAME_MAX];
+	char addr[16 + ADDR_STRLEN], transport[32], decline[48];
+	char duration[32], in[40], out[40], reason[48], connected[24];
+};
+
+/* Whether s's rule or export wants its connections logged. */
+static bool
+connlog_wanted(const struct session *s)
+{
+	if (s->role == SESSION_ROLE_RULE)
+		return s->rule != NULL && s->rule->log_connections;
+	return s->export != NULL && s->export->log_connections;
+}
+
+/*
+ * connlog_close() - Log s, which closes now for reason; state is still the
+ * one it was in (relay, or a handshake or connect that did not finish).
+ */
+void
+connlog_close(const struct session *s, enum session_reason reason)
+{
+	bool rule = s->role == SESSION_ROLE_RULE;
+	struct connlog_line l;
+	const char *fields[11];
+	char a[ADDR_STRLEN];
+	uint64_t ms = session_now_ms() - s->started_ms;
+	uint32_t code = 0;
+	int n = 0;
+
+	if (!connlog_wanted(s) || !log_info_enabled())
+		return;
+	snprintf(l.id, sizeof(l.id), "CONN_ID=0x%" PRIx64, s->id);
+	if (rule)
+		snprintf(l.name, sizeof(l.name), "RULE=%s", s->rule->name);
+	else
+		snprintf(l.name, sizeof(l.name), "EXPORT=%s", s->export->name);
+	snprintf(l.peer, sizeof(l.peer), "PEER=%s",
+		 s->peer != NULL ? s->peer->name : "-");
+	addr_str(&s->addr[rule ? 0 : 1], a, sizeof(a));
+	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
+		 a);
+	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
+		 s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback");
+	if (s->mode != SESSION_MODE_RDMA && s->peer != NULL)
+		lgr_peer_mode(s->peer->name, &code);
+	snprintf(l.decline, sizeof(l.decline), "DECLINE=%s",
+		 code != 0 ? clc_decline_name(code) : "-");
+	snprintf(l.connected, sizeof(l.connected), "CONNECTED=%s",
+		 s->state == SESSION_RELAY ? "yes" : "no");
+	snprintf(l.duration, sizeof(l.duration), "DURATION_MS=%" PRIu64, ms);
+	snprintf(l.in, sizeof(l.in), "BYTES_IN=%" PRIu64,
+		 (uint64_t)s->pump[0].bytes);
+	snprintf(l.out, sizeof(l.out), "BYTES_OUT=%" PRIu64,
+		 (uint64_t)s->pump[1].bytes);
+	snprintf(l.reason, sizeof(l.reason), "CLOSE_REASON=%s",
+		 session_reason_name(reason));
+
+	fields[n++] = l.id;
+	fields[n++] = l.name;
+	fields[n++] = l.peer;
+	fields[n++] = l.addr;
+	fields[n++] = l.transport;
+	fields[n++] = l.decline;
+	fields[n++] = l.connected;
+	fields[n++] = l.duration;
+	fields[n++] = l.in;
+	fields[n++] = l.out;
+	fields[n++] = l.reason;
+	log_info_fields(
+		fields, n,
+		"conn 0x%" PRIx64 " %s=%s peer=%s %s=%s transport=%s%s%s "
+		"connected=%s duration=%" PRIu64 ".%03us bytes_in=%" PRIu64
+		" bytes_out=%" PRIu64 " close=%s",
+		s->id, rule ? "rule" : "export",
+		rule ? s->rule->name : s->export->name,
+		s->peer != NULL ? s->peer->name : "-",
+		rule ? "client" : "target", a,
+		s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
+		code != 0 ? " decline=" : "",
+		code != 0 ? clc_decline_name(code) : "",
+		s->state == SESSION_RELAY ? "yes" : "no", ms / 1000,
+		(unsigned int)(ms % 1000), (uint64_t)s->pump[0].bytes,
+		(uint64_t)s->pump[1].bytes, session_reason_name(reason));
+}
