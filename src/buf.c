@@ -31,8 +31,10 @@
  * registration per connection and RMB device, where net/smc keeps a
  * group's idle RMBs registered; a send ring, which no peer can reach,
  * keeps its MRs while idle and uses them again when its next user's
- * group has the same PD (at most BUF_MRS_MAX at once; the oldest of
- * another PD goes first).  Registration counts no memory: all
+ * group has the same PD; the first MR its next user needs elsewhere
+ * makes the old ones go, so an element is registered only where its
+ * user needs it (at most BUF_MRS_MAX PDs).  Registration counts no
+ * memory: all
  * elements together, in use or free, stay under the pool's byte limit;
  * when a new one would pass it, idle free elements of other classes are
  * released first, and if that is not enough buf_get() says -ENOBUFS (the
@@ -166,9 +168,9 @@ buf_destroy(struct buf_pool *p, struct buf *b)
 /*
  * The MR of b (in use) in protection domain pd, a device handle of ops:
  * registered there now if b has none in it (an RMB element LOCAL_WRITE |
- * REMOTE_WRITE, a send ring without remote access).  NULL when that
- * fails (counted in reg_errors) or b is registered in BUF_MRS_MAX PDs
- * already since it was handed out.
+ * REMOTE_WRITE, a send ring without remote access; MRs an earlier user
+ * left go first).  NULL when that fails (counted in reg_errors) or b is
+ * registered in BUF_MRS_MAX PDs already since it was handed out.
  */
 const struct dev_mr *
 buf_mr(struct buf *b, const struct dev_ops *ops, struct dev *pd)
@@ -188,19 +190,16 @@ buf_mr(struct buf *b, const struct dev_ops *ops, struct dev *pd)
 			return &b->mr[i];
 		}
 	}
-	/* a free slot, else the least recently used one of an earlier user */
+	/* MRs an earlier user left (a send ring's) go before a new one is
+	 * made: an element is registered at most where its user needs it */
 	for (i = 0; i < BUF_MRS_MAX; i++) {
-		if (b->reg[i].pd == NULL) {
-			slot = i;
-			break;
-		}
-		if (b->reg[i].used < b->since &&
-		    (slot < 0 || b->reg[i].used < b->reg[slot].used))
+		if (b->reg[i].pd != NULL && b->reg[i].used < b->since)
+			buf_unreg(b, i);
+		if (b->reg[i].pd == NULL && slot < 0)
 			slot = i;
 	}
 	if (slot < 0)
 		return NULL;
-	buf_unreg(b, slot);
 	if (ops->mr_reg(pd, b->addr, b->size, access, &b->mr[slot])) {
 		memset(&b->mr[slot], 0, sizeof(b->mr[slot]));
 		p->stats.reg_errors++;

@@ -345,7 +345,7 @@ END_TEST
  * reachable only from QPs of the PDs it was registered in (buf_mr),
  * with the rkey of that PD; from a QP of another PD on the same device,
  * with any of its rkeys, not at all.  A send ring keeps its MR while
- * idle and uses it again in the same PD.
+ * idle and uses it again in the same PD, and drops it for another.
  */
 START_TEST(rmb_reachable_only_in_its_pd)
 {
@@ -392,9 +392,14 @@ START_TEST(rmb_reachable_only_in_its_pd)
 	again = buf_mr(src, &loopdev_ops, pd_p);
 	ck_assert_ptr_eq(again, s_p);
 	ck_assert_uint_eq(buf_pool_stats(p)->regs, 3);
+	/* ... and drops it when its next user needs another PD */
+	buf_put(src);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &src), 0);
+	ck_assert_ptr_nonnull(buf_mr(src, &loopdev_ops, pd_q));
+	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 1);
 	buf_put(src);
 	buf_put(rmb);
-	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 2);
+	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 3);
 	buf_pool_free(p);
 	loopdev_ops.pd_close(pd_p);
 	loopdev_ops.pd_close(pd_q);
