@@ -562,7 +562,7 @@ clc_decline_name(uint32_t code)
 /* ---- the handshake on a control connection ---- */
 
 #define CLC_CLOSE_WAIT_MS 1000 /* a declined peer gets this to read it */
-#define CLC_PENDING_MAX 64     /* server handshakes under way per worker */
+#define CLC_PENDING_MAX 64     /* server groups awaiting CONFIRM per worker */
 
 enum clc_step {
 	CLC_STEP_CONNECT,  /* client: TCP connect under way */
@@ -582,6 +582,7 @@ struct clc_conn {
 	enum clc_step step;
 	struct event *rev, *wev, *timer;
 	struct addr src; /* server: where the client connected from */
+	bool preauth;	 /* holds a worker_preauth_get of src */
 	struct addr local;
 	uint8_t in[CLC_MSG_MAX];
 	size_t in_len;
@@ -624,6 +625,30 @@ clc_unlist(struct clc_conn *c)
 	ctx->nclcs--;
 }
 
+/* c authenticated (CONFIRM) or goes: its place among strangers back. */
+static void
+clc_preauth_done(struct clc_conn *c)
+{
+	if (!c->preauth)
+		return;
+	c->preauth = false;
+	if (c->ctx->w != NULL)
+		worker_preauth_put(c->ctx->w, &c->src);
+}
+
+/*
+ * A server handshake from a stranger that did not finish in time or was
+ * cut short: a failure of its host for the rate limit, like a wrong key.
+ */
+static void
+clc_preauth_failed(struct clc_conn *c)
+{
+	if (c->ctx->auth == NULL || c->src.len == 0)
+		return;
+	STATS_INC(c->ctx->stats, preauth_timeouts);
+	auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+}
+
 /*
  * Close the control connection and free it; a group that has it forgets
  * it.  Never from inside its own event callback but as its last step.
@@ -633,6 +658,7 @@ clc_conn_free(struct clc_conn *c)
 {
 	if (c == NULL)
 		return;
+	clc_preauth_done(c);
 	clc_unlist(c);
 	if (c->lgr != NULL && c->lgr->clc == c)
 		c->lgr->clc = NULL;
@@ -874,6 +900,8 @@ clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
 	if ((code == CLC_DECL_AUTHFAIL || code == CLC_DECL_PEERUNKNOWN) &&
 	    c->ctx->auth != NULL && c->src.len)
 		auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	if (code == CLC_DECL_TIMEOUT_CL)
+		clc_preauth_failed(c);
 	log_warnx("clc: %s: declined %s (0x%08x): %s",
 		  clc_who(c, who, sizeof(who)), clc_decline_name(code), code,
 		  why);
@@ -890,6 +918,8 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 		STATS_INC(c->ctx->stats, auth_failures);
 		if (c->ctx->auth != NULL && c->src.len)
 			auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	} else if (code == CLC_DECL_TIMEOUT_CL && c->preauth) {
+		clc_preauth_failed(c);
 	}
 	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	clc_decline_send(c, code);
@@ -991,7 +1021,72 @@ clc_server_confirm(struct clc_conn *c)
 	}
 	c->step = CLC_STEP_DONE;
 	clc_timer(c, 0);
+	clc_preauth_done(c);
 	lgr_clc_done(lgr);
+}
+
+/*
+ * The time a stranger gets for its PROPOSAL: a worker's handshake_timeout
+ * (the connection is on the strangers' budget until its CONFIRM), else
+ * CLC's wait.
+ */
+static unsigned int
+clc_proposal_ms(const struct lgr_ctx *ctx)
+{
+	unsigned int ms = ctx->t.clc_wait_ms;
+
+	if (ctx->w != NULL &&
+	    (unsigned int)lgr_ctx_conf(ctx)->handshake_timeout * 1000 < ms)
+		ms = (unsigned int)lgr_ctx_conf(ctx)->handshake_timeout * 1000;
+	return ms;
+}
+
+static int
+clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
+	       const void *hdr, size_t hdr_len, bool preauth)
+{
+	struct clc_conn *c;
+	struct lgr *lgr;
+	int pending = 0;
+
+	if (hdr_len > sizeof(struct clc_hdr)) {
+		close(fd);
+		if (preauth && ctx->w != NULL)
+			worker_preauth_put(ctx->w, src);
+		return -EINVAL;
+	}
+	c = clc_conn_new(ctx, fd, CLC_STEP_PROPOSAL);
+	if (c == NULL) {
+		if (preauth && ctx->w != NULL)
+			worker_preauth_put(ctx->w, src);
+		return -ENOMEM;
+	}
+	if (src != NULL)
+		c->src = *src;
+	c->preauth = preauth;
+	if (hdr_len > 0)
+		memcpy(c->in, hdr, hdr_len);
+	c->in_len = hdr_len;
+	c->next = ctx->clcs;
+	if (ctx->clcs != NULL)
+		ctx->clcs->prev = c;
+	ctx->clcs = c;
+	c->listed = true;
+	ctx->nclcs++;
+	event_add(c->rev, NULL);
+	clc_timer(c, clc_proposal_ms(ctx));
+	/*
+	 * Connections that sent no PROPOSAL yet hold nothing but a socket
+	 * and are bounded by the strangers' budget (worker_preauth_get):
+	 * only groups that hold QPs count here, lest a few idle
+	 * connections turn every real peer away.
+	 */
+	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
+		pending += lgr->role == LGR_ROLE_SERVER &&
+			   lgr->state == LGR_STATE_CLC;
+	if (pending >= CLC_PENDING_MAX)
+		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");
+	return 0;
 }
 
 /*
@@ -1003,36 +1098,7 @@ int
 clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src, const void *hdr,
 	  size_t hdr_len)
 {
-	struct clc_conn *c;
-	struct lgr *lgr;
-	int pending = ctx->nclcs;
-
-	if (hdr_len > sizeof(struct clc_hdr)) {
-		close(fd);
-		return -EINVAL;
-	}
-	c = clc_conn_new(ctx, fd, CLC_STEP_PROPOSAL);
-	if (c == NULL)
-		return -ENOMEM;
-	if (src != NULL)
-		c->src = *src;
-	if (hdr_len > 0)
-		memcpy(c->in, hdr, hdr_len);
-	c->in_len = hdr_len;
-	c->next = ctx->clcs;
-	if (ctx->clcs != NULL)
-		ctx->clcs->prev = c;
-	ctx->clcs = c;
-	c->listed = true;
-	ctx->nclcs++;
-	event_add(c->rev, NULL);
-	clc_timer(c, ctx->t.clc_wait_ms);
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
-		pending += lgr->role == LGR_ROLE_SERVER &&
-			   lgr->state == LGR_STATE_CLC;
-	if (pending >= CLC_PENDING_MAX)
-		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");
-	return 0;
+	return clc_serve_conn(ctx, fd, src, hdr, hdr_len, false);
 }
 
 /*
@@ -1047,6 +1113,7 @@ clc_accept(struct session *s)
 	struct lgr_ctx *ctx;
 	struct addr src;
 	size_t hdr_len;
+	bool preauth;
 	int fd;
 
 	if (s->role != SESSION_ROLE_EXPORT || s->state != SESSION_HANDSHAKE ||
@@ -1057,12 +1124,16 @@ clc_accept(struct session *s)
 	src = s->addr[0];
 	memcpy(hdr, s->in, s->in_len);
 	hdr_len = s->in_len;
+	/* its place among strangers goes with it until its CONFIRM */
+	preauth = s->preauth && ctx != NULL;
+	if (preauth)
+		s->preauth = false;
 	/* the control connection is not a proxied connection: no reason */
 	fd = session_detach(s);
 	if (ctx == NULL)
 		close(fd);
 	else
-		clc_serve(ctx, fd, &src, hdr, hdr_len);
+		clc_serve_conn(ctx, fd, &src, hdr, hdr_len, preauth);
 	return true;
 }
 
@@ -1343,6 +1414,8 @@ clc_lost(struct clc_conn *c, int rc, uint32_t decl)
 	if (c->lgr == NULL) {
 		log_debug("clc: %s: closed before a PROPOSAL",
 			  clc_who(c, who, sizeof(who)));
+		if (c->preauth)
+			clc_preauth_failed(c);
 		clc_conn_free(c);
 		return;
 	}

@@ -516,6 +516,18 @@ static const struct conf_key conf_listen_keys[] = {
 	KEY(struct conf, peer_listen, "address", CONF_T_ADDR, "0.0.0.0:7100",
 	    0, 0, NULL, 0,
 	    "where peers connect for link group setup and TCP fallback"),
+	KEY_INT(struct conf, preauth_max, "preauth_max", "1024", 1, 65536,
+		NULL, R,
+		"peer connections per worker that have not authenticated yet; more wait in the listen queue"),
+	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "1024",
+		1, 65536, NULL, R,
+		"of those, how many may come from one host; more are reset"),
+	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "2", 1,
+		60, NULL, R,
+		"seconds a new peer connection gets to send its first message header"),
+	KEY_INT(struct conf, handshake_timeout, "handshake_timeout", "5", 1,
+		300, NULL, R,
+		"seconds a peer connection gets to authenticate (fallback hello to proof, CLC PROPOSAL)"),
 };
 
 static const struct conf_key conf_peer_keys[] = {

@@ -25,7 +25,6 @@
 #include "fallback_wire.h"
 
 #define FB_PEER_CONNECT_TIMEOUT 5  /* s: TCP connect to the peer port */
-#define FB_HANDSHAKE_TIMEOUT 10	   /* s: export side, hello to proof */
 #define FB_RESULT_TIMEOUT 330	   /* s: > the largest connect_timeout */
 #define FB_FD_WAIT_MS 100	   /* out of descriptors: retry the connect */
 #define FB_FD_WAITS 50		   /* ... for 5 s at most */
@@ -235,6 +234,33 @@ fb_proof_decode(const void *buf, size_t len, const uint8_t **mac)
 }
 
 /*
+ * A stranger on the peer port did not authenticate in time, or cut its
+ * handshake short: a failure of its host for the rate limit, like a
+ * wrong key, so that idling and reconnecting buys it nothing.
+ */
+static void
+fb_preauth_failed(struct session *s, const char *why)
+{
+	char buf[ADDR_STRLEN];
+
+	STATS_INC(worker_stats(s->w), preauth_timeouts);
+	auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+	log_info("conn 0x%llx: peer connection from %s: %s",
+		 (unsigned long long)s->id,
+		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
+}
+
+/* The first header came: the rest of the handshake has what is left. */
+static void
+fb_handshake_deadline(struct session *s)
+{
+	int64_t left = (int64_t)s->conf->handshake_timeout * 1000 -
+		       (int64_t)(session_now_ms() - s->started_ms);
+
+	session_timer_ms(s, left > 1 ? (int)left : 1);
+}
+
+/*
  * Read one message from fd[i] into s->in, exactly.  1 when complete, 0
  * when more is needed, or a negative value after closing the session.
  */
@@ -260,6 +286,8 @@ fb_read(struct session *s, int i)
 	}
 	n = recv(s->fd[i], s->in + s->in_len, need - s->in_len, 0);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+		if (s->preauth && (s->in_len > 0 || s->hello_len > 0))
+			fb_preauth_failed(s, "handshake cut short");
 		session_close(s, s->role == SESSION_ROLE_RULE ?
 					 SESSION_PEER_RST :
 					 SESSION_PROTOCOL_ERROR);
@@ -275,6 +303,8 @@ fb_read(struct session *s, int i)
 			session_close(s, SESSION_PROTOCOL_ERROR);
 			return -1;
 		}
+		if (s->preauth && s->hello_len == 0)
+			fb_handshake_deadline(s);
 		return 0; /* the body follows; the socket stays readable */
 	}
 	return s->in_len == need ? 1 : 0;
@@ -534,20 +564,17 @@ fb_rule_io(struct session *s, int i, short what)
 
 /* ---- export side ---- */
 
-/* Export side: a peer connected to our peer port; await its hello. */
+/*
+ * Export side: a peer connected to our peer port (session.c checked the
+ * rate limit and gave it a place among strangers); await its hello, whose
+ * header is due within first_byte_timeout.
+ */
 void
 fallback_accept(struct session *s)
 {
-	struct auth_limit *al = worker_auth(s->w);
-
-	if (auth_rate_limited(al, &s->addr[0], session_now_ms())) {
-		STATS_INC(worker_stats(s->w), auth_rate_limited);
-		session_close(s, SESSION_AUTH_FAILED);
-		return;
-	}
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
-	session_timer(s, FB_HANDSHAKE_TIMEOUT);
+	session_timer(s, s->conf->first_byte_timeout);
 }
 
 /*
@@ -576,6 +603,8 @@ fb_export_open(struct session *s)
 	char buf[ADDR_STRLEN];
 	int rc;
 
+	/* authenticated (or a peer without a key): no stranger any more */
+	session_preauth_done(s);
 	s->export = conf_export_find(s->conf, s->export_name);
 	if (s->export == NULL) {
 		log_warnx("conn 0x%llx: peer %s asked for unknown export %s",
@@ -762,6 +791,10 @@ fallback_timeout(struct session *s)
 		fb_export_refuse(s, SESSION_TARGET_TIMEOUT);
 		break;
 	default:
+		if (s->preauth)
+			fb_preauth_failed(s, s->in_len == 0 && s->hello_len == 0 ?
+						     "nothing sent in time" :
+						     "handshake not done in time");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		break;
 	}

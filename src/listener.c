@@ -28,7 +28,10 @@ struct listener {
 	struct event *pause_ev;
 	void (*cb)(struct worker *, int, void *);
 	void *arg;
+	bool (*room)(struct worker *); /* NULL: always */
 };
+
+#define LISTENER_ROOM_WAIT_MS 50 /* no room: look again after this */
 
 /* A socket bound to addr (listening when backlog), shared with our other
  * workers' (SO_REUSEPORT) when share.  fd or -errno. */
@@ -77,6 +80,15 @@ listener_accept(evutil_socket_t lfd, short what, void *arg)
 
 	/* a bounded batch keeps one busy listener from starving the rest */
 	for (i = 0; i < 64; i++) {
+		if (l->room != NULL && !l->room(l->w)) {
+			/* the rest wait in the listen queue, not reset */
+			struct timeval tv = {0, LISTENER_ROOM_WAIT_MS * 1000};
+
+			STATS_INC(worker_stats(l->w), preauth_full);
+			event_del(l->ev);
+			evtimer_add(l->pause_ev, &tv);
+			return;
+		}
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
 			l->cb(l->w, fd, l->arg);
@@ -159,6 +171,17 @@ void
 listener_set_arg(struct listener *l, void *arg)
 {
 	l->arg = arg;
+}
+
+/*
+ * Accept only while room(w) says so; else stop for a moment and leave
+ * the connections queued in the kernel (the peer port while the strangers'
+ * budget is full).
+ */
+void
+listener_set_room(struct listener *l, bool (*room)(struct worker *))
+{
+	l->room = room;
 }
 
 const struct addr *

@@ -195,16 +195,52 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 		fallback_connect(s);
 }
 
-/* Listener callback: a peer daemon connected to our peer port. */
+/*
+ * Listener callback: a peer daemon connected to our peer port.  Until it
+ * authenticates it is a stranger: refused at once when its host failed
+ * too often or the strangers' budget is full, and never counted towards
+ * max_conns.
+ */
 void
 session_accept_peer(struct worker *w, int fd, void *unused)
 {
+	struct addr src;
+	socklen_t len = sizeof(src.ss);
 	struct session *s;
 
-	s = session_new(w, fd, SESSION_ROLE_EXPORT);
-	if (s == NULL)
+	memset(&src, 0, sizeof(src));
+	if (getpeername(fd, (struct sockaddr *)&src.ss, &len) == -1) {
+		close(fd);
 		return;
+	}
+	src.len = len;
+	if (auth_rate_limited(worker_auth(w), &src, session_now_ms())) {
+		STATS_INC(worker_stats(w), auth_rate_limited);
+		session_reset_fd(fd);
+		return;
+	}
+	if (worker_preauth_get(w, &src)) {
+		STATS_INC(worker_stats(w), preauth_refused);
+		session_reset_fd(fd);
+		return;
+	}
+	s = session_new(w, fd, SESSION_ROLE_EXPORT);
+	if (s == NULL) {
+		worker_preauth_put(w, &src);
+		return;
+	}
+	s->preauth = true;
 	fallback_accept(s);
+}
+
+/* s authenticated (or goes): it gives back its place among strangers. */
+void
+session_preauth_done(struct session *s)
+{
+	if (!s->preauth)
+		return;
+	s->preauth = false;
+	worker_preauth_put(s->w, &s->addr[0]);
 }
 
 /* Close fd so that the other end sees a reset, not a FIN. */
@@ -557,6 +593,7 @@ session_free(struct session *s, bool abort)
 	int i;
 
 	s->state = SESSION_CLOSED;
+	session_preauth_done(s);
 	for (i = 0; i < 2; i++) {
 		if (s->rev[i])
 			event_free(s->rev[i]);

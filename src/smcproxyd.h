@@ -127,6 +127,10 @@ struct conf {
 	int max_conns;			/* per worker, 0 = unlimited */
 	bool has_peer_listen;
 	struct addr peer_listen;
+	int preauth_max;		/* per worker: not yet authenticated */
+	int preauth_per_source;		/* ... of them from one host */
+	int first_byte_timeout;		/* s: first header on the peer port */
+	int handshake_timeout;		/* s: until authenticated */
 	struct conf_peer *peers;
 	int npeers;
 	struct conf_rule *rules;
@@ -212,6 +216,9 @@ struct stats *worker_stats(struct worker *w);
 struct conf *worker_conf(const struct worker *w);
 struct auth_limit *worker_auth(struct worker *w);
 bool worker_has_room(const struct worker *w);
+bool worker_preauth_room(struct worker *w);
+int worker_preauth_get(struct worker *w, const struct addr *src);
+void worker_preauth_put(struct worker *w, const struct addr *src);
 void worker_fd_exhausted(struct worker *w);
 bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
@@ -230,6 +237,7 @@ struct listener *listener_new(struct worker *w, const struct addr *addr,
 			      void (*cb)(struct worker *, int, void *),
 			      void *arg);
 void listener_set_arg(struct listener *l, void *arg);
+void listener_set_room(struct listener *l, bool (*room)(struct worker *));
 const struct addr *listener_addr(const struct listener *l);
 void listener_free(struct listener *l);
 int listener_probe(const struct addr *addr);
@@ -303,6 +311,7 @@ struct session {
 	struct session *park_prev, *park_next; /* SESSION_RDMA_WAIT */
 	bool parked;
 	bool woken;		/* off parked, about to go on */
+	bool preauth;		/* holds a worker_preauth_get of addr[0] */
 };
 
 const char *session_reason_name(enum session_reason r);
@@ -311,6 +320,7 @@ struct session *session_new(struct worker *w, int fd,
 			    enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_preauth_done(struct session *s);
 void session_relay_start(struct session *s);
 int session_watch_relay(struct session *s, int i);
 void session_reset_fd(int fd);

@@ -51,6 +51,14 @@
 	  "peers that failed authentication")                                \
 	X(auth_rate_limited, COUNTER, "handshakes",                          \
 	  "peer connections dropped by the authentication rate limit")       \
+	X(preauth_conns, GAUGE, "connections",                               \
+	  "peer connections open now that have not authenticated yet")       \
+	X(preauth_refused, COUNTER, "connections",                           \
+	  "peer connections reset: preauth_per_source full")                 \
+	X(preauth_full, COUNTER, "events",                                   \
+	  "peer port stopped accepting for 50 ms: preauth_max strangers held") \
+	X(preauth_timeouts, COUNTER, "handshakes",                           \
+	  "peer connections that did not authenticate in time or were cut short") \
 	X(export_denied, COUNTER, "handshakes",                              \
 	  "peer requests for an export they may not use")                    \
 	X(lgr_created, COUNTER, "events",                                    \

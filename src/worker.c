@@ -53,6 +53,13 @@ struct worker {
 	int pipe_cap[WORKER_PIPE_POOL];
 	int npipes;
 	struct auth_limit auth;
+	/* peer connections not authenticated yet, per source host */
+	struct worker_preauth {
+		struct addr src;
+		int n;
+	} *preauth;
+	int npreauth_src, preauth_cap;
+	int npreauth;
 };
 
 static struct worker *workers;
@@ -225,11 +232,87 @@ worker_fd_exhausted_take(struct worker *w)
 	return was;
 }
 
-/* Whether this worker may take one more session (max_conns). */
+/*
+ * Whether this worker may take one more session (max_conns).  Peer
+ * connections that have not authenticated have their own budget
+ * (worker_preauth_get) and take no room here.
+ */
 bool
 worker_has_room(const struct worker *w)
 {
-	return w->conf->max_conns == 0 || w->nsessions < w->conf->max_conns;
+	return w->conf->max_conns == 0 ||
+	       w->nsessions - w->npreauth < w->conf->max_conns;
+}
+
+/* Whether the peer port may accept another stranger now. */
+bool
+worker_preauth_room(struct worker *w)
+{
+	return w->npreauth < w->conf->preauth_max;
+}
+
+static int
+worker_preauth_find(const struct worker *w, const struct addr *src)
+{
+	int i;
+
+	for (i = 0; i < w->npreauth_src; i++)
+		if (addr_same_host(&w->preauth[i].src, src))
+			return i;
+	return -1;
+}
+
+/*
+ * A peer connection from src that has not authenticated yet: take one of
+ * the worker's preauth_max (the peer port stops accepting while they are
+ * taken: worker_preauth_room), preauth_per_source of them from src's
+ * host.  0 (give it back with worker_preauth_put once it authenticated
+ * or closed), -EAGAIN when the worker's are all taken, -EBUSY when src's
+ * are, -ENOMEM.
+ */
+int
+worker_preauth_get(struct worker *w, const struct addr *src)
+{
+	struct worker_preauth *p;
+	int i;
+
+	if (w->npreauth >= w->conf->preauth_max)
+		return -EAGAIN;
+	i = worker_preauth_find(w, src);
+	if (i >= 0 && w->preauth[i].n >= w->conf->preauth_per_source)
+		return -EBUSY;
+	if (i < 0) {
+		if (w->npreauth_src == w->preauth_cap) {
+			p = reallocarray(w->preauth,
+					 (size_t)w->preauth_cap * 2 + 16,
+					 sizeof(*p));
+			if (p == NULL)
+				return -ENOMEM;
+			w->preauth = p;
+			w->preauth_cap = w->preauth_cap * 2 + 16;
+		}
+		i = w->npreauth_src++;
+		w->preauth[i].src = *src;
+		w->preauth[i].n = 0;
+	}
+	w->preauth[i].n++;
+	w->npreauth++;
+	STATS_INC(&w->stats, preauth_conns);
+	return 0;
+}
+
+/* Give back what worker_preauth_get(w, src) took. */
+void
+worker_preauth_put(struct worker *w, const struct addr *src)
+{
+	int i = worker_preauth_find(w, src);
+
+	if (i < 0)
+		return;
+	if (--w->preauth[i].n == 0)
+		w->preauth[i] = w->preauth[--w->npreauth_src];
+	w->npreauth--;
+	STATS_DEC(&w->stats, preauth_conns);
 }
 
 /*
@@ -308,6 +391,8 @@ worker_listen(struct worker *w, const struct addr *a, bool peer_port,
 		free(wl);
 		return -errno;
 	}
+	if (peer_port)
+		listener_set_room(wl->l, worker_preauth_room);
 	wl->peer_port = peer_port;
 	wl->seen = true;
 	wl->next = w->listeners;
@@ -529,6 +614,7 @@ worker_join_all(void)
 		event_free(w->msg_ev);
 		event_free(w->drain_ev);
 		event_base_free(w->base);
+		free(w->preauth);
 		close(w->msg_fd[0]);
 		close(w->msg_fd[1]);
 		conf_drop(w->conf);

@@ -2,15 +2,21 @@
 /*
  * CLC codec: every message round trips at the offsets docs/protocol.md
  * gives, and every malformed input is refused with the decline reason the
- * peer will be told.
+ * peer will be told.  And the server's handshake slots: connections that
+ * never send their PROPOSAL do not turn a real peer away.
  */
+#include <sys/socket.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
+#include <event2/event.h>
 
+#include "smcproxyd.h"
 #include "clc_wire.h"
 
 #define CK_REFUSED(rc, decl, want)                 \
@@ -786,6 +792,71 @@ START_TEST(rmbe_sizes)
 }
 END_TEST
 
+/*
+ * 70 connections that sent only a PROPOSAL's header (more than the 64
+ * groups a server sets up at once) hold no handshake slot: a real
+ * PROPOSAL after them is served (here: declined NOSMCRDEV, there is no
+ * device), not declined MEM as if the server were out of resources.
+ */
+START_TEST(idle_headers_hold_no_slot)
+{
+	struct clc_proposal_info p;
+	struct clc_decline_info d;
+	struct event_base *base = event_base_new();
+	struct stats st;
+	struct auth_limit al;
+	struct lgr_ctx *ctx;
+	struct conf *conf;
+	uint8_t msg[CLC_MSG_MAX], ans[sizeof(struct clc_decline)];
+	int idle[70][2], sv[2], i, len;
+	size_t got = 0;
+	uint32_t decl;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(base);
+	memset(&st, 0, sizeof(st));
+	memset(&al, 0, sizeof(al));
+	conf = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
+				"peers = ( { name = \"host-a.example_1\";"
+				" address = \"127.0.0.1:1\";"
+				" insecure = true; any_source = true; } );\n",
+				"b.conf", stderr);
+	ck_assert_ptr_nonnull(conf);
+	conf_hold(conf);
+	ctx = lgr_ctx_new(base, conf, &st, &al, NULL);
+	ck_assert_ptr_nonnull(ctx);
+	prop_fill(&p);
+	len = clc_proposal_encode(msg, sizeof(msg), &p);
+	ck_assert_int_gt(len, 8);
+	for (i = 0; i < 70; i++) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, idle[i]),
+				 0);
+		ck_assert_int_eq(clc_serve(ctx, idle[i][1], NULL, msg, 8), 0);
+	}
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(clc_serve(ctx, sv[1], NULL, msg, 8), 0);
+	ck_assert_int_eq(send(sv[0], msg + 8, (size_t)len - 8, 0), len - 8);
+	for (i = 0; i < 1000 && got < sizeof(ans); i++) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		n = recv(sv[0], ans + got, sizeof(ans) - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else
+			usleep(1000);
+	}
+	ck_assert_uint_eq(got, sizeof(ans));
+	ck_assert_int_eq(clc_decline_decode(ans, got, &d, &decl), 0);
+	ck_assert_uint_eq(d.diagnosis, CLC_DECL_NOSMCRDEV);
+	lgr_ctx_free(ctx);
+	for (i = 0; i < 70; i++)
+		close(idle[i][0]);
+	close(sv[0]);
+	conf_drop(conf);
+	event_base_free(base);
+}
+END_TEST
+
 static Suite *
 clc_suite(void)
 {
@@ -809,6 +880,9 @@ clc_suite(void)
 	tcase_add_test(tc, decline_fields);
 	tcase_add_test(tc, encoders_refuse);
 	tcase_add_test(tc, bit_flips_canonical);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("serve");
+	tcase_add_test(tc, idle_headers_hold_no_slot);
 	suite_add_tcase(s, tc);
 	return s;
 }
