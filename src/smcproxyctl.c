@@ -108,6 +108,7 @@ ctl_usage(FILE *f)
 	fprintf(f,
 		"usage: %s [-j | --prometheus] [-s socket] [-t seconds] "
 		"command [argument]\n"
+		"       %s --version\n"
 		"commands:\n"
 		"  version                 daemon version and uptime\n"
 		"  stats                   counters and gauges\n"
@@ -120,7 +121,7 @@ ctl_usage(FILE *f)
 		"  reload                  re-read the configuration\n"
 		"  schema | help           describe stats and commands\n"
 		"default socket: %s\n",
-		ctl_progname, CONTROL_SOCKET_DEFAULT);
+		ctl_progname, ctl_progname, CONTROL_SOCKET_DEFAULT);
 }
 
 /******** connection ********/
@@ -285,12 +286,14 @@ ctl_call(struct ctl_conn *conn, const char *cmd, json_t **reply)
 
 /******** text output ********/
 
+/* A duration v (a JSON number of seconds); tenths only where v has them. */
 static void
-ctl_seconds(char *buf, size_t len, double s)
+ctl_seconds(char *buf, size_t len, const json_t *v)
 {
+	double s = json_number_value(v);
 	long long t = (long long)s;
 
-	if (s < 10)
+	if (s < 10 && !json_is_integer(v))
 		snprintf(buf, len, "%.1fs", s);
 	else if (t < 60)
 		snprintf(buf, len, "%llds", t);
@@ -313,7 +316,7 @@ ctl_cell(const json_t *v, enum ctl_col_type type)
 	FILE *f;
 
 	if (type == CTL_COL_SECONDS && json_is_number(v)) {
-		ctl_seconds(buf, sizeof(buf), json_number_value(v));
+		ctl_seconds(buf, sizeof(buf), v);
 		return strdup(buf);
 	}
 	switch (json_typeof(v)) {
@@ -464,10 +467,9 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 	char up[32], since[32];
 	size_t i;
 
-	ctl_seconds(up, sizeof(up),
-		    json_number_value(json_object_get(data, "uptime_s")));
+	ctl_seconds(up, sizeof(up), json_object_get(data, "uptime_s"));
 	ctl_seconds(since, sizeof(since),
-		    json_number_value(json_object_get(data, "since_reset_s")));
+		    json_object_get(data, "since_reset_s"));
 	printf("%lld workers, up %s, counters cover the last %s\n\n",
 	       (long long)json_integer_value(json_object_get(data, "workers")),
 	       up, since);
@@ -803,6 +805,7 @@ main(int argc, char **argv)
 		{"socket", required_argument, NULL, 's'},
 		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct ctl_conn conn = {.path = CONTROL_SOCKET_DEFAULT, .fd = -1};
@@ -815,7 +818,7 @@ main(int argc, char **argv)
 	size_t i;
 	int ch, rc = CTL_EXIT_USAGE;
 
-	while ((ch = getopt_long(argc, argv, "hjps:t:", longopts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "hjps:t:V", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'j':
@@ -838,6 +841,9 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			ctl_usage(stdout);
+			return CTL_EXIT_OK;
+		case 'V':
+			printf("smcproxyctl %s\n", PACKAGE_VERSION);
 			return CTL_EXIT_OK;
 		default:
 			ctl_usage(stderr);

@@ -23,14 +23,15 @@ static struct conf *conf_current;
 static struct event_base *main_base;
 static bool debug_flag;
 
+/* Usage on f; exit 0 when asked for (--help, stdout), else 2. */
 static void __attribute__((noreturn))
-usage(void)
+usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: smcproxyd [-dnV] [-c file]\n"
 		"       smcproxyd --list-devices [--local-addr ip]\n"
 		"       smcproxyd --print-schema\n");
-	exit(2);
+	exit(f == stdout ? 0 : 2);
 }
 
 static void
@@ -99,9 +100,9 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 			continue;
 		rc = listener_probe(&next->rules[i].listen);
 		if (rc) {
-			fprintf(errors, "%s:%d: rules.%s.listen: cannot listen "
-				"on %s: %s%s\n", next->path, next->rules[i].line,
-				next->rules[i].name,
+			fprintf(errors, "%s:%d: rules[%d].listen: rule %s: "
+				"cannot listen on %s: %s%s\n", next->path,
+				next->rules[i].line, i, next->rules[i].name,
 				addr_str(&next->rules[i].listen, buf,
 					 sizeof(buf)),
 				strerror(-rc), smcproxyd_inuse_hint(rc));
@@ -246,12 +247,14 @@ main(int argc, char *argv[])
 		case 'V':
 			printf("smcproxyd %s\n", SMCPROXYD_VERSION);
 			return 0;
+		case 'h':
+			usage(stdout);
 		default:
-			usage();
+			usage(stderr);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(stderr);
 	log_init(1, debug_flag ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if (list)
 		return ib_list_devices(stdout, local_addr) ? 1 : 0;

@@ -59,7 +59,7 @@ for d in a b; do
 		fail "second daemon $d: no address in use named: $(cat "$T/${d}2.log")"
 done
 for d in a b; do
-	grep -Eq 'conf(:[0-9]+)?: (peer_listen\.address|rules\.[a-z]+\.listen)' "$T/${d}2.log" ||
+	grep -Eq 'conf(:[0-9]+)?: (peer_listen\.address|rules\[[0-9]+\]\.listen)' "$T/${d}2.log" ||
 		fail "second daemon $d: no config key named: $(cat "$T/${d}2.log")"
 done
 xfer_client -n 4 -b 1M || fail "the pair no longer serves every connection"
