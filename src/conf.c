@@ -1518,6 +1518,21 @@ conf_peer_find(const struct conf *conf, const char *name)
 	return NULL;
 }
 
+/*
+ * Whether peer entries a and b authenticate the same daemon the same way:
+ * key, address, insecure and any_source.  A connection or link group
+ * authenticated under a may stay under b only then (a reload revokes it
+ * otherwise).
+ */
+bool
+conf_peer_auth_same(const struct conf_peer *a, const struct conf_peer *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->key_len == b->key_len &&
+	       memcmp(a->key, b->key, a->key_len) == 0 &&
+	       addr_equal(&a->addr, &b->addr) && a->insecure == b->insecure &&
+	       a->any_source == b->any_source;
+}
+
 /* The export called name, or NULL. */
 const struct conf_export *
 conf_export_find(const struct conf *conf, const char *name)

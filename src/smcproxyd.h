@@ -147,6 +147,8 @@ struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
 void conf_free(struct conf *conf);
 const struct conf_peer *conf_peer_find(const struct conf *conf,
 				       const char *name);
+bool conf_peer_auth_same(const struct conf_peer *a,
+			 const struct conf_peer *b);
 const struct conf_export *conf_export_find(const struct conf *conf,
 					   const char *name);
 bool conf_export_allows(const struct conf_export *exp, const char *peer);

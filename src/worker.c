@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "llc_wire.h"
 
 #define WORKER_PIPE_POOL 64
 
@@ -447,6 +448,52 @@ struct worker_reconf {
 	int rc;
 };
 
+/* Whether what was authenticated under peer still is under conf. */
+static bool
+worker_peer_kept(const struct conf *conf, const struct conf_peer *peer)
+{
+	const struct conf_peer *now = conf_peer_find(conf, peer->name);
+
+	return now != NULL && conf_peer_auth_same(now, peer);
+}
+
+/*
+ * After a reload: what was authenticated under a peer entry that changed
+ * (key, address, insecure, any_source) or went is revoked.  Its
+ * connections close (auth_failed) and its link groups end, and with them
+ * the rkeys the peer holds into our buffers; a new connection has to
+ * authenticate under the new entry.
+ */
+static void
+worker_revoke(struct worker *w, const struct conf *conf)
+{
+	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+	struct session *s, *snext;
+	struct lgr *lgr, *lnext;
+
+	for (s = w->sessions; s != NULL; s = snext) {
+		snext = s->next;
+		if (s->peer == NULL || worker_peer_kept(conf, s->peer))
+			continue;
+		log_info("conn 0x%llx: peer %s %s on reload: closing",
+			 (unsigned long long)s->id, s->peer->name,
+			 conf_peer_find(conf, s->peer->name) ? "changed" :
+							       "removed");
+		session_close(s, SESSION_AUTH_FAILED);
+	}
+	for (lgr = ctx != NULL ? ctx->lgrs : NULL; lgr != NULL; lgr = lnext) {
+		lnext = lgr->next;
+		if (lgr->state == LGR_STATE_TERMINATING ||
+		    worker_peer_kept(conf, lgr->peer))
+			continue;
+		log_info("lgr %u: peer %s %s on reload: ending its link group",
+			 lgr->id, lgr->peer->name,
+			 conf_peer_find(conf, lgr->peer->name) ? "changed" :
+								 "removed");
+		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+	}
+}
+
 static void
 worker_reconf_cb(struct worker *w, void *arg)
 {
@@ -455,6 +502,7 @@ worker_reconf_cb(struct worker *w, void *arg)
 
 	w->conf = conf_hold(r->conf);
 	r->rc = worker_listen_all(w, w->conf);
+	worker_revoke(w, w->conf);
 	if (old != NULL)
 		conf_drop(old);
 }

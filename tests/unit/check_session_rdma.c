@@ -6,7 +6,8 @@
  * server-side lgr_ctx on the worker's event base) over loopdev; the peer
  * port is a socket of the test, which counts the fallback connections.
  * What a user would notice: a client connection taken twice (two
- * connections to the peer, a leaked socket, or a crash).
+ * connections to the peer, a leaked socket, or a crash); a peer whose
+ * key or address changed on reload still reaching us over its group.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -29,7 +30,7 @@
 #define GROUP_CONNS 16 /* max_conns_per_lgr: the rest fall back */
 #define WAIT_MS 5000
 
-static struct conf *conf_a, *conf_b;
+static struct conf *conf_a, *conf_b, *conf_next;
 static struct worker *w;
 static struct lgr_ctx *ctx_b;
 static struct stats st_b;
@@ -39,7 +40,7 @@ static int peer_fd = -1; /* the peer port, A's fallback connects here */
 static int clients[NCLIENTS];
 static int peers[NCLIENTS + 1]; /* what came to the peer port */
 static int npeers;
-static int rule_port;
+static int rule_port, peer_port;
 
 /*
  * A's device: its QP creation fails after the first; it goes before the
@@ -195,27 +196,37 @@ devs_cb(struct worker *wk, void *arg)
 	devs_freed = true;
 }
 
+/* A's config; peer_extra goes into b's peer entry. */
+static struct conf *
+a_conf(const char *peer_extra)
+{
+	char text[1024];
+	struct conf *c;
+
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
+		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
+		 " insecure = true; %s } );\n"
+		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
+		 " peer = \"b\"; export = \"e\"; } );\n"
+		 "rdma: { max_links = 1; max_conns_per_lgr = %d; };\n",
+		 peer_port, peer_extra, rule_port, GROUP_CONNS);
+	c = conf_load_string(text, "a.conf", stderr);
+	ck_assert_ptr_nonnull(c);
+	return conf_hold(c);
+}
+
 static void
 setup(void)
 {
-	char text[1024];
-	int peer_port, fd, i;
+	int fd, i;
 
 	log_init(1, LOG_LEVEL_WARN);
 	peer_fd = listen_any(&peer_port);
 	fd = listen_any(&rule_port);
 	close(fd);
-	snprintf(text, sizeof(text),
-		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
-		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
-		 " insecure = true; any_source = true; } );\n"
-		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
-		 " peer = \"b\"; export = \"e\"; } );\n"
-		 "rdma: { max_links = 1; max_conns_per_lgr = %d; };\n",
-		 peer_port, rule_port, GROUP_CONNS);
-	conf_a = conf_load_string(text, "a.conf", stderr);
-	ck_assert_ptr_nonnull(conf_a);
-	conf_hold(conf_a);
+	conf_a = a_conf("any_source = true;");
+	conf_next = NULL;
 	conf_b = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
 				  "peers = ( { name = \"a\";"
 				  " address = \"127.0.0.1:1\";"
@@ -254,6 +265,8 @@ teardown(void)
 	close(peer_fd);
 	conf_drop(conf_a);
 	conf_drop(conf_b);
+	if (conf_next != NULL)
+		conf_drop(conf_next);
 }
 
 /*
@@ -286,6 +299,68 @@ START_TEST(woken_once)
 }
 END_TEST
 
+static void
+lgr_state_cb(struct worker *wk, void *arg)
+{
+	struct lgr *lgr = lgr_worker_ctx(wk)->lgrs;
+
+	*(int *)arg = lgr != NULL ? (int)lgr->state : -1;
+}
+
+static int
+lgr_state_a(void)
+{
+	int st;
+
+	worker_call(w, lgr_state_cb, &st);
+	return st;
+}
+
+static bool
+wait_lgr_state_a(int want)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		if (lgr_state_a() == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * A reload that leaves b's entry as it was keeps the group and its
+ * connection; one that changes how b authenticates (here any_source)
+ * ends both: what b proved under the old entry proves nothing now.
+ */
+START_TEST(reload_revokes)
+{
+	uint64_t closed = stat_a(STAT_CLOSE_BASE + SESSION_AUTH_FAILED);
+	int clc_fd;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_lgr_state_a(LGR_STATE_ACTIVE));
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+
+	conf_next = a_conf("any_source = true;");
+	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
+	ck_assert_int_eq(lgr_state_a(), LGR_STATE_ACTIVE);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+	conf_drop(conf_next);
+
+	conf_next = a_conf("any_source = false;");
+	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
+	ck_assert_int_ne(lgr_state_a(), LGR_STATE_ACTIVE);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
+	ck_assert_uint_eq(stat_a(STAT_CLOSE_BASE + SESSION_AUTH_FAILED),
+			  closed + 1);
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -295,6 +370,11 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, woken_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("reload");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, reload_revokes);
 	suite_add_tcase(s, tc);
 	return s;
 }
