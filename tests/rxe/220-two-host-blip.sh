@@ -21,12 +21,7 @@ rxe2_pair_start "devices = [ \"$RXE_DEV0\" ];"
 rxe2_stats_reset
 
 if [ "$RXE_HOST" = a ]; then
-	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 4M -T 200 \
-		>"$RXE_OUT/xfer.out" 2>&1 &
-	client=$!
-	rxe_wait 30 stat_is a conns_rdma 4 || bad "the 4 connections did not open"
-	sleep 1
-	rxe_signal flowing
+	rxe2_flowing 4 -b 4M -T 200
 	rxe_await healed 60 || bad "b did not end its outage"
 	if wait "$client"; then
 		ok "4 transfers across a 0.3 s outage verify"

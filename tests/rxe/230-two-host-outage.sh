@@ -28,12 +28,7 @@ bufs0=$(rxe_stat "$me" rdma_buf_bytes)
 echo "# $me before: $fds0 descriptors, rdma_buf_bytes $bufs0"
 
 if [ "$me" = a ]; then
-	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 8M -T 240 \
-		>"$RXE_OUT/xfer.out" 2>&1 &
-	client=$!
-	rxe_wait 30 stat_is a conns_rdma 4 || bad "the 4 connections did not open"
-	sleep 1
-	rxe_signal flowing
+	rxe2_flowing 4 -b 8M -T 240
 	rxe_await back 60 || rxe_die "b did not bring its link back"
 	t0=$(rxe_now)
 	if rxe_wait $BOUND eval "! rxe_alive $client"; then

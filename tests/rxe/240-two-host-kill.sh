@@ -22,12 +22,7 @@ rxe2_pair_start "devices = [ \"$RXE_DEV0\" ];"
 rxe2_stats_reset
 
 if [ "$RXE_HOST" = a ]; then
-	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 1G -T 200 \
-		>"$RXE_OUT/killed.out" 2>&1 &
-	client=$!
-	rxe_wait 30 stat_is a conns_rdma 4 || bad "the 4 connections did not open"
-	sleep 1
-	rxe_signal flowing
+	rxe2_flowing 4 -b 1G -T 200
 	rxe_await killed 60 || rxe_die "b was not killed"
 	t0=$(rxe_now)
 	if rxe_wait $KILL_BOUND eval "! rxe_alive $client"; then

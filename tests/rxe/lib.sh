@@ -532,6 +532,9 @@ rxe_pair_stop() {
 #                         daemon a, a first connection that must verify,
 #                         and the group active on both
 #   rxe2_stats_reset      both daemons' counters reset, hosts in step
+#   rxe2_flowing N XFER-ARG...
+#                         a: N transfers running over RDMA ($client), b
+#                         told so ("flowing")
 #   rxe2_pair_stop        once both hosts are there: a stops first, then b
 #                         and its server
 #   rxe_fds NAME          how many descriptors daemon NAME holds
@@ -603,6 +606,21 @@ rxe2_pair_stop() {
 		kill "$server" 2>/dev/null
 		wait "$server" 2>/dev/null
 	fi
+}
+
+# rxe2_flowing N XFER-ARG...: on a, N xfer clients in the background
+# ($client, output in $RXE_OUT/xfer.out) until a has opened them over
+# RDMA; then b is told "flowing".
+rxe2_flowing() {
+	_n=$1
+	shift
+	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n "$_n" "$@" \
+		>"$RXE_OUT/xfer.out" 2>&1 &
+	client=$!
+	rxe_wait 30 stat_is a conns_rdma "$_n" ||
+		bad "the $_n connections did not open over RDMA"
+	sleep 1
+	rxe_signal flowing
 }
 
 rxe_fds() {
