@@ -41,7 +41,9 @@ bench() {
 		>"$RXE_OUT/bench.out" 2>&1
 	_rc=$?
 	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.log"
-	sed 's/^/# /' "$RXE_OUT/bench.out" | tail -n 5
+	# (its progress lines end in \r: only the results)
+	tr '\r' '\n' <"$RXE_OUT/bench.out" | grep 'requests per second' |
+		sed 's/^ */# /'
 	if [ "$_rc" != 0 ]; then
 		bad "redis-benchmark $* exited $_rc"
 	elif grep -qiE 'error|refused|reset|timeout' "$RXE_OUT/bench.out"; then
