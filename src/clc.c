@@ -690,6 +690,8 @@ clc_conn_new(struct lgr_ctx *ctx, int fd, enum clc_step step)
 	c->fd = fd;
 	c->step = step;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a group's control connection lives as long as the group */
+	session_tcp_liveness(fd, lgr_ctx_conf(ctx));
 	len = sizeof(c->local.ss);
 	if (getsockname(fd, (struct sockaddr *)&c->local.ss, &len) == 0)
 		c->local.len = len;

@@ -510,6 +510,12 @@ static const struct conf_key conf_main_keys[] = {
 		"seconds open connections get to finish when stopping"),
 	KEY_INT(struct conf, max_conns, "max_conns", "0", 0, 1000000, NULL, R,
 		"proxied connections per worker; 0: unlimited"),
+	KEY_INT(struct conf, tcp_keepalive, "tcp_keepalive", "30", 0, 7200,
+		NULL, R,
+		"seconds a peer or target connection may be silent before TCP keepalive probes; 0: none"),
+	KEY_INT(struct conf, tcp_user_timeout, "tcp_user_timeout", "60", 0,
+		3600, NULL, R,
+		"seconds sent data may go unacknowledged on a peer or target connection before it is dropped; 0: the kernel's"),
 };
 
 static const struct conf_key conf_listen_keys[] = {

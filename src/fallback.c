@@ -382,6 +382,7 @@ fb_connect_upstream(struct session *s, const struct addr *to)
 		return -errno;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	session_tcp_liveness(fd, s->conf);
 	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
 	    errno != EINPROGRESS) {
 		one = -errno;

@@ -224,6 +224,7 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 		session_reset_fd(fd);
 		return;
 	}
+	session_tcp_liveness(fd, worker_conf(w));
 	s = session_new(w, fd, SESSION_ROLE_EXPORT);
 	if (s == NULL) {
 		worker_preauth_put(w, &src);
@@ -231,6 +232,36 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 	}
 	s->preauth = true;
 	fallback_accept(s);
+}
+
+/*
+ * fd is a TCP connection to a peer daemon or a target: a far end that
+ * vanishes without a FIN or reset (host down, cable, NAT state gone)
+ * must not pin it forever.  Keepalive after tcp_keepalive seconds of
+ * silence (3 probes, a third of that apart) and TCP_USER_TIMEOUT for
+ * data that is never acknowledged.  Best effort: a socket that is not
+ * TCP ignores it.
+ */
+void
+session_tcp_liveness(int fd, const struct conf *conf)
+{
+	int one = 1, idle = conf->tcp_keepalive, cnt = 3, intvl;
+	unsigned int ms = (unsigned int)conf->tcp_user_timeout * 1000;
+
+	if (idle > 0) {
+		intvl = idle / 3 > 0 ? idle / 3 : 1;
+		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one,
+				 sizeof(one));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+				 sizeof(idle));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+				 sizeof(intvl));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
+				 sizeof(cnt));
+	}
+	if (ms > 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms,
+				 sizeof(ms));
 }
 
 /* s authenticated (or goes): it gives back its place among strangers. */

@@ -125,6 +125,8 @@ struct conf {
 	enum log_level log_level;
 	int shutdown_timeout;		/* seconds given to open connections */
 	int max_conns;			/* per worker, 0 = unlimited */
+	int tcp_keepalive;		/* s idle before probes, 0: off */
+	int tcp_user_timeout;		/* s unacknowledged, 0: kernel's */
 	bool has_peer_listen;
 	struct addr peer_listen;
 	int preauth_max;		/* per worker: not yet authenticated */
@@ -323,6 +325,7 @@ struct session *session_new(struct worker *w, int fd,
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_done(struct session *s);
+void session_tcp_liveness(int fd, const struct conf *conf);
 void session_relay_start(struct session *s);
 int session_watch_relay(struct session *s, int i);
 void session_reset_fd(int fd);
