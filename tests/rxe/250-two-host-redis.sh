@@ -40,7 +40,7 @@ bench() {
 	redis-benchmark -h 127.0.0.1 -p "$PORT_REDIS_RULE" "$@" \
 		>"$RXE_OUT/bench.out" 2>&1
 	_rc=$?
-	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.log"
+	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.txt"
 	# (its progress lines end in \r: only the results)
 	tr '\r' '\n' <"$RXE_OUT/bench.out" | grep 'requests per second' |
 		sed 's/^ */# /'
