@@ -486,7 +486,8 @@ START_TEST(test_link)
 	t0 = lgr_now_ms();
 	ck_assert(run_until(a_gone, WAIT_MS));
 	took = lgr_now_ms() - t0;
-	ck_assert_uint_le(took, tmo.test_link_ms + tmo.llc_wait_ms + 150);
+	/* a bound, not a measurement: generous for a loaded machine */
+	ck_assert_uint_le(took, tmo.test_link_ms + tmo.llc_wait_ms + 2000);
 	ck_assert_uint_ge(took, tmo.llc_wait_ms);
 	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
 	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);

@@ -1614,6 +1614,7 @@ rconn_suite(void)
 	tcase_add_test(tc, free_with_cdcs_in_flight);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("close");
+	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, half_close_each_direction);
 	tcase_add_test(tc, fin_waits_for_window);
 	tcase_add_test(tc, abort_each_direction);
@@ -1632,10 +1633,12 @@ rconn_suite(void)
 	tcase_add_test(tc, rkey_of_another_group_is_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hardening");
+	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, malformed_cdcs_refused);
 	tcase_add_test(tc, validation_newer_than_seen_aborts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("autocork");
+	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, first_send_never_corks);
 	tcase_add_test(tc, cork_limit_respected);
 	tcase_add_test(tc, last_completion_pushes_tail);
