@@ -581,9 +581,10 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 }
 
 /*
- * lgr.c: link of a group of ours became active.  Our buffers get
- * registered on its device, and the connections of the group tell the
- * peer their rkeys for it.
+ * lgr.c: link of a group of ours became active.  The buffers of the
+ * group's connections get registered in the group's protection domain on
+ * its device (buf_mr), and the connections tell the peer their rkeys for
+ * it.
  */
 static void
 session_rdma_link_up(struct lgr_link *link, void *arg)
