@@ -388,16 +388,19 @@ control_cmd_version(struct control_req *req)
 static json_t *
 control_cmd_stats(struct control_req *req)
 {
-	struct stats st;
+	struct stats st, total;
 	int64_t since;
 
 	stats_snapshot(&st);
+	/* what Prometheus wants: counters that only a restart sets back */
+	stats_sum(&total);
 	since = stats_since_reset();
-	return json_pack("{s:i, s:I, s:I, s:o}", "workers", worker_count(),
-			 "uptime_s", (json_int_t)control_uptime(),
-			 "since_reset_s",
+	return json_pack("{s:i, s:I, s:I, s:o, s:o}", "workers",
+			 worker_count(), "uptime_s",
+			 (json_int_t)control_uptime(), "since_reset_s",
 			 (json_int_t)(since >= 0 ? since : control_uptime()),
-			 "stats", stats_json(&st));
+			 "stats", stats_json(&st), "totals",
+			 stats_json(&total));
 }
 
 static json_t *

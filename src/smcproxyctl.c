@@ -31,7 +31,12 @@
 #define CTL_TIMEOUT 30 /* seconds to wait for a reply by default */
 #define CTL_MAX_COLS 16
 
-enum ctl_fmt { CTL_FMT_TEXT, CTL_FMT_JSON, CTL_FMT_PROMETHEUS };
+enum ctl_fmt {
+	CTL_FMT_TEXT,
+	CTL_FMT_JSON,
+	CTL_FMT_PROMETHEUS,
+	CTL_FMT_OPENMETRICS
+};
 
 struct ctl_conn {
 	const char *path;
@@ -106,7 +111,7 @@ static void
 ctl_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-j | --prometheus] [-s socket] [-t seconds] "
+		"usage: %s [-j | --prometheus | --openmetrics] [-s socket] [-t seconds] "
 		"command [argument]\n"
 		"       %s --version\n"
 		"commands:\n"
@@ -681,22 +686,37 @@ ctl_prom_escape(const char *s, bool quotes)
  * TYPE once, then a sample per statistic with the schema's labels.
  */
 static int
-ctl_prometheus(struct ctl_conn *conn)
+ctl_prometheus(struct ctl_conn *conn, bool om)
 {
-	json_t *sreply = NULL, *dreply = NULL, *schema, *stats, *e, *f;
-	json_t *labels, *lv;
-	const char *metric, *lk;
+	json_t *sreply = NULL, *dreply = NULL, *vreply = NULL, *schema, *data;
+	json_t *stats, *totals;
+	json_t *e, *f, *labels, *lv, *from;
+	const char *metric, *lk, *kind, *ver, *suffix;
+	bool counter;
 	size_t i, j;
 	int n;
 
 	schema = json_object_get(ctl_call(conn, "schema", &sreply), "stats");
 	if (schema == NULL)
 		return CTL_EXIT_FAILED;
-	stats = json_object_get(ctl_call(conn, "stats", &dreply), "stats");
+	data = ctl_call(conn, "stats", &dreply);
+	stats = json_object_get(data, "stats");
 	if (stats == NULL) {
 		json_decref(sreply);
 		return CTL_EXIT_FAILED;
 	}
+	/* counters from totals, which "stats reset" leaves alone */
+	totals = json_object_get(data, "totals");
+	if (totals == NULL)
+		totals = stats;
+	ver = json_string_value(
+		json_object_get(ctl_call(conn, "version", &vreply), "version"));
+	printf("# HELP smcproxyd_build_info The daemon's version; always 1.\n"
+	       "# TYPE smcproxyd_build_info gauge\n"
+	       "smcproxyd_build_info{version=\"");
+	ctl_prom_escape(ver != NULL ? ver : "unknown", true);
+	printf("\"} 1\n");
+	json_decref(vreply);
 	json_array_foreach(schema, i, e)
 	{
 		metric = json_string_value(json_object_get(e, "metric"));
@@ -711,17 +731,24 @@ ctl_prometheus(struct ctl_conn *conn)
 				break;
 		if (j < i)
 			continue;
-		printf("# HELP smcproxyd_%s ", metric);
+		kind = json_string_value(json_object_get(e, "kind"));
+		counter = kind != NULL && strcmp(kind, "counter") == 0;
+		from = counter ? totals : stats;
+		/*
+		 * A counter's samples are <name>_total; the Prometheus text
+		 * format names its family so too, OpenMetrics without it.
+		 */
+		suffix = counter && !om ? "_total" : "";
+		printf("# HELP smcproxyd_%s%s ", metric, suffix);
 		ctl_prom_escape(json_string_value(json_object_get(e, "help")),
 				false);
-		printf("\n# TYPE smcproxyd_%s %s\n", metric,
-		       json_string_value(json_object_get(e, "kind")));
+		printf("\n# TYPE smcproxyd_%s%s %s\n", metric, suffix, kind);
 		for (j = i; j < json_array_size(schema); j++) {
 			f = json_array_get(schema, j);
 			if (!json_equal(json_object_get(f, "metric"),
 					json_object_get(e, "metric")))
 				continue;
-			printf("smcproxyd_%s", metric);
+			printf("smcproxyd_%s%s", metric, counter ? "_total" : "");
 			labels = json_object_get(f, "labels");
 			n = 0;
 			json_object_foreach(labels, lk, lv)
@@ -732,10 +759,12 @@ ctl_prometheus(struct ctl_conn *conn)
 			}
 			printf("%s %lld\n", n ? "}" : "",
 			       (long long)json_integer_value(json_object_get(
-				       stats, json_string_value(json_object_get(
-						      f, "name")))));
+				       from, json_string_value(json_object_get(
+						     f, "name")))));
 		}
 	}
+	if (om)
+		printf("# EOF\n");
 	json_decref(sreply);
 	json_decref(dreply);
 	return CTL_EXIT_OK;
@@ -802,6 +831,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"prometheus", no_argument, NULL, 'p'},
+		{"openmetrics", no_argument, NULL, 'O'},
 		{"socket", required_argument, NULL, 's'},
 		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
@@ -826,6 +856,9 @@ main(int argc, char **argv)
 			break;
 		case 'p':
 			fmt = CTL_FMT_PROMETHEUS;
+			break;
+		case 'O':
+			fmt = CTL_FMT_OPENMETRICS;
 			break;
 		case 's':
 			conn.path = optarg;
@@ -853,14 +886,14 @@ main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 
-	if (fmt == CTL_FMT_PROMETHEUS) {
+	if (fmt == CTL_FMT_PROMETHEUS || fmt == CTL_FMT_OPENMETRICS) {
 		if (argc > 1 || (argc == 1 && strcmp(argv[0], "stats") != 0)) {
 			ctl_warnx("--prometheus only exports stats");
 			return CTL_EXIT_USAGE;
 		}
 		if (ctl_connect(&conn) < 0)
 			return CTL_EXIT_USAGE;
-		rc = ctl_prometheus(&conn);
+		rc = ctl_prometheus(&conn, fmt == CTL_FMT_OPENMETRICS);
 		goto out;
 	}
 	if (argc == 0) {

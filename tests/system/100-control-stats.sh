@@ -147,21 +147,36 @@ for s, l in zip(schema, lines[3:]):
 prom = open(A[3]).read().splitlines()
 seen, samples = {}, {}
 for l in prom:
+    if "smcproxyd_build_info" in l:
+        continue
+    # a counter's family and samples are <name>_total
     m = re.fullmatch(r"# (HELP|TYPE) smcproxyd_([a-z_]+) (.*)", l)
     if m:
-        eq(m.group(2) in seen and m.group(1) in seen[m.group(2)], False,
-           "duplicate %s line for %s" % (m.group(1), m.group(2)))
-        seen.setdefault(m.group(2), {})[m.group(1)] = m.group(3)
+        fam = m.group(2)
+        if m.group(1) == "TYPE" and m.group(3) == "counter":
+            need(fam.endswith("_total"), "counter %s without _total" % fam)
+        if fam.endswith("_total"):
+            fam = fam[:-len("_total")]
+        eq(fam in seen and m.group(1) in seen[fam], False,
+           "duplicate %s line for %s" % (m.group(1), fam))
+        seen.setdefault(fam, {})[m.group(1)] = m.group(3)
         continue
     m = re.fullmatch(r'smcproxyd_([a-z_]+)(\{reason="[a-z_]+"\})? (\d+)', l)
     need(m, "not a Prometheus sample: %r" % l)
-    need("TYPE" in seen.get(m.group(1), {}), "sample before its TYPE: %r" % l)
-    samples[m.group(1) + (m.group(2) or "")] = int(m.group(3))
+    fam = m.group(1)
+    if fam.endswith("_total"):
+        fam = fam[:-len("_total")]
+        eq(seen.get(fam, {}).get("TYPE"), "counter", "TYPE of %s" % m.group(1))
+    need("TYPE" in seen.get(fam, {}), "sample before its TYPE: %r" % l)
+    samples[fam + (m.group(2) or "")] = int(m.group(3))
 eq(len(samples), len(schema), "number of samples")
+# counters as totals ("stats reset" does not rewind them), gauges as now
+tot = r["data"]["totals"]
 for s in schema:
     lab = "".join('{%s="%s"}' % kv for kv in s["labels"].items())
     key = s["metric"] + lab
-    eq(samples.get(key), st[s["name"]], "Prometheus %s" % key)
+    eq(samples.get(key), (tot if s["kind"] == "counter" else st)[s["name"]],
+       "Prometheus %s" % key)
     eq(seen[s["metric"]]["TYPE"], s["kind"], "TYPE of %s" % s["metric"])
     eq(seen[s["metric"]]["HELP"], s["help"], "HELP of %s" % s["metric"])
     if s["name"].startswith("close_"):

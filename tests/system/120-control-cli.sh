@@ -200,12 +200,12 @@ cp "$T/out" "$T/prom1"
 run_ctl 0 -s "$SOCK" -p stats
 cmp -s "$T/out" "$T/prom1" || fail "-p stats differs from --prometheus: $(diff "$T/prom1" "$T/out")"
 for l in '# TYPE smcproxyd_conns_active gauge' 'smcproxyd_conns_active 1' \
-	'# TYPE smcproxyd_tx_bytes counter' 'smcproxyd_tx_bytes 0' \
-	'# TYPE smcproxyd_conns_closed counter' \
-	'smcproxyd_conns_closed{reason="admin_kill"} 0'; do
+	'# TYPE smcproxyd_tx_bytes_total counter' 'smcproxyd_tx_bytes_total 0' \
+	'# TYPE smcproxyd_conns_closed_total counter' \
+	'smcproxyd_conns_closed_total{reason="admin_kill"} 0'; do
 	grep -qxF "$l" "$T/prom1" || fail "--prometheus lacks the line: $l"
 done
-[ "$(grep -c '^# TYPE smcproxyd_conns_closed ' "$T/prom1")" -eq 1 ] ||
+[ "$(grep -c '^# TYPE smcproxyd_conns_closed_total ' "$T/prom1")" -eq 1 ] ||
 	fail "--prometheus: conns_closed is not one family"
 for args in "show conns" "version" "stats reset" "stats stats"; do
 	run_ctl 2 -s "$SOCK" --prometheus $args

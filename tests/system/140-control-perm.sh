@@ -117,7 +117,7 @@ for cmd in version stats "show rules" "show peers" "show lgrs" "show links" \
 	[ "$rc" -eq 0 ] || fail "-j $cmd as uid $OTHER: status $rc: $(cat "$T/err")"
 done
 as_other -s "$T/a.sock" --prometheus
-[ "$rc" -eq 0 ] && grep -q '^smcproxyd_tx_bytes ' "$T/out" ||
+[ "$rc" -eq 0 ] && grep -q '^smcproxyd_tx_bytes_total ' "$T/out" ||
 	fail "--prometheus as uid $OTHER: status $rc: $(cat "$T/err")"
 
 # Admin commands: refused, and without effect.
