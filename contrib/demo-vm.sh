@@ -58,7 +58,7 @@ echo "== smcproxyctl -s a stats (connections, bytes, send engine)"
 	grep -E '^(STATISTIC|conns_|tx_|rx_|lgr_|link_|close_client_fin)'
 echo "== smcproxyctl -s b stats (connections, bytes)"
 "$CTL" -s "$R/b.sock" stats | grep -E '^(STATISTIC|conns_|tx_|rx_)'
-rdma=$("$CTL" -s "$R/a.sock" -j stats | sed -n 's/.*"conns_rdma": *\([0-9]*\).*/\1/p')
+rdma=$(rxe_stat a conns_rdma)
 [ "${rdma:-0}" -gt 0 ] || rxe_die "no connection went over RDMA"
 daemon_stop a
 daemon_stop b

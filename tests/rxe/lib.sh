@@ -444,10 +444,11 @@ logged() {
 	grep -Eq -- "$2" "$RXE_OUT/$1.log"
 }
 
-# rxe_stat NAME KEY: a counter from `smcproxyctl -j stats`.
+# rxe_stat NAME KEY: a counter from `smcproxyctl -j stats`: the first one,
+# in "stats" (rewound by stats reset), not the one in "totals" after it.
 rxe_stat() {
 	"$CTL" -s "$R/$1.sock" -j stats |
-		sed -n "s/.*\"$2\": *\([0-9]*\).*/\1/p"
+		grep -o "\"$2\": *[0-9]*" | head -n 1 | sed 's/.*: *//'
 }
 
 expect_stat() {
