@@ -1010,8 +1010,9 @@ session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 
 /*
  * Join lgr on link (NULL: its least used) and take a send ring and an
- * RMB element, registered on the devices of all its active links.  0 or
- * -errno.
+ * RMB element, registered in the group's protection domain on the link's
+ * device.  0 or -errno (counted conns_rdma_nobufs when there are no
+ * buffers or the registration fails).
  */
 static int
 session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
@@ -1032,14 +1033,16 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	if (rc == 0)
 		rc = buf_get_for(pool, BUF_RMB, (size_t)r->rmb, lgr->peer->name,
 				 &sr->rmb);
+	/* the cap, or the device refused a registration in the group's PD
+	 * (memlock limit: ib.c says) */
+	if (rc == 0 &&
+	    (session_rdma_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
+	     session_rdma_mr(sr->srw, sr->rmb, sr->lc.link) == NULL))
+		rc = -EIO;
 	if (rc) {
-		/* the cap, or the device refused (memlock limit: ib.c says) */
 		STATS_INC(worker_stats(sr->s->w), conns_rdma_nobufs);
 		return rc;
 	}
-	if (session_rdma_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
-	    session_rdma_mr(sr->srw, sr->rmb, sr->lc.link) == NULL)
-		return -EIO;
 	sr->token = ++sr->srw->last_token;
 	if (sr->token == 0)
 		sr->token = ++sr->srw->last_token;
