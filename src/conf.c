@@ -528,10 +528,10 @@ static const struct conf_key conf_listen_keys[] = {
 	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "1024",
 		1, 65536, NULL, R,
 		"of those, how many may come from one host; more are reset"),
-	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "2", 1,
+	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "10", 1,
 		60, NULL, R,
 		"seconds a new peer connection gets to send its first message header"),
-	KEY_INT(struct conf, handshake_timeout, "handshake_timeout", "5", 1,
+	KEY_INT(struct conf, handshake_timeout, "handshake_timeout", "15", 1,
 		300, NULL, R,
 		"seconds a peer connection gets to authenticate (fallback hello to proof, CLC PROPOSAL)"),
 };
