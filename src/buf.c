@@ -59,6 +59,7 @@ struct buf_pool {
 	struct stats *st; /* the owner's gauges, or NULL */
 	struct buf *free[2][BUF_CLASSES];
 	struct buf *used; /* handed out */
+	struct buf *cooling; /* given back, still registered (buf_put_cooled) */
 	uint64_t outstanding; /* elements handed out */
 	uint64_t clock;	      /* orders buf_mr() uses, for eviction */
 	bool dying;	      /* buf_pool_free() ran: free on the last put */
@@ -329,6 +330,46 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
 	return b;
 }
 
+/* An element given back: on its free list, or freed if the pool is dying. */
+static void
+buf_idle(struct buf_pool *p, struct buf *b)
+{
+	int c;
+
+	if (b->kind == BUF_RMB)
+		buf_unreg_all(b);
+	if (p->dying) {
+		buf_destroy(p, b);
+		if (p->outstanding == 0 && p->cooling == NULL)
+			free(p);
+		return;
+	}
+	c = buf_class(b->size);
+	b->next = p->free[b->kind][c];
+	p->free[b->kind][c] = b;
+}
+
+/* Cooled elements whose time is up (all of them: all) go idle. */
+static void
+buf_cool_reap(struct buf_pool *p, bool all)
+{
+	struct buf *b, **pp = &p->cooling;
+	uint64_t now = all ? 0 : lgr_now_ms();
+
+	while ((b = *pp) != NULL) {
+		if (all || b->cool_until <= now) {
+			*pp = b->next;
+			b->next = NULL;
+			if (all && p->dying)
+				buf_destroy(p, b);
+			else
+				buf_idle(p, b);
+		} else {
+			pp = &b->next;
+		}
+	}
+}
+
 /*
  * Take a buffer of kind and size (buf_size_ok()) from p for a connection
  * with peer owner (NULL: none): a free one of that class (see the top of
@@ -351,6 +392,7 @@ buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 		return -EINVAL;
 	if (p->dying)
 		return -ESHUTDOWN;
+	buf_cool_reap(p, false);
 	c = buf_class(size);
 	b = buf_take_idle(p, kind, c, owner);
 	if (b != NULL) {
@@ -391,6 +433,7 @@ buf_pool_drain(struct buf_pool *p)
 	struct buf *b;
 	int k, c;
 
+	buf_cool_reap(p, true);
 	for (k = 0; k < 2; k++)
 		for (c = 0; c < BUF_CLASSES; c++)
 			while ((b = p->free[k][c]) != NULL) {
@@ -415,29 +458,43 @@ buf_written(struct buf *b, size_t n)
  * Give a buffer back to its pool for reuse.  Only once nothing of ours
  * can access it any more: no WRITE of ours reads a send ring still
  * queued.  An RMB element's MRs go now, so a peer can write into it no
- * more, whatever it still has in flight.  NULL is ignored.
+ * more: call this only when the peer has stopped writing (it said it was
+ * done, closed or aborted), else buf_put_cooled().  NULL is ignored.
  */
 void
 buf_put(struct buf *b)
 {
+	if (b == NULL)
+		return;
+	buf_used_del(b->pool, b);
+	buf_idle(b->pool, b);
+}
+
+/*
+ * Give back an RMB element whose peer may still have WRITEs for it in
+ * flight (we aborted; it has not answered): it stays registered, read by
+ * nobody, until until_ms (lgr_now_ms), so those WRITEs land harmlessly
+ * instead of failing at the peer and taking its link, and every other
+ * connection on it, down; then its MRs go and it is reused, zeroed
+ * whole.  A send ring goes back at once (buf_put).  NULL is ignored.
+ */
+void
+buf_put_cooled(struct buf *b, uint64_t until_ms)
+{
 	struct buf_pool *p;
-	int c;
 
 	if (b == NULL)
 		return;
 	p = b->pool;
-	buf_used_del(p, b);
-	if (b->kind == BUF_RMB)
-		buf_unreg_all(b);
-	if (p->dying) {
-		buf_destroy(p, b);
-		if (p->outstanding == 0)
-			free(p);
+	if (b->kind != BUF_RMB || p->dying) {
+		buf_put(b);
 		return;
 	}
-	c = buf_class(b->size);
-	b->next = p->free[b->kind][c];
-	p->free[b->kind][c] = b;
+	buf_used_del(p, b);
+	b->dirty = b->size;
+	b->cool_until = until_ms;
+	b->next = p->cooling;
+	p->cooling = b;
 }
 
 /*

@@ -478,6 +478,7 @@ struct buf {
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
 	size_t dirty;		/* bytes from the start its user may have written */
 	uint64_t since;		/* pool clock when it was handed out */
+	uint64_t cool_until;	/* on the cooling list until (lgr_now_ms) */
 	/* mr[i] (lkey; rkey of an RMB element) is in PD reg[i].pd, or unused */
 	struct dev_mr mr[BUF_MRS_MAX];
 	struct {
@@ -511,6 +512,7 @@ int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 	    struct buf **out);
 int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 		const char *owner, struct buf **out);
+void buf_put_cooled(struct buf *b, uint64_t until_ms);
 void buf_put(struct buf *b);
 void buf_written(struct buf *b, size_t n);
 

@@ -48,6 +48,9 @@
 
 #include "smcproxyd.h"
 
+/* how long an aborted connection's RMB element stays registered */
+#define TX_RMB_COOL_MS 5000
+
 static void tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status,
 			void *arg);
 
@@ -166,10 +169,13 @@ tx_extent(const struct cdc_cursor *c, size_t size)
  * produced into it; of the RMB what the peer's cursor covered, when the
  * peer said it was done writing or closed (a correct peer writes nothing
  * it does not announce, and nothing after that), else all of it.  The
- * RMB element goes back at once, also after an abort with the peer's
- * WRITEs still in flight: it loses its keys there (buf_put), so they fail
- * at the peer (remote access error) rather than land in the stream of
- * the next connection to get the element.
+ * RMB element goes back at once when the peer has stopped writing (it
+ * said done, closed or aborted: its WRITEs come before that CDC); else,
+ * after our abort, it cools for TX_RMB_COOL_MS first, still registered:
+ * the peer's WRITEs still in flight land in it, read by nobody, instead
+ * of failing at the peer and taking its link with every connection on it
+ * down, or landing in the stream of the next connection to get it (it
+ * loses its keys when it is given back, and comes zeroed whole).
  */
 static void
 tx_conn_destroy(struct rconn *rc)
@@ -180,7 +186,11 @@ tx_conn_destroy(struct rconn *rc)
 		buf_written(rc->rmb,
 			    tx_extent(&rc->local_rx_ctrl.prod, rc->rmb->size));
 	buf_put(rc->sndbuf);
-	buf_put(rc->rmb);
+	if (rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED |
+			 RCONN_F_PEER_ABORT))
+		buf_put(rc->rmb);
+	else
+		buf_put_cooled(rc->rmb, lgr_now_ms() + TX_RMB_COOL_MS);
 	free(rc);
 }
 
