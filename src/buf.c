@@ -152,6 +152,16 @@ buf_unreg_all(struct buf *b)
 		buf_unreg(b, i);
 }
 
+/*
+ * b (in use) loses every MR it has: its connection moves to a new link
+ * group, and the keys the old group's peer had go with the old group.
+ */
+void
+buf_mr_drop(struct buf *b)
+{
+	buf_unreg_all(b);
+}
+
 /* Deregister b everywhere, then free it. */
 static void
 buf_destroy(struct buf_pool *p, struct buf *b)

@@ -1167,7 +1167,7 @@ clc_client_proposal(struct clc_conn *c)
 	p->link = body.link;
 	p->max_conns = (uint8_t)conf->rdma.max_conns_per_lgr;
 	p->max_links = (uint8_t)conf->rdma.max_links;
-	p->features = CLC_FEAT_CONN_OPEN |
+	p->features = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME |
 		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0);
 	auth_nonce(p->nonce);
 	snprintf(p->name, sizeof(p->name), "%s", conf->name);
@@ -1261,6 +1261,7 @@ clc_connected(struct clc_conn *c)
 		errno = err;
 		log_warn("lgr %u: peer %s: connect", c->lgr->id,
 			 c->lgr->peer->name);
+		c->lgr->refused = err == ECONNREFUSED;
 		lgr_clc_end(c->lgr,
 			    err == ETIMEDOUT ? CLC_DECL_TIMEOUT_CL :
 					       CLC_DECL_PEERNOSMC,
@@ -1299,6 +1300,7 @@ clc_client_start(struct lgr *lgr, int fd)
 			if (errno != EINPROGRESS) {
 				rc = -errno;
 				close(fd);
+				lgr->refused = rc == -ECONNREFUSED;
 				lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
 				return rc;
 			}

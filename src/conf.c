@@ -516,6 +516,9 @@ static const struct conf_key conf_main_keys[] = {
 	KEY_INT(struct conf, tcp_user_timeout, "tcp_user_timeout", "60", 0,
 		3600, NULL, R,
 		"seconds sent data may go unacknowledged on a peer or target connection before it is dropped; 0: the kernel's"),
+	KEY_INT(struct conf, resume_timeout, "resume_timeout", "900", 0,
+		86400, NULL, R,
+		"seconds a connection whose link group ended waits to resume on a new one from the exact byte; 0: reset it at once"),
 };
 
 static const struct conf_key conf_listen_keys[] = {

@@ -39,6 +39,7 @@ static const struct {
 	{ 5, SESSION_UNKNOWN_EXPORT },	  { 6, SESSION_UNKNOWN_PEER },
 	{ 7, SESSION_AUTH_FAILED },	  { 8, SESSION_PROTOCOL_ERROR },
 	{ 9, SESSION_SHUTDOWN },	  { 10, SESSION_RESOURCE },
+	{ 11, SESSION_RESUME_FAILED },
 };
 
 /* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */

@@ -1159,7 +1159,7 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct lgr_dev *dev;
 	struct lgr *lgr;
-	uint32_t ours = CLC_FEAT_CONN_OPEN;
+	uint32_t ours = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME;
 
 	dev = lgr_dev_for(ctx, local);
 	if (dev == NULL) {
@@ -1391,13 +1391,14 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 			continue;
 		if (to == NULL) {
 			lgr_conn_unlink(c);
+			c->ended = lgr;
 		} else {
 			c->link->conns--;
 			c->link = to;
 			to->conns++;
 		}
 		if (c->link_down != NULL)
-			c->link_down(c, to);
+			c->link_down(c, to); /* may free c */
 	}
 }
 
@@ -1560,6 +1561,7 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 	lgr->state = LGR_STATE_TERMINATING;
 	lgr->term_reason = reason;
 	lgr->term_conns = lgr->nconns;
+	lgr->resumable = !orderly && reason != LLC_DEL_PROT_VIOL;
 	lgr_conns_move(lgr, NULL, NULL);
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
 		if (lgr->link[i].state == LGR_LINK_ACTIVE)

@@ -87,6 +87,7 @@ llc_flags_allowed(uint8_t type)
 	case LLC_TEST_LINK:
 	case LLC_CONN_ACCEPT:
 	case LLC_CONN_REJECT:
+	case LLC_CONN_RESUME:
 		return LLC_FLAG_RESP;
 	case LLC_CONN_OPEN:
 		return 0;
@@ -254,6 +255,10 @@ llc_info_ok(const struct llc_info *m)
 	case LLC_CONN_REJECT:
 		return m->conn_reject.opener_token != 0 &&
 		       m->conn_reject.reason != 0;
+	case LLC_CONN_RESUME:
+		return m->conn_resume.token != 0 &&
+		       !llc_all_zero(m->conn_resume.resume_id,
+				     sizeof(m->conn_resume.resume_id));
 	}
 	return false;
 }
@@ -377,7 +382,19 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		a->rmb_rkey = be32toh(w->rmb_rkey);
 		a->rmb_vaddr = be64toh(w->rmb_vaddr);
 		a->rmbe_size = w->rmbe_size;
+		memcpy(a->resume_id, w->resume_id, sizeof(a->resume_id));
 		return llc_all_zero(w->reserved, sizeof(w->reserved));
+	}
+	case LLC_CONN_RESUME: {
+		const struct llc_conn_resume *w = (const void *)buf;
+		struct llc_conn_resume_info *r = &m->conn_resume;
+
+		memcpy(r->resume_id, w->resume_id, sizeof(r->resume_id));
+		r->token = be32toh(w->token);
+		r->rmb_rkey = be32toh(w->rmb_rkey);
+		r->rx_off = be64toh(w->rx_off);
+		r->tx_fin = be64toh(w->tx_fin);
+		return true;
 	}
 	case LLC_CONN_REJECT: {
 		const struct llc_conn_reject *w = (const void *)buf;
@@ -505,6 +522,18 @@ llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
 		w->rmb_rkey = htobe32(a->rmb_rkey);
 		w->rmb_vaddr = htobe64(a->rmb_vaddr);
 		w->rmbe_size = a->rmbe_size;
+		memcpy(w->resume_id, a->resume_id, sizeof(w->resume_id));
+		break;
+	}
+	case LLC_CONN_RESUME: {
+		struct llc_conn_resume *w = buf;
+		const struct llc_conn_resume_info *r = &in->conn_resume;
+
+		memcpy(w->resume_id, r->resume_id, sizeof(w->resume_id));
+		w->token = htobe32(r->token);
+		w->rmb_rkey = htobe32(r->rmb_rkey);
+		w->rx_off = htobe64(r->rx_off);
+		w->tx_fin = htobe64(r->tx_fin);
 		break;
 	}
 	case LLC_CONN_REJECT: {
@@ -563,6 +592,8 @@ llc_type_name(uint8_t type)
 		return "CONN_ACCEPT";
 	case LLC_CONN_REJECT:
 		return "CONN_REJECT";
+	case LLC_CONN_RESUME:
+		return "CONN_RESUME";
 	}
 	return "UNKNOWN";
 }

@@ -35,6 +35,7 @@ enum llc_type {
 	LLC_CONN_OPEN = 0x80,
 	LLC_CONN_ACCEPT = 0x81, /* always with LLC_FLAG_RESP */
 	LLC_CONN_REJECT = 0x82, /* always with LLC_FLAG_RESP */
+	LLC_CONN_RESUME = 0x83, /* request, and its answer with RESP */
 };
 
 /* Header flags; which are allowed depends on the type (llc.c). */
@@ -176,9 +177,30 @@ struct llc_conn_accept {
 	uint32_t rmb_rkey;     /* acceptor's RMB element */
 	uint64_t rmb_vaddr;
 	uint8_t rmbe_size; /* compressed, 0..15 */
-	uint8_t reserved[19];
+	uint8_t reserved[3];
+	uint8_t resume_id[16]; /* random; all zero: not resumable */
 } __attribute__((packed));
 _Static_assert(sizeof(struct llc_conn_accept) == 44, "CONN_ACCEPT size");
+
+/*
+ * A connection whose link group ended moves to a new group of the same
+ * two daemons: the opener asks (no RESP), the acceptor answers (RESP),
+ * or refuses with CONN_REJECT (opener_token = the asker's token).  The
+ * RMB elements stay where they were (vaddr and size as at the open);
+ * rkey is the sender's element's on the link this goes on.  Offsets
+ * count bytes of each direction since the open.
+ */
+#define LLC_RESUME_ID_LEN 16
+struct llc_conn_resume {
+	struct llc_hdr hd;     /* flags: RESP in the answer */
+	uint8_t resume_id[16]; /* from the CONN_ACCEPT */
+	uint32_t token;	       /* sender's alert token, non-zero */
+	uint32_t rmb_rkey;     /* sender's RMB element, on this link */
+	uint64_t rx_off;       /* bytes the sender received */
+	uint64_t tx_fin;       /* bytes of the sender's known to be in the
+				* receiver's RMB element */
+} __attribute__((packed));
+_Static_assert(sizeof(struct llc_conn_resume) == 44, "CONN_RESUME size");
 
 struct llc_conn_reject {
 	struct llc_hdr hd;     /* flags: RESP */
@@ -257,6 +279,15 @@ struct llc_conn_accept_info {
 	uint32_t rmb_rkey;
 	uint64_t rmb_vaddr;
 	uint8_t rmbe_size;
+	uint8_t resume_id[LLC_RESUME_ID_LEN];
+};
+
+struct llc_conn_resume_info {
+	uint8_t resume_id[LLC_RESUME_ID_LEN];
+	uint32_t token;
+	uint32_t rmb_rkey;
+	uint64_t rx_off;
+	uint64_t tx_fin;
 };
 
 struct llc_conn_reject_info {
@@ -278,6 +309,7 @@ struct llc_info {
 		struct llc_conn_open_info conn_open;
 		struct llc_conn_accept_info conn_accept;
 		struct llc_conn_reject_info conn_reject;
+		struct llc_conn_resume_info conn_resume;
 	};
 };
 

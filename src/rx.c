@@ -181,6 +181,10 @@ rx_apply(struct rconn *rc, const struct cdc_info *m)
 	new_data = cdc_curs_comp(rsize, &rc->local_rx_ctrl.prod, &m->prod);
 	freed = cdc_curs_comp(psize, &rc->local_rx_ctrl.cons, &m->cons);
 	rc->local_rx_ctrl = *m;
+	if (new_data > 0)
+		rc->rx_off += (uint64_t)new_data;
+	if (freed > 0)
+		rc->peer_cons_off += (uint64_t)freed;
 	RCONN_STAT(rc, rx_cdcs, 1);
 	if (m->conn_state_flags & CDC_CS_PEER_CONN_ABORT) {
 		rc->flags |= RCONN_F_PEER_ABORT;

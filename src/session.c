@@ -697,6 +697,7 @@ session_state_name(enum session_state st)
 		[SESSION_RDMA_WAIT] = "rdma_wait",
 		[SESSION_RDMA_OPEN] = "rdma_open",
 		[SESSION_RELAY] = "relay",
+		[SESSION_RESUMING] = "resuming",
 		[SESSION_CLOSED] = "closed",
 	};
 

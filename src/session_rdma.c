@@ -50,12 +50,14 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 #include "llc_wire.h"
 
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
 #define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
+#define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
 
 /* Sessions in order, linked through park_prev/park_next. */
 struct session_rdma_queue {
@@ -73,6 +75,10 @@ struct session_rdma_worker {
 	struct session_rdma_queue parked;
 	/* taken off parked by a wake-up, each to go on exactly once */
 	struct session_rdma_queue woken;
+	/* connections whose group ended, both roles (resume_prev/next) */
+	struct session_rdma *resuming;
+	unsigned int nresuming;
+	struct event *resume_ev; /* rule side: find or set up a group */
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -80,6 +86,8 @@ enum session_rdma_llc {
 	SESSION_RDMA_LLC_OPEN,
 	SESSION_RDMA_LLC_ACCEPT,
 	SESSION_RDMA_LLC_RKEY,
+	SESSION_RDMA_LLC_RESUME,	/* opener's CONN_RESUME request */
+	SESSION_RDMA_LLC_RESUMED,	/* acceptor's answer: then resume */
 };
 
 /* An rkey of the peer's RMB element, valid on the link with link_id. */
@@ -118,6 +126,16 @@ struct session_rdma {
 	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
 	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
 	bool rkeys_owed;	      /* announce once llc_msg went out */
+	/* resuming on a new group (docs/protocol.md) */
+	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot */
+	uint8_t peer_sysid[8];	/* the peer daemon's, of the group it was on */
+	bool resuming;		/* on srw->resuming */
+	bool resume_sent;	/* opener: CONN_RESUME out, answer awaited */
+	uint64_t resume_since_ms;
+	struct session_rdma *resume_prev, *resume_next;
+	/* acceptor: what the answer's resume applies, once it went out */
+	uint64_t res_rx, res_fin;
+	uint32_t res_rkey;
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
@@ -128,6 +146,17 @@ static void session_rdma_rkeys_announce(struct session_rdma *sr);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
+static void session_rdma_resume_tick(evutil_socket_t fd, short what,
+				     void *arg);
+static void session_rdma_resume_apply(struct session_rdma *sr);
+static void session_rdma_resume_rx(struct session_rdma_worker *srw,
+				   struct lgr_link *link,
+				   const struct llc_info *m);
+static void session_rdma_resume_peer(struct session_rdma_worker *srw,
+				     struct lgr *lgr, bool failed);
+static void session_rdma_resume_fail(struct session_rdma *sr,
+				     enum stats_id stat, const char *why);
+static void session_rdma_resume_list_del(struct session_rdma *sr);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -176,6 +205,13 @@ session_rdma_worker_init(struct worker *w)
 		return -ENOMEM;
 	}
 	buf_pool_set_stats(srw->pool, worker_stats(w));
+	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
+				     srw);
+	if (srw->resume_ev == NULL) {
+		buf_pool_free(srw->pool);
+		free(srw);
+		return -ENOMEM;
+	}
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
 	ctx->setup_failed = session_rdma_setup_failed;
@@ -213,6 +249,7 @@ session_rdma_worker_end(struct worker *w)
 		event_base_dispatch(worker_base(w));
 	}
 	buf_pool_free(srw->pool);
+	event_free(srw->resume_ev);
 	srw->ctx->llc_rx = NULL;
 	srw->ctx->link_up = NULL;
 	srw->ctx->setup_failed = NULL;
@@ -494,6 +531,8 @@ session_rdma_llc_wake(struct wr_waiter *w, int status)
 		session_rdma_rkeys_announce(sr);
 	if (kind == SESSION_RDMA_LLC_ACCEPT)
 		session_rdma_relay_start(sr, sr->lc.link);
+	else if (kind == SESSION_RDMA_LLC_RESUMED)
+		session_rdma_resume_apply(sr);
 }
 
 /*
@@ -604,6 +643,8 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	}
 	for (c = link->lgr->conns; c != NULL; c = c->next)
 		session_rdma_rkeys_announce(c->arg);
+	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
+		session_rdma_resume_peer(srw, link->lgr, false);
 	if (link->lgr->role == LGR_ROLE_CLIENT &&
 	    link->lgr->state == LGR_STATE_ACTIVE)
 		session_rdma_unpark_peer(srw, link->lgr->peer);
@@ -702,12 +743,31 @@ static const struct rconn_ops session_rdma_ops = {
 	.link_failed = session_rdma_link_failed,
 };
 
-/* lgr.c: our link went down; to is where we are now, NULL: none left. */
+static bool session_rdma_resume_begin(struct session_rdma *sr,
+				      const struct lgr *ended);
+
+/*
+ * lgr.c: our link went down; to is where we are now, NULL: none left.
+ * With none left a connection that relays resumes on a new group if it
+ * can (session_rdma_resume_begin); one waiting for its resume answer
+ * tries again.
+ */
 static void
 session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 {
 	struct session_rdma *sr = c->arg;
 
+	if (sr->rc != NULL && sr->s->state == SESSION_RESUMING) {
+		if (to == NULL || sr->resume_sent) {
+			lgr_conn_del(&sr->lc);
+			if (!session_rdma_resume_begin(sr, c->ended))
+				session_rdma_fail(sr, SESSION_LINK_FAILED);
+		}
+		return;
+	}
+	if (to == NULL && sr->rc != NULL && sr->s->state == SESSION_RELAY &&
+	    !sr->closing && session_rdma_resume_begin(sr, c->ended))
+		return;
 	if (to == NULL || sr->rc == NULL) {
 		/* an open in flight may be lost with the link */
 		session_rdma_fail(sr, SESSION_LINK_FAILED);
@@ -855,7 +915,9 @@ session_rdma_done(struct session_rdma *sr)
 {
 	const struct rconn *rc = sr->rc;
 
-	if (tx_unsent(rc) == 0 &&
+	/* the FIN's CDC completed, too: were the group to end before, the
+	 * connection must still be there to resume and send it again */
+	if (rc->link != NULL && tx_unsent(rc) == 0 && rc->cdc_pend_tx_wr == 0 &&
 	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING)) {
 		sr->closing = true;
 		sr->close_reason = sr->fin_reason;
@@ -908,11 +970,13 @@ session_rdma_run(struct session_rdma *sr)
 		if (sr->failover_to != NULL && !sr->closing) {
 			to = sr->failover_to;
 			sr->failover_to = NULL;
-			if (to->wr != sr->rc->link &&
+			if (sr->rc->link != NULL && to->wr != sr->rc->link &&
 			    session_rdma_failover(sr, to) != 0)
 				session_rdma_fail(sr, SESSION_LINK_FAILED);
 		}
-		if (sr->closing || s->state != SESSION_RELAY)
+		/* resuming: the RMB still drains, the ring still fills */
+		if (sr->closing ||
+		    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
 			break;
 		moved = session_rdma_write(sr);
 		moved |= session_rdma_read(sr);
@@ -1174,8 +1238,11 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 {
 	struct session_rdma_worker *srw = arg;
 
-	if (srw != NULL)
-		session_rdma_unpark_peer(srw, lgr->peer);
+	if (srw == NULL)
+		return;
+	if (srw->nresuming > 0)
+		session_rdma_resume_peer(srw, lgr, true);
+	session_rdma_unpark_peer(srw, lgr->peer);
 }
 
 /*
@@ -1253,6 +1320,8 @@ session_rdma_accepted(struct lgr_link *link,
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
 	session_rdma_peer_rkey_set(sr, link->id, a->rmb_rkey);
+	if (link->lgr->features & CLC_FEAT_RESUME)
+		memcpy(sr->resume_id, a->resume_id, sizeof(sr->resume_id));
 	session_rdma_relay_start(sr, sr->lc.link);
 }
 
@@ -1264,6 +1333,17 @@ session_rdma_rejected(struct lgr_link *link,
 		session_rdma_find(link->lgr, rj->opener_token);
 	enum session_reason r;
 
+	if (sr != NULL && sr->resume_sent && sr->rc != NULL) {
+		/* done both ways here and the FIN sent: the peer closed */
+		if (sr->rd_eof && sr->wr_shut && tx_unsent(sr->rc) == 0) {
+			session_rdma_resume_list_del(sr);
+			session_rdma_fail(sr, sr->fin_reason);
+			return;
+		}
+		session_rdma_resume_fail(sr, STAT_resume_failed_refused,
+					 "the peer daemon does not have it");
+		return;
+	}
 	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
 		log_warnx("lgr %u: CONN_REJECT for token %u, not waiting: "
 			  "ignored",
@@ -1509,6 +1589,13 @@ session_rdma_target_connected(struct session_rdma *sr)
 		session_rdma_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
+	if (sr->lc.lgr != NULL && (sr->lc.lgr->features & CLC_FEAT_RESUME)) {
+		unsigned char id[AUTH_NONCE_LEN];
+
+		auth_nonce(id);
+		memcpy(sr->resume_id, id, sizeof(sr->resume_id));
+		memcpy(m.conn_accept.resume_id, id, sizeof(sr->resume_id));
+	}
 	sr->answered = true;
 	rc = sr->lc.link != NULL ?
 		     session_rdma_llc_send(sr, sr->lc.link, &m,
@@ -1557,10 +1644,506 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	case LLC_CONFIRM_RKEY:
 		session_rdma_confirm_rkey(link, m);
 		return;
+	case LLC_CONN_RESUME:
+		session_rdma_resume_rx(srw, link, m);
+		return;
 	}
 	snprintf(why, sizeof(why), "unexpected LLC %s on link %u",
 		 llc_type_name(m->type), link->id);
 	lgr_protocol_error(link->lgr, why);
+}
+
+/* ---- resuming on a new link group (docs/protocol.md) ---- */
+
+static void
+session_rdma_resume_list_del(struct session_rdma *sr)
+{
+	struct session_rdma_worker *srw = sr->srw;
+
+	if (!sr->resuming)
+		return;
+	if (sr->resume_prev != NULL)
+		sr->resume_prev->resume_next = sr->resume_next;
+	else
+		srw->resuming = sr->resume_next;
+	if (sr->resume_next != NULL)
+		sr->resume_next->resume_prev = sr->resume_prev;
+	sr->resume_prev = sr->resume_next = NULL;
+	sr->resuming = false;
+	srw->nresuming--;
+	STATS_DEC(worker_stats(sr->s->w), conns_resuming);
+}
+
+static bool
+session_rdma_resume_id_set(const struct session_rdma *sr)
+{
+	static const uint8_t zero[LLC_RESUME_ID_LEN];
+
+	return memcmp(sr->resume_id, zero, sizeof(zero)) != 0;
+}
+
+static void
+session_rdma_resume_soon(struct session_rdma_worker *srw, unsigned int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	if (ms == 0 || !evtimer_pending(srw->resume_ev, NULL))
+		evtimer_add(srw->resume_ev, &tv);
+}
+
+/*
+ * The group under sr ended (ended: the group, or NULL when it was a new
+ * one still waiting for its answer) and the peer daemon may still have
+ * the connection: sr keeps its sockets, ring and RMB element and waits,
+ * resume_timeout at most from the first time, for a new group to move
+ * to.  The rule side sets one up (session_rdma_resume_tick); the export
+ * side waits to be asked.  false when it cannot resume (then it is
+ * reset as before).
+ */
+static bool
+session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
+{
+	struct session *s = sr->s;
+	struct session_rdma_worker *srw = sr->srw;
+	int timeout = s->conf->resume_timeout;
+	uint64_t now = session_now_ms(), left;
+
+	if (timeout <= 0 || !session_rdma_resume_id_set(sr) ||
+	    worker_draining(s->w) ||
+	    (ended != NULL && !ended->resumable))
+		return false;
+	if (ended != NULL)
+		memcpy(sr->peer_sysid, ended->peer_system_id,
+		       sizeof(sr->peer_sysid));
+	tx_detach(sr->rc);
+	lgr_conn_del(&sr->lc);
+	sr->failover_to = NULL;
+	sr->resume_sent = false;
+	memset(sr->peer_rkeys, 0, sizeof(sr->peer_rkeys));
+	memset(sr->told, 0, sizeof(sr->told));
+	if (!sr->resuming) {
+		if (s->state == SESSION_RELAY)
+			sr->resume_since_ms = now;
+		sr->resume_prev = NULL;
+		sr->resume_next = srw->resuming;
+		if (srw->resuming != NULL)
+			srw->resuming->resume_prev = sr;
+		srw->resuming = sr;
+		sr->resuming = true;
+		srw->nresuming++;
+		STATS_INC(worker_stats(s->w), conns_resuming);
+	}
+	if (s->state == SESSION_RELAY)
+		log_info("conn 0x%llx: %s %s: link group %u ended: resuming "
+			 "(sent %llu, received %llu bytes)",
+			 session_rdma_id(sr),
+			 s->role == SESSION_ROLE_RULE ? "rule" : "export",
+			 s->role == SESSION_ROLE_RULE ? s->rule->name :
+							s->export->name,
+			 ended != NULL ? ended->id : 0,
+			 (unsigned long long)tx_fin_off(sr->rc),
+			 (unsigned long long)sr->rc->rx_off);
+	s->state = SESSION_RESUMING;
+	left = (uint64_t)timeout * 1000;
+	left = now - sr->resume_since_ms < left ?
+		       left - (now - sr->resume_since_ms) :
+		       1;
+	session_timer_ms(s, (int)(left < INT32_MAX ? left : INT32_MAX));
+	if (s->role == SESSION_ROLE_RULE)
+		session_rdma_resume_soon(srw, 0);
+	session_rdma_kick(sr);
+	return true;
+}
+
+/* sr resumes no more: reset its connection, counted under stat. */
+static void
+session_rdma_resume_fail(struct session_rdma *sr, enum stats_id stat,
+			 const char *why)
+{
+	stats_add(worker_stats(sr->s->w), stat, 1);
+	log_warnx("conn 0x%llx: %s %s: not resumed after %llu ms: %s",
+		  session_rdma_id(sr),
+		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
+		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
+						     sr->s->export->name,
+		  (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		  why);
+	session_rdma_fail(sr, SESSION_RESUME_FAILED);
+}
+
+/* sr is on its new group and relays again. */
+static void
+session_rdma_resumed(struct session_rdma *sr, struct lgr_link *link)
+{
+	struct session *s = sr->s;
+
+	session_rdma_resume_list_del(sr);
+	sr->resume_sent = false;
+	s->state = SESSION_RELAY;
+	STATS_INC(worker_stats(s->w), conns_resumed_rdma);
+	session_timer(s, 0);
+	if (s->rule != NULL && s->rule->idle_timeout)
+		session_timer(s, s->rule->idle_timeout);
+	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
+		 "(from byte %llu sent, %llu received)",
+		 session_rdma_id(sr), link->lgr->id, link->id,
+		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)tx_fin_off(sr->rc),
+		 (unsigned long long)sr->rc->rx_off);
+	session_rdma_told_set(sr, link->id);
+	session_rdma_rkeys_announce(sr);
+	session_rdma_kick(sr);
+}
+
+/*
+ * Join lgr for a resume (on link, NULL: its least used): the ring and
+ * the RMB element lose the keys of the old group and get the new
+ * group's.  The RMB's MR on the joined link, or NULL (sr not joined).
+ */
+static const struct dev_mr *
+session_rdma_resume_join(struct session_rdma *sr, struct lgr *lgr,
+			 struct lgr_link *link)
+{
+	const struct dev_mr *mr;
+
+	if (lgr_conn_add_on(lgr, &sr->lc, link))
+		return NULL;
+	buf_mr_drop(sr->rc->sndbuf);
+	buf_mr_drop(sr->rc->rmb);
+	mr = session_rdma_mr(sr->srw, sr->rc->rmb, sr->lc.link);
+	if (mr == NULL ||
+	    session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link) == NULL) {
+		lgr_conn_del(&sr->lc);
+		return NULL;
+	}
+	session_rdma_lgr_watch(lgr);
+	return mr;
+}
+
+/* Opener: ask the peer to move sr onto lgr.  0 or -errno (try later). */
+static int
+session_rdma_resume_send(struct session_rdma *sr, struct lgr *lgr)
+{
+	const struct dev_mr *mr = session_rdma_resume_join(sr, lgr, NULL);
+	struct llc_info m;
+	int rc;
+
+	if (mr == NULL)
+		return -ENOBUFS;
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONN_RESUME;
+	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
+	m.conn_resume.token = sr->token;
+	m.conn_resume.rmb_rkey = mr->rkey;
+	m.conn_resume.rx_off = sr->rc->rx_off;
+	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
+	rc = session_rdma_llc_send(sr, sr->lc.link, &m,
+				   SESSION_RDMA_LLC_RESUME);
+	if (rc < 0) {
+		lgr_conn_del(&sr->lc);
+		return rc;
+	}
+	sr->resume_sent = true;
+	log_debug("conn 0x%llx: CONN_RESUME on lgr %u link %u (received "
+		  "%llu, sent %llu)",
+		  session_rdma_id(sr), lgr->id, sr->lc.link->id,
+		  (unsigned long long)m.conn_resume.rx_off,
+		  (unsigned long long)m.conn_resume.tx_fin);
+	return 0;
+}
+
+/* An active client group to peer with room, or NULL. */
+static struct lgr *
+session_rdma_resume_lgr(struct session_rdma_worker *srw,
+			const struct conf_peer *peer)
+{
+	struct lgr *lgr;
+
+	for (lgr = srw->ctx->lgrs; lgr != NULL; lgr = lgr->next)
+		if (lgr->role == LGR_ROLE_CLIENT &&
+		    lgr->state == LGR_STATE_ACTIVE &&
+		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0 &&
+		    strcmp(lgr->peer->name, peer->name) == 0)
+			return lgr;
+	return NULL;
+}
+
+/*
+ * Rule side, soon after a group ended and then every
+ * SESSION_RDMA_RESUME_MS while connections wait: each goes to an active
+ * group to its peer if there is one (a peer daemon that restarted since
+ * has lost it: reset), else a new group is set up, the fallback's
+ * back-off notwithstanding.
+ */
+static void
+session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	struct session_rdma *sr, *next;
+	struct lgr *lgr;
+	bool again = false;
+
+	for (sr = srw->resuming; sr != NULL; sr = next) {
+		next = sr->resume_next;
+		if (sr->s->role != SESSION_ROLE_RULE || sr->resume_sent ||
+		    sr->closing)
+			continue;
+		again = true;
+		lgr = session_rdma_resume_lgr(srw, sr->s->peer);
+		if (lgr == NULL) {
+			if (!lgr_on_its_way(srw->ctx, sr->s->peer) &&
+			    lgr_client_new(srw->ctx, sr->s->peer, -1) == NULL)
+				log_debug("conn 0x%llx: no group to %s yet",
+					  session_rdma_id(sr),
+					  sr->s->peer->name);
+			continue;
+		}
+		if (memcmp(lgr->peer_system_id, sr->peer_sysid,
+			   sizeof(sr->peer_sysid)) != 0) {
+			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+						 "the peer daemon restarted");
+			continue;
+		}
+		if (session_rdma_resume_send(sr, lgr) != 0)
+			log_debug("conn 0x%llx: CONN_RESUME on lgr %u: later",
+				  session_rdma_id(sr), lgr->id);
+	}
+	if (again)
+		session_rdma_resume_soon(srw, SESSION_RDMA_RESUME_MS);
+}
+
+/*
+ * A group to peer became active (role as given) or a client group's
+ * setup failed (refused: nobody listens on the peer port).  Connections
+ * of a daemon instance that is gone are reset at once: a new group from
+ * another instance (its system id) or a refused connect says so.
+ */
+static void
+session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
+			 bool failed)
+{
+	struct session_rdma *sr, *next;
+	enum session_role role = lgr->role == LGR_ROLE_CLIENT ?
+					 SESSION_ROLE_RULE :
+					 SESSION_ROLE_EXPORT;
+
+	for (sr = srw->resuming; sr != NULL; sr = next) {
+		next = sr->resume_next;
+		if (sr->s->role != role || sr->closing ||
+		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
+			continue;
+		if (failed && lgr->refused)
+			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+						 "the peer daemon does not "
+						 "listen on its peer port");
+		else if (!failed &&
+			 memcmp(lgr->peer_system_id, sr->peer_sysid,
+				sizeof(sr->peer_sysid)) != 0)
+			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+						 "the peer daemon restarted");
+	}
+	if (!failed && role == SESSION_ROLE_RULE && srw->nresuming > 0)
+		session_rdma_resume_soon(srw, 0);
+}
+
+/* Find the connection of ours that resume id names, from lgr's peer. */
+static struct session_rdma *
+session_rdma_resume_find(struct session_rdma_worker *srw,
+			 const struct lgr *lgr, const uint8_t *id)
+{
+	struct session_rdma *sr;
+	struct lgr *old;
+	struct lgr_conn *c;
+
+	for (sr = srw->resuming; sr != NULL; sr = sr->resume_next)
+		if (sr->s->role == SESSION_ROLE_EXPORT &&
+		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
+		    strcmp(sr->s->peer->name, lgr->peer->name) == 0)
+			return sr;
+	/* its old group may not have noticed yet that it is gone */
+	for (old = srw->ctx->lgrs; old != NULL; old = old->next) {
+		if (old == lgr || old->role != LGR_ROLE_SERVER ||
+		    old->state != LGR_STATE_ACTIVE ||
+		    strcmp(old->peer->name, lgr->peer->name) != 0)
+			continue;
+		for (c = old->conns; c != NULL; c = c->next) {
+			sr = c->arg;
+			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
+			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
+				return sr;
+		}
+	}
+	return NULL;
+}
+
+/* Acceptor: the answer went out; move the connection to its new link. */
+static void
+session_rdma_resume_apply(struct session_rdma *sr)
+{
+	struct lgr_link *link = sr->lc.link;
+	const struct dev_mr *mr;
+	const char *why;
+	int rc;
+
+	if (link == NULL || sr->closing)
+		return;
+	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, link);
+	rc = mr != NULL ? tx_resume(sr->rc, link->wr, mr->lkey, sr->res_rkey,
+				    sr->res_rx, sr->res_fin, &why) :
+			  -ENOKEY;
+	if (rc) {
+		session_rdma_resume_fail(sr, STAT_resume_failed_protocol,
+					 rc == -EPROTO ? why : strerror(-rc));
+		return;
+	}
+	session_rdma_resumed(sr, link);
+}
+
+/* Acceptor: the opener asks to move a connection onto link's group. */
+static void
+session_rdma_resume_asked(struct session_rdma_worker *srw,
+			  struct lgr_link *link,
+			  const struct llc_conn_resume_info *r)
+{
+	struct lgr *lgr = link->lgr;
+	struct session_rdma *sr = session_rdma_resume_find(srw, lgr,
+							   r->resume_id);
+	const struct dev_mr *mr;
+	struct llc_info m;
+	uint64_t rx, fin;
+	const char *why;
+	int rc;
+
+	if (sr == NULL) {
+		log_info("lgr %u: peer %s: CONN_RESUME for a connection we do "
+			 "not have (token %u): refused",
+			 lgr->id, lgr->peer->name, r->token);
+		(void)session_rdma_reject_send(link, r->token,
+					       SESSION_RESUME_FAILED);
+		return;
+	}
+	if (sr->s->state == SESSION_RELAY) {
+		memcpy(sr->peer_sysid, sr->lc.lgr->peer_system_id,
+		       sizeof(sr->peer_sysid));
+		if (!session_rdma_resume_begin(sr, NULL)) {
+			(void)session_rdma_reject_send(link, r->token,
+						       SESSION_RESUME_FAILED);
+			session_rdma_fail(sr, SESSION_LINK_FAILED);
+			return;
+		}
+	}
+	if (sr->lc.lgr != NULL || memcmp(lgr->peer_system_id, sr->peer_sysid,
+					 sizeof(sr->peer_sysid)) != 0) {
+		(void)session_rdma_reject_send(link, r->token,
+					       SESSION_RESUME_FAILED);
+		return;
+	}
+	if (tx_resume_check(sr->rc, r->rx_off, r->tx_fin, &rx, &fin, &why)) {
+		(void)session_rdma_reject_send(link, r->token,
+					       SESSION_PROTOCOL_ERROR);
+		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
+		return;
+	}
+	mr = session_rdma_resume_join(sr, lgr, link);
+	if (mr == NULL) {
+		(void)session_rdma_reject_send(link, r->token,
+					       SESSION_RESOURCE);
+		session_rdma_resume_fail(sr, STAT_conns_rdma_nobufs,
+					 "no buffers on the new group");
+		return;
+	}
+	sr->peer_token = r->token;
+	sr->rc->peer_token = r->token;
+	sr->rc->local_tx_ctrl.token = r->token;
+	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
+	sr->res_rkey = r->rmb_rkey;
+	sr->res_rx = r->rx_off;
+	sr->res_fin = r->tx_fin;
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONN_RESUME;
+	m.flags = LLC_FLAG_RESP;
+	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
+	m.conn_resume.token = sr->token;
+	m.conn_resume.rmb_rkey = mr->rkey;
+	m.conn_resume.rx_off = rx;
+	m.conn_resume.tx_fin = fin;
+	rc = session_rdma_llc_send(sr, link, &m, SESSION_RDMA_LLC_RESUMED);
+	if (rc < 0) {
+		lgr_conn_del(&sr->lc);
+		log_debug("conn 0x%llx: resume answer: %s", session_rdma_id(sr),
+			  strerror(-rc));
+		return; /* the opener asks again on its next group */
+	}
+	if (rc == 0)
+		session_rdma_resume_apply(sr);
+}
+
+/* Opener: the answer to our CONN_RESUME. */
+static void
+session_rdma_resume_answered(struct lgr_link *link,
+			     const struct llc_conn_resume_info *r)
+{
+	struct lgr_conn *c;
+	struct session_rdma *sr = NULL;
+	const struct dev_mr *mr;
+	const char *why;
+	int rc;
+
+	for (c = link->lgr->conns; c != NULL; c = c->next) {
+		sr = c->arg;
+		if (sr->resume_sent &&
+		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)
+			break;
+	}
+	if (c == NULL) {
+		log_warnx("lgr %u: CONN_RESUME answer for no connection "
+			  "waiting: ignored",
+			  link->lgr->id);
+		return;
+	}
+	sr->peer_token = r->token;
+	sr->rc->peer_token = r->token;
+	sr->rc->local_tx_ctrl.token = r->token;
+	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
+	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link);
+	rc = mr != NULL ? tx_resume(sr->rc, sr->lc.link->wr, mr->lkey,
+				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
+			  -ENOKEY;
+	if (rc == -EPROTO) {
+		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
+		lgr_protocol_error(link->lgr, why);
+		return;
+	}
+	if (rc) {
+		/* the new link is down too: its group's end brings us back */
+		log_debug("conn 0x%llx: resume: %s", session_rdma_id(sr),
+			  strerror(-rc));
+		return;
+	}
+	session_rdma_resumed(sr, sr->lc.link);
+}
+
+/* CONN_RESUME on link: a request (export side) or an answer. */
+static void
+session_rdma_resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
+		       const struct llc_info *m)
+{
+	if (!(link->lgr->features & CLC_FEAT_RESUME)) {
+		lgr_protocol_error(link->lgr, "CONN_RESUME not negotiated");
+		return;
+	}
+	if (m->flags & LLC_FLAG_RESP) {
+		if (link->lgr->role == LGR_ROLE_CLIENT)
+			session_rdma_resume_answered(link, &m->conn_resume);
+		else
+			lgr_protocol_error(link->lgr,
+					   "CONN_RESUME answer to a server");
+		return;
+	}
+	if (link->lgr->role == LGR_ROLE_SERVER)
+		session_rdma_resume_asked(srw, link, &m->conn_resume);
+	else
+		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
 }
 
 /* ---- session.c's hooks ---- */
@@ -1576,7 +2159,8 @@ session_rdma_io(struct session *s, int i, short what)
 			session_rdma_target_connected(sr);
 		return;
 	}
-	if (s->state != SESSION_RELAY || i != sr->t)
+	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
+	    i != sr->t)
 		return;
 	if (what & EV_READ)
 		s->rd_ready[i] = true;
@@ -1598,6 +2182,11 @@ session_rdma_timeout(struct session *s)
 			  s->peer->name, SESSION_RDMA_WAIT_MS);
 		session_rdma_unpark(session_rdma_worker(s->w), s);
 		fallback_connect(s);
+		return;
+	}
+	if (s->state == SESSION_RESUMING) {
+		session_rdma_resume_fail(sr, STAT_resume_failed_timeout,
+					 "resume_timeout passed");
 		return;
 	}
 	if (s->state == SESSION_RDMA_OPEN) {
@@ -1627,6 +2216,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 	session_rdma_unpark(session_rdma_worker(s->w), s);
 	if (sr == NULL)
 		return;
+	session_rdma_resume_list_del(sr);
 	s->rdma = NULL;
 	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
 		(void)session_rdma_reject_send(
@@ -1666,6 +2256,14 @@ session_rdma_json(const struct session *s, void *json_obj)
 			      sr->lc.lgr != NULL ? sr->lc.lgr->id : 0);
 	session_rdma_json_int(o, "link",
 			      sr->lc.link != NULL ? sr->lc.link->id : 0);
+	json_object_set_new(o, "resumable",
+			    json_boolean(session_rdma_resume_id_set(sr)));
+	if (sr->resuming)
+		json_object_set_new(
+			o, "resuming_s",
+			json_real((double)(session_now_ms() -
+					   sr->resume_since_ms) /
+				  1000.0));
 	rc = sr->rc;
 	if (rc != NULL) {
 		session_rdma_json_int(o, "sndbuf", rc->sndbuf->size);
@@ -1683,6 +2281,9 @@ session_rdma_json(const struct session *s, void *json_obj)
 		session_rdma_json_int(o, "cdcs_in_flight",
 				      (uint64_t)rc->cdc_pend_tx_wr);
 		session_rdma_json_int(o, "corked", rc->stats.corked);
+		session_rdma_json_int(o, "resumes", rc->stats.resumes);
+		session_rdma_json_int(o, "resent_bytes",
+				      rc->stats.resent_bytes);
 	}
 	json_object_set_new(json_obj, "rdma", o);
 }

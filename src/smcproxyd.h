@@ -127,6 +127,7 @@ struct conf {
 	int max_conns;			/* per worker, 0 = unlimited */
 	int tcp_keepalive;		/* s idle before probes, 0: off */
 	int tcp_user_timeout;		/* s unacknowledged, 0: kernel's */
+	int resume_timeout;		/* s to resume after a group ended */
 	bool has_peer_listen;
 	struct addr peer_listen;
 	int preauth_max;		/* per worker: not yet authenticated */
@@ -259,6 +260,7 @@ enum session_state {
 	SESSION_RDMA_WAIT,	/* rule side: for a link group on its way */
 	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
 	SESSION_RELAY,
+	SESSION_RESUMING,	/* RDMA: its link group ended; to a new one */
 	SESSION_CLOSED,
 };
 
@@ -508,6 +510,7 @@ void buf_pool_set_stats(struct buf_pool *p, struct stats *st);
 const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
 const struct dev_mr *buf_mr(struct buf *b, const struct dev_ops *ops,
 			    struct dev *pd);
+void buf_mr_drop(struct buf *b);
 int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 	    struct buf **out);
 int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
@@ -566,7 +569,8 @@ struct rconn_stats {
 	uint64_t proto_errors;	/* CDCs refused as protocol violations */
 	uint64_t out_of_sync;	/* aborted by a failover validation */
 	uint64_t failovers;
-	uint64_t resent_bytes;	/* re-written after a failover */
+	uint64_t resumes;	/* moved to a new link group (tx_resume) */
+	uint64_t resent_bytes;	/* re-written after a failover or resume */
 };
 
 struct rconn_peer_rmb {
@@ -656,6 +660,12 @@ struct rconn {
 	struct buf *rmb;
 	struct cdc_info local_rx_ctrl;	/* last CDC accepted */
 	struct cdc_cursor rx_curs_confirmed; /* our cons last posted */
+
+	/* stream offsets since the open, both ways (tx_resume) */
+	uint64_t tx_prep_off;		/* bytes produced into the ring */
+	uint64_t tx_sent_hi_off;	/* furthest ever RDMA-written */
+	uint64_t rx_off;		/* bytes the peer announced to us */
+	uint64_t peer_cons_off;		/* bytes the peer said it consumed */
 };
 
 /* count n in the connection's stats and the owner's totals */
@@ -676,6 +686,14 @@ int tx_push(struct rconn *rc);
 int tx_close(struct rconn *rc, enum tx_close_how how);
 int tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 		uint32_t peer_rkey);
+void tx_detach(struct rconn *rc);
+uint64_t tx_fin_off(const struct rconn *rc);
+int tx_resume_check(const struct rconn *rc, uint64_t peer_rx,
+		    uint64_t peer_fin, uint64_t *rx, uint64_t *fin,
+		    const char **why);
+int tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
+	      uint32_t peer_rkey, uint64_t peer_rx, uint64_t peer_fin,
+	      const char **why);
 size_t tx_unsent(const struct rconn *rc);
 /* for rx.c */
 int tx_kick(struct rconn *rc, unsigned int owe);
@@ -822,6 +840,7 @@ struct lgr_conn {
 	struct lgr_conn *next, *prev;
 	struct lgr *lgr;
 	struct lgr_link *link;
+	struct lgr *ended;	/* during link_down(c, NULL): the group */
 	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
 	void *arg;
 };
@@ -855,6 +874,10 @@ struct lgr {
 	uint32_t term_reason;
 	int term_conns;			/* connections it had when it ended */
 	bool counted_up;		/* in lgr_created and the peer's count */
+	/* it ended in a way its connections may resume from (not orderly,
+	 * no protocol violation: the peer daemon may still have them) */
+	bool resumable;
+	bool refused;			/* client: the peer port refused us */
 };
 
 /* One daemon's link groups on one event_base (a worker; a test side). */

@@ -71,6 +71,18 @@
 	  "connections moved to another link after theirs went down")        \
 	X(conn_failover_failed, COUNTER, "connections",                      \
 	  "connections that could not move (no keys for the other link)")    \
+	X(conns_resuming, GAUGE, "connections",                              \
+	  "connections whose link group ended, waiting to resume now")       \
+	X(conns_resumed_rdma, COUNTER, "connections",                        \
+	  "connections resumed on a new link group from the exact byte")     \
+	X(resume_failed_timeout, COUNTER, "connections",                     \
+	  "connections reset: not resumed within resume_timeout")            \
+	X(resume_failed_refused, COUNTER, "connections",                     \
+	  "connections reset: the peer daemon did not know them (restarted)") \
+	X(resume_failed_peer_gone, COUNTER, "connections",                   \
+	  "connections reset: the peer daemon is not running or restarted")  \
+	X(resume_failed_protocol, COUNTER, "connections",                    \
+	  "connections reset: the peer's stream offsets were out of range")  \
 	X(clc_declines_sent, COUNTER, "handshakes",                          \
 	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")      \
 	X(clc_declines_received, COUNTER, "handshakes",                      \
@@ -101,7 +113,9 @@
 	X(IDLE_TIMEOUT, "idle_timeout", "no traffic for the idle timeout")  \
 	X(ADMIN_KILL, "admin_kill", "killed by an operator")                \
 	X(SHUTDOWN, "shutdown", "daemon shut down")                         \
-	X(RESOURCE, "resource", "out of memory or file descriptors")
+	X(RESOURCE, "resource", "out of memory or file descriptors")         \
+	X(RESUME_FAILED, "resume_failed",                                   \
+	  "its link group ended and it could not be resumed")
 
 enum session_reason {
 #define X(id, name, desc) SESSION_##id,

@@ -236,7 +236,7 @@ tx_conn_free(struct rconn *rc)
 	if (rc == NULL || (rc->flags & RCONN_F_FREEING))
 		return;
 	rc->flags |= RCONN_F_FREEING;
-	if (rc->waiter.queued && !tx_abort_owed(rc))
+	if (rc->waiter.queued && rc->link != NULL && !tx_abort_owed(rc))
 		wr_tx_wait_cancel(rc->link, &rc->waiter);
 	tx_conn_hold(rc);
 	tx_conn_put(rc);
@@ -294,6 +294,7 @@ tx_produced(struct rconn *rc, size_t n)
 		n = avail;
 	}
 	cdc_curs_add(&rc->tx_curs_prep, n, rc->sndbuf->size);
+	rc->tx_prep_off += n;
 }
 
 /* Autocork (smc_should_autocork): hold unsent bytes back for now? */
@@ -478,6 +479,8 @@ tx_post_data(struct rconn *rc, bool *corked)
 	if (cdc_curs_comp(rc->peer_rmb.size, &rc->tx_prod_hi, &prod) > 0)
 		rc->tx_prod_hi = prod;
 	cdc_curs_add(&rc->tx_curs_sent, len, rc->sndbuf->size);
+	if (rc->tx_prep_off - tx_unsent(rc) > rc->tx_sent_hi_off)
+		rc->tx_sent_hi_off = rc->tx_prep_off - tx_unsent(rc);
 	rc->peer_rmbe_space -= len;
 	rc->rx_curs_confirmed = tc->cons;
 	p.sent = rc->tx_curs_sent;
@@ -508,6 +511,8 @@ tx_flush(struct rconn *rc, unsigned int owe, bool *corked)
 	if ((rc->flags & RCONN_F_ABORT_SENT) ||
 	    ((rc->flags & RCONN_F_FREEING) && !tx_abort_owed(rc)))
 		goto out;
+	if (rc->link == NULL)
+		return -ENOLINK; /* detached: what is owed goes after tx_resume */
 	if (wr_link_is_down(rc->link)) {
 		err = -ENOLINK;
 		goto out;
@@ -581,6 +586,7 @@ tx_close(struct rconn *rc, enum tx_close_how how)
 		break;
 	case TX_CLOSE_ABORT:
 		rc->flags |= RCONN_F_ABORT;
+		rc->tx_prep_off -= tx_unsent(rc);
 		rc->tx_curs_prep = rc->tx_curs_sent;
 		break;
 	default:
@@ -695,6 +701,124 @@ tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	if (!(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT)))
 		err = tx_kick(rc, RCONN_OWE_VALIDATE | RCONN_OWE_CDC |
 					  RCONN_OWE_PUSH);
+	tx_conn_put(rc);
+	return err;
+}
+
+/*
+ * The link group under rc ended and the connection is to resume on a new
+ * one (tx_resume): it lets go of its link before that goes.  CDCs in
+ * flight on it only count down from now; nothing is posted until
+ * tx_resume, while the owner may still fill the ring and drain the RMB.
+ */
+void
+tx_detach(struct rconn *rc)
+{
+	if (rc->link == NULL)
+		return;
+	if (rc->waiter.queued || rc->waiter.woken)
+		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	rc->cdc_pend_old += rc->cdc_pend_tx_wr;
+	rc->cdc_pend_tx_wr = 0;
+	rc->pend_len = 0;
+	rc->pend_head = 0;
+	rc->link = NULL;
+	rc->flags |= RCONN_F_LINK_FAILED;
+}
+
+/* Bytes of ours confirmed by a completed CDC: in the peer's RMB. */
+uint64_t
+tx_fin_off(const struct rconn *rc)
+{
+	return rc->tx_prep_off - cdc_curs_diff(rc->sndbuf->size,
+					       &rc->tx_curs_fin,
+					       &rc->tx_curs_prep);
+}
+
+/*
+ * The peer's half of a resume (docs/protocol.md, "Resuming a
+ * connection"): peer_rx bytes of ours it received, peer_fin bytes of its
+ * known to be in our RMB (its CDC for them completed, so its WRITEs did).
+ * Each direction resumes at the larger of the receiver's count and the
+ * sender's: *rx is where ours does (what we take as received), *fin
+ * where we send from.  -EPROTO with *why when the peer claims to have
+ * received more than we ever wrote or less than it said it consumed, or
+ * to have written past the window we gave it.
+ */
+int
+tx_resume_check(const struct rconn *rc, uint64_t peer_rx, uint64_t peer_fin,
+		uint64_t *rx, uint64_t *fin, const char **why)
+{
+	uint64_t cons = rc->rx_off - rx_readable(rc), ours = tx_fin_off(rc);
+
+	*why = NULL;
+	if (peer_rx > rc->tx_sent_hi_off)
+		*why = "peer received more than was sent";
+	else if (peer_rx < rc->peer_cons_off)
+		*why = "peer received less than it consumed";
+	else if (peer_fin > cons + rc->rmb->size)
+		*why = "peer wrote past the window";
+	if (*why != NULL)
+		return -EPROTO;
+	*rx = peer_fin > rc->rx_off ? peer_fin : rc->rx_off;
+	*fin = peer_rx > ours ? peer_rx : ours;
+	if (*fin > rc->tx_prep_off) {
+		*why = "peer received more than was produced";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/*
+ * Move rc, detached (tx_detach), onto newlink of a new link group, whose
+ * peer said peer_rx and peer_fin (tx_resume_check): bytes the peer shows
+ * it has are taken as sent (their ring space comes back), everything
+ * after is written again to the same place of the same RMB element;
+ * bytes it shows to be in our RMB count as received.  Then one CDC goes
+ * even without data, so the peer learns our consumer cursor.  0,
+ * -EPROTO (*why), -EINVAL, or -ENOLINK if newlink is down too.
+ */
+int
+tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
+	  uint32_t peer_rkey, uint64_t peer_rx, uint64_t peer_fin,
+	  const char **why)
+{
+	size_t psize = rc->peer_rmb.size;
+	uint64_t rx, fin, skip;
+	int err;
+
+	*why = NULL;
+	if (newlink == NULL || rc->link != NULL)
+		return -EINVAL;
+	err = tx_resume_check(rc, peer_rx, peer_fin, &rx, &fin, why);
+	if (err)
+		return err;
+	if (wr_link_is_down(newlink))
+		return -ENOLINK;
+	tx_conn_hold(rc);
+	/* ours: the peer has everything before fin */
+	skip = fin - tx_fin_off(rc);
+	cdc_curs_add(&rc->tx_curs_fin, (size_t)skip, rc->sndbuf->size);
+	rc->tx_curs_sent = rc->tx_curs_fin;
+	cdc_curs_add(&rc->tx_prod_fin, (size_t)skip, psize);
+	rc->local_tx_ctrl.prod = rc->tx_prod_fin;
+	if (cdc_curs_comp(psize, &rc->tx_prod_hi, &rc->tx_prod_fin) > 0)
+		rc->tx_prod_hi = rc->tx_prod_fin;
+	/* theirs: what they show to be in our RMB element is received */
+	cdc_curs_add(&rc->local_rx_ctrl.prod, (size_t)(rx - rc->rx_off),
+		     rc->rmb->size);
+	rc->rx_off = rx;
+	tx_peer_consumed(rc);
+	rc->link = newlink;
+	rc->lkey = lkey;
+	rc->peer_rmb.rkey = peer_rkey;
+	rc->flags &= ~RCONN_F_LINK_FAILED;
+	RCONN_STAT(rc, resumes, 1);
+	err = 0;
+	if (!(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT)))
+		err = tx_kick(rc, RCONN_OWE_CDC | RCONN_OWE_CONS |
+					  RCONN_OWE_PUSH);
+	tx_space_opened(rc);
 	tx_conn_put(rc);
 	return err;
 }

@@ -16,7 +16,7 @@
 static const uint8_t types[] = {
 	LLC_CONFIRM_LINK, LLC_ADD_LINK,	   LLC_ADD_LINK_CONT, LLC_DELETE_LINK,
 	LLC_CONFIRM_RKEY, LLC_TEST_LINK,   LLC_DELETE_RKEY,   LLC_CONN_OPEN,
-	LLC_CONN_ACCEPT,  LLC_CONN_REJECT,
+	LLC_CONN_ACCEPT,  LLC_CONN_REJECT,  LLC_CONN_RESUME,
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -104,6 +104,14 @@ sample(uint8_t type, struct llc_info *m)
 		m->flags = LLC_FLAG_RESP;
 		m->conn_reject.opener_token = 0x01000001;
 		m->conn_reject.reason = 4;
+		break;
+	case LLC_CONN_RESUME:
+		for (i = 0; i < LLC_RESUME_ID_LEN; i++)
+			m->conn_resume.resume_id[i] = (uint8_t)(0xa0 + i);
+		m->conn_resume.token = 0x07000007;
+		m->conn_resume.rmb_rkey = 0x08000008;
+		m->conn_resume.rx_off = 0x0900000000000009ULL;
+		m->conn_resume.tx_fin = 0x0a0000000000000aULL;
 		break;
 	}
 }
@@ -346,6 +354,8 @@ flags_valid(uint8_t type, unsigned int f)
 	case LLC_CONN_ACCEPT:
 	case LLC_CONN_REJECT:
 		return f == 0x80;
+	case LLC_CONN_RESUME:
+		return f == 0 || f == 0x80;
 	}
 	return false;
 }
@@ -386,8 +396,8 @@ static const struct {
 	{LLC_DELETE_RKEY, 6, 7},     {LLC_DELETE_RKEY, 20, 43},
 	{LLC_CONN_OPEN, 2, 2},	     {LLC_CONN_OPEN, 21, 21},
 	{LLC_CONN_OPEN, 27, 43},     {LLC_CONN_ACCEPT, 2, 2},
-	{LLC_CONN_ACCEPT, 25, 43},   {LLC_CONN_REJECT, 2, 2},
-	{LLC_CONN_REJECT, 12, 43},
+	{LLC_CONN_ACCEPT, 25, 27},   {LLC_CONN_REJECT, 2, 2},
+	{LLC_CONN_REJECT, 12, 43},   {LLC_CONN_RESUME, 2, 2},
 };
 
 START_TEST(reserved_bytes)
@@ -637,6 +647,12 @@ START_TEST(conn_fields)
 	sample(LLC_CONN_REJECT, &m);
 	m.conn_reject.opener_token = 0;
 	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_RESUME, &m);
+	m.conn_resume.token = 0;
+	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_RESUME, &m);
+	memset(m.conn_resume.resume_id, 0, sizeof(m.conn_resume.resume_id));
+	ck_assert_int_eq(try(&m), -EINVAL);
 }
 END_TEST
 
@@ -681,6 +697,7 @@ START_TEST(names)
 	ck_assert_str_eq(llc_type_name(LLC_CONFIRM_LINK), "CONFIRM_LINK");
 	ck_assert_str_eq(llc_type_name(LLC_DELETE_RKEY), "DELETE_RKEY");
 	ck_assert_str_eq(llc_type_name(LLC_CONN_REJECT), "CONN_REJECT");
+	ck_assert_str_eq(llc_type_name(LLC_CONN_RESUME), "CONN_RESUME");
 	ck_assert_str_eq(llc_type_name(0x05), "UNKNOWN");
 	ck_assert_str_eq(llc_delete_reason_name(LLC_DEL_LOST_PATH),
 			 "LOST_PATH");

@@ -58,6 +58,7 @@ struct side {
 	int rx_errors;
 	int rx_unknown;
 	const char *why;
+	bool deaf; /* CDCs on link 0 are dropped, as by an ending group */
 };
 
 struct harness {
@@ -70,6 +71,10 @@ struct harness {
 	bool dropped, failed_over;
 	bool failover_in_cb; /* link_failed moves the connection itself */
 	int on_link;	     /* h_conn puts new connections on this link */
+	/* resume on link 1 (another group: its own PD) instead of failover */
+	enum { H_FAILOVER, H_RESUME, H_RESUME_DEAF, H_RESUME_LATE } after_drop;
+	int took;    /* resumes where B took bytes A saw complete */
+	int skipped; /* resumes where A skipped bytes B already had */
 };
 
 /* The MR of b in the PD of side s's link li (registered there now). */
@@ -113,6 +118,8 @@ h_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	const char *why;
 	int err;
 
+	if (s->deaf && l == s->link[0])
+		return;
 	err = rx_cdc_recv(msg, len, h_lookup, s, &why);
 	if (err == -ENOENT)
 		s->rx_unknown++;
@@ -452,17 +459,76 @@ h_failover(struct harness *h)
 }
 
 /*
+ * Both ends of every connection let go of link 0 and resume on link 1,
+ * in a PD of its own as a new link group has: A asks with its counts, B
+ * checks them and answers with its own, each moves (docs/protocol.md,
+ * "Resuming a connection").
+ */
+static void
+h_resume(struct harness *h)
+{
+	uint64_t b_rx, b_fin, a_rx, a_fin;
+	const char *why;
+	int i;
+
+	for (i = 0; i < h->side[0].nconn; i++) {
+		struct rconn *a = A(h, i), *b = B(h, i);
+
+		tx_detach(a);
+		tx_detach(b);
+		buf_mr_drop(a->sndbuf);
+		buf_mr_drop(a->rmb);
+		buf_mr_drop(b->sndbuf);
+		buf_mr_drop(b->rmb);
+		a_rx = a->rx_off;
+		a_fin = tx_fin_off(a);
+		h->took += a_fin > b->rx_off;
+		h->skipped += b->rx_off > a_fin;
+		ck_assert_int_eq(
+			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why), 0);
+		ck_assert_int_eq(tx_resume(b, h->side[1].link[1],
+					   h_mr(&h->side[1], b->sndbuf, 1)->lkey,
+					   h_mr(&h->side[0], a->rmb, 1)->rkey,
+					   a_rx, a_fin, &why),
+				 0);
+		ck_assert_int_eq(tx_resume(a, h->side[0].link[1],
+					   h_mr(&h->side[0], a->sndbuf, 1)->lkey,
+					   h_mr(&h->side[1], b->rmb, 1)->rkey,
+					   b_rx, b_fin, &why),
+				 0);
+	}
+	h->side[0].deaf = h->side[1].deaf = false;
+	h->failed_over = true;
+}
+
+/*
  * Step the event loop one device round at a time until bytes of A's
- * first connection are in flight, then break link 0 under them.
+ * first connection are in flight, then break link 0 under them.  With
+ * H_RESUME_DEAF, B stops hearing CDCs on link 0 first while A's
+ * complete (the peer saw them complete; an ending group dropped them);
+ * with H_RESUME_LATE, A lets go of link 0 first and what it had in
+ * flight arrives at B (B has bytes whose completions A never saw).
  */
 static int
 h_drop(struct harness *h)
 {
-	int n;
+	int n, i;
 
 	for (n = 0; n < 1000; n++) {
 		if (memcmp(&A(h, 0)->tx_curs_fin, &A(h, 0)->tx_curs_sent,
 			   sizeof(struct cdc_cursor)) != 0) {
+			if (h->after_drop == H_RESUME_DEAF) {
+				h->side[1].deaf = true;
+				produce(&h->side[0].conn[0], 0);
+				h_loop(h);
+				h_loop(h);
+			}
+			/* what is in flight arrives, A never hears of it */
+			if (h->after_drop == H_RESUME_LATE) {
+				for (i = 0; i < h->side[0].nconn; i++)
+					tx_detach(A(h, i));
+				h_loop(h);
+			}
 			loopdev_drop_link(wr_link_qp(h->side[0].link[0]));
 			h->dropped = true;
 			return 1;
@@ -497,7 +563,10 @@ h_pump(struct harness *h)
 			h_run(h);
 			ck_assert_int_eq(h->side[0].link_down[0], 1);
 			ck_assert_int_eq(h->side[1].link_down[0], 1);
-			h_failover(h);
+			if (h->after_drop == H_FAILOVER)
+				h_failover(h);
+			else
+				h_resume(h);
 			moved++;
 		}
 		if (moved == 0 && ran == 0)
@@ -969,6 +1038,117 @@ failover_case(uint64_t drop_at, bool cork_on, bool in_cb, bool two_devs)
 		h.side[0].sum.resent_bytes + h.side[1].sum.resent_bytes, 0);
 	h_close(&h);
 }
+
+/*
+ * The link group ends under both connections (bytes in flight, at any
+ * point of the streams, rings and RMBs wrapping, autocork holding bytes)
+ * and each resumes on a new group (link 1, a PD of its own, buffers
+ * registered anew): both directions arrive whole, once, in order.
+ */
+static void
+resume_case(uint64_t drop_at, bool cork_on, int mode)
+{
+	struct harness h;
+	int k, i;
+
+	h_open3(&h, 2, 4, WR_WAIT_EXCLUSIVE, false, true);
+	h.after_drop = mode;
+	h_conn(&h, 0, K16, K16, 2 * K16, K16, cork_on ? &cork : &no_cork,
+	       3 << 20, 2 << 20);
+	h_conn(&h, 1, K16, 2 * K16, K16, K16, cork_on ? &cork : &no_cork,
+	       2 << 20, 3 << 20);
+	h.side[1].conn[0].slice = 5000;
+	h.side[0].conn[1].slice = 777;
+	h.drop_at = drop_at;
+	h_pump(&h);
+	ck_assert(h.failed_over);
+	h_check_streams(&h);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < 2; i++) {
+			struct rconn *rc = h.side[k].conn[i].rc;
+
+			ck_assert_uint_eq(rc->stats.resumes, 1);
+			ck_assert_ptr_eq(rc->link, h.side[k].link[1]);
+			ck_assert_int_eq(h.side[k].conn[i].aborts, 0);
+			ck_assert_uint_eq(rc->rx_off, h.side[k].conn[i].rx_total);
+			ck_assert_uint_eq(tx_fin_off(rc),
+					  h.side[k].conn[i].tx_total);
+		}
+	ck_assert_uint_eq(A(&h, 0)->stats.tx_bytes, 3 << 20);
+	if (mode == H_RESUME_DEAF)
+		ck_assert_int_gt(h.took, 0);
+	if (mode == H_RESUME_LATE)
+		ck_assert_int_gt(h.skipped, 0);
+	h_close(&h);
+}
+
+START_TEST(resume_preserves_streams)
+{
+	resume_case(1 << 20, false, H_RESUME);
+	resume_case(1, false, H_RESUME);
+	resume_case((1 << 20) + 12345, true, H_RESUME);
+	resume_case((3 << 20) - 100, true, H_RESUME);
+}
+END_TEST
+
+/* CDCs the receiver never handled: it takes the sender's word for them. */
+START_TEST(resume_takes_bytes_peer_saw_complete)
+{
+	resume_case(1 << 20, false, H_RESUME_DEAF);
+	resume_case((1 << 19) + 333, true, H_RESUME_DEAF);
+	resume_case(1, true, H_RESUME_DEAF);
+}
+END_TEST
+
+/* Completions the sender never saw: the receiver's count wins. */
+START_TEST(resume_skips_bytes_peer_has)
+{
+	resume_case(1 << 20, false, H_RESUME_LATE);
+	resume_case((2 << 20) + 1, true, H_RESUME_LATE);
+	resume_case(1, false, H_RESUME_LATE);
+}
+END_TEST
+
+/*
+ * A peer's counts that cannot be true are refused, and nothing moves:
+ * received more than we ever wrote, less than it said it consumed,
+ * written past the window we gave it.
+ */
+START_TEST(resume_refuses_impossible_offsets)
+{
+	struct harness h;
+	uint64_t rx, fin;
+	const char *why;
+	struct rconn *a;
+
+	h_open3(&h, 2, 4, WR_WAIT_EXCLUSIVE, false, true);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 40000, 30000);
+	h_pump(&h);
+	h_check_streams(&h);
+	a = A(&h, 0);
+	tx_detach(a);
+	ck_assert_int_eq(tx_resume_check(a, 40000, 30000, &rx, &fin, &why), 0);
+	ck_assert_uint_eq(rx, 30000);
+	ck_assert_uint_eq(fin, 40000);
+	ck_assert_int_eq(tx_resume_check(a, 40001, 30000, &rx, &fin, &why),
+			 -EPROTO);
+	ck_assert_str_eq(why, "peer received more than was sent");
+	ck_assert_int_eq(tx_resume_check(a, 100, 30000, &rx, &fin, &why),
+			 -EPROTO);
+	ck_assert_str_eq(why, "peer received less than it consumed");
+	ck_assert_int_eq(tx_resume_check(a, 40000, 30000 + K16 + 1, &rx, &fin,
+					 &why),
+			 -EPROTO);
+	ck_assert_str_eq(why, "peer wrote past the window");
+	ck_assert_int_eq(tx_resume(a, h.side[0].link[1],
+				   h_mr(&h.side[0], a->sndbuf, 1)->lkey, 1,
+				   UINT64_MAX, 0, &why),
+			 -EPROTO);
+	ck_assert_ptr_null(a->link);
+	ck_assert_uint_eq(a->stats.resumes, 0);
+	h_close(&h);
+}
+END_TEST
 
 START_TEST(failover_preserves_streams)
 {
@@ -1633,6 +1813,10 @@ rconn_suite(void)
 	tcase_add_test(tc, failover_skips_bytes_peer_consumed);
 	tcase_add_test(tc, link_freed_with_cdcs_in_flight);
 	tcase_add_test(tc, rkey_of_another_group_is_refused);
+	tcase_add_test(tc, resume_preserves_streams);
+	tcase_add_test(tc, resume_takes_bytes_peer_saw_complete);
+	tcase_add_test(tc, resume_skips_bytes_peer_has);
+	tcase_add_test(tc, resume_refuses_impossible_offsets);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hardening");
 	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
