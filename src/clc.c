@@ -310,6 +310,7 @@ clc_proposal_encode(void *buf, size_t size, const struct clc_proposal_info *in)
 	w->qp_mtu = in->link.mtu;
 	w->max_conns = in->max_conns;
 	w->max_links = in->max_links;
+	w->worker = in->worker;
 	w->features = htobe32(in->features);
 	memcpy(w->nonce, in->nonce, sizeof(w->nonce));
 	memcpy(w->name, in->name, strlen(in->name));
@@ -337,8 +338,7 @@ clc_proposal_decode(const void *buf, size_t len, struct clc_proposal_info *out,
 		return rc;
 	memset(&p, 0, sizeof(p));
 	nl = strnlen(w->name, sizeof(w->name));
-	if ((w->hdr.flags & CLC_FLAG_FIRST_CONTACT) || w->reserved != 0 ||
-	    nl == sizeof(w->name) ||
+	if ((w->hdr.flags & CLC_FLAG_FIRST_CONTACT) || nl == sizeof(w->name) ||
 	    !clc_all_zero(w->name + nl, sizeof(w->name) - nl)) {
 		*decline = CLC_DECL_BADMSG;
 		return -EPROTO;
@@ -347,6 +347,7 @@ clc_proposal_decode(const void *buf, size_t len, struct clc_proposal_info *out,
 	p.link.mtu = w->qp_mtu;
 	p.max_conns = w->max_conns;
 	p.max_links = w->max_links;
+	p.worker = w->worker;
 	p.features = be32toh(w->features);
 	memcpy(p.nonce, w->nonce, sizeof(p.nonce));
 	memcpy(p.name, w->name, nl);
@@ -386,7 +387,7 @@ clc_body_put(struct clc_acc_body *w, const struct clc_accept_info *in)
 	w->rmbe_mtu = (uint8_t)(in->rmbe_size << 4 | in->link.mtu);
 	w->max_conns = in->max_conns;
 	w->max_links = in->max_links;
-	w->reserved = 0;
+	w->worker = in->worker;
 	w->features = htobe32(in->features);
 	w->rmb_rkey = htobe32(in->rmb_rkey);
 	w->alert_token = htobe32(in->alert_token);
@@ -398,8 +399,7 @@ static uint32_t
 clc_body_get(const struct clc_acc_body *w, const struct clc_hdr *h,
 	     struct clc_accept_info *a)
 {
-	if (w->reserved != 0)
-		return CLC_DECL_BADMSG;
+	a->worker = w->worker;
 	a->first_contact = (h->flags & CLC_FLAG_FIRST_CONTACT) != 0;
 	clc_lcl_get(&w->lcl, a->system_id, &a->link);
 	a->rmbe_size = w->rmbe_mtu >> 4;
@@ -583,6 +583,7 @@ struct clc_conn {
 	struct event *rev, *wev, *timer;
 	struct addr src; /* server: where the client connected from */
 	bool preauth;	 /* holds a worker_preauth_get of src */
+	bool hopped;	 /* server: came from another worker (clc_hop) */
 	struct addr local;
 	uint8_t in[CLC_MSG_MAX];
 	size_t in_len;
@@ -594,6 +595,7 @@ struct clc_conn {
 };
 
 static void clc_io(evutil_socket_t fd, short what, void *arg);
+static void clc_message(struct clc_conn *c);
 static void clc_timeout(evutil_socket_t fd, short what, void *arg);
 
 static const char *
@@ -928,6 +930,65 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	lgr_clc_end(c->lgr, code, false);
 }
 
+static int clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
+			  const void *in, size_t in_len, bool preauth,
+			  bool hopped);
+
+/* A PROPOSAL on its way to the worker it asked for (clc_hop). */
+struct clc_hop {
+	int fd;
+	struct addr src;
+	uint8_t msg[sizeof(struct clc_proposal)];
+	size_t len;
+};
+
+static void
+clc_hop_arrive(struct worker *w, void *arg)
+{
+	struct clc_hop *h = arg;
+	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+
+	if (ctx == NULL || worker_preauth_get(w, &h->src) != 0) {
+		log_debug("clc: PROPOSAL for worker %d: no room there",
+			  worker_id(w));
+		close(h->fd);
+	} else {
+		clc_serve_conn(ctx, h->fd, &h->src, h->msg, h->len, true,
+			       true);
+	}
+	free(h);
+}
+
+/*
+ * The PROPOSAL asks for another worker of ours: the one with the
+ * connections of a group that ended, which are to resume on the group
+ * this sets up.  The connection goes there with what was read (once:
+ * that worker serves it, whatever it asks).  Whether it went.
+ */
+static bool
+clc_hop(struct clc_conn *c)
+{
+	struct lgr_ctx *ctx = c->ctx;
+	struct clc_hop *h;
+	int want = c->prop.worker - 1;
+
+	if (c->hopped || c->prop.worker == 0 || ctx->w == NULL ||
+	    want == worker_id(ctx->w) || want >= worker_count() ||
+	    c->in_len > sizeof(h->msg))
+		return false;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return false;
+	h->fd = c->fd;
+	h->src = c->src;
+	memcpy(h->msg, c->in, c->in_len);
+	h->len = c->in_len;
+	c->fd = -1;
+	clc_conn_free(c);
+	worker_post(worker_get(want), clc_hop_arrive, h);
+	return true;
+}
+
 static void
 clc_server_proposal(struct clc_conn *c)
 {
@@ -948,6 +1009,8 @@ clc_server_proposal(struct clc_conn *c)
 		clc_refuse(c, decl, "malformed PROPOSAL");
 		return;
 	}
+	if (clc_hop(c))
+		return;
 	memcpy(c->proposal, c->in, sizeof(c->proposal));
 	peer = conf_peer_find(lgr_ctx_conf(ctx), c->prop.name);
 	if (peer == NULL) {
@@ -1043,15 +1106,21 @@ clc_proposal_ms(const struct lgr_ctx *ctx)
 	return ms;
 }
 
+/*
+ * A server handshake on fd from src, of which in_len bytes were read
+ * into in already: at most the header, or a whole PROPOSAL that came
+ * from another worker (hopped), which is handled at once.
+ */
 static int
 clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
-	       const void *hdr, size_t hdr_len, bool preauth)
+	       const void *hdr, size_t hdr_len, bool preauth, bool hopped)
 {
 	struct clc_conn *c;
 	struct lgr *lgr;
 	int pending = 0;
 
-	if (hdr_len > sizeof(struct clc_hdr)) {
+	if (hdr_len > (hopped ? sizeof(struct clc_proposal) :
+				sizeof(struct clc_hdr))) {
 		close(fd);
 		if (preauth && ctx->w != NULL)
 			worker_preauth_put(ctx->w, src);
@@ -1086,8 +1155,11 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
 		pending += lgr->role == LGR_ROLE_SERVER &&
 			   lgr->state == LGR_STATE_CLC;
+	c->hopped = hopped;
 	if (pending >= CLC_PENDING_MAX)
 		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");
+	else if (hopped)
+		clc_message(c);
 	return 0;
 }
 
@@ -1100,7 +1172,7 @@ int
 clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src, const void *hdr,
 	  size_t hdr_len)
 {
-	return clc_serve_conn(ctx, fd, src, hdr, hdr_len, false);
+	return clc_serve_conn(ctx, fd, src, hdr, hdr_len, false, false);
 }
 
 /*
@@ -1135,7 +1207,7 @@ clc_accept(struct session *s)
 	if (ctx == NULL)
 		close(fd);
 	else
-		clc_serve_conn(ctx, fd, &src, hdr, hdr_len, preauth);
+		clc_serve_conn(ctx, fd, &src, hdr, hdr_len, preauth, false);
 	return true;
 }
 
@@ -1167,6 +1239,7 @@ clc_client_proposal(struct clc_conn *c)
 	p->link = body.link;
 	p->max_conns = (uint8_t)conf->rdma.max_conns_per_lgr;
 	p->max_links = (uint8_t)conf->rdma.max_links;
+	p->worker = lgr->want_worker;
 	p->features = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME |
 		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0);
 	auth_nonce(p->nonce);

@@ -144,7 +144,7 @@ struct clc_proposal {
 	uint8_t qp_mtu;	   /* enum ibv_mtu, 1..5 */
 	uint8_t max_conns; /* proposed connections per LG, 16..255 */
 	uint8_t max_links; /* proposed links per LG, 1..2 */
-	uint8_t reserved;  /* 0 */
+	uint8_t worker;	   /* server worker asked for, + 1; 0: any */
 	uint32_t features; /* CLC_FEAT_*; unknown bits allowed */
 	uint8_t nonce[32]; /* client nonce for the MACs */
 	char name[64];	   /* our daemon name, 1..63 of [A-Za-z0-9._-],
@@ -159,7 +159,7 @@ struct clc_acc_body {
 	uint8_t rmbe_mtu;     /* rmbe_size:4 (compressed) | qp_mtu:4 */
 	uint8_t max_conns;    /* negotiated, 16..255 */
 	uint8_t max_links;    /* negotiated, 1..2 */
-	uint8_t reserved;     /* 0 */
+	uint8_t worker;	      /* ACCEPT: the server's worker + 1; CONFIRM: 0 */
 	uint32_t features;    /* negotiated CLC_FEAT_*, known bits only */
 	uint32_t rmb_rkey;    /* rkey of the sender's RMB region */
 	uint32_t alert_token; /* sender's link-group token, non-zero */
@@ -209,6 +209,7 @@ struct clc_proposal_info {
 	struct clc_link_info link;
 	uint8_t max_conns;
 	uint8_t max_links;
+	uint8_t worker; /* server worker + 1 the group is for; 0: any */
 	uint32_t features;
 	uint8_t nonce[32];
 	char name[CLC_NAME_MAX + 1];
@@ -222,6 +223,7 @@ struct clc_accept_info {
 	uint8_t rmbe_size; /* compressed, 0..15 */
 	uint8_t max_conns;
 	uint8_t max_links;
+	uint8_t worker; /* ACCEPT: the server's worker + 1 */
 	uint32_t features;
 	uint32_t rmb_rkey;
 	uint32_t alert_token;

@@ -1009,6 +1009,18 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 struct lgr *
 lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 {
+	return lgr_client_new_on(ctx, peer, fd, 0);
+}
+
+/*
+ * lgr_client_new() asking the server for the group to be on its worker
+ * (worker + 1, as its ACCEPT said; 0: any): where the connections of a
+ * group that ended are, to resume there.
+ */
+struct lgr *
+lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
+		  uint8_t worker)
+{
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct lgr_dev *dev;
 	struct lgr_link *link;
@@ -1053,6 +1065,7 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 		lgr_peer_fallback(ctx, peer->name, CLC_DECL_MEM, false, true);
 		return NULL;
 	}
+	lgr->want_worker = worker;
 	/* the server names the first link 1 */
 	link = lgr_link_open(lgr, dev, 1);
 	if (link == NULL) {
@@ -1215,6 +1228,8 @@ lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
 	out->max_links = lgr->max_links;
 	out->features = lgr->features;
 	out->alert_token = lgr->token;
+	if (lgr->role == LGR_ROLE_SERVER && lgr->ctx->w != NULL)
+		out->worker = (uint8_t)(worker_id(lgr->ctx->w) + 1);
 }
 
 /*
@@ -1237,6 +1252,7 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 		lgr->max_conns = in->max_conns;
 		lgr->max_links = in->max_links;
 		lgr->features = in->features;
+		lgr->peer_worker = in->worker;
 	}
 	memset(&peer, 0, sizeof(peer));
 	memcpy(peer.gid, in->link.gid, sizeof(peer.gid));

@@ -129,6 +129,7 @@ struct session_rdma {
 	/* resuming on a new group (docs/protocol.md) */
 	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot */
 	uint8_t peer_sysid[8];	/* the peer daemon's, of the group it was on */
+	uint8_t peer_worker;	/* and its worker there + 1 (0: unknown) */
 	bool resuming;		/* on srw->resuming */
 	bool resume_sent;	/* opener: CONN_RESUME out, answer awaited */
 	uint64_t resume_since_ms;
@@ -1712,9 +1713,11 @@ session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
 	    worker_draining(s->w) ||
 	    (ended != NULL && !ended->resumable))
 		return false;
-	if (ended != NULL)
+	if (ended != NULL) {
 		memcpy(sr->peer_sysid, ended->peer_system_id,
 		       sizeof(sr->peer_sysid));
+		sr->peer_worker = ended->peer_worker;
+	}
 	tx_detach(sr->rc);
 	lgr_conn_del(&sr->lc);
 	sr->failover_to = NULL;
@@ -1852,19 +1855,33 @@ session_rdma_resume_send(struct session_rdma *sr, struct lgr *lgr)
 	return 0;
 }
 
-/* An active client group to peer with room, or NULL. */
+/*
+ * A client group to sr's peer, on the peer's worker that has sr's other
+ * end (a group lands on any worker unless it asks, and the connection
+ * can only move within one): an active one with room, or NULL with
+ * *coming set if one is being set up.
+ */
 static struct lgr *
 session_rdma_resume_lgr(struct session_rdma_worker *srw,
-			const struct conf_peer *peer)
+			const struct session_rdma *sr, bool *coming)
 {
 	struct lgr *lgr;
 
-	for (lgr = srw->ctx->lgrs; lgr != NULL; lgr = lgr->next)
-		if (lgr->role == LGR_ROLE_CLIENT &&
-		    lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0 &&
-		    strcmp(lgr->peer->name, peer->name) == 0)
+	*coming = false;
+	for (lgr = srw->ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+		if (lgr->role != LGR_ROLE_CLIENT ||
+		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
+			continue;
+		if (lgr->state == LGR_STATE_CLC ||
+		    lgr->state == LGR_STATE_CONFIRMING) {
+			*coming |= lgr->want_worker == sr->peer_worker;
+			continue;
+		}
+		if (lgr->state == LGR_STATE_ACTIVE &&
+		    lgr->peer_worker == sr->peer_worker &&
+		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
 			return lgr;
+	}
 	return NULL;
 }
 
@@ -1881,7 +1898,7 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 	struct session_rdma_worker *srw = arg;
 	struct session_rdma *sr, *next;
 	struct lgr *lgr;
-	bool again = false;
+	bool again = false, coming;
 
 	for (sr = srw->resuming; sr != NULL; sr = next) {
 		next = sr->resume_next;
@@ -1889,10 +1906,11 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 		    sr->closing)
 			continue;
 		again = true;
-		lgr = session_rdma_resume_lgr(srw, sr->s->peer);
+		lgr = session_rdma_resume_lgr(srw, sr, &coming);
 		if (lgr == NULL) {
-			if (!lgr_on_its_way(srw->ctx, sr->s->peer) &&
-			    lgr_client_new(srw->ctx, sr->s->peer, -1) == NULL)
+			if (!coming &&
+			    lgr_client_new_on(srw->ctx, sr->s->peer, -1,
+					      sr->peer_worker) == NULL)
 				log_debug("conn 0x%llx: no group to %s yet",
 					  session_rdma_id(sr),
 					  sr->s->peer->name);

@@ -878,6 +878,8 @@ struct lgr {
 	 * no protocol violation: the peer daemon may still have them) */
 	bool resumable;
 	bool refused;			/* client: the peer port refused us */
+	/* the server's worker + 1 (0: unknown); a client's wish for it */
+	uint8_t peer_worker, want_worker;
 };
 
 /* One daemon's link groups on one event_base (a worker; a test side). */
@@ -936,6 +938,9 @@ struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
 bool lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_new(struct lgr_ctx *ctx,
 			   const struct conf_peer *peer, int fd);
+struct lgr *lgr_client_new_on(struct lgr_ctx *ctx,
+			      const struct conf_peer *peer, int fd,
+			      uint8_t worker);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c,
 		    struct lgr_link *link);

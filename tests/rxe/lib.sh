@@ -479,14 +479,14 @@ rxe_pair_confs() {
 	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
 		rxe_die "cannot write the key"
 	cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; ${RXE2_GLOBAL:-} };
 peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; }${3:-} );
 rdma: { $1 };
 EOF
 	cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; ${RXE2_GLOBAL:-} };
 peer_listen: { address = "$RXE_IP0:$PORT_B"; };
 peers = ( { name = "a"; address = "$RXE_IP0:$((PORT_B + 1))"; key_file = "$R/psk"; } );
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
@@ -544,7 +544,7 @@ rxe_pair_stop() {
 rxe2_pair_confs() {
 	if [ "$RXE_HOST" = b ]; then
 		cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; ${RXE2_GLOBAL:-} };
 peer_listen: { address = "$RXE_IP0:$PORT_B"; };
 peers = ( { name = "a"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; }${3:-} );
@@ -552,7 +552,7 @@ rdma: { $1 };
 EOF
 	else
 		cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; ${RXE2_GLOBAL:-} };
 peers = ( { name = "b"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; }${2:-} );
@@ -561,6 +561,7 @@ EOF
 	fi
 }
 
+# (RXE2_GLOBAL: more keys for both daemons' smcproxyd section)
 rxe2_pair_start() {
 	if [ "$RXE_HOST" = b ]; then
 		head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" &&

@@ -549,11 +549,12 @@ START_TEST(proposal_fields)
 	p.name[63] = '\0';
 	ck_assert_int_eq(prop_with(&p, &decl), 0);
 
-	/* reserved byte, first-contact bit: not in a PROPOSAL */
+	/* the worker asked for is carried as it is; first-contact bit: not
+	 * in a PROPOSAL */
 	good_msg(CLC_PROPOSAL, buf);
-	w->reserved = 1;
-	CK_REFUSED(clc_proposal_decode(buf, 152, &p, &decl), decl,
-		   CLC_DECL_BADMSG);
+	w->worker = 7;
+	ck_assert_int_eq(clc_proposal_decode(buf, 152, &p, &decl), 0);
+	ck_assert_uint_eq(p.worker, 7);
 	good_msg(CLC_PROPOSAL, buf);
 	w->hdr.flags |= CLC_FLAG_FIRST_CONTACT;
 	CK_REFUSED(clc_proposal_decode(buf, 152, &p, &decl), decl,
@@ -609,9 +610,9 @@ START_TEST(accept_fields)
 	CK_REFUSED(clc_accept_decode(buf, 136, &a, &decl), decl,
 		   CLC_DECL_BADMSG);
 	memcpy(buf, good, 136);
-	w->body.reserved = 0x01;
-	CK_REFUSED(clc_accept_decode(buf, 136, &a, &decl), decl,
-		   CLC_DECL_BADMSG);
+	w->body.worker = 0x03; /* the server's worker + 1 */
+	ck_assert_int_eq(clc_accept_decode(buf, 136, &a, &decl), 0);
+	ck_assert_uint_eq(a.worker, 3);
 	/* the RMB region must not wrap around the address space */
 	memcpy(buf, good, 136);
 	w->body.rmbe_mtu = 0x05; /* 16 KiB */
