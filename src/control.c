@@ -12,6 +12,17 @@
  * clients are dropped on timeouts.  Large answers (show conns) are written
  * to the output buffer piece by piece, so no fixed buffer limits them.
  *
+ * Any user who can open the socket is a client, so none may hold it: a uid
+ * has at most CONTROL_MAX_PER_UID of the slots and all such users together
+ * CONTROL_MAX_CLIENTS - CONTROL_RESERVED, the rest being kept for root and
+ * the daemon's own user (who could stop the daemon anyway).  Deadlines run
+ * from fixed points, so trickling bytes does not push them back: a
+ * connection ends CONTROL_IDLE_TIMEOUT after its last request, a request
+ * line must be complete CONTROL_LINE_TIMEOUT after its first byte, and a
+ * reply must be taken CONTROL_WRITE_TIMEOUT after it was written.  Listings
+ * of sessions are gathered CONTROL_CHUNK at a time per worker_call(), so
+ * no listing holds a worker's data path for more than that many sessions.
+ *
  * Commands come from one table (name, flags, arguments, handler, help);
  * "help" and "schema" are generated from it.  Mutating commands need the
  * peer's credentials (SO_PEERCRED) to be root, the daemon's user, or the
@@ -40,10 +51,14 @@
 #include "clc_wire.h"
 
 #define CONTROL_OUT_MAX (256 * 1024) /* unsent bytes before we stop reading */
-#define CONTROL_IDLE_TIMEOUT 300     /* seconds without a request */
-#define CONTROL_WRITE_TIMEOUT 30     /* seconds a client may stall a reply */
+#define CONTROL_IDLE_TIMEOUT 60	     /* seconds after the last request */
+#define CONTROL_LINE_TIMEOUT 10	     /* seconds to complete a request line */
+#define CONTROL_WRITE_TIMEOUT 30     /* seconds to take a reply */
 #define CONTROL_MAX_CLIENTS 64
+#define CONTROL_RESERVED 8     /* slots only root and the daemon's user get */
+#define CONTROL_MAX_PER_UID 16 /* for any other uid */
 #define CONTROL_BACKLOG 16
+#define CONTROL_CHUNK 256 /* sessions gathered per worker_call() */
 
 /* Why peers fall back to TCP until the RDMA transport lands. */
 #define CONTROL_FALLBACK_REASON "no link group tried yet"
@@ -58,6 +73,10 @@ struct control_client {
 	int cc_ngroups;
 	bool cc_discard; /* dropping the rest of an oversized line */
 	bool cc_eof;	 /* the client will send nothing more */
+	struct event *cc_deadline;
+	int64_t cc_request_ms; /* accepted, or the last request read */
+	int64_t cc_line_ms;    /* the pending partial line began; 0: none */
+	int64_t cc_reply_ms;   /* unsent output since; 0: none */
 };
 
 TAILQ_HEAD(control_clients, control_client);
@@ -272,51 +291,70 @@ control_addr(const struct addr *a)
 	return json_string(addr_str(a, buf, sizeof(buf)));
 }
 
-static void
-control_sessions_cb(struct worker *w, void *arg)
-{
-	struct session *s;
-
-	for (s = worker_sessions(w); s != NULL; s = session_next(s))
-		session_json_add(s, arg);
-}
+struct control_chunk {
+	uint64_t below; /* the id where the last chunk stopped */
+	json_t *conns;
+	bool more;
+};
 
 /*
- * The sessions of one worker as JSON objects (session_json_add).  The walk
- * runs on the worker's own thread; NULL when out of memory.
+ * On @w's thread: the next CONTROL_CHUNK sessions of @w as JSON objects
+ * (session_json_add), those whose ids are below the cursor.  A worker's
+ * list is newest first (session_new() numbers sessions in increasing order
+ * and puts each at the head, on the worker's thread), so ids fall along it
+ * and skipping to the first one below the cursor finds the place again
+ * however the list changed in between: sessions opened since are left
+ * out, none is listed twice.  Skipping costs a pointer walk, no JSON.
  */
-static json_t *
-control_sessions(struct worker *w)
+static void
+control_chunk_cb(struct worker *w, void *arg)
 {
-	json_t *arr;
+	struct control_chunk *ch = arg;
+	struct session *s;
+	int n;
 
-	arr = json_array();
-	if (arr != NULL)
-		worker_call(w, control_sessions_cb, arr);
-	return arr;
-}
-
-/* The sessions of every worker in one array; NULL when out of memory. */
-static json_t *
-control_sessions_all(void)
-{
-	json_t *all, *conns;
-	int k;
-
-	all = json_array();
-	for (k = 0; all != NULL && k < worker_count(); k++) {
-		conns = control_sessions(worker_get(k));
-		if (conns == NULL || json_array_extend(all, conns) == -1) {
-			json_decref(all);
-			all = NULL;
-		}
-		json_decref(conns);
+	for (s = worker_sessions(w); s != NULL && session_id(s) >= ch->below;
+	     s = session_next(s))
+		;
+	for (n = 0; s != NULL && n < CONTROL_CHUNK; s = session_next(s), n++) {
+		session_json_add(s, ch->conns);
+		ch->below = session_id(s);
 	}
-	return all;
+	ch->more = s != NULL;
 }
 
 /*
- * Set the "conns" of each of @items (named by its member "name") to the
+ * Hand the sessions of every worker to @fn as arrays of JSON objects, at
+ * most CONTROL_CHUNK at a time, each array gathered by one worker_call():
+ * what is done with them (dumping, counting) runs on this thread, and no
+ * worker stops serving its connections for a whole listing.
+ * Return: 0, -ENOMEM, or the first negative return of @fn.
+ */
+static int
+control_sessions_foreach(int (*fn)(const json_t *conns, void *arg), void *arg)
+{
+	struct control_chunk ch;
+	int k, rc;
+
+	for (k = 0; k < worker_count(); k++) {
+		ch.below = UINT64_MAX;
+		do {
+			ch.conns = json_array();
+			if (ch.conns == NULL)
+				return -ENOMEM;
+			ch.more = false;
+			worker_call(worker_get(k), control_chunk_cb, &ch);
+			rc = fn(ch.conns, arg);
+			json_decref(ch.conns);
+			if (rc < 0)
+				return rc;
+		} while (ch.more);
+	}
+	return 0;
+}
+
+/*
+ * Add to the "conns" of each of @items (named by its member "name") the
  * number of @conns whose member @key names it and, unless @role is NULL,
  * whose role is @role.
  */
@@ -332,7 +370,7 @@ control_count(json_t *items, const json_t *conns, const char *role,
 
 	json_array_foreach(items, j, item)
 	{
-		n = 0;
+		n = json_integer_value(json_object_get(item, "conns"));
 		json_array_foreach(conns, i, s)
 		{
 			r = json_string_value(json_object_get(s, "role"));
@@ -346,6 +384,25 @@ control_count(json_t *items, const json_t *conns, const char *role,
 		}
 		json_object_set_new(item, "conns", json_integer(n));
 	}
+}
+
+/* What control_count_cb() counts connections for; NULL: not wanted. */
+struct control_counts {
+	json_t *rules, *exports, *peers;
+};
+
+static int
+control_count_cb(const json_t *conns, void *arg)
+{
+	struct control_counts *cnt = arg;
+
+	if (cnt->rules != NULL)
+		control_count(cnt->rules, conns, "rule", "rule");
+	if (cnt->exports != NULL)
+		control_count(cnt->exports, conns, "export", "export");
+	if (cnt->peers != NULL)
+		control_count(cnt->peers, conns, NULL, "peer");
+	return 0;
 }
 
 /* A connection id: a JSON integer, or a string in C notation ("0x1f"). */
@@ -441,14 +498,14 @@ static json_t *
 control_cmd_rules(struct control_req *req)
 {
 	const struct conf *conf = control_conf;
-	json_t *rules, *exports, *data, *conns = NULL;
+	struct control_counts cnt = {NULL, NULL, NULL};
+	json_t *rules, *exports, *data;
 	int i;
 
 	rules = json_array();
 	exports = json_array();
 	data = json_pack("{s:o, s:o}", "rules", rules, "exports", exports);
-	conns = control_sessions_all();
-	if (data == NULL || conns == NULL)
+	if (data == NULL)
 		goto nomem;
 	for (i = 0; i < conf->nrules; i++)
 		if (json_array_append_new(rules,
@@ -458,13 +515,13 @@ control_cmd_rules(struct control_req *req)
 		if (json_array_append_new(
 			    exports, control_export_json(&conf->exports[i])))
 			goto nomem;
-	control_count(rules, conns, "rule", "rule");
-	control_count(exports, conns, "export", "export");
-	json_decref(conns);
+	cnt.rules = rules;
+	cnt.exports = exports;
+	if (control_sessions_foreach(control_count_cb, &cnt) < 0)
+		goto nomem;
 	return data;
 
 nomem:
-	json_decref(conns);
 	json_decref(data);
 	control_fail(req, "out of memory");
 	return NULL;
@@ -503,23 +560,23 @@ static json_t *
 control_cmd_peers(struct control_req *req)
 {
 	const struct conf *conf = control_conf;
-	json_t *peers, *conns;
+	struct control_counts cnt = {NULL, NULL, NULL};
+	json_t *peers;
 	int i;
 
 	peers = json_array();
-	conns = control_sessions_all();
-	if (peers == NULL || conns == NULL)
+	if (peers == NULL)
 		goto nomem;
 	for (i = 0; i < conf->npeers; i++)
 		if (json_array_append_new(peers,
 					  control_peer_json(&conf->peers[i])))
 			goto nomem;
-	control_count(peers, conns, NULL, "peer");
-	json_decref(conns);
+	cnt.peers = peers;
+	if (control_sessions_foreach(control_count_cb, &cnt) < 0)
+		goto nomem;
 	return json_pack("{s:o}", "peers", peers);
 
 nomem:
-	json_decref(conns);
 	json_decref(peers);
 	control_fail(req, "out of memory");
 	return NULL;
@@ -577,32 +634,43 @@ control_cmd_links(struct control_req *req)
 	return control_lgrs_all(req, "links");
 }
 
+struct control_listing {
+	struct evbuffer *out;
+	json_int_t count;
+};
+
+static int
+control_conns_cb(const json_t *conns, void *arg)
+{
+	struct control_listing *l = arg;
+	const json_t *s;
+	size_t i;
+
+	json_array_foreach(conns, i, s)
+	{
+		if (l->count++ > 0)
+			evbuffer_add(l->out, ",", 1);
+		control_dump(l->out, s);
+	}
+	return 0;
+}
+
 /*
- * Streamed: the reply is written worker by worker, so only one worker's
+ * Streamed: the reply is written chunk by chunk, so only CONTROL_CHUNK
  * sessions are held as JSON at a time and no buffer bounds the answer.
+ * Out of memory half way, the reply stays one valid line and its count
+ * says how many it holds.
  */
 static json_t *
 control_cmd_conns(struct control_req *req)
 {
-	struct evbuffer *out = req->cr_out;
-	json_t *conns, *s;
-	json_int_t count = 0;
-	size_t i;
-	int k;
+	struct control_listing l = {req->cr_out, 0};
 
-	evbuffer_add_printf(out, "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
+	evbuffer_add_printf(l.out,
+			    "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
 			    CONTROL_VERSION);
-	for (k = 0; k < worker_count(); k++) {
-		conns = control_sessions(worker_get(k));
-		json_array_foreach(conns, i, s)
-		{
-			if (count++ > 0)
-				evbuffer_add(out, ",", 1);
-			control_dump(out, s);
-		}
-		json_decref(conns);
-	}
-	evbuffer_add_printf(out, "],\"count\":%lld}}\n", (long long)count);
+	(void)control_sessions_foreach(control_conns_cb, &l);
+	evbuffer_add_printf(l.out, "],\"count\":%lld}}\n", (long long)l.count);
 	req->cr_sent = true;
 	return NULL;
 }
@@ -938,14 +1006,64 @@ reply:
 
 /******** clients ********/
 
+static int64_t
+control_now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
 static void
 control_client_free(struct control_client *c)
 {
 	TAILQ_REMOVE(&control_clients, c, cc_entry);
 	control_nclients--;
+	if (c->cc_deadline != NULL)
+		event_free(c->cc_deadline);
 	bufferevent_free(c->cc_bev);
 	free(c->cc_groups);
 	free(c);
+}
+
+/* The earliest deadline of @c now, in CLOCK_MONOTONIC ms. */
+static int64_t
+control_deadline(const struct control_client *c)
+{
+	int64_t t = c->cc_request_ms + CONTROL_IDLE_TIMEOUT * 1000;
+
+	if (c->cc_line_ms != 0 &&
+	    c->cc_line_ms + CONTROL_LINE_TIMEOUT * 1000 < t)
+		t = c->cc_line_ms + CONTROL_LINE_TIMEOUT * 1000;
+	if (c->cc_reply_ms != 0 &&
+	    c->cc_reply_ms + CONTROL_WRITE_TIMEOUT * 1000 < t)
+		t = c->cc_reply_ms + CONTROL_WRITE_TIMEOUT * 1000;
+	return t;
+}
+
+/*
+ * Note when unsent output began and set the timer to the earliest
+ * deadline.  The deadlines are fixed points, so calling this on every
+ * read or write does not move them.
+ */
+static void
+control_rearm(struct control_client *c)
+{
+	size_t unsent = evbuffer_get_length(bufferevent_get_output(c->cc_bev));
+	int64_t now = control_now_ms(), wait;
+	struct timeval tv;
+
+	if (unsent == 0)
+		c->cc_reply_ms = 0;
+	else if (c->cc_reply_ms == 0)
+		c->cc_reply_ms = now;
+	wait = control_deadline(c) - now;
+	if (wait < 0)
+		wait = 0;
+	tv.tv_sec = (time_t)(wait / 1000);
+	tv.tv_usec = (suseconds_t)(wait % 1000) * 1000;
+	evtimer_add(c->cc_deadline, &tv);
 }
 
 /* Close a client that said EOF once its last request is answered. */
@@ -960,10 +1078,21 @@ control_client_done(struct control_client *c)
 	return true;
 }
 
+/* A partial line is pending (or being skipped): its deadline runs. */
+static void
+control_line_pending(struct control_client *c, size_t len)
+{
+	if (len == 0 && !c->cc_discard)
+		c->cc_line_ms = 0;
+	else if (c->cc_line_ms == 0)
+		c->cc_line_ms = control_now_ms();
+}
+
 /*
  * Answer the complete lines in the input, one by one, until the unsent
  * output passes CONTROL_OUT_MAX: then stop reading from this client until
- * the output has drained (control_write_cb).
+ * the output has drained (control_write_cb).  Each line answered (blank
+ * ones are not requests) starts the idle deadline again.
  */
 static void
 control_process(struct control_client *c)
@@ -976,6 +1105,8 @@ control_process(struct control_client *c)
 
 	for (;;) {
 		if (evbuffer_get_length(out) > CONTROL_OUT_MAX) {
+			/* the reply deadline runs, not the line's */
+			c->cc_line_ms = 0;
 			bufferevent_disable(c->cc_bev, EV_READ);
 			return;
 		}
@@ -992,19 +1123,24 @@ control_process(struct control_client *c)
 				evbuffer_drain(in, len);
 				c->cc_discard = true;
 			}
+			control_line_pending(c, len);
 			return;
 		}
 		if (eol.pos == -1 && len == 0)
 			return; /* EOF and nothing left */
 		if (c->cc_discard) {
 			c->cc_discard = false;
+			c->cc_request_ms = control_now_ms();
 		} else if (len > CONTROL_LINE_MAX) {
 			control_send_errorf(out, "request longer than %d bytes",
 					    CONTROL_LINE_MAX);
+			c->cc_request_ms = control_now_ms();
 		} else {
 			line = (char *)evbuffer_pullup(in, (ssize_t)len);
-			control_handle(c, out, line, len);
+			if (control_handle(c, out, line, len) != -ENODATA)
+				c->cc_request_ms = control_now_ms();
 		}
+		c->cc_line_ms = 0;
 		evbuffer_drain(in, len + (eol.pos == -1 ? 0 : eol_len));
 	}
 }
@@ -1012,7 +1148,10 @@ control_process(struct control_client *c)
 static void
 control_read_cb(struct bufferevent *bev, void *arg)
 {
-	control_process(arg);
+	struct control_client *c = arg;
+
+	control_process(c);
+	control_rearm(c);
 }
 
 /* All output sent: answer what waited, resume reading or close. */
@@ -1021,14 +1160,15 @@ control_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct control_client *c = arg;
 
-	if (bufferevent_get_enabled(bev) & EV_READ)
-		return;
-	control_process(c);
-	if (control_client_done(c))
-		return;
-	if (!c->cc_eof &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) <= CONTROL_OUT_MAX)
-		bufferevent_enable(bev, EV_READ);
+	if ((bufferevent_get_enabled(bev) & EV_READ) == 0) {
+		control_process(c);
+		if (control_client_done(c))
+			return;
+		if (!c->cc_eof && evbuffer_get_length(bufferevent_get_output(
+					  bev)) <= CONTROL_OUT_MAX)
+			bufferevent_enable(bev, EV_READ);
+	}
+	control_rearm(c);
 }
 
 static void
@@ -1039,16 +1179,52 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_EOF) {
 		c->cc_eof = true;
 		control_process(c);
-		control_client_done(c);
+		if (!control_client_done(c))
+			control_rearm(c);
 		return;
 	}
-	if (what & BEV_EVENT_TIMEOUT)
-		log_debug("%s: client pid %d: %s timeout, closing", __func__,
-			  (int)c->cc_pid,
-			  what & BEV_EVENT_READING ? "idle" : "write");
-	else if (what & BEV_EVENT_ERROR)
+	if (what & BEV_EVENT_ERROR)
 		log_debug("%s: client pid %d: %s", __func__, (int)c->cc_pid,
 			  strerror(EVUTIL_SOCKET_ERROR()));
+	control_client_free(c);
+}
+
+/*
+ * A deadline passed.  A client that is not reading gets nothing more; one
+ * whose request line stalled is told why, so that a person typing into
+ * socat sees it.
+ */
+static void
+control_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static const char slow[] = "{\"v\":1,\"ok\":false,\"error\":"
+				   "\"request line not complete within "
+				   "10 s\"}\n";
+	struct control_client *c = arg;
+	struct evbuffer *out = bufferevent_get_output(c->cc_bev);
+	int64_t now = control_now_ms();
+	const char *why;
+
+	_Static_assert(CONTROL_LINE_TIMEOUT == 10, "fix the message");
+	if (control_deadline(c) > now) {
+		control_rearm(c);
+		return;
+	}
+	if (c->cc_reply_ms != 0 &&
+	    now >= c->cc_reply_ms + CONTROL_WRITE_TIMEOUT * 1000) {
+		why = "reply not taken";
+	} else if (c->cc_line_ms != 0 &&
+		   now >= c->cc_line_ms + CONTROL_LINE_TIMEOUT * 1000) {
+		why = "request line not complete";
+		if (evbuffer_get_length(out) == 0 &&
+		    write(bufferevent_getfd(c->cc_bev), slow,
+			  sizeof(slow) - 1) == -1)
+			log_debug("%s: write: %s", __func__, strerror(errno));
+	} else {
+		why = "idle";
+	}
+	log_debug("%s: client uid %u pid %d: %s, closing", __func__,
+		  (unsigned int)c->cc_uid, (int)c->cc_pid, why);
 	control_client_free(c);
 }
 
@@ -1080,25 +1256,83 @@ control_peer_creds(int fd, struct control_client *c)
 	return 0;
 }
 
+/* Root and the daemon's own user are not held to the per-user limits. */
+static bool
+control_unlimited(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+/*
+ * Whether a client of @uid may not have a slot now, and why in @why: the
+ * slots are all taken, its uid holds CONTROL_MAX_PER_UID, or only the
+ * CONTROL_RESERVED slots of root and the daemon's user are left.
+ */
+static bool
+control_refused(uid_t uid, char *why, size_t len)
+{
+	const struct control_client *c;
+	int mine = 0, limited = 0;
+
+	if (control_nclients >= CONTROL_MAX_CLIENTS) {
+		snprintf(why, len, "too many control clients");
+		return true;
+	}
+	if (control_unlimited(uid))
+		return false;
+	TAILQ_FOREACH(c, &control_clients, cc_entry)
+	{
+		if (c->cc_uid == uid)
+			mine++;
+		if (!control_unlimited(c->cc_uid))
+			limited++;
+	}
+	if (mine >= CONTROL_MAX_PER_UID) {
+		snprintf(why, len,
+			 "too many control clients for uid %u (at most %d "
+			 "per user)",
+			 (unsigned int)uid, CONTROL_MAX_PER_UID);
+		return true;
+	}
+	if (limited >= CONTROL_MAX_CLIENTS - CONTROL_RESERVED) {
+		snprintf(why, len,
+			 "too many control clients (the last %d are kept "
+			 "for root and the daemon's user)",
+			 CONTROL_RESERVED);
+		return true;
+	}
+	return false;
+}
+
+/* Tell a client why it has no slot, in one line, and close it. */
+static void
+control_refuse(int fd, const struct control_client *c, const char *msg)
+{
+	struct evbuffer *out;
+
+	log_warnx("%s: %d control clients already, refusing one of uid %u "
+		  "pid %d: %s",
+		  __func__, control_nclients, (unsigned int)c->cc_uid,
+		  (int)c->cc_pid, msg);
+	out = evbuffer_new();
+	if (out != NULL) {
+		control_send_error(out, msg, NULL);
+		/* a fresh socket takes a line: no need to wait for room */
+		if (evbuffer_write(out, fd) == -1)
+			log_debug("%s: write: %s", __func__, strerror(errno));
+		evbuffer_free(out);
+	}
+	close(fd);
+}
+
 static void
 control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		  struct sockaddr *sa, int salen, void *arg)
 {
-	static const char busy[] = "{\"v\":1,\"ok\":false,\"error\":"
-				   "\"too many control clients\"}\n";
 	struct control_client *c;
-	struct timeval idle = {CONTROL_IDLE_TIMEOUT, 0};
-	struct timeval stall = {CONTROL_WRITE_TIMEOUT, 0};
+	char why[128];
 	int rc;
 
-	if (control_nclients >= CONTROL_MAX_CLIENTS) {
-		log_warnx("%s: %d control clients already, refusing one",
-			  __func__, control_nclients);
-		if (write(fd, busy, sizeof(busy) - 1) == -1)
-			log_debug("%s: write: %s", __func__, strerror(errno));
-		close(fd);
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		log_warn("%s: calloc", __func__);
@@ -1109,28 +1343,43 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	if (rc < 0) {
 		errno = -rc;
 		log_warn("%s: peer credentials", __func__);
-		free(c->cc_groups);
-		free(c);
-		close(fd);
-		return;
+		goto fail;
+	}
+	if (control_refused(c->cc_uid, why, sizeof(why))) {
+		control_refuse(fd, c, why);
+		fd = -1;
+		goto fail;
 	}
 	c->cc_bev =
 		bufferevent_socket_new(control_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->cc_bev == NULL) {
 		log_warnx("%s: bufferevent_socket_new failed", __func__);
-		free(c->cc_groups);
-		free(c);
-		close(fd);
-		return;
+		goto fail;
 	}
+	fd = -1;
+	c->cc_deadline = evtimer_new(control_base, control_deadline_cb, c);
+	if (c->cc_deadline == NULL) {
+		log_warnx("%s: evtimer_new failed", __func__);
+		goto fail;
+	}
+	c->cc_request_ms = control_now_ms();
 	bufferevent_setcb(c->cc_bev, control_read_cb, control_write_cb,
 			  control_event_cb, c);
-	bufferevent_set_timeouts(c->cc_bev, &idle, &stall);
 	bufferevent_enable(c->cc_bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&control_clients, c, cc_entry);
 	control_nclients++;
+	control_rearm(c);
 	log_debug("%s: client uid %u pid %d", __func__, (unsigned int)c->cc_uid,
 		  (int)c->cc_pid);
+	return;
+
+fail:
+	if (c->cc_bev != NULL)
+		bufferevent_free(c->cc_bev);
+	if (fd != -1)
+		close(fd);
+	free(c->cc_groups);
+	free(c);
 }
 
 static void

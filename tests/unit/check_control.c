@@ -3,9 +3,11 @@
  * Unit tests for control.c, through a real control socket on a private
  * event_base: every command, every error reply (the connection staying
  * usable after each), oversized lines, pipelining, EOF, a client that
- * never reads, 10 000 connections in one answer, the socket file's life
- * (mode, stale socket, live socket, not a socket) and, when run as root,
- * permissions of mutating commands for another uid.
+ * never reads, 10 000 connections in one answer gathered in bounded chunks
+ * (sessions coming and going between them), a request line that trickles
+ * in, the socket file's life (mode, stale socket, live socket, not a
+ * socket) and, when run as root, permissions of mutating commands and the
+ * per-uid client limits for other uids.
  *
  * Workers, sessions and reload are test doubles here; system tests drive
  * the real ones.
@@ -43,7 +45,10 @@ struct worker {
 };
 
 static struct worker workers[NWORKERS];
-static int ncalls; /* worker_call()s */
+static int ncalls;	      /* worker_call()s */
+static int call_sessions;     /* session_json_add()s in this worker_call() */
+static int max_call_sessions; /* the most in one worker_call() */
+static void (*between_calls)(int ncall); /* NULL, or runs after each call */
 static uint64_t killed_id;
 static int reload_rc;
 static struct session *session_pool;
@@ -70,7 +75,12 @@ void
 worker_call(struct worker *w, worker_fn fn, void *arg)
 {
 	ncalls++;
+	call_sessions = 0;
 	fn(w, arg);
+	if (call_sessions > max_call_sessions)
+		max_call_sessions = call_sessions;
+	if (between_calls != NULL)
+		between_calls(ncalls);
 }
 
 struct session *
@@ -85,11 +95,18 @@ session_next(const struct session *s)
 	return s->next;
 }
 
+uint64_t
+session_id(const struct session *s)
+{
+	return s->id;
+}
+
 void
 session_json_add(const struct session *s, void *json_array)
 {
 	char id[24];
 
+	call_sessions++;
 	snprintf(id, sizeof(id), "0x%llx", (unsigned long long)s->id);
 	json_array_append_new(
 		json_array,
@@ -195,6 +212,8 @@ setup(void)
 	memset(workers, 0, sizeof(workers));
 	workers[1].id = 1;
 	ncalls = 0;
+	max_call_sessions = 0;
+	between_calls = NULL;
 	killed_id = 0;
 	reload_rc = 0;
 	base = event_base_new();
@@ -809,6 +828,169 @@ START_TEST(test_conns_10000)
 }
 END_TEST
 
+static struct session newcomer;
+
+/*
+ * After worker 0's second chunk: a session it has not listed yet closes
+ * and a new one opens (at the head, as session_new() puts it).
+ */
+static void
+churn(int ncall)
+{
+	struct session **p;
+
+	if (ncall != 2)
+		return;
+	for (p = &workers[0].sessions; *p != NULL; p = &(*p)->next) {
+		if ((*p)->id == 1) {
+			*p = (*p)->next;
+			break;
+		}
+	}
+	memset(&newcomer, 0, sizeof(newcomer));
+	newcomer.id = 20001;
+	newcomer.w = &workers[0];
+	newcomer.role = SESSION_ROLE_RULE;
+	newcomer.rule = &conf->rules[0];
+	newcomer.peer = newcomer.rule->peer;
+	newcomer.next = workers[0].sessions;
+	workers[0].sessions = &newcomer;
+}
+
+/*
+ * Listings never hold a worker for more than 256 sessions: show conns is
+ * gathered in chunks, in the order of one walk, each session once, and
+ * the counts of show rules and show peers add up over the chunks.
+ */
+START_TEST(test_conns_chunked)
+{
+	struct client *c = client_new();
+	json_t *r, *conns, *s, *e;
+	uint64_t id, last = UINT64_MAX;
+	int w, lastw = 0;
+	size_t i;
+
+	add_sessions(10000);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show conns\"}\n");
+	ck_assert_int_le(max_call_sessions, 256);
+	ck_assert_int_ge(ncalls, 10000 / 256);
+	conns = json_object_get(json_object_get(r, "data"), "conns");
+	ck_assert_uint_eq(json_array_size(conns), 10000);
+	json_array_foreach(conns, i, s)
+	{
+		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
+			      16);
+		w = (int)json_integer_value(json_object_get(s, "worker"));
+		/* worker 0's list, newest first, then worker 1's */
+		if (w != lastw)
+			last = UINT64_MAX;
+		ck_assert_int_ge(w, lastw);
+		ck_assert_uint_lt(id, last);
+		last = id;
+		lastw = w;
+	}
+	json_decref(r);
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6667);
+	e = json_array_get(
+		json_object_get(json_object_get(r, "data"), "exports"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3333);
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   1);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3333);
+	json_decref(r);
+	ck_assert_int_le(max_call_sessions, 256);
+
+	/* sessions come and go between the chunks */
+	ncalls = 0;
+	between_calls = churn;
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show conns\"}\n");
+	between_calls = NULL;
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "count")),
+			 9999);
+	conns = json_object_get(json_object_get(r, "data"), "conns");
+	ck_assert_uint_eq(json_array_size(conns), 9999);
+	last = UINT64_MAX;
+	lastw = 0;
+	json_array_foreach(conns, i, s)
+	{
+		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
+			      16);
+		w = (int)json_integer_value(json_object_get(s, "worker"));
+		if (w != lastw)
+			last = UINT64_MAX;
+		ck_assert_uint_lt(id, last); /* each once, none new */
+		ck_assert_uint_ne(id, 1);
+		last = id;
+		lastw = w;
+	}
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+/* Seconds since @t0. */
+static double
+since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) +
+	       (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * A request line trickling in a byte at a time does not keep its slot:
+ * it must be complete 10 s after its first byte, then the client is told
+ * so and closed; a client asking meanwhile is served.
+ */
+START_TEST(test_slow_line)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"version\"}";
+	struct client *slow = client_new(), *other = client_new();
+	struct timespec t0, last;
+	char got[256];
+	size_t k = 0, len = 0;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	last = t0;
+	last.tv_sec--;
+	for (;;) {
+		if (since(&last) >= 0.5) {
+			clock_gettime(CLOCK_MONOTONIC, &last);
+			/* never the newline; a closed socket fails the write */
+			if (write(slow->fd, &req[k % (sizeof(req) - 1)], 1) ==
+			    1)
+				k++;
+		}
+		pump();
+		n = read(slow->fd, got + len, sizeof(got) - 1 - len);
+		if (n == 0)
+			break;
+		if (n > 0)
+			len += (size_t)n;
+		ck_assert_msg(since(&t0) < 15,
+			      "trickling client still open after 15 s");
+		usleep(10000);
+	}
+	got[len] = '\0';
+	ck_assert_msg(since(&t0) >= 9.5, "closed after %.1f s", since(&t0));
+	ck_assert_str_eq(got, "{\"v\":1,\"ok\":false,\"error\":\"request line "
+			      "not complete within 10 s\"}\n");
+	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(slow);
+	client_free(other);
+}
+END_TEST
+
 /*
  * A client that asks for big answers and never reads is not read from once
  * its unsent output passes the bound, and others are served meanwhile; when
@@ -828,8 +1010,8 @@ START_TEST(test_stuck_client)
 		client_send(stuck, req, sizeof(req) - 1);
 	for (i = 0; i < 100; i++)
 		pump();
-	/* one answer (a walk of each worker) and then no more reading */
-	ck_assert_int_eq(ncalls, NWORKERS);
+	/* one answer (5000 sessions a worker, 256 a call) and no more reading */
+	ck_assert_int_eq(ncalls, NWORKERS * (5000 / 256 + 1));
 
 	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"version\"}\n"));
 	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"stats\"}\n"));
@@ -841,7 +1023,7 @@ START_TEST(test_stuck_client)
 				 10000);
 		json_decref(r);
 	}
-	ck_assert_int_eq(ncalls, n * NWORKERS);
+	ck_assert_int_eq(ncalls, n * NWORKERS * (5000 / 256 + 1));
 	client_free(stuck);
 	client_free(other);
 }
@@ -1012,6 +1194,158 @@ START_TEST(test_permissions)
 }
 END_TEST
 
+/*
+ * As @uid: open @nok clients and ask each for the version, then, if @want
+ * is not NULL, one more that must be told @want and closed.  Report 0 (or
+ * the failure's number) on @ready and hold the clients until @hold closes.
+ */
+static int
+child_holder(uid_t uid, int nok, const char *want, int ready, int hold)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"version\"}\n";
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct timeval tmo = {5, 0};
+	char buf[512], code = 0;
+	ssize_t n;
+	size_t len;
+	int i, fd;
+
+	if (setgroups(0, NULL) == -1 || setgid(uid) == -1 || setuid(uid) == -1)
+		return 10;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sockpath);
+	for (i = 0; i < nok + (want != NULL) && code == 0; i++) {
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			code = 11;
+			break;
+		}
+		if (i < nok && write(fd, req, sizeof(req) - 1) == -1)
+			code = 12;
+		len = 0;
+		while (code == 0 && memchr(buf, '\n', len) == NULL &&
+		       len < sizeof(buf) - 1) {
+			n = read(fd, buf + len, sizeof(buf) - 1 - len);
+			if (n <= 0)
+				code = 13; /* no reply, or no refusal */
+			else
+				len += (size_t)n;
+		}
+		buf[len] = '\0';
+		if (code == 0 && i < nok && strstr(buf, "\"ok\":true") == NULL)
+			code = 14;
+		if (code == 0 && i == nok &&
+		    (strstr(buf, want) == NULL || read(fd, buf, 1) != 0))
+			code = 15; /* not the refusal, or not closed */
+	}
+	if (write(ready, &code, 1) != 1)
+		return 16;
+	(void)!read(hold, buf, 1);
+	return code;
+}
+
+struct holder {
+	pid_t pid;
+	int hold; /* closing it lets the child go */
+};
+
+static void
+holder_start(struct holder *h, uid_t uid, int nok, const char *want)
+{
+	int ready[2], hold[2], status;
+	struct timespec t0;
+	char code;
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(hold), 0);
+	fflush(NULL);
+	h->pid = fork();
+	ck_assert_int_ne(h->pid, -1);
+	if (h->pid == 0) {
+		close(ready[0]);
+		close(hold[1]);
+		_exit(child_holder(uid, nok, want, ready[1], hold[0]));
+	}
+	close(ready[1]);
+	close(hold[0]);
+	h->hold = hold[1];
+	fcntl(ready[0], F_SETFL, O_NONBLOCK);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pump();
+		n = read(ready[0], &code, 1);
+		if (n == 1)
+			break;
+		ck_assert_msg(n == -1 && errno == EAGAIN, "uid %u: no report",
+			      (unsigned int)uid);
+		ck_assert_msg(since(&t0) < 20, "uid %u: stuck",
+			      (unsigned int)uid);
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid)
+			ck_abort_msg("uid %u: exited %d", (unsigned int)uid,
+				     WEXITSTATUS(status));
+		usleep(1000);
+	}
+	close(ready[0]);
+	ck_assert_msg(code == 0, "uid %u, %d clients, then \"%s\": failure %d",
+		      (unsigned int)uid, nok, want != NULL ? want : "", code);
+}
+
+static void
+holder_stop(struct holder *h)
+{
+	int status;
+
+	close(h->hold);
+	while (waitpid(h->pid, &status, WNOHANG) == 0) {
+		pump();
+		usleep(1000);
+	}
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pump();
+}
+
+/*
+ * Another uid gets 16 clients, the 17th is told why and closed; other
+ * users together get 56 of the 64, and root the last 8.
+ */
+START_TEST(test_uid_limits)
+{
+	struct holder h[4];
+	struct client *root[9];
+	json_t *r;
+	int i;
+
+	if (geteuid() != 0)
+		return; /* needs root to be somebody else */
+	holder_start(&h[0], NOBODY, 16,
+		     "too many control clients for uid 65534 (at most 16 per "
+		     "user)");
+	holder_start(&h[1], NOBODY - 1, 16, NULL);
+	holder_start(&h[2], NOBODY - 2, 16, NULL);
+	holder_start(&h[3], NOBODY - 3, 8,
+		     "too many control clients (the last 8 are kept for root "
+		     "and the daemon's user)");
+	for (i = 0; i < 8; i++) {
+		root[i] = client_new();
+		json_decref(ask_ok(root[i], "{\"v\":1,\"cmd\":\"version\"}\n"));
+	}
+	root[8] = client_new();
+	r = client_reply(root[8]);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "too many control clients");
+	json_decref(r);
+	ck_assert_ptr_null(client_line(root[8]));
+	for (i = 0; i < 9; i++)
+		client_free(root[i]);
+	/* last first: each later child holds copies of the earlier pipes */
+	for (i = 3; i >= 0; i--)
+		holder_stop(&h[i]);
+	/* the slots are given back */
+	run_as_nobody("{\"v\":1,\"cmd\":\"version\"}\n", "\"ok\":true");
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -1038,12 +1372,15 @@ control_suite(void)
 	tcase_add_test(cmds, test_kill);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
+	tcase_add_test(cmds, test_conns_chunked);
 	suite_add_tcase(s, cmds);
 
 	tcase_add_checked_fixture(sock, setup, teardown);
 	tcase_set_timeout(sock, 60);
 	tcase_add_test(sock, test_stuck_client);
 	tcase_add_test(sock, test_too_many_clients);
+	tcase_add_test(sock, test_slow_line);
+	tcase_add_test(sock, test_uid_limits);
 	tcase_add_test(sock, test_socket_file);
 	tcase_add_test(sock, test_permissions);
 	suite_add_tcase(s, sock);
