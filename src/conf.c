@@ -553,6 +553,11 @@ static const struct conf_key conf_peer_keys[] = {
 	KEY(struct conf_peer, any_source, "any_source", CONF_T_BOOL, "false", 0,
 	    1, NULL, R,
 	    "accept it from any source address, not only its own address's host"),
+	KEY_INT(struct conf_peer, max_lgrs, "max_lgrs", "64", 1, 4096, NULL, R,
+		"link groups it may set up with us, all workers; more are declined (it uses TCP for 2 s)"),
+	KEY_INT(struct conf_peer, buffer_share, "buffer_share", "50", 1, 100,
+		NULL, R,
+		"percent of rdma.max_buffer_memory its connections may hold; more use the TCP fallback"),
 };
 
 static const struct conf_key conf_export_keys[] = {
@@ -566,6 +571,8 @@ static const struct conf_key conf_export_keys[] = {
 		  "peers allowed to use it, each named in peers"),
 	KEY_INT(struct conf_export, connect_timeout, "connect_timeout", "5", 1,
 		300, NULL, R, "seconds to wait for the target to accept"),
+	KEY_INT(struct conf_export, idle_timeout, "idle_timeout", "0", 0, 86400,
+		NULL, R, "close connections idle this many seconds; 0: never"),
 	KEY(struct conf_export, log_connections, "log_connections",
 	    CONF_T_BOOL, "true", 0, 1, NULL, R,
 	    "log a line for each connection when it ends"),

@@ -65,6 +65,7 @@ struct lgr_peer_state {
 	struct lgr_peer_state *next;
 	char name[CONF_NAME_MAX + 1];
 	int lgrs; /* active link groups */
+	int server_lgrs; /* groups it set up with us (lgr_server_new), any state */
 	uint32_t reason;
 	bool by_peer;
 	uint64_t backoff_until_ms;
@@ -906,12 +907,35 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	return lgr;
 }
 
+/*
+ * A server group for peer may be set up (+1: true, counted) unless it
+ * has max_lgrs already; -1: one went.  Bounds what an authenticated peer
+ * can make us hold (QPs, CQs, buffers, lingering idle groups).
+ */
+static bool
+lgr_peer_server(const struct conf_peer *peer, const char *name, int delta)
+{
+	struct lgr_peer_state *p;
+	bool ok = false;
+
+	pthread_mutex_lock(&lgr_peers_lock);
+	p = lgr_peer_get(name, true);
+	if (p != NULL && (delta < 0 || p->server_lgrs < peer->max_lgrs)) {
+		p->server_lgrs += delta;
+		ok = true;
+	}
+	pthread_mutex_unlock(&lgr_peers_lock);
+	return ok;
+}
+
 static void
 lgr_free(struct lgr *lgr)
 {
 	struct lgr_ctx *ctx = lgr->ctx;
 	int i;
 
+	if (lgr->counted_server)
+		lgr_peer_server(lgr->peer, lgr->peer->name, -1);
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
 		lgr_link_release(&lgr->link[i]);
 	/* each goes once the buffers still registered in it are given back */
@@ -976,7 +1000,7 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 	if (lgr->role == LGR_ROLE_CLIENT) {
 		STATS_INC(lgr_stats(lgr), clnt_hshake_err_cnt);
 		period = lgr_peer_fallback(lgr->ctx, lgr->peer->name, code,
-					   by_peer, true);
+					   by_peer, !lgr->for_resume);
 		log_warnx("lgr %u: peer %s: link group setup failed: %s %s "
 			  "(0x%08x); TCP fallback for %llu s",
 			  lgr->id, lgr->peer->name,
@@ -1009,17 +1033,20 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 struct lgr *
 lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
 {
-	return lgr_client_new_on(ctx, peer, fd, 0);
+	return lgr_client_new_on(ctx, peer, fd, 0, false);
 }
 
 /*
  * lgr_client_new() asking the server for the group to be on its worker
  * (worker + 1, as its ACCEPT said; 0: any): where the connections of a
- * group that ended are, to resume there.
+ * group that ended are, to resume there.  With resume, a failure does
+ * not put the peer on the fallback's back-off: those tries go on every
+ * second while an outage lasts, and new connections are to find RDMA as
+ * soon as it is back.
  */
 struct lgr *
 lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
-		  uint8_t worker)
+		  uint8_t worker, bool resume)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct lgr_dev *dev;
@@ -1047,7 +1074,7 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 	dev = lgr_dev_for(ctx, &local);
 	if (dev == NULL) {
 		period = lgr_peer_fallback(ctx, peer->name, CLC_DECL_NOSMCRDEV,
-					   false, true);
+					   false, !resume);
 		log_info("peer %s: no RDMA device for %s: TCP fallback "
 			 "(NOSMCRDEV) for %llu s",
 			 peer->name,
@@ -1066,6 +1093,7 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 		return NULL;
 	}
 	lgr->want_worker = worker;
+	lgr->for_resume = resume;
 	/* the server names the first link 1 */
 	link = lgr_link_open(lgr, dev, 1);
 	if (link == NULL) {
@@ -1181,11 +1209,21 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 		*decline = CLC_DECL_NOSMCRDEV;
 		return NULL;
 	}
-	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
-	if (lgr == NULL) {
+	if (!lgr_peer_server(peer, peer->name, 1)) {
+		STATS_INC(ctx->stats, peer_lgr_limit);
+		log_warnx("peer %s: it has %d link groups with us (max_lgrs): "
+			  "declined",
+			  peer->name, peer->max_lgrs);
 		*decline = CLC_DECL_MEM;
 		return NULL;
 	}
+	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
+	if (lgr == NULL) {
+		lgr_peer_server(peer, peer->name, -1);
+		*decline = CLC_DECL_MEM;
+		return NULL;
+	}
+	lgr->counted_server = true;
 	lgr->max_conns = p->max_conns < conf->rdma.max_conns_per_lgr ?
 				 p->max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;

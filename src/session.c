@@ -332,8 +332,8 @@ session_relay_start(struct session *s)
 			return;
 		}
 	}
-	if (s->rule != NULL && s->rule->idle_timeout)
-		session_timer(s, s->rule->idle_timeout);
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
 	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name);
@@ -572,7 +572,7 @@ session_timeout(evutil_socket_t fd, short what, void *arg)
 			fallback_timeout(s);
 		return;
 	}
-	idle = s->rule != NULL ? s->rule->idle_timeout : 0;
+	idle = session_idle_timeout(s);
 	if (idle == 0)
 		return;
 	idle_ms = now - s->active_ms;
@@ -684,6 +684,15 @@ session_kill(struct worker *w, uint64_t id)
 		}
 	}
 	return -ENOENT;
+}
+
+/* The idle timeout of s's rule or export in seconds; 0: none. */
+int
+session_idle_timeout(const struct session *s)
+{
+	if (s->rule != NULL)
+		return s->rule->idle_timeout;
+	return s->export != NULL ? s->export->idle_timeout : 0;
 }
 
 static const char *

@@ -65,6 +65,13 @@ struct session_rdma_queue {
 	unsigned int n;
 };
 
+/* Registered memory the connections of one peer hold on a worker. */
+struct session_rdma_share {
+	struct session_rdma_share *next;
+	char peer[CONF_NAME_MAX + 1];
+	size_t bytes;
+};
+
 /* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
 struct session_rdma_worker {
 	struct worker *w;
@@ -79,6 +86,8 @@ struct session_rdma_worker {
 	struct session_rdma *resuming;
 	unsigned int nresuming;
 	struct event *resume_ev; /* rule side: find or set up a group */
+	struct session_rdma_share *shares; /* per peer (buffer_share) */
+	struct event *watch_ev;	/* each second: windows shut too long */
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -137,6 +146,9 @@ struct session_rdma {
 	/* acceptor: what the answer's resume applies, once it went out */
 	uint64_t res_rx, res_fin;
 	uint32_t res_rkey;
+	struct session_rdma_share *share; /* charged charge bytes there */
+	size_t charge;
+	uint64_t shut_since_ms; /* bytes wait for the peer's window since */
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
@@ -158,6 +170,7 @@ static void session_rdma_resume_peer(struct session_rdma_worker *srw,
 static void session_rdma_resume_fail(struct session_rdma *sr,
 				     enum stats_id stat, const char *why);
 static void session_rdma_resume_list_del(struct session_rdma *sr);
+static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -208,10 +221,21 @@ session_rdma_worker_init(struct worker *w)
 	buf_pool_set_stats(srw->pool, worker_stats(w));
 	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
 				     srw);
-	if (srw->resume_ev == NULL) {
+	srw->watch_ev = event_new(worker_base(w), -1, EV_PERSIST,
+				  session_rdma_watch, srw);
+	if (srw->resume_ev == NULL || srw->watch_ev == NULL) {
+		if (srw->resume_ev != NULL)
+			event_free(srw->resume_ev);
+		if (srw->watch_ev != NULL)
+			event_free(srw->watch_ev);
 		buf_pool_free(srw->pool);
 		free(srw);
 		return -ENOMEM;
+	}
+	{
+		struct timeval tv = {1, 0};
+
+		event_add(srw->watch_ev, &tv);
 	}
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
@@ -251,6 +275,13 @@ session_rdma_worker_end(struct worker *w)
 	}
 	buf_pool_free(srw->pool);
 	event_free(srw->resume_ev);
+	event_free(srw->watch_ev);
+	while (srw->shares != NULL) {
+		struct session_rdma_share *sh = srw->shares;
+
+		srw->shares = sh->next;
+		free(sh);
+	}
 	srw->ctx->llc_rx = NULL;
 	srw->ctx->link_up = NULL;
 	srw->ctx->setup_failed = NULL;
@@ -1049,8 +1080,8 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
-	if (s->rule != NULL && s->rule->idle_timeout)
-		session_timer(s, s->rule->idle_timeout);
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
 		  session_rdma_id(sr), link->lgr->id, link->id,
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
@@ -1074,6 +1105,46 @@ session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 }
 
 /*
+ * Charge bytes of registered memory to peer on sr's worker: its share
+ * (buffer_share percent of the worker's part of max_buffer_memory) is
+ * what one peer's connections may hold, so that no peer starves the
+ * others.  0 or -ENOBUFS (counted; the connection takes the fallback).
+ */
+static int
+session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
+		    size_t bytes)
+{
+	struct session_rdma_worker *srw = sr->srw;
+	struct session_rdma_share *sh;
+	size_t limit = session_rdma_pool_limit(srw->w) *
+		       (size_t)peer->buffer_share / 100;
+
+	for (sh = srw->shares; sh != NULL; sh = sh->next)
+		if (strcmp(sh->peer, peer->name) == 0)
+			break;
+	if (sh == NULL) {
+		sh = calloc(1, sizeof(*sh));
+		if (sh == NULL)
+			return -ENOMEM;
+		snprintf(sh->peer, sizeof(sh->peer), "%s", peer->name);
+		sh->next = srw->shares;
+		srw->shares = sh;
+	}
+	if (sh->bytes + bytes > limit) {
+		STATS_INC(worker_stats(srw->w), peer_buffer_full);
+		STATS_INC(worker_stats(srw->w), conns_rdma_nobufs);
+		log_debug("conn 0x%llx: peer %s holds %zu bytes of its %zu: "
+			  "fallback",
+			  session_rdma_id(sr), peer->name, sh->bytes, limit);
+		return -ENOBUFS;
+	}
+	sh->bytes += bytes;
+	sr->share = sh;
+	sr->charge = bytes;
+	return 0;
+}
+
+/*
  * Join lgr on link (NULL: its least used) and take a send ring and an
  * RMB element, registered in the group's protection domain on the link's
  * device.  0 or -errno (counted conns_rdma_nobufs when there are no
@@ -1094,6 +1165,10 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 		if (lgr->link[i].state == LGR_LINK_ACTIVE &&
 		    (rc = session_rdma_devi(sr->srw, &lgr->link[i])) < 0)
 			return rc;
+	rc = session_rdma_charge(sr, lgr->peer, (size_t)r->sndbuf +
+						      (size_t)r->rmb);
+	if (rc)
+		return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
 	if (rc == 0)
 		rc = buf_get_for(pool, BUF_RMB, (size_t)r->rmb, lgr->peer->name,
@@ -1118,6 +1193,8 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 static void
 session_rdma_free(struct session_rdma *sr)
 {
+	if (sr->share != NULL)
+		sr->share->bytes -= sr->charge;
 	if (sr->llc_wr != NULL)
 		wr_tx_wait_cancel(sr->llc_wr, &sr->waiter);
 	lgr_conn_del(&sr->lc);
@@ -1785,8 +1862,8 @@ session_rdma_resumed(struct session_rdma *sr, struct lgr_link *link)
 	s->state = SESSION_RELAY;
 	STATS_INC(worker_stats(s->w), conns_resumed_rdma);
 	session_timer(s, 0);
-	if (s->rule != NULL && s->rule->idle_timeout)
-		session_timer(s, s->rule->idle_timeout);
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
 	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
 		 "(from byte %llu sent, %llu received)",
 		 session_rdma_id(sr), link->lgr->id, link->id,
@@ -1910,7 +1987,7 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 		if (lgr == NULL) {
 			if (!coming &&
 			    lgr_client_new_on(srw->ctx, sr->s->peer, -1,
-					      sr->peer_worker) == NULL)
+					      sr->peer_worker, true) == NULL)
 				log_debug("conn 0x%llx: no group to %s yet",
 					  session_rdma_id(sr),
 					  sr->s->peer->name);
@@ -2162,6 +2239,47 @@ session_rdma_resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_resume_asked(srw, link, &m->conn_resume);
 	else
 		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
+}
+
+/*
+ * Each second: a connection whose bytes have waited for the peer's
+ * window longer than tcp_user_timeout while its link is fine (TEST_LINK
+ * answered) is reset, as TCP drops a connection whose zero window
+ * outlasts TCP_USER_TIMEOUT: the peer is there but its side never reads.
+ */
+static void
+session_rdma_watch(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	const struct conf *conf = worker_conf(srw->w);
+	uint64_t now = session_now_ms(), bound;
+	struct session *s, *next;
+	struct session_rdma *sr;
+
+	if (conf->tcp_user_timeout <= 0)
+		return;
+	bound = (uint64_t)conf->tcp_user_timeout * 1000;
+	for (s = worker_sessions(srw->w); s != NULL; s = next) {
+		next = session_next(s);
+		sr = s->rdma;
+		if (s->mode != SESSION_MODE_RDMA || sr == NULL ||
+		    s->state != SESSION_RELAY || sr->rc == NULL)
+			continue;
+		if (tx_unsent(sr->rc) == 0 || sr->rc->peer_rmbe_space > 0) {
+			sr->shut_since_ms = 0;
+			continue;
+		}
+		if (sr->shut_since_ms == 0) {
+			sr->shut_since_ms = now;
+		} else if (now - sr->shut_since_ms > bound && !sr->closing) {
+			log_warnx("conn 0x%llx: the peer's window stayed shut "
+				  "for %d s (tcp_user_timeout): reset",
+				  session_rdma_id(sr), conf->tcp_user_timeout);
+			STATS_INC(worker_stats(srw->w), conns_window_timeout);
+			tx_close(sr->rc, TX_CLOSE_ABORT);
+			session_rdma_fail(sr, SESSION_PEER_TIMEOUT);
+		}
+	}
 }
 
 /* ---- session.c's hooks ---- */

@@ -71,6 +71,8 @@ struct conf_peer {
 	size_t key_len;		/* 0 when insecure */
 	bool insecure;
 	bool any_source;	/* accept it from any source address */
+	int max_lgrs;		/* link groups it may set up, all workers */
+	int buffer_share;	/* percent of max_buffer_memory it may hold */
 	int line;
 };
 
@@ -80,6 +82,7 @@ struct conf_export {
 	char **peers;		/* names allowed to use it */
 	int npeers;
 	int connect_timeout;	/* seconds */
+	int idle_timeout;	/* seconds, 0 = never */
 	bool log_connections;	/* connlog.c: a line as each one ends */
 	int line;
 };
@@ -339,6 +342,7 @@ int session_timer_ms(struct session *s, int ms);
 uint64_t session_now_ms(void);
 void session_close(struct session *s, enum session_reason reason);
 void session_close_all(struct worker *w, enum session_reason reason);
+int session_idle_timeout(const struct session *s);
 struct session *session_next(const struct session *s);
 uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
@@ -878,6 +882,8 @@ struct lgr {
 	 * no protocol violation: the peer daemon may still have them) */
 	bool resumable;
 	bool refused;			/* client: the peer port refused us */
+	bool counted_server;		/* in its peer's server_lgrs */
+	bool for_resume;		/* client: set up to resume on */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };
@@ -940,7 +946,7 @@ struct lgr *lgr_client_new(struct lgr_ctx *ctx,
 			   const struct conf_peer *peer, int fd);
 struct lgr *lgr_client_new_on(struct lgr_ctx *ctx,
 			      const struct conf_peer *peer, int fd,
-			      uint8_t worker);
+			      uint8_t worker, bool resume);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c,
 		    struct lgr_link *link);

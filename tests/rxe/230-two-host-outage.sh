@@ -1,13 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Two hosts: a long outage.  While 4 connections x 8 MiB go both ways over
-# RDMA, b's interface goes down for 5 s (rxe reports a port error, sends
-# fail).  No hang: each transfer either verifies or ends with a reset
-# within $BOUND s of the link coming back (the connections cannot resume
-# yet: issue 14).  Then both daemons serve new connections over RDMA
-# again, and hold nothing more than before the outage: no connection, the
-# buffers and descriptors of before, no group but an idle one.
+# Two hosts: a long outage with resuming off (resume_timeout = 0, the
+# behaviour before connections could resume; 260 has them resume).  While
+# 4 connections x 8 MiB go both ways over RDMA, b's interface goes down for
+# 5 s (rxe reports a port error, sends fail).  No hang: each transfer
+# either verifies or ends with a reset within $BOUND s of the link coming
+# back, and none resumes.  Then both daemons serve new connections over
+# RDMA again, and hold nothing more than before the outage: no connection,
+# the buffers and descriptors of before, no group but an idle one.
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -19,6 +20,7 @@ PORT_RULE=16540
 PORT_T=16539
 BOUND=60
 fail=0
+RXE2_GLOBAL="resume_timeout = 0;"
 
 rxe2_pair_start "devices = [ \"$RXE_DEV0\" ];"
 rxe2_stats_reset
@@ -56,6 +58,7 @@ else
 fi
 echo "# $me: close_link_failed $(rxe_stat "$me" close_link_failed)," \
 	"lgr_terminated $(rxe_stat "$me" lgr_terminated)"
+expect_stat "$me" conns_resumed_rdma 0
 if rxe_wait 30 stat_is "$me" conns_active 0; then
 	ok "$me: no connection left"
 else

@@ -1047,6 +1047,44 @@ START_TEST(reuse_until_full)
 }
 END_TEST
 
+static int b_active_groups;
+
+static bool
+b_groups_settled(void)
+{
+	const struct lgr *l;
+	int n = 0, pending = 0;
+
+	for (l = lgr_of(&B); l != NULL; l = l->next) {
+		n += l->state == LGR_STATE_ACTIVE;
+		pending += l->state != LGR_STATE_ACTIVE &&
+			   l->state != LGR_STATE_TERMINATING;
+	}
+	b_active_groups = n;
+	return pending == 0 && stat(&A, STAT_clnt_hshake_err_cnt) +
+				       (uint64_t)n >= 3;
+}
+
+/*
+ * A peer may set up max_lgrs groups with us and no more: the next is
+ * declined for lack of resources (it falls back for a moment), counted.
+ */
+START_TEST(max_lgrs_per_peer)
+{
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_peer(&B)->max_lgrs = 2;
+	connect_ab();
+	connect_ab();
+	connect_ab();
+	ck_assert(run_until(b_groups_settled, WAIT_MS));
+	ck_assert_int_eq(b_active_groups, 2);
+	ck_assert_uint_eq(stat(&B, STAT_peer_lgr_limit), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
+	ck_assert_uint_eq(stat(&B, STAT_lgr_created), 2);
+}
+END_TEST
+
 static Suite *
 lgr_suite(void)
 {
@@ -1074,6 +1112,7 @@ lgr_suite(void)
 	tcase_add_test(tc, peer_gone);
 	tcase_add_test(tc, malformed_llc);
 	tcase_add_test(tc, reuse_until_full);
+	tcase_add_test(tc, max_lgrs_per_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -196,9 +196,9 @@ devs_cb(struct worker *wk, void *arg)
 	devs_freed = true;
 }
 
-/* A's config; peer_extra goes into b's peer entry. */
+/* A's config; peer_extra goes into b's peer entry, rdma_extra to rdma. */
 static struct conf *
-a_conf(const char *peer_extra)
+a_conf2(const char *peer_extra, const char *rdma_extra)
 {
 	char text[1024];
 	struct conf *c;
@@ -209,11 +209,17 @@ a_conf(const char *peer_extra)
 		 " insecure = true; %s } );\n"
 		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
 		 " peer = \"b\"; export = \"e\"; } );\n"
-		 "rdma: { max_links = 1; max_conns_per_lgr = %d; };\n",
-		 peer_port, peer_extra, rule_port, GROUP_CONNS);
+		 "rdma: { max_links = 1; max_conns_per_lgr = %d; %s };\n",
+		 peer_port, peer_extra, rule_port, GROUP_CONNS, rdma_extra);
 	c = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(c);
 	return conf_hold(c);
+}
+
+static struct conf *
+a_conf(const char *peer_extra)
+{
+	return a_conf2(peer_extra, "");
 }
 
 static void
@@ -361,6 +367,34 @@ START_TEST(reload_revokes)
 }
 END_TEST
 
+/*
+ * One peer's connections hold at most its buffer_share of the worker's
+ * registered memory: with 1 MiB and 25 %, two connections of a 64 KiB
+ * ring and a 64 KiB RMB element; the next ones take the fallback.
+ */
+START_TEST(buffer_share_per_peer)
+{
+	int clc_fd, i, fd;
+
+	conf_next = a_conf2("any_source = true; buffer_share = 25;",
+			    "max_buffer_memory = 1;");
+	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_lgr_state_a(LGR_STATE_ACTIVE));
+	for (i = 1; i < 6; i++)
+		clients[i] = connect_to(rule_port);
+	ck_assert(wait_stat_a(STAT_peer_buffer_full, 4));
+	while (npeers < 4 && (fd = peer_accept(WAIT_MS)) >= 0)
+		peers[npeers++] = fd; /* their fallback connections */
+	ck_assert_int_eq(npeers, 4);
+	ck_assert_uint_eq(stat_a(STAT_conns_rdma_nobufs), 4);
+	ck_assert_uint_eq(stat_a(STAT_rdma_buf_bytes_used), 2 * 2 * 65536);
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -375,6 +409,7 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, reload_revokes);
+	tcase_add_test(tc, buffer_share_per_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }
