@@ -3,9 +3,10 @@
 #
 # Two hosts: daemon b killed (SIGKILL) in the middle of 4 transfers over
 # RDMA, its host alive.  On a every client connection is closed within
-# $KILL_BOUND s, the group ends and a holds nothing: no connection, no
-# group, no buffer in use.  b restarted: new connections go over RDMA
-# again, on a new group.
+# $KILL_BOUND s (they would resume, but b's peer port refuses the new
+# group's connection: nothing there has them), the group ends and a holds
+# nothing: no connection, no group, no buffer in use.  b restarted: new
+# connections go over RDMA again, on a new group.
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -45,7 +46,8 @@ if [ "$RXE_HOST" = a ]; then
 		bad "a: show lgrs: $(head -c 300 "$RXE_OUT/a.lgrs.json")"
 	fi
 	expect_stat a rdma_buf_bytes_used 0
-	expect_stat a close_link_failed 4
+	expect_stat a close_resume_failed 4
+	expect_stat a resume_failed_peer_gone 4
 	rxe_signal a-checked
 	rxe_await b-back 90 || rxe_die "b did not restart"
 	xfer_ok "first connection after b's restart" -n 1 -b 64K -T 60

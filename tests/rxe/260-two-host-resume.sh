@@ -15,9 +15,9 @@ rxe_host_setup
 rxe_pair_tools
 
 R=$RXE_RUNDIR
-PORT_B=7261
-PORT_RULE=16560
-PORT_T=16559
+PORT_B=7266
+PORT_RULE=16566
+PORT_T=16565
 BOUND=60
 fail=0
 RXE2_GLOBAL="resume_timeout = 120;"
