@@ -122,6 +122,123 @@ def llc_msgs():
                                        + bytes(8))
 
 
+# fuzz_link records (tests/fuzz/fuzz_link.c): op & 7 the kind, op & 8
+# sent by b (else a), op >> 4 the sender's n-th active link.
+LINK_TYPES = [0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x09, 0x80, 0x81, 0x82,
+              0x83, 0x05]
+
+
+def lk_op(kind, by_b=False, link=0):
+    return bytes([kind | (8 if by_b else 0) | link << 4])
+
+
+def lk_llc(msg, fix=True, **kw):
+    """An LLC message of llc_msgs(): its table index, with 0x40 the real
+    link numbers, QP address and group uid put in where it decodes."""
+    i = LINK_TYPES.index(msg[0])
+    sel = 0xc0 + i if fix else 0x80 + (i - 8) % 12
+    return lk_op(0, **kw) + bytes([sel, msg[3]]) + msg[4:]
+
+
+def lk_cdc(dseq=1, dprod=0, dcons=0, pf=0, cs=0, how=0, tok=None, **kw):
+    r = lk_op(1, **kw) + bytes([how | (1 if tok is not None else 0)])
+    r += struct.pack(">hhhBB", dseq, dprod, dcons, pf, cs)
+    return r + (bytes([tok]) if tok is not None else b"")
+
+
+def lk_produce(n, **kw):
+    return lk_op(2, **kw) + struct.pack(">H", n)
+
+
+def lk_consume(n, **kw):
+    return lk_op(3, **kw) + struct.pack(">H", n)
+
+
+def lk_close(how, **kw):
+    return lk_op(4, **kw) + bytes([how])
+
+
+def lk_turns(n):
+    return lk_op(5) + bytes([n])
+
+
+def lk_fault(what, **kw):
+    return lk_op(6, **kw) + bytes([what])
+
+
+def lk_raw(msg, **kw):
+    assert len(msg) == 44
+    return lk_op(7, **kw) + msg
+
+
+def link_msgs():
+    """Sequences for fuzz_link; the first byte's bit 0 gives both sides a
+    second device (and the group its second link).  No expectations: the
+    target checks invariants, not outcomes."""
+    m = dict(llc_msgs())
+    relay = (lk_produce(1000) + lk_turns(8) + lk_consume(1000, by_b=True)
+             + lk_produce(20000, by_b=True) + lk_turns(8) + lk_consume(9000)
+             + lk_turns(8) + lk_consume(20000) + lk_produce(16384)
+             + lk_turns(16) + lk_consume(16384, by_b=True))
+    yield "relay", b"\0" + relay
+    yield "relay-two-links", b"\1" + relay
+    yield "test-link", b"\0" + lk_llc(m["ok-test-link"]) + lk_turns(4) + \
+        lk_llc(m["ok-test-link-resp"], by_b=True)
+    yield "delete-link-all", b"\0" + lk_produce(500) + lk_llc(
+        m["ok-delete-link-all"]) + lk_turns(20) + lk_produce(500)
+    yield "delete-link-failover", b"\1" + lk_produce(3000) + lk_llc(
+        m["ok-delete-link"], link=1) + lk_turns(20) + lk_produce(3000) + \
+        lk_turns(8) + lk_consume(6000, by_b=True)
+    yield "delete-link-by-b", b"\1" + lk_llc(
+        m["ok-delete-link"], by_b=True) + lk_turns(20) + lk_produce(
+        100, by_b=True) + lk_turns(8) + lk_consume(100)
+    yield "add-link-unasked", b"\0" + lk_llc(m["ok-add-link"]) + \
+        lk_turns(8) + lk_llc(m["ok-add-link-cont"]) + lk_turns(8)
+    yield "add-link-by-server", b"\0" + lk_llc(m["ok-add-link"],
+                                              by_b=True) + lk_turns(30)
+    yield "add-link-reject", b"\1" + lk_llc(m["ok-add-link-reject"]) + \
+        lk_turns(8)
+    yield "confirm-link-again", b"\0" + lk_llc(
+        m["ok-confirm-link"], by_b=True) + lk_turns(8) + lk_llc(
+        m["ok-confirm-link-resp"]) + lk_turns(8)
+    yield "rkeys", b"\1" + lk_llc(m["ok-confirm-rkey"]) + lk_llc(
+        m["ok-confirm-rkey-neg"], by_b=True) + lk_llc(
+        m["ok-delete-rkey"]) + lk_llc(m["ok-delete-rkey-neg"]) + lk_turns(8)
+    yield "conn-messages", b"\0" + lk_llc(m["ok-conn-open"]) + lk_llc(
+        m["ok-conn-accept"], by_b=True) + lk_llc(m["ok-conn-reject"]) + \
+        lk_turns(4)
+    yield "unknown-llc-type", b"\0" + lk_llc(
+        llc(0x05, 0x00, bytes(40)), fix=False) + lk_turns(8)
+    yield "cdc-in-window", b"\0" + lk_produce(100) + lk_turns(4) + \
+        lk_cdc(dseq=1, dprod=50) + lk_turns(4) + lk_consume(200, by_b=True)
+    yield "cdc-past-window", b"\0" + lk_cdc(dprod=-1, how=2 | 0x20) + \
+        lk_turns(8)
+    yield "cdc-stale", b"\0" + lk_produce(10) + lk_turns(4) + lk_cdc(
+        dseq=-1) + lk_cdc(dseq=0) + lk_turns(4)
+    yield "cdc-abort", b"\0" + lk_produce(4000, by_b=True) + lk_cdc(
+        cs=0x20) + lk_turns(8) + lk_produce(10, by_b=True) + lk_turns(8)
+    yield "cdc-done-closed", b"\1" + lk_produce(300) + lk_turns(4) + \
+        lk_cdc(cs=0xc0, by_b=True) + lk_turns(4) + lk_consume(300, by_b=True)
+    yield "cdc-unknown-token", b"\0" + lk_cdc(tok=0x77) + lk_turns(4)
+    yield "cdc-cons-request", b"\0" + lk_produce(16000, by_b=True) + \
+        lk_turns(4) + lk_cdc(pf=0x10 | 0x80) + lk_turns(4)
+    yield "cdc-validation", b"\1" + lk_produce(500) + lk_cdc(
+        pf=0x08, link=1) + lk_turns(8)
+    yield "close-both", b"\0" + lk_produce(700) + lk_close(0) + \
+        lk_turns(4) + lk_consume(700, by_b=True) + lk_close(1, by_b=True) + \
+        lk_turns(8) + lk_close(2) + lk_turns(4)
+    yield "fault-drop-link", b"\1" + lk_produce(2000) + lk_fault(
+        2, link=1) + lk_turns(30) + lk_produce(2000) + lk_turns(8)
+    yield "fault-completion", b"\0" + lk_fault(0) + lk_produce(100) + \
+        lk_turns(8) + lk_fault(3, by_b=True) + lk_turns(8)
+    yield "fault-conn-gone", b"\0" + lk_produce(100) + lk_fault(
+        5, by_b=True) + lk_turns(4) + lk_produce(100) + lk_turns(8)
+    yield "raw-cdc", b"\0" + lk_raw(cdc(1, 0x2000, 0, 10, 0, 0)) + \
+        lk_turns(4)
+    yield "raw-llc-bad", b"\0" + lk_raw(llc(0x07, 0x00, bytes(40))[:43]
+                                       + b"\1") + lk_turns(4)
+
+
 def cdc(seq, token, pw, pc, cw, cc, pf=0, cs=0, tail=bytes(18)):
     return (struct.pack(">BBHI", 0xfe, 44, seq, token)
             + struct.pack(">HHI", 0, pw, pc) + struct.pack(">HHI", 0, cw, cc)
@@ -513,7 +630,8 @@ def main():
     for target, gen in (("clc", clc_msgs), ("llc", llc_msgs),
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),
                         ("control", lambda: control_msgs(top)),
-                        ("conf", lambda: conf_msgs(top))):
+                        ("conf", lambda: conf_msgs(top)),
+                        ("link", link_msgs)):
         d = os.path.join(top, "tests", "fuzz", "corpus", target)
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):
