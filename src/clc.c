@@ -1344,6 +1344,7 @@ clc_connected(struct clc_conn *c)
 	len = sizeof(c->local.ss);
 	if (getsockname(c->fd, (struct sockaddr *)&c->local.ss, &len) == 0)
 		c->local.len = len;
+	c->lgr->tcp_connected = true;
 	clc_client_proposal(c);
 }
 
@@ -1393,6 +1394,7 @@ clc_client_start(struct lgr *lgr, int fd)
 		clc_timer(c, lgr->ctx->t.clc_wait_ms);
 		return 0;
 	}
+	lgr->tcp_connected = true;
 	clc_client_proposal(c);
 	return 0;
 }

@@ -12,6 +12,7 @@
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <endian.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -104,6 +105,9 @@ fb_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length)
 	case FB_RESULT:
 		min = max = sizeof(struct fb_result);
 		break;
+	case FB_RESUMED:
+		min = max = sizeof(struct fb_resumed);
+		break;
 	default:
 		return -EPROTO;
 	}
@@ -152,6 +156,59 @@ fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
 	return len;
 }
 
+/*
+ * A HELLO asking to resume the connection resume names (its resume_id,
+ * rx_off, tx_fin, worker) rather than to open one: FB_FLAG_RESUME and the
+ * resume part after the names, inside what the MACs cover.
+ */
+size_t
+fb_hello_resume_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
+		       const char *name, const char *export,
+		       const struct fb_hello_info *resume)
+{
+	size_t len = fb_hello_encode(buf, nonce, flags | FB_FLAG_RESUME, name,
+				     export);
+	struct fb_resume r;
+
+	memset(&r, 0, sizeof(r));
+	memcpy(r.resume_id, resume->resume_id, sizeof(r.resume_id));
+	r.rx_off = htobe64(resume->rx_off);
+	r.tx_fin = htobe64(resume->tx_fin);
+	r.worker = resume->worker;
+	memcpy((char *)buf + len, &r, sizeof(r));
+	len += sizeof(r);
+	fb_hdr_fill(buf, FB_HELLO, len);
+	return len;
+}
+
+size_t
+fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin)
+{
+	struct fb_resumed *r = buf;
+
+	memset(r, 0, sizeof(*r));
+	fb_hdr_fill(&r->hdr, FB_RESUMED, sizeof(*r));
+	r->rx_off = htobe64(rx_off);
+	r->tx_fin = htobe64(tx_fin);
+	return sizeof(*r);
+}
+
+int
+fb_resumed_decode(const void *buf, size_t len, uint64_t *rx_off,
+		  uint64_t *tx_fin)
+{
+	const struct fb_resumed *r = buf;
+	uint16_t length;
+	uint8_t type;
+
+	if (fb_hdr_check(buf, len, &type, &length) || type != FB_RESUMED ||
+	    length != len)
+		return -EPROTO;
+	*rx_off = be64toh(r->rx_off);
+	*tx_fin = be64toh(r->tx_fin);
+	return 0;
+}
+
 /* Decode and validate a whole HELLO.  0 or -EPROTO. */
 int
 fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
@@ -164,12 +221,30 @@ fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
 	if (fb_hdr_check(buf, len, &type, &length) || type != FB_HELLO ||
 	    length != len)
 		return -EPROTO;
-	if (sizeof(*h) + h->name_len + h->export_len != len ||
-	    h->reserved != 0 || (h->flags & ~FB_FLAG_AUTH))
+	if (sizeof(*h) + h->name_len + h->export_len +
+			    (h->flags & FB_FLAG_RESUME ?
+				     sizeof(struct fb_resume) :
+				     0) !=
+		    len ||
+	    h->reserved != 0 || (h->flags & ~(FB_FLAG_AUTH | FB_FLAG_RESUME)))
 		return -EPROTO;
 	if (!fb_name_ok(names, h->name_len) ||
 	    !fb_name_ok(names + h->name_len, h->export_len))
 		return -EPROTO;
+	memset(out, 0, sizeof(*out));
+	if (h->flags & FB_FLAG_RESUME) {
+		struct fb_resume r;
+		static const uint8_t zero[7], none[16];
+
+		memcpy(&r, names + h->name_len + h->export_len, sizeof(r));
+		if (memcmp(r.reserved, zero, sizeof(zero)) != 0 ||
+		    memcmp(r.resume_id, none, sizeof(none)) == 0)
+			return -EPROTO;
+		memcpy(out->resume_id, r.resume_id, sizeof(r.resume_id));
+		out->rx_off = be64toh(r.rx_off);
+		out->tx_fin = be64toh(r.tx_fin);
+		out->worker = r.worker;
+	}
 	memcpy(out->nonce, h->nonce, 32);
 	out->flags = h->flags;
 	memcpy(out->name, names, h->name_len);
@@ -481,36 +556,56 @@ fb_rule_fail(struct session *s, enum session_reason r, const char *why)
 	session_close(s, r);
 }
 
+/*
+ * The rule side's answer to the peer's CHALLENGE (len bytes at msg) to
+ * the HELLO it sent: the peer's MAC checked, *proof built.
+ * SESSION_NREASONS when good, else the reason with *why.
+ */
+enum session_reason
+fallback_answer(const struct conf_peer *p, const void *hello,
+		size_t hello_len, const void *msg, size_t len,
+		struct fb_proof *proof, const char **why)
+{
+	unsigned char mac[AUTH_MAC_LEN];
+	const uint8_t *nonce, *their;
+
+	if (fb_challenge_decode(msg, len, &nonce, &their)) {
+		*why = "bad challenge";
+		return SESSION_PROTOCOL_ERROR;
+	}
+	if (p->key_len == 0) {
+		*why = "peer asks for a key we do not have";
+		return SESSION_AUTH_FAILED;
+	}
+	auth_mac(p->key, p->key_len, "s", hello, hello_len, nonce, 32, mac);
+	if (!auth_mac_equal(mac, their)) {
+		*why = "peer failed authentication (wrong key?)";
+		return SESSION_AUTH_FAILED;
+	}
+	memset(proof, 0, sizeof(*proof));
+	fb_hdr_fill(&proof->hdr, FB_PROOF, sizeof(*proof));
+	auth_mac(p->key, p->key_len, "c", hello, hello_len, msg, len,
+		 proof->mac);
+	return SESSION_NREASONS;
+}
+
 static void
 fb_rule_challenge(struct session *s)
 {
 	const struct conf_peer *p = s->peer;
-	unsigned char mac[AUTH_MAC_LEN];
-	const uint8_t *nonce, *their;
 	struct fb_proof proof;
-
-	if (fb_challenge_decode(s->in, s->in_len, &nonce, &their)) {
-		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad challenge");
+	const char *why;
+	if (s->challenge_len) {
+		fb_rule_fail(s, SESSION_AUTH_FAILED, "a second challenge");
 		return;
 	}
-	if (p->key_len == 0 || s->challenge_len) {
-		fb_rule_fail(s, SESSION_AUTH_FAILED,
-			     "peer asks for a key we do not have");
-		return;
-	}
-	auth_mac(p->key, p->key_len, "s", s->hello, s->hello_len, nonce, 32,
-		 mac);
-	if (!auth_mac_equal(mac, their)) {
-		fb_rule_fail(s, SESSION_AUTH_FAILED,
-			     "peer failed authentication (wrong key?)");
+	if (fallback_answer(p, s->hello, s->hello_len, s->in, s->in_len,
+			    &proof, &why) != SESSION_NREASONS) {
+		fb_rule_fail(s, SESSION_AUTH_FAILED, why);
 		return;
 	}
 	memcpy(s->challenge, s->in, s->in_len);
 	s->challenge_len = s->in_len;
-	memset(&proof, 0, sizeof(proof));
-	fb_hdr_fill(&proof.hdr, FB_PROOF, sizeof(proof));
-	auth_mac(p->key, p->key_len, "c", s->hello, s->hello_len,
-		 s->challenge, s->challenge_len, proof.mac);
 	fb_send(s, 1, &proof, sizeof(proof));
 }
 
@@ -607,6 +702,18 @@ fb_export_open(struct session *s)
 
 	/* authenticated (or a peer without a key): no stranger any more */
 	session_preauth_done(s);
+	if (s->hello_len > sizeof(struct fb_hello) &&
+	    (((const struct fb_hello *)s->hello)->flags & FB_FLAG_RESUME)) {
+		struct fb_hello_info hi;
+		enum session_reason r = SESSION_PROTOCOL_ERROR;
+
+		/* a connection over RDMA whose group ended goes on here */
+		if (fb_hello_decode(s->hello, s->hello_len, &hi) == 0)
+			r = session_rdma_resume_tcp(s, &hi);
+		if (r != SESSION_NREASONS)
+			fb_export_refuse(s, r);
+		return;
+	}
 	s->export = conf_export_find(s->conf, s->export_name);
 	if (s->export == NULL) {
 		log_warnx("conn 0x%llx: peer %s asked for unknown export %s",

@@ -268,3 +268,27 @@ out:
 	tx_conn_put(rc);
 	return err;
 }
+
+/* Over TCP (tx_resume_tcp): the free spans of the RMB element; how many. */
+int
+rx_tcp_space(const struct rconn *rc, struct iovec iov[2])
+{
+	size_t size = rc->rmb->size, n = size - rx_readable(rc);
+
+	if (n == 0)
+		return 0;
+	return cdc_ring_spans(rc->rmb->addr, size, rc->local_rx_ctrl.prod.count,
+			      n, iov);
+}
+
+/* Over TCP: n bytes were read into the spans rx_tcp_space() gave. */
+void
+rx_tcp_received(struct rconn *rc, size_t n)
+{
+	size_t room = rc->rmb->size - rx_readable(rc);
+
+	if (n > room)
+		n = room;
+	cdc_curs_add(&rc->local_rx_ctrl.prod, n, rc->rmb->size);
+	rc->rx_off += n;
+}

@@ -114,7 +114,8 @@ session_timer(struct session *s, int seconds)
 	return event_add(s->timer, &tv);
 }
 
-static int
+/* Take over fd as fd[i], with level-triggered events.  0 or -ENOMEM. */
+int
 session_attach(struct session *s, int i, int fd)
 {
 	struct event_base *base = worker_base(s->w);
@@ -300,8 +301,10 @@ session_attach_upstream(struct session *s, int fd)
 int
 session_watch_relay(struct session *s, int i)
 {
-	event_free(s->rev[i]);
-	event_free(s->wev[i]);
+	if (s->rev[i] != NULL)
+		event_free(s->rev[i]);
+	if (s->wev[i] != NULL)
+		event_free(s->wev[i]);
 	s->wev[i] = NULL;
 	s->rev[i] = event_new(worker_base(s->w), s->fd[i],
 			      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,

@@ -51,6 +51,7 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
+#include "fallback_wire.h"
 #include "llc_wire.h"
 
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
@@ -97,6 +98,14 @@ enum session_rdma_llc {
 	SESSION_RDMA_LLC_RKEY,
 	SESSION_RDMA_LLC_RESUME,	/* opener's CONN_RESUME request */
 	SESSION_RDMA_LLC_RESUMED,	/* acceptor's answer: then resume */
+};
+
+/* Where a resume over TCP is (session_rdma_tcp_start). */
+enum session_rdma_tcp {
+	SESSION_RDMA_TCP_NONE,
+	SESSION_RDMA_TCP_CONNECTING,	/* rule side: connect under way */
+	SESSION_RDMA_TCP_HANDSHAKE,	/* rule side: HELLO sent */
+	SESSION_RDMA_TCP_RELAY,		/* both: carried over TCP from now */
 };
 
 /* An rkey of the peer's RMB element, valid on the link with link_id. */
@@ -149,6 +158,12 @@ struct session_rdma {
 	struct session_rdma_share *share; /* charged charge bytes there */
 	size_t charge;
 	uint64_t shut_since_ms; /* bytes wait for the peer's window since */
+	/* resumed over TCP: fd[1 - t] is the connection to the peer */
+	enum session_rdma_tcp tcp_step;
+	uint8_t tcp_in[FB_MSG_MAX];
+	size_t tcp_in_len;
+	bool tcp_eof;		/* the peer's FIN came */
+	bool tcp_shut;		/* ours went: shutdown(SHUT_WR) */
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
@@ -170,6 +185,10 @@ static void session_rdma_resume_peer(struct session_rdma_worker *srw,
 static void session_rdma_resume_fail(struct session_rdma *sr,
 				     enum stats_id stat, const char *why);
 static void session_rdma_resume_list_del(struct session_rdma *sr);
+static void session_rdma_tcp_start(struct session_rdma *sr);
+static void session_rdma_tcp_io(struct session_rdma *sr, short what);
+static bool session_rdma_tcp_out(struct session_rdma *sr);
+static bool session_rdma_tcp_in(struct session_rdma *sr);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
 static unsigned long long
@@ -1012,8 +1031,17 @@ session_rdma_run(struct session_rdma *sr)
 			break;
 		moved = session_rdma_write(sr);
 		moved |= session_rdma_read(sr);
-		if (sr->rd_eof && sr->wr_shut && !sr->closing)
+		if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
+			moved |= session_rdma_tcp_out(sr);
+			moved |= session_rdma_tcp_in(sr);
+			if (sr->rd_eof && sr->wr_shut && sr->tcp_shut &&
+			    !sr->closing) {
+				sr->closing = true;
+				sr->close_reason = sr->fin_reason;
+			}
+		} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
 			session_rdma_done(sr);
+		}
 		if (!moved && !sr->again)
 			break;
 	}
@@ -1988,9 +2016,8 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 			if (!coming &&
 			    lgr_client_new_on(srw->ctx, sr->s->peer, -1,
 					      sr->peer_worker, true) == NULL)
-				log_debug("conn 0x%llx: no group to %s yet",
-					  session_rdma_id(sr),
-					  sr->s->peer->name);
+				/* no device of ours reaches it: over TCP */
+				session_rdma_tcp_start(sr);
 			continue;
 		}
 		if (memcmp(lgr->peer_system_id, sr->peer_sysid,
@@ -2031,6 +2058,9 @@ session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
 			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
 						 "the peer daemon does not "
 						 "listen on its peer port");
+		else if (failed && lgr->tcp_connected && !sr->resume_sent)
+			/* its daemon answers, RDMA does not: over TCP */
+			session_rdma_tcp_start(sr);
 		else if (!failed &&
 			 memcmp(lgr->peer_system_id, sr->peer_sysid,
 				sizeof(sr->peer_sysid)) != 0)
@@ -2041,9 +2071,12 @@ session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
 		session_rdma_resume_soon(srw, 0);
 }
 
-/* Find the connection of ours that resume id names, from lgr's peer. */
+/*
+ * Find the export-side connection of ours that resume id names, from
+ * peer (asking on lgr, or over TCP with NULL).
+ */
 static struct session_rdma *
-session_rdma_resume_find(struct session_rdma_worker *srw,
+session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
 			 const struct lgr *lgr, const uint8_t *id)
 {
 	struct session_rdma *sr;
@@ -2053,13 +2086,13 @@ session_rdma_resume_find(struct session_rdma_worker *srw,
 	for (sr = srw->resuming; sr != NULL; sr = sr->resume_next)
 		if (sr->s->role == SESSION_ROLE_EXPORT &&
 		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
-		    strcmp(sr->s->peer->name, lgr->peer->name) == 0)
+		    strcmp(sr->s->peer->name, peer) == 0)
 			return sr;
 	/* its old group may not have noticed yet that it is gone */
 	for (old = srw->ctx->lgrs; old != NULL; old = old->next) {
 		if (old == lgr || old->role != LGR_ROLE_SERVER ||
 		    old->state != LGR_STATE_ACTIVE ||
-		    strcmp(old->peer->name, lgr->peer->name) != 0)
+		    strcmp(old->peer->name, peer) != 0)
 			continue;
 		for (c = old->conns; c != NULL; c = c->next) {
 			sr = c->arg;
@@ -2101,8 +2134,8 @@ session_rdma_resume_asked(struct session_rdma_worker *srw,
 			  const struct llc_conn_resume_info *r)
 {
 	struct lgr *lgr = link->lgr;
-	struct session_rdma *sr = session_rdma_resume_find(srw, lgr,
-							   r->resume_id);
+	struct session_rdma *sr = session_rdma_resume_find(
+		srw, lgr->peer->name, lgr, r->resume_id);
 	const struct dev_mr *mr;
 	struct llc_info m;
 	uint64_t rx, fin;
@@ -2282,6 +2315,436 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* ---- resuming over TCP (docs/protocol.md) ---- */
+
+/* The index in fd[] of the TCP connection sr resumes over. */
+static int
+session_rdma_u(const struct session_rdma *sr)
+{
+	return 1 - sr->t;
+}
+
+/* A TCP resume that did not get through: the next try may do better. */
+static void
+session_rdma_tcp_abandon(struct session_rdma *sr, const char *why)
+{
+	struct session *s = sr->s;
+	int u = session_rdma_u(sr);
+
+	log_info("conn 0x%llx: resume over TCP: %s", session_rdma_id(sr), why);
+	if (s->rev[u] != NULL)
+		event_free(s->rev[u]);
+	if (s->wev[u] != NULL)
+		event_free(s->wev[u]);
+	s->rev[u] = s->wev[u] = NULL;
+	if (s->fd[u] >= 0)
+		close(s->fd[u]);
+	s->fd[u] = -1;
+	sr->tcp_step = SESSION_RDMA_TCP_NONE;
+	sr->tcp_in_len = 0;
+	sr->resume_sent = false;
+}
+
+/*
+ * Rule side: RDMA to the peer cannot be had again (it declined, or we
+ * have no device for it) though its daemon answers: resume sr over a
+ * TCP connection to its peer port, for the rest of its life.  The
+ * handshake is the fallback's, with a HELLO that names the connection.
+ */
+static void
+session_rdma_tcp_start(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	const struct addr *to = &s->peer->addr;
+	int u = session_rdma_u(sr), fd, one = 1;
+
+	if (sr->tcp_step != SESSION_RDMA_TCP_NONE || sr->resume_sent ||
+	    s->fd[u] >= 0)
+		return;
+	fd = socket(to->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd == -1)
+		return;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	session_tcp_liveness(fd, s->conf);
+	if ((connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
+	     errno != EINPROGRESS) ||
+	    session_attach(s, u, fd)) {
+		if (s->fd[u] != fd)
+			close(fd);
+		session_rdma_tcp_abandon(sr, "cannot connect");
+		return;
+	}
+	sr->tcp_step = SESSION_RDMA_TCP_CONNECTING;
+	sr->resume_sent = true;
+	session_want(s, u, EV_WRITE, true);
+	log_info("conn 0x%llx: RDMA to %s cannot be had: resuming over TCP",
+		 session_rdma_id(sr), s->peer->name);
+}
+
+/* Both sides: the handshake is through; relay over the TCP connection. */
+static void
+session_rdma_tcp_relay(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+
+	sr->tcp_step = SESSION_RDMA_TCP_RELAY;
+	if (session_watch_relay(s, session_rdma_u(sr))) {
+		session_rdma_fail(sr, SESSION_RESOURCE);
+		return;
+	}
+	session_rdma_resume_list_del(sr);
+	sr->resume_sent = false;
+	sr->rd_blocked = false;
+	s->state = SESSION_RELAY;
+	STATS_INC(worker_stats(s->w), conns_resumed_tcp);
+	session_timer(s, 0);
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
+	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
+		 "sent, %llu received)",
+		 session_rdma_id(sr),
+		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)tx_fin_off(sr->rc),
+		 (unsigned long long)sr->rc->rx_off);
+	session_rdma_kick(sr);
+}
+
+/* Rule side: the TCP connection is up; send the HELLO naming sr. */
+static void
+session_rdma_tcp_hello(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	struct fb_hello_info ri;
+	socklen_t len = sizeof(int);
+	int u = session_rdma_u(sr), err = 0;
+
+	session_want(s, u, EV_WRITE, false);
+	if (getsockopt(s->fd[u], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err) {
+		session_rdma_tcp_abandon(sr, strerror(err));
+		return;
+	}
+	memset(&ri, 0, sizeof(ri));
+	memcpy(ri.resume_id, sr->resume_id, sizeof(ri.resume_id));
+	ri.rx_off = sr->rc->rx_off;
+	ri.tx_fin = tx_fin_off(sr->rc);
+	ri.worker = sr->peer_worker;
+	auth_nonce(s->nonce);
+	s->hello_len = fb_hello_resume_encode(
+		s->hello, s->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
+		s->conf->name, s->export_name, &ri);
+	s->challenge_len = 0;
+	/* a fresh socket takes a message this small whole */
+	if (send(s->fd[u], s->hello, s->hello_len, MSG_NOSIGNAL) !=
+	    (ssize_t)s->hello_len) {
+		session_rdma_tcp_abandon(sr, "cannot send the hello");
+		return;
+	}
+	sr->tcp_step = SESSION_RDMA_TCP_HANDSHAKE;
+	session_want(s, u, EV_READ, true);
+}
+
+/*
+ * Read one whole handshake message into sr->tcp_in, never a byte more
+ * (the stream follows).  1 when whole, 0 for more later, -1 when the
+ * connection broke or the bytes are no message.
+ */
+static int
+session_rdma_tcp_read(struct session_rdma *sr)
+{
+	int fd = sr->s->fd[session_rdma_u(sr)];
+	size_t need = sizeof(struct fb_hdr);
+	uint16_t length;
+	uint8_t type;
+	ssize_t n;
+
+	for (;;) {
+		if (sr->tcp_in_len >= sizeof(struct fb_hdr)) {
+			if (fb_hdr_check(sr->tcp_in, sr->tcp_in_len, &type,
+					 &length))
+				return -1;
+			need = length;
+			if (sr->tcp_in_len == need)
+				return 1;
+		}
+		n = recv(fd, sr->tcp_in + sr->tcp_in_len, need - sr->tcp_in_len,
+			 0);
+		if (n > 0) {
+			sr->tcp_in_len += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		return n == -1 && errno == EAGAIN ? 0 : -1;
+	}
+}
+
+/* Rule side: the export side's CHALLENGE, RESULT and RESUMED. */
+static void
+session_rdma_tcp_answer(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	int u = session_rdma_u(sr), rc;
+	struct fb_proof proof;
+	uint64_t rx, fin;
+	const char *why;
+	uint32_t code;
+
+	while ((rc = session_rdma_tcp_read(sr)) == 1) {
+		switch (sr->tcp_in[5]) {
+		case FB_CHALLENGE:
+			if (s->challenge_len != 0 ||
+			    fallback_answer(s->peer, s->hello, s->hello_len,
+					    sr->tcp_in, sr->tcp_in_len, &proof,
+					    &why) != SESSION_NREASONS) {
+				session_rdma_resume_fail(
+					sr, STAT_resume_failed_protocol,
+					s->challenge_len ? "a second challenge" :
+							   why);
+				return;
+			}
+			s->challenge_len = sr->tcp_in_len;
+			if (send(s->fd[u], &proof, sizeof(proof),
+				 MSG_NOSIGNAL) != (ssize_t)sizeof(proof)) {
+				session_rdma_tcp_abandon(sr, "proof not sent");
+				return;
+			}
+			break;
+		case FB_RESULT:
+			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len, &code) ||
+			    (code == 0 && s->peer->key_len &&
+			     s->challenge_len == 0)) {
+				session_rdma_resume_fail(
+					sr, STAT_resume_failed_protocol,
+					"bad result to the resume hello");
+				return;
+			}
+			if (code != 0) {
+				session_rdma_resume_fail(
+					sr, STAT_resume_failed_refused,
+					session_reason_desc(
+						fallback_code_reason(code)));
+				return;
+			}
+			break;
+		case FB_RESUMED:
+			if (fb_resumed_decode(sr->tcp_in, sr->tcp_in_len, &rx,
+					      &fin) ||
+			    tx_resume_tcp(sr->rc, rx, fin, &why)) {
+				session_rdma_resume_fail(
+					sr, STAT_resume_failed_protocol,
+					"bad offsets in RESUMED");
+				return;
+			}
+			session_rdma_tcp_relay(sr);
+			return;
+		default:
+			session_rdma_resume_fail(sr, STAT_resume_failed_protocol,
+						 "unexpected message");
+			return;
+		}
+		sr->tcp_in_len = 0;
+	}
+	if (rc < 0)
+		session_rdma_tcp_abandon(sr, "the peer closed the connection");
+}
+
+/* An event of the TCP connection while its resume handshake runs. */
+static void
+session_rdma_tcp_io(struct session_rdma *sr, short what)
+{
+	if (sr->tcp_step == SESSION_RDMA_TCP_CONNECTING) {
+		if (what & EV_WRITE)
+			session_rdma_tcp_hello(sr);
+		return;
+	}
+	if (what & EV_READ)
+		session_rdma_tcp_answer(sr);
+}
+
+/* Ring -> TCP connection.  true if anything moved. */
+static bool
+session_rdma_tcp_out(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	int u = session_rdma_u(sr), cnt;
+	struct iovec iov[2];
+	bool moved = false;
+	ssize_t n;
+
+	while (!sr->closing && s->wr_ready[u] &&
+	       (cnt = tx_tcp_spans(sr->rc, iov)) > 0) {
+		n = writev(s->fd[u], iov, cnt);
+		if (n > 0) {
+			tx_tcp_sent(sr->rc, (size_t)n);
+			moved = true;
+		} else if (n == -1 && errno == EAGAIN) {
+			s->wr_ready[u] = false;
+		} else if (n == -1 && errno != EINTR) {
+			session_rdma_fail(sr, SESSION_PEER_RST);
+		}
+	}
+	if (sr->rd_eof && !sr->tcp_shut && !sr->closing &&
+	    tx_unsent(sr->rc) == 0) {
+		sr->tcp_shut = true;
+		shutdown(s->fd[u], SHUT_WR);
+		moved = true;
+	}
+	return moved;
+}
+
+/* TCP connection -> RMB element.  true if anything moved. */
+static bool
+session_rdma_tcp_in(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	int u = session_rdma_u(sr), cnt;
+	struct iovec iov[2];
+	bool moved = false;
+	ssize_t n;
+
+	while (!sr->closing && !sr->tcp_eof && s->rd_ready[u] &&
+	       (cnt = rx_tcp_space(sr->rc, iov)) > 0) {
+		n = readv(s->fd[u], iov, cnt);
+		if (n > 0) {
+			rx_tcp_received(sr->rc, (size_t)n);
+			moved = true;
+		} else if (n == 0) {
+			sr->tcp_eof = true;
+			sr->peer_done = true;
+			moved = true;
+		} else if (errno == EAGAIN) {
+			s->rd_ready[u] = false;
+		} else if (errno != EINTR) {
+			tx_close(sr->rc, TX_CLOSE_ABORT);
+			session_rdma_fail(sr, SESSION_PEER_RST);
+		}
+	}
+	return moved;
+}
+
+/* A resume over TCP on its way to the worker it names (hop). */
+struct session_rdma_tcp_hop {
+	int fd;
+	char peer[CONF_NAME_MAX + 1];
+	struct fb_hello_info hi;
+};
+
+/*
+ * Export side: take fd, the authenticated peer connection whose HELLO hi
+ * asks to resume sr over it: tell the opener where both resume, then
+ * relay.  fd is taken over.
+ */
+static void
+session_rdma_tcp_adopt(struct session_rdma *sr, int fd,
+		       const struct fb_hello_info *hi)
+{
+	struct session *s = sr->s;
+	uint8_t msg[sizeof(struct fb_result) + sizeof(struct fb_resumed)];
+	int u = session_rdma_u(sr);
+	uint64_t rx, fin;
+	const char *why;
+	size_t len;
+
+	if (tx_resume_check(sr->rc, hi->rx_off, hi->tx_fin, &rx, &fin, &why)) {
+		len = fb_result_encode(msg, fallback_reason_code(
+						    SESSION_PROTOCOL_ERROR));
+		(void)send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
+		return;
+	}
+	len = fb_result_encode(msg, 0);
+	len += fb_resumed_encode(msg + len, rx, fin);
+	if (send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len ||
+	    tx_resume_tcp(sr->rc, hi->rx_off, hi->tx_fin, &why)) {
+		close(fd);
+		return; /* the opener tries again */
+	}
+	s->fd[u] = fd;
+	session_rdma_tcp_relay(sr);
+}
+
+/* The export-side connection hi names among srw's, from peer; or NULL. */
+static struct session_rdma *
+session_rdma_tcp_find(struct session_rdma_worker *srw, const char *peer,
+		      const struct fb_hello_info *hi)
+{
+	struct session_rdma *sr = session_rdma_resume_find(srw, peer, NULL,
+							   hi->resume_id);
+
+	if (sr == NULL || sr->tcp_step != SESSION_RDMA_TCP_NONE)
+		return NULL;
+	if (sr->s->state == SESSION_RELAY) {
+		memcpy(sr->peer_sysid, sr->lc.lgr->peer_system_id,
+		       sizeof(sr->peer_sysid));
+		if (!session_rdma_resume_begin(sr, NULL))
+			return NULL;
+	}
+	return sr->lc.lgr == NULL ? sr : NULL;
+}
+
+static void
+session_rdma_tcp_arrive(struct worker *w, void *arg)
+{
+	struct session_rdma_tcp_hop *h = arg;
+	struct session_rdma_worker *srw = session_rdma_worker(w);
+	struct session_rdma *sr =
+		srw != NULL ? session_rdma_tcp_find(srw, h->peer, &h->hi) : NULL;
+	uint8_t msg[sizeof(struct fb_result)];
+
+	if (sr != NULL) {
+		session_rdma_tcp_adopt(sr, h->fd, &h->hi);
+	} else {
+		(void)send(h->fd, msg,
+			   fb_result_encode(msg, fallback_reason_code(
+							 SESSION_RESUME_FAILED)),
+			   MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(h->fd);
+	}
+	free(h);
+}
+
+/*
+ * Export side (fallback.c): fs, an authenticated connection on our peer
+ * port, asks with HELLO hi to resume a connection of ours over it.  The
+ * connection takes fs's socket (fs goes), here or on the worker hi names.
+ * SESSION_NREASONS when taken, else why fs is to be refused.
+ */
+enum session_reason
+session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
+{
+	struct session_rdma_worker *srw = session_rdma_worker(fs->w);
+	struct session_rdma_tcp_hop *h;
+	struct session_rdma *sr;
+	int want = hi->worker - 1;
+
+	if (srw == NULL || fs->peer == NULL)
+		return SESSION_RESUME_FAILED;
+	sr = session_rdma_tcp_find(srw, fs->peer->name, hi);
+	if (sr != NULL) {
+		session_rdma_tcp_adopt(sr, session_detach(fs), hi);
+		return SESSION_NREASONS;
+	}
+	if (hi->worker == 0 || want == worker_id(fs->w) ||
+	    want >= worker_count()) {
+		log_info("conn 0x%llx: peer %s asks to resume a connection we "
+			 "do not have: refused",
+			 (unsigned long long)fs->id, fs->peer->name);
+		return SESSION_RESUME_FAILED;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return SESSION_RESOURCE;
+	snprintf(h->peer, sizeof(h->peer), "%s", fs->peer->name);
+	h->hi = *hi;
+	h->fd = session_detach(fs);
+	worker_post(worker_get(want), session_rdma_tcp_arrive, h);
+	return SESSION_NREASONS;
+}
+
 /* ---- session.c's hooks ---- */
 
 /* A socket event of s in RDMA mode (session.c hands them over). */
@@ -2295,8 +2758,13 @@ session_rdma_io(struct session *s, int i, short what)
 			session_rdma_target_connected(sr);
 		return;
 	}
+	if (sr->tcp_step != SESSION_RDMA_TCP_NONE && i == 1 - sr->t &&
+	    sr->tcp_step != SESSION_RDMA_TCP_RELAY) {
+		session_rdma_tcp_io(sr, what);
+		return;
+	}
 	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
-	    i != sr->t)
+	    (i != sr->t && sr->tcp_step != SESSION_RDMA_TCP_RELAY))
 		return;
 	if (what & EV_READ)
 		s->rd_ready[i] = true;

@@ -131,6 +131,7 @@ struct conf {
 	int tcp_keepalive;		/* s idle before probes, 0: off */
 	int tcp_user_timeout;		/* s unacknowledged, 0: kernel's */
 	int resume_timeout;		/* s to resume after a group ended */
+	struct addr metrics_listen;	/* Prometheus endpoint; len 0: off */
 	bool has_peer_listen;
 	struct addr peer_listen;
 	int preauth_max;		/* per worker: not yet authenticated */
@@ -336,6 +337,7 @@ int session_watch_relay(struct session *s, int i);
 void session_reset_fd(int fd);
 int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
+int session_attach(struct session *s, int i, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
@@ -383,6 +385,11 @@ void fallback_timeout(struct session *s);
 uint32_t fallback_reason_code(enum session_reason r);
 enum session_reason fallback_code_reason(uint32_t code);
 enum session_reason fallback_connect_reason(int err, bool target);
+struct fb_proof;
+enum session_reason fallback_answer(const struct conf_peer *p,
+				    const void *hello, size_t hello_len,
+				    const void *msg, size_t len,
+				    struct fb_proof *proof, const char **why);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;
@@ -698,6 +705,12 @@ int tx_resume_check(const struct rconn *rc, uint64_t peer_rx,
 int tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	      uint32_t peer_rkey, uint64_t peer_rx, uint64_t peer_fin,
 	      const char **why);
+int tx_resume_tcp(struct rconn *rc, uint64_t peer_rx, uint64_t peer_fin,
+		  const char **why);
+int tx_tcp_spans(const struct rconn *rc, struct iovec iov[2]);
+void tx_tcp_sent(struct rconn *rc, size_t n);
+int rx_tcp_space(const struct rconn *rc, struct iovec iov[2]);
+void rx_tcp_received(struct rconn *rc, size_t n);
 size_t tx_unsent(const struct rconn *rc);
 /* for rx.c */
 int tx_kick(struct rconn *rc, unsigned int owe);
@@ -884,6 +897,7 @@ struct lgr {
 	bool refused;			/* client: the peer port refused us */
 	bool counted_server;		/* in its peer's server_lgrs */
 	bool for_resume;		/* client: set up to resume on */
+	bool tcp_connected;		/* client: the peer port answered */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };
@@ -992,6 +1006,9 @@ void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
 void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 			 void *arg);
+struct fb_hello_info;
+enum session_reason session_rdma_resume_tcp(struct session *fs,
+					    const struct fb_hello_info *hi);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

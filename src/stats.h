@@ -81,6 +81,8 @@
 	  "connections whose link group ended, waiting to resume now")       \
 	X(conns_resumed_rdma, COUNTER, "connections",                        \
 	  "connections resumed on a new link group from the exact byte")     \
+	X(conns_resumed_tcp, COUNTER, "connections",                         \
+	  "connections resumed over TCP: RDMA to the peer could not be had")  \
 	X(resume_failed_timeout, COUNTER, "connections",                     \
 	  "connections reset: not resumed within resume_timeout")            \
 	X(resume_failed_refused, COUNTER, "connections",                     \

@@ -770,6 +770,29 @@ tx_resume_check(const struct rconn *rc, uint64_t peer_rx, uint64_t peer_fin,
 }
 
 /*
+ * The cursors of a resume that tx_resume_check() allowed: ours resume at
+ * fin (the ring is free before it, the rest goes again to the same place
+ * of the peer's RMB element), theirs at rx (received up to there).
+ */
+static void
+tx_resume_cursors(struct rconn *rc, uint64_t rx, uint64_t fin)
+{
+	size_t psize = rc->peer_rmb.size;
+	uint64_t skip = fin - tx_fin_off(rc);
+
+	cdc_curs_add(&rc->tx_curs_fin, (size_t)skip, rc->sndbuf->size);
+	rc->tx_curs_sent = rc->tx_curs_fin;
+	cdc_curs_add(&rc->tx_prod_fin, (size_t)skip, psize);
+	rc->local_tx_ctrl.prod = rc->tx_prod_fin;
+	if (cdc_curs_comp(psize, &rc->tx_prod_hi, &rc->tx_prod_fin) > 0)
+		rc->tx_prod_hi = rc->tx_prod_fin;
+	cdc_curs_add(&rc->local_rx_ctrl.prod, (size_t)(rx - rc->rx_off),
+		     rc->rmb->size);
+	rc->rx_off = rx;
+	tx_peer_consumed(rc);
+}
+
+/*
  * Move rc, detached (tx_detach), onto newlink of a new link group, whose
  * peer said peer_rx and peer_fin (tx_resume_check): bytes the peer shows
  * it has are taken as sent (their ring space comes back), everything
@@ -783,8 +806,7 @@ tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	  uint32_t peer_rkey, uint64_t peer_rx, uint64_t peer_fin,
 	  const char **why)
 {
-	size_t psize = rc->peer_rmb.size;
-	uint64_t rx, fin, skip;
+	uint64_t rx, fin;
 	int err;
 
 	*why = NULL;
@@ -796,19 +818,7 @@ tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	if (wr_link_is_down(newlink))
 		return -ENOLINK;
 	tx_conn_hold(rc);
-	/* ours: the peer has everything before fin */
-	skip = fin - tx_fin_off(rc);
-	cdc_curs_add(&rc->tx_curs_fin, (size_t)skip, rc->sndbuf->size);
-	rc->tx_curs_sent = rc->tx_curs_fin;
-	cdc_curs_add(&rc->tx_prod_fin, (size_t)skip, psize);
-	rc->local_tx_ctrl.prod = rc->tx_prod_fin;
-	if (cdc_curs_comp(psize, &rc->tx_prod_hi, &rc->tx_prod_fin) > 0)
-		rc->tx_prod_hi = rc->tx_prod_fin;
-	/* theirs: what they show to be in our RMB element is received */
-	cdc_curs_add(&rc->local_rx_ctrl.prod, (size_t)(rx - rc->rx_off),
-		     rc->rmb->size);
-	rc->rx_off = rx;
-	tx_peer_consumed(rc);
+	tx_resume_cursors(rc, rx, fin);
 	rc->link = newlink;
 	rc->lkey = lkey;
 	rc->peer_rmb.rkey = peer_rkey;
@@ -821,4 +831,64 @@ tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	tx_space_opened(rc);
 	tx_conn_put(rc);
 	return err;
+}
+
+/*
+ * rc, detached, resumes over a TCP connection instead (the peer's counts
+ * checked as for tx_resume): from now on the owner writes the ring's
+ * unsent bytes to that socket (tx_tcp_spans, tx_tcp_sent) and reads the
+ * socket into the RMB element (rx_tcp_space, rx_tcp_received); TCP's own
+ * window replaces the RMB's.  0 or -EPROTO (*why).
+ */
+int
+tx_resume_tcp(struct rconn *rc, uint64_t peer_rx, uint64_t peer_fin,
+	      const char **why)
+{
+	uint64_t rx, fin;
+	int err;
+
+	if (rc->link != NULL)
+		return -EINVAL;
+	err = tx_resume_check(rc, peer_rx, peer_fin, &rx, &fin, why);
+	if (err)
+		return err;
+	tx_resume_cursors(rc, rx, fin);
+	rc->peer_rmbe_space = rc->peer_rmb.size; /* not used over TCP */
+	RCONN_STAT(rc, resumes, 1);
+	return 0;
+}
+
+/* Over TCP: the ring's unsent bytes, at most two spans; how many. */
+int
+tx_tcp_spans(const struct rconn *rc, struct iovec iov[2])
+{
+	size_t n = tx_unsent(rc);
+
+	if (n == 0)
+		return 0;
+	return cdc_ring_spans(rc->sndbuf->addr, rc->sndbuf->size,
+			      rc->tx_curs_sent.count, n, iov);
+}
+
+/* Over TCP: n bytes of tx_tcp_spans() went into the socket. */
+void
+tx_tcp_sent(struct rconn *rc, size_t n)
+{
+	uint64_t from = rc->tx_prep_off - tx_unsent(rc), again = 0;
+
+	if (n > tx_unsent(rc))
+		n = tx_unsent(rc);
+	if (rc->tx_sent_hi_off > from)
+		again = rc->tx_sent_hi_off - from < n ? rc->tx_sent_hi_off - from :
+							 n;
+	cdc_curs_add(&rc->tx_curs_sent, n, rc->sndbuf->size);
+	rc->tx_curs_fin = rc->tx_curs_sent;
+	cdc_curs_add(&rc->local_tx_ctrl.prod, n, rc->peer_rmb.size);
+	rc->tx_prod_fin = rc->local_tx_ctrl.prod;
+	rc->tx_prod_hi = rc->tx_prod_fin;
+	if (rc->tx_prep_off - tx_unsent(rc) > rc->tx_sent_hi_off)
+		rc->tx_sent_hi_off = rc->tx_prep_off - tx_unsent(rc);
+	RCONN_STAT(rc, tx_bytes, n - again);
+	RCONN_STAT(rc, resent_bytes, again);
+	tx_space_opened(rc);
 }

@@ -8,9 +8,12 @@
  * connections sharing two TX slots.  Driven by loopdev_run(): no timers,
  * nothing depends on time.
  */
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
 #include <event2/event.h>
@@ -72,7 +75,14 @@ struct harness {
 	bool failover_in_cb; /* link_failed moves the connection itself */
 	int on_link;	     /* h_conn puts new connections on this link */
 	/* resume on link 1 (another group: its own PD) instead of failover */
-	enum { H_FAILOVER, H_RESUME, H_RESUME_DEAF, H_RESUME_LATE } after_drop;
+	enum {
+		H_FAILOVER,
+		H_RESUME,
+		H_RESUME_DEAF,
+		H_RESUME_LATE,
+		H_RESUME_TCP
+	} after_drop;
+	int sp[NCONN][2]; /* H_RESUME_TCP: each connection's socket pair */
 	int took;    /* resumes where B took bytes A saw complete */
 	int skipped; /* resumes where A skipped bytes B already had */
 };
@@ -502,6 +512,67 @@ h_resume(struct harness *h)
 }
 
 /*
+ * As h_resume, but each connection resumes over a TCP-like stream (a
+ * socket pair) instead of a new link group: the counts are exchanged the
+ * same way (docs/protocol.md, "Resuming a connection").
+ */
+static void
+h_resume_tcp(struct harness *h)
+{
+	uint64_t b_rx, b_fin, a_rx, a_fin;
+	const char *why;
+	int i, k;
+
+	for (i = 0; i < h->side[0].nconn; i++) {
+		struct rconn *a = A(h, i), *b = B(h, i);
+
+		tx_detach(a);
+		tx_detach(b);
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK,
+					    0, h->sp[i]),
+				 0);
+		a_rx = a->rx_off;
+		a_fin = tx_fin_off(a);
+		ck_assert_int_eq(
+			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why), 0);
+		ck_assert_int_eq(tx_resume_tcp(b, a_rx, a_fin, &why), 0);
+		ck_assert_int_eq(tx_resume_tcp(a, b_rx, b_fin, &why), 0);
+		for (k = 0; k < 2; k++)
+			ck_assert_ptr_null(h->side[k].conn[i].rc->link);
+	}
+	h->failed_over = true;
+}
+
+/* Over the socket pairs: rings out, RMBs in.  Bytes moved. */
+static size_t
+h_tcp_move(struct harness *h)
+{
+	struct iovec iov[2];
+	size_t moved = 0;
+	ssize_t n;
+	int i, k, cnt;
+
+	if (h->after_drop != H_RESUME_TCP || !h->failed_over)
+		return 0;
+	for (i = 0; i < h->side[0].nconn; i++)
+		for (k = 0; k < 2; k++) {
+			struct rconn *rc = h->side[k].conn[i].rc;
+
+			while ((cnt = tx_tcp_spans(rc, iov)) > 0 &&
+			       (n = writev(h->sp[i][k], iov, cnt)) > 0) {
+				tx_tcp_sent(rc, (size_t)n);
+				moved += (size_t)n;
+			}
+			while ((cnt = rx_tcp_space(rc, iov)) > 0 &&
+			       (n = readv(h->sp[i][k], iov, cnt)) > 0) {
+				rx_tcp_received(rc, (size_t)n);
+				moved += (size_t)n;
+			}
+		}
+	return moved;
+}
+
+/*
  * Step the event loop one device round at a time until bytes of A's
  * first connection are in flight, then break link 0 under them.  With
  * H_RESUME_DEAF, B stops hearing CDCs on link 0 first while A's
@@ -565,10 +636,13 @@ h_pump(struct harness *h)
 			ck_assert_int_eq(h->side[1].link_down[0], 1);
 			if (h->after_drop == H_FAILOVER)
 				h_failover(h);
+			else if (h->after_drop == H_RESUME_TCP)
+				h_resume_tcp(h);
 			else
 				h_resume(h);
 			moved++;
 		}
+		moved += h_tcp_move(h);
 		if (moved == 0 && ran == 0)
 			return;
 	}
@@ -1068,7 +1142,9 @@ resume_case(uint64_t drop_at, bool cork_on, int mode)
 			struct rconn *rc = h.side[k].conn[i].rc;
 
 			ck_assert_uint_eq(rc->stats.resumes, 1);
-			ck_assert_ptr_eq(rc->link, h.side[k].link[1]);
+			ck_assert_ptr_eq(rc->link, mode == H_RESUME_TCP ?
+							   NULL :
+							   h.side[k].link[1]);
 			ck_assert_int_eq(h.side[k].conn[i].aborts, 0);
 			ck_assert_uint_eq(rc->rx_off, h.side[k].conn[i].rx_total);
 			ck_assert_uint_eq(tx_fin_off(rc),
@@ -1079,6 +1155,11 @@ resume_case(uint64_t drop_at, bool cork_on, int mode)
 		ck_assert_int_gt(h.took, 0);
 	if (mode == H_RESUME_LATE)
 		ck_assert_int_gt(h.skipped, 0);
+	if (mode == H_RESUME_TCP)
+		for (i = 0; i < 2; i++) {
+			close(h.sp[i][0]);
+			close(h.sp[i][1]);
+		}
 	h_close(&h);
 }
 
@@ -1088,6 +1169,15 @@ START_TEST(resume_preserves_streams)
 	resume_case(1, false, H_RESUME);
 	resume_case((1 << 20) + 12345, true, H_RESUME);
 	resume_case((3 << 20) - 100, true, H_RESUME);
+}
+END_TEST
+
+/* The same, resumed over TCP (a socket pair) instead of a new group. */
+START_TEST(resume_over_tcp_preserves_streams)
+{
+	resume_case(1 << 20, false, H_RESUME_TCP);
+	resume_case(1, true, H_RESUME_TCP);
+	resume_case((2 << 20) + 4321, true, H_RESUME_TCP);
 }
 END_TEST
 
@@ -1814,6 +1904,7 @@ rconn_suite(void)
 	tcase_add_test(tc, link_freed_with_cdcs_in_flight);
 	tcase_add_test(tc, rkey_of_another_group_is_refused);
 	tcase_add_test(tc, resume_preserves_streams);
+	tcase_add_test(tc, resume_over_tcp_preserves_streams);
 	tcase_add_test(tc, resume_takes_bytes_peer_saw_complete);
 	tcase_add_test(tc, resume_skips_bytes_peer_has);
 	tcase_add_test(tc, resume_refuses_impossible_offsets);
