@@ -19,6 +19,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fb_hello_info hi;
 	const uint8_t *nonce, *mac;
 	uint16_t length;
+	uint64_t rx, fin;
 	uint32_t code;
 	uint8_t type;
 
@@ -29,8 +30,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fb_hello_decode(data, size, &hi) == 0) {
 		fuzz_decoded++;
 		if (strlen(hi.name) == 0 || strlen(hi.export) == 0 ||
-		    fb_hello_encode(re, hi.nonce, hi.flags, hi.name,
-				    hi.export) != size ||
+		    ((hi.flags & FB_FLAG_RESUME) ?
+			     fb_hello_resume_encode(re, hi.nonce,
+						    hi.flags & ~FB_FLAG_RESUME,
+						    hi.name, hi.export, &hi) :
+			     fb_hello_encode(re, hi.nonce, hi.flags, hi.name,
+					     hi.export)) != size ||
+		    memcmp(re, data, size) != 0)
+			abort();
+	}
+	if (fb_resumed_decode(data, size, &rx, &fin) == 0) {
+		fuzz_decoded++;
+		if (fb_resumed_encode(re, rx, fin) != size ||
 		    memcmp(re, data, size) != 0)
 			abort();
 	}

@@ -111,6 +111,13 @@ def llc_msgs():
         ">IIIQB", 0x101, 0x303, 0x404, 0x7f0000020000, 4) + bytes(19))
     yield "ok-conn-reject", llc(0x82, 0x80, struct.pack(">II", 0x101, 4)
                                 + bytes(32))
+    rid = bytes(range(1, 17))
+    yield "ok-conn-resume", llc(0x83, 0x00, rid + struct.pack(
+        ">IIQQ", 0x101, 0x505, 1 << 20, 3 << 20))
+    yield "ok-conn-resume-answer", llc(0x83, 0x80, rid + struct.pack(
+        ">IIQQ", 0x303, 0x606, 3 << 20, 1 << 20))
+    yield "bad-conn-resume-no-id", llc(0x83, 0x00, bytes(16) + struct.pack(
+        ">IIQQ", 0x101, 0x505, 0, 0))
     yield "bad-length", llc(0x07, 0x00, bytes(40))[:43]
     yield "bad-len-field", b"\x07\x2b" + bytes(42)
     yield "bad-type-req-add-link", llc(0x05, 0x00, bytes(40))
@@ -268,6 +275,13 @@ def fb_msgs():
                        + bytes(range(32)) + bytes([1, len(name),
                                                    len(export), 0])
                        + name + export)
+    resume = bytes(range(1, 17)) + struct.pack(">QQB", 1 << 20, 7, 1) \
+        + bytes(7)
+    yield "ok-hello-resume", (fb_hdr(1, 44 + len(name) + len(export) + 40)
+                              + bytes(range(32)) + bytes([3, len(name),
+                                                          len(export), 0])
+                              + name + export + resume)
+    yield "ok-resumed", fb_hdr(5, 24) + struct.pack(">QQ", 7, 1 << 20)
     yield "ok-challenge", fb_hdr(2, 72) + b"N" * 32 + b"M" * 32
     yield "ok-proof", fb_hdr(3, 40) + b"P" * 32
     yield "ok-result", fb_hdr(4, 16) + struct.pack(">II", 0, 0)
