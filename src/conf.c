@@ -519,6 +519,9 @@ static const struct conf_key conf_main_keys[] = {
 	KEY_INT(struct conf, resume_timeout, "resume_timeout", "900", 0,
 		86400, NULL, R,
 		"seconds a connection whose link group ended waits to resume on a new one from the exact byte; 0: reset it at once"),
+	KEY(struct conf, metrics_listen, "metrics_listen", CONF_T_ADDR, NULL,
+	    0, 0, NULL, 0,
+	    "where GET /metrics serves Prometheus metrics over HTTP; none: not served"),
 };
 
 static const struct conf_key conf_listen_keys[] = {

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "prom.h"
 
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAILED 1
@@ -666,35 +667,12 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 
 /******** Prometheus ********/
 
-static void
-ctl_prom_escape(const char *s, bool quotes)
-{
-	for (; *s != '\0'; s++) {
-		if (*s == '\\')
-			fputs("\\\\", stdout);
-		else if (*s == '\n')
-			fputs("\\n", stdout);
-		else if (*s == '"' && quotes)
-			fputs("\\\"", stdout);
-		else
-			putchar(*s);
-	}
-}
-
-/*
- * Text exposition format: one family per schema "metric", its HELP and
- * TYPE once, then a sample per statistic with the schema's labels.
- */
+/* The exposition itself is prom.c's, shared with the daemon's endpoint. */
 static int
 ctl_prometheus(struct ctl_conn *conn, bool om)
 {
 	json_t *sreply = NULL, *dreply = NULL, *vreply = NULL, *schema, *data;
 	json_t *stats, *totals;
-	json_t *e, *f, *labels, *lv, *from;
-	const char *metric, *lk, *kind, *ver, *suffix;
-	bool counter;
-	size_t i, j;
-	int n;
 
 	schema = json_object_get(ctl_call(conn, "schema", &sreply), "stats");
 	if (schema == NULL)
@@ -705,66 +683,16 @@ ctl_prometheus(struct ctl_conn *conn, bool om)
 		json_decref(sreply);
 		return CTL_EXIT_FAILED;
 	}
-	/* counters from totals, which "stats reset" leaves alone */
 	totals = json_object_get(data, "totals");
 	if (totals == NULL)
 		totals = stats;
-	ver = json_string_value(
-		json_object_get(ctl_call(conn, "version", &vreply), "version"));
-	printf("# HELP smcproxyd_build_info The daemon's version; always 1.\n"
-	       "# TYPE smcproxyd_build_info gauge\n"
-	       "smcproxyd_build_info{version=\"");
-	ctl_prom_escape(ver != NULL ? ver : "unknown", true);
-	printf("\"} 1\n");
-	json_decref(vreply);
-	json_array_foreach(schema, i, e)
-	{
-		metric = json_string_value(json_object_get(e, "metric"));
-		if (metric == NULL)
-			continue;
-		/* a family is printed at its first statistic */
-		for (j = 0; j < i; j++)
-			if (json_equal(
-				    json_object_get(json_array_get(schema, j),
-						    "metric"),
-				    json_object_get(e, "metric")))
-				break;
-		if (j < i)
-			continue;
-		kind = json_string_value(json_object_get(e, "kind"));
-		counter = kind != NULL && strcmp(kind, "counter") == 0;
-		from = counter ? totals : stats;
-		/*
-		 * A counter's samples are <name>_total; the Prometheus text
-		 * format names its family so too, OpenMetrics without it.
-		 */
-		suffix = counter && !om ? "_total" : "";
-		printf("# HELP smcproxyd_%s%s ", metric, suffix);
-		ctl_prom_escape(json_string_value(json_object_get(e, "help")),
-				false);
-		printf("\n# TYPE smcproxyd_%s%s %s\n", metric, suffix, kind);
-		for (j = i; j < json_array_size(schema); j++) {
-			f = json_array_get(schema, j);
-			if (!json_equal(json_object_get(f, "metric"),
-					json_object_get(e, "metric")))
-				continue;
-			printf("smcproxyd_%s%s", metric, counter ? "_total" : "");
-			labels = json_object_get(f, "labels");
-			n = 0;
-			json_object_foreach(labels, lk, lv)
-			{
-				printf("%s%s=\"", n++ ? "," : "{", lk);
-				ctl_prom_escape(json_string_value(lv), true);
-				putchar('"');
-			}
-			printf("%s %lld\n", n ? "}" : "",
-			       (long long)json_integer_value(json_object_get(
-				       from, json_string_value(json_object_get(
-						     f, "name")))));
-		}
-	}
+	prom_stats(stdout, schema, stats, totals,
+		   json_string_value(json_object_get(
+			   ctl_call(conn, "version", &vreply), "version")),
+		   om);
 	if (om)
 		printf("# EOF\n");
+	json_decref(vreply);
 	json_decref(sreply);
 	json_decref(dreply);
 	return CTL_EXIT_OK;

@@ -16,6 +16,7 @@
 #include <event2/thread.h>
 
 #include "smcproxyd.h"
+#include "metrics.h"
 
 #define SMCPROXYD_CONF SYSCONFDIR "/smcproxyd/smcproxyd.conf"
 
@@ -190,6 +191,7 @@ smcproxyd_sigterm(evutil_socket_t sig, short what, void *arg)
 	notify_send("STOPPING=1");
 	log_info("%s: stopping; open connections get %d s to finish",
 		 strsignal((int)sig), conf_current->shutdown_timeout);
+	metrics_shutdown();
 	control_shutdown();
 	worker_stop_all(conf_current->shutdown_timeout);
 	event_base_loopexit(main_base, NULL);
@@ -301,6 +303,8 @@ main(int argc, char *argv[])
 		errno = -rc;
 		fatal("control socket %s", conf_current->control_socket);
 	}
+	if (metrics_init(conf_current, main_base))
+		fatalx("metrics_listen: cannot serve metrics; not starting");
 	log_info("smcproxyd %s ready: %s, %d workers, %d rules, %d peers, "
 		 "%d exports", SMCPROXYD_VERSION, conf_current->name,
 		 conf_current->workers, conf_current->nrules,

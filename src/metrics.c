@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The Prometheus endpoint: when metrics_listen is set, GET /metrics on that
+ * address answers with the text exposition format (0.0.4), served by evhttp
+ * on the main thread's event_base; any other path is 404, any other method
+ * 405.  Not reloadable: the address is bound once, at start.
+ *
+ * The content is what the control socket says, asked in-process through
+ * control_request(): the stats catalogue exactly as smcproxyctl
+ * --prometheus writes it (prom.c, one exposition for both; counters from
+ * the totals that "stats reset" leaves alone), then what only a scrape
+ * of the running daemon can have: its start time, each peer (up while an
+ * active link group reaches it, its mode, link groups, connections), each
+ * link's state, and the connections open per rule and export.  Counting
+ * connections is the control socket's own walk, CONTROL_CHUNK sessions
+ * per worker_call(), so a scrape holds no worker for a whole listing.
+ *
+ * Scrapers are bounded like control clients: at most METRICS_MAX_CLIENTS
+ * connections are open at once (the listener stops accepting, more wait
+ * in its backlog), each closed after METRICS_TIMEOUT seconds without
+ * progress, requests limited in size.  evhttp (libevent 2.1) has no
+ * connection limit and no hook when it frees a connection, so each
+ * connection's bufferevent is made here (evhttp_set_bevcb) and held by one
+ * reference more: when evhttp has freed it, its callback argument is gone,
+ * and the sweep drops our reference and the count.
+ */
+#include <sys/socket.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include "smcproxyd.h"
+#include "metrics.h"
+#include "prom.h"
+
+#define METRICS_MAX_CLIENTS 8
+#define METRICS_TIMEOUT 10 /* seconds without progress */
+#define METRICS_BACKLOG 16
+#define METRICS_MAX_HEADERS 8192 /* bytes of request line and headers */
+#define METRICS_MAX_BODY 1024	 /* a GET has none */
+#define METRICS_SWEEP_MS 1000	 /* while connections are held */
+#define METRICS_PATH "/metrics"
+#define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static struct evhttp *metrics_http;
+static struct evconnlistener *metrics_listener;
+static struct event *metrics_sweep_ev;
+static struct bufferevent *metrics_bevs[METRICS_MAX_CLIENTS];
+static int metrics_nbevs;
+static json_t *metrics_schema; /* the catalogue: the same for the process */
+static double metrics_started; /* seconds since the epoch */
+
+/*
+ * Drop the connections evhttp has freed: bufferevent_free() clears the
+ * callbacks and their argument, which evhttp never does to a live one.
+ * Accept again when there is room; sweep again later while any is held.
+ */
+static void
+metrics_sweep(void)
+{
+	struct timeval tv = {METRICS_SWEEP_MS / 1000,
+			     (METRICS_SWEEP_MS % 1000) * 1000};
+	bufferevent_event_cb ecb;
+	void *arg;
+	int i;
+
+	for (i = 0; i < metrics_nbevs;) {
+		bufferevent_getcb(metrics_bevs[i], NULL, NULL, &ecb, &arg);
+		if (ecb != NULL || arg != NULL) {
+			i++;
+			continue;
+		}
+		bufferevent_decref(metrics_bevs[i]);
+		metrics_bevs[i] = metrics_bevs[--metrics_nbevs];
+	}
+	if (metrics_listener != NULL && metrics_nbevs < METRICS_MAX_CLIENTS)
+		evconnlistener_enable(metrics_listener);
+	if (metrics_nbevs > 0 && !evtimer_pending(metrics_sweep_ev, NULL))
+		evtimer_add(metrics_sweep_ev, &tv);
+}
+
+static void
+metrics_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	metrics_sweep();
+}
+
+/* A reply sent: evhttp may free its connection now; look right after. */
+static void
+metrics_complete_cb(struct evhttp_request *req, void *arg)
+{
+	struct timeval now = {0, 0};
+
+	evtimer_del(metrics_sweep_ev);
+	evtimer_add(metrics_sweep_ev, &now);
+}
+
+/* evhttp's accept: the new connection's bufferevent, counted. */
+static struct bufferevent *
+metrics_bev_cb(struct event_base *base, void *arg)
+{
+	struct timeval tv = {METRICS_SWEEP_MS / 1000,
+			     (METRICS_SWEEP_MS % 1000) * 1000};
+	struct bufferevent *bev;
+
+	metrics_sweep();
+	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL || metrics_nbevs == METRICS_MAX_CLIENTS)
+		return bev;
+	bufferevent_incref(bev);
+	metrics_bevs[metrics_nbevs++] = bev;
+	if (metrics_nbevs == METRICS_MAX_CLIENTS)
+		evconnlistener_disable(metrics_listener);
+	/* not swept before evhttp has set its callbacks */
+	if (!evtimer_pending(metrics_sweep_ev, NULL))
+		evtimer_add(metrics_sweep_ev, &tv);
+	return bev;
+}
+
+/*
+ * One control command's data, as the control socket answers it.
+ * Return: the data (owned by *@reply, which the caller frees), or NULL.
+ */
+static json_t *
+metrics_call(const char *cmd, json_t **reply)
+{
+	char line[64], *text = NULL;
+	int n;
+
+	*reply = NULL;
+	n = snprintf(line, sizeof(line), "{\"v\":1,\"cmd\":\"%s\"}", cmd);
+	if (control_request(line, (size_t)n, &text) < 0 || text == NULL) {
+		free(text);
+		return NULL;
+	}
+	*reply = json_loads(text, 0, NULL);
+	free(text);
+	if (!json_is_true(json_object_get(*reply, "ok")))
+		return NULL;
+	return json_object_get(*reply, "data");
+}
+
+/* One sample: up to two labels (a NULL name ends them) and a value. */
+static void
+metrics_sample(FILE *f, const char *name, const char *l1, const char *v1,
+	       const char *l2, const char *v2, long long value)
+{
+	fputs(name, f);
+	if (l1 != NULL) {
+		fprintf(f, "{%s=\"", l1);
+		prom_escape(f, v1 != NULL ? v1 : "", true);
+		if (l2 != NULL) {
+			fprintf(f, "\",%s=\"", l2);
+			prom_escape(f, v2 != NULL ? v2 : "", true);
+		}
+		fputs("\"}", f);
+	}
+	fprintf(f, " %lld\n", value);
+}
+
+static const char *
+metrics_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static bool
+metrics_is(const json_t *o, const char *key, const char *want)
+{
+	const char *v = metrics_str(o, key);
+
+	return v != NULL && strcmp(v, want) == 0;
+}
+
+static long long
+metrics_int(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static void
+metrics_peers(FILE *f, const json_t *peers)
+{
+	static const char *const modes[] = {"rdma", "fallback"};
+	const json_t *p;
+	size_t i, m;
+
+	prom_family(
+		f, "smcproxyd_peer_up", "gauge",
+		"1 while an active RDMA link group reaches the peer, else 0");
+	json_array_foreach(peers, i, p) metrics_sample(
+		f, "smcproxyd_peer_up", "peer", metrics_str(p, "name"), NULL,
+		NULL, metrics_is(p, "mode", "rdma"));
+	prom_family(f, "smcproxyd_peer_mode", "gauge",
+		    "how connections to the peer are carried now: 1 for that "
+		    "mode, 0 for the other");
+	json_array_foreach(peers, i, p)
+	{
+		for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+			metrics_sample(f, "smcproxyd_peer_mode", "peer",
+				       metrics_str(p, "name"), "mode", modes[m],
+				       metrics_is(p, "mode", modes[m]));
+	}
+	prom_family(f, "smcproxyd_peer_link_groups", "gauge",
+		    "active RDMA link groups with the peer");
+	json_array_foreach(peers, i, p) metrics_sample(
+		f, "smcproxyd_peer_link_groups", "peer", metrics_str(p, "name"),
+		NULL, NULL, metrics_int(p, "lgrs"));
+	prom_family(f, "smcproxyd_peer_conns", "gauge",
+		    "proxied connections open with the peer");
+	json_array_foreach(peers, i, p) metrics_sample(
+		f, "smcproxyd_peer_conns", "peer", metrics_str(p, "name"), NULL,
+		NULL, metrics_int(p, "conns"));
+}
+
+static void
+metrics_links(FILE *f, const json_t *links)
+{
+	const json_t *l;
+	char id[32];
+	size_t i;
+
+	prom_family(f, "smcproxyd_link_active", "gauge",
+		    "1 while the RDMA link is active, else 0");
+	json_array_foreach(links, i, l)
+	{
+		snprintf(id, sizeof(id), "%lld", metrics_int(l, "link"));
+		fprintf(f,
+			"smcproxyd_link_active{lgr=\"%lld\",link=\"%s\","
+			"device=\"",
+			metrics_int(l, "lgr"), id);
+		prom_escape(f,
+			    metrics_str(l, "device") != NULL ?
+				    metrics_str(l, "device") :
+				    "",
+			    true);
+		fprintf(f, "\"} %d\n", metrics_is(l, "state", "active"));
+	}
+}
+
+static void
+metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
+{
+	const json_t *r;
+	size_t i;
+
+	prom_family(f, "smcproxyd_rule_conns", "gauge",
+		    "proxied connections open that came in on the rule");
+	json_array_foreach(rules, i, r) metrics_sample(
+		f, "smcproxyd_rule_conns", "rule", metrics_str(r, "name"), NULL,
+		NULL, metrics_int(r, "conns"));
+	prom_family(f, "smcproxyd_export_conns", "gauge",
+		    "proxied connections open that peers opened to the export");
+	json_array_foreach(exports, i, r) metrics_sample(
+		f, "smcproxyd_export_conns", "export", metrics_str(r, "name"),
+		NULL, NULL, metrics_int(r, "conns"));
+}
+
+/*
+ * The whole exposition into a new buffer.
+ * Return: 0, -ENOENT when the daemon is shutting down, -ENOMEM.
+ */
+static int
+metrics_text(char **text, size_t *len)
+{
+	json_t *sreply = NULL, *vreply = NULL, *preply = NULL, *rreply = NULL;
+	json_t *lreply = NULL, *stats, *ver, *peers, *rules, *links;
+	FILE *f;
+	int rc = -ENOENT;
+
+	*text = NULL;
+	stats = metrics_call("stats", &sreply);
+	ver = metrics_call("version", &vreply);
+	peers = metrics_call("show peers", &preply);
+	rules = metrics_call("show rules", &rreply);
+	links = metrics_call("show links", &lreply);
+	if (stats == NULL || ver == NULL || peers == NULL || rules == NULL ||
+	    links == NULL)
+		goto out;
+	rc = -ENOMEM;
+	f = open_memstream(text, len);
+	if (f == NULL)
+		goto out;
+	prom_stats(f, metrics_schema, json_object_get(stats, "stats"),
+		   json_object_get(stats, "totals"),
+		   metrics_str(ver, "version"), false);
+	prom_family(f, "smcproxyd_start_time_seconds", "gauge",
+		    "when the daemon started, in seconds since the epoch");
+	fprintf(f, "smcproxyd_start_time_seconds %.3f\n", metrics_started);
+	metrics_peers(f, json_object_get(peers, "peers"));
+	metrics_links(f, json_object_get(links, "links"));
+	metrics_rules(f, json_object_get(rules, "rules"),
+		      json_object_get(rules, "exports"));
+	if (fclose(f) == 0)
+		rc = 0;
+out:
+	if (rc) {
+		free(*text);
+		*text = NULL;
+	}
+	json_decref(sreply);
+	json_decref(vreply);
+	json_decref(preply);
+	json_decref(rreply);
+	json_decref(lreply);
+	return rc;
+}
+
+static void
+metrics_free_cb(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+static void
+metrics_request_cb(struct evhttp_request *req, void *arg)
+{
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct evkeyvalq *hdrs = evhttp_request_get_output_headers(req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	struct evbuffer *body = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	evhttp_request_set_on_complete_cb(req, metrics_complete_cb, NULL);
+	if (path == NULL || strcmp(path, METRICS_PATH) != 0) {
+		evhttp_send_error(req, HTTP_NOTFOUND, NULL);
+		return;
+	}
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(hdrs, "Allow", "GET, HEAD");
+		evhttp_send_error(req, HTTP_BADMETHOD, NULL);
+		return;
+	}
+	rc = metrics_text(&text, &len);
+	body = rc == 0 ? evbuffer_new() : NULL;
+	if (body == NULL ||
+	    evbuffer_add_reference(body, text, len, metrics_free_cb, NULL)) {
+		log_warnx("%s: %s", __func__,
+			  rc == -ENOENT ? "shutting down" : "out of memory");
+		free(text);
+		if (body != NULL)
+			evbuffer_free(body);
+		evhttp_send_error(req, HTTP_SERVUNAVAIL, NULL);
+		return;
+	}
+	evhttp_add_header(hdrs, "Content-Type", METRICS_CTYPE);
+	evhttp_send_reply(req, HTTP_OK, "OK", body);
+	evbuffer_free(body);
+}
+
+/**
+ * metrics_init() - Serve GET /metrics on @conf's metrics_listen, on @base,
+ * the main thread's event_base; nothing when it is not set.  Call after
+ * control_init(): the content is the control socket's.
+ * Return: 0, or a negative errno (logged).
+ */
+int
+metrics_init(const struct conf *conf, struct event_base *base)
+{
+	char buf[ADDR_STRLEN];
+	json_t *reply = NULL, *schema;
+	struct timespec now;
+	int rc = -ENOMEM;
+
+	if (conf->metrics_listen.len == 0)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	metrics_started = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	schema = metrics_call("schema", &reply);
+	metrics_schema = json_incref(json_object_get(schema, "stats"));
+	json_decref(reply);
+	metrics_sweep_ev = evtimer_new(base, metrics_sweep_cb, NULL);
+	metrics_http = evhttp_new(base);
+	if (metrics_schema == NULL || metrics_sweep_ev == NULL ||
+	    metrics_http == NULL)
+		goto fail;
+	evhttp_set_timeout(metrics_http, METRICS_TIMEOUT);
+	evhttp_set_max_headers_size(metrics_http, METRICS_MAX_HEADERS);
+	evhttp_set_max_body_size(metrics_http, METRICS_MAX_BODY);
+	evhttp_set_allowed_methods(
+		metrics_http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+				      EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+				      EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				      EVHTTP_REQ_PATCH);
+	evhttp_set_bevcb(metrics_http, metrics_bev_cb, NULL);
+	evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
+	metrics_listener = evconnlistener_new_bind(
+		base, NULL, NULL,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+			LEV_OPT_REUSEABLE,
+		METRICS_BACKLOG,
+		(const struct sockaddr *)&conf->metrics_listen.ss,
+		(int)conf->metrics_listen.len);
+	if (metrics_listener == NULL) {
+		rc = -errno;
+		log_warn("%s: metrics_listen: cannot listen on %s", __func__,
+			 addr_str(&conf->metrics_listen, buf, sizeof(buf)));
+		goto fail;
+	}
+	if (evhttp_bind_listener(metrics_http, metrics_listener) == NULL) {
+		evconnlistener_free(metrics_listener);
+		metrics_listener = NULL;
+		goto fail;
+	}
+	log_info("%s: Prometheus metrics at http://%s%s", __func__,
+		 addr_str(&conf->metrics_listen, buf, sizeof(buf)),
+		 METRICS_PATH);
+	return 0;
+
+fail:
+	if (rc == -ENOMEM)
+		log_warnx("%s: out of memory", __func__);
+	metrics_shutdown();
+	return rc;
+}
+
+/**
+ * metrics_shutdown() - Close the endpoint and every scraper's connection.
+ * Safe when metrics_init() failed or did nothing.
+ */
+void
+metrics_shutdown(void)
+{
+	/* evhttp_free() frees the bound listener and the connections */
+	if (metrics_http != NULL) {
+		evhttp_free(metrics_http);
+		metrics_http = NULL;
+	}
+	metrics_listener = NULL;
+	while (metrics_nbevs > 0)
+		bufferevent_decref(metrics_bevs[--metrics_nbevs]);
+	if (metrics_sweep_ev != NULL) {
+		event_free(metrics_sweep_ev);
+		metrics_sweep_ev = NULL;
+	}
+	json_decref(metrics_schema);
+	metrics_schema = NULL;
+}

@@ -1,0 +1,166 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# metrics_listen: both daemons of a pair serve GET /metrics over HTTP, and
+# python3-prometheus-client's parser reads what they say after known
+# traffic: every counter as _total from the totals (equal, sample for
+# sample, to "smcproxyctl --prometheus", and not rewound by "stats reset"),
+# the close reasons as one family with a reason label, build_info, the
+# start time, peers (up, mode), and the connections open per rule, export
+# and peer while one is held open.  Another path is 404, POST is 405, a
+# bad metrics_listen is a config error with file:line, and a reload
+# cannot move the endpoint.
+. "$(dirname "$0")/lib.sh"
+smc_init
+need "$SMCPROXYCTL"
+PY=
+for p in python3 /usr/bin/python3; do
+	if command -v "$p" >/dev/null 2>&1 &&
+		"$p" -c 'import prometheus_client.parser' 2>/dev/null; then
+		PY=$p
+		break
+	fi
+done
+[ -n "$PY" ] || skip "python3-prometheus-client not installed"
+
+pair_ports
+set -- $(free_ports 2)
+PORT_AMET=$1
+PORT_BMET=$2
+conf_a "$T/a.conf"
+conf_b "$T/b.conf"
+sed -i "s|^\tname = \"a\";|&\n\tmetrics_listen = \"127.0.0.1:$PORT_AMET\";|" "$T/a.conf"
+sed -i "s|^\tname = \"b\";|&\n\tmetrics_listen = \"127.0.0.1:$PORT_BMET\";|" "$T/b.conf"
+
+# A bad address is refused with the file and line of the key.
+sed 's|metrics_listen = "[^"]*"|metrics_listen = "127.0.0.1"|' "$T/a.conf" \
+	>"$T/bad.conf"
+line=$(grep -n metrics_listen "$T/bad.conf" | cut -d: -f1)
+if "$SMCPROXYD" -n -c "$T/bad.conf" >"$T/bad.out" 2>&1; then
+	fail "smcproxyd -n accepts metrics_listen = \"127.0.0.1\""
+fi
+grep -q "^$T/bad.conf:$line: smcproxyd.metrics_listen: invalid address" \
+	"$T/bad.out" ||
+	fail "no file:line error for a bad metrics_listen: $(cat "$T/bad.out")"
+
+start_server "$PORT_TARGET"
+start_pair
+wait_listen "$PORT_AMET" 10 "$a_pid"
+wait_listen "$PORT_BMET" 10 "$b_pid"
+xfer_client -n 3 -b 64K || fail "3 connections through the pair"
+for i in $(seq 50); do
+	[ "$(stat_get a close_client_fin)" = 3 ] &&
+		[ "$(stat_get b conns_active)" = 0 ] && break
+	sleep 0.1
+done
+# Prometheus would take counters that go back for a restart
+ctl a stats reset >/dev/null 2>&1 || fail "stats reset"
+ctl b stats reset >/dev/null 2>&1 || fail "stats reset"
+ctl a --prometheus >"$T/a.ctl.prom" 2>"$T/err" ||
+	fail "--prometheus: $(cat "$T/err")"
+
+"$PY" - "$PORT_AMET" "$PORT_BMET" "$PORT_RULE" "$T/a.ctl.prom" \
+	"$("$SMCPROXYD" -V)" >"$T/check.out" 2>&1 <<'PY' ||
+import socket, sys, time, urllib.error, urllib.request
+from prometheus_client.parser import text_string_to_metric_families as text
+
+amet, bmet, rule, ctlfile, version = sys.argv[1:6]
+
+def get(port, path="/metrics", method="GET"):
+    req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
+                                 method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, "", ""
+
+def scrape(port):
+    status, ctype, body = get(port)
+    if status != 200 or not ctype.startswith("text/plain; version=0.0.4"):
+        sys.exit("GET /metrics on %s: %s %r" % (port, status, ctype))
+    return {f.name: f for f in text(body)}
+
+def sample(fams, fam, name, **labels):
+    got = [s.value for s in fams[fam].samples
+           if s.name == name and s.labels == labels]
+    if len(got) != 1:
+        sys.exit("%s%r: %r" % (name, labels, fams[fam].samples))
+    return got[0]
+
+def eq(got, want, what):
+    if got != want:
+        sys.exit("%s: %r, want %r" % (what, got, want))
+
+a, b = scrape(amet), scrape(bmet)
+
+# the catalogue: the same families and values as smcproxyctl --prometheus
+ctl = {f.name: f for f in text(open(ctlfile).read())}
+for name, f in ctl.items():
+    if name not in a or a[name].type != f.type:
+        sys.exit("%s (%s) missing or retyped" % (name, f.type))
+    want = sorted((s.name, sorted(s.labels.items()), s.value) for s in f.samples)
+    got = sorted((s.name, sorted(s.labels.items()), s.value) for s in a[name].samples)
+    eq(got, want, name + " against smcproxyctl --prometheus")
+
+bi = a["smcproxyd_build_info"]
+eq((bi.type, bi.samples[0].labels), ("gauge", {"version": version.split()[1]}),
+   "build_info")
+for name in ("smcproxyd_conns_accepted", "smcproxyd_conns_closed",
+             "smcproxyd_conns_fallback", "smcproxyd_tx_bytes"):
+    eq(a[name].type, "counter", name)
+eq(sample(a, "smcproxyd_conns_accepted", "smcproxyd_conns_accepted_total"), 3,
+   "A accepted after stats reset")
+eq(sample(a, "smcproxyd_conns_fallback", "smcproxyd_conns_fallback_total"), 3,
+   "A fallback")
+eq(sample(a, "smcproxyd_conns_closed", "smcproxyd_conns_closed_total",
+          reason="client_fin"), 3, "A client_fin")
+eq(sample(b, "smcproxyd_conns_from_peers", "smcproxyd_conns_from_peers_total"),
+   3, "B conns from peers")
+if sample(a, "smcproxyd_tx_bytes", "smcproxyd_tx_bytes_total") < 3 * 65536:
+    sys.exit("A tx_bytes below the 3 x 64 KiB sent")
+eq(sample(a, "smcproxyd_conns_active", "smcproxyd_conns_active"), 0, "A active")
+start = sample(a, "smcproxyd_start_time_seconds", "smcproxyd_start_time_seconds")
+if not time.time() - 600 < start <= time.time():
+    sys.exit("start time %r" % start)
+eq(sample(a, "smcproxyd_peer_up", "smcproxyd_peer_up", peer="b"), 0, "A peer_up")
+eq(sample(a, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="b",
+          mode="fallback"), 1, "A peer b fallback")
+eq(sample(a, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="b",
+          mode="rdma"), 0, "A peer b rdma")
+eq(sample(b, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="a",
+          mode="fallback"), 1, "B peer a fallback")
+eq(sample(a, "smcproxyd_rule_conns", "smcproxyd_rule_conns", rule="x"), 0,
+   "A rule x, nothing open")
+
+# one connection held open shows per rule, peer and export
+held = socket.create_connection(("127.0.0.1", int(rule)))
+for _ in range(100):
+    a, b = scrape(amet), scrape(bmet)
+    if (sample(a, "smcproxyd_rule_conns", "smcproxyd_rule_conns", rule="x") == 1
+            and sample(b, "smcproxyd_export_conns", "smcproxyd_export_conns",
+                       export="x") == 1):
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("the held connection never showed: %r %r" % (
+        a["smcproxyd_rule_conns"].samples, b["smcproxyd_export_conns"].samples))
+eq(sample(a, "smcproxyd_peer_conns", "smcproxyd_peer_conns", peer="b"), 1,
+   "A peer b conns")
+eq(sample(a, "smcproxyd_conns_active", "smcproxyd_conns_active"), 1,
+   "A active with one held")
+held.close()
+
+eq(get(amet, "/")[0], 404, "GET /")
+eq(get(amet, "/metricsx")[0], 404, "GET /metricsx")
+eq(get(amet, "/metrics", "POST")[0], 405, "POST /metrics")
+PY
+	fail "scrape: $(cat "$T/check.out")"
+
+# The address is bound once: a reload that moves it is refused whole.
+sed -i "s|127.0.0.1:$PORT_AMET|127.0.0.1:$PORT_SPARE|" "$T/a.conf"
+if ctl a reload >"$T/reload.out" 2>&1; then
+	fail "a reload moved metrics_listen"
+fi
+grep -q "smcproxyd.metrics_listen: cannot be changed by reload" \
+	"$T/reload.out" || fail "reload: $(cat "$T/reload.out")"
+port_listening "$PORT_AMET" || fail "the endpoint is gone after a reload"
