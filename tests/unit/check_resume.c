@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The export side of a resume (docs/protocol.md, "Resuming a connection")
+ * in a real worker thread: daemon A has export e; "daemons" b and c are
+ * client-side lgr_ctx on A's event base that speak the in-band messages
+ * themselves over loopdev.  b opens two connections, their link group
+ * breaks, and on new groups A is asked to resume them: a forged resume
+ * id, another peer's request, impossible offsets and a replay are
+ * refused, the real one goes through.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "llc_wire.h"
+
+#define WAIT_MS 5000
+#define TOKEN1 0x77
+#define TOKEN2 0x78
+
+/* A client-side daemon of the test: its context and what it was told. */
+struct side {
+	const char *name;
+	struct conf *conf;
+	struct lgr_ctx *ctx;
+	struct stats st;
+	struct auth_limit al;
+	struct dev *dev;
+	struct buf_pool *pool;
+	struct buf *rmb;
+	struct llc_info got[16]; /* CONN_* messages A sent, in order */
+	int ngot;
+};
+
+static struct side B = {.name = "b"}, C = {.name = "c"};
+static struct conf *conf_a;
+static struct worker *w;
+static struct dev *dev_a;
+static int target_fd = -1, target_port, peer_port;
+
+static int
+listen_any(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static void
+side_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
+{
+	struct side *s = arg;
+
+	if (s->ngot < (int)(sizeof(s->got) / sizeof(s->got[0])))
+		s->got[s->ngot++] = *m;
+}
+
+static void
+side_init(struct side *s)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"%s\"; workers = 1; };\n"
+		 "peers = ( { name = \"a\"; address = \"127.0.0.1:%d\";"
+		 " insecure = true; } );\n",
+		 s->name, peer_port);
+	s->conf = conf_load_string(text, "side.conf", stderr);
+	ck_assert_ptr_nonnull(s->conf);
+	conf_hold(s->conf);
+	s->ctx = lgr_ctx_new(worker_base(w), s->conf, &s->st, &s->al, NULL);
+	ck_assert_ptr_nonnull(s->ctx);
+	s->ctx->llc_rx = side_llc_rx;
+	s->ctx->llc_arg = s;
+	s->dev = loopdev_new(worker_base(w));
+	ck_assert_ptr_nonnull(s->dev);
+	ck_assert_int_eq(lgr_ctx_add_dev(s->ctx, &loopdev_ops, s->dev, s->name),
+			 0);
+	s->pool = buf_pool_new(NULL, NULL, 0);
+	ck_assert_ptr_nonnull(s->pool);
+	ck_assert_int_eq(buf_get(s->pool, BUF_RMB, BUF_SIZE_MIN, &s->rmb), 0);
+}
+
+/*
+ * A's device goes with the test, before the worker's buffer pool: the
+ * pool's last deregistrations then have nothing to do.
+ */
+static struct dev_ops a_ops;
+static bool devs_freed;
+
+static void
+a_mr_dereg(struct dev *d, struct dev_mr *mr)
+{
+	if (!devs_freed)
+		loopdev_ops.mr_dereg(d, mr);
+}
+
+static void
+setup_cb(struct worker *wk, void *arg)
+{
+	a_ops = loopdev_ops;
+	a_ops.mr_dereg = a_mr_dereg;
+	devs_freed = false;
+	dev_a = loopdev_new(worker_base(wk));
+	ck_assert_ptr_nonnull(dev_a);
+	ck_assert_int_eq(lgr_ctx_add_dev(lgr_worker_ctx(wk), &a_ops, dev_a,
+					 "loopa"),
+			 0);
+	side_init(&B);
+	side_init(&C);
+}
+
+/* The sides' groups go; A's follow (their control connections end). */
+static void
+close_cb(struct worker *wk, void *arg)
+{
+	session_close_all(wk, SESSION_SHUTDOWN);
+	lgr_ctx_free(B.ctx);
+	lgr_ctx_free(C.ctx);
+}
+
+static void
+groups_cb(struct worker *wk, void *arg)
+{
+	*(bool *)arg = lgr_worker_ctx(wk)->lgrs != NULL;
+}
+
+/* Once no group is left: the devices, which go with the test. */
+static void
+devs_cb(struct worker *wk, void *arg)
+{
+	struct side *sides[] = {&B, &C};
+	int i;
+
+	lgr_worker_ctx(wk)->ndevs = 0;
+	for (i = 0; i < 2; i++) {
+		buf_put(sides[i]->rmb);
+		buf_pool_free(sides[i]->pool);
+		loopdev_free(sides[i]->dev);
+		conf_drop(sides[i]->conf);
+	}
+	loopdev_free(dev_a);
+	devs_freed = true;
+}
+
+/* A new group from side s to A, over a socket pair. */
+static void
+group_cb(struct worker *wk, void *arg)
+{
+	struct side *s = arg;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_ptr_nonnull(
+		lgr_client_new(s->ctx, &s->conf->peers[0], sv[0]));
+	ck_assert_int_eq(clc_serve(lgr_worker_ctx(wk), sv[1], NULL, NULL, 0),
+			 0);
+}
+
+static bool is_active;
+
+static void
+active_cb(struct worker *wk, void *arg)
+{
+	struct side *s = arg;
+
+	is_active = s->ctx->lgrs != NULL &&
+		    s->ctx->lgrs->state == LGR_STATE_ACTIVE;
+}
+
+/* A new group from s to A, waited for until active. */
+static void
+new_group(struct side *s)
+{
+	int i;
+
+	worker_call(w, group_cb, s);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, active_cb, s);
+		if (is_active)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("no new group from %s", s->name);
+}
+
+/* What a call on the worker sends: an LLC message from side s. */
+struct send {
+	struct side *s;
+	struct llc_info m;
+};
+
+static void
+send_cb(struct worker *wk, void *arg)
+{
+	struct send *sd = arg;
+	struct lgr_link *link = &sd->s->ctx->lgrs->link[0];
+	const struct dev_mr *mr =
+		buf_mr(sd->s->rmb, link->dev->ops, link->pd);
+
+	ck_assert_ptr_nonnull(mr);
+	if (sd->m.type == LLC_CONN_OPEN) {
+		sd->m.conn_open.rmb_rkey = mr->rkey;
+		sd->m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sd->s->rmb->addr;
+	} else {
+		sd->m.conn_resume.rmb_rkey = mr->rkey;
+	}
+	ck_assert_int_eq(llc_send(link, &sd->m, NULL, NULL), 0);
+}
+
+static void
+open_conn(struct side *s, uint32_t token)
+{
+	struct send sd = {.s = s};
+
+	sd.m.type = LLC_CONN_OPEN;
+	sd.m.conn_open.token = token;
+	sd.m.conn_open.rmbe_size = 0;
+	snprintf(sd.m.conn_open.export, sizeof(sd.m.conn_open.export), "e");
+	worker_call(w, send_cb, &sd);
+}
+
+static void
+resume(struct side *s, const uint8_t *id, uint32_t token, uint64_t rx,
+       uint64_t fin)
+{
+	struct send sd = {.s = s};
+
+	sd.m.type = LLC_CONN_RESUME;
+	memcpy(sd.m.conn_resume.resume_id, id, LLC_RESUME_ID_LEN);
+	sd.m.conn_resume.token = token;
+	sd.m.conn_resume.rx_off = rx;
+	sd.m.conn_resume.tx_fin = fin;
+	worker_call(w, send_cb, &sd);
+}
+
+/* Nothing: returning, the worker has handled what came before. */
+static void
+sync_cb(struct worker *wk, void *arg)
+{
+}
+
+/* The next message A sends side s (the n-th in all), within WAIT_MS. */
+static const struct llc_info *
+answer(struct side *s, int n)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, sync_cb, NULL);
+		if (s->ngot > n)
+			return &s->got[n];
+		usleep(10000);
+	}
+	ck_abort_msg("no answer %d from A to %s", n, s->name);
+	return NULL;
+}
+
+static uint64_t
+stat_a(enum stats_id id)
+{
+	return stats_read(worker_stats(w), id);
+}
+
+static bool
+wait_stat_a(enum stats_id id, uint64_t want)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		if (stat_a(id) == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void
+kill_cb(struct worker *wk, void *arg)
+{
+	struct side *s = arg;
+
+	loopdev_drop_link(wr_link_qp(s->ctx->lgrs->link[0].wr));
+}
+
+static void
+setup(void)
+{
+	char text[1024];
+	int fd;
+
+	log_init(1, LOG_LEVEL_WARN);
+	target_fd = listen_any(&target_port);
+	fd = listen_any(&peer_port);
+	close(fd);
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"a\"; workers = 1; resume_timeout = 60; };\n"
+		 "peer_listen: { address = \"127.0.0.1:%d\"; };\n"
+		 "peers = ( { name = \"b\"; address = \"127.0.0.1:1\";"
+		 " insecure = true; any_source = true; },\n"
+		 "  { name = \"c\"; address = \"127.0.0.2:1\";"
+		 " insecure = true; any_source = true; } );\n"
+		 "exports = ( { name = \"e\"; target = \"127.0.0.1:%d\";"
+		 " peers = [ \"b\", \"c\" ]; } );\n"
+		 "rdma: { max_links = 1; };\n",
+		 peer_port, target_port);
+	conf_a = conf_load_string(text, "a.conf", stderr);
+	ck_assert_ptr_nonnull(conf_a);
+	conf_hold(conf_a);
+	ck_assert_int_eq(worker_start_all(conf_a), 0);
+	w = worker_get(0);
+	worker_call(w, setup_cb, NULL);
+}
+
+static void
+teardown(void)
+{
+	bool groups = true;
+	int i;
+
+	worker_call(w, close_cb, NULL);
+	for (i = 0; i < WAIT_MS / 10 && groups; i++) {
+		worker_call(w, groups_cb, &groups);
+		if (groups)
+			usleep(10000);
+	}
+	worker_call(w, devs_cb, NULL);
+	worker_stop_all(0);
+	worker_join_all();
+	close(target_fd);
+	conf_drop(conf_a);
+}
+
+START_TEST(resume_refusals_and_the_real_one)
+{
+	uint8_t id1[LLC_RESUME_ID_LEN], id2[LLC_RESUME_ID_LEN];
+	uint8_t forged[LLC_RESUME_ID_LEN];
+	const struct llc_info *m;
+	uint32_t a_token1;
+
+	new_group(&B);
+	open_conn(&B, TOKEN1);
+	m = answer(&B, 0);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	ck_assert_uint_eq(m->conn_accept.opener_token, TOKEN1);
+	memcpy(id1, m->conn_accept.resume_id, sizeof(id1));
+	a_token1 = m->conn_accept.token;
+	open_conn(&B, TOKEN2);
+	m = answer(&B, 1);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	memcpy(id2, m->conn_accept.resume_id, sizeof(id2));
+	/* random ids, not zero, not the same twice */
+	memset(forged, 0, sizeof(forged));
+	ck_assert(memcmp(id1, forged, sizeof(id1)) != 0);
+	ck_assert(memcmp(id1, id2, sizeof(id1)) != 0);
+
+	/* the group breaks: A's two connections wait to resume */
+	worker_call(w, kill_cb, &B);
+	ck_assert(wait_stat_a(STAT_conns_resuming, 2));
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 2);
+	new_group(&B);
+	new_group(&C);
+
+	/* a forged id: refused, nothing else changes */
+	memcpy(forged, id1, sizeof(forged));
+	forged[0] ^= 1;
+	resume(&B, forged, TOKEN1, 0, 0);
+	m = answer(&B, 2);
+	ck_assert_uint_eq(m->type, LLC_CONN_REJECT);
+	ck_assert_uint_eq(m->conn_reject.opener_token, TOKEN1);
+	ck_assert_uint_eq(m->conn_reject.reason, 11);
+	/* the right id from another peer: refused */
+	resume(&C, id1, TOKEN1, 0, 0);
+	m = answer(&C, 0);
+	ck_assert_uint_eq(m->type, LLC_CONN_REJECT);
+	ck_assert_uint_eq(m->conn_reject.reason, 11);
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 2);
+
+	/* offsets that cannot be true: refused, and that connection ends */
+	resume(&B, id2, TOKEN2, 1, 0);
+	m = answer(&B, 3);
+	ck_assert_uint_eq(m->type, LLC_CONN_REJECT);
+	ck_assert_uint_eq(m->conn_reject.reason, 8);
+	ck_assert(wait_stat_a(STAT_resume_failed_protocol, 1));
+	ck_assert(wait_stat_a(STAT_conns_resuming, 1));
+
+	/* the real one: answered with A's counts, relaying again */
+	resume(&B, id1, TOKEN1, 0, 0);
+	m = answer(&B, 4);
+	ck_assert_uint_eq(m->type, LLC_CONN_RESUME);
+	ck_assert(m->flags & LLC_FLAG_RESP);
+	ck_assert_mem_eq(m->conn_resume.resume_id, id1, sizeof(id1));
+	ck_assert_uint_eq(m->conn_resume.token, a_token1);
+	ck_assert_uint_eq(m->conn_resume.rx_off, 0);
+	ck_assert_uint_eq(m->conn_resume.tx_fin, 0);
+	ck_assert(wait_stat_a(STAT_conns_resumed_rdma, 1));
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 0);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+
+	/* replayed on the group it is on now: refused, still there */
+	resume(&B, id1, TOKEN1, 0, 0);
+	m = answer(&B, 5);
+	ck_assert_uint_eq(m->type, LLC_CONN_REJECT);
+	ck_assert_uint_eq(m->conn_reject.reason, 11);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_resumed_rdma), 1);
+}
+END_TEST
+
+static Suite *
+resume_suite(void)
+{
+	Suite *s = suite_create("resume");
+	TCase *tc = tcase_create("export side");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, resume_refusals_and_the_real_one);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(resume_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
