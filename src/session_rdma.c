@@ -2162,6 +2162,11 @@ session_rdma_resume_asked(struct session_rdma_worker *srw,
 	}
 	if (sr->lc.lgr != NULL || memcmp(lgr->peer_system_id, sr->peer_sysid,
 					 sizeof(sr->peer_sysid)) != 0) {
+		log_info("lgr %u: peer %s: CONN_RESUME for conn 0x%llx: "
+			 "refused (%s)",
+			 lgr->id, lgr->peer->name, session_rdma_id(sr),
+			 sr->lc.lgr != NULL ? "it is moving already" :
+					      "another daemon instance");
 		(void)session_rdma_reject_send(link, r->token,
 					       SESSION_RESUME_FAILED);
 		return;
