@@ -4,7 +4,9 @@
 # Two hosts: a real application across them.  redis-server on host b
 # behind export r, redis-benchmark on host a through rule r: plain and
 # pipelined runs complete without an error, redis-cli reads back what it
-# wrote, every connection over RDMA.
+# wrote, every connection over RDMA.  Then a run across a 5 s outage of
+# b's interface: its connections resume (issue 14) and it finishes
+# without an error.
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -68,8 +70,19 @@ if [ "$RXE_HOST" = a ]; then
 	else
 		bad "redis-cli get returned something else"
 	fi
+	(sleep 2 && rxe_signal outage) &
+	signaller=$!
+	bench 1 -q -n 2000 -c 4 -t set -d 64
+	wait "$signaller"
+	n=$(rxe_stat a conns_resumed_rdma)
+	[ "${n:-0}" -ge 1 ] && ok "a: the benchmark's connections resumed ($n)" ||
+		bad "a: conns_resumed_rdma '$n' after the outage"
 	rxe_signal done
 else
+	rxe_await outage 240 || bad "a's benchmarks did not get to the outage"
+	ip link set "$RXE_LINK_IF" down || rxe_die "cannot take $RXE_LINK_IF down"
+	sleep 5
+	ip link set "$RXE_LINK_IF" up || rxe_die "cannot bring $RXE_LINK_IF up"
 	rxe_await done 240 || bad "a's benchmark did not end"
 fi
 n=$(rxe_stat "$RXE_HOST" conns_rdma)
