@@ -5,10 +5,12 @@
 # RDMA.  Daemon b, the export side, dies while 12 connections stream both
 # ways over the link group; on a the control connection closes, the group
 # ends and every client connection is closed promptly (within $KILL_BOUND
-# s, no hang), counted link_failed, and a frees everything: no connection
+# s, no hang: they would resume, but b's peer port refuses), counted
+# resume_failed, and a frees everything: no connection
 # left, no group in `show lgrs`.  The buffers are large enough (8 MiB send
 # ring and RMB) that the 12 connections take 192 of the 200 MiB of
-# registered buffers a may have (max_buffer_memory): a 13th connection
+# registered buffers a may have (max_buffer_memory; its one peer may take
+# all of it, buffer_share 100): a 13th connection
 # meanwhile finds no room and goes over the TCP fallback, counted
 # conns_rdma_nobufs, without disturbing the 12.  Once b is restarted, 12
 # new connections are again carried over RDMA with no buffer shortage
@@ -40,6 +42,7 @@ group_up() {
 			'$RXE_OUT/b.log') -ge $1 ]"
 }
 
+RXE_PEER_EXTRA="buffer_share = 100;"
 rxe_pair_confs "devices = [ \"$RXE_DEV0\" ]; sndbuf = 8388608; rmb = 8388608;
         max_buffer_memory = 200;" \
 	"devices = [ \"$RXE_DEV0\" ]; sndbuf = 8388608; rmb = 8388608;"
@@ -99,7 +102,8 @@ else
 	bad "a: show lgrs: $(head -c 300 "$RXE_OUT/a.lgrs.json")"
 fi
 expect_stat a lgr_terminated 1
-expect_stat a close_link_failed $CONNS
+expect_stat a close_resume_failed $CONNS
+expect_stat a resume_failed_peer_gone $CONNS
 expect_stat a llc_protocol_errors 0
 if logged a 'link group ends'; then
 	ok "a logged the end of the group"

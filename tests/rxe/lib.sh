@@ -475,12 +475,13 @@ xfer_ok() {
 	fi
 }
 
+# (RXE_PEER_EXTRA: more keys for each daemon's one peer entry)
 rxe_pair_confs() {
 	head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
 		rxe_die "cannot write the key"
 	cat >"$R/a.conf" <<EOF
 smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; ${RXE2_GLOBAL:-} };
-peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
+peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; ${RXE_PEER_EXTRA:-} } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; }${3:-} );
 rdma: { $1 };
@@ -488,7 +489,7 @@ EOF
 	cat >"$R/b.conf" <<EOF
 smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; ${RXE2_GLOBAL:-} };
 peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_IP0:$((PORT_B + 1))"; key_file = "$R/psk"; } );
+peers = ( { name = "a"; address = "$RXE_IP0:$((PORT_B + 1))"; key_file = "$R/psk"; ${RXE_PEER_EXTRA:-} } );
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; } );
 rdma: { ${2:-$1} };
 EOF
