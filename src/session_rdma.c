@@ -88,7 +88,6 @@ struct session_rdma_worker {
 	unsigned int nresuming;
 	struct event *resume_ev; /* rule side: find or set up a group */
 	struct session_rdma_share *shares; /* per peer (buffer_share) */
-	struct event *watch_ev;	/* each second: windows shut too long */
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -157,7 +156,6 @@ struct session_rdma {
 	uint32_t res_rkey;
 	struct session_rdma_share *share; /* charged charge bytes there */
 	size_t charge;
-	uint64_t shut_since_ms; /* bytes wait for the peer's window since */
 	/* resumed over TCP: fd[1 - t] is the connection to the peer */
 	enum session_rdma_tcp tcp_step;
 	uint8_t tcp_in[FB_MSG_MAX];
@@ -189,7 +187,6 @@ static void session_rdma_tcp_start(struct session_rdma *sr);
 static void session_rdma_tcp_io(struct session_rdma *sr, short what);
 static bool session_rdma_tcp_out(struct session_rdma *sr);
 static bool session_rdma_tcp_in(struct session_rdma *sr);
-static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -240,21 +237,10 @@ session_rdma_worker_init(struct worker *w)
 	buf_pool_set_stats(srw->pool, worker_stats(w));
 	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
 				     srw);
-	srw->watch_ev = event_new(worker_base(w), -1, EV_PERSIST,
-				  session_rdma_watch, srw);
-	if (srw->resume_ev == NULL || srw->watch_ev == NULL) {
-		if (srw->resume_ev != NULL)
-			event_free(srw->resume_ev);
-		if (srw->watch_ev != NULL)
-			event_free(srw->watch_ev);
+	if (srw->resume_ev == NULL) {
 		buf_pool_free(srw->pool);
 		free(srw);
 		return -ENOMEM;
-	}
-	{
-		struct timeval tv = {1, 0};
-
-		event_add(srw->watch_ev, &tv);
 	}
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
@@ -294,7 +280,6 @@ session_rdma_worker_end(struct worker *w)
 	}
 	buf_pool_free(srw->pool);
 	event_free(srw->resume_ev);
-	event_free(srw->watch_ev);
 	while (srw->shares != NULL) {
 		struct session_rdma_share *sh = srw->shares;
 
@@ -2277,47 +2262,6 @@ session_rdma_resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_resume_asked(srw, link, &m->conn_resume);
 	else
 		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
-}
-
-/*
- * Each second: a connection whose bytes have waited for the peer's
- * window longer than tcp_user_timeout while its link is fine (TEST_LINK
- * answered) is reset, as TCP drops a connection whose zero window
- * outlasts TCP_USER_TIMEOUT: the peer is there but its side never reads.
- */
-static void
-session_rdma_watch(evutil_socket_t fd, short what, void *arg)
-{
-	struct session_rdma_worker *srw = arg;
-	const struct conf *conf = worker_conf(srw->w);
-	uint64_t now = session_now_ms(), bound;
-	struct session *s, *next;
-	struct session_rdma *sr;
-
-	if (conf->tcp_user_timeout <= 0)
-		return;
-	bound = (uint64_t)conf->tcp_user_timeout * 1000;
-	for (s = worker_sessions(srw->w); s != NULL; s = next) {
-		next = session_next(s);
-		sr = s->rdma;
-		if (s->mode != SESSION_MODE_RDMA || sr == NULL ||
-		    s->state != SESSION_RELAY || sr->rc == NULL)
-			continue;
-		if (tx_unsent(sr->rc) == 0 || sr->rc->peer_rmbe_space > 0) {
-			sr->shut_since_ms = 0;
-			continue;
-		}
-		if (sr->shut_since_ms == 0) {
-			sr->shut_since_ms = now;
-		} else if (now - sr->shut_since_ms > bound && !sr->closing) {
-			log_warnx("conn 0x%llx: the peer's window stayed shut "
-				  "for %d s (tcp_user_timeout): reset",
-				  session_rdma_id(sr), conf->tcp_user_timeout);
-			STATS_INC(worker_stats(srw->w), conns_window_timeout);
-			tx_close(sr->rc, TX_CLOSE_ABORT);
-			session_rdma_fail(sr, SESSION_PEER_TIMEOUT);
-		}
-	}
 }
 
 /* ---- resuming over TCP (docs/protocol.md) ---- */

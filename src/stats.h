@@ -29,8 +29,6 @@
 	  "connections that fell back: no registered buffer to be had")      \
 	X(peer_buffer_full, COUNTER, "connections",                          \
 	  "connections that fell back: their peer's buffer_share was held")  \
-	X(conns_window_timeout, COUNTER, "connections",                      \
-	  "connections reset: the peer's window stayed shut for tcp_user_timeout") \
 	X(peer_lgr_limit, COUNTER, "handshakes",                             \
 	  "link groups declined: the peer had max_lgrs with us already")     \
 	X(conns_lgr_waits, COUNTER, "connections",                           \
