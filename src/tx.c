@@ -68,6 +68,21 @@ tx_unsent(const struct rconn *rc)
 			     &rc->tx_curs_prep);
 }
 
+/* The stream offset of tx_curs_sent: bytes written so far. */
+static uint64_t
+tx_sent_off(const struct rconn *rc)
+{
+	return rc->tx_prep_off - tx_unsent(rc);
+}
+
+/* tx_curs_sent moved on: remember the furthest it has been. */
+static void
+tx_sent_hi_note(struct rconn *rc)
+{
+	if (tx_sent_off(rc) > rc->tx_sent_hi_off)
+		rc->tx_sent_hi_off = tx_sent_off(rc);
+}
+
 /* Free bytes of the ring: those whose CDC completed. */
 static size_t
 tx_ring_free(const struct rconn *rc)
@@ -479,8 +494,7 @@ tx_post_data(struct rconn *rc, bool *corked)
 	if (cdc_curs_comp(rc->peer_rmb.size, &rc->tx_prod_hi, &prod) > 0)
 		rc->tx_prod_hi = prod;
 	cdc_curs_add(&rc->tx_curs_sent, len, rc->sndbuf->size);
-	if (rc->tx_prep_off - tx_unsent(rc) > rc->tx_sent_hi_off)
-		rc->tx_sent_hi_off = rc->tx_prep_off - tx_unsent(rc);
+	tx_sent_hi_note(rc);
 	rc->peer_rmbe_space -= len;
 	rc->rx_curs_confirmed = tc->cons;
 	p.sent = rc->tx_curs_sent;
@@ -874,7 +888,7 @@ tx_tcp_spans(const struct rconn *rc, struct iovec iov[2])
 void
 tx_tcp_sent(struct rconn *rc, size_t n)
 {
-	uint64_t from = rc->tx_prep_off - tx_unsent(rc), again = 0;
+	uint64_t from = tx_sent_off(rc), again = 0;
 
 	if (n > tx_unsent(rc))
 		n = tx_unsent(rc);
@@ -886,8 +900,7 @@ tx_tcp_sent(struct rconn *rc, size_t n)
 	cdc_curs_add(&rc->local_tx_ctrl.prod, n, rc->peer_rmb.size);
 	rc->tx_prod_fin = rc->local_tx_ctrl.prod;
 	rc->tx_prod_hi = rc->tx_prod_fin;
-	if (rc->tx_prep_off - tx_unsent(rc) > rc->tx_sent_hi_off)
-		rc->tx_sent_hi_off = rc->tx_prep_off - tx_unsent(rc);
+	tx_sent_hi_note(rc);
 	RCONN_STAT(rc, tx_bytes, n - again);
 	RCONN_STAT(rc, resent_bytes, again);
 	tx_space_opened(rc);
