@@ -81,6 +81,8 @@ static pthread_once_t lgr_key_once = PTHREAD_ONCE_INIT;
 static uint8_t lgr_daemon_system_id[8];
 
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
+static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
+		       void *arg);
 
 /* Monotonic milliseconds (the clock wr.c and session.c use too). */
 uint64_t
@@ -763,6 +765,7 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 	}
 	link->state = LGR_LINK_INIT;
 	llc_link_init(link);
+	wr_rx_register(link->wr, CDC_MSG_TYPE, lgr_cdc_rx);
 	return link;
 }
 
@@ -864,6 +867,7 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	struct lgr *lgr;
 	uint8_t rnd[AUTH_NONCE_LEN];
 	unsigned int tick;
+	int i;
 
 	lgr = calloc(1, sizeof(*lgr));
 	if (lgr == NULL)
@@ -876,6 +880,9 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	lgr->peer = peer;
 	lgr->next_link_id = 1;
 	lgr->created_ms = lgr_now_ms();
+	TAILQ_INIT(&lgr->conns);
+	for (i = 0; i < LGR_TOKEN_BUCKETS; i++)
+		LIST_INIT(&lgr->by_token[i]);
 	do {
 		auth_nonce(rnd);
 		memcpy(&lgr->token, rnd, sizeof(lgr->token));
@@ -1365,18 +1372,40 @@ lgr_link_least(struct lgr *lgr)
 	return best;
 }
 
+static struct lgr_conn_bucket *
+lgr_token_bucket(struct lgr *lgr, uint32_t token)
+{
+	return &lgr->by_token[token % LGR_TOKEN_BUCKETS];
+}
+
+/* A token for a new connection of ctx: never 0, never handed out twice. */
+static uint32_t
+lgr_token_new(struct lgr_ctx *ctx)
+{
+	if (++ctx->last_token == 0)
+		++ctx->last_token;
+	return ctx->last_token;
+}
+
+/* The connection of lgr with our token, accepted or not; NULL if none. */
+struct lgr_conn *
+lgr_conn_find(const struct lgr *lgr, uint32_t token)
+{
+	struct lgr_conn *c;
+
+	LIST_FOREACH(c, &lgr->by_token[token % LGR_TOKEN_BUCKETS], hash)
+		if (c->token == token)
+			return c;
+	return NULL;
+}
+
 static void
 lgr_conn_unlink(struct lgr_conn *c)
 {
 	struct lgr *lgr = c->lgr;
 
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		lgr->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
+	TAILQ_REMOVE(&lgr->conns, c, entry);
+	LIST_REMOVE(c, hash);
 	if (c->link != NULL)
 		c->link->conns--;
 	c->link = NULL;
@@ -1387,8 +1416,9 @@ lgr_conn_unlink(struct lgr_conn *c)
 
 /*
  * Put connection c (link_down and arg set) on lgr, on its least used
- * active link.  0, -ENOSPC when the group is full, -ENOLINK when it has
- * no active link.
+ * active link, with a new token (c->token) unless it has one (resumed
+ * from another group of the context).  0, -ENOSPC when the group is
+ * full, -ENOLINK when it has no active link.
  */
 int
 lgr_conn_add(struct lgr *lgr, struct lgr_conn *c)
@@ -1415,12 +1445,11 @@ lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link)
 		return -ENOLINK;
 	c->lgr = lgr;
 	c->link = link;
+	if (c->token == 0)
+		c->token = lgr_token_new(lgr->ctx);
 	link->conns++;
-	c->prev = NULL;
-	c->next = lgr->conns;
-	if (lgr->conns != NULL)
-		lgr->conns->prev = c;
-	lgr->conns = c;
+	TAILQ_INSERT_HEAD(&lgr->conns, c, entry);
+	LIST_INSERT_HEAD(lgr_token_bucket(lgr, c->token), c, hash);
 	lgr->nconns++;
 	return 0;
 }
@@ -1439,8 +1468,7 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 {
 	struct lgr_conn *c, *next;
 
-	for (c = lgr->conns; c != NULL; c = next) {
-		next = c->next;
+	TAILQ_FOREACH_SAFE(c, &lgr->conns, entry, next) {
 		if (from != NULL && c->link != from)
 			continue;
 		if (to == NULL) {
@@ -1454,6 +1482,83 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 		if (c->link_down != NULL)
 			c->link_down(c, to); /* may free c */
 	}
+}
+
+/* ---- CDCs: the peer's messages for our connections ---- */
+
+struct lgr_cdc_lookup {
+	struct lgr *lgr;
+	uint32_t token;
+	bool known;	/* a connection has it, relaying (rc) or not yet */
+};
+
+static struct rconn *
+lgr_cdc_rconn(uint32_t token, void *arg)
+{
+	struct lgr_cdc_lookup *lk = arg;
+	struct lgr_conn *c = lgr_conn_find(lk->lgr, token);
+
+	lk->token = token;
+	lk->known = c != NULL;
+	return c != NULL ? c->rc : NULL;
+}
+
+/*
+ * Before a failover validation CDC on link: every CDC the peer saw
+ * complete on another link (the one it failed over from) is in that
+ * link's completion queue, maybe not yet handled.  Handle those first,
+ * or the validation finds a CDC missing that did arrive.
+ */
+static void
+lgr_cdc_drain_others(struct lgr_link *link, const void *msg, size_t len)
+{
+	const struct cdc_msg *c = msg;
+	struct lgr *lgr = link->lgr;
+	int i;
+
+	if (len < sizeof(*c) ||
+	    !(c->prod_flags & CDC_PF_FAILOVER_VALIDATION))
+		return;
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (&lgr->link[i] != link && lgr->link[i].wr != NULL &&
+		    lgr->link[i].state != LGR_LINK_FREE)
+			wr_link_poll(lgr->link[i].wr);
+}
+
+/*
+ * wr.c's handler for CDC_MSG_TYPE on every link: the CDC goes to the
+ * connection its token names.  A CDC that arrived whole is good even if
+ * its link has failed since: the peer saw it complete and counts on it.
+ * One we cannot take ends the group.
+ */
+static void
+lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+{
+	struct lgr_link *link = arg;
+	struct lgr *lgr = link->lgr;
+	struct lgr_cdc_lookup lk = {lgr, 0, false};
+	const char *why;
+	char buf[80];
+	int err;
+
+	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
+		return;
+	link->act_ms = lgr_now_ms();
+	lgr_cdc_drain_others(link, msg, len);
+	if (lgr->state == LGR_STATE_TERMINATING)
+		return;
+	err = rx_cdc_recv(msg, len, lgr_cdc_rconn, &lk, &why);
+	if (err == 0)
+		return;
+	/* before its relay starts, or crossing our close (tokens are never
+	 * handed out twice) */
+	if (err == -ENOENT &&
+	    (lk.known ||
+	     (lk.token != 0 && lk.token <= lgr->ctx->last_token)))
+		return;
+	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
+		 why != NULL ? why : "bad CDC", lk.token, link->id);
+	lgr_protocol_error(lgr, buf);
 }
 
 /* ---- what llc.c reports ---- */

@@ -633,8 +633,7 @@ static void llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg);
 static struct lgr_link *
 llc_waiter_link(struct wr_waiter *w)
 {
-	return (struct lgr_link *)((char *)w -
-				   offsetof(struct lgr_link, waiter));
+	return container_of(w, struct lgr_link, waiter);
 }
 
 /* Take a TX slot and post msg.  0, -EBUSY (parked), or -errno. */

@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <jansson.h>
+
 #include "smcproxyd.h"
 
 #define RX_UPDATE_MIN 1024 /* never announce less window than this */
@@ -29,6 +31,19 @@ rx_readable(const struct rconn *rc)
 {
 	return cdc_curs_diff(rc->rmb->size, &rc->local_tx_ctrl.cons,
 			     &rc->local_rx_ctrl.prod);
+}
+
+/* Add rc's receive side (RMB element, consumer cursor) to JSON object o. */
+void
+rx_json(const struct rconn *rc, void *json_obj)
+{
+	json_t *o = json_obj;
+
+	json_object_set_new(o, "rmb", json_integer((json_int_t)rc->rmb->size));
+	json_object_set_new(o, "rx_cons",
+			    json_integer(rc->local_tx_ctrl.cons.count));
+	json_object_set_new(o, "rx_readable",
+			    json_integer((json_int_t)rx_readable(rc)));
 }
 
 /*

@@ -78,7 +78,6 @@ struct session_rdma_worker {
 	struct worker *w;
 	struct lgr_ctx *ctx;
 	struct buf_pool *pool; /* on every device of the worker's links */
-	uint32_t last_token;   /* tokens 1..last_token were handed out */
 	/* client connections waiting for a group on its way (FIFO) */
 	struct session_rdma_queue parked;
 	/* taken off parked by a wake-up, each to go on exactly once */
@@ -119,7 +118,7 @@ struct session_rdma {
 	struct lgr_conn lc;	  /* membership of the link group */
 	struct rconn *rc;	  /* once accepted */
 	struct buf *sndbuf, *rmb; /* until rc takes them over */
-	uint32_t token, peer_token;
+	uint32_t peer_token;	  /* ours: lc.token */
 	struct rconn_peer_rmb peer_rmb; /* export side: from CONN_OPEN */
 	int t;				/* index of the TCP socket in fd[] */
 	bool answered;			/* export side: ACCEPT or REJECT sent */
@@ -401,111 +400,13 @@ session_rdma_rmbe_size(size_t size)
 	return n;
 }
 
-static void session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len,
-				void *arg);
-
-/*
- * Receive CDCs on every link of lgr.  lgr.c registers the LLC types
- * only; links come and go, so this runs whenever a connection of the
- * group moves (open, accept, failover) or the group talks to us.
- */
-static void
-session_rdma_lgr_watch(struct lgr *lgr)
-{
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].wr != NULL &&
-		    lgr->link[i].state != LGR_LINK_FREE &&
-		    lgr->link[i].state != LGR_LINK_DOWN)
-			wr_rx_register(lgr->link[i].wr, CDC_MSG_TYPE,
-				       session_rdma_cdc_rx);
-}
-
 /* The connection of lgr with our token, accepted or not; NULL if none. */
 static struct session_rdma *
 session_rdma_find(struct lgr *lgr, uint32_t token)
 {
-	struct lgr_conn *c;
-	struct session_rdma *sr;
+	struct lgr_conn *c = lgr_conn_find(lgr, token);
 
-	for (c = lgr->conns; c != NULL; c = c->next) {
-		sr = c->arg;
-		if (sr->token == token)
-			return sr;
-	}
-	return NULL;
-}
-
-struct session_rdma_lookup {
-	struct lgr *lgr;
-	uint32_t token;
-};
-
-static struct rconn *
-session_rdma_rconn(uint32_t token, void *arg)
-{
-	struct session_rdma_lookup *lk = arg;
-	struct session_rdma *sr = session_rdma_find(lk->lgr, token);
-
-	lk->token = token;
-	return sr != NULL ? sr->rc : NULL;
-}
-
-/*
- * Before a failover validation CDC on link: every CDC the peer saw
- * complete on another link (the one it failed over from) is in that
- * link's completion queue, maybe not yet handled.  Handle those first,
- * or the validation finds a CDC missing that did arrive.
- */
-static void
-session_rdma_drain_others(struct lgr_link *link, const void *msg, size_t len)
-{
-	const struct cdc_msg *c = msg;
-	struct lgr *lgr = link->lgr;
-	int i;
-
-	if (len < sizeof(*c) ||
-	    !(c->prod_flags & CDC_PF_FAILOVER_VALIDATION))
-		return;
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (&lgr->link[i] != link && lgr->link[i].wr != NULL &&
-		    lgr->link[i].state != LGR_LINK_FREE)
-			wr_link_poll(lgr->link[i].wr);
-}
-
-/*
- * wr.c's handler for CDC_MSG_TYPE on the links of our groups.  A CDC that
- * arrived whole is good even if its link has failed since: the peer saw
- * it complete and counts on it.
- */
-static void
-session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
-{
-	struct lgr_link *link = arg;
-	struct lgr *lgr = link->lgr;
-	struct session_rdma_worker *srw = lgr->ctx->llc_arg;
-	struct session_rdma_lookup lk = {lgr, 0};
-	const char *why;
-	char buf[80];
-	int err;
-
-	if (link->state == LGR_LINK_FREE ||
-	    lgr->state == LGR_STATE_TERMINATING || srw == NULL)
-		return;
-	link->act_ms = lgr_now_ms();
-	session_rdma_drain_others(link, msg, len);
-	if (lgr->state == LGR_STATE_TERMINATING)
-		return;
-	err = rx_cdc_recv(msg, len, session_rdma_rconn, &lk, &why);
-	if (err == 0)
-		return;
-	/* a CDC crossing our close: tokens are never handed out twice */
-	if (err == -ENOENT && lk.token != 0 && lk.token <= srw->last_token)
-		return;
-	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
-		 why != NULL ? why : "bad CDC", lk.token, link->id);
-	lgr_protocol_error(lgr, buf);
+	return c != NULL ? c->arg : NULL;
 }
 
 /* Close the session from outside the relay loop, or have the loop do it. */
@@ -677,7 +578,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 			  strerror(-di));
 		return;
 	}
-	for (c = link->lgr->conns; c != NULL; c = c->next)
+	TAILQ_FOREACH(c, &link->lgr->conns, entry)
 		session_rdma_rkeys_announce(c->arg);
 	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
 		session_rdma_resume_peer(srw, link->lgr, false);
@@ -704,7 +605,7 @@ session_rdma_confirm_rkey(struct lgr_link *link,
 
 	if (m->flags & LLC_FLAG_RESP)
 		return; /* we ask for no answers */
-	for (lc = link->lgr->conns; lc != NULL; lc = lc->next) {
+	TAILQ_FOREACH(lc, &link->lgr->conns, entry) {
 		sr = lc->arg;
 		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
 		    session_rdma_peer_rkey(sr, link->id, &rkey) == 0 &&
@@ -809,7 +710,6 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 		session_rdma_fail(sr, SESSION_LINK_FAILED);
 		return;
 	}
-	session_rdma_lgr_watch(to->lgr);
 	sr->failover_to = to;
 	session_rdma_kick(sr);
 }
@@ -949,17 +849,10 @@ session_rdma_read(struct session_rdma *sr)
 static void
 session_rdma_done(struct session_rdma *sr)
 {
-	const struct rconn *rc = sr->rc;
-
-	/* the FIN's CDC completed, too: were the group to end before, the
-	 * connection must still be there to resume and send it again */
-	if (rc->link != NULL && tx_unsent(rc) == 0 && rc->cdc_pend_tx_wr == 0 &&
-	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING)) {
+	if (tx_fin_confirmed(sr->rc)) {
 		sr->closing = true;
 		sr->close_reason = sr->fin_reason;
-		return;
 	}
-	sr->rc->flags |= RCONN_F_TX_BLOCKED;
 }
 
 /*
@@ -1061,7 +954,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	memset(&in, 0, sizeof(in));
 	in.id = s->id;
 	in.link = link->wr;
-	in.token = sr->token;
+	in.token = sr->lc.token;
 	in.peer_token = sr->peer_token;
 	in.sndbuf = sr->sndbuf;
 	in.rmb = sr->rmb;
@@ -1079,6 +972,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	in.ops = &session_rdma_ops;
 	in.arg = sr;
 	sr->rc = tx_conn_new(&in);
+	sr->lc.rc = sr->rc;
 	if (sr->rc == NULL) {
 		log_warn("conn 0x%llx: connection over RDMA",
 			 session_rdma_id(sr));
@@ -1196,10 +1090,6 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 		STATS_INC(worker_stats(sr->s->w), conns_rdma_nobufs);
 		return rc;
 	}
-	sr->token = ++sr->srw->last_token;
-	if (sr->token == 0)
-		sr->token = ++sr->srw->last_token;
-	session_rdma_lgr_watch(lgr);
 	return 0;
 }
 
@@ -1364,7 +1254,7 @@ session_rdma_connect(struct session *s)
 		goto fallback;
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_OPEN;
-	m.conn_open.token = sr->token;
+	m.conn_open.token = sr->lc.token;
 	m.conn_open.rmb_rkey =
 		session_rdma_mr(srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
@@ -1384,7 +1274,7 @@ session_rdma_connect(struct session *s)
 	log_debug("conn 0x%llx: rule %s: CONN_OPEN %s on lgr %u link %u, "
 		  "token %u",
 		  session_rdma_id(sr), s->rule->name, s->export_name, lgr->id,
-		  sr->lc.link->id, sr->token);
+		  sr->lc.link->id, sr->lc.token);
 	return true;
 fallback:
 	log_debug("conn 0x%llx: rule %s: lgr %u: %s: fallback",
@@ -1675,7 +1565,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.type = LLC_CONN_ACCEPT;
 	m.flags = LLC_FLAG_RESP;
 	m.conn_accept.opener_token = sr->peer_token;
-	m.conn_accept.token = sr->token;
+	m.conn_accept.token = sr->lc.token;
 	m.conn_accept.rmb_rkey =
 		session_rdma_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
@@ -1721,7 +1611,6 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 
 	if (srw == NULL)
 		return;
-	session_rdma_lgr_watch(link->lgr);
 	switch (m->type) {
 	case LLC_CONN_OPEN:
 		session_rdma_open(srw, link, &m->conn_open);
@@ -1909,7 +1798,6 @@ session_rdma_resume_join(struct session_rdma *sr, struct lgr *lgr,
 		lgr_conn_del(&sr->lc);
 		return NULL;
 	}
-	session_rdma_lgr_watch(lgr);
 	return mr;
 }
 
@@ -1926,7 +1814,7 @@ session_rdma_resume_send(struct session_rdma *sr, struct lgr *lgr)
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_RESUME;
 	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
-	m.conn_resume.token = sr->token;
+	m.conn_resume.token = sr->lc.token;
 	m.conn_resume.rmb_rkey = mr->rkey;
 	m.conn_resume.rx_off = sr->rc->rx_off;
 	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
@@ -2079,7 +1967,7 @@ session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
 		    old->state != LGR_STATE_ACTIVE ||
 		    strcmp(old->peer->name, peer) != 0)
 			continue;
-		for (c = old->conns; c != NULL; c = c->next) {
+		TAILQ_FOREACH(c, &old->conns, entry) {
 			sr = c->arg;
 			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
 			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
@@ -2171,8 +2059,7 @@ session_rdma_resume_asked(struct session_rdma_worker *srw,
 		return;
 	}
 	sr->peer_token = r->token;
-	sr->rc->peer_token = r->token;
-	sr->rc->local_tx_ctrl.token = r->token;
+	tx_peer_token_set(sr->rc, r->token);
 	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
 	sr->res_rkey = r->rmb_rkey;
 	sr->res_rx = r->rx_off;
@@ -2181,7 +2068,7 @@ session_rdma_resume_asked(struct session_rdma_worker *srw,
 	m.type = LLC_CONN_RESUME;
 	m.flags = LLC_FLAG_RESP;
 	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
-	m.conn_resume.token = sr->token;
+	m.conn_resume.token = sr->lc.token;
 	m.conn_resume.rmb_rkey = mr->rkey;
 	m.conn_resume.rx_off = rx;
 	m.conn_resume.tx_fin = fin;
@@ -2207,7 +2094,7 @@ session_rdma_resume_answered(struct lgr_link *link,
 	const char *why;
 	int rc;
 
-	for (c = link->lgr->conns; c != NULL; c = c->next) {
+	TAILQ_FOREACH(c, &link->lgr->conns, entry) {
 		sr = c->arg;
 		if (sr->resume_sent &&
 		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)
@@ -2220,8 +2107,7 @@ session_rdma_resume_answered(struct lgr_link *link,
 		return;
 	}
 	sr->peer_token = r->token;
-	sr->rc->peer_token = r->token;
-	sr->rc->local_tx_ctrl.token = r->token;
+	tx_peer_token_set(sr->rc, r->token);
 	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
 	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link);
 	rc = mr != NULL ? tx_resume(sr->rc, sr->lc.link->wr, mr->lkey,
@@ -2779,6 +2665,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		if (reason != SESSION_CLIENT_FIN &&
 		    reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
 			tx_close(sr->rc, TX_CLOSE_ABORT);
+		sr->lc.rc = NULL;
 		tx_conn_free(sr->rc);
 	}
 	session_rdma_free(sr);
@@ -2795,7 +2682,6 @@ void
 session_rdma_json(const struct session *s, void *json_obj)
 {
 	const struct session_rdma *sr = s->rdma;
-	const struct rconn *rc;
 	json_t *o;
 
 	if (sr == NULL)
@@ -2803,7 +2689,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 	o = json_object();
 	if (o == NULL)
 		return;
-	session_rdma_json_int(o, "token", sr->token);
+	session_rdma_json_int(o, "token", sr->lc.token);
 	session_rdma_json_int(o, "peer_token", sr->peer_token);
 	session_rdma_json_int(o, "lgr",
 			      sr->lc.lgr != NULL ? sr->lc.lgr->id : 0);
@@ -2817,26 +2703,9 @@ session_rdma_json(const struct session *s, void *json_obj)
 			json_real((double)(session_now_ms() -
 					   sr->resume_since_ms) /
 				  1000.0));
-	rc = sr->rc;
-	if (rc != NULL) {
-		session_rdma_json_int(o, "sndbuf", rc->sndbuf->size);
-		session_rdma_json_int(o, "rmb", rc->rmb->size);
-		session_rdma_json_int(o, "tx_curs_prep",
-				      rc->tx_curs_prep.count);
-		session_rdma_json_int(o, "tx_curs_sent",
-				      rc->tx_curs_sent.count);
-		session_rdma_json_int(o, "tx_curs_fin", rc->tx_curs_fin.count);
-		session_rdma_json_int(o, "tx_unsent", tx_unsent(rc));
-		session_rdma_json_int(o, "rx_cons",
-				      rc->local_tx_ctrl.cons.count);
-		session_rdma_json_int(o, "rx_readable", rx_readable(rc));
-		session_rdma_json_int(o, "peer_window", rc->peer_rmbe_space);
-		session_rdma_json_int(o, "cdcs_in_flight",
-				      (uint64_t)rc->cdc_pend_tx_wr);
-		session_rdma_json_int(o, "corked", rc->stats.corked);
-		session_rdma_json_int(o, "resumes", rc->stats.resumes);
-		session_rdma_json_int(o, "resent_bytes",
-				      rc->stats.resent_bytes);
+	if (sr->rc != NULL) {
+		tx_json(sr->rc, o);
+		rx_json(sr->rc, o);
 	}
 	json_object_set_new(json_obj, "rdma", o);
 }

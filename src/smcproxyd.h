@@ -8,6 +8,7 @@
 #define SMCPROXYD_H
 
 #include <sys/types.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
@@ -17,8 +18,27 @@
 #include <stdio.h>
 
 #include "cdc_wire.h"
+#include "llc_wire.h"
 #include "dev.h"
 #include "stats.h"
+
+/* glibc's <sys/queue.h> lacks the BSD iterators that allow removal */
+#ifndef TAILQ_FOREACH_SAFE
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)                  \
+	for ((var) = TAILQ_FIRST(head);                             \
+	     (var) != NULL && ((tvar) = TAILQ_NEXT(var, field), 1); \
+	     (var) = (tvar))
+#endif
+#ifndef LIST_FOREACH_SAFE
+#define LIST_FOREACH_SAFE(var, head, field, tvar)                  \
+	for ((var) = LIST_FIRST(head);                             \
+	     (var) != NULL && ((tvar) = LIST_NEXT(var, field), 1); \
+	     (var) = (tvar))
+#endif
+
+/* The struct of type holding member at ptr. */
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 #define SMCPROXYD_VERSION PACKAGE_VERSION
 #define CONF_NAME_MAX 63 /* rule, peer and export names */
@@ -712,6 +732,9 @@ void tx_tcp_sent(struct rconn *rc, size_t n);
 int rx_tcp_space(const struct rconn *rc, struct iovec iov[2]);
 void rx_tcp_received(struct rconn *rc, size_t n);
 size_t tx_unsent(const struct rconn *rc);
+bool tx_fin_confirmed(struct rconn *rc);
+void tx_peer_token_set(struct rconn *rc, uint32_t token);
+void tx_json(const struct rconn *rc, void *json_obj);
 /* for rx.c */
 int tx_kick(struct rconn *rc, unsigned int owe);
 void tx_link_failed(struct rconn *rc);
@@ -720,6 +743,7 @@ void tx_peer_consumed(struct rconn *rc);
 int rx_data(struct rconn *rc, struct iovec iov[2]);
 void rx_consumed(struct rconn *rc, size_t n);
 size_t rx_readable(const struct rconn *rc);
+void rx_json(const struct rconn *rc, void *json_obj);
 int rx_cdc_recv(const void *msg, size_t len,
 		struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
 		const char **why);
@@ -766,6 +790,7 @@ void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
 #define LGR_LINK_SLOTS 3 /* one more: a link going while another comes */
 #define LGR_DEVS_MAX 8
 #define LGR_LLC_QUEUE 8	 /* LLC messages waiting for a TX slot */
+#define LGR_TOKEN_BUCKETS 64 /* connection lookup by token (<= 255 each) */
 
 enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
 
@@ -818,7 +843,7 @@ struct lgr_dev {
 };
 
 struct lgr_llc_qent {
-	uint8_t msg[44];	/* LLC_MSG_LEN */
+	uint8_t msg[LLC_MSG_LEN];
 	wr_tx_done_fn done;
 	void *arg;
 };
@@ -851,16 +876,24 @@ struct lgr_link {
 /*
  * A connection of the data path on a link group.  link_down(c, to) runs
  * when its link went down: to is the active link it now uses (resend what
- * was not confirmed), or NULL when the group is gone (close it).
+ * was not confirmed), or NULL when the group is gone (close it).  The
+ * group hands it a token when it joins and, once rc is set, gives the
+ * peer's CDCs naming that token to rc (rx_cdc_recv).
  */
 struct lgr_conn {
-	struct lgr_conn *next, *prev;
+	TAILQ_ENTRY(lgr_conn) entry;	/* lgr->conns */
+	LIST_ENTRY(lgr_conn) hash;	/* lgr->by_token */
 	struct lgr *lgr;
 	struct lgr_link *link;
 	struct lgr *ended;	/* during link_down(c, NULL): the group */
+	uint32_t token;		/* ours, unique in the context; 0: none */
+	struct rconn *rc;	/* where its CDCs go; NULL: dropped */
 	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
 	void *arg;
 };
+
+TAILQ_HEAD(lgr_conns, lgr_conn);
+LIST_HEAD(lgr_conn_bucket, lgr_conn);
 
 struct lgr {
 	struct lgr *next, *prev;
@@ -882,7 +915,8 @@ struct lgr {
 	struct dev *pd[LGR_DEVS_MAX];
 	uint8_t next_link_id;
 	int nconns;
-	struct lgr_conn *conns;
+	struct lgr_conns conns;
+	struct lgr_conn_bucket by_token[LGR_TOKEN_BUCKETS];
 	struct clc_conn *clc;		/* the control connection */
 	struct event *tick;
 	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
@@ -935,6 +969,7 @@ struct lgr_ctx {
 	/* the data path's: a client group's setup failed (nothing waits) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
 	void *llc_arg;			/* of all three */
+	uint32_t last_token;		/* 1..last_token were handed out */
 };
 
 struct lgr_peer_info {
@@ -965,6 +1000,7 @@ int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c,
 		    struct lgr_link *link);
 void lgr_conn_del(struct lgr_conn *c);
+struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
 const char *lgr_state_name(enum lgr_state st);

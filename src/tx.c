@@ -46,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "smcproxyd.h"
 
 /* how long an aborted connection's RMB element stays registered */
@@ -66,6 +68,58 @@ tx_unsent(const struct rconn *rc)
 {
 	return cdc_curs_diff(rc->sndbuf->size, &rc->tx_curs_sent,
 			     &rc->tx_curs_prep);
+}
+
+/*
+ * Has the peer all of rc, our FIN included, with the CDC that carried it
+ * completed?  If not, the owner hears tx_space_ready at the next
+ * completion and may ask again.  Until the FIN's CDC completed the
+ * connection must stay, to resume and send it again were the group to
+ * end.
+ */
+bool
+tx_fin_confirmed(struct rconn *rc)
+{
+	if (rc->link != NULL && tx_unsent(rc) == 0 &&
+	    rc->cdc_pend_tx_wr == 0 &&
+	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING))
+		return true;
+	rc->flags |= RCONN_F_TX_BLOCKED;
+	return false;
+}
+
+/* The peer's token for rc changed (a resume): our CDCs carry the new one. */
+void
+tx_peer_token_set(struct rconn *rc, uint32_t token)
+{
+	rc->peer_token = token;
+	rc->local_tx_ctrl.token = token;
+}
+
+/* Add rc's send side (ring, cursors, window, counters) to JSON object o. */
+void
+tx_json(const struct rconn *rc, void *json_obj)
+{
+	json_t *o = json_obj;
+
+	json_object_set_new(o, "sndbuf", json_integer((json_int_t)rc->sndbuf->size));
+	json_object_set_new(o, "tx_curs_prep",
+			    json_integer(rc->tx_curs_prep.count));
+	json_object_set_new(o, "tx_curs_sent",
+			    json_integer(rc->tx_curs_sent.count));
+	json_object_set_new(o, "tx_curs_fin",
+			    json_integer(rc->tx_curs_fin.count));
+	json_object_set_new(o, "tx_unsent", json_integer((json_int_t)tx_unsent(rc)));
+	json_object_set_new(o, "peer_window",
+			    json_integer((json_int_t)rc->peer_rmbe_space));
+	json_object_set_new(o, "cdcs_in_flight",
+			    json_integer((json_int_t)rc->cdc_pend_tx_wr));
+	json_object_set_new(o, "corked",
+			    json_integer((json_int_t)rc->stats.corked));
+	json_object_set_new(o, "resumes",
+			    json_integer((json_int_t)rc->stats.resumes));
+	json_object_set_new(o, "resent_bytes",
+			    json_integer((json_int_t)rc->stats.resent_bytes));
 }
 
 /* The stream offset of tx_curs_sent: bytes written so far. */
@@ -119,7 +173,7 @@ static void
 tx_waiter_wake(struct wr_waiter *w, int status)
 {
 	struct rconn *rc =
-		(struct rconn *)((char *)w - offsetof(struct rconn, waiter));
+		container_of(w, struct rconn, waiter);
 
 	tx_conn_hold(rc);
 	if (status < 0) {

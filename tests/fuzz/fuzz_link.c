@@ -5,8 +5,8 @@
  * loopdev, as tests/unit/check_lgr.c does (CLC on a socketpair,
  * CONFIRM_LINK, with two devices also ADD_LINK), and open one connection
  * on it: an rconn each side with RMB elements registered in the groups'
- * protection domains, CDCs received by a handler shaped like
- * session_rdma.c's (rx_cdc_recv; a bad one is lgr_protocol_error).  Then
+ * protection domains, the peer's CDCs handed to it by its group's
+ * demultiplexer in lgr.c (a bad one is lgr_protocol_error).  Then
  * the input is a sequence of records, each one of:
  *
  *   op & 7  0 LLC message   type selector, flags, up to 40 payload bytes
@@ -65,7 +65,6 @@ struct fuzz_conn {
 	struct rconn *rc;
 	struct lgr_link *move_to; /* link_down: fail over there next turn */
 	bool reset;		  /* peer_abort: free it next turn */
-	uint32_t token;
 	uint64_t produced, consumed;
 };
 
@@ -120,6 +119,7 @@ static void
 fuzz_conn_free(struct fuzz_conn *c)
 {
 	lgr_conn_del(&c->lc);
+	c->lc.rc = NULL;
 	tx_conn_free(c->rc);
 	c->rc = NULL;
 	c->move_to = NULL;
@@ -131,6 +131,7 @@ fuzz_link_down(struct lgr_conn *lc, struct lgr_link *to)
 	struct fuzz_conn *c = lc->arg;
 
 	if (to == NULL) {
+		c->lc.rc = NULL;
 		tx_conn_free(c->rc);
 		c->rc = NULL;
 		c->move_to = NULL;
@@ -210,33 +211,6 @@ static const struct rconn_ops fuzz_rconn_ops = {
 	.link_failed = fuzz_nop,
 };
 
-static struct rconn *
-fuzz_lookup(uint32_t token, void *arg)
-{
-	struct fuzz_side *s = arg;
-
-	return s->conn.rc != NULL && s->conn.token == token ? s->conn.rc : NULL;
-}
-
-/* As session_rdma_cdc_rx: a CDC we cannot take ends the group. */
-static void
-fuzz_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
-{
-	struct lgr_link *link = arg;
-	struct lgr *lgr = link->lgr;
-	struct fuzz_side *s = lgr->ctx == fuzz_a.ctx ? &fuzz_a : &fuzz_b;
-	const char *why = NULL;
-	int err;
-
-	(void)l;
-	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
-		return;
-	link->act_ms = lgr_now_ms();
-	err = rx_cdc_recv(msg, len, fuzz_lookup, s, &why);
-	if (err != 0)
-		lgr_protocol_error(lgr, why != NULL ? why : "bad CDC");
-}
-
 static void
 fuzz_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
@@ -247,30 +221,12 @@ fuzz_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	s->llc_data++;
 }
 
-/* CDCs on every live link of s's group (links come and go). */
-static void
-fuzz_watch(struct fuzz_side *s)
-{
-	struct lgr *lgr = fuzz_lgr(s);
-	int i;
-
-	for (; lgr != NULL; lgr = lgr->next)
-		for (i = 0; i < LGR_LINK_SLOTS; i++)
-			if (lgr->link[i].wr != NULL &&
-			    lgr->link[i].state != LGR_LINK_FREE &&
-			    lgr->link[i].state != LGR_LINK_DOWN)
-				wr_rx_register(lgr->link[i].wr, CDC_MSG_TYPE,
-					       fuzz_cdc_rx);
-}
-
 static void
 fuzz_turn(void)
 {
 	event_base_loop(fuzz_base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	fuzz_conn_move(&fuzz_a);
 	fuzz_conn_move(&fuzz_b);
-	fuzz_watch(&fuzz_a);
-	fuzz_watch(&fuzz_b);
 }
 
 /* ---- setup and teardown ---- */
@@ -343,20 +299,35 @@ fuzz_both_active(int links)
 	       lgr_links_active(fuzz_lgr(&fuzz_b)) == links;
 }
 
-/* s's half of the connection on its group's first link, to p's rmb. */
+/* s's connection joins its group on its first link: a token for it. */
 static void
-fuzz_conn_open(struct fuzz_side *s, struct buf *snd, struct buf *rmb,
-	       uint32_t token, struct fuzz_side *p, struct buf *prmb)
+fuzz_conn_join(struct fuzz_side *s)
 {
 	struct fuzz_conn *c = &s->conn;
-	struct lgr_link *k = fuzz_link_nth(s, 0), *pk;
-	const struct dev_mr *mr, *pmr;
-	struct rconn_init in;
+	struct lgr_link *k = fuzz_link_nth(s, 0);
 
 	memset(c, 0, sizeof(*c));
 	c->s = s;
-	c->token = token;
-	pk = k != NULL ? lgr_link_by_id(fuzz_lgr(p), k->id) : NULL;
+	c->lc.link_down = fuzz_link_down;
+	c->lc.arg = c;
+	if (k == NULL || lgr_conn_add_on(k->lgr, &c->lc, k) != 0)
+		abort();
+}
+
+/*
+ * s's half of the connection, to p's rmb: from now its group hands it
+ * the CDCs naming its token.
+ */
+static void
+fuzz_conn_open(struct fuzz_side *s, struct buf *snd, struct buf *rmb,
+	       struct fuzz_side *p, struct buf *prmb)
+{
+	struct fuzz_conn *c = &s->conn;
+	struct lgr_link *k = c->lc.link, *pk;
+	const struct dev_mr *mr, *pmr;
+	struct rconn_init in;
+
+	pk = lgr_link_by_id(fuzz_lgr(p), k->id);
 	if (pk == NULL)
 		abort();
 	mr = buf_mr(snd, k->dev->ops, k->pd);
@@ -364,10 +335,10 @@ fuzz_conn_open(struct fuzz_side *s, struct buf *snd, struct buf *rmb,
 	if (mr == NULL || pmr == NULL)
 		abort();
 	memset(&in, 0, sizeof(in));
-	in.id = token;
+	in.id = c->lc.token;
 	in.link = k->wr;
-	in.token = token;
-	in.peer_token = token ^ 0x3000;
+	in.token = c->lc.token;
+	in.peer_token = p->conn.lc.token;
 	in.sndbuf = snd;
 	in.lkey = mr->lkey;
 	in.rmb = rmb;
@@ -379,10 +350,7 @@ fuzz_conn_open(struct fuzz_side *s, struct buf *snd, struct buf *rmb,
 	c->rc = tx_conn_new(&in);
 	if (c->rc == NULL)
 		abort();
-	c->lc.link_down = fuzz_link_down;
-	c->lc.arg = c;
-	if (lgr_conn_add_on(k->lgr, &c->lc, k) != 0)
-		abort();
+	c->lc.rc = c->rc;
 }
 
 static int
@@ -430,9 +398,10 @@ fuzz_setup(bool two_devs)
 		    buf_get(fuzz_b.pool, i ? BUF_RMB : BUF_SNDBUF,
 			    FUZZ_BUF_SIZE, &bb[i]))
 			abort();
-	/* tokens 0x1000 (a's) and 0x2000 (b's): 0x3000 apart */
-	fuzz_conn_open(&fuzz_a, ab[0], ab[1], 0x1000, &fuzz_b, bb[1]);
-	fuzz_conn_open(&fuzz_b, bb[0], bb[1], 0x2000, &fuzz_a, ab[1]);
+	fuzz_conn_join(&fuzz_a);
+	fuzz_conn_join(&fuzz_b);
+	fuzz_conn_open(&fuzz_a, ab[0], ab[1], &fuzz_b, bb[1]);
+	fuzz_conn_open(&fuzz_b, bb[0], bb[1], &fuzz_a, ab[1]);
 	return 0;
 }
 
@@ -450,8 +419,9 @@ fuzz_check(const struct fuzz_side *s)
 		if (lgr->state == LGR_STATE_ACTIVE && lgr_links_active(lgr) < 1)
 			abort();
 		n = 0;
-		for (c = lgr->conns; c != NULL; c = c->next) {
+		TAILQ_FOREACH(c, &lgr->conns, entry) {
 			if (c->lgr != lgr || c->link == NULL ||
+			    lgr_conn_find(lgr, c->token) != c ||
 			    c->link->lgr != lgr ||
 			    c->link->state == LGR_LINK_FREE)
 				abort();
@@ -594,8 +564,8 @@ fuzz_rec_cdc(struct fuzz_side *s, struct lgr_link *k, struct fuzz_in *in)
 	memset(&m, 0, sizeof(m));
 	m.prod_flags = fuzz_byte(in) & ~CDC_PF_RESERVED;
 	m.conn_state_flags = fuzz_byte(in) & ~CDC_CS_RESERVED;
-	m.token = how & 1 ? fuzz_other(s)->conn.token ^ fuzz_byte(in) :
-			    fuzz_other(s)->conn.token;
+	m.token = how & 1 ? fuzz_other(s)->conn.lc.token ^ fuzz_byte(in) :
+			    fuzz_other(s)->conn.lc.token;
 	if (m.token == 0)
 		m.token = 1;
 	if (rc != NULL) {

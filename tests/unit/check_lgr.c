@@ -966,6 +966,60 @@ START_TEST(malformed_llc)
 }
 END_TEST
 
+/* A CDC from A's link k naming token. */
+static void
+post_cdc(struct lgr_link *k, uint32_t token)
+{
+	struct wr_tx_slot *slot;
+	struct cdc_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.seqno = 1;
+	m.token = token;
+	ck_assert_int_eq(wr_tx_get(k->wr, &slot, NULL), 0);
+	ck_assert_int_eq(cdc_msg_encode(wr_tx_buf(slot), CDC_MSG_LEN, &m),
+			 CDC_MSG_LEN);
+	ck_assert_int_eq(wr_tx_post(k->wr, slot, NULL, 0, NULL, NULL), 0);
+}
+
+/*
+ * The group hands a CDC to the connection its token names: one that
+ * has not started relaying drops it, a token the context never handed
+ * out is a protocol violation that ends the group.
+ */
+START_TEST(cdc_demux)
+{
+	struct lgr_conn c[3];
+	int i;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(lgr_conn_add(lgr_of(&B), &c[i]), 0);
+	/* tokens are distinct, never 0, and found by token */
+	ck_assert_uint_ne(c[0].token, 0);
+	ck_assert_uint_ne(c[0].token, c[1].token);
+	ck_assert_uint_ne(c[1].token, c[2].token);
+	for (i = 0; i < 3; i++)
+		ck_assert_ptr_eq(lgr_conn_find(lgr_of(&B), c[i].token), &c[i]);
+	lgr_conn_del(&c[1]);
+	ck_assert_ptr_null(lgr_conn_find(lgr_of(&B), c[1].token));
+	/* not relaying yet, or closed just now: dropped */
+	post_cdc(link_n(&A, 1), c[0].token);
+	post_cdc(link_n(&A, 1), c[1].token);
+	run_for(100);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	ck_assert_int_eq(lgr_of(&B)->state, LGR_STATE_ACTIVE);
+	/* never handed out: the group ends */
+	post_cdc(link_n(&A, 1), c[2].token + 1000);
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 1);
+}
+END_TEST
+
 /* ---- groups are reused until full, then a new one is made ---- */
 
 static int lfd = -1;
@@ -1111,6 +1165,7 @@ lgr_suite(void)
 	tcase_add_test(tc, idle_linger);
 	tcase_add_test(tc, peer_gone);
 	tcase_add_test(tc, malformed_llc);
+	tcase_add_test(tc, cdc_demux);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
 	suite_add_tcase(s, tc);

@@ -39,6 +39,9 @@ struct side {
 	struct buf *rmb;
 	struct llc_info got[16]; /* CONN_* messages A sent, in order */
 	int ngot;
+	/* its connections (TOKEN1, TOKEN2) on its group: A's CDCs for them
+	 * are known tokens, dropped, not protocol errors */
+	struct lgr_conn conns[2];
 };
 
 static struct side B = {.name = "b"}, C = {.name = "c"};
@@ -209,6 +212,19 @@ struct send {
 	struct llc_info m;
 };
 
+/* s's connection with token is on lgr (once, whatever it asks A). */
+static void
+side_conn(struct side *s, struct lgr *lgr, uint32_t token)
+{
+	struct lgr_conn *c = &s->conns[token == TOKEN1 ? 0 : 1];
+
+	if (c->lgr == lgr)
+		return;
+	lgr_conn_del(c);
+	c->token = token;
+	ck_assert_int_eq(lgr_conn_add(lgr, c), 0);
+}
+
 static void
 send_cb(struct worker *wk, void *arg)
 {
@@ -218,6 +234,9 @@ send_cb(struct worker *wk, void *arg)
 		buf_mr(sd->s->rmb, link->dev->ops, link->pd);
 
 	ck_assert_ptr_nonnull(mr);
+	side_conn(sd->s, link->lgr,
+		  sd->m.type == LLC_CONN_OPEN ? sd->m.conn_open.token :
+						sd->m.conn_resume.token);
 	if (sd->m.type == LLC_CONN_OPEN) {
 		sd->m.conn_open.rmb_rkey = mr->rkey;
 		sd->m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sd->s->rmb->addr;
