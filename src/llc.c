@@ -24,6 +24,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "smcproxyd.h"
@@ -636,19 +637,31 @@ llc_waiter_link(struct wr_waiter *w)
 	return container_of(w, struct lgr_link, waiter);
 }
 
+/*
+ * The one place an LLC message is put on the wire: take a TX slot of wr
+ * (parking w for the next one when there is none), copy msg, post.  0,
+ * -EBUSY (w parked), or -errno.
+ */
+static int
+llc_post_msg(struct wr_link *wr, struct wr_waiter *w, const uint8_t *msg,
+	     wr_tx_done_fn done, void *arg)
+{
+	struct wr_tx_slot *slot;
+	int rc;
+
+	rc = wr_tx_get(wr, &slot, w);
+	if (rc)
+		return rc;
+	memcpy(wr_tx_buf(slot), msg, LLC_MSG_LEN);
+	return wr_tx_post(wr, slot, NULL, 0, done, arg);
+}
+
 /* Take a TX slot and post msg.  0, -EBUSY (parked), or -errno. */
 static int
 llc_post(struct lgr_link *link, const uint8_t *msg, wr_tx_done_fn done,
 	 void *arg)
 {
-	struct wr_tx_slot *slot;
-	int rc;
-
-	rc = wr_tx_get(link->wr, &slot, &link->waiter);
-	if (rc)
-		return rc;
-	memcpy(wr_tx_buf(slot), msg, LLC_MSG_LEN);
-	return wr_tx_post(link->wr, slot, NULL, 0, done, arg);
+	return llc_post_msg(link->wr, &link->waiter, msg, done, arg);
 }
 
 /* A TX slot freed up for the queued messages (or the link went). */
@@ -732,6 +745,100 @@ llc_send(struct lgr_link *link, const struct llc_info *m, wr_tx_done_fn done,
 	e->arg = arg;
 	link->q_len++;
 	return 0;
+}
+
+/* ---- messages that wait past the queue ---- */
+
+/* A TX slot for a message waiting on its own (or its link went). */
+static void
+llc_pending_wake(struct wr_waiter *w, int status)
+{
+	struct llc_pending *p = container_of(w, struct llc_pending, waiter);
+	int rc = status;
+
+	if (rc == 0)
+		rc = llc_post_msg(p->wr, &p->waiter, p->msg, NULL, NULL);
+	if (rc == -EBUSY)
+		return; /* parked again, in its turn */
+	p->wr = NULL;
+	if (p->sent != NULL)
+		p->sent(p, rc);
+	else {
+		if (rc)
+			log_debug("LLC message 0x%02x not sent: %s", p->msg[0],
+				  strerror(-rc));
+		free(p);
+	}
+}
+
+/*
+ * Send m on link like llc_send(); when its queue is full, m waits for a
+ * TX slot in p, in its turn with other waiters, for as long as it takes
+ * (a burst of connection opens must not give up).  sent(p, 0 or -errno)
+ * then runs once it went out or could not; p stays the caller's.  0
+ * when m went out or was queued (sent does not run), 1 when it waits in
+ * p, -errno.
+ */
+int
+llc_send_wait(struct lgr_link *link, const struct llc_info *m,
+	      struct llc_pending *p,
+	      void (*sent)(struct llc_pending *p, int status))
+{
+	int rc;
+
+	rc = llc_send(link, m, NULL, NULL);
+	if (rc != -ENOBUFS)
+		return rc;
+	if (llc_msg_encode(p->msg, sizeof(p->msg), m) != LLC_MSG_LEN)
+		return -EINVAL;
+	p->sent = sent;
+	p->wr = link->wr;
+	p->waiter.wake = llc_pending_wake;
+	rc = llc_post_msg(p->wr, &p->waiter, p->msg, NULL, NULL);
+	if (rc == -EBUSY)
+		return 1;
+	p->wr = NULL;
+	return rc;
+}
+
+/*
+ * Send m on link, waiting past the queue if need be, with nobody left to
+ * tell: the message outlives its sender (a refusal for a connection that
+ * is going).  The link going down frees it.  0 or -errno.
+ */
+int
+llc_send_detached(struct lgr_link *link, const struct llc_info *m)
+{
+	struct llc_pending *p;
+	int rc;
+
+	rc = llc_send(link, m, NULL, NULL);
+	if (rc != -ENOBUFS)
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	rc = llc_send_wait(link, m, p, NULL);
+	if (rc == 1)
+		return 0;
+	free(p);
+	return rc;
+}
+
+/* Is p waiting for a TX slot? */
+bool
+llc_pending_waits(const struct llc_pending *p)
+{
+	return p->wr != NULL;
+}
+
+/* p waits no more; its message is not sent. */
+void
+llc_pending_cancel(struct llc_pending *p)
+{
+	if (p->wr != NULL)
+		wr_tx_wait_cancel(p->wr, &p->waiter);
+	p->wr = NULL;
 }
 
 static void

@@ -133,15 +133,13 @@ struct session_rdma {
 	enum session_reason close_reason;
 	struct lgr_link *failover_to; /* link_down: move there */
 	bool in_run, again;
-	struct wr_waiter waiter; /* llc_msg waits for a TX slot of llc_wr */
-	struct wr_link *llc_wr;
+	struct llc_pending llc;	 /* our LLC message waiting for a TX slot */
 	enum session_rdma_llc llc_kind;
-	uint8_t llc_msg[LLC_MSG_LEN];
 	/* keys per link (see the top of the file) */
 	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
 	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
 	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
-	bool rkeys_owed;	      /* announce once llc_msg went out */
+	bool rkeys_owed;	      /* announce once llc went out */
 	/* resuming on a new group (docs/protocol.md) */
 	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot */
 	uint8_t peer_sysid[8];	/* the peer daemon's, of the group it was on */
@@ -421,54 +419,25 @@ session_rdma_fail(struct session_rdma *sr, enum session_reason r)
 }
 
 /*
- * Post sr's waiting LLC message on llc_wr.  0 when it went out, 1 when
- * it waits for a TX slot (again), -errno when the link failed.
- */
-static int
-session_rdma_llc_post(struct session_rdma *sr)
-{
-	struct wr_tx_slot *slot;
-	int rc;
-
-	rc = wr_tx_get(sr->llc_wr, &slot, &sr->waiter);
-	if (rc == -EBUSY)
-		return 1;
-	if (rc == 0) {
-		memcpy(wr_tx_buf(slot), sr->llc_msg, LLC_MSG_LEN);
-		rc = wr_tx_post(sr->llc_wr, slot, NULL, 0, NULL, NULL);
-	}
-	sr->llc_wr = NULL;
-	return rc;
-}
-
-/*
- * A TX slot for sr's LLC message.  Once the export side's CONN_ACCEPT
- * went out the relay starts: no CDC of ours may overtake it.
+ * sr's LLC message that waited for a TX slot went out (status 0) or could
+ * not.  Once the export side's CONN_ACCEPT went out the relay starts: no
+ * CDC of ours may overtake it.
  */
 static void
-session_rdma_llc_wake(struct wr_waiter *w, int status)
+session_rdma_llc_sent(struct llc_pending *p, int status)
 {
-	struct session_rdma *sr =
-		(struct session_rdma *)((char *)w -
-					offsetof(struct session_rdma, waiter));
-	enum session_rdma_llc kind = sr->llc_kind;
-	int rc = status;
+	struct session_rdma *sr = container_of(p, struct session_rdma, llc);
 
-	if (rc == 0)
-		rc = session_rdma_llc_post(sr);
-	if (rc == 1)
-		return;
-	sr->llc_wr = NULL;
-	if (rc) {
+	if (status) {
 		session_rdma_fail(sr, SESSION_LINK_FAILED);
 		return;
 	}
 	/* before the relay, which may close (and free) sr */
 	if (sr->rkeys_owed)
 		session_rdma_rkeys_announce(sr);
-	if (kind == SESSION_RDMA_LLC_ACCEPT)
+	if (sr->llc_kind == SESSION_RDMA_LLC_ACCEPT)
 		session_rdma_relay_start(sr, sr->lc.link);
-	else if (kind == SESSION_RDMA_LLC_RESUMED)
+	else if (sr->llc_kind == SESSION_RDMA_LLC_RESUMED)
 		session_rdma_resume_apply(sr);
 }
 
@@ -476,24 +445,15 @@ session_rdma_llc_wake(struct wr_waiter *w, int status)
  * Send m, the LLC message of sr's open (CONN_OPEN, CONN_ACCEPT), on
  * link.  llc.c's queue is short and a burst of opens fills it: then sr
  * waits for a TX slot in its turn rather than give up.  0 when it went
- * out or was queued by llc.c, 1 when sr waits (session_rdma_llc_wake
+ * out or was queued by llc.c, 1 when sr waits (session_rdma_llc_sent
  * goes on), -errno.
  */
 static int
 session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
 		      const struct llc_info *m, enum session_rdma_llc kind)
 {
-	int rc;
-
-	rc = llc_send(link, m, NULL, NULL);
-	if (rc != -ENOBUFS)
-		return rc;
-	if (llc_msg_encode(sr->llc_msg, sizeof(sr->llc_msg), m) != LLC_MSG_LEN)
-		return -EINVAL;
 	sr->llc_kind = kind;
-	sr->waiter.wake = session_rdma_llc_wake;
-	sr->llc_wr = link->wr;
-	return session_rdma_llc_post(sr);
+	return llc_send_wait(link, m, &sr->llc, session_rdma_llc_sent);
 }
 
 /* ---- rkeys of the other links ---- */
@@ -518,7 +478,7 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 	if (!sr->opened || lgr == NULL || via == NULL || rmb == NULL ||
 	    via->state != LGR_LINK_ACTIVE)
 		return;
-	if (sr->llc_wr != NULL) {
+	if (llc_pending_waits(&sr->llc)) {
 		sr->rkeys_owed = true;
 		return;
 	}
@@ -1098,8 +1058,7 @@ session_rdma_free(struct session_rdma *sr)
 {
 	if (sr->share != NULL)
 		sr->share->bytes -= sr->charge;
-	if (sr->llc_wr != NULL)
-		wr_tx_wait_cancel(sr->llc_wr, &sr->waiter);
+	llc_pending_cancel(&sr->llc);
 	lgr_conn_del(&sr->lc);
 	buf_put(sr->sndbuf);
 	buf_put(sr->rmb);
@@ -1340,37 +1299,6 @@ session_rdma_rejected(struct lgr_link *link,
 
 /* ---- export side ---- */
 
-/* A CONN_REJECT that outlives its session, waiting for a TX slot. */
-struct session_rdma_orphan {
-	struct wr_waiter waiter;
-	struct wr_link *wr;
-	uint8_t msg[LLC_MSG_LEN];
-};
-
-static void
-session_rdma_orphan_wake(struct wr_waiter *w, int status)
-{
-	struct session_rdma_orphan *o =
-		(struct session_rdma_orphan *)((char *)w -
-					       offsetof(struct session_rdma_orphan,
-							waiter));
-	struct wr_tx_slot *slot;
-	int rc = status;
-
-	if (rc == 0) {
-		rc = wr_tx_get(o->wr, &slot, &o->waiter);
-		if (rc == -EBUSY)
-			return; /* parked again, in its turn */
-		if (rc == 0) {
-			memcpy(wr_tx_buf(slot), o->msg, LLC_MSG_LEN);
-			rc = wr_tx_post(o->wr, slot, NULL, 0, NULL, NULL);
-		}
-	}
-	if (rc)
-		log_debug("CONN_REJECT not sent: %s", strerror(-rc));
-	free(o);
-}
-
 /*
  * Refuse the opener's CONN_OPEN (opener_token) on link with reason r.  A
  * burst of refusals can fill llc.c's queue: then the message waits for a
@@ -1382,10 +1310,7 @@ static int
 session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 			 enum session_reason r)
 {
-	struct session_rdma_orphan *o;
-	struct wr_tx_slot *slot;
 	struct llc_info m;
-	int rc;
 
 	if (link == NULL)
 		return -ENOLINK;
@@ -1394,27 +1319,7 @@ session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 	m.flags = LLC_FLAG_RESP;
 	m.conn_reject.opener_token = opener_token;
 	m.conn_reject.reason = fallback_reason_code(r);
-	rc = llc_send(link, &m, NULL, NULL);
-	if (rc != -ENOBUFS)
-		return rc;
-	o = calloc(1, sizeof(*o));
-	if (o == NULL)
-		return -ENOMEM;
-	if (llc_msg_encode(o->msg, sizeof(o->msg), &m) != LLC_MSG_LEN) {
-		free(o);
-		return -EINVAL;
-	}
-	o->wr = link->wr;
-	o->waiter.wake = session_rdma_orphan_wake;
-	rc = wr_tx_get(o->wr, &slot, &o->waiter);
-	if (rc == -EBUSY)
-		return 0;
-	if (rc == 0) {
-		memcpy(wr_tx_buf(slot), o->msg, LLC_MSG_LEN);
-		rc = wr_tx_post(o->wr, slot, NULL, 0, NULL, NULL);
-	}
-	free(o);
-	return rc;
+	return llc_send_detached(link, &m);
 }
 
 /*

@@ -775,8 +775,22 @@ struct lgr_link;
 struct llc_info;
 void llc_link_init(struct lgr_link *link);
 void llc_link_release(struct lgr_link *link);
+/* An LLC message waiting for a TX slot past llc.c's queue (llc_send_wait). */
+struct llc_pending {
+	struct wr_waiter waiter;
+	struct wr_link *wr;	/* waits on it; NULL: not waiting */
+	uint8_t msg[LLC_MSG_LEN];
+	void (*sent)(struct llc_pending *p, int status);
+};
+
 int llc_send(struct lgr_link *link, const struct llc_info *m,
 	     wr_tx_done_fn done, void *arg);
+int llc_send_wait(struct lgr_link *link, const struct llc_info *m,
+		  struct llc_pending *p,
+		  void (*sent)(struct llc_pending *p, int status));
+int llc_send_detached(struct lgr_link *link, const struct llc_info *m);
+bool llc_pending_waits(const struct llc_pending *p);
+void llc_pending_cancel(struct llc_pending *p);
 int llc_confirm_link_send(struct lgr_link *link);
 int llc_add_link_send(struct lgr_link *via, struct lgr_link *link);
 int llc_delete_link_send(struct lgr_link *via, uint8_t link_num,

@@ -1020,6 +1020,90 @@ START_TEST(cdc_demux)
 }
 END_TEST
 
+static int pending_calls, pending_status;
+
+static void
+pending_sent(struct llc_pending *p, int status)
+{
+	pending_calls++;
+	pending_status = status;
+}
+
+static bool
+pending_done(void)
+{
+	return pending_calls > 0;
+}
+
+/* Take every TX slot of link k; how many in held[]. */
+static int
+hold_slots(struct lgr_link *k, struct wr_tx_slot **held, int max)
+{
+	int n = 0;
+
+	while (n < max && wr_tx_get(k->wr, &held[n], NULL) == 0)
+		n++;
+	ck_assert_int_lt(n, max);
+	return n;
+}
+
+/*
+ * Past llc.c's short queue a message waits for a TX slot on its own, in
+ * the caller's llc_pending (told when it went out) or detached (freed
+ * by llc.c); a cancelled one is not sent.
+ */
+START_TEST(llc_waits_past_queue)
+{
+	struct wr_tx_slot *held[256];
+	struct llc_pending p;
+	struct llc_info m;
+	struct lgr_link *k;
+	int i, n;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	k = link_n(&A, 1);
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_TEST_LINK;
+	memset(&p, 0, sizeof(p));
+	pending_calls = 0;
+
+	n = hold_slots(k, held, 256);
+	for (i = 0; i < LGR_LLC_QUEUE; i++)
+		ck_assert_int_eq(llc_send(k, &m, NULL, NULL), 0);
+	ck_assert_int_eq(llc_send(k, &m, NULL, NULL), -ENOBUFS);
+	ck_assert_int_eq(llc_send_wait(k, &m, &p, pending_sent), 1);
+	ck_assert(llc_pending_waits(&p));
+	ck_assert_int_eq(llc_send_detached(k, &m), 0);
+	for (i = 0; i < n; i++)
+		wr_tx_put(k->wr, held[i]);
+	ck_assert(run_until(pending_done, WAIT_MS));
+	ck_assert_int_eq(pending_calls, 1);
+	ck_assert_int_eq(pending_status, 0);
+	ck_assert(!llc_pending_waits(&p));
+	run_for(100);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
+	ck_assert_int_eq(lgr_of(&B)->state, LGR_STATE_ACTIVE);
+
+	/* cancelled while it waits: never sent, never told */
+	n = hold_slots(k, held, 256);
+	for (i = 0; i < LGR_LLC_QUEUE; i++)
+		ck_assert_int_eq(llc_send(k, &m, NULL, NULL), 0);
+	ck_assert_int_eq(llc_send_wait(k, &m, &p, pending_sent), 1);
+	llc_pending_cancel(&p);
+	ck_assert(!llc_pending_waits(&p));
+	for (i = 0; i < n; i++)
+		wr_tx_put(k->wr, held[i]);
+	run_for(100);
+	ck_assert_int_eq(pending_calls, 1);
+	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
+}
+END_TEST
+
 /* ---- groups are reused until full, then a new one is made ---- */
 
 static int lfd = -1;
@@ -1166,6 +1250,7 @@ lgr_suite(void)
 	tcase_add_test(tc, peer_gone);
 	tcase_add_test(tc, malformed_llc);
 	tcase_add_test(tc, cdc_demux);
+	tcase_add_test(tc, llc_waits_past_queue);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
 	suite_add_tcase(s, tc);
