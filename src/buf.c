@@ -52,14 +52,15 @@
 
 #define BUF_CLASSES 16 /* 16 KiB << 0 .. 16 KiB << 15 = 512 MiB */
 
+TAILQ_HEAD(buf_list, buf);
+
 struct buf_pool {
 	const struct dev_ops *ops; /* a PD every element is registered in */
 	struct dev *pd;		   /* when handed out (tests), or NULL */
 	size_t limit; /* bytes, 0: none */
 	struct stats *st; /* the owner's gauges, or NULL */
-	struct buf *free[2][BUF_CLASSES];
-	struct buf *used; /* handed out */
-	struct buf *cooling; /* given back, still registered (buf_put_cooled) */
+	struct buf_list free[2][BUF_CLASSES]; /* newest first */
+	struct buf_list cooling; /* given back, still registered (buf_put_cooled) */
 	uint64_t outstanding; /* elements handed out */
 	uint64_t clock;	      /* orders buf_mr() uses, for eviction */
 	bool dying;	      /* buf_pool_free() ran: free on the last put */
@@ -95,10 +96,15 @@ struct buf_pool *
 buf_pool_new(const struct dev_ops *ops, struct dev *pd, size_t limit)
 {
 	struct buf_pool *p;
+	int k, c;
 
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
+	for (k = 0; k < 2; k++)
+		for (c = 0; c < BUF_CLASSES; c++)
+			TAILQ_INIT(&p->free[k][c]);
+	TAILQ_INIT(&p->cooling);
 	p->limit = limit;
 	if (pd != NULL) {
 		p->ops = ops;
@@ -237,8 +243,8 @@ buf_make_room(struct buf_pool *p, size_t need, int keep_kind, int keep)
 		for (k = 0; k < 2; k++) {
 			if (k == keep_kind && c == keep)
 				continue;
-			while ((b = p->free[k][c]) != NULL) {
-				p->free[k][c] = b->next;
+			while ((b = TAILQ_FIRST(&p->free[k][c])) != NULL) {
+				TAILQ_REMOVE(&p->free[k][c], b, entry);
 				buf_destroy(p, b);
 				p->stats.evicted++;
 				if (p->stats.bytes + need <= p->limit)
@@ -276,15 +282,10 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	return 0;
 }
 
-/* b goes on (or off) the pool's list of elements in use. */
+/* b is handed out (or given back): counted. */
 static void
 buf_used_add(struct buf_pool *p, struct buf *b)
 {
-	b->prev = NULL;
-	b->next = p->used;
-	if (p->used != NULL)
-		p->used->prev = b;
-	p->used = b;
 	p->outstanding++;
 	p->stats.bytes_used[b->kind] += b->size;
 	if (p->st != NULL)
@@ -294,13 +295,6 @@ buf_used_add(struct buf_pool *p, struct buf *b)
 static void
 buf_used_del(struct buf_pool *p, struct buf *b)
 {
-	if (b->prev != NULL)
-		b->prev->next = b->next;
-	else
-		p->used = b->next;
-	if (b->next != NULL)
-		b->next->prev = b->prev;
-	b->next = b->prev = NULL;
 	p->outstanding--;
 	p->stats.bytes_used[b->kind] -= b->size;
 	if (p->st != NULL)
@@ -322,21 +316,18 @@ static struct buf *
 buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
 	      const char *owner)
 {
-	struct buf *b, **pp;
+	struct buf *b;
 
-	for (pp = &p->free[kind][c]; (b = *pp) != NULL; pp = &b->next)
+	TAILQ_FOREACH(b, &p->free[kind][c], entry)
 		if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
 			break;
 	if (b == NULL) {
-		pp = &p->free[kind][c];
-		b = *pp;
+		b = TAILQ_FIRST(&p->free[kind][c]);
 		if (b != NULL)
 			b->dirty = b->size;
 	}
-	if (b != NULL) {
-		*pp = b->next;
-		b->next = NULL;
-	}
+	if (b != NULL)
+		TAILQ_REMOVE(&p->free[kind][c], b, entry);
 	return b;
 }
 
@@ -350,33 +341,29 @@ buf_idle(struct buf_pool *p, struct buf *b)
 		buf_unreg_all(b);
 	if (p->dying) {
 		buf_destroy(p, b);
-		if (p->outstanding == 0 && p->cooling == NULL)
+		if (p->outstanding == 0 && TAILQ_EMPTY(&p->cooling))
 			free(p);
 		return;
 	}
 	c = buf_class(b->size);
-	b->next = p->free[b->kind][c];
-	p->free[b->kind][c] = b;
+	TAILQ_INSERT_HEAD(&p->free[b->kind][c], b, entry);
 }
 
 /* Cooled elements whose time is up (all of them: all) go idle. */
 static void
 buf_cool_reap(struct buf_pool *p, bool all)
 {
-	struct buf *b, **pp = &p->cooling;
+	struct buf *b, *next;
 	uint64_t now = all ? 0 : lgr_now_ms();
 
-	while ((b = *pp) != NULL) {
-		if (all || b->cool_until <= now) {
-			*pp = b->next;
-			b->next = NULL;
-			if (all && p->dying)
-				buf_destroy(p, b);
-			else
-				buf_idle(p, b);
-		} else {
-			pp = &b->next;
-		}
+	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next) {
+		if (!all && b->cool_until > now)
+			continue;
+		TAILQ_REMOVE(&p->cooling, b, entry);
+		if (all && p->dying)
+			buf_destroy(p, b);
+		else
+			buf_idle(p, b);
 	}
 }
 
@@ -446,8 +433,8 @@ buf_pool_drain(struct buf_pool *p)
 	buf_cool_reap(p, true);
 	for (k = 0; k < 2; k++)
 		for (c = 0; c < BUF_CLASSES; c++)
-			while ((b = p->free[k][c]) != NULL) {
-				p->free[k][c] = b->next;
+			while ((b = TAILQ_FIRST(&p->free[k][c])) != NULL) {
+				TAILQ_REMOVE(&p->free[k][c], b, entry);
 				buf_destroy(p, b);
 			}
 }
@@ -503,8 +490,7 @@ buf_put_cooled(struct buf *b, uint64_t until_ms)
 	buf_used_del(p, b);
 	b->dirty = b->size;
 	b->cool_until = until_ms;
-	b->next = p->cooling;
-	p->cooling = b;
+	TAILQ_INSERT_HEAD(&p->cooling, b, entry);
 }
 
 /*

@@ -946,7 +946,7 @@ static void
 clc_hop_arrive(struct worker *w, void *arg)
 {
 	struct clc_hop *h = arg;
-	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+	struct lgr_ctx *ctx = worker_lgr(w);
 
 	if (ctx == NULL || worker_preauth_get(w, &h->src) != 0) {
 		log_debug("clc: PROPOSAL for worker %d: no room there",
@@ -1152,7 +1152,7 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	 * only groups that hold QPs count here, lest a few idle
 	 * connections turn every real peer away.
 	 */
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
 		pending += lgr->role == LGR_ROLE_SERVER &&
 			   lgr->state == LGR_STATE_CLC;
 	c->hopped = hopped;
@@ -1194,7 +1194,7 @@ clc_accept(struct session *s)
 	    s->hello_len != 0 || s->in_len < 4 ||
 	    memcmp(s->in, CLC_EYECATCHER, 4) != 0)
 		return false;
-	ctx = lgr_worker_ctx(s->w);
+	ctx = worker_lgr(s->w);
 	src = s->addr[0];
 	memcpy(hdr, s->in, s->in_len);
 	hdr_len = s->in_len;

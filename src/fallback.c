@@ -492,7 +492,7 @@ fallback_connect(struct session *s)
 	char buf[ADDR_STRLEN];
 	int rc;
 
-	lgr_want(lgr_worker_ctx(s->w), s->peer);
+	lgr_want(worker_lgr(s->w), s->peer);
 	s->state = SESSION_CONNECT_PEER;
 	rc = fb_connect_upstream(s, &s->peer->addr);
 	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {

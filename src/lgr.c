@@ -76,8 +76,7 @@ static pthread_mutex_t lgr_peers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lgr_peer_state *lgr_peers;
 static uint32_t lgr_ids;
 
-static pthread_key_t lgr_key;
-static pthread_once_t lgr_key_once = PTHREAD_ONCE_INIT;
+static pthread_once_t lgr_system_id_once = PTHREAD_ONCE_INIT;
 static uint8_t lgr_daemon_system_id[8];
 
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
@@ -289,7 +288,7 @@ lgr_peer_mode(const char *peer, uint32_t *reason)
 
 /*
  * A daemon's link groups on base: conf for the peers and the rdma
- * settings (held; NULL when lgr_worker_ctx sets a worker), st and al for
+ * settings (held; NULL when lgr_worker_new sets a worker), st and al for
  * counters and the authentication rate limit, t for the protocol timers
  * (NULL or 0 fields: SMC's).  Devices are added with lgr_ctx_add_dev, or
  * opened on demand for a worker.  NULL on failure.
@@ -304,6 +303,7 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	ctx = calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
 		return NULL;
+	TAILQ_INIT(&ctx->lgrs);
 	ctx->base = base;
 	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
 	ctx->stats = st;
@@ -343,7 +343,7 @@ lgr_port_active(struct dev *dev, void *arg)
 	uint64_t at = lgr_now_ms() + LGR_PORT_SETTLE_MS;
 	struct lgr *lgr;
 
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_SERVER ||
 		    lgr->state != LGR_STATE_ACTIVE ||
 		    lgr_links_live(lgr) >= lgr->max_links ||
@@ -401,15 +401,15 @@ static void lgr_free(struct lgr *lgr);
 void
 lgr_ctx_free(struct lgr_ctx *ctx)
 {
+	struct lgr *lgr;
 	int i;
 
 	if (ctx == NULL)
 		return;
-	while (ctx->lgrs != NULL) {
-		if (ctx->lgrs->state == LGR_STATE_ACTIVE)
-			lgr_terminate(ctx->lgrs, LLC_DEL_PROG_INIT_TERM, true,
-				      false);
-		lgr_free(ctx->lgrs);
+	while ((lgr = TAILQ_FIRST(&ctx->lgrs)) != NULL) {
+		if (lgr->state == LGR_STATE_ACTIVE)
+			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		lgr_free(lgr);
 	}
 	while (ctx->clcs != NULL)
 		clc_conn_free(ctx->clcs);
@@ -423,37 +423,28 @@ lgr_ctx_free(struct lgr_ctx *ctx)
 	free(ctx);
 }
 
+/* One system id for the daemon: every worker's groups show the same. */
 static void
-lgr_key_free(void *ctx)
-{
-	lgr_ctx_free(ctx);
-}
-
-static void
-lgr_key_init(void)
+lgr_system_id_init(void)
 {
 	uint8_t rnd[AUTH_NONCE_LEN];
 
-	if (pthread_key_create(&lgr_key, lgr_key_free) != 0)
-		fatalx("%s: pthread_key_create", __func__);
 	auth_nonce(rnd);
 	memcpy(lgr_daemon_system_id, rnd, sizeof(lgr_daemon_system_id));
 }
 
 /*
- * The link-group context of worker w, created on first use; on w's
- * thread only.  It opens RDMA devices as peers need them and ends with
- * the thread.  NULL when out of memory.
+ * The link-group context of worker w (worker.c owns it: made before the
+ * worker's loop runs, freed with lgr_ctx_free after it): the daemon's
+ * system id, devices opened as peers need them.  NULL when out of
+ * memory.
  */
 struct lgr_ctx *
-lgr_worker_ctx(struct worker *w)
+lgr_worker_new(struct worker *w)
 {
 	struct lgr_ctx *ctx;
 
-	pthread_once(&lgr_key_once, lgr_key_init);
-	ctx = pthread_getspecific(lgr_key);
-	if (ctx != NULL)
-		return ctx;
+	pthread_once(&lgr_system_id_once, lgr_system_id_init);
 	ctx = lgr_ctx_new(worker_base(w), NULL, worker_stats(w), worker_auth(w),
 			  NULL);
 	if (ctx == NULL)
@@ -461,10 +452,6 @@ lgr_worker_ctx(struct worker *w)
 	ctx->w = w;
 	ctx->probe = true;
 	memcpy(ctx->system_id, lgr_daemon_system_id, sizeof(ctx->system_id));
-	if (pthread_setspecific(lgr_key, ctx) != 0) {
-		lgr_ctx_free(ctx);
-		return NULL;
-	}
 	return ctx;
 }
 
@@ -907,10 +894,7 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	tv.tv_sec = tick / 1000;
 	tv.tv_usec = (tick % 1000) * 1000;
 	event_add(lgr->tick, &tv);
-	lgr->next = ctx->lgrs;
-	if (ctx->lgrs != NULL)
-		ctx->lgrs->prev = lgr;
-	ctx->lgrs = lgr;
+	TAILQ_INSERT_HEAD(&ctx->lgrs, lgr, entry);
 	return lgr;
 }
 
@@ -952,12 +936,7 @@ lgr_free(struct lgr *lgr)
 	if (lgr->clc != NULL)
 		clc_conn_free(lgr->clc);
 	event_free(lgr->tick);
-	if (lgr->prev != NULL)
-		lgr->prev->next = lgr->next;
-	else
-		ctx->lgrs = lgr->next;
-	if (lgr->next != NULL)
-		lgr->next->prev = lgr->prev;
+	TAILQ_REMOVE(&ctx->lgrs, lgr, entry);
 	conf_drop(lgr->conf);
 	free(lgr);
 }
@@ -1132,7 +1111,7 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 
 	if (ctx == NULL)
 		return NULL;
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, peer->name) != 0)
 			continue;
@@ -1174,7 +1153,7 @@ lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer)
 
 	if (ctx == NULL)
 		return false;
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next)
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
 		if (lgr->role == LGR_ROLE_CLIENT &&
 		    (lgr->state == LGR_STATE_CLC ||
 		     lgr->state == LGR_STATE_CONFIRMING) &&
@@ -1946,7 +1925,7 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 	json_t *o;
 	int i;
 
-	for (lgr = ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
 			sysid);
 		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);
@@ -1984,10 +1963,8 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 void
 lgr_worker_json(struct worker *w, void *lgrs, void *links)
 {
-	struct lgr_ctx *ctx;
+	struct lgr_ctx *ctx = worker_lgr(w);
 
-	pthread_once(&lgr_key_once, lgr_key_init);
-	ctx = pthread_getspecific(lgr_key);
-	if (ctx != NULL && ctx->w == w)
+	if (ctx != NULL)
 		lgr_json(ctx, lgrs, links);
 }

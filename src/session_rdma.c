@@ -60,15 +60,15 @@
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
 
-/* Sessions in order, linked through park_prev/park_next. */
+/* Sessions in order, linked through their park entry. */
 struct session_rdma_queue {
-	struct session *head, *tail;
+	TAILQ_HEAD(, session) q;
 	unsigned int n;
 };
 
 /* Registered memory the connections of one peer hold on a worker. */
 struct session_rdma_share {
-	struct session_rdma_share *next;
+	LIST_ENTRY(session_rdma_share) entry;
 	char peer[CONF_NAME_MAX + 1];
 	size_t bytes;
 };
@@ -82,11 +82,11 @@ struct session_rdma_worker {
 	struct session_rdma_queue parked;
 	/* taken off parked by a wake-up, each to go on exactly once */
 	struct session_rdma_queue woken;
-	/* connections whose group ended, both roles (resume_prev/next) */
-	struct session_rdma *resuming;
+	/* connections whose group ended, both roles */
+	TAILQ_HEAD(, session_rdma) resuming;
 	unsigned int nresuming;
 	struct event *resume_ev; /* rule side: find or set up a group */
-	struct session_rdma_share *shares; /* per peer (buffer_share) */
+	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -147,7 +147,7 @@ struct session_rdma {
 	bool resuming;		/* on srw->resuming */
 	bool resume_sent;	/* opener: CONN_RESUME out, answer awaited */
 	uint64_t resume_since_ms;
-	struct session_rdma *resume_prev, *resume_next;
+	TAILQ_ENTRY(session_rdma) resume_entry; /* on srw->resuming */
 	/* acceptor: what the answer's resume applies, once it went out */
 	uint64_t res_rx, res_fin;
 	uint32_t res_rkey;
@@ -191,14 +191,6 @@ session_rdma_id(const struct session_rdma *sr)
 	return (unsigned long long)sr->s->id;
 }
 
-static struct session_rdma_worker *
-session_rdma_worker(struct worker *w)
-{
-	struct lgr_ctx *ctx = lgr_worker_ctx(w);
-
-	return ctx != NULL ? ctx->llc_arg : NULL;
-}
-
 /* The worker's share of the registered-memory cap, in bytes. */
 static size_t
 session_rdma_pool_limit(struct worker *w)
@@ -210,26 +202,28 @@ session_rdma_pool_limit(struct worker *w)
 }
 
 /*
- * Set up worker w's RDMA data path (on w's thread, before its loop):
- * its link-group context answers CONN_OPEN from now on.  0 or -ENOMEM.
+ * Worker w's RDMA data path on its link-group context ctx (worker.c owns
+ * both: made before the worker's loop runs): ctx answers CONN_OPEN from
+ * now on.  NULL when out of memory.
  */
-int
-session_rdma_worker_init(struct worker *w)
+struct session_rdma_worker *
+session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 {
 	struct session_rdma_worker *srw;
-	struct lgr_ctx *ctx = lgr_worker_ctx(w);
 
-	if (ctx == NULL)
-		return -ENOMEM;
 	srw = calloc(1, sizeof(*srw));
 	if (srw == NULL)
-		return -ENOMEM;
+		return NULL;
 	srw->w = w;
 	srw->ctx = ctx;
+	TAILQ_INIT(&srw->parked.q);
+	TAILQ_INIT(&srw->woken.q);
+	TAILQ_INIT(&srw->resuming);
+	LIST_INIT(&srw->shares);
 	srw->pool = buf_pool_new(NULL, NULL, session_rdma_pool_limit(w));
 	if (srw->pool == NULL) {
 		free(srw);
-		return -ENOMEM;
+		return NULL;
 	}
 	buf_pool_set_stats(srw->pool, worker_stats(w));
 	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
@@ -237,13 +231,13 @@ session_rdma_worker_init(struct worker *w)
 	if (srw->resume_ev == NULL) {
 		buf_pool_free(srw->pool);
 		free(srw);
-		return -ENOMEM;
+		return NULL;
 	}
 	ctx->llc_rx = session_rdma_llc_rx;
 	ctx->link_up = session_rdma_link_up;
 	ctx->setup_failed = session_rdma_setup_failed;
 	ctx->llc_arg = srw;
-	return 0;
+	return srw;
 }
 
 /* Whether buffers of the worker are still in use (by rconns). */
@@ -256,31 +250,29 @@ session_rdma_busy(const struct session_rdma_worker *srw)
 }
 
 /*
- * End worker w's RDMA data path after its sessions closed: the loop runs
- * a little longer (2 s at most) for the last CDCs in flight to complete,
- * then the pool goes (buffers still out go when they come back); the link
- * groups end with the thread (lgr_worker_ctx).
+ * End a worker's RDMA data path after its sessions closed, before its
+ * link-group context: the loop runs a little longer (2 s at most) for the
+ * last CDCs in flight to complete, then the pool goes (buffers still out
+ * go when they come back).
  */
 void
-session_rdma_worker_end(struct worker *w)
+session_rdma_worker_free(struct session_rdma_worker *srw)
 {
-	struct session_rdma_worker *srw = session_rdma_worker(w);
 	struct timeval tv = {0, 20000};
+	struct session_rdma_share *sh;
 	int round;
 
 	if (srw == NULL)
 		return;
 	/* the last CDCs of closed connections complete: their buffers back */
 	for (round = 0; round < 100 && session_rdma_busy(srw); round++) {
-		event_base_loopexit(worker_base(w), &tv);
-		event_base_dispatch(worker_base(w));
+		event_base_loopexit(worker_base(srw->w), &tv);
+		event_base_dispatch(worker_base(srw->w));
 	}
 	buf_pool_free(srw->pool);
 	event_free(srw->resume_ev);
-	while (srw->shares != NULL) {
-		struct session_rdma_share *sh = srw->shares;
-
-		srw->shares = sh->next;
+	while ((sh = LIST_FIRST(&srw->shares)) != NULL) {
+		LIST_REMOVE(sh, entry);
 		free(sh);
 	}
 	srw->ctx->llc_rx = NULL;
@@ -986,7 +978,7 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 	size_t limit = session_rdma_pool_limit(srw->w) *
 		       (size_t)peer->buffer_share / 100;
 
-	for (sh = srw->shares; sh != NULL; sh = sh->next)
+	LIST_FOREACH(sh, &srw->shares, entry)
 		if (strcmp(sh->peer, peer->name) == 0)
 			break;
 	if (sh == NULL) {
@@ -994,8 +986,7 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 		if (sh == NULL)
 			return -ENOMEM;
 		snprintf(sh->peer, sizeof(sh->peer), "%s", peer->name);
-		sh->next = srw->shares;
-		srw->shares = sh;
+		LIST_INSERT_HEAD(&srw->shares, sh, entry);
 	}
 	if (sh->bytes + bytes > limit) {
 		STATS_INC(worker_stats(srw->w), peer_buffer_full);
@@ -1070,28 +1061,14 @@ session_rdma_free(struct session_rdma *sr)
 static void
 session_rdma_queue_add(struct session_rdma_queue *q, struct session *s)
 {
-	s->park_next = NULL;
-	s->park_prev = q->tail;
-	if (q->tail != NULL)
-		q->tail->park_next = s;
-	else
-		q->head = s;
-	q->tail = s;
+	TAILQ_INSERT_TAIL(&q->q, s, park);
 	q->n++;
 }
 
 static void
 session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
 {
-	if (s->park_prev != NULL)
-		s->park_prev->park_next = s->park_next;
-	else
-		q->head = s->park_next;
-	if (s->park_next != NULL)
-		s->park_next->park_prev = s->park_prev;
-	else
-		q->tail = s->park_prev;
-	s->park_prev = s->park_next = NULL;
+	TAILQ_REMOVE(&q->q, s, park);
 	q->n--;
 }
 
@@ -1152,8 +1129,7 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 {
 	struct session *s, *next;
 
-	for (s = srw->parked.head; s != NULL; s = next) {
-		next = s->park_next;
+	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
 		if (strcmp(s->peer->name, peer->name) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
@@ -1161,7 +1137,7 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 		session_rdma_queue_add(&srw->woken, s);
 		s->woken = true;
 	}
-	while ((s = srw->woken.head) != NULL) {
+	while ((s = TAILQ_FIRST(&srw->woken.q)) != NULL) {
 		session_rdma_unpark(srw, s);
 		if (!session_rdma_connect(s))
 			fallback_connect(s);
@@ -1194,7 +1170,7 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 bool
 session_rdma_connect(struct session *s)
 {
-	struct session_rdma_worker *srw = session_rdma_worker(s->w);
+	struct session_rdma_worker *srw = worker_rdma(s->w);
 	struct session_rdma *sr = NULL;
 	struct llc_info m;
 	struct lgr *lgr;
@@ -1547,13 +1523,7 @@ session_rdma_resume_list_del(struct session_rdma *sr)
 
 	if (!sr->resuming)
 		return;
-	if (sr->resume_prev != NULL)
-		sr->resume_prev->resume_next = sr->resume_next;
-	else
-		srw->resuming = sr->resume_next;
-	if (sr->resume_next != NULL)
-		sr->resume_next->resume_prev = sr->resume_prev;
-	sr->resume_prev = sr->resume_next = NULL;
+	TAILQ_REMOVE(&srw->resuming, sr, resume_entry);
 	sr->resuming = false;
 	srw->nresuming--;
 	STATS_DEC(worker_stats(sr->s->w), conns_resuming);
@@ -1611,11 +1581,7 @@ session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
 	if (!sr->resuming) {
 		if (s->state == SESSION_RELAY)
 			sr->resume_since_ms = now;
-		sr->resume_prev = NULL;
-		sr->resume_next = srw->resuming;
-		if (srw->resuming != NULL)
-			srw->resuming->resume_prev = sr;
-		srw->resuming = sr;
+		TAILQ_INSERT_HEAD(&srw->resuming, sr, resume_entry);
 		sr->resuming = true;
 		srw->nresuming++;
 		STATS_INC(worker_stats(s->w), conns_resuming);
@@ -1751,7 +1717,7 @@ session_rdma_resume_lgr(struct session_rdma_worker *srw,
 	struct lgr *lgr;
 
 	*coming = false;
-	for (lgr = srw->ctx->lgrs; lgr != NULL; lgr = lgr->next) {
+	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
 			continue;
@@ -1783,8 +1749,7 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 	struct lgr *lgr;
 	bool again = false, coming;
 
-	for (sr = srw->resuming; sr != NULL; sr = next) {
-		next = sr->resume_next;
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
 		if (sr->s->role != SESSION_ROLE_RULE || sr->resume_sent ||
 		    sr->closing)
 			continue;
@@ -1827,8 +1792,7 @@ session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
 					 SESSION_ROLE_RULE :
 					 SESSION_ROLE_EXPORT;
 
-	for (sr = srw->resuming; sr != NULL; sr = next) {
-		next = sr->resume_next;
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
 		if (sr->s->role != role || sr->closing ||
 		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
 			continue;
@@ -1861,13 +1825,13 @@ session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
 	struct lgr *old;
 	struct lgr_conn *c;
 
-	for (sr = srw->resuming; sr != NULL; sr = sr->resume_next)
+	TAILQ_FOREACH(sr, &srw->resuming, resume_entry)
 		if (sr->s->role == SESSION_ROLE_EXPORT &&
 		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
 		    strcmp(sr->s->peer->name, peer) == 0)
 			return sr;
 	/* its old group may not have noticed yet that it is gone */
-	for (old = srw->ctx->lgrs; old != NULL; old = old->next) {
+	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry) {
 		if (old == lgr || old->role != LGR_ROLE_SERVER ||
 		    old->state != LGR_STATE_ACTIVE ||
 		    strcmp(old->peer->name, peer) != 0)
@@ -2430,7 +2394,7 @@ static void
 session_rdma_tcp_arrive(struct worker *w, void *arg)
 {
 	struct session_rdma_tcp_hop *h = arg;
-	struct session_rdma_worker *srw = session_rdma_worker(w);
+	struct session_rdma_worker *srw = worker_rdma(w);
 	struct session_rdma *sr =
 		srw != NULL ? session_rdma_tcp_find(srw, h->peer, &h->hi) : NULL;
 	uint8_t msg[sizeof(struct fb_result)];
@@ -2456,7 +2420,7 @@ session_rdma_tcp_arrive(struct worker *w, void *arg)
 enum session_reason
 session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
 {
-	struct session_rdma_worker *srw = session_rdma_worker(fs->w);
+	struct session_rdma_worker *srw = worker_rdma(fs->w);
 	struct session_rdma_tcp_hop *h;
 	struct session_rdma *sr;
 	int want = hi->worker - 1;
@@ -2524,7 +2488,7 @@ session_rdma_timeout(struct session *s)
 			  "%d ms: fallback",
 			  (unsigned long long)s->id, s->rule->name,
 			  s->peer->name, SESSION_RDMA_WAIT_MS);
-		session_rdma_unpark(session_rdma_worker(s->w), s);
+		session_rdma_unpark(worker_rdma(s->w), s);
 		fallback_connect(s);
 		return;
 	}
@@ -2557,7 +2521,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 {
 	struct session_rdma *sr = s->rdma;
 
-	session_rdma_unpark(session_rdma_worker(s->w), s);
+	session_rdma_unpark(worker_rdma(s->w), s);
 	if (sr == NULL)
 		return;
 	session_rdma_resume_list_del(sr);

@@ -244,6 +244,10 @@ struct event_base *worker_base(const struct worker *w);
 struct stats *worker_stats(struct worker *w);
 struct conf *worker_conf(const struct worker *w);
 struct auth_limit *worker_auth(struct worker *w);
+struct lgr_ctx;
+struct session_rdma_worker;
+struct lgr_ctx *worker_lgr(struct worker *w);
+struct session_rdma_worker *worker_rdma(struct worker *w);
 bool worker_has_room(const struct worker *w);
 bool worker_preauth_room(struct worker *w);
 int worker_preauth_get(struct worker *w, const struct addr *src);
@@ -338,7 +342,7 @@ struct session {
 	size_t challenge_len;
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
-	struct session *park_prev, *park_next; /* SESSION_RDMA_WAIT */
+	TAILQ_ENTRY(session) park;	/* SESSION_RDMA_WAIT: parked or woken */
 	bool parked;
 	bool woken;		/* off parked, about to go on */
 	bool preauth;		/* holds a worker_preauth_get of addr[0] */
@@ -434,7 +438,7 @@ struct wr_link_cb {
 
 /* A sender parked for a TX slot; wake(w, 0 or -ENOLINK) when one frees. */
 struct wr_waiter {
-	struct wr_waiter *next, *prev;
+	TAILQ_ENTRY(wr_waiter) entry;	/* on its link's FIFO while queued */
 	void (*wake)(struct wr_waiter *w, int status);
 	uint64_t since_ms;
 	bool queued;
@@ -502,7 +506,7 @@ enum buf_kind { BUF_SNDBUF, BUF_RMB };
 #define BUF_MRS_MAX 4		/* PDs an element is registered in at once */
 
 struct buf {
-	struct buf *next, *prev; /* on its pool's free list or in-use list */
+	TAILQ_ENTRY(buf) entry;	/* on a free list or the cooling list */
 	struct buf_pool *pool;
 	void *addr;
 	size_t size;
@@ -910,7 +914,7 @@ TAILQ_HEAD(lgr_conns, lgr_conn);
 LIST_HEAD(lgr_conn_bucket, lgr_conn);
 
 struct lgr {
-	struct lgr *next, *prev;
+	TAILQ_ENTRY(lgr) entry;		/* ctx->lgrs */
 	struct lgr_ctx *ctx;
 	uint32_t id;
 	enum lgr_role role;
@@ -972,7 +976,7 @@ struct lgr_ctx {
 		uint64_t until_ms;
 	} backoff[LGR_DEVS_MAX];	/* cached: no lock per connection */
 	unsigned int nbackoff;
-	struct lgr *lgrs;
+	TAILQ_HEAD(lgr_list, lgr) lgrs;	/* newest first */
 	struct clc_conn *clcs;		/* server handshakes without a group */
 	int nclcs;
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
@@ -1000,7 +1004,7 @@ struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
 int lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
 		    struct dev *dev, const char *name);
 void lgr_ctx_free(struct lgr_ctx *ctx);
-struct lgr_ctx *lgr_worker_ctx(struct worker *w);
+struct lgr_ctx *lgr_worker_new(struct worker *w);
 struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
@@ -1047,8 +1051,9 @@ void lgr_link_add_rejected(struct lgr_link *link);
 
 /* session_rdma.c: connections carried over a link group (DESIGN §2) */
 struct session_rdma;
-int session_rdma_worker_init(struct worker *w);
-void session_rdma_worker_end(struct worker *w);
+struct session_rdma_worker *session_rdma_worker_new(struct worker *w,
+						    struct lgr_ctx *ctx);
+void session_rdma_worker_free(struct session_rdma_worker *srw);
 bool session_rdma_connect(struct session *s);
 void session_rdma_io(struct session *s, int i, short what);
 void session_rdma_timeout(struct session *s);

@@ -61,6 +61,9 @@ struct worker {
 	} *preauth;
 	int npreauth_src, preauth_cap;
 	int npreauth;
+	/* the RDMA side, on this thread: link groups and the data path */
+	struct lgr_ctx *lgr;
+	struct session_rdma_worker *rdma;
 };
 
 static struct worker *workers;
@@ -100,6 +103,20 @@ struct auth_limit *
 worker_auth(struct worker *w)
 {
 	return &w->auth;
+}
+
+/* w's link-group context; NULL when it could not be made.  w's thread. */
+struct lgr_ctx *
+worker_lgr(struct worker *w)
+{
+	return w->lgr;
+}
+
+/* w's RDMA data path; NULL when it could not be made.  w's thread. */
+struct session_rdma_worker *
+worker_rdma(struct worker *w)
+{
+	return w->rdma;
 }
 
 /* The config new sessions of this worker use (held by the worker). */
@@ -467,7 +484,7 @@ worker_peer_kept(const struct conf *conf, const struct conf_peer *peer)
 static void
 worker_revoke(struct worker *w, const struct conf *conf)
 {
-	struct lgr_ctx *ctx = lgr_worker_ctx(w);
+	struct lgr_ctx *ctx = worker_lgr(w);
 	struct session *s, *snext;
 	struct lgr *lgr, *lnext;
 
@@ -481,8 +498,9 @@ worker_revoke(struct worker *w, const struct conf *conf)
 							       "removed");
 		session_close(s, SESSION_AUTH_FAILED);
 	}
-	for (lgr = ctx != NULL ? ctx->lgrs : NULL; lgr != NULL; lgr = lnext) {
-		lnext = lgr->next;
+	if (ctx == NULL)
+		return;
+	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext) {
 		if (lgr->state == LGR_STATE_TERMINATING ||
 		    worker_peer_kept(conf, lgr->peer))
 			continue;
@@ -575,12 +593,18 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	if (session_rdma_worker_init(w))
+	w->lgr = lgr_worker_new(w);
+	if (w->lgr != NULL)
+		w->rdma = session_rdma_worker_new(w, w->lgr);
+	if (w->rdma == NULL)
 		log_warnx("worker %d: out of memory: RDMA data path off",
 			  w->id);
 	event_base_dispatch(w->base);
 	session_close_all(w, SESSION_SHUTDOWN);
-	session_rdma_worker_end(w);
+	session_rdma_worker_free(w->rdma);
+	w->rdma = NULL;
+	lgr_ctx_free(w->lgr);
+	w->lgr = NULL;
 	return NULL;
 }
 

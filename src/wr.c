@@ -74,7 +74,7 @@ struct wr_link {
 	uint32_t *tx_free;	/* stack of free slot indices */
 	uint32_t tx_nfree;
 	struct dev_mr tx_mr;
-	struct wr_waiter *wait_head, *wait_tail;
+	TAILQ_HEAD(wr_waiters, wr_waiter) waiters; /* FIFO */
 
 	uint8_t *rx_bufs;
 	uint32_t rx_cnt;
@@ -126,41 +126,21 @@ wr_rx_register(struct wr_link *l, uint8_t type, wr_rx_fn fn)
 static void
 wr_waiter_unlink(struct wr_link *l, struct wr_waiter *w)
 {
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		l->wait_head = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	else
-		l->wait_tail = w->prev;
-	w->next = w->prev = NULL;
+	TAILQ_REMOVE(&l->waiters, w, entry);
 	w->queued = false;
 }
 
 static void
 wr_waiter_append(struct wr_link *l, struct wr_waiter *w)
 {
-	w->next = NULL;
-	w->prev = l->wait_tail;
-	if (l->wait_tail != NULL)
-		l->wait_tail->next = w;
-	else
-		l->wait_head = w;
-	l->wait_tail = w;
+	TAILQ_INSERT_TAIL(&l->waiters, w, entry);
 	w->queued = true;
 }
 
 static void
 wr_waiter_prepend(struct wr_link *l, struct wr_waiter *w)
 {
-	w->prev = NULL;
-	w->next = l->wait_head;
-	if (l->wait_head != NULL)
-		l->wait_head->prev = w;
-	else
-		l->wait_tail = w;
-	l->wait_head = w;
+	TAILQ_INSERT_HEAD(&l->waiters, w, entry);
 	w->queued = true;
 }
 
@@ -180,11 +160,12 @@ wr_wait_account(struct wr_link *l, struct wr_waiter *w, uint64_t now)
 static void
 wr_wake(struct wr_link *l, bool all)
 {
-	struct wr_waiter *w, *batch;
+	struct wr_waiters batch = TAILQ_HEAD_INITIALIZER(batch);
+	struct wr_waiter *w;
 	uint64_t now = session_now_ms();
 
 	if (!all) {
-		w = l->wait_head;
+		w = TAILQ_FIRST(&l->waiters);
 		if (w == NULL)
 			return;
 		wr_waiter_unlink(l, w);
@@ -195,11 +176,9 @@ wr_wake(struct wr_link *l, bool all)
 		return;
 	}
 	/* detach the whole queue first: waiters that re-park go behind */
-	batch = l->wait_head;
-	l->wait_head = l->wait_tail = NULL;
-	while ((w = batch) != NULL) {
-		batch = w->next;
-		w->next = w->prev = NULL;
+	TAILQ_CONCAT(&batch, &l->waiters, entry);
+	while ((w = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, w, entry);
 		w->queued = false;
 		wr_wait_account(l, w, now);
 		w->woken = true;
@@ -224,7 +203,7 @@ wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w)
 	if (w != NULL)
 		w->woken = false;
 	if (l->tx_nfree == 0 ||
-	    (w != NULL && !w->queued && !woken && l->wait_head != NULL &&
+	    (w != NULL && !w->queued && !woken && !TAILQ_EMPTY(&l->waiters) &&
 	     l->params.slot_wait == WR_WAIT_EXCLUSIVE)) {
 		/* FIFO: a newcomer does not overtake parked waiters */
 		if (w == NULL || w->queued)
@@ -277,7 +256,7 @@ wr_tx_free(struct wr_link *l, struct wr_tx_slot *slot)
 	slot->done = NULL;
 	slot->arg = NULL;
 	l->tx_free[l->tx_nfree++] = slot->index;
-	if (l->wait_head != NULL) {
+	if (!TAILQ_EMPTY(&l->waiters)) {
 		l->stats.contended_frees++;
 		wr_wake(l, l->params.slot_wait == WR_WAIT_ALL);
 	}
@@ -509,8 +488,8 @@ wr_wait_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_link *l = arg;
 
-	if (l->wait_head != NULL &&
-	    session_now_ms() - l->wait_head->since_ms >
+	if (!TAILQ_EMPTY(&l->waiters) &&
+	    session_now_ms() - TAILQ_FIRST(&l->waiters)->since_ms >
 		    l->params.slot_wait_max_ms) {
 		char why[64];
 
@@ -564,6 +543,7 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev,
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return NULL;
+	TAILQ_INIT(&l->waiters);
 	l->ops = ops;
 	l->dev = dev;
 	l->params = *params;

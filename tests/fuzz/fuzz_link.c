@@ -93,7 +93,7 @@ fuzz_other(const struct fuzz_side *s)
 static struct lgr *
 fuzz_lgr(const struct fuzz_side *s)
 {
-	return s->ctx != NULL ? s->ctx->lgrs : NULL;
+	return s->ctx != NULL ? TAILQ_FIRST(&s->ctx->lgrs) : NULL;
 }
 
 /* The n-th active link of s's group (cycling), or NULL. */
@@ -413,7 +413,7 @@ fuzz_check(const struct fuzz_side *s)
 	const struct lgr_conn *c;
 	int n;
 
-	for (lgr = fuzz_lgr(s); lgr != NULL; lgr = lgr->next) {
+	for (lgr = fuzz_lgr(s); lgr != NULL; lgr = TAILQ_NEXT(lgr, entry)) {
 		if (lgr->ctx != s->ctx)
 			abort();
 		if (lgr->state == LGR_STATE_ACTIVE && lgr_links_active(lgr) < 1)

@@ -101,11 +101,14 @@ id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["co
 	>"$T/stream.log" 2>&1 &
 stream_pid=$!
 track "$stream_pid" "$T/stream.log"
+seen=
 for i in $(seq 50); do
-	[ "$(stat_get a conns_active)" = 3 ] && break
+	n=$(stat_get a conns_active)
+	seen="$seen $n"
+	[ "$n" = 3 ] && break
 	sleep 0.1
 done
-[ "$(stat_get a conns_active)" = 3 ] || fail "the stream connections did not open"
+[ "$n" = 3 ] || fail "the stream connections did not open (conns_active:$seen)"
 
 # Read-only commands: fine for uid OTHER.
 for cmd in version stats "show rules" "show peers" "show lgrs" "show links" \

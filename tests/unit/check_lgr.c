@@ -161,7 +161,7 @@ run_for(unsigned int ms)
 static struct lgr *
 lgr_of(const struct side *s)
 {
-	return s->ctx != NULL ? s->ctx->lgrs : NULL;
+	return s->ctx != NULL ? TAILQ_FIRST(&s->ctx->lgrs) : NULL;
 }
 
 static bool
@@ -1122,9 +1122,9 @@ accept_one(void)
 static bool
 two_groups(void)
 {
-	return lgr_of(&A) != NULL && lgr_of(&A)->next != NULL &&
+	return lgr_of(&A) != NULL && TAILQ_NEXT(lgr_of(&A), entry) != NULL &&
 	       lgr_of(&A)->state == LGR_STATE_ACTIVE &&
-	       lgr_of(&A)->next->state == LGR_STATE_ACTIVE;
+	       TAILQ_NEXT(lgr_of(&A), entry)->state == LGR_STATE_ACTIVE;
 }
 
 START_TEST(reuse_until_full)
@@ -1171,7 +1171,7 @@ START_TEST(reuse_until_full)
 	ck_assert(run_until(accept_one, WAIT_MS));
 	ck_assert(run_until(two_groups, WAIT_MS));
 	ck_assert(!lgr_on_its_way(A.ctx, side_peer(&A)));
-	ck_assert_ptr_eq(lgr_of(&A)->next, first);
+	ck_assert_ptr_eq(TAILQ_NEXT(lgr_of(&A), entry), first);
 	ck_assert_ptr_eq(lgr_get(A.ctx, side_peer(&A)), lgr_of(&A));
 	ck_assert_uint_eq(stat(&A, STAT_lgr_created), 2);
 	/* each group in a protection domain of its own, not the device's */
@@ -1193,7 +1193,7 @@ b_groups_settled(void)
 	const struct lgr *l;
 	int n = 0, pending = 0;
 
-	for (l = lgr_of(&B); l != NULL; l = l->next) {
+	for (l = lgr_of(&B); l != NULL; l = TAILQ_NEXT(l, entry)) {
 		n += l->state == LGR_STATE_ACTIVE;
 		pending += l->state != LGR_STATE_ACTIVE &&
 			   l->state != LGR_STATE_TERMINATING;

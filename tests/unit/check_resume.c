@@ -125,7 +125,7 @@ setup_cb(struct worker *wk, void *arg)
 	devs_freed = false;
 	dev_a = loopdev_new(worker_base(wk));
 	ck_assert_ptr_nonnull(dev_a);
-	ck_assert_int_eq(lgr_ctx_add_dev(lgr_worker_ctx(wk), &a_ops, dev_a,
+	ck_assert_int_eq(lgr_ctx_add_dev(worker_lgr(wk), &a_ops, dev_a,
 					 "loopa"),
 			 0);
 	side_init(&B);
@@ -144,7 +144,7 @@ close_cb(struct worker *wk, void *arg)
 static void
 groups_cb(struct worker *wk, void *arg)
 {
-	*(bool *)arg = lgr_worker_ctx(wk)->lgrs != NULL;
+	*(bool *)arg = !TAILQ_EMPTY(&worker_lgr(wk)->lgrs);
 }
 
 /* Once no group is left: the devices, which go with the test. */
@@ -154,7 +154,7 @@ devs_cb(struct worker *wk, void *arg)
 	struct side *sides[] = {&B, &C};
 	int i;
 
-	lgr_worker_ctx(wk)->ndevs = 0;
+	worker_lgr(wk)->ndevs = 0;
 	for (i = 0; i < 2; i++) {
 		buf_put(sides[i]->rmb);
 		buf_pool_free(sides[i]->pool);
@@ -175,7 +175,7 @@ group_cb(struct worker *wk, void *arg)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	ck_assert_ptr_nonnull(
 		lgr_client_new(s->ctx, &s->conf->peers[0], sv[0]));
-	ck_assert_int_eq(clc_serve(lgr_worker_ctx(wk), sv[1], NULL, NULL, 0),
+	ck_assert_int_eq(clc_serve(worker_lgr(wk), sv[1], NULL, NULL, 0),
 			 0);
 }
 
@@ -186,8 +186,8 @@ active_cb(struct worker *wk, void *arg)
 {
 	struct side *s = arg;
 
-	is_active = s->ctx->lgrs != NULL &&
-		    s->ctx->lgrs->state == LGR_STATE_ACTIVE;
+	is_active = !TAILQ_EMPTY(&s->ctx->lgrs) &&
+		    TAILQ_FIRST(&s->ctx->lgrs)->state == LGR_STATE_ACTIVE;
 }
 
 /* A new group from s to A, waited for until active. */
@@ -229,7 +229,7 @@ static void
 send_cb(struct worker *wk, void *arg)
 {
 	struct send *sd = arg;
-	struct lgr_link *link = &sd->s->ctx->lgrs->link[0];
+	struct lgr_link *link = &TAILQ_FIRST(&sd->s->ctx->lgrs)->link[0];
 	const struct dev_mr *mr =
 		buf_mr(sd->s->rmb, link->dev->ops, link->pd);
 
@@ -318,7 +318,7 @@ kill_cb(struct worker *wk, void *arg)
 {
 	struct side *s = arg;
 
-	loopdev_drop_link(wr_link_qp(s->ctx->lgrs->link[0].wr));
+	loopdev_drop_link(wr_link_qp(TAILQ_FIRST(&s->ctx->lgrs)->link[0].wr));
 }
 
 static void

@@ -146,7 +146,7 @@ wait_stat_a(enum stats_id id, uint64_t want)
 static void
 setup_cb(struct worker *wk, void *arg)
 {
-	struct lgr_ctx *ctx_a = lgr_worker_ctx(wk);
+	struct lgr_ctx *ctx_a = worker_lgr(wk);
 
 	ck_assert_ptr_nonnull(ctx_a);
 	flaky_ops = loopdev_ops;
@@ -183,14 +183,14 @@ close_cb(struct worker *wk, void *arg)
 static void
 groups_cb(struct worker *wk, void *arg)
 {
-	*(bool *)arg = lgr_worker_ctx(wk)->lgrs != NULL;
+	*(bool *)arg = !TAILQ_EMPTY(&worker_lgr(wk)->lgrs);
 }
 
 /* A's device goes with the test, not with the worker's context. */
 static void
 devs_cb(struct worker *wk, void *arg)
 {
-	lgr_worker_ctx(wk)->ndevs = 0;
+	worker_lgr(wk)->ndevs = 0;
 	loopdev_free(dev_a);
 	loopdev_free(dev_b);
 	devs_freed = true;
@@ -308,7 +308,7 @@ END_TEST
 static void
 lgr_state_cb(struct worker *wk, void *arg)
 {
-	struct lgr *lgr = lgr_worker_ctx(wk)->lgrs;
+	struct lgr *lgr = TAILQ_FIRST(&worker_lgr(wk)->lgrs);
 
 	*(int *)arg = lgr != NULL ? (int)lgr->state : -1;
 }
