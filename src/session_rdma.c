@@ -87,6 +87,7 @@ struct session_rdma_worker {
 	unsigned int nresuming;
 	struct event *resume_ev; /* rule side: find or set up a group */
 	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
+	struct event *watch_ev; /* each second: peers that consume nothing */
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */
@@ -153,6 +154,9 @@ struct session_rdma {
 	uint32_t res_rkey;
 	struct session_rdma_share *share; /* charged charge bytes there */
 	size_t charge;
+	/* our bytes wait for the peer's window: since when it consumed
+	 * nothing, and how much it had consumed then (session_rdma_watch) */
+	uint64_t stuck_since_ms, stuck_cons;
 	/* resumed over TCP: fd[1 - t] is the connection to the peer */
 	enum session_rdma_tcp tcp_step;
 	uint8_t tcp_in[FB_MSG_MAX];
@@ -184,6 +188,7 @@ static void session_rdma_tcp_start(struct session_rdma *sr);
 static void session_rdma_tcp_io(struct session_rdma *sr, short what);
 static bool session_rdma_tcp_out(struct session_rdma *sr);
 static bool session_rdma_tcp_in(struct session_rdma *sr);
+static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
 static unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -209,6 +214,7 @@ session_rdma_pool_limit(struct worker *w)
 struct session_rdma_worker *
 session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 {
+	struct timeval tv = {1, 0};
 	struct session_rdma_worker *srw;
 
 	srw = calloc(1, sizeof(*srw));
@@ -228,7 +234,14 @@ session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 	buf_pool_set_stats(srw->pool, worker_stats(w));
 	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
 				     srw);
-	if (srw->resume_ev == NULL) {
+	srw->watch_ev = event_new(worker_base(w), -1, EV_PERSIST,
+				  session_rdma_watch, srw);
+	if (srw->resume_ev == NULL || srw->watch_ev == NULL ||
+	    event_add(srw->watch_ev, &tv) != 0) {
+		if (srw->resume_ev != NULL)
+			event_free(srw->resume_ev);
+		if (srw->watch_ev != NULL)
+			event_free(srw->watch_ev);
 		buf_pool_free(srw->pool);
 		free(srw);
 		return NULL;
@@ -271,6 +284,7 @@ session_rdma_worker_free(struct session_rdma_worker *srw)
 	}
 	buf_pool_free(srw->pool);
 	event_free(srw->resume_ev);
+	event_free(srw->watch_ev);
 	while ((sh = LIST_FIRST(&srw->shares)) != NULL) {
 		LIST_REMOVE(sh, entry);
 		free(sh);
@@ -2017,6 +2031,63 @@ session_rdma_resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_resume_asked(srw, link, &m->conn_resume);
 	else
 		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
+}
+
+/*
+ * Has sr's peer been consuming nothing for longer than bound while our
+ * bytes wait for its window?  A slow reader moves its consumer cursor
+ * now and then (however shut the window looks at any one moment); one
+ * whose side never reads does not, while its daemon still answers
+ * TEST_LINK and its link stays up.
+ */
+static bool
+session_rdma_stuck(struct session_rdma *sr, uint64_t now, uint64_t bound)
+{
+	const struct rconn *rc = sr->rc;
+
+	if (tx_unsent(rc) == 0 || rc->peer_rmbe_space > 0 ||
+	    rc->peer_cons_off != sr->stuck_cons || sr->stuck_since_ms == 0) {
+		sr->stuck_cons = rc->peer_cons_off;
+		sr->stuck_since_ms = tx_unsent(rc) > 0 ? now : 0;
+		return false;
+	}
+	return now - sr->stuck_since_ms > bound;
+}
+
+/*
+ * Each second: a connection whose bytes have waited for the peer's
+ * window while the peer consumed nothing for longer than
+ * tcp_user_timeout is reset, as Linux drops a TCP connection whose zero
+ * window outlasts TCP_USER_TIMEOUT: the peer is there but its side never
+ * reads, and would pin the connection, its sockets and buffers forever.
+ */
+static void
+session_rdma_watch(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	const struct conf *conf = worker_conf(srw->w);
+	uint64_t now = session_now_ms(), bound;
+	struct session *s, *next;
+	struct session_rdma *sr;
+
+	if (conf->tcp_user_timeout <= 0)
+		return;
+	bound = (uint64_t)conf->tcp_user_timeout * 1000;
+	for (s = worker_sessions(srw->w); s != NULL; s = next) {
+		next = session_next(s);
+		sr = s->rdma;
+		if (s->mode != SESSION_MODE_RDMA || sr == NULL ||
+		    s->state != SESSION_RELAY || sr->rc == NULL ||
+		    sr->closing || !session_rdma_stuck(sr, now, bound))
+			continue;
+		log_warnx("conn 0x%llx: peer %s consumed nothing for %d s "
+			  "(tcp_user_timeout) with %zu bytes waiting: reset",
+			  session_rdma_id(sr), s->peer->name,
+			  conf->tcp_user_timeout, tx_unsent(sr->rc));
+		STATS_INC(worker_stats(srw->w), conns_window_timeout);
+		tx_close(sr->rc, TX_CLOSE_ABORT);
+		session_rdma_fail(sr, SESSION_PEER_TIMEOUT);
+	}
 }
 
 /* ---- resuming over TCP (docs/protocol.md) ---- */

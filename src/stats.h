@@ -29,6 +29,8 @@
 	  "connections that fell back: no registered buffer to be had")      \
 	X(peer_buffer_full, COUNTER, "connections",                          \
 	  "connections that fell back: their peer's buffer_share was held")  \
+	X(conns_window_timeout, COUNTER, "connections",                      \
+	  "connections reset: the peer consumed nothing for tcp_user_timeout with bytes waiting") \
 	X(peer_lgr_limit, COUNTER, "handshakes",                             \
 	  "link groups declined: the peer had max_lgrs with us already")     \
 	X(conns_lgr_waits, COUNTER, "connections",                           \

@@ -6,12 +6,14 @@
  * themselves over loopdev.  b opens two connections, their link group
  * breaks, and on new groups A is asked to resume them: a forged resume
  * id, another peer's request, impossible offsets and a replay are
- * refused, the real one goes through.
+ * refused, the real one goes through.  And a peer that takes our bytes
+ * but never consumes them is reset after tcp_user_timeout.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,7 +334,8 @@ setup(void)
 	fd = listen_any(&peer_port);
 	close(fd);
 	snprintf(text, sizeof(text),
-		 "smcproxyd: { name = \"a\"; workers = 1; resume_timeout = 60; };\n"
+		 "smcproxyd: { name = \"a\"; workers = 1; resume_timeout = 60;"
+		 " tcp_user_timeout = 1; };\n"
 		 "peer_listen: { address = \"127.0.0.1:%d\"; };\n"
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:1\";"
 		 " insecure = true; any_source = true; },\n"
@@ -445,6 +448,45 @@ START_TEST(resume_refusals_and_the_real_one)
 }
 END_TEST
 
+/*
+ * b's side of a connection never consumes: once A's bytes from the
+ * target fill b's RMB element, A's window stays shut with b's daemon
+ * there and its link up.  After tcp_user_timeout (1 s here) A resets
+ * the connection instead of holding it, its sockets and buffers forever.
+ */
+START_TEST(peer_that_never_consumes_is_reset)
+{
+	static char data[64 * 1024];
+	const struct llc_info *m;
+	ssize_t n, sent = 0;
+	int i, t = -1;
+
+	new_group(&B);
+	open_conn(&B, TOKEN1);
+	m = answer(&B, 0);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	for (i = 0; i < WAIT_MS / 10 && t < 0; i++) {
+		t = accept(target_fd, NULL, NULL);
+		if (t < 0)
+			usleep(10000);
+	}
+	ck_assert_int_ge(t, 0);
+	/* more than b's 16 KiB element and A's socket buffers can take in */
+	memset(data, 'x', sizeof(data));
+	ck_assert_int_eq(fcntl(t, F_SETFL, O_NONBLOCK), 0);
+	for (i = 0; i < 4; i++) {
+		n = write(t, data, sizeof(data));
+		if (n > 0)
+			sent += n;
+	}
+	ck_assert_int_gt(sent, BUF_SIZE_MIN);
+	ck_assert_uint_eq(stat_a(STAT_conns_window_timeout), 0);
+	ck_assert(wait_stat_a(STAT_conns_window_timeout, 1));
+	ck_assert(wait_stat_a(STAT_conns_active, 0));
+	close(t);
+}
+END_TEST
+
 static Suite *
 resume_suite(void)
 {
@@ -454,6 +496,7 @@ resume_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, resume_refusals_and_the_real_one);
+	tcase_add_test(tc, peer_that_never_consumes_is_reset);
 	suite_add_tcase(s, tc);
 	return s;
 }
