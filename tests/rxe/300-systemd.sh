@@ -219,8 +219,8 @@ journal_has 'stopping; open connections get 30 s to finish' ||
 journal_has 'worker 0: draining 2 connections' ||
 	bad "the stop found no connection to drain"
 journal_has '(^|: )stopped$' || bad "no 'stopped' line in the journal"
-journal_has 'Started smcproxyd.service' || bad "no 'Started' line in the journal"
-journal_has 'Stopped smcproxyd.service' || bad "no 'Stopped' line in the journal"
+journal_has 'Started smcproxyd' || bad "no 'Started' line in the journal"
+journal_has 'Stopped smcproxyd' || bad "no 'Stopped' line in the journal"
 ok "the journal has the start, reload and stop lines"
 
 journalctl -u smcproxyd --no-pager -o short-monotonic \
