@@ -17,7 +17,9 @@
 #                                still active and serving over RDMA
 #   systemctl stop               a transfer running at the stop finishes
 #                                (drain), exit status 0
-# and the journal of smcproxyd.service holds each step's lines.
+# and the journal of smcproxyd.service holds each step's lines.  Last, the
+# control: with a drop-in that empties DeviceAllow= the same traffic falls
+# back to TCP, so the RDMA above is the unit's device policy at work.
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -d /run/systemd/system ] || [ "$(cat /proc/1/comm)" != systemd ]; then
@@ -222,6 +224,28 @@ journal_has '(^|: )stopped$' || bad "no 'stopped' line in the journal"
 journal_has 'Started smcproxyd' || bad "no 'Started' line in the journal"
 journal_has 'Stopped smcproxyd' || bad "no 'Stopped' line in the journal"
 ok "the journal has the start, reload and stop lines"
+
+# --- the control: no DeviceAllow=, no verbs device, no RDMA ----------------
+dropin=/run/systemd/system/smcproxyd.service.d
+mkdir -p "$dropin" &&
+	printf '[Service]\nDeviceAllow=\n' >"$dropin/no-verbs.conf" &&
+	systemctl daemon-reload || rxe_die "cannot add the drop-in"
+if systemctl start smcproxyd; then
+	xfer_ok "without DeviceAllow=: a connection still verifies" \
+		-n 1 -b 64K -T 60
+	expect_stat a conns_rdma 0
+	expect_stat a conns_fallback 1
+	if journal_has 'ibv_open_device: Operation not permitted'; then
+		ok "without DeviceAllow=: the journal says the device was refused"
+	else
+		bad "without DeviceAllow=: no refused ibv_open_device in the journal"
+	fi
+	systemctl stop smcproxyd || bad "systemctl stop failed (exit $?)"
+else
+	bad "systemctl start with DeviceAllow= emptied failed"
+fi
+rm -rf "$dropin"
+systemctl daemon-reload
 
 journalctl -u smcproxyd --no-pager -o short-monotonic \
 	>"$RXE_OUT/smcproxyd.journal.log" 2>&1
