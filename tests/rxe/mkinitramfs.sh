@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Build the Soft-RoCE VM's initramfs: busybox-static as the shell, our /init,
-# and just the modules needed to mount the host's root over virtio-9p.  Every
+# and just the modules needed to mount the host's root over virtio-9p (and
+# overlayfs, which makes that root writable for vm-run --systemd).  Every
 # other module (rdma_rxe, veth, ...) is loaded later from the host's own
 # /lib/modules, which the VM sees through that root.
 #
@@ -15,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 moddir=/lib/modules/$kver
 busybox=${RXE_BUSYBOX:-/bin/busybox}
 # Leaves of the dependency graph; modules.dep supplies the rest, in order.
-wanted="virtio_pci 9pnet_virtio 9p"
+wanted="virtio_pci 9pnet_virtio 9p overlay"
 
 die() {
 	echo "mkinitramfs.sh: $*" >&2
@@ -31,7 +32,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rxe-initramfs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 mkdir -p "$work/bin" "$work/dev" "$work/proc" "$work/sys" \
-	"$work/newroot" "$work/share" "$work/hosttmp" "$work/modules"
+	"$work/newroot" "$work/share" "$work/hosttmp" "$work/modules" \
+	"$work/lower" "$work/rw"
 cp "$busybox" "$work/bin/busybox"
 cp "$here/init" "$work/init"
 chmod 755 "$work/init" "$work/bin/busybox"

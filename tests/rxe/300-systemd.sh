@@ -1,0 +1,255 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the VM booted with systemd as PID 1 (run-checks --systemd): the package
+# as an operator gets it.  "make install" into the overlay root (the unit in
+# /lib/systemd/system, as the .deb puts it), systemd-sysusers and
+# systemd-tmpfiles on the installed files, a configuration and key in the
+# installed configuration directory.  Then, with daemon b started by hand
+# as the peer on the same rxe device:
+#   systemctl start smcproxyd    active once READY=1, StatusText set, runs
+#                                as user smcproxyd with no memlock limit
+#   traffic through the unit     over RDMA (conns_rdma on both daemons):
+#                                the unit's DeviceAllow= lets the verbs
+#                                devices in and LimitMEMLOCK= lets it pin
+#   systemctl reload, good file  succeeds, the new rule serves
+#   systemctl reload, bad file   fails, file:line reason in the journal,
+#                                still active and serving over RDMA
+#   systemctl stop               a transfer running at the stop finishes
+#                                (drain), exit status 0
+# and the journal of smcproxyd.service holds each step's lines.  Last, the
+# control: with a drop-in that empties DeviceAllow= the same traffic falls
+# back to TCP, so the RDMA above is the unit's device policy at work.
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -d /run/systemd/system ] || [ "$(cat /proc/1/comm)" != systemd ]; then
+	rxe_die "not under systemd: run this through run-checks --systemd"
+fi
+echo "# systemd booted: this check starts at $(rxe_now) s of uptime"
+rxe_setup
+rxe_pair_tools
+
+R=$RXE_RUNDIR
+PORT_B=7311
+PORT_RULE=16590
+PORT_RULE2=16592
+PORT_T=16589
+fail=0
+
+# --- install as a package would -------------------------------------------
+t0=$(rxe_now)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$abs_top_builddir" \
+	install systemdsystemunitdir=/lib/systemd/system \
+	>"$RXE_OUT/install.txt" 2>&1 ||
+	rxe_die "make install: $(tail -n 20 "$RXE_OUT/install.txt")"
+echo "# make install took $(awk -v a="$t0" -v b="$(rxe_now)" \
+	'BEGIN { printf "%.1f", b - a }') s"
+unit=/lib/systemd/system/smcproxyd.service
+[ -f "$unit" ] || rxe_die "make install put no unit at $unit"
+conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\)$/\1/p' "$unit")
+etc=${conf%/*}
+ctl=$(sed -n 's/^ExecReload=\([^ ]*\) .*/\1/p' "$unit")
+prefix=$(sed -n 's/^prefix = //p' "$abs_top_builddir/Makefile")
+if [ -z "$conf" ] || [ ! -x "$ctl" ] || [ -z "$prefix" ]; then
+	rxe_die "cannot read the paths from $unit: $(grep ^Exec "$unit")"
+fi
+systemd-sysusers "$prefix/lib/sysusers.d/smcproxyd.conf" ||
+	rxe_die "systemd-sysusers failed"
+systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/smcproxyd.conf" ||
+	rxe_die "systemd-tmpfiles failed"
+systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+if [ "$(stat -c '%a %U %G' "$etc")" = "750 root smcproxyd" ]; then
+	ok "installed: user smcproxyd, $etc 0750 root:smcproxyd"
+else
+	bad "$etc is $(stat -c '%a %U %G' "$etc"), want 750 root smcproxyd"
+fi
+# rxe_stat and expect_stat ask $CTL on $R/NAME.sock: the installed
+# smcproxyctl, and for a the unit's socket
+CTL=$ctl
+ln -sf /run/smcproxyd/control.sock "$R/a.sock"
+
+# --- the pair: the unit's daemon is a, b runs by hand ----------------------
+rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];"
+install -m 0600 -o smcproxyd -g smcproxyd "$R/psk" "$etc/ab.key" ||
+	rxe_die "cannot install the key"
+# write_conf LINE1 [MORE_RULES]: daemon a's configuration where the unit
+# reads it; LINE1 is the smcproxyd section (line 1: the bad file's error
+# is reported there).  The control socket is the default one, which is
+# what ExecReload= names.
+write_conf() {
+	cat >"$R/conf.new" <<EOF
+smcproxyd: { $1 };
+peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$etc/ab.key"; } );
+rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
+            export = "x"; }${2:-} );
+rdma: { devices = [ "$RXE_DEV0" ]; };
+EOF
+	install -m 0640 -o root -g smcproxyd "$R/conf.new" "$conf" ||
+		rxe_die "cannot write $conf"
+}
+good='name = "a"; workers = 1; shutdown_timeout = 30;'
+write_conf "$good"
+rxe_target_start
+daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+
+# journal_has PATTERN: smcproxyd.service's journal has a matching line
+# (journald may take a moment to write it)
+journal_lines() {
+	journalctl -u smcproxyd --no-pager -o cat 2>/dev/null | grep -Eq -- "$1"
+}
+journal_has() {
+	rxe_wait 10 journal_lines "$1"
+}
+status_text() {
+	systemctl show -p StatusText --value smcproxyd
+}
+# expect_is WHAT GOT WANT: ok "WHAT: GOT" when GOT is WANT, else bad
+expect_is() {
+	if [ "$2" = "$3" ]; then
+		ok "$1: $2"
+	else
+		bad "$1 is '$2', want '$3'"
+	fi
+}
+
+# --- systemctl start: active once READY=1 ----------------------------------
+t0=$(rxe_now)
+if systemctl start smcproxyd; then
+	ok "systemctl start smcproxyd ($(awk -v a="$t0" -v b="$(rxe_now)" \
+		'BEGIN { printf "%.1f", b - a }') s)"
+else
+	systemctl status --no-pager smcproxyd
+	journalctl -u smcproxyd --no-pager -o cat | tail -n 30
+	rxe_die "systemctl start smcproxyd failed"
+fi
+expect_is is-active "$(systemctl is-active smcproxyd)" active
+st=$(status_text)
+case $st in
+"1 rule, 0 exports, 1 peer, "*) ok "READY=1 with StatusText '$st'" ;;
+*) bad "StatusText is '$st'" ;;
+esac
+pid=$(systemctl show -p MainPID --value smcproxyd)
+expect_is "its uid" "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")" \
+	"$(id -u smcproxyd)"
+expect_is "its memlock limit (LimitMEMLOCK=)" \
+	"$(awk '/^Max locked memory/ { print $4 }' "/proc/$pid/limits")" unlimited
+journal_has 'smcproxyd .* ready: a, 1 workers, 1 rules' ||
+	bad "no ready line in the journal"
+
+# --- traffic over RDMA through the unit's daemon ---------------------------
+xfer_ok "first connection (while the group is set up: waits, or fallback)" \
+	-n 1 -b 64K -T 60
+journal_has 'peer b: link group active as client' ||
+	bad "no active link group in the journal"
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+"$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
+xfer_ok "8 connections x 1 MiB both ways through the unit" -n 8 -b 1M -T 60
+for d in a b; do
+	expect_stat $d conns_rdma 8
+	expect_stat $d conns_fallback 0
+done
+
+# --- systemctl reload with a good file --------------------------------------
+write_conf "$good" ",
+          { name = \"y\"; listen = \"127.0.0.1:$PORT_RULE2\"; peer = \"b\";
+            export = \"x\"; }"
+if systemctl reload smcproxyd; then
+	ok "systemctl reload, good file: succeeds"
+else
+	bad "systemctl reload of a good file failed (exit $?)"
+fi
+journal_has "reloaded $conf: 2 rules" || bad "no 'reloaded' line in the journal"
+st=$(status_text)
+case $st in
+"2 rules, 0 exports, 1 peer, 1 link group") ok "StatusText '$st'" ;;
+*) bad "StatusText after the reload is '$st'" ;;
+esac
+if "$XFER" client -c "127.0.0.1:$PORT_RULE2" -n 2 -b 256K -T 60 \
+	>"$RXE_OUT/xfer.out" 2>&1; then
+	ok "the reloaded rule serves"
+else
+	bad "the reloaded rule: $(tail -3 "$RXE_OUT/xfer.out")"
+fi
+
+# --- systemctl reload with a bad file ---------------------------------------
+write_conf 'name = "a"; workers = 1; shutdown_timeout = 99999;'
+if systemctl reload smcproxyd; then
+	bad "systemctl reload of a bad file succeeded"
+else
+	ok "systemctl reload, bad file: exit $?"
+fi
+if journal_has "$conf:1: smcproxyd.shutdown_timeout: 99999 is out of range"
+then
+	ok "the journal has the file:line reason"
+else
+	bad "no file:line reason in the journal"
+fi
+expect_is "is-active after it" "$(systemctl is-active smcproxyd)" active
+st=$(status_text)
+case $st in
+"reload failed: "*) ok "StatusText '$st'" ;;
+*) bad "StatusText after the refused reload is '$st'" ;;
+esac
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+xfer_ok "still serving over RDMA" -n 2 -b 256K -T 60
+expect_stat a conns_rdma 2
+write_conf "$good"
+
+# --- systemctl stop drains ---------------------------------------------------
+# Streams of 10 s: still running when the stop comes, however slowly the
+# two opened over RDMA (the journal's "draining" line says they were).
+"$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
+"$XFER" client -c "127.0.0.1:$PORT_RULE" -m stream -t 10 --verify -n 2 -T 60 \
+	>"$RXE_OUT/stream.out" 2>&1 &
+streamer=$!
+rxe_wait 30 stat_is a conns_rdma 2 ||
+	bad "the streams did not open over RDMA"
+t0=$(rxe_now)
+systemctl stop smcproxyd || bad "systemctl stop failed (exit $?)"
+took=$(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }')
+if wait "$streamer"; then
+	ok "the transfer running at the stop was drained (stop took $took s)"
+else
+	bad "the transfer running at the stop: $(tail -3 "$RXE_OUT/stream.out")"
+fi
+expect_is "is-active after stop" "$(systemctl is-active smcproxyd)" inactive
+expect_is Result "$(systemctl show -p Result --value smcproxyd)" success
+expect_is "exit status" \
+	"$(systemctl show -p ExecMainStatus --value smcproxyd)" 0
+journal_has 'stopping; open connections get 30 s to finish' ||
+	bad "no 'stopping' line in the journal"
+journal_has 'worker 0: draining 2 connections' ||
+	bad "the stop found no connection to drain"
+journal_has '(^|: )stopped$' || bad "no 'stopped' line in the journal"
+journal_has 'Started smcproxyd' || bad "no 'Started' line in the journal"
+journal_has 'Stopped smcproxyd' || bad "no 'Stopped' line in the journal"
+ok "the journal has the start, reload and stop lines"
+
+# --- the control: no DeviceAllow=, no verbs device, no RDMA ----------------
+dropin=/run/systemd/system/smcproxyd.service.d
+mkdir -p "$dropin" &&
+	printf '[Service]\nDeviceAllow=\n' >"$dropin/no-verbs.conf" &&
+	systemctl daemon-reload || rxe_die "cannot add the drop-in"
+if systemctl start smcproxyd; then
+	xfer_ok "without DeviceAllow=: a connection still verifies" \
+		-n 1 -b 64K -T 60
+	expect_stat a conns_rdma 0
+	expect_stat a conns_fallback 1
+	if journal_has 'ibv_open_device: Operation not permitted'; then
+		ok "without DeviceAllow=: the journal says the device was refused"
+	else
+		bad "without DeviceAllow=: no refused ibv_open_device in the journal"
+	fi
+	systemctl stop smcproxyd || bad "systemctl stop failed (exit $?)"
+else
+	bad "systemctl start with DeviceAllow= emptied failed"
+fi
+rm -rf "$dropin"
+systemctl daemon-reload
+
+journalctl -u smcproxyd --no-pager -o short-monotonic \
+	>"$RXE_OUT/smcproxyd.journal.log" 2>&1
+daemon_stop b || bad "daemon b exited with status $?"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+exit $fail
