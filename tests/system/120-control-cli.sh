@@ -100,7 +100,9 @@ need(re.fullmatch(r"\d+\.\d+\.\d+.*", d["version"]), "version %r" % d["version"]
 eq((d["protocol"], d["pid"], d["name"], d["config"], d["workers"]),
    (1, int(A[2]), "a", A[3], int(A[4])), "protocol, pid, name, config, workers")
 need(isinstance(d["uptime_s"], int) and 0 <= d["uptime_s"] < 300, "uptime_s")
-t = dict(l.split(None, 1) for l in open(A[1]).read().splitlines())
+rows = open(A[1]).read().splitlines()
+eq(rows[0].split(), ["KEY", "VALUE"], "version header")
+t = dict(l.split(None, 1) for l in rows[1:])
 eq(sorted(t), sorted(d), "table keys")
 for k in ("version", "protocol", "pid", "name", "config", "workers"):
     eq(t[k], str(d[k]), "table " + k)
@@ -191,6 +193,48 @@ run_ctl 0 -s "$SOCK" reload
 [ -s "$T/out" ] || [ -s "$T/err" ] && fail "reload printed: $(cat "$T/out" "$T/err")"
 run_ctl 0 -s "$SOCK" -j reload
 [ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j reload: $(cat "$T/out")"
+
+# --- table options (libsmartcols): -o, --noheadings, --raw ---------------
+
+cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["conns"][0]["id"])' "$T/show_conns.json")
+run_ctl 0 -s "$SOCK" -o id,PEER,State show conns
+[ "$(sed -n 1p "$T/out" | tr -s ' ')" = "ID PEER STATE" ] ||
+	fail "-o id,PEER,State header: $(cat "$T/out")"
+[ "$(sed -n 2p "$T/out" | tr -s ' ')" = "$cid b relay" ] ||
+	fail "-o id,PEER,State row: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings show conns
+[ "$(wc -l <"$T/out")" -eq 1 ] && ! grep -q BYTES-IN "$T/out" ||
+	fail "--noheadings show conns: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --raw -o id,bytes-in,downstream show conns
+[ "$(cat "$T/out")" = "$(printf 'ID BYTES-IN DOWNSTREAM\n%s 0 127.0.0.1:%s' "$cid" "$holder_port")" ] ||
+	fail "--raw -o id,bytes-in,downstream: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -n -r -o idle-timeout,rule show rules
+[ "$(cat "$T/out")" = "0 x" ] || fail "-n -r -o idle-timeout,rule show rules: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -o target show rules
+[ "$(sed -n 1p "$T/out")" = "no exports" ] && [ "$(wc -l <"$T/out")" -eq 1 ] ||
+	fail "-o target show rules (exports table only): $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings show lgrs
+[ -s "$T/out" ] && fail "--noheadings show lgrs without groups: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -n -o value version
+[ "$(sed -n 1p "$T/out" | tr -d ' ')" = "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["version"])' "$T/version.json")" ] ||
+	fail "-n -o value version: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings -o statistic,value stats
+grep -Eq '^conns_active +1$' "$T/out" && ! grep -q workers "$T/out" ||
+	fail "--noheadings -o statistic,value stats: $(head -5 "$T/out")"
+# an unknown column: status 2, the valid ones named, nothing printed
+run_ctl 2 -s "$SOCK" -o id,bogus show conns
+[ -s "$T/out" ] && fail "-o id,bogus printed: $(cat "$T/out")"
+grep -qF 'smcproxyctl: -o: unknown column "bogus"; valid: ID,W,MODE,ROLE,RULE,EXPORT,PEER,STATE,DOWNSTREAM,UPSTREAM,BYTES-IN,BYTES-OUT,AGE,IDLE' "$T/err" ||
+	fail "-o id,bogus said: $(cat "$T/err")"
+# show links knows every column smcproxyctl(8) promises, links or not
+for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
+	max_inline wrs_posted inline_wrs completions errors slot_waits wakeups \
+	slot_wait_timeouts rx_unknown rx_bad_opcode drained test_link_sent \
+	test_link_answered up_s; do
+	run_ctl 0 -s "$SOCK" -o "$col" show links
+done
+run_ctl 0 -s "$SOCK" -o up,wakeups,slot-wait-timeouts,rx-unknown,test-link-sent,test-link-answered show links
+[ "$(cat "$T/out")" = "no links" ] || fail "show links -o ...: $(cat "$T/out")"
 
 # --- Prometheus -------------------------------------------------------------
 
