@@ -534,11 +534,11 @@ nomem:
 static json_t *
 control_peer_json(const struct conf_peer *p)
 {
-	struct lgr_peer_info info;
+	struct peer_info info;
 	char code[16];
 	const char *name;
 
-	lgr_peer_info(p->name, &info);
+	peer_info(p->name, &info);
 	snprintf(code, sizeof(code), "0x%08x", info.reason);
 	name = info.reason ? clc_decline_name(info.reason) : "";
 	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"

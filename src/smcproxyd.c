@@ -314,6 +314,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(main_base);
 
 	worker_join_all();
+	peer_shutdown();
 	log_info("stopped");
 	event_free(sig_term);
 	event_free(sig_int);

@@ -937,13 +937,6 @@ struct lgr_ctx {
 	void *llc_arg;			/* of all three */
 };
 
-struct lgr_peer_info {
-	bool rdma;		/* an active link group reaches it */
-	int lgrs;		/* active link groups, all workers */
-	uint32_t reason;	/* why it last fell back; 0: never */
-	bool by_peer;		/* the peer declined (else we did) */
-	uint64_t backoff_left_ms; /* RDMA not tried before then */
-};
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
 			    struct stats *st, struct auth_limit *al,
@@ -969,8 +962,6 @@ struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
 const char *lgr_state_name(enum lgr_state st);
 const char *lgr_link_state_name(enum lgr_link_state st);
-const char *lgr_peer_mode(const char *peer, uint32_t *reason);
-int lgr_peer_info(const char *peer, struct lgr_peer_info *out);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
 uint64_t lgr_now_ms(void);
@@ -994,6 +985,24 @@ struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 int lgr_link_add_answer(struct lgr_link *link,
 			const struct dev_qp_addr *peer);
 void lgr_link_add_rejected(struct lgr_link *link);
+
+/* peer.c: what the process knows about each peer, for every worker */
+struct peer_info {
+	bool rdma;		  /* an active link group reaches it */
+	int lgrs;		  /* active link groups, all workers */
+	uint32_t reason;	  /* why it last fell back; 0: never */
+	bool by_peer;		  /* the peer declined (else we did) */
+	uint64_t backoff_left_ms; /* RDMA not tried before then */
+};
+
+void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);
+uint64_t peer_fallback(const char *name, uint32_t reason, bool by_peer,
+		       uint64_t backoff_ms, uint64_t max_ms);
+uint64_t peer_backoff_until(const char *name);
+bool peer_server_lgrs(const char *name, int max, int delta);
+int peer_info(const char *name, struct peer_info *out);
+const char *peer_mode(const char *name, uint32_t *reason);
+void peer_shutdown(void);
 
 /* session_rdma.c: connections carried over a link group (DESIGN §2) */
 struct session_rdma;

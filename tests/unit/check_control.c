@@ -9,8 +9,8 @@
  * socket) and, when run as root, permissions of mutating commands and the
  * per-uid client limits for other uids.
  *
- * Workers, sessions and reload are test doubles here; system tests drive
- * the real ones.
+ * Workers, sessions and reload are test doubles here (the peer registry,
+ * peer.c, is the real one); system tests drive the real ones.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -147,19 +147,6 @@ smcproxyd_reload(FILE *errors)
 	return reload_rc;
 }
 
-/* Link-group state: peer b declined RDMA, the rest never tried. */
-int
-lgr_peer_info(const char *peer, struct lgr_peer_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (strcmp(peer, "b") == 0) {
-		out->reason = 0x03030002;
-		out->by_peer = true;
-		return 0;
-	}
-	return -ENOENT;
-}
-
 void
 lgr_worker_json(struct worker *w, void *lgrs, void *links)
 {
@@ -219,6 +206,8 @@ setup(void)
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
+	/* the real registry (peer.c): peer b declined RDMA, c never tried */
+	peer_fallback("b", 0x03030002, true, 0, 0);
 }
 
 static void
@@ -227,6 +216,7 @@ teardown(void)
 	char path[160];
 
 	control_shutdown();
+	peer_shutdown();
 	ck_assert_int_eq(access(sockpath, F_OK), -1);
 	event_base_free(base);
 	conf_free(conf);
