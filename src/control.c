@@ -529,20 +529,24 @@ nomem:
 
 /*
  * One peer: how it is reached now (rdma while an active link group reaches
- * it, else fallback) and why it last fell back, with SMC's decline code.
+ * it, else fallback) and why it last fell back, with SMC's decline code;
+ * whether it answered the last try, and the last error and when.
  */
 static json_t *
 control_peer_json(const struct conf_peer *p)
 {
 	struct peer_info info;
-	char code[16];
+	char code[16], at[32] = "";
 	const char *name;
+	struct tm tm;
 
 	peer_info(p->name, &info);
 	snprintf(code, sizeof(code), "0x%08x", info.reason);
 	name = info.reason ? clc_decline_name(info.reason) : "";
+	if (info.error_at != 0 && gmtime_r(&info.error_at, &tm) != NULL)
+		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
-			 " s:i}",
+			 " s:i, s:o, s:s, s:s, s:s, s:o}",
 			 "name", p->name, "address", control_addr(&p->addr),
 			 "auth", p->insecure ? "insecure" : "psk", "mode",
 			 info.rdma ? "rdma" : "fallback", "fallback_reason",
@@ -553,7 +557,16 @@ control_peer_json(const struct conf_peer *p)
 			 "decline_code", code, "decline_name", name,
 			 "declined_by_peer", info.by_peer, "backoff_left_ms",
 			 (json_int_t)info.backoff_left_ms, "lgrs", info.lgrs,
-			 "conns", 0);
+			 "conns", 0, "reachable",
+			 info.reachable < 0 ? json_null() :
+					      json_boolean(info.reachable),
+			 "last_error", info.error, "last_error_code",
+			 info.error_code, "last_error_at", at,
+			 "last_error_age_s",
+			 info.error_at != 0 ?
+				 json_integer((json_int_t)(info.error_age_ms /
+							   1000)) :
+				 json_null());
 }
 
 static json_t *

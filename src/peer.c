@@ -4,12 +4,15 @@
  * peer, whichever worker learnt it, keyed by the peer's name so that it
  * outlives a reload that keeps the name.  lgr.c tells it when link groups
  * to a peer come and go and when RDMA to it fails (the back-off before
- * RDMA is tried again lives here); `show peers` and the connection log
- * read it.  Any thread: one mutex guards it, and nothing on a data path
+ * RDMA is tried again lives here), and the rule side's TCP connections
+ * to the peer port whether they got through and why not; `show peers`
+ * and the connection log read it.  Any thread: one mutex guards it, and nothing on a data path
  * takes it per byte.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +31,11 @@ struct peer_state {
 	bool by_peer;
 	uint64_t backoff_until_ms;
 	uint64_t backoff_ms; /* the next period */
+	int reachable;	     /* 1 the last try got through, 0 not, -1 none */
+	char error[PEER_ERROR_MAX];
+	char error_code[PEER_CODE_MAX];
+	time_t error_at;   /* wall clock, for people */
+	uint64_t error_ms; /* monotonic, for its age */
 };
 
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,6 +66,7 @@ peer_find(const char *name, bool create)
 	if (p == NULL)
 		return NULL;
 	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->reachable = -1;
 	p->next = peer_list;
 	peer_list = p;
 	return p;
@@ -82,9 +91,33 @@ peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms)
 			p->by_peer = false;
 			p->backoff_until_ms = 0;
 			p->backoff_ms = first_backoff_ms;
+			p->reachable = 1;
 		}
 	}
 	pthread_mutex_unlock(&peer_lock);
+}
+
+/* Keep the error, its code and when; with peer_lock held. */
+static void
+peer_note(struct peer_state *p, const char *code, const char *fmt, va_list ap)
+{
+	vsnprintf(p->error, sizeof(p->error), fmt, ap);
+	snprintf(p->error_code, sizeof(p->error_code), "%s", code);
+	p->error_at = time(NULL);
+	p->error_ms = peer_now_ms();
+}
+
+static void peer_notef(struct peer_state *p, const char *code, const char *fmt,
+		       ...) __attribute__((format(printf, 3, 4)));
+
+static void
+peer_notef(struct peer_state *p, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	peer_note(p, code, fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -101,12 +134,22 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 {
 	struct peer_state *p;
 	uint64_t period = 0;
+	char code[16];
 
+	snprintf(code, sizeof(code), "0x%08x", reason);
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, true);
 	if (p != NULL) {
 		p->reason = reason;
 		p->by_peer = by_peer;
+		/* a peer that declines answered: it is there */
+		if (by_peer)
+			p->reachable = 1;
+		/* no RDMA device here is ours, not the peer's: REASON says it */
+		if (by_peer || reason != CLC_DECL_NOSMCRDEV)
+			peer_notef(p, code, "RDMA declined by %s: %s",
+				   by_peer ? "the peer" : "us",
+				   clc_decline_name(reason));
 		if (backoff_ms && by_peer && reason == CLC_DECL_MEM) {
 			period = PEER_BUSY_BACKOFF_MS;
 			p->backoff_until_ms = peer_now_ms() + period;
@@ -122,6 +165,43 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 	}
 	pthread_mutex_unlock(&peer_lock);
 	return period;
+}
+
+/* A connection to the peer's port got through. */
+void
+peer_reached(const char *name)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->reachable = 1;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+/*
+ * Reaching the peer failed: keep the error (printf-style text, and code,
+ * an errno name like "ECONNREFUSED" or a close reason) with its time;
+ * unreachable when the peer's port did not answer at all.
+ */
+void
+peer_error(const char *name, bool unreachable, const char *code,
+	   const char *fmt, ...)
+{
+	struct peer_state *p;
+	va_list ap;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL) {
+		if (unreachable)
+			p->reachable = 0;
+		va_start(ap, fmt);
+		peer_note(p, code, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&peer_lock);
 }
 
 /* Until when (lgr_now_ms()) RDMA to the peer is backed off; 0: it is not. */
@@ -162,7 +242,8 @@ peer_server_lgrs(const char *name, int max, int delta)
 /*
  * What reaches the peer called name, for `show peers`: out->rdma when an
  * active link group does; else the reason it last fell back (a CLC_DECL_*
- * code, 0 if RDMA was never tried) and how long until it is tried again.
+ * code, 0 if RDMA was never tried) and how long until it is tried again;
+ * whether the peer answered the last try and the last error.
  * 0, or -ENOENT when nothing is known about the peer.
  */
 int
@@ -172,6 +253,7 @@ peer_info(const char *name, struct peer_info *out)
 	uint64_t now = peer_now_ms();
 
 	memset(out, 0, sizeof(*out));
+	out->reachable = -1;
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, false);
 	if (p != NULL) {
@@ -181,6 +263,11 @@ peer_info(const char *name, struct peer_info *out)
 		out->by_peer = p->by_peer;
 		if (now < p->backoff_until_ms)
 			out->backoff_left_ms = p->backoff_until_ms - now;
+		out->reachable = p->reachable;
+		memcpy(out->error, p->error, sizeof(out->error));
+		memcpy(out->error_code, p->error_code, sizeof(out->error_code));
+		out->error_at = p->error_at;
+		out->error_age_ms = p->error_ms != 0 ? now - p->error_ms : 0;
 	}
 	pthread_mutex_unlock(&peer_lock);
 	return p != NULL ? 0 : -ENOENT;

@@ -655,9 +655,15 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 		{"DECLINE", "decline_name", CTL_COL_TEXT},
 		{"CODE", "decline_code", CTL_COL_TEXT},
 		{"REASON", "fallback_reason", CTL_COL_TEXT},
+		{"BACKOFF", "backoff_left_ms", CTL_COL_MS},
+		{"REACHABLE", "reachable", CTL_COL_TEXT},
+		{"LAST-ERROR", "last_error", CTL_COL_TEXT},
+		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT},
+		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS},
 	};
 
-	ctl_table(json_object_get(data, "peers"), cols, 8, "no peers");
+	ctl_table(json_object_get(data, "peers"), cols,
+		  (int)(sizeof(cols) / sizeof(cols[0])), "no peers");
 }
 
 static void

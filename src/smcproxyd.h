@@ -987,17 +987,28 @@ int lgr_link_add_answer(struct lgr_link *link,
 void lgr_link_add_rejected(struct lgr_link *link);
 
 /* peer.c: what the process knows about each peer, for every worker */
+#define PEER_ERROR_MAX 160
+#define PEER_CODE_MAX 24
+
 struct peer_info {
 	bool rdma;		  /* an active link group reaches it */
 	int lgrs;		  /* active link groups, all workers */
 	uint32_t reason;	  /* why it last fell back; 0: never */
 	bool by_peer;		  /* the peer declined (else we did) */
 	uint64_t backoff_left_ms; /* RDMA not tried before then */
+	int reachable;		  /* the last try got through: 1, 0; -1 none */
+	char error[PEER_ERROR_MAX]; /* the last error; "" none */
+	char error_code[PEER_CODE_MAX];
+	time_t error_at;	  /* when (wall clock); 0: none */
+	uint64_t error_age_ms;
 };
 
 void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);
 uint64_t peer_fallback(const char *name, uint32_t reason, bool by_peer,
 		       uint64_t backoff_ms, uint64_t max_ms);
+void peer_reached(const char *name);
+void peer_error(const char *name, bool unreachable, const char *code,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 uint64_t peer_backoff_until(const char *name);
 bool peer_server_lgrs(const char *name, int max, int delta);
 int peer_info(const char *name, struct peer_info *out);

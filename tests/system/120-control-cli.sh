@@ -181,7 +181,7 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1$' "$T/show_rules.txt" ||
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
-head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON$' ||
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
 
 # The mutating commands print nothing in a table and {} in JSON.

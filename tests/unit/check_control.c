@@ -723,9 +723,38 @@ START_TEST(test_rules_peers)
 	ck_assert_str_eq(json_string_value(json_object_get(e, "auth")),
 			 "insecure");
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6);
+	/* a peer that declines answered; its decline is the last error */
+	ck_assert(json_is_true(json_object_get(e, "reachable")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "RDMA declined by the peer: NOSMCRDEV");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(e, "last_error_code")),
+		"0x03030002");
 	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
 			   1);
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3);
+	ck_assert(json_is_null(json_object_get(e, "reachable")));
+	ck_assert(json_is_null(json_object_get(e, "last_error_age_s")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "");
+	json_decref(r);
+
+	peer_error("c", true, "ECONNREFUSED", "connect to %s: %s",
+		   "127.0.0.1:17101", "Connection refused");
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   1);
+	ck_assert(json_is_false(json_object_get(e, "reachable")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "connect to 127.0.0.1:17101: Connection refused");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(e, "last_error_code")),
+		"ECONNREFUSED");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(e, "last_error_age_s")), 0);
+	ck_assert_uint_eq(
+		strlen(json_string_value(json_object_get(e, "last_error_at"))),
+		20);
 	json_decref(r);
 	client_free(c);
 }
