@@ -81,7 +81,11 @@ struct control_client {
 
 TAILQ_HEAD(control_clients, control_client);
 
-enum control_arg_type { CONTROL_ARG_ID };
+enum control_arg_type {
+	CONTROL_ARG_ID,	    /* an integer or a string ("0x1f") */
+	CONTROL_ARG_NAME,   /* a string */
+	CONTROL_ARG_SECONDS /* a non-negative integer, or one as a string */
+};
 
 struct control_arg {
 	const char *ca_name;
@@ -137,12 +141,23 @@ static json_t *control_cmd_lgrs(struct control_req *req);
 static json_t *control_cmd_links(struct control_req *req);
 static json_t *control_cmd_conns(struct control_req *req);
 static json_t *control_cmd_kill(struct control_req *req);
+static json_t *control_cmd_kill_conns(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
 static json_t *control_cmd_help(struct control_req *req);
 
 static const struct control_arg control_kill_args[] = {
 	{"id", CONTROL_ARG_ID, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+/* Which connections `show conns` lists and `kill conns` closes. */
+static const struct control_arg control_filter_args[] = {
+	{"rule", CONTROL_ARG_NAME, false},
+	{"peer", CONTROL_ARG_NAME, false},
+	{"state", CONTROL_ARG_NAME, false},
+	{"transport", CONTROL_ARG_NAME, false},
+	{"age", CONTROL_ARG_SECONDS, false},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
@@ -159,10 +174,15 @@ static const struct control_cmd control_cmds[] = {
 	 "peers, the transport used to reach each and why"},
 	{"show lgrs", 0, NULL, control_cmd_lgrs, "RDMA link groups"},
 	{"show links", 0, NULL, control_cmd_links, "RDMA links"},
-	{"show conns", 0, NULL, control_cmd_conns,
-	 "proxied connections, one object each"},
+	{"show conns", 0, control_filter_args, control_cmd_conns,
+	 "proxied connections, one object each; only those of a rule, peer,"
+	 " state, transport, at least age seconds old, if given"},
 	{"kill conn", CONTROL_MUTATING, control_kill_args, control_cmd_kill,
 	 "close connection ID (reason admin_kill)"},
+	{"kill conns", CONTROL_MUTATING, control_filter_args,
+	 control_cmd_kill_conns,
+	 "close the connections of a rule, peer, state, transport, at least"
+	 " age seconds old (reason admin_kill)"},
 	{"reload", CONTROL_MUTATING, NULL, control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
 	{"schema", 0, NULL, control_cmd_schema,
@@ -647,9 +667,92 @@ control_cmd_links(struct control_req *req)
 	return control_lgrs_all(req, "links");
 }
 
+/* A connection filter: NULL or -1 members match any connection. */
+struct control_filter {
+	const char *rule, *peer, *state, *transport;
+	json_int_t age; /* at least this many seconds old */
+};
+
+/*
+ * The filter in req's arguments; 0, or -EINVAL after control_fail.  The
+ * states and transports are checked so a typo is an error, not an empty
+ * list.
+ */
+static int
+control_filter_parse(struct control_req *req, struct control_filter *f,
+		     bool need_one)
+{
+	static const char *const states[] = {
+		"connect_peer", "hello",     "handshake", "connect_target",
+		"rdma_wait",	"rdma_open", "relay",	  "resuming",
+	};
+	const json_t *age = json_object_get(req->cr_args, "age");
+	size_t i;
+
+	f->rule = json_string_value(json_object_get(req->cr_args, "rule"));
+	f->peer = json_string_value(json_object_get(req->cr_args, "peer"));
+	f->state = json_string_value(json_object_get(req->cr_args, "state"));
+	f->transport =
+		json_string_value(json_object_get(req->cr_args, "transport"));
+	f->age = -1;
+	if (age != NULL)
+		f->age = json_is_integer(age) ?
+				 json_integer_value(age) :
+				 strtoll(json_string_value(age), NULL, 10);
+	for (i = 0; f->state != NULL && i < sizeof(states) / sizeof(states[0]);
+	     i++)
+		if (strcmp(f->state, states[i]) == 0)
+			break;
+	if (f->state != NULL && i == sizeof(states) / sizeof(states[0])) {
+		control_fail(req,
+			     "unknown state \"%.32s\" (want connect_peer, "
+			     "hello, handshake, connect_target, rdma_wait, "
+			     "rdma_open, relay or resuming)",
+			     f->state);
+		return -EINVAL;
+	}
+	if (f->transport != NULL && strcmp(f->transport, "rdma") != 0 &&
+	    strcmp(f->transport, "fallback") != 0) {
+		control_fail(req,
+			     "unknown transport \"%.32s\" (want rdma or "
+			     "fallback)",
+			     f->transport);
+		return -EINVAL;
+	}
+	if (need_one && json_object_size(req->cr_args) == 0) {
+		control_fail(req, "\"%s\" needs at least one of rule, peer, "
+				  "state, transport, age",
+			     req->cr_cmd->cm_name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool
+control_member_is(const json_t *s, const char *key, const char *want)
+{
+	const char *v = json_string_value(json_object_get(s, key));
+
+	return want == NULL || (v != NULL && strcmp(v, want) == 0);
+}
+
+/* Whether connection s (as session_json_add() describes it) matches f. */
+static bool
+control_filter_match(const struct control_filter *f, const json_t *s)
+{
+	return control_member_is(s, "rule", f->rule) &&
+	       control_member_is(s, "peer", f->peer) &&
+	       control_member_is(s, "state", f->state) &&
+	       control_member_is(s, "mode", f->transport) &&
+	       (f->age < 0 ||
+		json_number_value(json_object_get(s, "age_s")) >=
+			(double)f->age);
+}
+
 struct control_listing {
 	struct evbuffer *out;
 	json_int_t count;
+	const struct control_filter *filter;
 };
 
 static int
@@ -661,6 +764,8 @@ control_conns_cb(const json_t *conns, void *arg)
 
 	json_array_foreach(conns, i, s)
 	{
+		if (!control_filter_match(l->filter, s))
+			continue;
 		if (l->count++ > 0)
 			evbuffer_add(l->out, ",", 1);
 		control_dump(l->out, s);
@@ -677,8 +782,11 @@ control_conns_cb(const json_t *conns, void *arg)
 static json_t *
 control_cmd_conns(struct control_req *req)
 {
-	struct control_listing l = {req->cr_out, 0};
+	struct control_filter f;
+	struct control_listing l = {req->cr_out, 0, &f};
 
+	if (control_filter_parse(req, &f, false) < 0)
+		return NULL;
 	evbuffer_add_printf(l.out,
 			    "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
 			    CONTROL_VERSION);
@@ -725,6 +833,75 @@ control_cmd_kill(struct control_req *req)
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
 	return json_pack("{s:s}", "id", hex);
+}
+
+/* The connections a filter matched: their ids and workers. */
+struct control_victims {
+	const struct control_filter *filter;
+	json_t *ids;
+};
+
+static int
+control_victims_cb(const json_t *conns, void *arg)
+{
+	struct control_victims *v = arg;
+	const json_t *s;
+	size_t i;
+
+	json_array_foreach(conns, i, s)
+	{
+		if (control_filter_match(v->filter, s) &&
+		    json_array_append_new(
+			    v->ids, json_pack("{s:O, s:O}", "id",
+					      json_object_get(s, "id"), "worker",
+					      json_object_get(s, "worker"))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Close every connection the filter matches, as `kill conn` closes one.
+ * Those that closed on their own in between are not counted.
+ */
+static json_t *
+control_cmd_kill_conns(struct control_req *req)
+{
+	struct control_filter f;
+	struct control_victims v = {&f, NULL};
+	struct control_kill k;
+	json_t *killed, *e;
+	size_t i;
+	int w;
+
+	if (control_filter_parse(req, &f, true) < 0)
+		return NULL;
+	v.ids = json_array();
+	killed = json_array();
+	if (v.ids == NULL || killed == NULL ||
+	    control_sessions_foreach(control_victims_cb, &v) < 0) {
+		json_decref(v.ids);
+		json_decref(killed);
+		control_fail(req, "out of memory");
+		return NULL;
+	}
+	json_array_foreach(v.ids, i, e)
+	{
+		w = (int)json_integer_value(json_object_get(e, "worker"));
+		if (control_parse_id(json_object_get(e, "id"), &k.id) < 0 ||
+		    w < 0 || w >= worker_count())
+			continue;
+		k.rc = -ENOENT;
+		worker_call(worker_get(w), control_kill_cb, &k);
+		if (k.rc == 0)
+			json_array_append(killed, json_object_get(e, "id"));
+	}
+	json_decref(v.ids);
+	log_info("%s: %zu connections killed by uid %u pid %d", __func__,
+		 json_array_size(killed), (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:I, s:o}", "count",
+			 (json_int_t)json_array_size(killed), "ids", killed);
 }
 
 /* Config errors, one line each, as an array of strings. */
@@ -795,7 +972,12 @@ control_commands_json(void)
 			json_array_append_new(
 				args,
 				json_pack("{s:s, s:s, s:b}", "name", a->ca_name,
-					  "type", "integer or string",
+					  "type",
+					  a->ca_type == CONTROL_ARG_ID ?
+						  "integer or string" :
+					  a->ca_type == CONTROL_ARG_NAME ?
+						  "string" :
+						  "seconds",
 					  "required", a->ca_required));
 		json_array_append_new(
 			cmds, json_pack("{s:s, s:b, s:o, s:s}", "name",
@@ -853,6 +1035,21 @@ control_cmd_find(const char *name)
 	return NULL;
 }
 
+/* A non-negative integer, or a string of at most 12 digits. */
+static bool
+control_is_seconds(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n;
+
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0;
+	if (s == NULL)
+		return false;
+	n = strspn(s, "0123456789");
+	return n > 0 && n <= 12 && s[n] == '\0';
+}
+
 /* Check args against the command's table; 0 or -EINVAL after control_fail. */
 static int
 control_check_args(struct control_req *req)
@@ -882,6 +1079,19 @@ control_check_args(struct control_req *req)
 			control_fail(req,
 				     "argument \"%s\" must be an integer "
 				     "or a string",
+				     key);
+			return -EINVAL;
+		}
+		if (a->ca_type == CONTROL_ARG_NAME && !json_is_string(v)) {
+			control_fail(req, "argument \"%s\" must be a string",
+				     key);
+			return -EINVAL;
+		}
+		if (a->ca_type == CONTROL_ARG_SECONDS &&
+		    !control_is_seconds(v)) {
+			control_fail(req,
+				     "argument \"%s\" must be a number of "
+				     "seconds",
 				     key);
 			return -EINVAL;
 		}

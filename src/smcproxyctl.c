@@ -53,9 +53,17 @@ struct ctl_conn {
 	size_t used; /* of which the last reply */
 };
 
+/* A KEY VALUE argument, like "peer b" or "age 10". */
+struct ctl_key {
+	const char *name;
+	bool seconds; /* sent as a JSON integer */
+};
+
 struct ctl_cmd {
 	const char *words[2];
-	const char *arg; /* name of the one argument, or NULL */
+	const char *arg;	    /* name of the one argument, or NULL */
+	const struct ctl_key *keys; /* KEY VALUE pairs it takes, or NULL */
+	bool need_key;		    /* at least one pair */
 	void (*show)(struct ctl_conn *conn, json_t *data);
 };
 
@@ -94,20 +102,27 @@ static void ctl_show_links(struct ctl_conn *conn, json_t *data);
 static void ctl_show_conns(struct ctl_conn *conn, json_t *data);
 static void ctl_show_schema(struct ctl_conn *conn, json_t *data);
 static void ctl_show_help(struct ctl_conn *conn, json_t *data);
+static void ctl_show_killed(struct ctl_conn *conn, json_t *data);
+
+static const struct ctl_key ctl_filter_keys[] = {
+	{"rule", false},      {"peer", false}, {"state", false},
+	{"transport", false}, {"age", true},   {NULL, false},
+};
 
 static const struct ctl_cmd ctl_cmds[] = {
-	{{"version", NULL}, NULL, ctl_show_kv},
-	{{"stats", NULL}, NULL, ctl_show_stats},
-	{{"stats", "reset"}, NULL, ctl_show_done},
-	{{"show", "rules"}, NULL, ctl_show_rules},
-	{{"show", "peers"}, NULL, ctl_show_peers},
-	{{"show", "lgrs"}, NULL, ctl_show_lgrs},
-	{{"show", "links"}, NULL, ctl_show_links},
-	{{"show", "conns"}, NULL, ctl_show_conns},
-	{{"kill", "conn"}, "id", ctl_show_done},
-	{{"reload", NULL}, NULL, ctl_show_done},
-	{{"schema", NULL}, NULL, ctl_show_schema},
-	{{"help", NULL}, NULL, ctl_show_help},
+	{{"version", NULL}, NULL, NULL, false, ctl_show_kv},
+	{{"stats", NULL}, NULL, NULL, false, ctl_show_stats},
+	{{"stats", "reset"}, NULL, NULL, false, ctl_show_done},
+	{{"show", "rules"}, NULL, NULL, false, ctl_show_rules},
+	{{"show", "peers"}, NULL, NULL, false, ctl_show_peers},
+	{{"show", "lgrs"}, NULL, NULL, false, ctl_show_lgrs},
+	{{"show", "links"}, NULL, NULL, false, ctl_show_links},
+	{{"show", "conns"}, NULL, ctl_filter_keys, false, ctl_show_conns},
+	{{"kill", "conn"}, "id", NULL, false, ctl_show_done},
+	{{"kill", "conns"}, NULL, ctl_filter_keys, true, ctl_show_killed},
+	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
+	{{"schema", NULL}, NULL, NULL, false, ctl_show_schema},
+	{{"help", NULL}, NULL, NULL, false, ctl_show_help},
 };
 
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
@@ -143,10 +158,13 @@ ctl_usage(FILE *f)
 		"  show rules              rules and exports\n"
 		"  show peers              peers and their transport\n"
 		"  show lgrs | show links  RDMA link groups and links\n"
-		"  show conns              proxied connections\n"
+		"  show conns [FILTER]     proxied connections\n"
 		"  kill conn ID            close one connection\n"
+		"  kill conns FILTER       close the connections it matches\n"
 		"  reload                  re-read the configuration\n"
 		"  schema | help           describe stats and commands\n"
+		"FILTER: one or more of rule NAME, peer NAME, state STATE,\n"
+		"  transport rdma|fallback, age SECONDS (at least that old)\n"
 		"default socket: %s\n",
 		ctl_progname, ctl_progname, CONTROL_SOCKET_DEFAULT);
 }
@@ -185,8 +203,8 @@ ctl_connect(struct ctl_conn *conn)
  * a message.
  */
 static int
-ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
-	    const char *arg, json_t **reply, const char **raw)
+ctl_request(struct ctl_conn *conn, const char *cmd, json_t *args,
+	    json_t **reply, const char **raw)
 {
 	json_error_t jerr;
 	json_t *req;
@@ -196,9 +214,8 @@ ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
 	ssize_t n;
 
 	req = json_pack("{s:i, s:s}", "v", CONTROL_VERSION, "cmd", cmd);
-	if (req != NULL && argname != NULL)
-		json_object_set_new(req, "args",
-				    json_pack("{s:s}", argname, arg));
+	if (req != NULL && args != NULL)
+		json_object_set(req, "args", args);
 	line = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (line == NULL) {
@@ -299,7 +316,7 @@ ctl_call(struct ctl_conn *conn, const char *cmd, json_t **reply)
 	const char *raw;
 
 	*reply = NULL;
-	if (ctl_request(conn, cmd, NULL, NULL, reply, &raw) < 0)
+	if (ctl_request(conn, cmd, NULL, reply, &raw) < 0)
 		return NULL;
 	if (!json_is_true(json_object_get(*reply, "ok"))) {
 		ctl_warnx("%s: %s", cmd,
@@ -572,6 +589,15 @@ ctl_show_done(struct ctl_conn *conn, json_t *data)
 }
 
 static void
+ctl_show_killed(struct ctl_conn *conn, json_t *data)
+{
+	json_int_t n = json_integer_value(json_object_get(data, "count"));
+
+	fprintf(ctl_tab.out, "%lld connection%s killed\n", (long long)n,
+		n == 1 ? "" : "s");
+}
+
+static void
 ctl_show_stats(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
@@ -778,7 +804,10 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 	rows = json_array();
 	json_array_foreach(json_object_get(data, "commands"), i, cmd)
 	{
-		/* "kill conn ID": arguments in capitals, as in the man page */
+		/*
+		 * "kill conn ID", "show conns [rule RULE]...": arguments in
+		 * capitals, as in the man page, optional ones as KEY VALUE
+		 */
 		usage = NULL;
 		f = open_memstream(&usage, &len);
 		if (f == NULL)
@@ -786,11 +815,15 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		fputs(json_string_value(json_object_get(cmd, "name")), f);
 		json_array_foreach(json_object_get(cmd, "args"), j, a)
 		{
-			fputc(' ', f);
-			for (name = json_string_value(
-				     json_object_get(a, "name"));
-			     name != NULL && *name != '\0'; name++)
+			name = json_string_value(json_object_get(a, "name"));
+			if (json_is_true(json_object_get(a, "required")))
+				fputc(' ', f);
+			else
+				fprintf(f, " [%s ", name != NULL ? name : "");
+			for (; name != NULL && *name != '\0'; name++)
 				fputc(toupper((unsigned char)*name), f);
+			if (!json_is_true(json_object_get(a, "required")))
+				fputc(']', f);
 		}
 		fclose(f);
 		row = json_pack("{s:s, s:s, s:O}", "usage", usage, "access",
@@ -904,18 +937,86 @@ ctl_print(const struct ctl_cmd *cm, struct ctl_conn *conn, json_t *data)
 }
 
 /*
+ * The KEY VALUE pairs of @cm in argv (argc words) as its JSON arguments
+ * in *args.  0, or -1 after a message.
+ */
+static int
+ctl_parse_keys(const struct ctl_cmd *cm, int argc, char **argv, json_t **args)
+{
+	const struct ctl_key *k;
+	long long v;
+	char *end;
+	int i;
+
+	*args = json_object();
+	if (*args == NULL) {
+		ctl_warnx("out of memory");
+		return -1;
+	}
+	for (i = 0; i < argc; i += 2) {
+		for (k = cm->keys; k->name != NULL; k++)
+			if (strcmp(k->name, argv[i]) == 0)
+				break;
+		if (k->name == NULL) {
+			fprintf(stderr,
+				"%s: %s %s: unknown filter \"%s\"; valid:",
+				ctl_progname, cm->words[0], cm->words[1],
+				argv[i]);
+			for (k = cm->keys; k->name != NULL; k++)
+				fprintf(stderr, " %s", k->name);
+			fputc('\n', stderr);
+			return -1;
+		}
+		if (i + 1 == argc) {
+			ctl_warnx("%s %s: \"%s\" needs a value", cm->words[0],
+				  cm->words[1], k->name);
+			return -1;
+		}
+		if (json_object_get(*args, k->name) != NULL) {
+			ctl_warnx("%s %s: \"%s\" given twice", cm->words[0],
+				  cm->words[1], k->name);
+			return -1;
+		}
+		if (!k->seconds) {
+			json_object_set_new(*args, k->name,
+					    json_string(argv[i + 1]));
+			continue;
+		}
+		errno = 0;
+		v = strtoll(argv[i + 1], &end, 10);
+		if (!isdigit((unsigned char)*argv[i + 1]) || *end != '\0' ||
+		    errno != 0) {
+			ctl_warnx("%s %s: %s %s: not a number of seconds",
+				  cm->words[0], cm->words[1], k->name,
+				  argv[i + 1]);
+			return -1;
+		}
+		json_object_set_new(*args, k->name, json_integer(v));
+	}
+	if (cm->need_key && argc == 0) {
+		ctl_warnx("\"%s %s\" needs a filter: rule NAME, peer NAME, "
+			  "state STATE, transport rdma|fallback or age SECONDS",
+			  cm->words[0], cm->words[1]);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Match the command words against the table; on a mismatch say what would
- * have been valid.  Return: the command (its argument in *arg), or NULL.
+ * have been valid.  Return: the command (its arguments in *args, NULL if
+ * none), or NULL.
  */
 static const struct ctl_cmd *
-ctl_parse(int argc, char **argv, const char **arg)
+ctl_parse(int argc, char **argv, json_t **args)
 {
 	const struct ctl_cmd *cm, *bad_args = NULL;
 	const char *valid[CTL_NCMDS];
+	char argname[32];
 	size_t i, nvalid = 0;
 	int nwords;
 
-	*arg = NULL;
+	*args = NULL;
 	for (i = 0; i < CTL_NCMDS; i++) {
 		cm = &ctl_cmds[i];
 		nwords = cm->words[1] != NULL ? 2 : 1;
@@ -926,18 +1027,39 @@ ctl_parse(int argc, char **argv, const char **arg)
 			valid[nvalid++] = cm->words[1];
 			continue;
 		}
+		if (cm->keys != NULL)
+			return ctl_parse_keys(cm, argc - nwords, argv + nwords,
+					      args) == 0 ?
+				       cm :
+				       NULL;
 		if (argc - nwords == (cm->arg != NULL ? 1 : 0)) {
-			*arg = cm->arg != NULL ? argv[nwords] : NULL;
+			if (cm->arg != NULL)
+				*args = json_pack("{s:s}", cm->arg,
+						  argv[nwords]);
 			return cm;
 		}
 		bad_args = cm;
 	}
 	if (bad_args != NULL && (bad_args->words[1] != NULL || nvalid == 0)) {
-		ctl_warnx("\"%s%s%s\" takes %s", bad_args->words[0],
-			  bad_args->words[1] != NULL ? " " : "",
-			  bad_args->words[1] != NULL ? bad_args->words[1] : "",
-			  bad_args->arg != NULL ? "one argument, ID" :
-						  "no argument");
+		snprintf(argname, sizeof(argname), "%s",
+			 bad_args->arg != NULL ? bad_args->arg : "");
+		for (i = 0; argname[i] != '\0'; i++)
+			argname[i] = (char)toupper((unsigned char)argname[i]);
+		if (bad_args->arg != NULL)
+			ctl_warnx("\"%s%s%s\" takes one argument, %s",
+				  bad_args->words[0],
+				  bad_args->words[1] != NULL ? " " : "",
+				  bad_args->words[1] != NULL ?
+					  bad_args->words[1] :
+					  "",
+				  argname);
+		else
+			ctl_warnx("\"%s%s%s\" takes no argument",
+				  bad_args->words[0],
+				  bad_args->words[1] != NULL ? " " : "",
+				  bad_args->words[1] != NULL ?
+					  bad_args->words[1] :
+					  "");
 	} else if (nvalid > 0) {
 		if (argc < 2)
 			fprintf(stderr,
@@ -975,8 +1097,7 @@ main(int argc, char **argv)
 	struct ctl_conn conn = {.path = CONTROL_SOCKET_DEFAULT, .fd = -1};
 	enum ctl_fmt fmt = CTL_FMT_TEXT;
 	const struct ctl_cmd *cm;
-	const char *arg;
-	json_t *reply = NULL, *details, *d;
+	json_t *reply = NULL, *args = NULL, *details, *d;
 	const char *raw;
 	char cmd[64], *end;
 	size_t i;
@@ -987,7 +1108,7 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'o':
 			if (ctl_columns(optarg) < 0)
-				return CTL_EXIT_USAGE;
+				goto out;
 			break;
 		case 'n':
 			ctl_tab.noheadings = true;
@@ -1013,18 +1134,20 @@ main(int argc, char **argv)
 			    ctl_timeout < 0) {
 				ctl_warnx("-t %s: not a number of seconds",
 					  optarg);
-				return CTL_EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'h':
 			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			rc = CTL_EXIT_OK;
+			goto out;
 		case 'V':
 			printf("smcproxyctl %s\n", PACKAGE_VERSION);
-			return CTL_EXIT_OK;
+			rc = CTL_EXIT_OK;
+			goto out;
 		default:
 			ctl_usage(stderr);
-			return CTL_EXIT_USAGE;
+			goto out;
 		}
 	}
 	argc -= optind;
@@ -1033,27 +1156,27 @@ main(int argc, char **argv)
 	if (fmt == CTL_FMT_PROMETHEUS || fmt == CTL_FMT_OPENMETRICS) {
 		if (argc > 1 || (argc == 1 && strcmp(argv[0], "stats") != 0)) {
 			ctl_warnx("--prometheus only exports stats");
-			return CTL_EXIT_USAGE;
+			goto out;
 		}
 		if (ctl_connect(&conn) < 0)
-			return CTL_EXIT_USAGE;
+			goto out;
 		rc = ctl_prometheus(&conn, fmt == CTL_FMT_OPENMETRICS);
 		goto out;
 	}
 	if (argc == 0) {
 		ctl_usage(stderr);
-		return CTL_EXIT_USAGE;
+		goto out;
 	}
-	cm = ctl_parse(argc, argv, &arg);
+	cm = ctl_parse(argc, argv, &args);
 	if (cm == NULL)
-		return CTL_EXIT_USAGE;
+		goto out;
 	snprintf(cmd, sizeof(cmd), "%s%s%s", cm->words[0],
 		 cm->words[1] != NULL ? " " : "",
 		 cm->words[1] != NULL ? cm->words[1] : "");
 	if (ctl_connect(&conn) < 0)
-		return CTL_EXIT_USAGE;
+		goto out;
 	rc = CTL_EXIT_FAILED;
-	if (ctl_request(&conn, cmd, cm->arg, arg, &reply, &raw) < 0)
+	if (ctl_request(&conn, cmd, args, &reply, &raw) < 0)
 		goto out;
 	if (fmt == CTL_FMT_JSON)
 		printf("%s\n", raw);
@@ -1075,6 +1198,7 @@ main(int argc, char **argv)
 	rc = CTL_EXIT_OK;
 
 out:
+	json_decref(args);
 	json_decref(reply);
 	if (fflush(stdout) == EOF && rc == CTL_EXIT_OK) {
 		ctl_warnx("stdout: %s", strerror(errno));

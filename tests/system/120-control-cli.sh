@@ -139,14 +139,17 @@ pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
 s, h = load(A[0])["data"], load(A[2])["data"]
 eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
-         "show links", "show conns", "kill conn", "reload", "schema", "help"]
+         "show links", "show conns", "kill conn", "kill conns", "reload", "schema",
+         "help"]
+filters = ["rule", "peer", "state", "transport", "age"]
+args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
     eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
-    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "reload"),
+    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload"),
        "mutating of " + c["name"])
-    eq([a["name"] for a in c["args"]], ["id"] if c["name"] == "kill conn" else [],
+    eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
     need(c["help"], "help of " + c["name"])
 eq(s["commands"][8]["args"][0]["required"], True, "kill conn id required")
@@ -171,7 +174,9 @@ rows = open(A[3]).read().splitlines()
 eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
 eq(len(rows), 1 + len(names), "help rows")
 for c, r in zip(s["commands"], rows[1:]):
-    usage = c["name"] + (" ID" if c["args"] else "")
+    usage = c["name"] + "".join(" " + a["name"].upper() if a["required"]
+                                else " [%s %s]" % (a["name"], a["name"].upper())
+                                for a in c["args"])
     need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
     eq(r[len(usage):].split(None, 1),
        ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
@@ -356,6 +361,16 @@ echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
 [ "$got" = "version stats show kill reload schema help" ] || fail "completion of a command: '$got'"
+got=$(complete_words kill "")
+[ "$got" = "conn conns" ] || fail "completion after kill: '$got'"
+got=$(complete_words show conns "")
+[ "$got" = "rule peer state transport age" ] || fail "completion after show conns: '$got'"
+got=$(complete_words kill conns peer b transport "")
+[ "$got" = "rdma fallback" ] || fail "completion of a transport: '$got'"
+got=$(complete_words -s "$SOCK" show conns rule "")
+[ "$got" = "x" ] || fail "completion of a rule name: '$got'"
+got=$(complete_words -s "$SOCK" kill conns peer "")
+[ "$got" = "b" ] || fail "completion of a peer name: '$got'"
 got=$(complete_words -j show "")
 [ "$got" = "rules peers lgrs links conns" ] || fail "completion after show: '$got'"
 got=$(complete_words stats r)

@@ -2,14 +2,36 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The operator's commands of smcproxyctl against a real daemon pair:
 # show peers says whether a peer answered, its last error and when, and
-# the back-off left.
+# the back-off left; show conns filters by rule, peer, state, transport
+# and age, and kill conns closes what such a filter matches.
+#
+# A has two rules, x to peer b and y to peer c; both peers are daemon B
+# (which knows A as peer a), so that filters have something to tell apart.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
 . "$(dirname "$0")/lib-control.sh"
 
 pair_ports
-conf_a "$T/a.conf"
+PORT_RULE_Y=$PORT_SPARE
+cat >"$T/a.conf" <<EOF
+smcproxyd: {
+	name = "a";
+	control_socket = "$T/a.sock";
+	workers = $SMC_WORKERS;
+	log_level = "${SMC_LOG_LEVEL:-info}";
+	shutdown_timeout = 5;
+};
+peer_listen: { address = "127.0.0.1:$PORT_APEER"; };
+peers = (
+	{ name = "b"; address = "127.0.0.1:$PORT_BPEER"; insecure = true; },
+	{ name = "c"; address = "127.0.0.1:$PORT_BPEER"; insecure = true; }
+);
+rules = (
+	{ name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b"; export = "x"; },
+	{ name = "y"; listen = "127.0.0.1:$PORT_RULE_Y"; peer = "c"; export = "x"; }
+);
+EOF
 conf_b "$T/b.conf"
 # A target that accepts and holds connections.
 python3 -c '
@@ -24,8 +46,9 @@ while True:
 track $! "$T/target.log"
 wait_listen "$PORT_TARGET" 10 $!
 
-# hold N: N idle client connections to A's rule, held open until killed;
-# their local ports are printed, one a line, into $T/hold.N
+# hold N [PORT]: N idle client connections to A's rule x (or the one on
+# PORT), held open until killed; their local ports are printed, one a
+# line, into $T/hold.N; sets hold_pid
 holders=0
 hold()
 {
@@ -38,7 +61,7 @@ for _ in range(int(sys.argv[2])):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     ss.append(s)
     print(s.getsockname()[1], flush=True)
-time.sleep(600)' "$PORT_RULE" "$1" >"$T/hold.$holders" 2>&1 &
+time.sleep(600)' "${2:-$PORT_RULE}" "$1" >"$T/hold.$holders" 2>&1 &
 	hold_pid=$!
 	track $hold_pid "$T/hold.$holders"
 }
@@ -96,7 +119,7 @@ ctl a show peers >"$T/peers1.txt" || fail "show peers table"
 head -n 1 "$T/peers1.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/peers1.txt")"
 ctl a -n -r -o peer,reachable,error-code show peers >"$T/out" || fail "show peers -o"
-[ "$(cat "$T/out")" = "b no ECONNREFUSED" ] || fail "show peers -o peer,reachable,error-code: $(cat "$T/out")"
+[ "$(cat "$T/out")" = "$(printf 'b no ECONNREFUSED\nc - -')" ] || fail "show peers -o peer,reachable,error-code: $(cat "$T/out")"
 
 # B comes: the next connection gets through; the last error stays.
 start_daemon b "$T/b.conf"
@@ -115,3 +138,87 @@ EOF
 kill "$hold_pid"
 wait "$hold_pid" 2>/dev/null
 untrack "$hold_pid"
+
+# --- show conns filters, kill conns ----------------------------------------
+
+hold 2
+x_pid=$hold_pid
+hold 1 "$PORT_RULE_Y"
+y_pid=$hold_pid
+wait_conns a 3
+sleep 1.1 # every connection is at least 1 s old
+
+# conns ARGS...: rule/peer/mode of the connections show conns ARGS lists
+conns()
+{
+	ctl a -j show conns "$@" >"$T/conns.json" 2>"$T/ctl.err" ||
+		fail "show conns $*: $(cat "$T/ctl.err")"
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+assert d["count"] == len(d["conns"])
+print(" ".join(sorted("%s/%s/%s" % (c["rule"], c["peer"], c["mode"]) for c in d["conns"])))' "$T/conns.json"
+}
+for f in "|x/b/fallback x/b/fallback y/c/fallback" \
+	"rule x|x/b/fallback x/b/fallback" \
+	"rule y|y/c/fallback" \
+	"peer c|y/c/fallback" \
+	"peer b rule x|x/b/fallback x/b/fallback" \
+	"peer b rule y|" \
+	"rule nosuch|" \
+	"state relay|x/b/fallback x/b/fallback y/c/fallback" \
+	"state hello|" \
+	"transport fallback|x/b/fallback x/b/fallback y/c/fallback" \
+	"transport rdma|" \
+	"age 1|x/b/fallback x/b/fallback y/c/fallback" \
+	"age 3600|" \
+	"rule x state relay transport fallback age 0|x/b/fallback x/b/fallback"; do
+	got=$(conns ${f%%|*})
+	[ "$got" = "${f#*|}" ] || fail "show conns ${f%%|*}: '$got', want '${f#*|}'"
+done
+# the table filters the same way
+ctl a -n -r -o rule,peer show conns peer c >"$T/out" || fail "show conns peer c"
+[ "$(cat "$T/out")" = "y c" ] || fail "show conns peer c table: $(cat "$T/out")"
+ctl a show conns age 3600 >"$T/out" || fail "show conns age 3600"
+[ "$(cat "$T/out")" = "no connections" ] || fail "show conns age 3600 table: $(cat "$T/out")"
+
+# usage errors (2) and the daemon's refusals (1)
+for args in "show conns bogus 1" "show conns rule" "show conns age abc" \
+	"show conns age -1" "show conns rule x rule y" "kill conns" \
+	"kill conns peer"; do
+	ctl a $args >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" -eq 2 ] && [ -s "$T/err" ] && [ ! -s "$T/out" ] ||
+		fail "$args: status $rc, stderr '$(cat "$T/err")', stdout '$(cat "$T/out")'"
+done
+ctl a show conns bogus 1 2>&1 | grep -qxF 'smcproxyctl: show conns: unknown filter "bogus"; valid: rule peer state transport age' ||
+	fail "show conns bogus 1 said: $(ctl a show conns bogus 1 2>&1)"
+ctl a show conns state bogus >"$T/out" 2>&1
+[ $? -eq 1 ] && grep -qF 'unknown state "bogus"' "$T/out" ||
+	fail "show conns state bogus: $(cat "$T/out")"
+ctl a show conns transport tcp >"$T/out" 2>&1
+[ $? -eq 1 ] && grep -qF 'unknown transport "tcp" (want rdma or fallback)' "$T/out" ||
+	fail "show conns transport tcp: $(cat "$T/out")"
+
+# kill conns peer c: only rule y's connection closes, reason admin_kill
+before=$(stat_get a close_admin_kill)
+ctl a kill conns peer c >"$T/out" 2>"$T/err" || fail "kill conns peer c: $(cat "$T/err")"
+[ "$(cat "$T/out")" = "1 connection killed" ] || fail "kill conns peer c said: $(cat "$T/out")"
+[ "$(stat_get a close_admin_kill)" = $((before + 1)) ] ||
+	fail "kill conns peer c: close_admin_kill $(stat_get a close_admin_kill), was $before"
+[ "$(conns)" = "x/b/fallback x/b/fallback" ] || fail "after kill conns peer c: $(conns)"
+ctlj a "$T/kill.json" kill conns peer c
+[ "$(cat "$T/kill.json")" = '{"v":1,"ok":true,"data":{"count":0,"ids":[]}}' ] ||
+	fail "-j kill conns peer c again: $(cat "$T/kill.json")"
+ctlj a "$T/kill.json" kill conns rule x age 0
+pycheck "kill conns rule x age 0" "$T/kill.json" <<'EOF'
+d = load(A[0])["data"]
+eq(d["count"], 2, "count")
+need(all(re.fullmatch(r"0x[0-9a-f]+", i) for i in d["ids"]), "ids %r" % d["ids"])
+EOF
+[ "$(conns)" = "" ] || fail "after kill conns rule x: $(conns)"
+for p in $x_pid $y_pid; do
+	kill "$p"
+	wait "$p" 2>/dev/null
+	untrack "$p"
+done

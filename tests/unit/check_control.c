@@ -788,6 +788,86 @@ START_TEST(test_kill)
 }
 END_TEST
 
+/* The count show conns answers to request req. */
+static json_int_t
+conns_count(struct client *c, const char *req)
+{
+	json_t *r = ask_ok(c, req);
+	json_int_t n = json_integer_value(
+		json_object_get(json_object_get(r, "data"), "count"));
+
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "conns")),
+			  (size_t)n);
+	json_decref(r);
+	return n;
+}
+
+START_TEST(test_conns_filter)
+{
+	struct client *c = client_new();
+	json_t *r;
+
+	add_sessions(9); /* 6 of rule r1 (peer b), 3 of export e1 (peer c) */
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"rule\":\"r1\"}}\n"),
+			 6);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\"}}\n"),
+			 3);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\",\"rule\":"
+					"\"r1\"}}\n"),
+			 0);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"state\":\"relay\","
+					"\"transport\":\"fallback\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"transport\":\"rdma\"}}\n"),
+			 0);
+	/* the doubles are 61.5 s old */
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"age\":\"61\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"age\":62}}\n"),
+			 0);
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":-1}}\n",
+		  "argument \"age\" must be a number of seconds");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":\"1s\"}}\n",
+		  "argument \"age\" must be a number of seconds");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"rule\":1}}\n",
+		  "argument \"rule\" must be a string");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"state\":\"x\"}}\n",
+		  "unknown state \"x\" (want connect_peer, hello, handshake, "
+		  "connect_target, rdma_wait, rdma_open, relay or resuming)");
+	ask_error(c, "{\"v\":1,\"cmd\":\"kill conns\"}\n",
+		  "\"kill conns\" needs at least one of rule, peer, state, "
+		  "transport, age");
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"kill conns\",\"args\":{\"peer\":"
+		      "\"c\"}}\n");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "count")),
+			 3);
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "ids")),
+			  3);
+	json_decref(r);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\"}\n"),
+			 6);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\"}}\n"),
+			 0);
+	client_free(c);
+}
+END_TEST
+
 START_TEST(test_reload)
 {
 	struct client *c = client_new();
@@ -1389,6 +1469,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_schema);
 	tcase_add_test(cmds, test_rules_peers);
 	tcase_add_test(cmds, test_kill);
+	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
 	tcase_add_test(cmds, test_conns_chunked);
