@@ -142,12 +142,19 @@ static json_t *control_cmd_links(struct control_req *req);
 static json_t *control_cmd_conns(struct control_req *req);
 static json_t *control_cmd_kill(struct control_req *req);
 static json_t *control_cmd_kill_conns(struct control_req *req);
+static json_t *control_cmd_rule_enable(struct control_req *req);
+static json_t *control_cmd_peer_drain(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
 static json_t *control_cmd_help(struct control_req *req);
 
 static const struct control_arg control_kill_args[] = {
 	{"id", CONTROL_ARG_ID, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+static const struct control_arg control_name_args[] = {
+	{"name", CONTROL_ARG_NAME, true},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
@@ -183,6 +190,20 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_kill_conns,
 	 "close the connections of a rule, peer, state, transport, at least"
 	 " age seconds old (reason admin_kill)"},
+	{"disable rule", CONTROL_MUTATING, control_name_args,
+	 control_cmd_rule_enable,
+	 "stop accepting for rule NAME (its listeners close); its open "
+	 "connections go on"},
+	{"enable rule", CONTROL_MUTATING, control_name_args,
+	 control_cmd_rule_enable, "accept for rule NAME again"},
+	{"drain peer", CONTROL_MUTATING, control_name_args,
+	 control_cmd_peer_drain,
+	 "no new connections to peer NAME (the listeners of its rules "
+	 "close); open ones finish"},
+	{"undrain peer", CONTROL_MUTATING, control_name_args,
+	 control_cmd_peer_drain, "accept connections to peer NAME again"},
+	{"enable peer", CONTROL_MUTATING, control_name_args,
+	 control_cmd_peer_drain, "the same as undrain peer"},
 	{"reload", CONTROL_MUTATING, NULL, control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
 	{"schema", 0, NULL, control_cmd_schema,
@@ -493,11 +514,12 @@ control_cmd_stats_reset(struct control_req *req)
 static json_t *
 control_rule_json(const struct conf_rule *r)
 {
-	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i}", "name", r->name,
-			 "listen", control_addr(&r->listen), "peer",
+	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i, s:b, s:b}", "name",
+			 r->name, "listen", control_addr(&r->listen), "peer",
 			 r->peer != NULL ? r->peer->name : NULL, "export",
 			 r->export, "idle_timeout_s", r->idle_timeout, "conns",
-			 0);
+			 0, "enabled", worker_rule_enabled(r->name),
+			 "accepting", worker_rule_accepting(r));
 }
 
 static json_t *
@@ -566,7 +588,7 @@ control_peer_json(const struct conf_peer *p)
 	if (info.error_at != 0 && gmtime_r(&info.error_at, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
-			 " s:i, s:o, s:s, s:s, s:s, s:o}",
+			 " s:i, s:o, s:s, s:s, s:s, s:o, s:b}",
 			 "name", p->name, "address", control_addr(&p->addr),
 			 "auth", p->insecure ? "insecure" : "psk", "mode",
 			 info.rdma ? "rdma" : "fallback", "fallback_reason",
@@ -586,7 +608,8 @@ control_peer_json(const struct conf_peer *p)
 			 info.error_at != 0 ?
 				 json_integer((json_int_t)(info.error_age_ms /
 							   1000)) :
-				 json_null());
+				 json_null(),
+			 "draining", info.draining);
 }
 
 static json_t *
@@ -902,6 +925,77 @@ control_cmd_kill_conns(struct control_req *req)
 		 (int)req->cr_client->cc_pid);
 	return json_pack("{s:I, s:o}", "count",
 			 (json_int_t)json_array_size(killed), "ids", killed);
+}
+
+/*
+ * `disable rule NAME`, `enable rule NAME`: the rule's listeners close or
+ * open on every worker; its connections are not touched.
+ */
+static json_t *
+control_cmd_rule_enable(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	bool enable = strcmp(req->cr_cmd->cm_name, "enable rule") == 0;
+	const struct conf_rule *r = NULL;
+	char buf[ADDR_STRLEN];
+	int i, rc;
+
+	for (i = 0; i < control_conf->nrules && r == NULL; i++)
+		if (strcmp(control_conf->rules[i].name, name) == 0)
+			r = &control_conf->rules[i];
+	if (r == NULL) {
+		control_fail(req, "no rule \"%.64s\"", name);
+		return NULL;
+	}
+	rc = worker_rule_enable(name, enable);
+	if (rc < 0) {
+		control_fail(req, "rule %s: cannot listen on %s: %s", name,
+			     addr_str(&r->listen, buf, sizeof(buf)),
+			     strerror(-rc));
+		return NULL;
+	}
+	log_info("%s: rule %s %s by uid %u pid %d", __func__, name,
+		 enable ? "enabled" : "disabled",
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:s, s:b, s:b}", "name", name, "enabled", enable,
+			 "accepting", worker_rule_accepting(r));
+}
+
+/*
+ * `drain peer NAME`: no new connections to the peer (the listeners of
+ * the rules to it close), open ones finish; `undrain peer NAME` or
+ * `enable peer NAME` ends that.
+ */
+static json_t *
+control_cmd_peer_drain(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	bool drain = strcmp(req->cr_cmd->cm_name, "drain peer") == 0;
+	int rc;
+
+	if (conf_peer_find(control_conf, name) == NULL) {
+		control_fail(req, "no peer \"%.64s\"", name);
+		return NULL;
+	}
+	peer_set_draining(name, drain);
+	rc = worker_relisten_all();
+	if (rc < 0 && !drain) {
+		peer_set_draining(name, true);
+		worker_relisten_all();
+	}
+	if (rc < 0) {
+		control_fail(req, "peer %s: a rule to it cannot listen: %s",
+			     name, strerror(-rc));
+		return NULL;
+	}
+	log_info("%s: peer %s %s by uid %u pid %d", __func__, name,
+		 drain ? "draining" : "no longer draining",
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:s, s:b}", "name", name, "draining", drain);
 }
 
 /* Config errors, one line each, as an array of strings. */

@@ -36,6 +36,7 @@ struct peer_state {
 	char error_code[PEER_CODE_MAX];
 	time_t error_at;   /* wall clock, for people */
 	uint64_t error_ms; /* monotonic, for its age */
+	bool draining;	   /* the operator's: no new connections to it */
 };
 
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -268,9 +269,41 @@ peer_info(const char *name, struct peer_info *out)
 		memcpy(out->error_code, p->error_code, sizeof(out->error_code));
 		out->error_at = p->error_at;
 		out->error_age_ms = p->error_ms != 0 ? now - p->error_ms : 0;
+		out->draining = p->draining;
 	}
 	pthread_mutex_unlock(&peer_lock);
 	return p != NULL ? 0 : -ENOENT;
+}
+
+/*
+ * The operator drains the peer (no new connections to it: worker.c
+ * closes the listeners of its rules) or stops draining it.  Kept by name,
+ * so a reload that keeps the peer keeps it draining.
+ */
+void
+peer_set_draining(const char *name, bool draining)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->draining = draining;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+bool
+peer_draining(const char *name)
+{
+	struct peer_state *p;
+	bool draining = false;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL)
+		draining = p->draining;
+	pthread_mutex_unlock(&peer_lock);
+	return draining;
 }
 
 /*

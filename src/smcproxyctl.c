@@ -120,6 +120,11 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"show", "conns"}, NULL, ctl_filter_keys, false, ctl_show_conns},
 	{{"kill", "conn"}, "id", NULL, false, ctl_show_done},
 	{{"kill", "conns"}, NULL, ctl_filter_keys, true, ctl_show_killed},
+	{{"disable", "rule"}, "name", NULL, false, ctl_show_done},
+	{{"enable", "rule"}, "name", NULL, false, ctl_show_done},
+	{{"drain", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"undrain", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"enable", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"schema", NULL}, NULL, NULL, false, ctl_show_schema},
 	{{"help", NULL}, NULL, NULL, false, ctl_show_help},
@@ -161,6 +166,11 @@ ctl_usage(FILE *f)
 		"  show conns [FILTER]     proxied connections\n"
 		"  kill conn ID            close one connection\n"
 		"  kill conns FILTER       close the connections it matches\n"
+		"  disable | enable rule NAME\n"
+		"                          stop or start accepting for a rule\n"
+		"  drain | undrain peer NAME\n"
+		"                          no new connections to a peer, or "
+		"again\n"
 		"  reload                  re-read the configuration\n"
 		"  schema | help           describe stats and commands\n"
 		"FILTER: one or more of rule NAME, peer NAME, state STATE,\n"
@@ -655,6 +665,8 @@ ctl_show_rules(struct ctl_conn *conn, json_t *data)
 		{"EXPORT", "export", CTL_COL_TEXT},
 		{"IDLE-TIMEOUT", "idle_timeout_s", CTL_COL_NUM},
 		{"CONNS", "conns", CTL_COL_NUM},
+		{"ENABLED", "enabled", CTL_COL_TEXT},
+		{"ACCEPTING", "accepting", CTL_COL_TEXT},
 	};
 	static const struct ctl_col export_cols[] = {
 		{"EXPORT", "name", CTL_COL_TEXT},
@@ -664,7 +676,7 @@ ctl_show_rules(struct ctl_conn *conn, json_t *data)
 		{"PEERS", "peers", CTL_COL_TEXT},
 	};
 
-	ctl_table(json_object_get(data, "rules"), rule_cols, 6, "no rules");
+	ctl_table(json_object_get(data, "rules"), rule_cols, 8, "no rules");
 	ctl_table(json_object_get(data, "exports"), export_cols, 5,
 		  "no exports");
 }
@@ -683,6 +695,7 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 		{"REASON", "fallback_reason", CTL_COL_TEXT},
 		{"BACKOFF", "backoff_left_ms", CTL_COL_MS},
 		{"REACHABLE", "reachable", CTL_COL_TEXT},
+		{"DRAINING", "draining", CTL_COL_TEXT},
 		{"LAST-ERROR", "last_error", CTL_COL_TEXT},
 		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT},
 		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS},

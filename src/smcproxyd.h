@@ -233,6 +233,10 @@ bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
 int worker_reconfigure_all(struct conf *conf);
+bool worker_rule_enabled(const char *name);
+bool worker_rule_accepting(const struct conf_rule *r);
+int worker_rule_enable(const char *name, bool enable);
+int worker_relisten_all(void);
 bool worker_draining(const struct worker *w);
 void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
@@ -1001,6 +1005,7 @@ struct peer_info {
 	char error_code[PEER_CODE_MAX];
 	time_t error_at;	  /* when (wall clock); 0: none */
 	uint64_t error_age_ms;
+	bool draining;		  /* no new connections to it */
 };
 
 void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);
@@ -1012,6 +1017,8 @@ void peer_error(const char *name, bool unreachable, const char *code,
 uint64_t peer_backoff_until(const char *name);
 bool peer_server_lgrs(const char *name, int max, int delta);
 int peer_info(const char *name, struct peer_info *out);
+void peer_set_draining(const char *name, bool draining);
+bool peer_draining(const char *name);
 const char *peer_mode(const char *name, uint32_t *reason);
 void peer_shutdown(void);
 

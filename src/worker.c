@@ -5,6 +5,12 @@
  * nothing with the others on the data path.  The main thread talks to a
  * worker only by message: worker_post() queues a function to run on the
  * worker's thread, worker_call() does the same and waits for it.
+ *
+ * A rule's listeners are open while the rule is enabled and its peer is
+ * not draining: an operator's `disable rule` or `drain peer` closes them
+ * on every worker (new clients are refused, open connections go on), and
+ * `enable rule` or `undrain peer` opens them again.  The disabled rules
+ * are kept by name, so a reload keeps them disabled while the name stays.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +71,11 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
+
+/* Rules the operator disabled, by name (any thread; main writes). */
+static pthread_mutex_t worker_rules_lock = PTHREAD_MUTEX_INITIALIZER;
+static char (*worker_disabled)[CONF_NAME_MAX + 1];
+static int worker_ndisabled;
 
 int
 worker_count(void)
@@ -415,8 +426,9 @@ worker_listen_all(struct worker *w, struct conf *conf)
 	for (wl = w->listeners; wl != NULL; wl = wl->next)
 		wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
-		rc = worker_listen(w, &conf->rules[i].listen, false,
-				   &conf->rules[i]);
+		if (worker_rule_accepting(&conf->rules[i]))
+			rc = worker_listen(w, &conf->rules[i].listen, false,
+					   &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
 		rc = worker_listen(w, &conf->peer_listen, true, NULL);
 	for (pp = &w->listeners; (wl = *pp) != NULL;) {
@@ -427,6 +439,127 @@ worker_listen_all(struct worker *w, struct conf *conf)
 		*pp = wl->next;
 		listener_free(wl->l);
 		free(wl);
+	}
+	return rc;
+}
+
+/* Whether the operator left rule @name enabled. */
+bool
+worker_rule_enabled(const char *name)
+{
+	bool on = true;
+	int i;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled && on; i++)
+		on = strcmp(worker_disabled[i], name) != 0;
+	pthread_mutex_unlock(&worker_rules_lock);
+	return on;
+}
+
+/* Whether rule r listens: enabled, and its peer not draining. */
+bool
+worker_rule_accepting(const struct conf_rule *r)
+{
+	return worker_rule_enabled(r->name) &&
+	       (r->peer == NULL || !peer_draining(r->peer->name));
+}
+
+/* Mark rule @name (not) disabled; 0 or -ENOMEM. */
+static int
+worker_rule_mark(const char *name, bool enable)
+{
+	char(*p)[CONF_NAME_MAX + 1];
+	int i, rc = 0;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled; i++)
+		if (strcmp(worker_disabled[i], name) == 0)
+			break;
+	if (enable && i < worker_ndisabled) {
+		memmove(worker_disabled[i], worker_disabled[--worker_ndisabled],
+			sizeof(*worker_disabled));
+	} else if (!enable && i == worker_ndisabled) {
+		p = realloc(worker_disabled,
+			    (size_t)(worker_ndisabled + 1) * sizeof(*p));
+		if (p == NULL) {
+			rc = -ENOMEM;
+		} else {
+			worker_disabled = p;
+			snprintf(worker_disabled[worker_ndisabled++],
+				 sizeof(*p), "%s", name);
+		}
+	}
+	pthread_mutex_unlock(&worker_rules_lock);
+	return rc;
+}
+
+/* Forget the disabled rules conf no longer has (after a reload). */
+static void
+worker_rules_prune(const struct conf *conf)
+{
+	int i, j;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled;) {
+		for (j = 0; j < conf->nrules; j++)
+			if (!strcmp(conf->rules[j].name, worker_disabled[i]))
+				break;
+		if (j < conf->nrules)
+			i++;
+		else
+			memmove(worker_disabled[i],
+				worker_disabled[--worker_ndisabled],
+				sizeof(*worker_disabled));
+	}
+	pthread_mutex_unlock(&worker_rules_lock);
+}
+
+static void
+worker_relisten_cb(struct worker *w, void *arg)
+{
+	int *rc = arg, r;
+
+	/* stopping: the listeners stay closed */
+	if (w->draining)
+		return;
+	r = worker_listen_all(w, w->conf);
+	if (r && *rc == 0)
+		*rc = r;
+}
+
+/*
+ * Open and close the rule listeners of every worker to match the rules'
+ * and peers' states (after `enable rule`, `drain peer` ...).  0, or
+ * -errno when a listener could not be opened.
+ */
+int
+worker_relisten_all(void)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < nworkers; i++)
+		worker_call(&workers[i], worker_relisten_cb, &rc);
+	return rc;
+}
+
+/*
+ * Disable (close its listeners; its connections go on) or enable rule
+ * @name.  0, -ENOMEM, or -errno when enabling could not listen: the rule
+ * is then disabled again.
+ */
+int
+worker_rule_enable(const char *name, bool enable)
+{
+	bool was = worker_rule_enabled(name);
+	int rc;
+
+	rc = worker_rule_mark(name, enable);
+	if (rc == 0)
+		rc = worker_relisten_all();
+	if (rc && enable && !was) {
+		worker_rule_mark(name, false);
+		worker_relisten_all();
 	}
 	return rc;
 }
@@ -517,6 +650,7 @@ worker_reconfigure_all(struct conf *conf)
 	struct worker_reconf r;
 	int i, rc = 0;
 
+	worker_rules_prune(conf);
 	for (i = 0; i < nworkers; i++) {
 		r.conf = conf;
 		r.rc = 0;
@@ -670,4 +804,7 @@ worker_join_all(void)
 	free(workers);
 	workers = NULL;
 	nworkers = 0;
+	free(worker_disabled);
+	worker_disabled = NULL;
+	worker_ndisabled = 0;
 }

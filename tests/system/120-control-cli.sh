@@ -139,15 +139,20 @@ pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
 s, h = load(A[0])["data"], load(A[2])["data"]
 eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
-         "show links", "show conns", "kill conn", "kill conns", "reload", "schema",
-         "help"]
+         "show links", "show conns", "kill conn", "kill conns", "disable rule",
+         "enable rule", "drain peer", "undrain peer", "enable peer", "reload",
+         "schema", "help"]
 filters = ["rule", "peer", "state", "transport", "age"]
 args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
+args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
+                                    "undrain peer", "enable peer"))
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
     eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
-    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload"),
+    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload",
+                                    "disable rule", "enable rule", "drain peer",
+                                    "undrain peer", "enable peer"),
        "mutating of " + c["name"])
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
@@ -182,11 +187,11 @@ for c, r in zip(s["commands"], rows[1:]):
        ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
 EOF
 
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1$' "$T/show_rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules.txt" ||
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
-head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
 
 # The mutating commands print nothing in a table and {} in JSON.
@@ -360,7 +365,14 @@ _smcproxyctl
 echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
-[ "$got" = "version stats show kill reload schema help" ] || fail "completion of a command: '$got'"
+[ "$got" = "version stats show kill disable enable drain undrain reload schema help" ] ||
+	fail "completion of a command: '$got'"
+got=$(complete_words enable "")
+[ "$got" = "rule peer" ] || fail "completion after enable: '$got'"
+got=$(complete_words -s "$SOCK" disable rule "")
+[ "$got" = "x" ] || fail "completion after disable rule: '$got'"
+got=$(complete_words -s "$SOCK" drain peer "")
+[ "$got" = "b" ] || fail "completion after drain peer: '$got'"
 got=$(complete_words kill "")
 [ "$got" = "conn conns" ] || fail "completion after kill: '$got'"
 got=$(complete_words show conns "")

@@ -3,7 +3,9 @@
 # The operator's commands of smcproxyctl against a real daemon pair:
 # show peers says whether a peer answered, its last error and when, and
 # the back-off left; show conns filters by rule, peer, state, transport
-# and age, and kill conns closes what such a filter matches.
+# and age, and kill conns closes what such a filter matches; a disabled
+# rule, and the rules of a drained peer, stop accepting (also across a
+# reload) while their connections go on, until enabled or undrained.
 #
 # A has two rules, x to peer b and y to peer c; both peers are daemon B
 # (which knows A as peer a), so that filters have something to tell apart.
@@ -116,7 +118,7 @@ need(abs(time.time() - at) < 60, "last_error_at is not now: %r" % p["last_error_
 need(p["last_error_age_s"] in (0, 1, 2, 3), "last_error_age_s %r" % p["last_error_age_s"])
 EOF
 ctl a show peers >"$T/peers1.txt" || fail "show peers table"
-head -n 1 "$T/peers1.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/peers1.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/peers1.txt")"
 ctl a -n -r -o peer,reachable,error-code show peers >"$T/out" || fail "show peers -o"
 [ "$(cat "$T/out")" = "$(printf 'b no ECONNREFUSED\nc - -')" ] || fail "show peers -o peer,reachable,error-code: $(cat "$T/out")"
@@ -218,6 +220,87 @@ need(all(re.fullmatch(r"0x[0-9a-f]+", i) for i in d["ids"]), "ids %r" % d["ids"]
 EOF
 [ "$(conns)" = "" ] || fail "after kill conns rule x: $(conns)"
 for p in $x_pid $y_pid; do
+	kill "$p"
+	wait "$p" 2>/dev/null
+	untrack "$p"
+done
+
+# --- disable / enable a rule, drain / undrain a peer ----------------------
+
+# rules: "NAME:ENABLED:ACCEPTING ..." from show rules -j
+rules()
+{
+	ctl a -j show rules | python3 -c '
+import json, sys
+print(" ".join("%s:%s:%s" % (r["name"], r["enabled"], r["accepting"])
+               for r in json.load(sys.stdin)["data"]["rules"]))'
+}
+# refused PORT: a new client to A on PORT is refused
+refused()
+{
+	python3 -c '
+import socket, sys
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+except ConnectionRefusedError:
+    sys.exit(0)
+sys.exit(1)' "$1"
+}
+
+hold 1 "$PORT_RULE_Y"
+y_pid=$hold_pid
+wait_conns a 1
+[ "$(rules)" = "x:True:True y:True:True" ] || fail "rules at first: $(rules)"
+closed0=$(stat_get a conns_closed)
+ctl a disable rule y 2>"$T/err" || fail "disable rule y: $(cat "$T/err")"
+wait_not_listening "$PORT_RULE_Y" 5 || fail "rule y still listens once disabled"
+refused "$PORT_RULE_Y" || fail "a client of disabled rule y was not refused"
+port_listening "$PORT_RULE" || fail "rule x stopped listening with y"
+[ "$(rules)" = "x:True:True y:False:False" ] || fail "rules with y disabled: $(rules)"
+ctl a -n -r -o rule,enabled,accepting show rules >"$T/out"
+[ "$(cat "$T/out")" = "$(printf 'x yes yes\ny no no')" ] || fail "show rules table: $(cat "$T/out")"
+# its open connection goes on
+[ "$(conns rule y state relay)" = "y/c/fallback" ] || fail "rule y's connection after disable: $(conns rule y)"
+[ "$(stat_get a conns_closed)" = "$closed0" ] || fail "disable rule y closed a connection"
+# a reload keeps it disabled
+ctl a reload || fail "reload"
+sleep 0.3
+port_listening "$PORT_RULE_Y" && fail "reload opened disabled rule y again"
+[ "$(rules)" = "x:True:True y:False:False" ] || fail "rules after reload: $(rules)"
+ctl a enable rule y || fail "enable rule y"
+wait_listen "$PORT_RULE_Y" 5
+hold 1 "$PORT_RULE_Y"
+y2_pid=$hold_pid
+wait_conns a 2
+[ "$(rules)" = "x:True:True y:True:True" ] || fail "rules after enable: $(rules)"
+for args in "disable rule nosuch|no rule \"nosuch\"" "drain peer nosuch|no peer \"nosuch\""; do
+	ctl a ${args%%|*} >"$T/out" 2>&1
+	[ $? -eq 1 ] && grep -qF "${args#*|}" "$T/out" || fail "${args%%|*}: $(cat "$T/out")"
+done
+ctl a disable rule >"$T/out" 2>&1
+[ $? -eq 2 ] && grep -qF '"disable rule" takes one argument, NAME' "$T/out" ||
+	fail "disable rule without a name: $(cat "$T/out")"
+
+# drain peer c: rule y (to c) stops accepting, x (to b) goes on
+ctl a drain peer c || fail "drain peer c"
+wait_not_listening "$PORT_RULE_Y" 5 || fail "rule y still listens with peer c draining"
+port_listening "$PORT_RULE" || fail "rule x stopped listening with peer c draining"
+[ "$(rules)" = "x:True:True y:True:False" ] || fail "rules with c draining: $(rules)"
+ctl a -n -r -o peer,draining show peers >"$T/out"
+[ "$(cat "$T/out")" = "$(printf 'b no\nc yes')" ] || fail "show peers draining: $(cat "$T/out")"
+[ "$(conns peer c)" = "y/c/fallback y/c/fallback" ] || fail "peer c's connections while draining: $(conns peer c)"
+ctl a reload || fail "reload while draining"
+sleep 0.3
+port_listening "$PORT_RULE_Y" && fail "reload opened rule y of draining peer c"
+ctl a undrain peer c || fail "undrain peer c"
+wait_listen "$PORT_RULE_Y" 5
+[ "$(rules)" = "x:True:True y:True:True" ] || fail "rules after undrain: $(rules)"
+ctl a drain peer b || fail "drain peer b"
+wait_not_listening "$PORT_RULE" 5 || fail "rule x still listens with peer b draining"
+ctl a enable peer b || fail "enable peer b"
+wait_listen "$PORT_RULE" 5
+[ "$(stat_get a conns_closed)" = "$closed0" ] || fail "disable, drain or reload closed a connection"
+for p in $y_pid $y2_pid; do
 	kill "$p"
 	wait "$p" 2>/dev/null
 	untrack "$p"

@@ -138,6 +138,41 @@ session_kill(struct worker *w, uint64_t id)
 	return -ENOENT;
 }
 
+/* The rule the operator disabled; "" none. */
+static char disabled_rule[CONF_NAME_MAX + 1];
+static int relisten_rc;
+
+bool
+worker_rule_enabled(const char *name)
+{
+	return strcmp(name, disabled_rule) != 0;
+}
+
+bool
+worker_rule_accepting(const struct conf_rule *r)
+{
+	return worker_rule_enabled(r->name) &&
+	       (r->peer == NULL || !peer_draining(r->peer->name));
+}
+
+int
+worker_relisten_all(void)
+{
+	return relisten_rc;
+}
+
+int
+worker_rule_enable(const char *name, bool enable)
+{
+	if (relisten_rc)
+		return relisten_rc;
+	if (!enable)
+		snprintf(disabled_rule, sizeof(disabled_rule), "%s", name);
+	else if (strcmp(name, disabled_rule) == 0)
+		disabled_rule[0] = '\0';
+	return 0;
+}
+
 int
 smcproxyd_reload(FILE *errors)
 {
@@ -203,6 +238,8 @@ setup(void)
 	between_calls = NULL;
 	killed_id = 0;
 	reload_rc = 0;
+	relisten_rc = 0;
+	disabled_rule[0] = '\0';
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
@@ -868,6 +905,64 @@ START_TEST(test_conns_filter)
 }
 END_TEST
 
+START_TEST(test_disable_drain)
+{
+	struct client *c = client_new();
+	json_t *r, *e;
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"disable rule\",\"args\":{\"name\":"
+		      "\"r1\"}}\n");
+	e = json_object_get(r, "data");
+	ck_assert(json_is_false(json_object_get(e, "enabled")));
+	ck_assert(json_is_false(json_object_get(e, "accepting")));
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert(json_is_false(json_object_get(e, "enabled")));
+	json_decref(r);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"enable rule\",\"args\":"
+			      "{\"name\":\"r1\"}}\n"));
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"disable rule\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no rule \"nosuch\"");
+	ask_error(c, "{\"v\":1,\"cmd\":\"disable rule\"}\n",
+		  "command \"disable rule\" needs argument \"name\"");
+
+	/* draining peer b stops rule r1 accepting, though it is enabled */
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"drain peer\",\"args\":"
+			      "{\"name\":\"b\"}}\n"));
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert(json_is_true(json_object_get(e, "enabled")));
+	ck_assert(json_is_false(json_object_get(e, "accepting")));
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   0);
+	ck_assert(json_is_true(json_object_get(e, "draining")));
+	json_decref(r);
+	/* undraining fails when a listener cannot open: still draining */
+	relisten_rc = -EADDRINUSE;
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"undrain peer\",\"args\":{\"name\":"
+		  "\"b\"}}\n",
+		  "peer b: a rule to it cannot listen: Address already in use");
+	ck_assert(peer_draining("b"));
+	relisten_rc = 0;
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"enable peer\",\"args\":"
+			      "{\"name\":\"b\"}}\n"));
+	ck_assert(!peer_draining("b"));
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"drain peer\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no peer \"nosuch\"");
+	client_free(c);
+}
+END_TEST
+
 START_TEST(test_reload)
 {
 	struct client *c = client_new();
@@ -1470,6 +1565,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_rules_peers);
 	tcase_add_test(cmds, test_kill);
 	tcase_add_test(cmds, test_conns_filter);
+	tcase_add_test(cmds, test_disable_drain);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
 	tcase_add_test(cmds, test_conns_chunked);
