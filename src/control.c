@@ -96,6 +96,7 @@ struct control_arg {
 struct control_req;
 
 #define CONTROL_MUTATING 0x1
+#define CONTROL_RUNNING 0x2 /* refused while the daemon stops */
 
 struct control_cmd {
 	const char *cm_name;
@@ -131,6 +132,7 @@ static dev_t control_dev;
 static ino_t control_ino;
 static const struct conf *control_conf;
 static struct timespec control_started;
+static bool control_is_stopping;
 
 static json_t *control_cmd_version(struct control_req *req);
 static json_t *control_cmd_stats(struct control_req *req);
@@ -144,6 +146,7 @@ static json_t *control_cmd_kill(struct control_req *req);
 static json_t *control_cmd_kill_conns(struct control_req *req);
 static json_t *control_cmd_rule_enable(struct control_req *req);
 static json_t *control_cmd_peer_drain(struct control_req *req);
+static json_t *control_cmd_shutdown(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
 static json_t *control_cmd_help(struct control_req *req);
@@ -190,22 +193,28 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_kill_conns,
 	 "close the connections of a rule, peer, state, transport, at least"
 	 " age seconds old (reason admin_kill)"},
-	{"disable rule", CONTROL_MUTATING, control_name_args,
+	{"disable rule", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_rule_enable,
 	 "stop accepting for rule NAME (its listeners close); its open "
 	 "connections go on"},
-	{"enable rule", CONTROL_MUTATING, control_name_args,
+	{"enable rule", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_rule_enable, "accept for rule NAME again"},
-	{"drain peer", CONTROL_MUTATING, control_name_args,
+	{"drain peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain,
 	 "no new connections to peer NAME (the listeners of its rules "
 	 "close); open ones finish"},
-	{"undrain peer", CONTROL_MUTATING, control_name_args,
+	{"undrain peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "accept connections to peer NAME again"},
-	{"enable peer", CONTROL_MUTATING, control_name_args,
+	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "the same as undrain peer"},
-	{"reload", CONTROL_MUTATING, NULL, control_cmd_reload,
+	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL,
+	 control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
+	{"shutdown", CONTROL_MUTATING, NULL, control_cmd_shutdown,
+	 "stop as SIGTERM does: accept nothing more, let open connections "
+	 "finish within shutdown_timeout"},
+	{"shutdown now", CONTROL_MUTATING, NULL, control_cmd_shutdown,
+	 "stop, closing the open connections now (also cuts a drain short)"},
 	{"schema", 0, NULL, control_cmd_schema,
 	 "describe every statistic and command"},
 	{"help", 0, NULL, control_cmd_help, "list the commands"},
@@ -475,12 +484,13 @@ control_parse_id(const json_t *j, uint64_t *id)
 static json_t *
 control_cmd_version(struct control_req *req)
 {
-	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i}", "version",
-			 SMCPROXYD_VERSION, "protocol", CONTROL_VERSION, "pid",
-			 (json_int_t)getpid(), "uptime_s",
-			 (json_int_t)control_uptime(), "name",
+	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b}",
+			 "version", SMCPROXYD_VERSION, "protocol",
+			 CONTROL_VERSION, "pid", (json_int_t)getpid(),
+			 "uptime_s", (json_int_t)control_uptime(), "name",
 			 control_conf->name, "config", control_conf->path,
-			 "workers", worker_count());
+			 "workers", worker_count(), "stopping",
+			 control_is_stopping);
 }
 
 static json_t *
@@ -998,6 +1008,23 @@ control_cmd_peer_drain(struct control_req *req)
 	return json_pack("{s:s, s:b}", "name", name, "draining", drain);
 }
 
+/*
+ * `shutdown` starts the drain SIGTERM starts; `shutdown now` also closes
+ * what is open at once (during a drain: cuts it short).  The reply goes
+ * out before the control socket closes (control_shutdown flushes it).
+ */
+static json_t *
+control_cmd_shutdown(struct control_req *req)
+{
+	bool now = strcmp(req->cr_cmd->cm_name, "shutdown now") == 0;
+
+	log_info("%s: %s requested by uid %u pid %d", __func__,
+		 req->cr_cmd->cm_name, (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	smcproxyd_shutdown(now);
+	return json_object();
+}
+
 /* Config errors, one line each, as an array of strings. */
 static json_t *
 control_lines(const char *text)
@@ -1298,6 +1325,12 @@ control_handle(struct control_client *c, struct evbuffer *out, const char *line,
 			     "(you are uid %u)",
 			     req.cr_cmd->cm_name, (unsigned int)c->cc_uid);
 		rc = -EACCES;
+		goto reply;
+	}
+	if ((req.cr_cmd->cm_flags & CONTROL_RUNNING) && control_is_stopping) {
+		control_fail(&req,
+			     "smcproxyd is shutting down: \"%s\" is refused",
+			     req.cr_cmd->cm_name);
 		goto reply;
 	}
 	rc = 0;
@@ -1895,6 +1928,18 @@ control_init(const struct conf *conf, struct event_base *base)
  * caller keeps it alive until the next update or control_shutdown().  The
  * socket itself stays where it is until a restart.
  */
+/*
+ * The daemon is stopping: the commands that would reopen listeners or
+ * reconfigure (reload, enable rule, ...) are refused from now on; the
+ * others (show conns, stats, kill conns, shutdown now) go on being served
+ * while open connections drain.
+ */
+void
+control_stopping(void)
+{
+	control_is_stopping = true;
+}
+
 void
 control_conf_update(const struct conf *conf)
 {
@@ -1915,10 +1960,16 @@ control_conf_update(const struct conf *conf)
 void
 control_shutdown(void)
 {
+	struct control_client *c;
 	struct stat sb;
 
+	/* what was answered last (`shutdown now`) still goes out */
+	TAILQ_FOREACH(c, &control_clients, cc_entry)
+		(void)evbuffer_write(bufferevent_get_output(c->cc_bev),
+				     bufferevent_getfd(c->cc_bev));
 	while (!TAILQ_EMPTY(&control_clients))
 		control_client_free(TAILQ_FIRST(&control_clients));
+	control_is_stopping = false;
 	if (control_listener != NULL) {
 		evconnlistener_free(control_listener);
 		control_listener = NULL;

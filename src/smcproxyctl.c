@@ -126,6 +126,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"undrain", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"enable", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
+	{{"shutdown", NULL}, NULL, NULL, false, ctl_show_done},
+	{{"shutdown", "now"}, NULL, NULL, false, ctl_show_done},
 	{{"schema", NULL}, NULL, NULL, false, ctl_show_schema},
 	{{"help", NULL}, NULL, NULL, false, ctl_show_help},
 };
@@ -172,6 +174,8 @@ ctl_usage(FILE *f)
 		"                          no new connections to a peer, or "
 		"again\n"
 		"  reload                  re-read the configuration\n"
+		"  shutdown [now]          stop as SIGTERM does; now: close "
+		"all now\n"
 		"  schema | help           describe stats and commands\n"
 		"FILTER: one or more of rule NAME, peer NAME, state STATE,\n"
 		"  transport rdma|fallback, age SECONDS (at least that old)\n"

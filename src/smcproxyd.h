@@ -215,7 +215,11 @@ struct auth_limit {
 /* worker.c */
 typedef void (*worker_fn)(struct worker *, void *);
 int worker_start_all(struct conf *conf);
-void worker_stop_all(int timeout);
+struct event;
+void worker_stop_all(int timeout, struct event *done);
+void worker_stop_now_all(void);
+bool worker_all_drained(void);
+void worker_exit_all(void);
 void worker_join_all(void);
 int worker_count(void);
 struct worker *worker_get(int i);
@@ -364,10 +368,12 @@ void connlog_close(const struct session *s, enum session_reason reason);
 int control_init(const struct conf *conf, struct event_base *base);
 void control_conf_update(const struct conf *conf);
 void control_shutdown(void);
+void control_stopping(void);
 int control_request(const char *line, size_t len, char **reply);
 
 /* smcproxyd.c */
 int smcproxyd_reload(FILE *errors);
+void smcproxyd_shutdown(bool now);
 
 /* ib.c */
 enum ib_gid_type { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_V1, IB_GID_TYPE_ROCE_V2 };

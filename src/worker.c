@@ -55,6 +55,7 @@ struct worker {
 	struct session *sessions;
 	int nsessions;
 	bool draining;
+	bool drained;		/* told the main thread; its own thread writes */
 	bool fd_exhausted;	/* a session could not get a descriptor */
 	int pipes[WORKER_PIPE_POOL][2];
 	int pipe_cap[WORKER_PIPE_POOL];
@@ -71,6 +72,9 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
+static struct event *worker_done_ev; /* the main thread's, while stopping */
+
+static void worker_drained(struct worker *w);
 
 /* Rules the operator disabled, by name (any thread; main writes). */
 static pthread_mutex_t worker_rules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -214,7 +218,7 @@ worker_session_del(struct worker *w, struct session *s)
 	w->nsessions--;
 	STATS_DEC(&w->stats, conns_active);
 	if (w->draining && w->nsessions == 0)
-		event_base_loopexit(w->base, NULL);
+		worker_drained(w);
 }
 
 struct session *
@@ -661,16 +665,32 @@ worker_reconfigure_all(struct conf *conf)
 	return rc;
 }
 
+/*
+ * The worker has no session left while stopping: tell the main thread,
+ * once.  The worker goes on running (answering worker_call() for the
+ * control socket) until worker_exit_all().
+ */
+static void
+worker_drained(struct worker *w)
+{
+	if (w->drained)
+		return;
+	__atomic_store_n(&w->drained, true, __ATOMIC_RELEASE);
+	if (worker_done_ev != NULL)
+		event_active(worker_done_ev, EV_TIMEOUT, 0);
+}
+
 static void
 worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 
 	if (w->nsessions > 0)
-		log_info("worker %d: shutdown timeout, closing %d connections",
-			 w->id, w->nsessions);
+		log_info("worker %d: %s, closing %d connections", w->id,
+			 fd == -1 ? "drain cut short" : "shutdown timeout",
+			 w->nsessions);
 	session_close_all(w, SESSION_SHUTDOWN);
-	event_base_loopexit(w->base, NULL);
+	worker_drained(w);
 }
 
 static void
@@ -681,7 +701,7 @@ worker_stop_cb(struct worker *w, void *arg)
 	worker_listeners_close(w);
 	w->draining = true;
 	if (w->nsessions == 0) {
-		event_base_loopexit(w->base, NULL);
+		worker_drained(w);
 		return;
 	}
 	log_info("worker %d: draining %d connections (up to %d s)", w->id,
@@ -691,17 +711,67 @@ worker_stop_cb(struct worker *w, void *arg)
 
 /*
  * Stop accepting everywhere and let open sessions finish within timeout
- * seconds; the rest are closed with reason "shutdown".
+ * seconds; the rest are closed with reason "shutdown".  done (an event
+ * of the main thread's base, or NULL) is made active each time a worker
+ * has no session left; worker_all_drained() tells when all have.
  */
 void
-worker_stop_all(int timeout)
+worker_stop_all(int timeout, struct event *done)
 {
 	static int t;
 	int i;
 
 	t = timeout;
+	worker_done_ev = done;
 	for (i = 0; i < nworkers; i++)
 		worker_post(&workers[i], worker_stop_cb, &t);
+}
+
+static void
+worker_stop_now_cb(struct worker *w, void *arg)
+{
+	if (!w->draining || w->drained)
+		return;
+	evtimer_del(w->drain_ev);
+	worker_drain_timeout(-1, 0, w);
+}
+
+/* Cut the drain short: close what is still open now (after stop_all). */
+void
+worker_stop_now_all(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_stop_now_cb, NULL);
+}
+
+/* Whether every worker has drained since worker_stop_all(). */
+bool
+worker_all_drained(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		if (!__atomic_load_n(&workers[i].drained, __ATOMIC_ACQUIRE))
+			return false;
+	return true;
+}
+
+static void
+worker_exit_cb(struct worker *w, void *arg)
+{
+	event_base_loopexit(w->base, NULL);
+}
+
+/* End every worker's loop (once drained); worker_join_all() waits. */
+void
+worker_exit_all(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_exit_cb, NULL);
 }
 
 static void *

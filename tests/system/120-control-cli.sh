@@ -95,7 +95,7 @@ pycheck "version" "$T/version.json" "$T/version.txt" "$a_pid" "$T/a.conf" \
 	"$SMC_WORKERS" <<'EOF'
 d = load(A[0])["data"]
 eq(sorted(d), sorted(["version", "protocol", "pid", "uptime_s", "name", "config",
-                      "workers"]), "members")
+                      "workers", "stopping"]), "members")
 need(re.fullmatch(r"\d+\.\d+\.\d+.*", d["version"]), "version %r" % d["version"])
 eq((d["protocol"], d["pid"], d["name"], d["config"], d["workers"]),
    (1, int(A[2]), "a", A[3], int(A[4])), "protocol, pid, name, config, workers")
@@ -106,6 +106,7 @@ t = dict(l.split(None, 1) for l in rows[1:])
 eq(sorted(t), sorted(d), "table keys")
 for k in ("version", "protocol", "pid", "name", "config", "workers"):
     eq(t[k], str(d[k]), "table " + k)
+eq(t["stopping"], "no", "table stopping")
 need(re.fullmatch(r"\d+(\.\d)?s", t["uptime_s"]), "table uptime %r" % t["uptime_s"])
 EOF
 
@@ -141,7 +142,7 @@ eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
          "show links", "show conns", "kill conn", "kill conns", "disable rule",
          "enable rule", "drain peer", "undrain peer", "enable peer", "reload",
-         "schema", "help"]
+         "shutdown", "shutdown now", "schema", "help"]
 filters = ["rule", "peer", "state", "transport", "age"]
 args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
 args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
@@ -152,7 +153,8 @@ for c in s["commands"]:
     eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
     eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload",
                                     "disable rule", "enable rule", "drain peer",
-                                    "undrain peer", "enable peer"),
+                                    "undrain peer", "enable peer", "shutdown",
+                                    "shutdown now"),
        "mutating of " + c["name"])
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
@@ -365,8 +367,10 @@ _smcproxyctl
 echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
-[ "$got" = "version stats show kill disable enable drain undrain reload schema help" ] ||
+[ "$got" = "version stats show kill disable enable drain undrain reload shutdown schema help" ] ||
 	fail "completion of a command: '$got'"
+got=$(complete_words shutdown "")
+[ "$got" = "now" ] || fail "completion after shutdown: '$got'"
 got=$(complete_words enable "")
 [ "$got" = "rule peer" ] || fail "completion after enable: '$got'"
 got=$(complete_words -s "$SOCK" disable rule "")

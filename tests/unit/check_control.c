@@ -173,6 +173,16 @@ worker_rule_enable(const char *name, bool enable)
 	return 0;
 }
 
+static int shutdowns, shutdowns_now;
+
+void
+smcproxyd_shutdown(bool now)
+{
+	shutdowns++;
+	shutdowns_now += now;
+	control_stopping();
+}
+
 int
 smcproxyd_reload(FILE *errors)
 {
@@ -240,6 +250,7 @@ setup(void)
 	reload_rc = 0;
 	relisten_rc = 0;
 	disabled_rule[0] = '\0';
+	shutdowns = shutdowns_now = 0;
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
@@ -963,6 +974,42 @@ START_TEST(test_disable_drain)
 }
 END_TEST
 
+/* While stopping, listings and kills are served; reconfiguring is not. */
+START_TEST(test_shutdown)
+{
+	struct client *c = client_new();
+	json_t *r;
+
+	add_sessions(4);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n");
+	ck_assert(json_is_false(
+		json_object_get(json_object_get(r, "data"), "stopping")));
+	json_decref(r);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"shutdown\"}\n"));
+	ck_assert_int_eq(shutdowns, 1);
+	ck_assert_int_eq(shutdowns_now, 0);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n");
+	ck_assert(json_is_true(
+		json_object_get(json_object_get(r, "data"), "stopping")));
+	json_decref(r);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\"}\n"),
+			 4);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"stats\"}\n"));
+	ask_error(c, "{\"v\":1,\"cmd\":\"reload\"}\n",
+		  "smcproxyd is shutting down: \"reload\" is refused");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"enable rule\",\"args\":{\"name\":"
+		  "\"r1\"}}\n",
+		  "smcproxyd is shutting down: \"enable rule\" is refused");
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"kill conns\",\"args\":"
+			      "{\"age\":0}}\n"));
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"shutdown now\"}\n"));
+	ck_assert_int_eq(shutdowns, 2);
+	ck_assert_int_eq(shutdowns_now, 1);
+	client_free(c);
+}
+END_TEST
+
 START_TEST(test_reload)
 {
 	struct client *c = client_new();
@@ -1566,6 +1613,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_kill);
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);
+	tcase_add_test(cmds, test_shutdown);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
 	tcase_add_test(cmds, test_conns_chunked);
