@@ -1961,12 +1961,20 @@ void
 control_shutdown(void)
 {
 	struct control_client *c;
+	struct evbuffer *out;
 	struct stat sb;
 
-	/* what was answered last (`shutdown now`) still goes out */
+	/*
+	 * What was answered last (`shutdown now`) still goes out.  A socket
+	 * bufferevent keeps the front of its output frozen (only it writes
+	 * from there); it is freed right after, so write it out here.
+	 */
 	TAILQ_FOREACH(c, &control_clients, cc_entry)
-		(void)evbuffer_write(bufferevent_get_output(c->cc_bev),
-				     bufferevent_getfd(c->cc_bev));
+	{
+		out = bufferevent_get_output(c->cc_bev);
+		evbuffer_unfreeze(out, 1);
+		(void)evbuffer_write(out, bufferevent_getfd(c->cc_bev));
+	}
 	while (!TAILQ_EMPTY(&control_clients))
 		control_client_free(TAILQ_FIRST(&control_clients));
 	control_is_stopping = false;

@@ -687,7 +687,8 @@ worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
 
 	if (w->nsessions > 0)
 		log_info("worker %d: %s, closing %d connections", w->id,
-			 fd == -1 ? "drain cut short" : "shutdown timeout",
+			 what & EV_TIMEOUT ? "shutdown timeout" :
+					     "drain cut short",
 			 w->nsessions);
 	session_close_all(w, SESSION_SHUTDOWN);
 	worker_drained(w);

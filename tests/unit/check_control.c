@@ -1010,6 +1010,29 @@ START_TEST(test_shutdown)
 }
 END_TEST
 
+/*
+ * The reply to `shutdown now` is not lost when the control socket closes
+ * (once the workers drained) before the event loop got to write it.
+ */
+START_TEST(test_shutdown_reply)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"shutdown now\"}\n";
+	struct client *c = client_new();
+	char *line;
+
+	ck_assert_int_eq(write(c->fd, req, strlen(req)), (ssize_t)strlen(req));
+	/* one pass: the request is read and answered, the reply not written */
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	control_shutdown();
+	line = client_line(c);
+	ck_assert_ptr_nonnull(line);
+	ck_assert_str_eq(line, "{\"v\":1,\"ok\":true,\"data\":{}}");
+	free(line);
+	ck_assert_ptr_null(client_line(c));
+	client_free(c);
+}
+END_TEST
+
 START_TEST(test_reload)
 {
 	struct client *c = client_new();
@@ -1614,6 +1637,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);
 	tcase_add_test(cmds, test_shutdown);
+	tcase_add_test(cmds, test_shutdown_reply);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
 	tcase_add_test(cmds, test_conns_chunked);
