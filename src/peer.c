@@ -103,7 +103,8 @@ static void
 peer_note(struct peer_state *p, const char *code, const char *fmt, va_list ap)
 {
 	vsnprintf(p->error, sizeof(p->error), fmt, ap);
-	snprintf(p->error_code, sizeof(p->error_code), "%s", code);
+	snprintf(p->error_code, sizeof(p->error_code), "%s",
+		 code != NULL ? code : "");
 	p->error_at = time(NULL);
 	p->error_ms = peer_now_ms();
 }
@@ -183,8 +184,8 @@ peer_reached(const char *name)
 
 /*
  * Reaching the peer failed: keep the error (printf-style text, and code,
- * an errno name like "ECONNREFUSED" or a close reason) with its time;
- * unreachable when the peer's port did not answer at all.
+ * an errno name like "ECONNREFUSED" or a close reason; NULL: none) with
+ * its time; unreachable when the peer's port did not answer at all.
  */
 void
 peer_error(const char *name, bool unreachable, const char *code,
