@@ -62,7 +62,7 @@ connlog_close(const struct session *s, enum session_reason reason)
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
 		 s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback");
 	if (s->mode != SESSION_MODE_RDMA && s->peer != NULL)
-		lgr_peer_mode(s->peer->name, &code);
+		peer_mode(s->peer->name, &code);
 	snprintf(l.decline, sizeof(l.decline), "DECLINE=%s",
 		 code != 0 ? clc_decline_name(code) : "-");
 	snprintf(l.connected, sizeof(l.connected), "CONNECTED=%s",

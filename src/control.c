@@ -81,7 +81,11 @@ struct control_client {
 
 TAILQ_HEAD(control_clients, control_client);
 
-enum control_arg_type { CONTROL_ARG_ID };
+enum control_arg_type {
+	CONTROL_ARG_ID,	    /* an integer or a string ("0x1f") */
+	CONTROL_ARG_NAME,   /* a string */
+	CONTROL_ARG_SECONDS /* a non-negative integer, or one as a string */
+};
 
 struct control_arg {
 	const char *ca_name;
@@ -92,6 +96,7 @@ struct control_arg {
 struct control_req;
 
 #define CONTROL_MUTATING 0x1
+#define CONTROL_RUNNING 0x2 /* refused while the daemon stops */
 
 struct control_cmd {
 	const char *cm_name;
@@ -127,6 +132,7 @@ static dev_t control_dev;
 static ino_t control_ino;
 static const struct conf *control_conf;
 static struct timespec control_started;
+static bool control_is_stopping;
 
 static json_t *control_cmd_version(struct control_req *req);
 static json_t *control_cmd_stats(struct control_req *req);
@@ -137,12 +143,31 @@ static json_t *control_cmd_lgrs(struct control_req *req);
 static json_t *control_cmd_links(struct control_req *req);
 static json_t *control_cmd_conns(struct control_req *req);
 static json_t *control_cmd_kill(struct control_req *req);
+static json_t *control_cmd_kill_conns(struct control_req *req);
+static json_t *control_cmd_rule_enable(struct control_req *req);
+static json_t *control_cmd_peer_drain(struct control_req *req);
+static json_t *control_cmd_shutdown(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
 static json_t *control_cmd_help(struct control_req *req);
 
 static const struct control_arg control_kill_args[] = {
 	{"id", CONTROL_ARG_ID, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+static const struct control_arg control_name_args[] = {
+	{"name", CONTROL_ARG_NAME, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+/* Which connections `show conns` lists and `kill conns` closes. */
+static const struct control_arg control_filter_args[] = {
+	{"rule", CONTROL_ARG_NAME, false},
+	{"peer", CONTROL_ARG_NAME, false},
+	{"state", CONTROL_ARG_NAME, false},
+	{"transport", CONTROL_ARG_NAME, false},
+	{"age", CONTROL_ARG_SECONDS, false},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
@@ -159,12 +184,37 @@ static const struct control_cmd control_cmds[] = {
 	 "peers, the transport used to reach each and why"},
 	{"show lgrs", 0, NULL, control_cmd_lgrs, "RDMA link groups"},
 	{"show links", 0, NULL, control_cmd_links, "RDMA links"},
-	{"show conns", 0, NULL, control_cmd_conns,
-	 "proxied connections, one object each"},
+	{"show conns", 0, control_filter_args, control_cmd_conns,
+	 "proxied connections, one object each; only those of a rule, peer,"
+	 " state, transport, at least age seconds old, if given"},
 	{"kill conn", CONTROL_MUTATING, control_kill_args, control_cmd_kill,
 	 "close connection ID (reason admin_kill)"},
-	{"reload", CONTROL_MUTATING, NULL, control_cmd_reload,
+	{"kill conns", CONTROL_MUTATING, control_filter_args,
+	 control_cmd_kill_conns,
+	 "close the connections of a rule, peer, state, transport, at least"
+	 " age seconds old (reason admin_kill)"},
+	{"disable rule", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
+	 control_cmd_rule_enable,
+	 "stop accepting for rule NAME (its listeners close); its open "
+	 "connections go on"},
+	{"enable rule", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
+	 control_cmd_rule_enable, "accept for rule NAME again"},
+	{"drain peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
+	 control_cmd_peer_drain,
+	 "no new connections to peer NAME (the listeners of its rules "
+	 "close); open ones finish"},
+	{"undrain peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
+	 control_cmd_peer_drain, "accept connections to peer NAME again"},
+	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
+	 control_cmd_peer_drain, "the same as undrain peer"},
+	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL,
+	 control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
+	{"shutdown", CONTROL_MUTATING, NULL, control_cmd_shutdown,
+	 "stop as SIGTERM does: accept nothing more, let open connections "
+	 "finish within shutdown_timeout"},
+	{"shutdown now", CONTROL_MUTATING, NULL, control_cmd_shutdown,
+	 "stop, closing the open connections now (also cuts a drain short)"},
 	{"schema", 0, NULL, control_cmd_schema,
 	 "describe every statistic and command"},
 	{"help", 0, NULL, control_cmd_help, "list the commands"},
@@ -434,12 +484,13 @@ control_parse_id(const json_t *j, uint64_t *id)
 static json_t *
 control_cmd_version(struct control_req *req)
 {
-	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i}", "version",
-			 SMCPROXYD_VERSION, "protocol", CONTROL_VERSION, "pid",
-			 (json_int_t)getpid(), "uptime_s",
-			 (json_int_t)control_uptime(), "name",
+	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b}",
+			 "version", SMCPROXYD_VERSION, "protocol",
+			 CONTROL_VERSION, "pid", (json_int_t)getpid(),
+			 "uptime_s", (json_int_t)control_uptime(), "name",
 			 control_conf->name, "config", control_conf->path,
-			 "workers", worker_count());
+			 "workers", worker_count(), "stopping",
+			 control_is_stopping);
 }
 
 static json_t *
@@ -473,11 +524,12 @@ control_cmd_stats_reset(struct control_req *req)
 static json_t *
 control_rule_json(const struct conf_rule *r)
 {
-	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i}", "name", r->name,
-			 "listen", control_addr(&r->listen), "peer",
+	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i, s:b, s:b}", "name",
+			 r->name, "listen", control_addr(&r->listen), "peer",
 			 r->peer != NULL ? r->peer->name : NULL, "export",
 			 r->export, "idle_timeout_s", r->idle_timeout, "conns",
-			 0);
+			 0, "enabled", worker_rule_enabled(r->name),
+			 "accepting", worker_rule_accepting(r));
 }
 
 static json_t *
@@ -529,20 +581,24 @@ nomem:
 
 /*
  * One peer: how it is reached now (rdma while an active link group reaches
- * it, else fallback) and why it last fell back, with SMC's decline code.
+ * it, else fallback) and why it last fell back, with SMC's decline code;
+ * whether it answered the last try, and the last error and when.
  */
 static json_t *
 control_peer_json(const struct conf_peer *p)
 {
-	struct lgr_peer_info info;
-	char code[16];
+	struct peer_info info;
+	char code[16], at[32] = "";
 	const char *name;
+	struct tm tm;
 
-	lgr_peer_info(p->name, &info);
+	peer_info(p->name, &info);
 	snprintf(code, sizeof(code), "0x%08x", info.reason);
 	name = info.reason ? clc_decline_name(info.reason) : "";
+	if (info.error_at != 0 && gmtime_r(&info.error_at, &tm) != NULL)
+		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
-			 " s:i}",
+			 " s:i, s:o, s:s, s:s, s:s, s:o, s:b}",
 			 "name", p->name, "address", control_addr(&p->addr),
 			 "auth", p->insecure ? "insecure" : "psk", "mode",
 			 info.rdma ? "rdma" : "fallback", "fallback_reason",
@@ -553,7 +609,17 @@ control_peer_json(const struct conf_peer *p)
 			 "decline_code", code, "decline_name", name,
 			 "declined_by_peer", info.by_peer, "backoff_left_ms",
 			 (json_int_t)info.backoff_left_ms, "lgrs", info.lgrs,
-			 "conns", 0);
+			 "conns", 0, "reachable",
+			 info.reachable < 0 ? json_null() :
+					      json_boolean(info.reachable),
+			 "last_error", info.error, "last_error_code",
+			 info.error_code, "last_error_at", at,
+			 "last_error_age_s",
+			 info.error_at != 0 ?
+				 json_integer((json_int_t)(info.error_age_ms /
+							   1000)) :
+				 json_null(),
+			 "draining", info.draining);
 }
 
 static json_t *
@@ -634,9 +700,92 @@ control_cmd_links(struct control_req *req)
 	return control_lgrs_all(req, "links");
 }
 
+/* A connection filter: NULL or -1 members match any connection. */
+struct control_filter {
+	const char *rule, *peer, *state, *transport;
+	json_int_t age; /* at least this many seconds old */
+};
+
+/*
+ * The filter in req's arguments; 0, or -EINVAL after control_fail.  The
+ * states and transports are checked so a typo is an error, not an empty
+ * list.
+ */
+static int
+control_filter_parse(struct control_req *req, struct control_filter *f,
+		     bool need_one)
+{
+	static const char *const states[] = {
+		"connect_peer", "hello",     "handshake", "connect_target",
+		"rdma_wait",	"rdma_open", "relay",	  "resuming",
+	};
+	const json_t *age = json_object_get(req->cr_args, "age");
+	size_t i;
+
+	f->rule = json_string_value(json_object_get(req->cr_args, "rule"));
+	f->peer = json_string_value(json_object_get(req->cr_args, "peer"));
+	f->state = json_string_value(json_object_get(req->cr_args, "state"));
+	f->transport =
+		json_string_value(json_object_get(req->cr_args, "transport"));
+	f->age = -1;
+	if (age != NULL)
+		f->age = json_is_integer(age) ?
+				 json_integer_value(age) :
+				 strtoll(json_string_value(age), NULL, 10);
+	for (i = 0; f->state != NULL && i < sizeof(states) / sizeof(states[0]);
+	     i++)
+		if (strcmp(f->state, states[i]) == 0)
+			break;
+	if (f->state != NULL && i == sizeof(states) / sizeof(states[0])) {
+		control_fail(req,
+			     "unknown state \"%.32s\" (want connect_peer, "
+			     "hello, handshake, connect_target, rdma_wait, "
+			     "rdma_open, relay or resuming)",
+			     f->state);
+		return -EINVAL;
+	}
+	if (f->transport != NULL && strcmp(f->transport, "rdma") != 0 &&
+	    strcmp(f->transport, "fallback") != 0) {
+		control_fail(req,
+			     "unknown transport \"%.32s\" (want rdma or "
+			     "fallback)",
+			     f->transport);
+		return -EINVAL;
+	}
+	if (need_one && json_object_size(req->cr_args) == 0) {
+		control_fail(req, "\"%s\" needs at least one of rule, peer, "
+				  "state, transport, age",
+			     req->cr_cmd->cm_name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool
+control_member_is(const json_t *s, const char *key, const char *want)
+{
+	const char *v = json_string_value(json_object_get(s, key));
+
+	return want == NULL || (v != NULL && strcmp(v, want) == 0);
+}
+
+/* Whether connection s (as session_json_add() describes it) matches f. */
+static bool
+control_filter_match(const struct control_filter *f, const json_t *s)
+{
+	return control_member_is(s, "rule", f->rule) &&
+	       control_member_is(s, "peer", f->peer) &&
+	       control_member_is(s, "state", f->state) &&
+	       control_member_is(s, "mode", f->transport) &&
+	       (f->age < 0 ||
+		json_number_value(json_object_get(s, "age_s")) >=
+			(double)f->age);
+}
+
 struct control_listing {
 	struct evbuffer *out;
 	json_int_t count;
+	const struct control_filter *filter;
 };
 
 static int
@@ -648,6 +797,8 @@ control_conns_cb(const json_t *conns, void *arg)
 
 	json_array_foreach(conns, i, s)
 	{
+		if (!control_filter_match(l->filter, s))
+			continue;
 		if (l->count++ > 0)
 			evbuffer_add(l->out, ",", 1);
 		control_dump(l->out, s);
@@ -664,8 +815,11 @@ control_conns_cb(const json_t *conns, void *arg)
 static json_t *
 control_cmd_conns(struct control_req *req)
 {
-	struct control_listing l = {req->cr_out, 0};
+	struct control_filter f;
+	struct control_listing l = {req->cr_out, 0, &f};
 
+	if (control_filter_parse(req, &f, false) < 0)
+		return NULL;
 	evbuffer_add_printf(l.out,
 			    "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
 			    CONTROL_VERSION);
@@ -712,6 +866,163 @@ control_cmd_kill(struct control_req *req)
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
 	return json_pack("{s:s}", "id", hex);
+}
+
+/* The connections a filter matched: their ids and workers. */
+struct control_victims {
+	const struct control_filter *filter;
+	json_t *ids;
+};
+
+static int
+control_victims_cb(const json_t *conns, void *arg)
+{
+	struct control_victims *v = arg;
+	const json_t *s;
+	size_t i;
+
+	json_array_foreach(conns, i, s)
+	{
+		if (control_filter_match(v->filter, s) &&
+		    json_array_append_new(
+			    v->ids, json_pack("{s:O, s:O}", "id",
+					      json_object_get(s, "id"), "worker",
+					      json_object_get(s, "worker"))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Close every connection the filter matches, as `kill conn` closes one.
+ * Those that closed on their own in between are not counted.
+ */
+static json_t *
+control_cmd_kill_conns(struct control_req *req)
+{
+	struct control_filter f;
+	struct control_victims v = {&f, NULL};
+	struct control_kill k;
+	json_t *killed, *e;
+	size_t i;
+	int w;
+
+	if (control_filter_parse(req, &f, true) < 0)
+		return NULL;
+	v.ids = json_array();
+	killed = json_array();
+	if (v.ids == NULL || killed == NULL ||
+	    control_sessions_foreach(control_victims_cb, &v) < 0) {
+		json_decref(v.ids);
+		json_decref(killed);
+		control_fail(req, "out of memory");
+		return NULL;
+	}
+	json_array_foreach(v.ids, i, e)
+	{
+		w = (int)json_integer_value(json_object_get(e, "worker"));
+		if (control_parse_id(json_object_get(e, "id"), &k.id) < 0 ||
+		    w < 0 || w >= worker_count())
+			continue;
+		k.rc = -ENOENT;
+		worker_call(worker_get(w), control_kill_cb, &k);
+		if (k.rc == 0)
+			json_array_append(killed, json_object_get(e, "id"));
+	}
+	json_decref(v.ids);
+	log_info("%s: %zu connections killed by uid %u pid %d", __func__,
+		 json_array_size(killed), (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:I, s:o}", "count",
+			 (json_int_t)json_array_size(killed), "ids", killed);
+}
+
+/*
+ * `disable rule NAME`, `enable rule NAME`: the rule's listeners close or
+ * open on every worker; its connections are not touched.
+ */
+static json_t *
+control_cmd_rule_enable(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	bool enable = strcmp(req->cr_cmd->cm_name, "enable rule") == 0;
+	const struct conf_rule *r = NULL;
+	char buf[ADDR_STRLEN];
+	int i, rc;
+
+	for (i = 0; i < control_conf->nrules && r == NULL; i++)
+		if (strcmp(control_conf->rules[i].name, name) == 0)
+			r = &control_conf->rules[i];
+	if (r == NULL) {
+		control_fail(req, "no rule \"%.64s\"", name);
+		return NULL;
+	}
+	rc = worker_rule_enable(name, enable);
+	if (rc < 0) {
+		control_fail(req, "rule %s: cannot listen on %s: %s", name,
+			     addr_str(&r->listen, buf, sizeof(buf)),
+			     strerror(-rc));
+		return NULL;
+	}
+	log_info("%s: rule %s %s by uid %u pid %d", __func__, name,
+		 enable ? "enabled" : "disabled",
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:s, s:b, s:b}", "name", name, "enabled", enable,
+			 "accepting", worker_rule_accepting(r));
+}
+
+/*
+ * `drain peer NAME`: no new connections to the peer (the listeners of
+ * the rules to it close), open ones finish; `undrain peer NAME` or
+ * `enable peer NAME` ends that.
+ */
+static json_t *
+control_cmd_peer_drain(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	bool drain = strcmp(req->cr_cmd->cm_name, "drain peer") == 0;
+	int rc;
+
+	if (conf_peer_find(control_conf, name) == NULL) {
+		control_fail(req, "no peer \"%.64s\"", name);
+		return NULL;
+	}
+	peer_set_draining(name, drain);
+	rc = worker_relisten_all();
+	if (rc < 0 && !drain) {
+		peer_set_draining(name, true);
+		worker_relisten_all();
+	}
+	if (rc < 0) {
+		control_fail(req, "peer %s: a rule to it cannot listen: %s",
+			     name, strerror(-rc));
+		return NULL;
+	}
+	log_info("%s: peer %s %s by uid %u pid %d", __func__, name,
+		 drain ? "draining" : "no longer draining",
+		 (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	return json_pack("{s:s, s:b}", "name", name, "draining", drain);
+}
+
+/*
+ * `shutdown` starts the drain SIGTERM starts; `shutdown now` also closes
+ * what is open at once (during a drain: cuts it short).  The reply goes
+ * out before the control socket closes (control_shutdown flushes it).
+ */
+static json_t *
+control_cmd_shutdown(struct control_req *req)
+{
+	bool now = strcmp(req->cr_cmd->cm_name, "shutdown now") == 0;
+
+	log_info("%s: %s requested by uid %u pid %d", __func__,
+		 req->cr_cmd->cm_name, (unsigned int)req->cr_client->cc_uid,
+		 (int)req->cr_client->cc_pid);
+	smcproxyd_shutdown(now);
+	return json_object();
 }
 
 /* Config errors, one line each, as an array of strings. */
@@ -782,7 +1093,12 @@ control_commands_json(void)
 			json_array_append_new(
 				args,
 				json_pack("{s:s, s:s, s:b}", "name", a->ca_name,
-					  "type", "integer or string",
+					  "type",
+					  a->ca_type == CONTROL_ARG_ID ?
+						  "integer or string" :
+					  a->ca_type == CONTROL_ARG_NAME ?
+						  "string" :
+						  "seconds",
 					  "required", a->ca_required));
 		json_array_append_new(
 			cmds, json_pack("{s:s, s:b, s:o, s:s}", "name",
@@ -840,6 +1156,21 @@ control_cmd_find(const char *name)
 	return NULL;
 }
 
+/* A non-negative integer, or a string of at most 12 digits. */
+static bool
+control_is_seconds(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n;
+
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0;
+	if (s == NULL)
+		return false;
+	n = strspn(s, "0123456789");
+	return n > 0 && n <= 12 && s[n] == '\0';
+}
+
 /* Check args against the command's table; 0 or -EINVAL after control_fail. */
 static int
 control_check_args(struct control_req *req)
@@ -869,6 +1200,19 @@ control_check_args(struct control_req *req)
 			control_fail(req,
 				     "argument \"%s\" must be an integer "
 				     "or a string",
+				     key);
+			return -EINVAL;
+		}
+		if (a->ca_type == CONTROL_ARG_NAME && !json_is_string(v)) {
+			control_fail(req, "argument \"%s\" must be a string",
+				     key);
+			return -EINVAL;
+		}
+		if (a->ca_type == CONTROL_ARG_SECONDS &&
+		    !control_is_seconds(v)) {
+			control_fail(req,
+				     "argument \"%s\" must be a number of "
+				     "seconds",
 				     key);
 			return -EINVAL;
 		}
@@ -981,6 +1325,12 @@ control_handle(struct control_client *c, struct evbuffer *out, const char *line,
 			     "(you are uid %u)",
 			     req.cr_cmd->cm_name, (unsigned int)c->cc_uid);
 		rc = -EACCES;
+		goto reply;
+	}
+	if ((req.cr_cmd->cm_flags & CONTROL_RUNNING) && control_is_stopping) {
+		control_fail(&req,
+			     "smcproxyd is shutting down: \"%s\" is refused",
+			     req.cr_cmd->cm_name);
 		goto reply;
 	}
 	rc = 0;
@@ -1578,6 +1928,18 @@ control_init(const struct conf *conf, struct event_base *base)
  * caller keeps it alive until the next update or control_shutdown().  The
  * socket itself stays where it is until a restart.
  */
+/*
+ * The daemon is stopping: the commands that would reopen listeners or
+ * reconfigure (reload, enable rule, ...) are refused from now on; the
+ * others (show conns, stats, kill conns, shutdown now) go on being served
+ * while open connections drain.
+ */
+void
+control_stopping(void)
+{
+	control_is_stopping = true;
+}
+
 void
 control_conf_update(const struct conf *conf)
 {
@@ -1598,10 +1960,24 @@ control_conf_update(const struct conf *conf)
 void
 control_shutdown(void)
 {
+	struct control_client *c;
+	struct evbuffer *out;
 	struct stat sb;
 
+	/*
+	 * What was answered last (`shutdown now`) still goes out.  A socket
+	 * bufferevent keeps the front of its output frozen (only it writes
+	 * from there); it is freed right after, so write it out here.
+	 */
+	TAILQ_FOREACH(c, &control_clients, cc_entry)
+	{
+		out = bufferevent_get_output(c->cc_bev);
+		evbuffer_unfreeze(out, 1);
+		(void)evbuffer_write(out, bufferevent_getfd(c->cc_bev));
+	}
 	while (!TAILQ_EMPTY(&control_clients))
 		control_client_free(TAILQ_FIRST(&control_clients));
+	control_is_stopping = false;
 	if (control_listener != NULL) {
 		evconnlistener_free(control_listener);
 		control_listener = NULL;

@@ -507,6 +507,8 @@ fallback_connect(struct session *s)
 			 (unsigned long long)s->id, s->rule->name,
 			 s->peer->name,
 			 addr_str(&s->peer->addr, buf, sizeof(buf)));
+		peer_error(s->peer->name, true, strerrorname_np(-rc),
+			   "connect to %s: %s", buf, strerror(-rc));
 		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
 		session_close(s, fallback_connect_reason(-rc, false));
 		return;
@@ -529,10 +531,13 @@ fb_rule_connected(struct session *s)
 			 (unsigned long long)s->id, s->rule->name,
 			 s->peer->name,
 			 addr_str(&s->peer->addr, buf, sizeof(buf)));
+		peer_error(s->peer->name, true, strerrorname_np(err),
+			   "connect to %s: %s", buf, strerror(err));
 		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
 		session_close(s, fallback_connect_reason(err, false));
 		return;
 	}
+	peer_reached(s->peer->name);
 	auth_nonce(s->nonce);
 	s->hello_len = fb_hello_encode(hello, s->nonce,
 				       s->peer->key_len ? FB_FLAG_AUTH : 0,
@@ -550,6 +555,9 @@ fb_rule_fail(struct session *s, enum session_reason r, const char *why)
 	log_warnx("conn 0x%llx: rule %s: peer %s: %s",
 		  (unsigned long long)s->id, s->rule->name, s->peer->name,
 		  why);
+	peer_error(s->peer->name,
+		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
+		   session_reason_name(r), "%s", why);
 	STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED)
 		STATS_INC(worker_stats(s->w), auth_failures);

@@ -55,25 +55,10 @@
 #define LGR_LLC_WAIT_MS 2000	  /* SMC_LLC_WAIT_TIME */
 #define LGR_BACKOFF_MS 60000	  /* first fallback period after a failure */
 #define LGR_BACKOFF_MAX_MS 600000 /* the longest */
-#define LGR_BUSY_BACKOFF_MS 2000  /* after a peer's DECLINE MEM (busy) */
 #define LGR_ADD_LINK_RETRY_MS 60000
 #define LGR_CLIENT_IDLE_EXTRA_MS 10000 /* client lingers longer (smc-r §6) */
 #define LGR_TICK_MAX_MS 500
 
-/* What the whole process knows about a peer, for every worker. */
-struct lgr_peer_state {
-	struct lgr_peer_state *next;
-	char name[CONF_NAME_MAX + 1];
-	int lgrs; /* active link groups */
-	int server_lgrs; /* groups it set up with us (lgr_server_new), any state */
-	uint32_t reason;
-	bool by_peer;
-	uint64_t backoff_until_ms;
-	uint64_t backoff_ms; /* the next period */
-};
-
-static pthread_mutex_t lgr_peers_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct lgr_peer_state *lgr_peers;
 static uint32_t lgr_ids;
 
 static pthread_once_t lgr_system_id_once = PTHREAD_ONCE_INIT;
@@ -129,83 +114,26 @@ lgr_link_state_name(enum lgr_link_state st)
 	return "unknown";
 }
 
-/* ---- peers (process-wide) ---- */
-
-/* The peer's entry, created if need be; call with lgr_peers_lock held. */
-static struct lgr_peer_state *
-lgr_peer_get(const char *name, bool create)
-{
-	struct lgr_peer_state *p;
-
-	for (p = lgr_peers; p != NULL; p = p->next)
-		if (strcmp(p->name, name) == 0)
-			return p;
-	if (!create)
-		return NULL;
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return NULL;
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	p->next = lgr_peers;
-	lgr_peers = p;
-	return p;
-}
+/* ---- peers (the registry is peer.c's) ---- */
 
 /* An active group to the peer came (+1) or went (-1). */
 static void
 lgr_peer_count(const struct lgr_ctx *ctx, const char *name, int delta)
 {
-	struct lgr_peer_state *p;
-
-	pthread_mutex_lock(&lgr_peers_lock);
-	p = lgr_peer_get(name, true);
-	if (p != NULL) {
-		p->lgrs += delta;
-		if (delta > 0) {
-			/* RDMA works: forget the last failure */
-			p->reason = 0;
-			p->by_peer = false;
-			p->backoff_until_ms = 0;
-			p->backoff_ms = ctx->t.backoff_ms;
-		}
-	}
-	pthread_mutex_unlock(&lgr_peers_lock);
+	peer_lgr_count(name, delta, ctx->t.backoff_ms);
 }
 
 /*
- * RDMA to the peer failed for reason: keep it, and with backoff put the
- * peer on the fallback for the current period, doubling the next one.
- * A peer that declined for being busy now (MEM: its handshake slots are
- * full) is tried again soon, and the period does not grow.  Returns the
- * period in ms (0 without backoff).
+ * RDMA to the peer failed for reason: with backoff, the peer is on the
+ * fallback for ctx's back-off period (peer_fallback()).  The period in ms.
  */
 static uint64_t
 lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
 		  bool by_peer, bool backoff)
 {
-	struct lgr_peer_state *p;
-	uint64_t period = 0;
-
-	pthread_mutex_lock(&lgr_peers_lock);
-	p = lgr_peer_get(name, true);
-	if (p != NULL) {
-		p->reason = reason;
-		p->by_peer = by_peer;
-		if (backoff && by_peer && reason == CLC_DECL_MEM) {
-			period = LGR_BUSY_BACKOFF_MS;
-			p->backoff_until_ms = lgr_now_ms() + period;
-		} else if (backoff) {
-			if (p->backoff_ms == 0)
-				p->backoff_ms = ctx->t.backoff_ms;
-			period = p->backoff_ms;
-			p->backoff_until_ms = lgr_now_ms() + period;
-			p->backoff_ms *= 2;
-			if (p->backoff_ms > ctx->t.backoff_max_ms)
-				p->backoff_ms = ctx->t.backoff_max_ms;
-		}
-	}
-	pthread_mutex_unlock(&lgr_peers_lock);
-	return period;
+	return peer_fallback(name, reason, by_peer,
+			     backoff ? ctx->t.backoff_ms : 0,
+			     ctx->t.backoff_max_ms);
 }
 
 /*
@@ -216,8 +144,7 @@ lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
 static bool
 lgr_peer_backed_off(struct lgr_ctx *ctx, const char *name)
 {
-	struct lgr_peer_state *p;
-	uint64_t now = lgr_now_ms(), until = 0;
+	uint64_t now = lgr_now_ms(), until;
 	unsigned int i,
 		n = ctx->nbackoff < LGR_DEVS_MAX ? ctx->nbackoff : LGR_DEVS_MAX;
 
@@ -226,11 +153,7 @@ lgr_peer_backed_off(struct lgr_ctx *ctx, const char *name)
 			break;
 	if (i < n && now < ctx->backoff[i].until_ms)
 		return true;
-	pthread_mutex_lock(&lgr_peers_lock);
-	p = lgr_peer_get(name, false);
-	if (p != NULL)
-		until = p->backoff_until_ms;
-	pthread_mutex_unlock(&lgr_peers_lock);
+	until = peer_backoff_until(name);
 	if (now >= until)
 		return false;
 	if (i == n)
@@ -239,49 +162,6 @@ lgr_peer_backed_off(struct lgr_ctx *ctx, const char *name)
 		 name);
 	ctx->backoff[i].until_ms = until;
 	return true;
-}
-
-/*
- * What reaches the peer called name, for `show peers`: out->rdma when an
- * active link group does; else the reason it last fell back (a CLC_DECL_*
- * code, 0 if RDMA was never tried) and how long until it is tried again.
- * Any thread.  0, or -ENOENT when nothing is known about the peer.
- */
-int
-lgr_peer_info(const char *peer, struct lgr_peer_info *out)
-{
-	struct lgr_peer_state *p;
-	uint64_t now = lgr_now_ms();
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&lgr_peers_lock);
-	p = lgr_peer_get(peer, false);
-	if (p != NULL) {
-		out->lgrs = p->lgrs;
-		out->rdma = p->lgrs > 0;
-		out->reason = p->reason;
-		out->by_peer = p->by_peer;
-		if (now < p->backoff_until_ms)
-			out->backoff_left_ms = p->backoff_until_ms - now;
-	}
-	pthread_mutex_unlock(&lgr_peers_lock);
-	return p != NULL ? 0 : -ENOENT;
-}
-
-/*
- * "rdma" when an active link group reaches the peer, else "fallback";
- * *reason (if not NULL) the CLC_DECL_* code of the last fallback, 0 if
- * none (clc_decline_name() names it).  Any thread.
- */
-const char *
-lgr_peer_mode(const char *peer, uint32_t *reason)
-{
-	struct lgr_peer_info info;
-
-	lgr_peer_info(peer, &info);
-	if (reason != NULL)
-		*reason = info.reason;
-	return info.rdma ? "rdma" : "fallback";
 }
 
 /* ---- contexts ---- */
@@ -906,17 +786,7 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 static bool
 lgr_peer_server(const struct conf_peer *peer, const char *name, int delta)
 {
-	struct lgr_peer_state *p;
-	bool ok = false;
-
-	pthread_mutex_lock(&lgr_peers_lock);
-	p = lgr_peer_get(name, true);
-	if (p != NULL && (delta < 0 || p->server_lgrs < peer->max_lgrs)) {
-		p->server_lgrs += delta;
-		ok = true;
-	}
-	pthread_mutex_unlock(&lgr_peers_lock);
-	return ok;
+	return peer_server_lgrs(name, peer->max_lgrs, delta);
 }
 
 static void

@@ -78,11 +78,11 @@ notify_plural(int n)
 static void
 notify_status_text(const struct conf *conf, char *buf, size_t len)
 {
-	struct lgr_peer_info info;
+	struct peer_info info;
 	int i, lgrs = 0;
 
 	for (i = 0; i < conf->npeers; i++)
-		if (lgr_peer_info(conf->peers[i].name, &info) == 0)
+		if (peer_info(conf->peers[i].name, &info) == 0)
 			lgrs += info.lgrs;
 	snprintf(buf, len, "%d rule%s, %d export%s, %d peer%s, %d link group%s",
 		 conf->nrules, notify_plural(conf->nrules), conf->nexports,

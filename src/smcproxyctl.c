@@ -6,6 +6,11 @@
  * scripts (-j), or as Prometheus text exposition (--prometheus) built from
  * the daemon's own stats schema.
  *
+ * Every table goes through libsmartcols (what lsblk and findmnt use), so
+ * all of them take -o COLUMNS, --noheadings and --raw alike.  A command's
+ * tables are written to a buffer first: an unknown -o column is then an
+ * error before anything is printed.
+ *
  * Exit status: 0 ok, 1 the daemon answered with an error (or none), 2 usage
  * error or no connection to the socket.
  */
@@ -22,6 +27,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <libsmartcols.h>
 
 #include "smcproxyd.h"
 #include "prom.h"
@@ -29,8 +35,8 @@
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAILED 1
 #define CTL_EXIT_USAGE 2
-#define CTL_TIMEOUT 30 /* seconds to wait for a reply by default */
-#define CTL_MAX_COLS 16
+#define CTL_TIMEOUT 30	 /* seconds to wait for a reply by default */
+#define CTL_MAX_OCOLS 64 /* names in one -o list */
 
 enum ctl_fmt {
 	CTL_FMT_TEXT,
@@ -47,14 +53,22 @@ struct ctl_conn {
 	size_t used; /* of which the last reply */
 };
 
+/* A KEY VALUE argument, like "peer b" or "age 10". */
+struct ctl_key {
+	const char *name;
+	bool seconds; /* sent as a JSON integer */
+};
+
 struct ctl_cmd {
 	const char *words[2];
-	const char *arg; /* name of the one argument, or NULL */
+	const char *arg;	    /* name of the one argument, or NULL */
+	const struct ctl_key *keys; /* KEY VALUE pairs it takes, or NULL */
+	bool need_key;		    /* at least one pair */
 	void (*show)(struct ctl_conn *conn, json_t *data);
 };
 
 /* How one column of a table is rendered. */
-enum ctl_col_type { CTL_COL_TEXT, CTL_COL_NUM, CTL_COL_SECONDS };
+enum ctl_col_type { CTL_COL_TEXT, CTL_COL_NUM, CTL_COL_SECONDS, CTL_COL_MS };
 
 struct ctl_col {
 	const char *head;
@@ -62,8 +76,21 @@ struct ctl_col {
 	enum ctl_col_type type;
 };
 
+/* The table options, and which -o names some table of the command had. */
+struct ctl_tables {
+	bool noheadings, raw;
+	int nocols; /* 0: every column */
+	char *ocols[CTL_MAX_OCOLS];
+	bool oused[CTL_MAX_OCOLS];
+	FILE *out;   /* the command's output until it is known to be good */
+	char *valid; /* the column names the command's tables have */
+	size_t valid_len;
+	FILE *validf;
+};
+
 static const char *ctl_progname = "smcproxyctl";
 static int ctl_timeout = CTL_TIMEOUT;
+static struct ctl_tables ctl_tab;
 
 static void ctl_show_kv(struct ctl_conn *conn, json_t *data);
 static void ctl_show_stats(struct ctl_conn *conn, json_t *data);
@@ -75,20 +102,34 @@ static void ctl_show_links(struct ctl_conn *conn, json_t *data);
 static void ctl_show_conns(struct ctl_conn *conn, json_t *data);
 static void ctl_show_schema(struct ctl_conn *conn, json_t *data);
 static void ctl_show_help(struct ctl_conn *conn, json_t *data);
+static void ctl_show_killed(struct ctl_conn *conn, json_t *data);
+
+static const struct ctl_key ctl_filter_keys[] = {
+	{"rule", false},      {"peer", false}, {"state", false},
+	{"transport", false}, {"age", true},   {NULL, false},
+};
 
 static const struct ctl_cmd ctl_cmds[] = {
-	{{"version", NULL}, NULL, ctl_show_kv},
-	{{"stats", NULL}, NULL, ctl_show_stats},
-	{{"stats", "reset"}, NULL, ctl_show_done},
-	{{"show", "rules"}, NULL, ctl_show_rules},
-	{{"show", "peers"}, NULL, ctl_show_peers},
-	{{"show", "lgrs"}, NULL, ctl_show_lgrs},
-	{{"show", "links"}, NULL, ctl_show_links},
-	{{"show", "conns"}, NULL, ctl_show_conns},
-	{{"kill", "conn"}, "id", ctl_show_done},
-	{{"reload", NULL}, NULL, ctl_show_done},
-	{{"schema", NULL}, NULL, ctl_show_schema},
-	{{"help", NULL}, NULL, ctl_show_help},
+	{{"version", NULL}, NULL, NULL, false, ctl_show_kv},
+	{{"stats", NULL}, NULL, NULL, false, ctl_show_stats},
+	{{"stats", "reset"}, NULL, NULL, false, ctl_show_done},
+	{{"show", "rules"}, NULL, NULL, false, ctl_show_rules},
+	{{"show", "peers"}, NULL, NULL, false, ctl_show_peers},
+	{{"show", "lgrs"}, NULL, NULL, false, ctl_show_lgrs},
+	{{"show", "links"}, NULL, NULL, false, ctl_show_links},
+	{{"show", "conns"}, NULL, ctl_filter_keys, false, ctl_show_conns},
+	{{"kill", "conn"}, "id", NULL, false, ctl_show_done},
+	{{"kill", "conns"}, NULL, ctl_filter_keys, true, ctl_show_killed},
+	{{"disable", "rule"}, "name", NULL, false, ctl_show_done},
+	{{"enable", "rule"}, "name", NULL, false, ctl_show_done},
+	{{"drain", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"undrain", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"enable", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
+	{{"shutdown", NULL}, NULL, NULL, false, ctl_show_done},
+	{{"shutdown", "now"}, NULL, NULL, false, ctl_show_done},
+	{{"schema", NULL}, NULL, NULL, false, ctl_show_schema},
+	{{"help", NULL}, NULL, NULL, false, ctl_show_help},
 };
 
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
@@ -112,8 +153,10 @@ static void
 ctl_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-j | --prometheus | --openmetrics] [-s socket] [-t seconds] "
-		"command [argument]\n"
+		"usage: %s [-j | --prometheus | --openmetrics] [-s socket] [-t "
+		"seconds]\n"
+		"       [-o columns] [--noheadings] [--raw] command "
+		"[argument...]\n"
 		"       %s --version\n"
 		"commands:\n"
 		"  version                 daemon version and uptime\n"
@@ -122,10 +165,20 @@ ctl_usage(FILE *f)
 		"  show rules              rules and exports\n"
 		"  show peers              peers and their transport\n"
 		"  show lgrs | show links  RDMA link groups and links\n"
-		"  show conns              proxied connections\n"
+		"  show conns [FILTER]     proxied connections\n"
 		"  kill conn ID            close one connection\n"
+		"  kill conns FILTER       close the connections it matches\n"
+		"  disable | enable rule NAME\n"
+		"                          stop or start accepting for a rule\n"
+		"  drain | undrain peer NAME\n"
+		"                          no new connections to a peer, or "
+		"again\n"
 		"  reload                  re-read the configuration\n"
+		"  shutdown [now]          stop as SIGTERM does; now: close "
+		"all now\n"
 		"  schema | help           describe stats and commands\n"
+		"FILTER: one or more of rule NAME, peer NAME, state STATE,\n"
+		"  transport rdma|fallback, age SECONDS (at least that old)\n"
 		"default socket: %s\n",
 		ctl_progname, ctl_progname, CONTROL_SOCKET_DEFAULT);
 }
@@ -164,8 +217,8 @@ ctl_connect(struct ctl_conn *conn)
  * a message.
  */
 static int
-ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
-	    const char *arg, json_t **reply, const char **raw)
+ctl_request(struct ctl_conn *conn, const char *cmd, json_t *args,
+	    json_t **reply, const char **raw)
 {
 	json_error_t jerr;
 	json_t *req;
@@ -175,9 +228,8 @@ ctl_request(struct ctl_conn *conn, const char *cmd, const char *argname,
 	ssize_t n;
 
 	req = json_pack("{s:i, s:s}", "v", CONTROL_VERSION, "cmd", cmd);
-	if (req != NULL && argname != NULL)
-		json_object_set_new(req, "args",
-				    json_pack("{s:s}", argname, arg));
+	if (req != NULL && args != NULL)
+		json_object_set(req, "args", args);
 	line = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (line == NULL) {
@@ -278,7 +330,7 @@ ctl_call(struct ctl_conn *conn, const char *cmd, json_t **reply)
 	const char *raw;
 
 	*reply = NULL;
-	if (ctl_request(conn, cmd, NULL, NULL, reply, &raw) < 0)
+	if (ctl_request(conn, cmd, NULL, reply, &raw) < 0)
 		return NULL;
 	if (!json_is_true(json_object_get(*reply, "ok"))) {
 		ctl_warnx("%s: %s", cmd,
@@ -325,6 +377,13 @@ ctl_cell(const json_t *v, enum ctl_col_type type)
 		ctl_seconds(buf, sizeof(buf), v);
 		return strdup(buf);
 	}
+	if (type == CTL_COL_MS && json_is_integer(v)) {
+		json_t *sec = json_real((double)json_integer_value(v) / 1000);
+
+		ctl_seconds(buf, sizeof(buf), sec);
+		json_decref(sec);
+		return strdup(json_integer_value(v) > 0 ? buf : "-");
+	}
 	switch (json_typeof(v)) {
 	case JSON_STRING:
 		return strdup(*json_string_value(v) != '\0' ?
@@ -360,103 +419,196 @@ ctl_cell(const json_t *v, enum ctl_col_type type)
 	}
 }
 
+/* Whether -o name @want names the column: any case, '-' and '_' alike. */
+static bool
+ctl_col_named(const char *want, const char *name)
+{
+	for (; *want != '\0' && *name != '\0'; want++, name++) {
+		if ((*want == '-' || *want == '_') &&
+		    (*name == '-' || *name == '_'))
+			continue;
+		if (toupper((unsigned char)*want) !=
+		    toupper((unsigned char)*name))
+			return false;
+	}
+	return *want == '\0' && *name == '\0';
+}
+
 /*
- * Print @rows (an array of objects) as a table with aligned columns:
- * numbers right-aligned, text left-aligned, two spaces between columns.
+ * Print @rows (an array of objects) as a table of the columns -o picked
+ * from @cols (all without -o): numbers right-aligned, text left-aligned.
+ * No rows: @empty, unless --noheadings.  A table none of whose columns
+ * -o names is left out.  Tables after the first are set off by a blank
+ * line.
  */
 static void
-ctl_table(const json_t *rows, const struct ctl_col *cols, int ncols)
+ctl_table(const json_t *rows, const struct ctl_col *cols, int ncols,
+	  const char *empty)
 {
-	size_t nrows = json_array_size(rows), r;
-	int w[CTL_MAX_COLS], c, pad;
-	char **cells;
-	const char *s;
+	static int ntables;
+	struct libscols_table *tb;
+	struct libscols_line *ln;
+	int *pick, npick = 0, c, o;
+	size_t r;
 
-	cells = calloc((nrows + 1) * (size_t)ncols, sizeof(*cells));
-	if (cells == NULL)
+	pick = calloc((size_t)ncols + (size_t)ctl_tab.nocols + 1,
+		      sizeof(*pick));
+	if (pick == NULL)
 		return;
-	for (c = 0; c < ncols; c++) {
-		cells[c] = strdup(cols[c].head);
-		w[c] = (int)strlen(cols[c].head);
+	for (c = 0; c < ncols; c++)
+		fprintf(ctl_tab.validf, "%s%s",
+			ftell(ctl_tab.validf) ? "," : "", cols[c].head);
+	for (o = 0; o < ctl_tab.nocols; o++)
+		for (c = 0; c < ncols; c++)
+			if (ctl_col_named(ctl_tab.ocols[o], cols[c].head) ||
+			    ctl_col_named(ctl_tab.ocols[o], cols[c].key)) {
+				pick[npick++] = c;
+				ctl_tab.oused[o] = true;
+				break;
+			}
+	for (c = 0; ctl_tab.nocols == 0 && c < ncols; c++)
+		pick[npick++] = c;
+	if (npick == 0)
+		goto out;
+	if (ntables++ > 0 && !ctl_tab.noheadings)
+		fputc('\n', ctl_tab.out);
+	if (json_array_size(rows) == 0) {
+		if (!ctl_tab.noheadings)
+			fprintf(ctl_tab.out, "%s\n", empty);
+		goto out;
 	}
-	for (r = 0; r < nrows; r++) {
-		for (c = 0; c < ncols; c++) {
-			cells[(r + 1) * ncols + c] = ctl_cell(
-				json_object_get(json_array_get(rows, r),
-						cols[c].key),
-				cols[c].type);
-			if (cells[(r + 1) * ncols + c] != NULL &&
-			    (int)strlen(cells[(r + 1) * ncols + c]) > w[c])
-				w[c] = (int)strlen(cells[(r + 1) * ncols + c]);
-		}
+	tb = scols_new_table();
+	if (tb == NULL)
+		goto out;
+	scols_table_set_stream(tb, ctl_tab.out);
+	scols_table_enable_raw(tb, ctl_tab.raw);
+	scols_table_enable_noheadings(tb, ctl_tab.noheadings);
+	if (!ctl_tab.raw)
+		scols_table_set_column_separator(tb, "  ");
+	for (c = 0; c < npick; c++)
+		scols_table_new_column(tb, cols[pick[c]].head, 0,
+				       cols[pick[c]].type != CTL_COL_TEXT ?
+					       SCOLS_FL_RIGHT :
+					       0);
+	for (r = 0; r < json_array_size(rows); r++) {
+		ln = scols_table_new_line(tb, NULL);
+		for (c = 0; ln != NULL && c < npick; c++)
+			scols_line_refer_data(
+				ln, (size_t)c,
+				ctl_cell(
+					json_object_get(json_array_get(rows, r),
+							cols[pick[c]].key),
+					cols[pick[c]].type));
 	}
-	for (r = 0; r <= nrows; r++) {
-		for (c = 0; c < ncols; c++) {
-			s = cells[r * ncols + c];
-			if (cols[c].type != CTL_COL_TEXT)
-				pad = w[c]; /* right-aligned */
-			else if (c < ncols - 1)
-				pad = -w[c];
-			else
-				pad = 0; /* no trailing blanks */
-			printf("%*s%s", pad, s != NULL ? s : "-",
-			       c < ncols - 1 ? "  " : "\n");
-		}
-	}
-	for (r = 0; r < (nrows + 1) * (size_t)ncols; r++)
-		free(cells[r]);
-	free(cells);
+	scols_print_table(tb);
+	scols_unref_table(tb);
+out:
+	free(pick);
 }
 
-/* A table of whatever scalar members the first row has. */
-static void
-ctl_table_auto(const json_t *rows)
-{
-	struct ctl_col cols[CTL_MAX_COLS];
-	const char *key;
-	json_t *v;
-	int n = 0;
-
-	json_object_foreach(json_array_get(rows, 0), key, v)
-	{
-		if (n == CTL_MAX_COLS || json_is_object(v))
-			continue;
-		cols[n].head = key;
-		cols[n].key = key;
-		cols[n].type = json_is_number(v) ? CTL_COL_NUM : CTL_COL_TEXT;
-		n++;
-	}
-	ctl_table(rows, cols, n);
-}
-
-/* Members named *_s are durations in seconds. */
+/* Members named *_s are durations in seconds, *_ms in milliseconds. */
 static enum ctl_col_type
-ctl_key_type(const char *key)
+ctl_key_type(const char *key, const json_t *v)
 {
 	size_t len = strlen(key);
 
-	return len > 2 && strcmp(key + len - 2, "_s") == 0 ? CTL_COL_SECONDS :
-							     CTL_COL_TEXT;
+	if (len > 2 && strcmp(key + len - 2, "_s") == 0)
+		return CTL_COL_SECONDS;
+	if (len > 3 && strcmp(key + len - 3, "_ms") == 0)
+		return CTL_COL_MS;
+	return json_is_number(v) ? CTL_COL_NUM : CTL_COL_TEXT;
+}
+
+/*
+ * A table of @cols, then of whatever other scalar members the first row
+ * has (a daemon newer than this program), headed like the rest:
+ * "slot_wait_timeouts" as SLOT-WAIT-TIMEOUTS, "up_s" as UP.
+ */
+static void
+ctl_table_more(const json_t *rows, const struct ctl_col *cols, int ncols,
+	       const char *empty)
+{
+	struct ctl_col *all;
+	char **heads;
+	const char *key;
+	json_t *v;
+	size_t n = 0, i, len;
+	int c;
+
+	all = calloc((size_t)ncols + json_object_size(json_array_get(rows, 0)),
+		     sizeof(*all));
+	heads = calloc(json_object_size(json_array_get(rows, 0)) + 1,
+		       sizeof(*heads));
+	if (all == NULL || heads == NULL)
+		goto out;
+	memcpy(all, cols, (size_t)ncols * sizeof(*all));
+	json_object_foreach(json_array_get(rows, 0), key, v)
+	{
+		for (c = 0; c < ncols && strcmp(cols[c].key, key) != 0; c++)
+			;
+		if (c < ncols || json_is_object(v))
+			continue;
+		heads[n] = strdup(key);
+		if (heads[n] == NULL)
+			break;
+		len = strlen(key);
+		if (len > 2 && strcmp(key + len - 2, "_s") == 0)
+			heads[n][len - 2] = '\0';
+		for (i = 0; heads[n][i] != '\0'; i++)
+			heads[n][i] =
+				heads[n][i] == '_' ?
+					'-' :
+					(char)toupper(
+						(unsigned char)heads[n][i]);
+		all[ncols + (int)n].head = heads[n];
+		all[ncols + (int)n].key = key;
+		all[ncols + (int)n].type = ctl_key_type(key, v);
+		n++;
+	}
+	ctl_table(rows, all, ncols + (int)n, empty);
+out:
+	for (i = 0; heads != NULL && heads[i] != NULL; i++)
+		free(heads[i]);
+	free(heads);
+	free(all);
 }
 
 static void
 ctl_show_kv(struct ctl_conn *conn, json_t *data)
 {
+	static const struct ctl_col cols[] = {
+		{"KEY", "key", CTL_COL_TEXT},
+		{"VALUE", "value", CTL_COL_TEXT},
+	};
 	const char *key;
-	json_t *v;
-	char *s;
+	json_t *v, *rows;
 
+	rows = json_array();
 	json_object_foreach(data, key, v)
 	{
-		s = ctl_cell(v, ctl_key_type(key));
-		printf("%-10s %s\n", key, s != NULL ? s : "-");
+		char *s = ctl_cell(v, ctl_key_type(key, v));
+
+		json_array_append_new(rows,
+				      json_pack("{s:s, s:s}", "key", key,
+						"value", s != NULL ? s : "-"));
 		free(s);
 	}
+	ctl_table(rows, cols, 2, "");
+	json_decref(rows);
 }
 
 static void
 ctl_show_done(struct ctl_conn *conn, json_t *data)
 {
+}
+
+static void
+ctl_show_killed(struct ctl_conn *conn, json_t *data)
+{
+	json_int_t n = json_integer_value(json_object_get(data, "count"));
+
+	fprintf(ctl_tab.out, "%lld connection%s killed\n", (long long)n,
+		n == 1 ? "" : "s");
 }
 
 static void
@@ -476,9 +628,12 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 	ctl_seconds(up, sizeof(up), json_object_get(data, "uptime_s"));
 	ctl_seconds(since, sizeof(since),
 		    json_object_get(data, "since_reset_s"));
-	printf("%lld workers, up %s, counters cover the last %s\n\n",
-	       (long long)json_integer_value(json_object_get(data, "workers")),
-	       up, since);
+	if (!ctl_tab.noheadings)
+		fprintf(ctl_tab.out,
+			"%lld workers, up %s, counters cover the last %s\n\n",
+			(long long)json_integer_value(
+				json_object_get(data, "workers")),
+			up, since);
 
 	/* units and descriptions come from the schema */
 	schema = json_object_get(ctl_call(conn, "schema", &reply), "stats");
@@ -499,7 +654,7 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 		json_object_foreach(stats, key, v) json_array_append_new(
 			rows, json_pack("{s:s, s:O}", "name", key, "value", v));
 	}
-	ctl_table(rows, cols, 4);
+	ctl_table(rows, cols, 4, "no statistics");
 	json_decref(rows);
 	json_decref(reply);
 }
@@ -514,6 +669,8 @@ ctl_show_rules(struct ctl_conn *conn, json_t *data)
 		{"EXPORT", "export", CTL_COL_TEXT},
 		{"IDLE-TIMEOUT", "idle_timeout_s", CTL_COL_NUM},
 		{"CONNS", "conns", CTL_COL_NUM},
+		{"ENABLED", "enabled", CTL_COL_TEXT},
+		{"ACCEPTING", "accepting", CTL_COL_TEXT},
 	};
 	static const struct ctl_col export_cols[] = {
 		{"EXPORT", "name", CTL_COL_TEXT},
@@ -522,18 +679,10 @@ ctl_show_rules(struct ctl_conn *conn, json_t *data)
 		{"CONNS", "conns", CTL_COL_NUM},
 		{"PEERS", "peers", CTL_COL_TEXT},
 	};
-	json_t *rules = json_object_get(data, "rules");
-	json_t *exports = json_object_get(data, "exports");
 
-	if (json_array_size(rules) > 0)
-		ctl_table(rules, rule_cols, 6);
-	else
-		printf("no rules\n");
-	printf("\n");
-	if (json_array_size(exports) > 0)
-		ctl_table(exports, export_cols, 5);
-	else
-		printf("no exports\n");
+	ctl_table(json_object_get(data, "rules"), rule_cols, 8, "no rules");
+	ctl_table(json_object_get(data, "exports"), export_cols, 5,
+		  "no exports");
 }
 
 static void
@@ -548,35 +697,74 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 		{"DECLINE", "decline_name", CTL_COL_TEXT},
 		{"CODE", "decline_code", CTL_COL_TEXT},
 		{"REASON", "fallback_reason", CTL_COL_TEXT},
+		{"BACKOFF", "backoff_left_ms", CTL_COL_MS},
+		{"REACHABLE", "reachable", CTL_COL_TEXT},
+		{"DRAINING", "draining", CTL_COL_TEXT},
+		{"LAST-ERROR", "last_error", CTL_COL_TEXT},
+		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT},
+		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS},
 	};
-	json_t *peers = json_object_get(data, "peers");
 
-	if (json_array_size(peers) > 0)
-		ctl_table(peers, cols, 8);
-	else
-		printf("no peers\n");
+	ctl_table(json_object_get(data, "peers"), cols,
+		  (int)(sizeof(cols) / sizeof(cols[0])), "no peers");
 }
 
 static void
 ctl_show_lgrs(struct ctl_conn *conn, json_t *data)
 {
-	json_t *lgrs = json_object_get(data, "lgrs");
+	static const struct ctl_col cols[] = {
+		{"ID", "id", CTL_COL_NUM},
+		{"WORKER", "worker", CTL_COL_NUM},
+		{"PEER", "peer", CTL_COL_TEXT},
+		{"ROLE", "role", CTL_COL_TEXT},
+		{"STATE", "state", CTL_COL_TEXT},
+		{"LINKS", "links", CTL_COL_NUM},
+		{"CONNS", "conns", CTL_COL_NUM},
+		{"MAX-CONNS", "max_conns", CTL_COL_NUM},
+		{"MAX-LINKS", "max_links", CTL_COL_NUM},
+		{"FEATURES", "features", CTL_COL_TEXT},
+		{"PEER-SYSTEM-ID", "peer_system_id", CTL_COL_TEXT},
+		{"UID", "uid", CTL_COL_TEXT},
+		{"AGE", "age_s", CTL_COL_SECONDS},
+	};
 
-	if (json_array_size(lgrs) > 0)
-		ctl_table_auto(lgrs);
-	else
-		printf("no link groups\n");
+	ctl_table_more(json_object_get(data, "lgrs"), cols,
+		       (int)(sizeof(cols) / sizeof(cols[0])), "no link groups");
 }
 
+/* Every column smcproxyctl(8) promises, whether or not there are links. */
 static void
 ctl_show_links(struct ctl_conn *conn, json_t *data)
 {
-	json_t *links = json_object_get(data, "links");
+	static const struct ctl_col cols[] = {
+		{"LGR", "lgr", CTL_COL_NUM},
+		{"LINK", "link", CTL_COL_NUM},
+		{"STATE", "state", CTL_COL_TEXT},
+		{"DEVICE", "device", CTL_COL_TEXT},
+		{"GID", "gid", CTL_COL_TEXT},
+		{"PEER-GID", "peer_gid", CTL_COL_TEXT},
+		{"QPN", "qpn", CTL_COL_NUM},
+		{"PEER-QPN", "peer_qpn", CTL_COL_NUM},
+		{"MTU", "mtu", CTL_COL_NUM},
+		{"CONNS", "conns", CTL_COL_NUM},
+		{"MAX-INLINE", "max_inline", CTL_COL_NUM},
+		{"WRS-POSTED", "wrs_posted", CTL_COL_NUM},
+		{"INLINE-WRS", "inline_wrs", CTL_COL_NUM},
+		{"COMPLETIONS", "completions", CTL_COL_NUM},
+		{"ERRORS", "errors", CTL_COL_NUM},
+		{"SLOT-WAITS", "slot_waits", CTL_COL_NUM},
+		{"WAKEUPS", "wakeups", CTL_COL_NUM},
+		{"SLOT-WAIT-TIMEOUTS", "slot_wait_timeouts", CTL_COL_NUM},
+		{"RX-UNKNOWN", "rx_unknown", CTL_COL_NUM},
+		{"RX-BAD-OPCODE", "rx_bad_opcode", CTL_COL_NUM},
+		{"DRAINED", "drained", CTL_COL_NUM},
+		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM},
+		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM},
+		{"UP", "up_s", CTL_COL_SECONDS},
+	};
 
-	if (json_array_size(links) > 0)
-		ctl_table_auto(links);
-	else
-		printf("no links\n");
+	ctl_table_more(json_object_get(data, "links"), cols,
+		       (int)(sizeof(cols) / sizeof(cols[0])), "no links");
 }
 
 static void
@@ -598,12 +786,8 @@ ctl_show_conns(struct ctl_conn *conn, json_t *data)
 		{"AGE", "age_s", CTL_COL_SECONDS},
 		{"IDLE", "idle_s", CTL_COL_SECONDS},
 	};
-	json_t *conns = json_object_get(data, "conns");
 
-	if (json_array_size(conns) > 0)
-		ctl_table(conns, cols, 14);
-	else
-		printf("no connections\n");
+	ctl_table(json_object_get(data, "conns"), cols, 14, "no connections");
 }
 
 static void
@@ -616,8 +800,7 @@ ctl_show_schema(struct ctl_conn *conn, json_t *data)
 		{"DESCRIPTION", "description", CTL_COL_TEXT},
 	};
 
-	ctl_table(json_object_get(data, "stats"), cols, 4);
-	printf("\n");
+	ctl_table(json_object_get(data, "stats"), cols, 4, "no statistics");
 	ctl_show_help(conn, data);
 }
 
@@ -638,7 +821,10 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 	rows = json_array();
 	json_array_foreach(json_object_get(data, "commands"), i, cmd)
 	{
-		/* "kill conn ID": arguments in capitals, as in the man page */
+		/*
+		 * "kill conn ID", "show conns [rule RULE]...": arguments in
+		 * capitals, as in the man page, optional ones as KEY VALUE
+		 */
 		usage = NULL;
 		f = open_memstream(&usage, &len);
 		if (f == NULL)
@@ -646,11 +832,15 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		fputs(json_string_value(json_object_get(cmd, "name")), f);
 		json_array_foreach(json_object_get(cmd, "args"), j, a)
 		{
-			fputc(' ', f);
-			for (name = json_string_value(
-				     json_object_get(a, "name"));
-			     name != NULL && *name != '\0'; name++)
+			name = json_string_value(json_object_get(a, "name"));
+			if (json_is_true(json_object_get(a, "required")))
+				fputc(' ', f);
+			else
+				fprintf(f, " [%s ", name != NULL ? name : "");
+			for (; name != NULL && *name != '\0'; name++)
 				fputc(toupper((unsigned char)*name), f);
+			if (!json_is_true(json_object_get(a, "required")))
+				fputc(']', f);
 		}
 		fclose(f);
 		row = json_pack("{s:s, s:s, s:O}", "usage", usage, "access",
@@ -661,7 +851,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		json_array_append_new(rows, row);
 		free(usage);
 	}
-	ctl_table(rows, cols, 3);
+	ctl_table(rows, cols, 3, "no commands");
 	json_decref(rows);
 }
 
@@ -700,19 +890,150 @@ ctl_prometheus(struct ctl_conn *conn, bool om)
 
 /******** main ********/
 
+/* -o: the comma-separated column names.  0, or -1 after a message. */
+static int
+ctl_columns(const char *list)
+{
+	const char *p, *comma;
+
+	for (p = list; *p != '\0'; p = *comma != '\0' ? comma + 1 : comma) {
+		comma = strchrnul(p, ',');
+		if (comma == p)
+			continue;
+		if (ctl_tab.nocols == CTL_MAX_OCOLS) {
+			ctl_warnx("-o: more than %d columns", CTL_MAX_OCOLS);
+			return -1;
+		}
+		ctl_tab.ocols[ctl_tab.nocols] = strndup(p, (size_t)(comma - p));
+		if (ctl_tab.ocols[ctl_tab.nocols++] == NULL) {
+			ctl_warnx("out of memory");
+			return -1;
+		}
+	}
+	if (ctl_tab.nocols == 0) {
+		ctl_warnx("-o: no column named");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Print the command's answer: its tables into a buffer, written out only
+ * when every -o name was a column of one of them.  0, or -1 after a
+ * message naming the valid columns.
+ */
+static int
+ctl_print(const struct ctl_cmd *cm, struct ctl_conn *conn, json_t *data)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int o, rc = 0;
+
+	ctl_tab.out = open_memstream(&text, &len);
+	ctl_tab.validf = open_memstream(&ctl_tab.valid, &ctl_tab.valid_len);
+	if (ctl_tab.out == NULL || ctl_tab.validf == NULL) {
+		ctl_warnx("out of memory");
+		return -1;
+	}
+	cm->show(conn, data);
+	fclose(ctl_tab.out);
+	fclose(ctl_tab.validf);
+	for (o = 0; o < ctl_tab.nocols; o++) {
+		if (ctl_tab.oused[o])
+			continue;
+		ctl_warnx("-o: unknown column \"%s\"; valid: %s",
+			  ctl_tab.ocols[o],
+			  ctl_tab.valid_len > 0 ? ctl_tab.valid : "none");
+		rc = -1;
+	}
+	if (rc == 0)
+		fwrite(text, 1, len, stdout);
+	free(text);
+	free(ctl_tab.valid);
+	return rc;
+}
+
+/*
+ * The KEY VALUE pairs of @cm in argv (argc words) as its JSON arguments
+ * in *args.  0, or -1 after a message.
+ */
+static int
+ctl_parse_keys(const struct ctl_cmd *cm, int argc, char **argv, json_t **args)
+{
+	const struct ctl_key *k;
+	long long v;
+	char *end;
+	int i;
+
+	*args = json_object();
+	if (*args == NULL) {
+		ctl_warnx("out of memory");
+		return -1;
+	}
+	for (i = 0; i < argc; i += 2) {
+		for (k = cm->keys; k->name != NULL; k++)
+			if (strcmp(k->name, argv[i]) == 0)
+				break;
+		if (k->name == NULL) {
+			fprintf(stderr,
+				"%s: %s %s: unknown filter \"%s\"; valid:",
+				ctl_progname, cm->words[0], cm->words[1],
+				argv[i]);
+			for (k = cm->keys; k->name != NULL; k++)
+				fprintf(stderr, " %s", k->name);
+			fputc('\n', stderr);
+			return -1;
+		}
+		if (i + 1 == argc) {
+			ctl_warnx("%s %s: \"%s\" needs a value", cm->words[0],
+				  cm->words[1], k->name);
+			return -1;
+		}
+		if (json_object_get(*args, k->name) != NULL) {
+			ctl_warnx("%s %s: \"%s\" given twice", cm->words[0],
+				  cm->words[1], k->name);
+			return -1;
+		}
+		if (!k->seconds) {
+			json_object_set_new(*args, k->name,
+					    json_string(argv[i + 1]));
+			continue;
+		}
+		errno = 0;
+		v = strtoll(argv[i + 1], &end, 10);
+		if (!isdigit((unsigned char)*argv[i + 1]) || *end != '\0' ||
+		    errno != 0) {
+			ctl_warnx("%s %s: %s %s: not a number of seconds",
+				  cm->words[0], cm->words[1], k->name,
+				  argv[i + 1]);
+			return -1;
+		}
+		json_object_set_new(*args, k->name, json_integer(v));
+	}
+	if (cm->need_key && argc == 0) {
+		ctl_warnx("\"%s %s\" needs a filter: rule NAME, peer NAME, "
+			  "state STATE, transport rdma|fallback or age SECONDS",
+			  cm->words[0], cm->words[1]);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Match the command words against the table; on a mismatch say what would
- * have been valid.  Return: the command (its argument in *arg), or NULL.
+ * have been valid.  Return: the command (its arguments in *args, NULL if
+ * none), or NULL.
  */
 static const struct ctl_cmd *
-ctl_parse(int argc, char **argv, const char **arg)
+ctl_parse(int argc, char **argv, json_t **args)
 {
 	const struct ctl_cmd *cm, *bad_args = NULL;
 	const char *valid[CTL_NCMDS];
+	char argname[32];
 	size_t i, nvalid = 0;
 	int nwords;
 
-	*arg = NULL;
+	*args = NULL;
 	for (i = 0; i < CTL_NCMDS; i++) {
 		cm = &ctl_cmds[i];
 		nwords = cm->words[1] != NULL ? 2 : 1;
@@ -723,18 +1044,39 @@ ctl_parse(int argc, char **argv, const char **arg)
 			valid[nvalid++] = cm->words[1];
 			continue;
 		}
+		if (cm->keys != NULL)
+			return ctl_parse_keys(cm, argc - nwords, argv + nwords,
+					      args) == 0 ?
+				       cm :
+				       NULL;
 		if (argc - nwords == (cm->arg != NULL ? 1 : 0)) {
-			*arg = cm->arg != NULL ? argv[nwords] : NULL;
+			if (cm->arg != NULL)
+				*args = json_pack("{s:s}", cm->arg,
+						  argv[nwords]);
 			return cm;
 		}
 		bad_args = cm;
 	}
 	if (bad_args != NULL && (bad_args->words[1] != NULL || nvalid == 0)) {
-		ctl_warnx("\"%s%s%s\" takes %s", bad_args->words[0],
-			  bad_args->words[1] != NULL ? " " : "",
-			  bad_args->words[1] != NULL ? bad_args->words[1] : "",
-			  bad_args->arg != NULL ? "one argument, ID" :
-						  "no argument");
+		snprintf(argname, sizeof(argname), "%s",
+			 bad_args->arg != NULL ? bad_args->arg : "");
+		for (i = 0; argname[i] != '\0'; i++)
+			argname[i] = (char)toupper((unsigned char)argname[i]);
+		if (bad_args->arg != NULL)
+			ctl_warnx("\"%s%s%s\" takes one argument, %s",
+				  bad_args->words[0],
+				  bad_args->words[1] != NULL ? " " : "",
+				  bad_args->words[1] != NULL ?
+					  bad_args->words[1] :
+					  "",
+				  argname);
+		else
+			ctl_warnx("\"%s%s%s\" takes no argument",
+				  bad_args->words[0],
+				  bad_args->words[1] != NULL ? " " : "",
+				  bad_args->words[1] != NULL ?
+					  bad_args->words[1] :
+					  "");
 	} else if (nvalid > 0) {
 		if (argc < 2)
 			fprintf(stderr,
@@ -762,6 +1104,9 @@ main(int argc, char **argv)
 		{"openmetrics", no_argument, NULL, 'O'},
 		{"socket", required_argument, NULL, 's'},
 		{"timeout", required_argument, NULL, 't'},
+		{"output", required_argument, NULL, 'o'},
+		{"noheadings", no_argument, NULL, 'n'},
+		{"raw", no_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -769,16 +1114,25 @@ main(int argc, char **argv)
 	struct ctl_conn conn = {.path = CONTROL_SOCKET_DEFAULT, .fd = -1};
 	enum ctl_fmt fmt = CTL_FMT_TEXT;
 	const struct ctl_cmd *cm;
-	const char *arg;
-	json_t *reply = NULL, *details, *d;
+	json_t *reply = NULL, *args = NULL, *details, *d;
 	const char *raw;
 	char cmd[64], *end;
 	size_t i;
 	int ch, rc = CTL_EXIT_USAGE;
 
-	while ((ch = getopt_long(argc, argv, "hjps:t:V", longopts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "hjno:prs:t:V", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
+		case 'o':
+			if (ctl_columns(optarg) < 0)
+				goto out;
+			break;
+		case 'n':
+			ctl_tab.noheadings = true;
+			break;
+		case 'r':
+			ctl_tab.raw = true;
+			break;
 		case 'j':
 			fmt = CTL_FMT_JSON;
 			break;
@@ -797,18 +1151,20 @@ main(int argc, char **argv)
 			    ctl_timeout < 0) {
 				ctl_warnx("-t %s: not a number of seconds",
 					  optarg);
-				return CTL_EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'h':
 			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			rc = CTL_EXIT_OK;
+			goto out;
 		case 'V':
 			printf("smcproxyctl %s\n", PACKAGE_VERSION);
-			return CTL_EXIT_OK;
+			rc = CTL_EXIT_OK;
+			goto out;
 		default:
 			ctl_usage(stderr);
-			return CTL_EXIT_USAGE;
+			goto out;
 		}
 	}
 	argc -= optind;
@@ -817,27 +1173,27 @@ main(int argc, char **argv)
 	if (fmt == CTL_FMT_PROMETHEUS || fmt == CTL_FMT_OPENMETRICS) {
 		if (argc > 1 || (argc == 1 && strcmp(argv[0], "stats") != 0)) {
 			ctl_warnx("--prometheus only exports stats");
-			return CTL_EXIT_USAGE;
+			goto out;
 		}
 		if (ctl_connect(&conn) < 0)
-			return CTL_EXIT_USAGE;
+			goto out;
 		rc = ctl_prometheus(&conn, fmt == CTL_FMT_OPENMETRICS);
 		goto out;
 	}
 	if (argc == 0) {
 		ctl_usage(stderr);
-		return CTL_EXIT_USAGE;
+		goto out;
 	}
-	cm = ctl_parse(argc, argv, &arg);
+	cm = ctl_parse(argc, argv, &args);
 	if (cm == NULL)
-		return CTL_EXIT_USAGE;
+		goto out;
 	snprintf(cmd, sizeof(cmd), "%s%s%s", cm->words[0],
 		 cm->words[1] != NULL ? " " : "",
 		 cm->words[1] != NULL ? cm->words[1] : "");
 	if (ctl_connect(&conn) < 0)
-		return CTL_EXIT_USAGE;
+		goto out;
 	rc = CTL_EXIT_FAILED;
-	if (ctl_request(&conn, cmd, cm->arg, arg, &reply, &raw) < 0)
+	if (ctl_request(&conn, cmd, args, &reply, &raw) < 0)
 		goto out;
 	if (fmt == CTL_FMT_JSON)
 		printf("%s\n", raw);
@@ -851,11 +1207,15 @@ main(int argc, char **argv)
 			fprintf(stderr, "  %s\n", json_string_value(d));
 		goto out;
 	}
-	if (fmt == CTL_FMT_TEXT)
-		cm->show(&conn, json_object_get(reply, "data"));
+	if (fmt == CTL_FMT_TEXT &&
+	    ctl_print(cm, &conn, json_object_get(reply, "data")) < 0) {
+		rc = CTL_EXIT_USAGE;
+		goto out;
+	}
 	rc = CTL_EXIT_OK;
 
 out:
+	json_decref(args);
 	json_decref(reply);
 	if (fflush(stdout) == EOF && rc == CTL_EXIT_OK) {
 		ctl_warnx("stdout: %s", strerror(errno));
@@ -864,5 +1224,7 @@ out:
 	if (conn.fd != -1)
 		close(conn.fd);
 	free(conn.buf);
+	for (i = 0; i < (size_t)ctl_tab.nocols; i++)
+		free(ctl_tab.ocols[i]);
 	return rc;
 }

@@ -22,6 +22,8 @@
 
 static struct conf *conf_current;
 static struct event_base *main_base;
+static struct event *stopped_ev; /* a worker drained */
+static bool stopping;
 static bool debug_flag;
 
 /* Usage on f; exit 0 when asked for (--help, stdout), else 2. */
@@ -182,18 +184,56 @@ out:
 static void
 smcproxyd_sighup(evutil_socket_t sig, short what, void *arg)
 {
+	/* the listeners are closed for good */
+	if (stopping) {
+		log_info("SIGHUP: stopping; not reloading");
+		return;
+	}
 	smcproxyd_reload(NULL);
+}
+
+/*
+ * Stop (SIGTERM, SIGINT, `shutdown`): accept nothing more and give open
+ * connections shutdown_timeout to finish, the control socket staying up
+ * so that the drain can be watched and cut short.  now (a second signal,
+ * `shutdown now`): close whatever is still open at once.  The main loop
+ * ends once every worker has no connection left (smcproxyd_stopped).
+ */
+void
+smcproxyd_shutdown(bool now)
+{
+	if (!stopping) {
+		stopping = true;
+		notify_send("STOPPING=1");
+		log_info("stopping; open connections get %d s to finish (a "
+			 "second SIGTERM or \"smcproxyctl shutdown now\" "
+			 "closes them at once)",
+			 conf_current->shutdown_timeout);
+		metrics_shutdown();
+		control_stopping();
+		worker_stop_all(conf_current->shutdown_timeout, stopped_ev);
+	}
+	if (now) {
+		log_info("closing the open connections now");
+		worker_stop_now_all();
+	}
 }
 
 static void
 smcproxyd_sigterm(evutil_socket_t sig, short what, void *arg)
 {
-	notify_send("STOPPING=1");
-	log_info("%s: stopping; open connections get %d s to finish",
-		 strsignal((int)sig), conf_current->shutdown_timeout);
-	metrics_shutdown();
+	log_info("%s%s", strsignal((int)sig), stopping ? " again" : "");
+	smcproxyd_shutdown(stopping);
+}
+
+/* A worker drained; when all have, the control socket goes and we end. */
+static void
+smcproxyd_stopped(evutil_socket_t fd, short what, void *arg)
+{
+	if (!worker_all_drained())
+		return;
 	control_shutdown();
-	worker_stop_all(conf_current->shutdown_timeout);
+	worker_exit_all();
 	event_base_loopexit(main_base, NULL);
 }
 
@@ -286,7 +326,9 @@ main(int argc, char *argv[])
 	sig_term = evsignal_new(main_base, SIGTERM, smcproxyd_sigterm, NULL);
 	sig_int = evsignal_new(main_base, SIGINT, smcproxyd_sigterm, NULL);
 	sig_hup = evsignal_new(main_base, SIGHUP, smcproxyd_sighup, NULL);
+	stopped_ev = event_new(main_base, -1, 0, smcproxyd_stopped, NULL);
 	if (sig_term == NULL || sig_int == NULL || sig_hup == NULL ||
+	    stopped_ev == NULL ||
 	    evsignal_add(sig_term, NULL) || evsignal_add(sig_int, NULL) ||
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
@@ -314,10 +356,12 @@ main(int argc, char *argv[])
 	event_base_dispatch(main_base);
 
 	worker_join_all();
+	peer_shutdown();
 	log_info("stopped");
 	event_free(sig_term);
 	event_free(sig_int);
 	event_free(sig_hup);
+	event_free(stopped_ev);
 	event_base_free(main_base);
 	conf_drop(conf_current);
 	return 0;

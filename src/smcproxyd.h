@@ -235,7 +235,11 @@ struct auth_limit {
 /* worker.c */
 typedef void (*worker_fn)(struct worker *, void *);
 int worker_start_all(struct conf *conf);
-void worker_stop_all(int timeout);
+struct event;
+void worker_stop_all(int timeout, struct event *done);
+void worker_stop_now_all(void);
+bool worker_all_drained(void);
+void worker_exit_all(void);
 void worker_join_all(void);
 int worker_count(void);
 struct worker *worker_get(int i);
@@ -257,6 +261,10 @@ bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
 int worker_reconfigure_all(struct conf *conf);
+bool worker_rule_enabled(const char *name);
+bool worker_rule_accepting(const struct conf_rule *r);
+int worker_rule_enable(const char *name, bool enable);
+int worker_relisten_all(void);
 bool worker_draining(const struct worker *w);
 void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
@@ -384,10 +392,12 @@ void connlog_close(const struct session *s, enum session_reason reason);
 int control_init(const struct conf *conf, struct event_base *base);
 void control_conf_update(const struct conf *conf);
 void control_shutdown(void);
+void control_stopping(void);
 int control_request(const char *line, size_t len, char **reply);
 
 /* smcproxyd.c */
 int smcproxyd_reload(FILE *errors);
+void smcproxyd_shutdown(bool now);
 
 /* ib.c */
 enum ib_gid_type { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_V1, IB_GID_TYPE_ROCE_V2 };
@@ -990,13 +1000,6 @@ struct lgr_ctx {
 	uint32_t last_token;		/* 1..last_token were handed out */
 };
 
-struct lgr_peer_info {
-	bool rdma;		/* an active link group reaches it */
-	int lgrs;		/* active link groups, all workers */
-	uint32_t reason;	/* why it last fell back; 0: never */
-	bool by_peer;		/* the peer declined (else we did) */
-	uint64_t backoff_left_ms; /* RDMA not tried before then */
-};
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
 			    struct stats *st, struct auth_limit *al,
@@ -1023,8 +1026,6 @@ struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
 const char *lgr_state_name(enum lgr_state st);
 const char *lgr_link_state_name(enum lgr_link_state st);
-const char *lgr_peer_mode(const char *peer, uint32_t *reason);
-int lgr_peer_info(const char *peer, struct lgr_peer_info *out);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
 uint64_t lgr_now_ms(void);
@@ -1048,6 +1049,38 @@ struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 int lgr_link_add_answer(struct lgr_link *link,
 			const struct dev_qp_addr *peer);
 void lgr_link_add_rejected(struct lgr_link *link);
+
+/* peer.c: what the process knows about each peer, for every worker */
+#define PEER_ERROR_MAX 160
+#define PEER_CODE_MAX 24
+
+struct peer_info {
+	bool rdma;		  /* an active link group reaches it */
+	int lgrs;		  /* active link groups, all workers */
+	uint32_t reason;	  /* why it last fell back; 0: never */
+	bool by_peer;		  /* the peer declined (else we did) */
+	uint64_t backoff_left_ms; /* RDMA not tried before then */
+	int reachable;		  /* the last try got through: 1, 0; -1 none */
+	char error[PEER_ERROR_MAX]; /* the last error; "" none */
+	char error_code[PEER_CODE_MAX];
+	time_t error_at;	  /* when (wall clock); 0: none */
+	uint64_t error_age_ms;
+	bool draining;		  /* no new connections to it */
+};
+
+void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);
+uint64_t peer_fallback(const char *name, uint32_t reason, bool by_peer,
+		       uint64_t backoff_ms, uint64_t max_ms);
+void peer_reached(const char *name);
+void peer_error(const char *name, bool unreachable, const char *code,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+uint64_t peer_backoff_until(const char *name);
+bool peer_server_lgrs(const char *name, int max, int delta);
+int peer_info(const char *name, struct peer_info *out);
+void peer_set_draining(const char *name, bool draining);
+bool peer_draining(const char *name);
+const char *peer_mode(const char *name, uint32_t *reason);
+void peer_shutdown(void);
 
 /* session_rdma.c: connections carried over a link group (DESIGN §2) */
 struct session_rdma;

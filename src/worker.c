@@ -5,6 +5,12 @@
  * nothing with the others on the data path.  The main thread talks to a
  * worker only by message: worker_post() queues a function to run on the
  * worker's thread, worker_call() does the same and waits for it.
+ *
+ * A rule's listeners are open while the rule is enabled and its peer is
+ * not draining: an operator's `disable rule` or `drain peer` closes them
+ * on every worker (new clients are refused, open connections go on), and
+ * `enable rule` or `undrain peer` opens them again.  The disabled rules
+ * are kept by name, so a reload keeps them disabled while the name stays.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +55,7 @@ struct worker {
 	struct session *sessions;
 	int nsessions;
 	bool draining;
+	bool drained;		/* told the main thread; its own thread writes */
 	bool fd_exhausted;	/* a session could not get a descriptor */
 	int pipes[WORKER_PIPE_POOL][2];
 	int pipe_cap[WORKER_PIPE_POOL];
@@ -68,6 +75,14 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
+static struct event *worker_done_ev; /* the main thread's, while stopping */
+
+static void worker_drained(struct worker *w);
+
+/* Rules the operator disabled, by name (any thread; main writes). */
+static pthread_mutex_t worker_rules_lock = PTHREAD_MUTEX_INITIALIZER;
+static char (*worker_disabled)[CONF_NAME_MAX + 1];
+static int worker_ndisabled;
 
 int
 worker_count(void)
@@ -220,7 +235,7 @@ worker_session_del(struct worker *w, struct session *s)
 	w->nsessions--;
 	STATS_DEC(&w->stats, conns_active);
 	if (w->draining && w->nsessions == 0)
-		event_base_loopexit(w->base, NULL);
+		worker_drained(w);
 }
 
 struct session *
@@ -432,8 +447,9 @@ worker_listen_all(struct worker *w, struct conf *conf)
 	for (wl = w->listeners; wl != NULL; wl = wl->next)
 		wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
-		rc = worker_listen(w, &conf->rules[i].listen, false,
-				   &conf->rules[i]);
+		if (worker_rule_accepting(&conf->rules[i]))
+			rc = worker_listen(w, &conf->rules[i].listen, false,
+					   &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
 		rc = worker_listen(w, &conf->peer_listen, true, NULL);
 	for (pp = &w->listeners; (wl = *pp) != NULL;) {
@@ -444,6 +460,127 @@ worker_listen_all(struct worker *w, struct conf *conf)
 		*pp = wl->next;
 		listener_free(wl->l);
 		free(wl);
+	}
+	return rc;
+}
+
+/* Whether the operator left rule @name enabled. */
+bool
+worker_rule_enabled(const char *name)
+{
+	bool on = true;
+	int i;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled && on; i++)
+		on = strcmp(worker_disabled[i], name) != 0;
+	pthread_mutex_unlock(&worker_rules_lock);
+	return on;
+}
+
+/* Whether rule r listens: enabled, and its peer not draining. */
+bool
+worker_rule_accepting(const struct conf_rule *r)
+{
+	return worker_rule_enabled(r->name) &&
+	       (r->peer == NULL || !peer_draining(r->peer->name));
+}
+
+/* Mark rule @name (not) disabled; 0 or -ENOMEM. */
+static int
+worker_rule_mark(const char *name, bool enable)
+{
+	char(*p)[CONF_NAME_MAX + 1];
+	int i, rc = 0;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled; i++)
+		if (strcmp(worker_disabled[i], name) == 0)
+			break;
+	if (enable && i < worker_ndisabled) {
+		memmove(worker_disabled[i], worker_disabled[--worker_ndisabled],
+			sizeof(*worker_disabled));
+	} else if (!enable && i == worker_ndisabled) {
+		p = realloc(worker_disabled,
+			    (size_t)(worker_ndisabled + 1) * sizeof(*p));
+		if (p == NULL) {
+			rc = -ENOMEM;
+		} else {
+			worker_disabled = p;
+			snprintf(worker_disabled[worker_ndisabled++],
+				 sizeof(*p), "%s", name);
+		}
+	}
+	pthread_mutex_unlock(&worker_rules_lock);
+	return rc;
+}
+
+/* Forget the disabled rules conf no longer has (after a reload). */
+static void
+worker_rules_prune(const struct conf *conf)
+{
+	int i, j;
+
+	pthread_mutex_lock(&worker_rules_lock);
+	for (i = 0; i < worker_ndisabled;) {
+		for (j = 0; j < conf->nrules; j++)
+			if (!strcmp(conf->rules[j].name, worker_disabled[i]))
+				break;
+		if (j < conf->nrules)
+			i++;
+		else
+			memmove(worker_disabled[i],
+				worker_disabled[--worker_ndisabled],
+				sizeof(*worker_disabled));
+	}
+	pthread_mutex_unlock(&worker_rules_lock);
+}
+
+static void
+worker_relisten_cb(struct worker *w, void *arg)
+{
+	int *rc = arg, r;
+
+	/* stopping: the listeners stay closed */
+	if (w->draining)
+		return;
+	r = worker_listen_all(w, w->conf);
+	if (r && *rc == 0)
+		*rc = r;
+}
+
+/*
+ * Open and close the rule listeners of every worker to match the rules'
+ * and peers' states (after `enable rule`, `drain peer` ...).  0, or
+ * -errno when a listener could not be opened.
+ */
+int
+worker_relisten_all(void)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < nworkers; i++)
+		worker_call(&workers[i], worker_relisten_cb, &rc);
+	return rc;
+}
+
+/*
+ * Disable (close its listeners; its connections go on) or enable rule
+ * @name.  0, -ENOMEM, or -errno when enabling could not listen: the rule
+ * is then disabled again.
+ */
+int
+worker_rule_enable(const char *name, bool enable)
+{
+	bool was = worker_rule_enabled(name);
+	int rc;
+
+	rc = worker_rule_mark(name, enable);
+	if (rc == 0)
+		rc = worker_relisten_all();
+	if (rc && enable && !was) {
+		worker_rule_mark(name, false);
+		worker_relisten_all();
 	}
 	return rc;
 }
@@ -535,6 +672,7 @@ worker_reconfigure_all(struct conf *conf)
 	struct worker_reconf r;
 	int i, rc = 0;
 
+	worker_rules_prune(conf);
 	for (i = 0; i < nworkers; i++) {
 		r.conf = conf;
 		r.rc = 0;
@@ -545,16 +683,33 @@ worker_reconfigure_all(struct conf *conf)
 	return rc;
 }
 
+/*
+ * The worker has no session left while stopping: tell the main thread,
+ * once.  The worker goes on running (answering worker_call() for the
+ * control socket) until worker_exit_all().
+ */
+static void
+worker_drained(struct worker *w)
+{
+	if (w->drained)
+		return;
+	__atomic_store_n(&w->drained, true, __ATOMIC_RELEASE);
+	if (worker_done_ev != NULL)
+		event_active(worker_done_ev, EV_TIMEOUT, 0);
+}
+
 static void
 worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 
 	if (w->nsessions > 0)
-		log_info("worker %d: shutdown timeout, closing %d connections",
-			 w->id, w->nsessions);
+		log_info("worker %d: %s, closing %d connections", w->id,
+			 what & EV_TIMEOUT ? "shutdown timeout" :
+					     "drain cut short",
+			 w->nsessions);
 	session_close_all(w, SESSION_SHUTDOWN);
-	event_base_loopexit(w->base, NULL);
+	worker_drained(w);
 }
 
 static void
@@ -565,7 +720,7 @@ worker_stop_cb(struct worker *w, void *arg)
 	worker_listeners_close(w);
 	w->draining = true;
 	if (w->nsessions == 0) {
-		event_base_loopexit(w->base, NULL);
+		worker_drained(w);
 		return;
 	}
 	log_info("worker %d: draining %d connections (up to %d s)", w->id,
@@ -575,17 +730,67 @@ worker_stop_cb(struct worker *w, void *arg)
 
 /*
  * Stop accepting everywhere and let open sessions finish within timeout
- * seconds; the rest are closed with reason "shutdown".
+ * seconds; the rest are closed with reason "shutdown".  done (an event
+ * of the main thread's base, or NULL) is made active each time a worker
+ * has no session left; worker_all_drained() tells when all have.
  */
 void
-worker_stop_all(int timeout)
+worker_stop_all(int timeout, struct event *done)
 {
 	static int t;
 	int i;
 
 	t = timeout;
+	worker_done_ev = done;
 	for (i = 0; i < nworkers; i++)
 		worker_post(&workers[i], worker_stop_cb, &t);
+}
+
+static void
+worker_stop_now_cb(struct worker *w, void *arg)
+{
+	if (!w->draining || w->drained)
+		return;
+	evtimer_del(w->drain_ev);
+	worker_drain_timeout(-1, 0, w);
+}
+
+/* Cut the drain short: close what is still open now (after stop_all). */
+void
+worker_stop_now_all(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_stop_now_cb, NULL);
+}
+
+/* Whether every worker has drained since worker_stop_all(). */
+bool
+worker_all_drained(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		if (!__atomic_load_n(&workers[i].drained, __ATOMIC_ACQUIRE))
+			return false;
+	return true;
+}
+
+static void
+worker_exit_cb(struct worker *w, void *arg)
+{
+	event_base_loopexit(w->base, NULL);
+}
+
+/* End every worker's loop (once drained); worker_join_all() waits. */
+void
+worker_exit_all(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_exit_cb, NULL);
 }
 
 static void *
@@ -694,4 +899,7 @@ worker_join_all(void)
 	free(workers);
 	workers = NULL;
 	nworkers = 0;
+	free(worker_disabled);
+	worker_disabled = NULL;
+	worker_ndisabled = 0;
 }

@@ -211,18 +211,20 @@ pycheck "show rules / show peers" "$T/a.rules.json" "$T/b.rules.json" \
 	"$PORT_BPEER" "$PORT_APEER" <<'EOF'
 ar, br = load(A[0])["data"], load(A[1])["data"]
 eq(ar["rules"], [{"name": "x", "listen": "127.0.0.1:" + A[4], "peer": "b",
-                  "export": "x", "idle_timeout_s": 0, "conns": 2}], "a rules")
+                  "export": "x", "idle_timeout_s": 0, "conns": 2, "enabled": True,
+                  "accepting": True}], "a rules")
 eq(ar["exports"], [], "a exports")
 eq(br["rules"], [], "b rules")
 eq(br["exports"], [{"name": "x", "target": "127.0.0.1:" + A[5], "peers": ["a"],
                     "connect_timeout_s": 5, "conns": 2}], "b exports")
 # No RDMA device on this host: a, which has the rule, tried a link group
-# and declined it itself (NOSMCRDEV, backing off); b never tried one.
+# and declined it itself (NOSMCRDEV, backing off: not the peer's error);
+# it reached b over TCP.  b never tried to reach a.
 want = {
     "b": {"fallback_reason": "declined by us", "decline_code": "0x03030002",
-          "decline_name": "NOSMCRDEV"},
+          "decline_name": "NOSMCRDEV", "reachable": True},
     "a": {"fallback_reason": "no link group tried yet",
-          "decline_code": "0x00000000", "decline_name": ""},
+          "decline_code": "0x00000000", "decline_name": "", "reachable": None},
 }
 for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     peers = load(p)["data"]["peers"]
@@ -231,15 +233,17 @@ for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     need(isinstance(left, int) and left >= 0, "backoff_left_ms %r" % left)
     need((left > 0) == (name == "b"), "backoff_left_ms %r for %s" % (left, name))
     w = {"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
-         "mode": "fallback", "declined_by_peer": False, "lgrs": 0, "conns": 2}
+         "mode": "fallback", "declined_by_peer": False, "lgrs": 0, "conns": 2,
+         "last_error": "", "last_error_code": "", "last_error_at": "",
+         "last_error_age_s": None, "draining": False}
     w.update(want[name])
     eq(peers, [w], "peers")
 EOF
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2$' "$T/a.rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2 +yes +yes$' "$T/a.rules.txt" ||
 	fail "show rules table on a: $(cat "$T/a.rules.txt")"
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
 	fail "show rules table on b: $(cat "$T/b.rules.txt")"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us$' \
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
 
 # Connection 0 ends in order; both daemons count it.

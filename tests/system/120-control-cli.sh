@@ -95,15 +95,18 @@ pycheck "version" "$T/version.json" "$T/version.txt" "$a_pid" "$T/a.conf" \
 	"$SMC_WORKERS" <<'EOF'
 d = load(A[0])["data"]
 eq(sorted(d), sorted(["version", "protocol", "pid", "uptime_s", "name", "config",
-                      "workers"]), "members")
+                      "workers", "stopping"]), "members")
 need(re.fullmatch(r"\d+\.\d+\.\d+.*", d["version"]), "version %r" % d["version"])
 eq((d["protocol"], d["pid"], d["name"], d["config"], d["workers"]),
    (1, int(A[2]), "a", A[3], int(A[4])), "protocol, pid, name, config, workers")
 need(isinstance(d["uptime_s"], int) and 0 <= d["uptime_s"] < 300, "uptime_s")
-t = dict(l.split(None, 1) for l in open(A[1]).read().splitlines())
+rows = open(A[1]).read().splitlines()
+eq(rows[0].split(), ["KEY", "VALUE"], "version header")
+t = dict(l.split(None, 1) for l in rows[1:])
 eq(sorted(t), sorted(d), "table keys")
 for k in ("version", "protocol", "pid", "name", "config", "workers"):
     eq(t[k], str(d[k]), "table " + k)
+eq(t["stopping"], "no", "table stopping")
 need(re.fullmatch(r"\d+(\.\d)?s", t["uptime_s"]), "table uptime %r" % t["uptime_s"])
 EOF
 
@@ -137,14 +140,23 @@ pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
 s, h = load(A[0])["data"], load(A[2])["data"]
 eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
-         "show links", "show conns", "kill conn", "reload", "schema", "help"]
+         "show links", "show conns", "kill conn", "kill conns", "disable rule",
+         "enable rule", "drain peer", "undrain peer", "enable peer", "reload",
+         "shutdown", "shutdown now", "schema", "help"]
+filters = ["rule", "peer", "state", "transport", "age"]
+args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
+args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
+                                    "undrain peer", "enable peer"))
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
     eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
-    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "reload"),
+    eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload",
+                                    "disable rule", "enable rule", "drain peer",
+                                    "undrain peer", "enable peer", "shutdown",
+                                    "shutdown now"),
        "mutating of " + c["name"])
-    eq([a["name"] for a in c["args"]], ["id"] if c["name"] == "kill conn" else [],
+    eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
     need(c["help"], "help of " + c["name"])
 eq(s["commands"][8]["args"][0]["required"], True, "kill conn id required")
@@ -169,17 +181,19 @@ rows = open(A[3]).read().splitlines()
 eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
 eq(len(rows), 1 + len(names), "help rows")
 for c, r in zip(s["commands"], rows[1:]):
-    usage = c["name"] + (" ID" if c["args"] else "")
+    usage = c["name"] + "".join(" " + a["name"].upper() if a["required"]
+                                else " [%s %s]" % (a["name"], a["name"].upper())
+                                for a in c["args"])
     need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
     eq(r[len(usage):].split(None, 1),
        ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
 EOF
 
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1$' "$T/show_rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules.txt" ||
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
-head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON$' ||
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
 
 # The mutating commands print nothing in a table and {} in JSON.
@@ -191,6 +205,48 @@ run_ctl 0 -s "$SOCK" reload
 [ -s "$T/out" ] || [ -s "$T/err" ] && fail "reload printed: $(cat "$T/out" "$T/err")"
 run_ctl 0 -s "$SOCK" -j reload
 [ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j reload: $(cat "$T/out")"
+
+# --- table options (libsmartcols): -o, --noheadings, --raw ---------------
+
+cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["conns"][0]["id"])' "$T/show_conns.json")
+run_ctl 0 -s "$SOCK" -o id,PEER,State show conns
+[ "$(sed -n 1p "$T/out" | tr -s ' ')" = "ID PEER STATE" ] ||
+	fail "-o id,PEER,State header: $(cat "$T/out")"
+[ "$(sed -n 2p "$T/out" | tr -s ' ')" = "$cid b relay" ] ||
+	fail "-o id,PEER,State row: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings show conns
+[ "$(wc -l <"$T/out")" -eq 1 ] && ! grep -q BYTES-IN "$T/out" ||
+	fail "--noheadings show conns: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --raw -o id,bytes-in,downstream show conns
+[ "$(cat "$T/out")" = "$(printf 'ID BYTES-IN DOWNSTREAM\n%s 0 127.0.0.1:%s' "$cid" "$holder_port")" ] ||
+	fail "--raw -o id,bytes-in,downstream: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -n -r -o idle-timeout,rule show rules
+[ "$(cat "$T/out")" = "0 x" ] || fail "-n -r -o idle-timeout,rule show rules: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -o target show rules
+[ "$(sed -n 1p "$T/out")" = "no exports" ] && [ "$(wc -l <"$T/out")" -eq 1 ] ||
+	fail "-o target show rules (exports table only): $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings show lgrs
+[ -s "$T/out" ] && fail "--noheadings show lgrs without groups: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" -n -o value version
+[ "$(sed -n 1p "$T/out" | tr -d ' ')" = "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["version"])' "$T/version.json")" ] ||
+	fail "-n -o value version: $(cat "$T/out")"
+run_ctl 0 -s "$SOCK" --noheadings -o statistic,value stats
+grep -Eq '^conns_active +1$' "$T/out" && ! grep -q workers "$T/out" ||
+	fail "--noheadings -o statistic,value stats: $(head -5 "$T/out")"
+# an unknown column: status 2, the valid ones named, nothing printed
+run_ctl 2 -s "$SOCK" -o id,bogus show conns
+[ -s "$T/out" ] && fail "-o id,bogus printed: $(cat "$T/out")"
+grep -qF 'smcproxyctl: -o: unknown column "bogus"; valid: ID,W,MODE,ROLE,RULE,EXPORT,PEER,STATE,DOWNSTREAM,UPSTREAM,BYTES-IN,BYTES-OUT,AGE,IDLE' "$T/err" ||
+	fail "-o id,bogus said: $(cat "$T/err")"
+# show links knows every column smcproxyctl(8) promises, links or not
+for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
+	max_inline wrs_posted inline_wrs completions errors slot_waits wakeups \
+	slot_wait_timeouts rx_unknown rx_bad_opcode drained test_link_sent \
+	test_link_answered up_s; do
+	run_ctl 0 -s "$SOCK" -o "$col" show links
+done
+run_ctl 0 -s "$SOCK" -o up,wakeups,slot-wait-timeouts,rx-unknown,test-link-sent,test-link-answered show links
+[ "$(cat "$T/out")" = "no links" ] || fail "show links -o ...: $(cat "$T/out")"
 
 # --- Prometheus -------------------------------------------------------------
 
@@ -311,7 +367,26 @@ _smcproxyctl
 echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
-[ "$got" = "version stats show kill reload schema help" ] || fail "completion of a command: '$got'"
+[ "$got" = "version stats show kill disable enable drain undrain reload shutdown schema help" ] ||
+	fail "completion of a command: '$got'"
+got=$(complete_words shutdown "")
+[ "$got" = "now" ] || fail "completion after shutdown: '$got'"
+got=$(complete_words enable "")
+[ "$got" = "rule peer" ] || fail "completion after enable: '$got'"
+got=$(complete_words -s "$SOCK" disable rule "")
+[ "$got" = "x" ] || fail "completion after disable rule: '$got'"
+got=$(complete_words -s "$SOCK" drain peer "")
+[ "$got" = "b" ] || fail "completion after drain peer: '$got'"
+got=$(complete_words kill "")
+[ "$got" = "conn conns" ] || fail "completion after kill: '$got'"
+got=$(complete_words show conns "")
+[ "$got" = "rule peer state transport age" ] || fail "completion after show conns: '$got'"
+got=$(complete_words kill conns peer b transport "")
+[ "$got" = "rdma fallback" ] || fail "completion of a transport: '$got'"
+got=$(complete_words -s "$SOCK" show conns rule "")
+[ "$got" = "x" ] || fail "completion of a rule name: '$got'"
+got=$(complete_words -s "$SOCK" kill conns peer "")
+[ "$got" = "b" ] || fail "completion of a peer name: '$got'"
 got=$(complete_words -j show "")
 [ "$got" = "rules peers lgrs links conns" ] || fail "completion after show: '$got'"
 got=$(complete_words stats r)

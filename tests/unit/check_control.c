@@ -9,8 +9,8 @@
  * socket) and, when run as root, permissions of mutating commands and the
  * per-uid client limits for other uids.
  *
- * Workers, sessions and reload are test doubles here; system tests drive
- * the real ones.
+ * Workers, sessions and reload are test doubles here (the peer registry,
+ * peer.c, is the real one); system tests drive the real ones.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -138,6 +138,51 @@ session_kill(struct worker *w, uint64_t id)
 	return -ENOENT;
 }
 
+/* The rule the operator disabled; "" none. */
+static char disabled_rule[CONF_NAME_MAX + 1];
+static int relisten_rc;
+
+bool
+worker_rule_enabled(const char *name)
+{
+	return strcmp(name, disabled_rule) != 0;
+}
+
+bool
+worker_rule_accepting(const struct conf_rule *r)
+{
+	return worker_rule_enabled(r->name) &&
+	       (r->peer == NULL || !peer_draining(r->peer->name));
+}
+
+int
+worker_relisten_all(void)
+{
+	return relisten_rc;
+}
+
+int
+worker_rule_enable(const char *name, bool enable)
+{
+	if (relisten_rc)
+		return relisten_rc;
+	if (!enable)
+		snprintf(disabled_rule, sizeof(disabled_rule), "%s", name);
+	else if (strcmp(name, disabled_rule) == 0)
+		disabled_rule[0] = '\0';
+	return 0;
+}
+
+static int shutdowns, shutdowns_now;
+
+void
+smcproxyd_shutdown(bool now)
+{
+	shutdowns++;
+	shutdowns_now += now;
+	control_stopping();
+}
+
 int
 smcproxyd_reload(FILE *errors)
 {
@@ -145,19 +190,6 @@ smcproxyd_reload(FILE *errors)
 		fprintf(errors, "test.conf:3: rules[0].listen: bad address\n"
 				"test.conf:7: peers[1].name: duplicate \xff\n");
 	return reload_rc;
-}
-
-/* Link-group state: peer b declined RDMA, the rest never tried. */
-int
-lgr_peer_info(const char *peer, struct lgr_peer_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (strcmp(peer, "b") == 0) {
-		out->reason = 0x03030002;
-		out->by_peer = true;
-		return 0;
-	}
-	return -ENOENT;
 }
 
 void
@@ -216,9 +248,14 @@ setup(void)
 	between_calls = NULL;
 	killed_id = 0;
 	reload_rc = 0;
+	relisten_rc = 0;
+	disabled_rule[0] = '\0';
+	shutdowns = shutdowns_now = 0;
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
+	/* the real registry (peer.c): peer b declined RDMA, c never tried */
+	peer_fallback("b", 0x03030002, true, 0, 0);
 }
 
 static void
@@ -227,6 +264,7 @@ teardown(void)
 	char path[160];
 
 	control_shutdown();
+	peer_shutdown();
 	ck_assert_int_eq(access(sockpath, F_OK), -1);
 	event_base_free(base);
 	conf_free(conf);
@@ -733,9 +771,38 @@ START_TEST(test_rules_peers)
 	ck_assert_str_eq(json_string_value(json_object_get(e, "auth")),
 			 "insecure");
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 6);
+	/* a peer that declines answered; its decline is the last error */
+	ck_assert(json_is_true(json_object_get(e, "reachable")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "RDMA declined by the peer: NOSMCRDEV");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(e, "last_error_code")),
+		"0x03030002");
 	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
 			   1);
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3);
+	ck_assert(json_is_null(json_object_get(e, "reachable")));
+	ck_assert(json_is_null(json_object_get(e, "last_error_age_s")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "");
+	json_decref(r);
+
+	peer_error("c", true, "ECONNREFUSED", "connect to %s: %s",
+		   "127.0.0.1:17101", "Connection refused");
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   1);
+	ck_assert(json_is_false(json_object_get(e, "reachable")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),
+			 "connect to 127.0.0.1:17101: Connection refused");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(e, "last_error_code")),
+		"ECONNREFUSED");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(e, "last_error_age_s")), 0);
+	ck_assert_uint_eq(
+		strlen(json_string_value(json_object_get(e, "last_error_at"))),
+		20);
 	json_decref(r);
 	client_free(c);
 }
@@ -765,6 +832,203 @@ START_TEST(test_kill)
 				 json_object_get(r, "data"), "count")),
 			 2);
 	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
+/* The count show conns answers to request req. */
+static json_int_t
+conns_count(struct client *c, const char *req)
+{
+	json_t *r = ask_ok(c, req);
+	json_int_t n = json_integer_value(
+		json_object_get(json_object_get(r, "data"), "count"));
+
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "conns")),
+			  (size_t)n);
+	json_decref(r);
+	return n;
+}
+
+START_TEST(test_conns_filter)
+{
+	struct client *c = client_new();
+	json_t *r;
+
+	add_sessions(9); /* 6 of rule r1 (peer b), 3 of export e1 (peer c) */
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"rule\":\"r1\"}}\n"),
+			 6);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\"}}\n"),
+			 3);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\",\"rule\":"
+					"\"r1\"}}\n"),
+			 0);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"state\":\"relay\","
+					"\"transport\":\"fallback\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"transport\":\"rdma\"}}\n"),
+			 0);
+	/* the doubles are 61.5 s old */
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"age\":\"61\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"age\":62}}\n"),
+			 0);
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":-1}}\n",
+		  "argument \"age\" must be a number of seconds");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":\"1s\"}}\n",
+		  "argument \"age\" must be a number of seconds");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"rule\":1}}\n",
+		  "argument \"rule\" must be a string");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"state\":\"x\"}}\n",
+		  "unknown state \"x\" (want connect_peer, hello, handshake, "
+		  "connect_target, rdma_wait, rdma_open, relay or resuming)");
+	ask_error(c, "{\"v\":1,\"cmd\":\"kill conns\"}\n",
+		  "\"kill conns\" needs at least one of rule, peer, state, "
+		  "transport, age");
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"kill conns\",\"args\":{\"peer\":"
+		      "\"c\"}}\n");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(r, "data"), "count")),
+			 3);
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "ids")),
+			  3);
+	json_decref(r);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\"}\n"),
+			 6);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"peer\":\"c\"}}\n"),
+			 0);
+	client_free(c);
+}
+END_TEST
+
+START_TEST(test_disable_drain)
+{
+	struct client *c = client_new();
+	json_t *r, *e;
+
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"disable rule\",\"args\":{\"name\":"
+		      "\"r1\"}}\n");
+	e = json_object_get(r, "data");
+	ck_assert(json_is_false(json_object_get(e, "enabled")));
+	ck_assert(json_is_false(json_object_get(e, "accepting")));
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert(json_is_false(json_object_get(e, "enabled")));
+	json_decref(r);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"enable rule\",\"args\":"
+			      "{\"name\":\"r1\"}}\n"));
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"disable rule\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no rule \"nosuch\"");
+	ask_error(c, "{\"v\":1,\"cmd\":\"disable rule\"}\n",
+		  "command \"disable rule\" needs argument \"name\"");
+
+	/* draining peer b stops rule r1 accepting, though it is enabled */
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"drain peer\",\"args\":"
+			      "{\"name\":\"b\"}}\n"));
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert(json_is_true(json_object_get(e, "enabled")));
+	ck_assert(json_is_false(json_object_get(e, "accepting")));
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
+			   0);
+	ck_assert(json_is_true(json_object_get(e, "draining")));
+	json_decref(r);
+	/* undraining fails when a listener cannot open: still draining */
+	relisten_rc = -EADDRINUSE;
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"undrain peer\",\"args\":{\"name\":"
+		  "\"b\"}}\n",
+		  "peer b: a rule to it cannot listen: Address already in use");
+	ck_assert(peer_draining("b"));
+	relisten_rc = 0;
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"enable peer\",\"args\":"
+			      "{\"name\":\"b\"}}\n"));
+	ck_assert(!peer_draining("b"));
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"drain peer\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no peer \"nosuch\"");
+	client_free(c);
+}
+END_TEST
+
+/* While stopping, listings and kills are served; reconfiguring is not. */
+START_TEST(test_shutdown)
+{
+	struct client *c = client_new();
+	json_t *r;
+
+	add_sessions(4);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n");
+	ck_assert(json_is_false(
+		json_object_get(json_object_get(r, "data"), "stopping")));
+	json_decref(r);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"shutdown\"}\n"));
+	ck_assert_int_eq(shutdowns, 1);
+	ck_assert_int_eq(shutdowns_now, 0);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n");
+	ck_assert(json_is_true(
+		json_object_get(json_object_get(r, "data"), "stopping")));
+	json_decref(r);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\"}\n"),
+			 4);
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"stats\"}\n"));
+	ask_error(c, "{\"v\":1,\"cmd\":\"reload\"}\n",
+		  "smcproxyd is shutting down: \"reload\" is refused");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"enable rule\",\"args\":{\"name\":"
+		  "\"r1\"}}\n",
+		  "smcproxyd is shutting down: \"enable rule\" is refused");
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"kill conns\",\"args\":"
+			      "{\"age\":0}}\n"));
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"shutdown now\"}\n"));
+	ck_assert_int_eq(shutdowns, 2);
+	ck_assert_int_eq(shutdowns_now, 1);
+	client_free(c);
+}
+END_TEST
+
+/*
+ * The reply to `shutdown now` is not lost when the control socket closes
+ * (once the workers drained) before the event loop got to write it.
+ */
+START_TEST(test_shutdown_reply)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"shutdown now\"}\n";
+	struct client *c = client_new();
+	char *line;
+
+	ck_assert_int_eq(write(c->fd, req, strlen(req)), (ssize_t)strlen(req));
+	/* one pass: the request is read and answered, the reply not written */
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	control_shutdown();
+	line = client_line(c);
+	ck_assert_ptr_nonnull(line);
+	ck_assert_str_eq(line, "{\"v\":1,\"ok\":true,\"data\":{}}");
+	free(line);
+	ck_assert_ptr_null(client_line(c));
 	client_free(c);
 }
 END_TEST
@@ -1370,6 +1634,10 @@ control_suite(void)
 	tcase_add_test(cmds, test_schema);
 	tcase_add_test(cmds, test_rules_peers);
 	tcase_add_test(cmds, test_kill);
+	tcase_add_test(cmds, test_conns_filter);
+	tcase_add_test(cmds, test_disable_drain);
+	tcase_add_test(cmds, test_shutdown);
+	tcase_add_test(cmds, test_shutdown_reply);
 	tcase_add_test(cmds, test_reload);
 	tcase_add_test(cmds, test_conns_10000);
 	tcase_add_test(cmds, test_conns_chunked);

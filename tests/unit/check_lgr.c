@@ -345,9 +345,9 @@ START_TEST(handshake_confirmed)
 	ck_assert_uint_eq(stat(&A, STAT_link_up), 1);
 	ck_assert_uint_eq(stat(&B, STAT_link_up), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 0);
-	ck_assert_str_eq(lgr_peer_mode("b", &reason), "rdma");
+	ck_assert_str_eq(peer_mode("b", &reason), "rdma");
 	ck_assert_uint_eq(reason, 0);
-	ck_assert_str_eq(lgr_peer_mode("a", NULL), "rdma");
+	ck_assert_str_eq(peer_mode("a", NULL), "rdma");
 
 	lgrs = json_array();
 	links = json_array();
@@ -491,7 +491,7 @@ START_TEST(test_link)
 	ck_assert_uint_ge(took, tmo.llc_wait_ms);
 	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
 	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 1);
-	ck_assert_str_eq(lgr_peer_mode("b", NULL), "fallback");
+	ck_assert_str_eq(peer_mode("b", NULL), "fallback");
 }
 END_TEST
 
@@ -546,7 +546,7 @@ START_TEST(completion_error_failover)
 	ck_assert_uint_eq(stat(&A, STAT_link_down), 1);
 	ck_assert_uint_eq(stat(&B, STAT_link_down), 1);
 	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 0);
-	ck_assert_str_eq(lgr_peer_mode("b", NULL), "rdma");
+	ck_assert_str_eq(peer_mode("b", NULL), "rdma");
 	/* a later ADD_LINK try may bring a link back; none is stuck */
 	run_for(50);
 	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
@@ -655,7 +655,7 @@ count_setup_failed(struct lgr *lgr, void *arg)
  */
 START_TEST(decline_nosmcrdev)
 {
-	struct lgr_peer_info info;
+	struct peer_info info;
 	uint32_t reason = 0;
 
 	side_init(&A, "a", "b", 1, NULL, NULL);
@@ -666,17 +666,17 @@ START_TEST(decline_nosmcrdev)
 	connect_ab();
 	ck_assert(run_until(none_left, WAIT_MS));
 	ck_assert_int_eq(setup_failures, 1);
-	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
 	ck_assert_str_eq(clc_decline_name(reason), "NOSMCRDEV");
-	ck_assert_int_eq(lgr_peer_info("b", &info), 0);
+	ck_assert_int_eq(peer_info("b", &info), 0);
 	ck_assert(info.by_peer);
 	ck_assert_uint_gt(info.backoff_left_ms, 0);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
 	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
 	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 1);
-	ck_assert_str_eq(lgr_peer_mode("a", &reason), "fallback");
+	ck_assert_str_eq(peer_mode("a", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
 	/* backed off: the next connection does not try again */
 	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
@@ -687,7 +687,7 @@ END_TEST
 /* No device here: no CLC at all, NOSMCRDEV of our own. */
 START_TEST(local_nosmcrdev)
 {
-	struct lgr_peer_info info;
+	struct peer_info info;
 	char c;
 	int sv[2];
 
@@ -696,7 +696,7 @@ START_TEST(local_nosmcrdev)
 	ck_assert_ptr_null(lgr_client_new(A.ctx, side_peer(&A), sv[0]));
 	ck_assert_int_eq(read(sv[1], &c, 1), 0); /* closed, nothing sent */
 	close(sv[1]);
-	ck_assert_int_eq(lgr_peer_info("b", &info), 0);
+	ck_assert_int_eq(peer_info("b", &info), 0);
 	ck_assert(!info.rdma);
 	ck_assert(!info.by_peer);
 	ck_assert_uint_eq(info.reason, CLC_DECL_NOSMCRDEV);
@@ -715,7 +715,7 @@ START_TEST(wrong_key)
 	side_key(&B, 0x22);
 	connect_ab();
 	ck_assert(run_until(none_left, WAIT_MS));
-	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_AUTHFAIL);
 	ck_assert_uint_eq(stat(&A, STAT_auth_failures), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 1);
@@ -897,7 +897,7 @@ START_TEST(malformed_accept)
 	raw_send(msg, (size_t)len);
 	ck_assert_uint_eq(raw_decline(), CLC_DECL_VERSMISMAT);
 	ck_assert(run_until(a_gone, WAIT_MS));
-	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_VERSMISMAT);
 	raw_close();
 }
@@ -920,7 +920,7 @@ START_TEST(idle_linger)
 	ck_assert_uint_eq(stat(&B, STAT_lgr_terminated), 1);
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
 	/* not a failure: no reason, no back-off */
-	ck_assert_str_eq(lgr_peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
 	ck_assert_uint_eq(reason, 0);
 }
 END_TEST

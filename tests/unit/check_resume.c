@@ -366,7 +366,8 @@ teardown(void)
 			usleep(10000);
 	}
 	worker_call(w, devs_cb, NULL);
-	worker_stop_all(0);
+	worker_stop_all(0, NULL);
+	worker_exit_all();
 	worker_join_all();
 	close(target_fd);
 	conf_drop(conf_a);

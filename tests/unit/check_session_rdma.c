@@ -261,7 +261,8 @@ teardown(void)
 			usleep(10000);
 	}
 	worker_call(w, devs_cb, NULL);
-	worker_stop_all(0);
+	worker_stop_all(0, NULL);
+	worker_exit_all();
 	worker_join_all();
 	for (i = 0; i < NCLIENTS; i++)
 		if (clients[i] >= 0)

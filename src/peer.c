@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The peer registry: what the whole process knows about each configured
+ * peer, whichever worker learnt it, keyed by the peer's name so that it
+ * outlives a reload that keeps the name.  lgr.c tells it when link groups
+ * to a peer come and go and when RDMA to it fails (the back-off before
+ * RDMA is tried again lives here), and the rule side's TCP connections
+ * to the peer port whether they got through and why not; `show peers`
+ * and the connection log read it.  Any thread: one mutex guards it, and nothing on a data path
+ * takes it per byte.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "smcproxyd.h"
+#include "clc_wire.h"
+
+#define PEER_BUSY_BACKOFF_MS 2000 /* after a peer's DECLINE MEM (busy) */
+
+struct peer_state {
+	struct peer_state *next;
+	char name[CONF_NAME_MAX + 1];
+	int lgrs;	 /* active link groups */
+	int server_lgrs; /* groups it set up with us (lgr_server_new), any state */
+	uint32_t reason;
+	bool by_peer;
+	uint64_t backoff_until_ms;
+	uint64_t backoff_ms; /* the next period */
+	int reachable;	     /* 1 the last try got through, 0 not, -1 none */
+	char error[PEER_ERROR_MAX];
+	char error_code[PEER_CODE_MAX];
+	time_t error_at;   /* wall clock, for people */
+	uint64_t error_ms; /* monotonic, for its age */
+	bool draining;	   /* the operator's: no new connections to it */
+};
+
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct peer_state *peer_list;
+
+/* Monotonic milliseconds, the clock of lgr_now_ms(). */
+static uint64_t
+peer_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The peer's entry, created if need be; call with peer_lock held. */
+static struct peer_state *
+peer_find(const char *name, bool create)
+{
+	struct peer_state *p;
+
+	for (p = peer_list; p != NULL; p = p->next)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	if (!create)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->reachable = -1;
+	p->next = peer_list;
+	peer_list = p;
+	return p;
+}
+
+/*
+ * An active link group to the peer came (+1) or went (-1).  One coming
+ * forgets the last failure; the next back-off starts at first_backoff_ms.
+ */
+void
+peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL) {
+		p->lgrs += delta;
+		if (delta > 0) {
+			/* RDMA works: forget the last failure */
+			p->reason = 0;
+			p->by_peer = false;
+			p->backoff_until_ms = 0;
+			p->backoff_ms = first_backoff_ms;
+			p->reachable = 1;
+		}
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
+
+/* Keep the error, its code and when; with peer_lock held. */
+static void
+peer_note(struct peer_state *p, const char *code, const char *fmt, va_list ap)
+{
+	vsnprintf(p->error, sizeof(p->error), fmt, ap);
+	snprintf(p->error_code, sizeof(p->error_code), "%s",
+		 code != NULL ? code : "");
+	p->error_at = time(NULL);
+	p->error_ms = peer_now_ms();
+}
+
+static void peer_notef(struct peer_state *p, const char *code, const char *fmt,
+		       ...) __attribute__((format(printf, 3, 4)));
+
+static void
+peer_notef(struct peer_state *p, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	peer_note(p, code, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * RDMA to the peer failed for reason (a CLC_DECL_* code): keep it, and
+ * unless backoff_ms is 0 put the peer on the fallback for the current
+ * period (the first one backoff_ms), doubling the next up to max_ms.
+ * A peer that declined for being busy now (MEM: its handshake slots are
+ * full) is tried again soon, and the period does not grow.  Returns the
+ * period in ms (0 without back-off).
+ */
+uint64_t
+peer_fallback(const char *name, uint32_t reason, bool by_peer,
+	      uint64_t backoff_ms, uint64_t max_ms)
+{
+	struct peer_state *p;
+	uint64_t period = 0;
+	char code[16];
+
+	snprintf(code, sizeof(code), "0x%08x", reason);
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL) {
+		p->reason = reason;
+		p->by_peer = by_peer;
+		/* a peer that declines answered: it is there */
+		if (by_peer)
+			p->reachable = 1;
+		/* no RDMA device here is ours, not the peer's: REASON says it */
+		if (by_peer || reason != CLC_DECL_NOSMCRDEV)
+			peer_notef(p, code, "RDMA declined by %s: %s",
+				   by_peer ? "the peer" : "us",
+				   clc_decline_name(reason));
+		if (backoff_ms && by_peer && reason == CLC_DECL_MEM) {
+			period = PEER_BUSY_BACKOFF_MS;
+			p->backoff_until_ms = peer_now_ms() + period;
+		} else if (backoff_ms) {
+			if (p->backoff_ms == 0)
+				p->backoff_ms = backoff_ms;
+			period = p->backoff_ms;
+			p->backoff_until_ms = peer_now_ms() + period;
+			p->backoff_ms *= 2;
+			if (p->backoff_ms > max_ms)
+				p->backoff_ms = max_ms;
+		}
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return period;
+}
+
+/* A connection to the peer's port got through. */
+void
+peer_reached(const char *name)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->reachable = 1;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+/*
+ * Reaching the peer failed: keep the error (printf-style text, and code,
+ * an errno name like "ECONNREFUSED" or a close reason; NULL: none) with
+ * its time; unreachable when the peer's port did not answer at all.
+ */
+void
+peer_error(const char *name, bool unreachable, const char *code,
+	   const char *fmt, ...)
+{
+	struct peer_state *p;
+	va_list ap;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL) {
+		if (unreachable)
+			p->reachable = 0;
+		va_start(ap, fmt);
+		peer_note(p, code, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
+
+/* Until when (lgr_now_ms()) RDMA to the peer is backed off; 0: it is not. */
+uint64_t
+peer_backoff_until(const char *name)
+{
+	struct peer_state *p;
+	uint64_t until = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL)
+		until = p->backoff_until_ms;
+	pthread_mutex_unlock(&peer_lock);
+	return until;
+}
+
+/*
+ * A server group for the peer may be set up (+1: true, counted) unless
+ * it has max already; -1: one went (always true).
+ */
+bool
+peer_server_lgrs(const char *name, int max, int delta)
+{
+	struct peer_state *p;
+	bool ok = false;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL && (delta < 0 || p->server_lgrs < max)) {
+		p->server_lgrs += delta;
+		ok = true;
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return ok;
+}
+
+/*
+ * What reaches the peer called name, for `show peers`: out->rdma when an
+ * active link group does; else the reason it last fell back (a CLC_DECL_*
+ * code, 0 if RDMA was never tried) and how long until it is tried again;
+ * whether the peer answered the last try and the last error.
+ * 0, or -ENOENT when nothing is known about the peer.
+ */
+int
+peer_info(const char *name, struct peer_info *out)
+{
+	struct peer_state *p;
+	uint64_t now = peer_now_ms();
+
+	memset(out, 0, sizeof(*out));
+	out->reachable = -1;
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL) {
+		out->lgrs = p->lgrs;
+		out->rdma = p->lgrs > 0;
+		out->reason = p->reason;
+		out->by_peer = p->by_peer;
+		if (now < p->backoff_until_ms)
+			out->backoff_left_ms = p->backoff_until_ms - now;
+		out->reachable = p->reachable;
+		memcpy(out->error, p->error, sizeof(out->error));
+		memcpy(out->error_code, p->error_code, sizeof(out->error_code));
+		out->error_at = p->error_at;
+		out->error_age_ms = p->error_ms != 0 ? now - p->error_ms : 0;
+		out->draining = p->draining;
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return p != NULL ? 0 : -ENOENT;
+}
+
+/*
+ * The operator drains the peer (no new connections to it: worker.c
+ * closes the listeners of its rules) or stops draining it.  Kept by name,
+ * so a reload that keeps the peer keeps it draining.
+ */
+void
+peer_set_draining(const char *name, bool draining)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->draining = draining;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+bool
+peer_draining(const char *name)
+{
+	struct peer_state *p;
+	bool draining = false;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL)
+		draining = p->draining;
+	pthread_mutex_unlock(&peer_lock);
+	return draining;
+}
+
+/*
+ * "rdma" when an active link group reaches the peer, else "fallback";
+ * *reason (if not NULL) the CLC_DECL_* code of the last fallback, 0 if
+ * none (clc_decline_name() names it).
+ */
+const char *
+peer_mode(const char *name, uint32_t *reason)
+{
+	struct peer_info info;
+
+	peer_info(name, &info);
+	if (reason != NULL)
+		*reason = info.reason;
+	return info.rdma ? "rdma" : "fallback";
+}
+
+/* Forget every peer (the end of the process, and between unit tests). */
+void
+peer_shutdown(void)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	while ((p = peer_list) != NULL) {
+		peer_list = p->next;
+		free(p);
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
