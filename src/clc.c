@@ -648,7 +648,7 @@ clc_preauth_failed(struct clc_conn *c)
 	if (c->ctx->auth == NULL || c->src.len == 0)
 		return;
 	STATS_INC(c->ctx->stats, preauth_timeouts);
-	auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	auth_failed(c->ctx->auth, &c->src, now_ms());
 }
 
 /*
@@ -903,7 +903,7 @@ clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
 		STATS_INC(c->ctx->stats, auth_failures);
 	if ((code == CLC_DECL_AUTHFAIL || code == CLC_DECL_PEERUNKNOWN) &&
 	    c->ctx->auth != NULL && c->src.len)
-		auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+		auth_failed(c->ctx->auth, &c->src, now_ms());
 	if (code == CLC_DECL_TIMEOUT_CL)
 		clc_preauth_failed(c);
 	log_warnx("clc: %s: declined %s (0x%08x): %s",
@@ -921,7 +921,7 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	if (code == CLC_DECL_AUTHFAIL) {
 		STATS_INC(c->ctx->stats, auth_failures);
 		if (c->ctx->auth != NULL && c->src.len)
-			auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+			auth_failed(c->ctx->auth, &c->src, now_ms());
 	} else if (code == CLC_DECL_TIMEOUT_CL && c->preauth) {
 		clc_preauth_failed(c);
 	}

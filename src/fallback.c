@@ -320,7 +320,7 @@ fb_preauth_failed(struct session *s, const char *why)
 	char buf[ADDR_STRLEN];
 
 	STATS_INC(worker_stats(s->w), preauth_timeouts);
-	auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+	auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
 	log_info("conn 0x%llx: peer connection from %s: %s",
 		 (unsigned long long)s->id,
 		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
@@ -331,7 +331,7 @@ static void
 fb_handshake_deadline(struct session *s)
 {
 	int64_t left = (int64_t)s->conf->handshake_timeout * 1000 -
-		       (int64_t)(session_now_ms() - s->started_ms);
+		       (int64_t)(now_ms() - s->started_ms);
 
 	session_timer_ms(s, left > 1 ? (int)left : 1);
 }
@@ -687,7 +687,7 @@ fb_export_refuse(struct session *s, enum session_reason r)
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED) {
 		STATS_INC(worker_stats(s->w), auth_failures);
-		auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
 	}
 	(void)send(s->fd[0], msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	s->fin_downstream = true;

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -43,15 +42,6 @@ const char *
 session_reason_desc(enum session_reason r)
 {
 	return r < SESSION_NREASONS ? session_reasons[r].desc : "unknown";
-}
-
-uint64_t
-session_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 uint64_t
@@ -153,7 +143,7 @@ session_new(struct worker *w, int fd, enum session_role role)
 	s->pump[0].pipe[0] = s->pump[0].pipe[1] = -1;
 	s->pump[1].pipe[0] = s->pump[1].pipe[1] = -1;
 	s->conf = conf_hold(worker_conf(w));
-	s->started_ms = s->active_ms = session_now_ms();
+	s->started_ms = s->active_ms = now_ms();
 	s->timer = evtimer_new(worker_base(w), session_timeout, s);
 	worker_session_add(w, s);
 	if (fd < 0 && s->timer != NULL)
@@ -215,7 +205,7 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 		return;
 	}
 	src.len = len;
-	if (auth_rate_limited(worker_auth(w), &src, session_now_ms())) {
+	if (auth_rate_limited(worker_auth(w), &src, now_ms())) {
 		STATS_INC(worker_stats(w), auth_rate_limited);
 		session_reset_fd(fd);
 		return;
@@ -364,7 +354,7 @@ session_account(struct session *s, int i, size_t n)
 	struct stats *st = worker_stats(s->w);
 
 	s->pump[i].bytes += n;
-	s->active_ms = session_now_ms();
+	s->active_ms = now_ms();
 	/* pump towards the peer daemon is pump 0 on the rule side */
 	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
 		STATS_ADD(st, tx_bytes, (int64_t)n);
@@ -565,7 +555,7 @@ static void
 session_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	uint64_t idle_ms, now = session_now_ms();
+	uint64_t idle_ms, now = now_ms();
 	int idle;
 
 	if (s->state != SESSION_RELAY) {
@@ -721,7 +711,7 @@ void
 session_json_add(const struct session *s, void *json_array)
 {
 	char id[24], a0[ADDR_STRLEN], a1[ADDR_STRLEN];
-	uint64_t now = session_now_ms();
+	uint64_t now = now_ms();
 	bool rule = s->role == SESSION_ROLE_RULE;
 	json_t *o;
 

@@ -493,7 +493,7 @@ session_rdma_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	if (link->state == LGR_LINK_FREE ||
 	    lgr->state == LGR_STATE_TERMINATING || srw == NULL)
 		return;
-	link->act_ms = lgr_now_ms();
+	link->act_ms = now_ms();
 	session_rdma_drain_others(link, msg, len);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
@@ -822,7 +822,7 @@ session_rdma_account(struct session_rdma *sr, bool to_peer, size_t n)
 	struct session *s = sr->s;
 	struct stats *st = worker_stats(s->w);
 
-	s->active_ms = session_now_ms();
+	s->active_ms = now_ms();
 	if (to_peer) {
 		s->pump[sr->t].bytes += n;
 		STATS_ADD(st, tx_bytes, (int64_t)n);
@@ -1797,7 +1797,7 @@ session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
 	struct session *s = sr->s;
 	struct session_rdma_worker *srw = sr->srw;
 	int timeout = s->conf->resume_timeout;
-	uint64_t now = session_now_ms(), left;
+	uint64_t now = now_ms(), left;
 
 	if (timeout <= 0 || !session_rdma_resume_id_set(sr) ||
 	    worker_draining(s->w) ||
@@ -1859,7 +1859,7 @@ session_rdma_resume_fail(struct session_rdma *sr, enum stats_id stat,
 		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
 						     sr->s->export->name,
-		  (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		  (unsigned long long)(now_ms() - sr->resume_since_ms),
 		  why);
 	session_rdma_fail(sr, SESSION_RESUME_FAILED);
 }
@@ -1880,7 +1880,7 @@ session_rdma_resumed(struct session_rdma *sr, struct lgr_link *link)
 	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
 		 "(from byte %llu sent, %llu received)",
 		 session_rdma_id(sr), link->lgr->id, link->id,
-		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)(now_ms() - sr->resume_since_ms),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)sr->rc->rx_off);
 	session_rdma_told_set(sr, link->id);
@@ -2353,7 +2353,7 @@ session_rdma_tcp_relay(struct session_rdma *sr)
 	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
 		 "sent, %llu received)",
 		 session_rdma_id(sr),
-		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)(now_ms() - sr->resume_since_ms),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)sr->rc->rx_off);
 	session_rdma_kick(sr);
@@ -2814,7 +2814,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 	if (sr->resuming)
 		json_object_set_new(
 			o, "resuming_s",
-			json_real((double)(session_now_ms() -
+			json_real((double)(now_ms() -
 					   sr->resume_since_ms) /
 				  1000.0));
 	rc = sr->rc;

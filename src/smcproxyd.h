@@ -48,6 +48,9 @@ void fatal(const char *fmt, ...)
 void fatalx(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
+/* now.c */
+uint64_t now_ms(void);
+
 /* addr.c */
 struct addr {
 	struct sockaddr_storage ss;
@@ -341,7 +344,6 @@ int session_attach(struct session *s, int i, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
-uint64_t session_now_ms(void);
 void session_close(struct session *s, enum session_reason reason);
 void session_close_all(struct worker *w, enum session_reason reason);
 int session_idle_timeout(const struct session *s);
@@ -491,7 +493,7 @@ struct buf {
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
 	size_t dirty;		/* bytes from the start its user may have written */
 	uint64_t since;		/* pool clock when it was handed out */
-	uint64_t cool_until;	/* on the cooling list until (lgr_now_ms) */
+	uint64_t cool_until;	/* on the cooling list until (now_ms) */
 	/* mr[i] (lkey; rkey of an RMB element) is in PD reg[i].pd, or unused */
 	struct dev_mr mr[BUF_MRS_MAX];
 	struct {
@@ -973,7 +975,6 @@ const char *lgr_peer_mode(const char *peer, uint32_t *reason);
 int lgr_peer_info(const char *peer, struct lgr_peer_info *out);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
-uint64_t lgr_now_ms(void);
 /* for clc.c and llc.c */
 struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 			   const struct clc_proposal_info *p,

@@ -231,7 +231,7 @@ fuzz_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	(void)l;
 	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
 		return;
-	link->act_ms = lgr_now_ms();
+	link->act_ms = now_ms();
 	err = rx_cdc_recv(msg, len, fuzz_lookup, s, &why);
 	if (err != 0)
 		lgr_protocol_error(lgr, why != NULL ? why : "bad CDC");
@@ -412,8 +412,8 @@ fuzz_setup(bool two_devs)
 	    clc_serve(fuzz_b.ctx, sv[1], NULL, NULL, 0) != 0)
 		abort();
 	/* the second link comes from the server's tick: wait for it */
-	end = lgr_now_ms() + FUZZ_SETUP_MS;
-	for (i = 0; !fuzz_both_active(links) && lgr_now_ms() < end; i++) {
+	end = now_ms() + FUZZ_SETUP_MS;
+	for (i = 0; !fuzz_both_active(links) && now_ms() < end; i++) {
 		fuzz_turn();
 		if (i > FUZZ_SETUP_TURNS)
 			usleep(50);
