@@ -4,8 +4,11 @@
  * client connection, opened by the hello of fallback_wire.h.  It is what
  * carries traffic whenever no link group can be had, so it is a complete
  * path of its own: authenticated (when the peer has a key), export
- * allow-lists enforced on the export side, refusals reported back with
- * their reason, and splice() relaying once open (session.c).
+ * allow-lists enforced on the export side (export.c), refusals reported
+ * back with their reason, and once open a relay that moves the bytes with
+ * splice() through a pipe per direction, so payload never passes through
+ * user space; a full pipe pauses reading (backpressure), never drops.  A
+ * FIN is passed on after every earlier byte; a reset as a reset.
  *
  * Handshake messages are read exactly (header, then the announced length)
  * so not one byte of the relayed stream is consumed here.
@@ -16,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -444,43 +448,190 @@ fallback_connect_reason(int err, bool target)
 	}
 }
 
-/* Non-blocking connect of a new upstream socket fd[1]; 0 or -errno. */
-static int
-fb_connect_upstream(struct session *s, const struct addr *to)
-{
-	int fd, one = 1;
+/* ---- the relay ---- */
 
-	fd = socket(to->ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		if (errno == EMFILE || errno == ENFILE)
-			worker_fd_exhausted(s->w);
-		return -errno;
-	}
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	session_tcp_liveness(fd, s->conf);
-	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
-	    errno != EINPROGRESS) {
-		one = -errno;
-		close(fd);
-		return one;
-	}
-	s->addr[1] = *to;
-	if (session_attach_upstream(s, fd))
-		return -ENOMEM;
-	session_want(s, 1, EV_WRITE, true);
-	return 0;
+static void fb_relay(struct session *s);
+
+static void
+fb_retry(evutil_socket_t fd, short what, void *arg)
+{
+	fb_relay(arg);
 }
 
-static int
-fb_connect_result(struct session *s)
+/*
+ * No descriptor for a pipe: the bytes wait in the socket (nothing is
+ * lost), accepting pauses, and the relay tries again shortly.  false if
+ * the session had to be closed.
+ */
+static bool
+fb_retry_later(struct session *s)
 {
-	socklen_t len = sizeof(int);
-	int err = 0;
+	struct timeval tv = { 0, 100 * 1000 };
 
-	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
-	return err;
+	worker_fd_exhausted(s->w);
+	STATS_INC(worker_stats(s->w), buf_full_cnt);
+	if (s->retry_ev == NULL)
+		s->retry_ev = evtimer_new(worker_base(s->w), fb_retry, s);
+	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
+		session_close(s, SESSION_RESOURCE);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
+ * needs no pipe), so a closing connection frees its descriptors; bytes
+ * wait in the socket until a pipe can be had.
+ */
+static int
+fb_pump_nopipe(struct session *s, int i, int moved)
+{
+	char c;
+	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == 0) {
+		s->pump[i].eof = true;
+		return 1;
+	}
+	if (n == -1 && errno == EAGAIN) {
+		s->rd_ready[i] = false;
+		return moved;
+	}
+	if (n == -1 && errno != EINTR) {
+		session_close(s, session_rst_reason(s, i));
+		return -1;
+	}
+	return fb_retry_later(s) ? moved : -1;
+}
+
+/*
+ * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
+ * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
+ * anything moved, 0 if not, -1 if the session was closed.
+ */
+static int
+fb_pump(struct session *s, int i)
+{
+	struct session_pump *p = &s->pump[i];
+	int dst = 1 - i, moved = 0;
+	ssize_t n;
+
+	while (p->pending > 0 && s->wr_ready[dst]) {
+		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			p->pending -= (size_t)n;
+			moved = 1;
+		} else if (n == -1 && errno == EAGAIN) {
+			s->wr_ready[dst] = false;
+		} else if (n == -1 && errno == EINTR) {
+			continue;
+		} else {
+			/* the receiver is gone: pass the reset back */
+			session_close(s, session_rst_reason(s, dst));
+			return -1;
+		}
+	}
+	if (p->pending == 0) {
+		worker_pipe_put(s->w, p->pipe, p->cap, true);
+		if (p->eof && !p->done) {
+			p->done = true;
+			if (!s->pump[dst].eof)
+				s->fin_reason = session_fin_reason(i);
+			shutdown(s->fd[dst], SHUT_WR);
+			if (s->pump[dst].done) {
+				session_close(s, s->fin_reason);
+				return -1;
+			}
+		}
+	}
+	if (p->eof || !s->rd_ready[i] ||
+	    (p->pipe[0] != -1 && p->pending >= p->cap))
+		return moved;
+	if (p->pipe[0] == -1) {
+		n = worker_pipe_get(s->w, p->pipe);
+		if (n == -EMFILE || n == -ENFILE)
+			return fb_pump_nopipe(s, i, moved);
+		if (n < 0) {
+			errno = (int)-n;
+			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
+			session_close(s, SESSION_RESOURCE);
+			return -1;
+		}
+		p->cap = (size_t)n;
+	}
+	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
+		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n > 0) {
+		p->pending += (size_t)n;
+		session_account(s, i, (size_t)n);
+		return 1;
+	}
+	if (n == 0) {
+		p->eof = true;
+		return 1;
+	}
+	if (errno == EAGAIN) {
+		/*
+		 * With bytes in the pipe, EAGAIN means the pipe has no free
+		 * slot (partly filled pages count whole): the socket stays
+		 * readable and is read again once the pipe drains.
+		 */
+		if (p->pending == 0) {
+			/* nothing to read: an idle connection holds no pipe */
+			s->rd_ready[i] = false;
+			worker_pipe_put(s->w, p->pipe, p->cap, true);
+		} else {
+			STATS_INC(worker_stats(s->w), buf_full_cnt);
+		}
+		return moved;
+	}
+	if (errno == EINTR)
+		return 1;
+	session_close(s, session_rst_reason(s, i));
+	return -1;
+}
+
+/* One round of the relay loop: both pumps (session_relay_run). */
+static int
+fb_relay_round(void *arg)
+{
+	struct session *s = arg;
+	int a, b;
+
+	a = fb_pump(s, 0);
+	if (a < 0)
+		return -1;
+	b = fb_pump(s, 1);
+	if (b < 0)
+		return -1;
+	return a || b;
+}
+
+static void
+fb_relay(struct session *s)
+{
+	session_relay_run(s, 0, fb_relay_round, s);
+}
+
+/*
+ * Start relaying: both sockets connected and the handshake done.  Bytes
+ * the client sent meanwhile wait in the kernel and go first.  Pipes are
+ * taken from the worker's pool only while bytes are in flight, so an idle
+ * connection costs its two sockets and nothing more.
+ */
+static void
+fb_relay_start(struct session *s)
+{
+	if (session_relay_begin(s, -1, STAT_conns_fallback)) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
+		  s->role == SESSION_ROLE_RULE ? s->rule->name :
+						 s->export->name);
+	fb_relay(s);
 }
 
 /* ---- rule side ---- */
@@ -494,7 +645,7 @@ fallback_connect(struct session *s)
 
 	lgr_want(lgr_worker_ctx(s->w), s->peer);
 	s->state = SESSION_CONNECT_PEER;
-	rc = fb_connect_upstream(s, &s->peer->addr);
+	rc = session_connect(s, &s->peer->addr);
 	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
 		/* the client waits, as queued ones do while accepting pauses */
 		s->fd_waits++;
@@ -522,7 +673,7 @@ fb_rule_connected(struct session *s)
 	char buf[ADDR_STRLEN];
 	int err;
 
-	err = fb_connect_result(s);
+	err = session_connect_error(s);
 	if (err) {
 		errno = err;
 		log_warn("conn 0x%llx: rule %s: peer %s at %s",
@@ -629,7 +780,7 @@ fb_rule_result(struct session *s)
 			     "peer accepted without authenticating");
 		return;
 	}
-	session_relay_start(s);
+	fb_relay_start(s);
 }
 
 static void
@@ -697,51 +848,34 @@ fb_export_refuse(struct session *s, enum session_reason r)
 static void
 fb_export_open(struct session *s)
 {
-	char buf[ADDR_STRLEN];
-	int rc;
+	enum session_reason r;
+	char who[32];
 
 	/* authenticated (or a peer without a key): no stranger any more */
 	session_preauth_done(s);
 	if (s->hello_len > sizeof(struct fb_hello) &&
 	    (((const struct fb_hello *)s->hello)->flags & FB_FLAG_RESUME)) {
 		struct fb_hello_info hi;
-		enum session_reason r = SESSION_PROTOCOL_ERROR;
 
 		/* a connection over RDMA whose group ended goes on here */
+		r = SESSION_PROTOCOL_ERROR;
 		if (fb_hello_decode(s->hello, s->hello_len, &hi) == 0)
 			r = session_rdma_resume_tcp(s, &hi);
 		if (r != SESSION_NREASONS)
 			fb_export_refuse(s, r);
 		return;
 	}
-	s->export = conf_export_find(s->conf, s->export_name);
+	snprintf(who, sizeof(who), "conn 0x%llx", (unsigned long long)s->id);
+	s->export = export_find(s->w, s->conf, who, s->peer->name,
+				s->export_name, &r);
 	if (s->export == NULL) {
-		log_warnx("conn 0x%llx: peer %s asked for unknown export %s",
-			  (unsigned long long)s->id, s->peer->name,
-			  s->export_name);
-		fb_export_refuse(s, SESSION_UNKNOWN_EXPORT);
+		fb_export_refuse(s, r);
 		return;
 	}
-	if (!conf_export_allows(s->export, s->peer->name)) {
-		log_warnx("conn 0x%llx: peer %s may not use export %s: refused",
-			  (unsigned long long)s->id, s->peer->name,
-			  s->export_name);
-		STATS_INC(worker_stats(s->w), export_denied);
-		fb_export_refuse(s, SESSION_EXPORT_DENIED);
-		return;
-	}
-	s->state = SESSION_CONNECT_TARGET;
 	session_want(s, 0, EV_READ, false);
-	rc = fb_connect_upstream(s, &s->export->target);
-	if (rc) {
-		errno = -rc;
-		log_warn("conn 0x%llx: export %s: connect to %s",
-			 (unsigned long long)s->id, s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fallback_connect_reason(-rc, true));
-		return;
-	}
-	session_timer(s, s->export->connect_timeout);
+	r = export_connect(s);
+	if (r != SESSION_NREASONS)
+		fb_export_refuse(s, r);
 }
 
 static void
@@ -821,17 +955,10 @@ static void
 fb_export_connected(struct session *s)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	char buf[ADDR_STRLEN];
-	int err;
+	enum session_reason r = export_connected(s);
 
-	session_want(s, 1, EV_WRITE, false);
-	err = fb_connect_result(s);
-	if (err) {
-		errno = err;
-		log_warn("conn 0x%llx: export %s: target %s",
-			 (unsigned long long)s->id, s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fallback_connect_reason(err, true));
+	if (r != SESSION_NREASONS) {
+		fb_export_refuse(s, r);
 		return;
 	}
 	/* the result is tiny and the socket's buffer empty: it goes whole */
@@ -840,7 +967,7 @@ fb_export_connected(struct session *s)
 		session_close(s, SESSION_PEER_RST);
 		return;
 	}
-	session_relay_start(s);
+	fb_relay_start(s);
 }
 
 static void
@@ -868,10 +995,18 @@ fb_export_io(struct session *s, int i, short what)
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 }
 
-/* Socket event during the handshake (session.c hands them over). */
+/* A socket event of s in fallback mode (session.c hands them over). */
 void
 fallback_io(struct session *s, int i, short what)
 {
+	if (s->state == SESSION_RELAY) {
+		if (what & EV_READ)
+			s->rd_ready[i] = true;
+		if (what & EV_WRITE)
+			s->wr_ready[i] = true;
+		fb_relay(s);
+		return;
+	}
 	if (s->role == SESSION_ROLE_RULE)
 		fb_rule_io(s, i, what);
 	else
@@ -895,9 +1030,7 @@ fallback_timeout(struct session *s)
 		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "no answer to hello");
 		break;
 	case SESSION_CONNECT_TARGET:
-		log_warnx("conn 0x%llx: export %s: target connect timed out",
-			  (unsigned long long)s->id, s->export->name);
-		fb_export_refuse(s, SESSION_TARGET_TIMEOUT);
+		fb_export_refuse(s, export_timed_out(s));
 		break;
 	default:
 		if (s->preauth)

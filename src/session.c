@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * A proxied connection: its two sockets, the relay between them, and its
- * one close path.  The relay moves bytes with splice() through a pipe per
- * direction, so payload never passes through user space; a full pipe
- * pauses reading (backpressure), never drops.  A FIN is passed on after
- * every earlier byte; a reset is passed on as a reset.  Every close has a
- * reason, which is logged and counted.
+ * A proxied connection: its two sockets, its one close path, and what
+ * every transport's relay shares: the upstream connect, the start of the
+ * relay, the bounded relay loop, the byte counts and which side's FIN or
+ * reset a close stands for.  The transports move the bytes themselves:
+ * splice() in fallback.c, the registered buffers in session_rdma.c.
+ * Every close has a reason, which is logged and counted.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,10 +63,7 @@ session_reason_aborts(enum session_reason r)
 }
 
 static void session_io(evutil_socket_t fd, short what, void *arg);
-static void session_relay(struct session *s);
 static void session_free(struct session *s, bool abort);
-static bool session_retry_later(struct session *s);
-static int session_pump_nopipe(struct session *s, int i, int moved);
 static void session_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
@@ -306,56 +302,118 @@ session_watch_relay(struct session *s, int i)
 }
 
 /*
- * Start relaying: both sockets connected and the handshake done.  Bytes
- * the client sent meanwhile wait in the kernel and go first.  Pipes are
- * taken from the worker's pool only while bytes are in flight, so an idle
- * connection costs its two sockets and nothing more.
+ * Connect a new upstream socket fd[1] to to, without waiting: EV_WRITE
+ * on fd[1] says when it is done (session_connect_error).  Out of
+ * descriptors, accepting pauses.  0 or -errno.
  */
-void
-session_relay_start(struct session *s)
+int
+session_connect(struct session *s, const struct addr *to)
 {
-	int i;
+	int fd, one = 1;
 
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_fallback);
-	session_timer(s, 0);
-	for (i = 0; i < 2; i++) {
-		if (session_watch_relay(s, i)) {
-			session_close(s, SESSION_RESOURCE);
-			return;
-		}
+	fd = socket(to->ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE)
+			worker_fd_exhausted(s->w);
+		return -errno;
 	}
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
-	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
-		  s->role == SESSION_ROLE_RULE ? s->rule->name :
-						 s->export->name);
-	session_relay(s);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	session_tcp_liveness(fd, s->conf);
+	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
+	    errno != EINPROGRESS) {
+		one = -errno;
+		close(fd);
+		return one;
+	}
+	s->addr[1] = *to;
+	if (session_attach_upstream(s, fd))
+		return -ENOMEM;
+	session_want(s, 1, EV_WRITE, true);
+	return 0;
 }
 
-/* Which reason a reset or EOF seen on fd[i] means for this session. */
-static enum session_reason
-session_side_reason(const struct session *s, int i, bool reset)
+/* How the connect of fd[1] ended: 0 (connected) or an errno. */
+int
+session_connect_error(const struct session *s)
 {
-	bool client = s->role == SESSION_ROLE_RULE ? i == 0 : false;
-	bool target = s->role == SESSION_ROLE_EXPORT ? i == 1 : false;
+	socklen_t len = sizeof(int);
+	int err = 0;
 
-	if (reset)
-		return client ? SESSION_CLIENT_RST :
-		       target ? SESSION_TARGET_RST :
-				SESSION_PEER_RST;
-	/* downstream finished first: the client side did */
+	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	return err;
+}
+
+/*
+ * s relays from now on, counted as stat: the handshake's timer becomes
+ * the idle timer and fd[i] (both sockets when i is -1) is watched
+ * edge-triggered.  0, or -ENOMEM with s left to its caller to close.
+ */
+int
+session_relay_begin(struct session *s, int i, enum stats_id stat)
+{
+	int j;
+
+	s->state = SESSION_RELAY;
+	stats_add(worker_stats(s->w), stat, 1);
+	session_timer(s, 0);
+	for (j = 0; j < 2; j++)
+		if ((i < 0 || i == j) && session_watch_relay(s, j))
+			return -ENOMEM;
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
+	return 0;
+}
+
+/*
+ * The relay loop of both transports: round(arg) until it moves nothing
+ * (0) or s closes or is closing (-1).  After a bounded number of rounds
+ * s yields to others and reschedules itself through fd[i]'s event, since
+ * the events are edge-triggered and no new edge would wake it for work
+ * it already knows of.
+ */
+void
+session_relay_run(struct session *s, int i, int (*round)(void *), void *arg)
+{
+	int n;
+
+	for (n = 0; n < SESSION_RELAY_ROUNDS; n++)
+		if (round(arg) <= 0)
+			return;
+	event_active(s->rev[i], 0, 0);
+}
+
+/*
+ * The normal close a finished direction names when it finished first:
+ * the one read from fd[i] (0: downstream, the client's side).
+ */
+enum session_reason
+session_fin_reason(int i)
+{
 	return i == 0 ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
 }
 
-static void
+/* Which reason a reset or an error seen on fd[i] means for s. */
+enum session_reason
+session_rst_reason(const struct session *s, int i)
+{
+	if (s->role == SESSION_ROLE_RULE && i == 0)
+		return SESSION_CLIENT_RST;
+	if (s->role == SESSION_ROLE_EXPORT && i == 1)
+		return SESSION_TARGET_RST;
+	return SESSION_PEER_RST;
+}
+
+/* n bytes read from fd[i] went on: counted for s and its worker. */
+void
 session_account(struct session *s, int i, size_t n)
 {
 	struct stats *st = worker_stats(s->w);
 
 	s->pump[i].bytes += n;
 	s->active_ms = now_ms();
-	/* pump towards the peer daemon is pump 0 on the rule side */
+	/* bytes read downstream on the rule side go to the peer daemon */
 	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
 		STATS_ADD(st, tx_bytes, (int64_t)n);
 		STATS_INC(st, tx_cnt);
@@ -363,171 +421,6 @@ session_account(struct session *s, int i, size_t n)
 		STATS_ADD(st, rx_bytes, (int64_t)n);
 		STATS_INC(st, rx_cnt);
 	}
-}
-
-/*
- * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
- * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
- * anything moved, 0 if not, -1 if the session was closed.
- */
-static int
-session_pump(struct session *s, int i)
-{
-	struct session_pump *p = &s->pump[i];
-	int dst = 1 - i, moved = 0;
-	ssize_t n;
-
-	while (p->pending > 0 && s->wr_ready[dst]) {
-		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			p->pending -= (size_t)n;
-			moved = 1;
-		} else if (n == -1 && errno == EAGAIN) {
-			s->wr_ready[dst] = false;
-		} else if (n == -1 && errno == EINTR) {
-			continue;
-		} else {
-			/* the receiver is gone: pass the reset back */
-			session_close(s, session_side_reason(s, dst, true));
-			return -1;
-		}
-	}
-	if (p->pending == 0) {
-		worker_pipe_put(s->w, p->pipe, p->cap, true);
-		if (p->eof && !p->done) {
-			p->done = true;
-			if (!s->pump[dst].eof)
-				s->fin_reason = session_side_reason(s, i, false);
-			shutdown(s->fd[dst], SHUT_WR);
-			if (s->pump[dst].done) {
-				session_close(s, s->fin_reason);
-				return -1;
-			}
-		}
-	}
-	if (p->eof || !s->rd_ready[i] ||
-	    (p->pipe[0] != -1 && p->pending >= p->cap))
-		return moved;
-	if (p->pipe[0] == -1) {
-		n = worker_pipe_get(s->w, p->pipe);
-		if (n == -EMFILE || n == -ENFILE)
-			return session_pump_nopipe(s, i, moved);
-		if (n < 0) {
-			errno = (int)-n;
-			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
-			session_close(s, SESSION_RESOURCE);
-			return -1;
-		}
-		p->cap = (size_t)n;
-	}
-	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
-		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n > 0) {
-		p->pending += (size_t)n;
-		session_account(s, i, (size_t)n);
-		return 1;
-	}
-	if (n == 0) {
-		p->eof = true;
-		return 1;
-	}
-	if (errno == EAGAIN) {
-		/*
-		 * With bytes in the pipe, EAGAIN means the pipe has no free
-		 * slot (partly filled pages count whole): the socket stays
-		 * readable and is read again once the pipe drains.
-		 */
-		if (p->pending == 0) {
-			/* nothing to read: an idle connection holds no pipe */
-			s->rd_ready[i] = false;
-			worker_pipe_put(s->w, p->pipe, p->cap, true);
-		} else {
-			STATS_INC(worker_stats(s->w), buf_full_cnt);
-		}
-		return moved;
-	}
-	if (errno == EINTR)
-		return 1;
-	session_close(s, session_side_reason(s, i, true));
-	return -1;
-}
-
-static void
-session_retry(evutil_socket_t fd, short what, void *arg)
-{
-	session_relay(arg);
-}
-
-/*
- * No descriptor for a pipe: the bytes wait in the socket (nothing is
- * lost), accepting pauses, and the relay tries again shortly.  false if
- * the session had to be closed.
- */
-static bool
-session_retry_later(struct session *s)
-{
-	struct timeval tv = { 0, 100 * 1000 };
-
-	worker_fd_exhausted(s->w);
-	STATS_INC(worker_stats(s->w), buf_full_cnt);
-	if (s->retry_ev == NULL)
-		s->retry_ev = evtimer_new(worker_base(s->w), session_retry, s);
-	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
-		session_close(s, SESSION_RESOURCE);
-		return false;
-	}
-	return true;
-}
-
-/*
- * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
- * needs no pipe), so a closing connection frees its descriptors; bytes
- * wait in the socket until a pipe can be had.
- */
-static int
-session_pump_nopipe(struct session *s, int i, int moved)
-{
-	char c;
-	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-	if (n == 0) {
-		s->pump[i].eof = true;
-		return 1;
-	}
-	if (n == -1 && errno == EAGAIN) {
-		s->rd_ready[i] = false;
-		return moved;
-	}
-	if (n == -1 && errno != EINTR) {
-		session_close(s, session_side_reason(s, i, true));
-		return -1;
-	}
-	return session_retry_later(s) ? moved : -1;
-}
-
-/*
- * Relay until nothing moves.  Events are edge-triggered and never
- * re-armed; readiness is remembered in rd_ready/wr_ready.  After a bounded
- * number of rounds the session yields to others and reschedules itself,
- * since no new edge would wake it for work it already knows of.
- */
-static void
-session_relay(struct session *s)
-{
-	int round, a, b;
-
-	for (round = 0; round < 8; round++) {
-		a = session_pump(s, 0);
-		if (a < 0)
-			return;
-		b = session_pump(s, 1);
-		if (b < 0)
-			return;
-		if (a == 0 && b == 0)
-			return;
-	}
-	event_active(s->rev[0], 0, 0);
 }
 
 static void
@@ -540,15 +433,7 @@ session_io(evutil_socket_t fd, short what, void *arg)
 		session_rdma_io(s, i, what);
 		return;
 	}
-	if (s->state != SESSION_RELAY) {
-		fallback_io(s, i, what);
-		return;
-	}
-	if (what & EV_READ)
-		s->rd_ready[i] = true;
-	if (what & EV_WRITE)
-		s->wr_ready[i] = true;
-	session_relay(s);
+	fallback_io(s, i, what);
 }
 
 static void

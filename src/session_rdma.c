@@ -55,7 +55,6 @@
 #include "llc_wire.h"
 
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
-#define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
@@ -819,41 +818,23 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 static void
 session_rdma_account(struct session_rdma *sr, bool to_peer, size_t n)
 {
-	struct session *s = sr->s;
-	struct stats *st = worker_stats(s->w);
-
-	s->active_ms = now_ms();
-	if (to_peer) {
-		s->pump[sr->t].bytes += n;
-		STATS_ADD(st, tx_bytes, (int64_t)n);
-		STATS_INC(st, tx_cnt);
-	} else {
-		s->pump[1 - sr->t].bytes += n;
-		STATS_ADD(st, rx_bytes, (int64_t)n);
-		STATS_INC(st, rx_cnt);
-	}
+	session_account(sr->s, to_peer ? sr->t : 1 - sr->t, n);
 }
 
 /* The first of the two directions to finish names a normal close. */
 static void
 session_rdma_fin(struct session_rdma *sr, bool tcp_side)
 {
-	bool rule = sr->s->role == SESSION_ROLE_RULE;
-
 	if (sr->fin_set)
 		return;
 	sr->fin_set = true;
-	if (tcp_side)
-		sr->fin_reason = rule ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
-	else
-		sr->fin_reason = rule ? SESSION_TARGET_FIN : SESSION_CLIENT_FIN;
+	sr->fin_reason = session_fin_reason(tcp_side ? sr->t : 1 - sr->t);
 }
 
 static enum session_reason
 session_rdma_tcp_reset(const struct session_rdma *sr)
 {
-	return sr->s->role == SESSION_ROLE_RULE ? SESSION_CLIENT_RST :
-						  SESSION_TARGET_RST;
+	return session_rst_reason(sr->s, sr->t);
 }
 
 /* RMB -> TCP socket.  true if anything moved. */
@@ -987,56 +968,59 @@ session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 }
 
 /*
- * The relay loop: act on what callbacks recorded, move bytes both ways
- * until nothing moves, close when both directions are done.  After a
- * bounded number of rounds it yields and reschedules itself (the events
- * are edge-triggered: no new edge would wake it).
+ * One round of the relay loop (session_relay_run): act on what callbacks
+ * recorded, move bytes both ways.  1 when anything moved or a callback
+ * asked for another round, 0 when not, -1 when sr is closing or no longer
+ * relays.
+ */
+static int
+session_rdma_round(void *arg)
+{
+	struct session_rdma *sr = arg;
+	struct session *s = sr->s;
+	struct lgr_link *to;
+	bool moved;
+
+	sr->again = false;
+	if (sr->failover_to != NULL && !sr->closing) {
+		to = sr->failover_to;
+		sr->failover_to = NULL;
+		if (sr->rc->link != NULL && to->wr != sr->rc->link &&
+		    session_rdma_failover(sr, to) != 0)
+			session_rdma_fail(sr, SESSION_LINK_FAILED);
+	}
+	/* resuming: the RMB still drains, the ring still fills */
+	if (sr->closing ||
+	    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
+		return -1;
+	moved = session_rdma_write(sr);
+	moved |= session_rdma_read(sr);
+	if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
+		moved |= session_rdma_tcp_out(sr);
+		moved |= session_rdma_tcp_in(sr);
+		if (sr->rd_eof && sr->wr_shut && sr->tcp_shut && !sr->closing) {
+			sr->closing = true;
+			sr->close_reason = sr->fin_reason;
+		}
+	} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
+		session_rdma_done(sr);
+	}
+	return moved || sr->again;
+}
+
+/*
+ * The relay loop, the one place a session in RDMA mode is closed from:
+ * rounds until nothing moves, then the close when both directions are
+ * done or something failed.
  */
 static void
 session_rdma_run(struct session_rdma *sr)
 {
-	struct session *s = sr->s;
-	struct lgr_link *to;
-	bool moved;
-	int round;
-
 	sr->in_run = true;
-	for (round = 0; round < SESSION_RDMA_ROUNDS; round++) {
-		sr->again = false;
-		if (sr->failover_to != NULL && !sr->closing) {
-			to = sr->failover_to;
-			sr->failover_to = NULL;
-			if (sr->rc->link != NULL && to->wr != sr->rc->link &&
-			    session_rdma_failover(sr, to) != 0)
-				session_rdma_fail(sr, SESSION_LINK_FAILED);
-		}
-		/* resuming: the RMB still drains, the ring still fills */
-		if (sr->closing ||
-		    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
-			break;
-		moved = session_rdma_write(sr);
-		moved |= session_rdma_read(sr);
-		if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
-			moved |= session_rdma_tcp_out(sr);
-			moved |= session_rdma_tcp_in(sr);
-			if (sr->rd_eof && sr->wr_shut && sr->tcp_shut &&
-			    !sr->closing) {
-				sr->closing = true;
-				sr->close_reason = sr->fin_reason;
-			}
-		} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
-			session_rdma_done(sr);
-		}
-		if (!moved && !sr->again)
-			break;
-	}
+	session_relay_run(sr->s, sr->t, session_rdma_round, sr);
 	sr->in_run = false;
-	if (sr->closing) {
-		session_close(s, sr->close_reason);
-		return;
-	}
-	if (round == SESSION_RDMA_ROUNDS)
-		event_active(s->rev[sr->t], 0, 0);
+	if (sr->closing)
+		session_close(sr->s, sr->close_reason);
 }
 
 static void
@@ -1086,15 +1070,10 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		return;
 	}
 	sr->sndbuf = sr->rmb = NULL;
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_rdma);
-	session_timer(s, 0);
-	if (session_watch_relay(s, sr->t)) {
+	if (session_relay_begin(s, sr->t, STAT_conns_rdma)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
 		  session_rdma_id(sr), link->lgr->id, link->id,
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
@@ -1555,27 +1534,17 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	struct lgr *lgr = link->lgr;
 	struct worker *w = srw->w;
 	const struct conf *conf = worker_conf(w);
-	const struct conf_export *exp;
+	enum session_reason r;
 	struct session_rdma *sr;
 	struct session *s;
-	char buf[ADDR_STRLEN];
-	int fd = -1, rc, one = 1;
+	char who[32];
+	int rc;
 
 	STATS_INC(worker_stats(w), conns_from_peers);
-	exp = conf_export_find(conf, o->export);
-	if (exp == NULL) {
-		log_warnx("lgr %u: peer %s asked for unknown export %s",
-			  lgr->id, lgr->peer->name, o->export);
-		session_rdma_refuse_open(srw, link, o->token,
-					 SESSION_UNKNOWN_EXPORT);
-		return;
-	}
-	if (!conf_export_allows(exp, lgr->peer->name)) {
-		log_warnx("lgr %u: peer %s may not use export %s: refused",
-			  lgr->id, lgr->peer->name, o->export);
-		STATS_INC(worker_stats(w), export_denied);
-		session_rdma_refuse_open(srw, link, o->token,
-					 SESSION_EXPORT_DENIED);
+	snprintf(who, sizeof(who), "lgr %u", lgr->id);
+	if (export_find(w, conf, who, lgr->peer->name, o->export, &r) ==
+	    NULL) {
+		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
 	if (!worker_has_room(w) || worker_draining(w)) {
@@ -1617,37 +1586,14 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_refuse(sr, SESSION_RESOURCE);
 		return;
 	}
-	fd = socket(s->export->target.ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		rc = -errno;
-		goto refused;
-	}
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&s->export->target.ss,
-		    s->export->target.len) == -1 &&
-	    errno != EINPROGRESS) {
-		rc = -errno;
-		close(fd);
-		goto refused;
-	}
-	s->addr[1] = s->export->target;
-	if (session_attach_upstream(s, fd)) {
-		session_rdma_refuse(sr, SESSION_RESOURCE);
+	r = export_connect(s);
+	if (r != SESSION_NREASONS) {
+		session_rdma_refuse(sr, r);
 		return;
 	}
-	session_want(s, 1, EV_WRITE, true);
-	session_timer(s, s->export->connect_timeout);
 	log_debug("conn 0x%llx: peer %s: CONN_OPEN %s (token %u) on lgr %u",
 		  session_rdma_id(sr), lgr->peer->name, o->export, o->token,
 		  lgr->id);
-	return;
-refused:
-	errno = -rc;
-	log_warn("conn 0x%llx: export %s: connect to %s", session_rdma_id(sr),
-		 s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
-	session_rdma_refuse(sr, fallback_connect_reason(-rc, true));
 }
 
 /* Export side: the target connect finished; accept or refuse the open. */
@@ -1655,20 +1601,12 @@ static void
 session_rdma_target_connected(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
+	enum session_reason r = export_connected(s);
 	struct llc_info m;
-	socklen_t len = sizeof(int);
-	char buf[ADDR_STRLEN];
-	int err = 0, rc;
+	int rc;
 
-	session_want(s, 1, EV_WRITE, false);
-	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
-	if (err) {
-		errno = err;
-		log_warn("conn 0x%llx: export %s: target %s",
-			 session_rdma_id(sr), s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		session_rdma_refuse(sr, fallback_connect_reason(err, true));
+	if (r != SESSION_NREASONS) {
+		session_rdma_refuse(sr, r);
 		return;
 	}
 	memset(&m, 0, sizeof(m));
@@ -2338,18 +2276,14 @@ session_rdma_tcp_relay(struct session_rdma *sr)
 	struct session *s = sr->s;
 
 	sr->tcp_step = SESSION_RDMA_TCP_RELAY;
-	if (session_watch_relay(s, session_rdma_u(sr))) {
-		session_rdma_fail(sr, SESSION_RESOURCE);
-		return;
-	}
 	session_rdma_resume_list_del(sr);
 	sr->resume_sent = false;
 	sr->rd_blocked = false;
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_resumed_tcp);
-	session_timer(s, 0);
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
+	if (session_relay_begin(s, session_rdma_u(sr),
+				STAT_conns_resumed_tcp)) {
+		session_rdma_fail(sr, SESSION_RESOURCE);
+		return;
+	}
 	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
 		 "sent, %llu received)",
 		 session_rdma_id(sr),
@@ -2751,9 +2685,7 @@ session_rdma_timeout(struct session *s)
 		session_close(s, SESSION_PEER_TIMEOUT);
 		return;
 	}
-	log_warnx("conn 0x%llx: export %s: target connect timed out",
-		  session_rdma_id(sr), s->export->name);
-	session_rdma_refuse(sr, SESSION_TARGET_TIMEOUT);
+	session_rdma_refuse(sr, export_timed_out(s));
 }
 
 /*

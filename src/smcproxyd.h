@@ -335,8 +335,16 @@ void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
-void session_relay_start(struct session *s);
 int session_watch_relay(struct session *s, int i);
+#define SESSION_RELAY_ROUNDS 16	/* relay rounds before yielding */
+int session_relay_begin(struct session *s, int i, enum stats_id stat);
+void session_relay_run(struct session *s, int i, int (*round)(void *),
+		       void *arg);
+int session_connect(struct session *s, const struct addr *to);
+int session_connect_error(const struct session *s);
+enum session_reason session_fin_reason(int i);
+enum session_reason session_rst_reason(const struct session *s, int i);
+void session_account(struct session *s, int i, size_t n);
 void session_reset_fd(int fd);
 int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
@@ -351,6 +359,15 @@ struct session *session_next(const struct session *s);
 uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
+
+/* export.c */
+const struct conf_export *export_find(struct worker *w,
+				      const struct conf *conf, const char *who,
+				      const char *peer, const char *name,
+				      enum session_reason *why);
+enum session_reason export_connect(struct session *s);
+enum session_reason export_connected(struct session *s);
+enum session_reason export_timed_out(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
