@@ -1191,13 +1191,13 @@ clc_accept(struct session *s)
 	int fd;
 
 	if (s->role != SESSION_ROLE_EXPORT || s->state != SESSION_HANDSHAKE ||
-	    s->hello_len != 0 || s->in_len < 4 ||
-	    memcmp(s->in, CLC_EYECATCHER, 4) != 0)
+	    s->hs == NULL || s->hs->hello_len != 0 || s->hs->in_len < 4 ||
+	    memcmp(s->hs->in, CLC_EYECATCHER, 4) != 0)
 		return false;
 	ctx = lgr_worker_ctx(s->w);
 	src = s->addr[0];
-	memcpy(hdr, s->in, s->in_len);
-	hdr_len = s->in_len;
+	memcpy(hdr, s->hs->in, s->hs->in_len);
+	hdr_len = s->hs->in_len;
 	/* its place among strangers goes with it until its CONFIRM */
 	preauth = s->preauth && ctx != NULL;
 	if (preauth)

@@ -341,7 +341,7 @@ fb_handshake_deadline(struct session *s)
 }
 
 /*
- * Read one message from fd[i] into s->in, exactly.  1 when complete, 0
+ * Read one message from fd[i] into s->hs->in, exactly.  1 when complete, 0
  * when more is needed, or a negative value after closing the session.
  */
 static int
@@ -352,21 +352,21 @@ fb_read(struct session *s, int i)
 	uint8_t type;
 	ssize_t n;
 
-	if (s->in_len >= need) {
-		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
+	if (s->hs->in_len >= need) {
+		if (fb_hdr_check(s->hs->in, s->hs->in_len, &type, &length)) {
 			session_close(s, SESSION_PROTOCOL_ERROR);
 			return -1;
 		}
 		need = length;
-		if (s->in_len == need) {
+		if (s->hs->in_len == need) {
 			/* the previous message was handled: start the next */
-			s->in_len = 0;
+			s->hs->in_len = 0;
 			need = sizeof(struct fb_hdr);
 		}
 	}
-	n = recv(s->fd[i], s->in + s->in_len, need - s->in_len, 0);
+	n = recv(s->fd[i], s->hs->in + s->hs->in_len, need - s->hs->in_len, 0);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		if (s->preauth && (s->in_len > 0 || s->hello_len > 0))
+		if (s->preauth && (s->hs->in_len > 0 || s->hs->hello_len > 0))
 			fb_preauth_failed(s, "handshake cut short");
 		session_close(s, s->role == SESSION_ROLE_RULE ?
 					 SESSION_PEER_RST :
@@ -375,32 +375,32 @@ fb_read(struct session *s, int i)
 	}
 	if (n < 0)
 		return 0;
-	s->in_len += (size_t)n;
-	if (s->in_len == sizeof(struct fb_hdr)) {
+	s->hs->in_len += (size_t)n;
+	if (s->hs->in_len == sizeof(struct fb_hdr)) {
 		if (clc_accept(s)) /* CLC's eyecatcher: a link group */
 			return -1;
-		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
+		if (fb_hdr_check(s->hs->in, s->hs->in_len, &type, &length)) {
 			session_close(s, SESSION_PROTOCOL_ERROR);
 			return -1;
 		}
-		if (s->preauth && s->hello_len == 0)
+		if (s->preauth && s->hs->hello_len == 0)
 			fb_handshake_deadline(s);
 		return 0; /* the body follows; the socket stays readable */
 	}
-	return s->in_len == need ? 1 : 0;
+	return s->hs->in_len == need ? 1 : 0;
 }
 
-/* Write what is queued in s->out to fd[i]; false if the session closed. */
+/* Write what is queued in s->hs->out to fd[i]; false if the session closed. */
 static bool
 fb_flush(struct session *s, int i)
 {
 	ssize_t n;
 
-	while (s->out_off < s->out_len) {
-		n = send(s->fd[i], s->out + s->out_off, s->out_len - s->out_off,
+	while (s->hs->out_off < s->hs->out_len) {
+		n = send(s->fd[i], s->hs->out + s->hs->out_off, s->hs->out_len - s->hs->out_off,
 			 MSG_NOSIGNAL);
 		if (n > 0) {
-			s->out_off += (size_t)n;
+			s->hs->out_off += (size_t)n;
 			continue;
 		}
 		if (n == -1 && errno == EINTR)
@@ -421,9 +421,9 @@ fb_flush(struct session *s, int i)
 static bool
 fb_send(struct session *s, int i, const void *msg, size_t len)
 {
-	memcpy(s->out, msg, len);
-	s->out_len = len;
-	s->out_off = 0;
+	memcpy(s->hs->out, msg, len);
+	s->hs->out_len = len;
+	s->hs->out_off = 0;
 	return fb_flush(s, i);
 }
 
@@ -446,6 +446,18 @@ fallback_connect_reason(int err, bool target)
 		return target ? SESSION_TARGET_UNREACHABLE :
 				SESSION_PEER_UNREACHABLE;
 	}
+}
+
+/*
+ * s's fallback handshake state, made on first use (a relayed connection
+ * holds none).  NULL when out of memory.
+ */
+struct fallback_hs *
+fallback_hs_get(struct session *s)
+{
+	if (s->hs == NULL)
+		s->hs = calloc(1, sizeof(*s->hs));
+	return s->hs;
 }
 
 /* ---- the relay ---- */
@@ -624,6 +636,9 @@ fb_relay(struct session *s)
 static void
 fb_relay_start(struct session *s)
 {
+	/* the handshake is done: its buffers are not needed again */
+	free(s->hs);
+	s->hs = NULL;
 	if (session_relay_begin(s, -1, STAT_conns_fallback)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
@@ -644,6 +659,10 @@ fallback_connect(struct session *s)
 	int rc;
 
 	lgr_want(lgr_worker_ctx(s->w), s->peer);
+	if (fallback_hs_get(s) == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
 	s->state = SESSION_CONNECT_PEER;
 	rc = session_connect(s, &s->peer->addr);
 	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
@@ -684,14 +703,14 @@ fb_rule_connected(struct session *s)
 		session_close(s, fallback_connect_reason(err, false));
 		return;
 	}
-	auth_nonce(s->nonce);
-	s->hello_len = fb_hello_encode(hello, s->nonce,
+	auth_nonce(s->hs->nonce);
+	s->hs->hello_len = fb_hello_encode(hello, s->hs->nonce,
 				       s->peer->key_len ? FB_FLAG_AUTH : 0,
 				       conf->name, s->export_name);
-	memcpy(s->hello, hello, s->hello_len);
+	memcpy(s->hs->hello, hello, s->hs->hello_len);
 	s->state = SESSION_HELLO;
 	session_timer(s, FB_RESULT_TIMEOUT);
-	if (fb_send(s, 1, hello, s->hello_len))
+	if (fb_send(s, 1, hello, s->hs->hello_len))
 		session_want(s, 1, EV_READ, true);
 }
 
@@ -746,17 +765,17 @@ fb_rule_challenge(struct session *s)
 	const struct conf_peer *p = s->peer;
 	struct fb_proof proof;
 	const char *why;
-	if (s->challenge_len) {
+	if (s->hs->challenge_len) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, "a second challenge");
 		return;
 	}
-	if (fallback_answer(p, s->hello, s->hello_len, s->in, s->in_len,
+	if (fallback_answer(p, s->hs->hello, s->hs->hello_len, s->hs->in, s->hs->in_len,
 			    &proof, &why) != SESSION_NREASONS) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, why);
 		return;
 	}
-	memcpy(s->challenge, s->in, s->in_len);
-	s->challenge_len = s->in_len;
+	memcpy(s->hs->challenge, s->hs->in, s->hs->in_len);
+	s->hs->challenge_len = s->hs->in_len;
 	fb_send(s, 1, &proof, sizeof(proof));
 }
 
@@ -765,7 +784,7 @@ fb_rule_result(struct session *s)
 {
 	uint32_t code;
 
-	if (fb_result_decode(s->in, s->in_len, &code)) {
+	if (fb_result_decode(s->hs->in, s->hs->in_len, &code)) {
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad result");
 		return;
 	}
@@ -775,7 +794,7 @@ fb_rule_result(struct session *s)
 		fb_rule_fail(s, r, session_reason_desc(r));
 		return;
 	}
-	if (s->peer->key_len && s->challenge_len == 0) {
+	if (s->peer->key_len && s->hs->challenge_len == 0) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED,
 			     "peer accepted without authenticating");
 		return;
@@ -802,9 +821,9 @@ fb_rule_io(struct session *s, int i, short what)
 	rc = fb_read(s, 1);
 	if (rc <= 0)
 		return;
-	if (s->in[5] == FB_CHALLENGE)
+	if (s->hs->in[5] == FB_CHALLENGE)
 		fb_rule_challenge(s);
-	else if (s->in[5] == FB_RESULT)
+	else if (s->hs->in[5] == FB_RESULT)
 		fb_rule_result(s);
 	else
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "unexpected message");
@@ -820,6 +839,10 @@ fb_rule_io(struct session *s, int i, short what)
 void
 fallback_accept(struct session *s)
 {
+	if (fallback_hs_get(s) == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
 	session_timer(s, s->conf->first_byte_timeout);
@@ -853,13 +876,13 @@ fb_export_open(struct session *s)
 
 	/* authenticated (or a peer without a key): no stranger any more */
 	session_preauth_done(s);
-	if (s->hello_len > sizeof(struct fb_hello) &&
-	    (((const struct fb_hello *)s->hello)->flags & FB_FLAG_RESUME)) {
+	if (s->hs->hello_len > sizeof(struct fb_hello) &&
+	    (((const struct fb_hello *)s->hs->hello)->flags & FB_FLAG_RESUME)) {
 		struct fb_hello_info hi;
 
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
-		if (fb_hello_decode(s->hello, s->hello_len, &hi) == 0)
+		if (fb_hello_decode(s->hs->hello, s->hs->hello_len, &hi) == 0)
 			r = session_rdma_resume_tcp(s, &hi);
 		if (r != SESSION_NREASONS)
 			fb_export_refuse(s, r);
@@ -885,7 +908,7 @@ fb_export_hello(struct session *s)
 	struct fb_hello_info hi;
 	char buf[ADDR_STRLEN];
 
-	if (fb_hello_decode(s->in, s->in_len, &hi)) {
+	if (fb_hello_decode(s->hs->in, s->hs->in_len, &hi)) {
 		log_warnx("conn 0x%llx: malformed hello from %s",
 			  (unsigned long long)s->id,
 			  addr_str(&s->addr[0], buf, sizeof(buf)));
@@ -893,8 +916,8 @@ fb_export_hello(struct session *s)
 		return;
 	}
 	STATS_INC(worker_stats(s->w), conns_from_peers);
-	memcpy(s->hello, s->in, s->in_len);
-	s->hello_len = s->in_len;
+	memcpy(s->hs->hello, s->hs->in, s->hs->in_len);
+	s->hs->hello_len = s->hs->in_len;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
@@ -919,12 +942,12 @@ fb_export_hello(struct session *s)
 	}
 	memset(&ch, 0, sizeof(ch));
 	fb_hdr_fill(&ch.hdr, FB_CHALLENGE, sizeof(ch));
-	auth_nonce(s->nonce);
-	memcpy(ch.nonce, s->nonce, sizeof(ch.nonce));
-	auth_mac(s->peer->key, s->peer->key_len, "s", s->hello, s->hello_len,
+	auth_nonce(s->hs->nonce);
+	memcpy(ch.nonce, s->hs->nonce, sizeof(ch.nonce));
+	auth_mac(s->peer->key, s->peer->key_len, "s", s->hs->hello, s->hs->hello_len,
 		 ch.nonce, sizeof(ch.nonce), ch.mac);
-	memcpy(s->challenge, &ch, sizeof(ch));
-	s->challenge_len = sizeof(ch);
+	memcpy(s->hs->challenge, &ch, sizeof(ch));
+	s->hs->challenge_len = sizeof(ch);
 	fb_send(s, 0, &ch, sizeof(ch));
 }
 
@@ -934,13 +957,13 @@ fb_export_proof(struct session *s)
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *their;
 
-	if (s->challenge_len == 0 ||
-	    fb_proof_decode(s->in, s->in_len, &their)) {
+	if (s->hs->challenge_len == 0 ||
+	    fb_proof_decode(s->hs->in, s->hs->in_len, &their)) {
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
-	auth_mac(s->peer->key, s->peer->key_len, "c", s->hello, s->hello_len,
-		 s->challenge, s->challenge_len, mac);
+	auth_mac(s->peer->key, s->peer->key_len, "c", s->hs->hello, s->hs->hello_len,
+		 s->hs->challenge, s->hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
 		log_warnx("conn 0x%llx: peer %s failed authentication "
 			  "(wrong key?)",
@@ -987,9 +1010,9 @@ fb_export_io(struct session *s, int i, short what)
 	rc = fb_read(s, 0);
 	if (rc <= 0)
 		return;
-	if (s->in[5] == FB_HELLO && s->hello_len == 0)
+	if (s->hs->in[5] == FB_HELLO && s->hs->hello_len == 0)
 		fb_export_hello(s);
-	else if (s->in[5] == FB_PROOF)
+	else if (s->hs->in[5] == FB_PROOF)
 		fb_export_proof(s);
 	else
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
@@ -1034,7 +1057,7 @@ fallback_timeout(struct session *s)
 		break;
 	default:
 		if (s->preauth)
-			fb_preauth_failed(s, s->in_len == 0 && s->hello_len == 0 ?
+			fb_preauth_failed(s, s->hs->in_len == 0 && s->hs->hello_len == 0 ?
 						     "nothing sent in time" :
 						     "handshake not done in time");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);

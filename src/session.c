@@ -519,6 +519,7 @@ session_free(struct session *s, bool abort)
 		event_free(s->timer);
 	if (s->retry_ev)
 		event_free(s->retry_ev);
+	free(s->hs);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);

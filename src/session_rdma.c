@@ -2299,14 +2299,18 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
 	struct fb_hello_info ri;
-	socklen_t len = sizeof(int);
-	int u = session_rdma_u(sr), err = 0;
+	struct fallback_hs *hs;
+	int u = session_rdma_u(sr), err;
 
 	session_want(s, u, EV_WRITE, false);
-	if (getsockopt(s->fd[u], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
+	err = session_connect_error(s);
 	if (err) {
 		session_rdma_tcp_abandon(sr, strerror(err));
+		return;
+	}
+	hs = fallback_hs_get(s);
+	if (hs == NULL) {
+		session_rdma_tcp_abandon(sr, "out of memory");
 		return;
 	}
 	memset(&ri, 0, sizeof(ri));
@@ -2314,14 +2318,14 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 	ri.rx_off = sr->rc->rx_off;
 	ri.tx_fin = tx_fin_off(sr->rc);
 	ri.worker = sr->peer_worker;
-	auth_nonce(s->nonce);
-	s->hello_len = fb_hello_resume_encode(
-		s->hello, s->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
+	auth_nonce(hs->nonce);
+	hs->hello_len = fb_hello_resume_encode(
+		hs->hello, hs->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
 		s->conf->name, s->export_name, &ri);
-	s->challenge_len = 0;
+	hs->challenge_len = 0;
 	/* a fresh socket takes a message this small whole */
-	if (send(s->fd[u], s->hello, s->hello_len, MSG_NOSIGNAL) !=
-	    (ssize_t)s->hello_len) {
+	if (send(s->fd[u], hs->hello, hs->hello_len, MSG_NOSIGNAL) !=
+	    (ssize_t)hs->hello_len) {
 		session_rdma_tcp_abandon(sr, "cannot send the hello");
 		return;
 	}
@@ -2369,6 +2373,7 @@ static void
 session_rdma_tcp_answer(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
+	struct fallback_hs *hs = s->hs;
 	int u = session_rdma_u(sr), rc;
 	struct fb_proof proof;
 	uint64_t rx, fin;
@@ -2378,17 +2383,17 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 	while ((rc = session_rdma_tcp_read(sr)) == 1) {
 		switch (sr->tcp_in[5]) {
 		case FB_CHALLENGE:
-			if (s->challenge_len != 0 ||
-			    fallback_answer(s->peer, s->hello, s->hello_len,
+			if (hs->challenge_len != 0 ||
+			    fallback_answer(s->peer, hs->hello, hs->hello_len,
 					    sr->tcp_in, sr->tcp_in_len, &proof,
 					    &why) != SESSION_NREASONS) {
 				session_rdma_resume_fail(
 					sr, STAT_resume_failed_protocol,
-					s->challenge_len ? "a second challenge" :
+					hs->challenge_len ? "a second challenge" :
 							   why);
 				return;
 			}
-			s->challenge_len = sr->tcp_in_len;
+			hs->challenge_len = sr->tcp_in_len;
 			if (send(s->fd[u], &proof, sizeof(proof),
 				 MSG_NOSIGNAL) != (ssize_t)sizeof(proof)) {
 				session_rdma_tcp_abandon(sr, "proof not sent");
@@ -2398,7 +2403,7 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 		case FB_RESULT:
 			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len, &code) ||
 			    (code == 0 && s->peer->key_len &&
-			     s->challenge_len == 0)) {
+			     hs->challenge_len == 0)) {
 				session_rdma_resume_fail(
 					sr, STAT_resume_failed_protocol,
 					"bad result to the resume hello");

@@ -309,16 +309,7 @@ struct session {
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
-	/* fallback handshake */
-	unsigned char in[FALLBACK_MSG_MAX];
-	size_t in_len;
-	unsigned char out[FALLBACK_MSG_MAX];
-	size_t out_len, out_off;
-	unsigned char hello[FALLBACK_MSG_MAX];
-	size_t hello_len;
-	unsigned char nonce[AUTH_NONCE_LEN];
-	unsigned char challenge[FALLBACK_MSG_MAX];
-	size_t challenge_len;
+	struct fallback_hs *hs;	/* fallback handshake: until it is done */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
 	struct session *park_prev, *park_next; /* SESSION_RDMA_WAIT */
@@ -397,6 +388,19 @@ int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
 
 /* fallback.c */
+/* A fallback handshake's messages: only while one runs (fallback_hs_get). */
+struct fallback_hs {
+	unsigned char in[FALLBACK_MSG_MAX];
+	size_t in_len;
+	unsigned char out[FALLBACK_MSG_MAX];
+	size_t out_len, out_off;
+	unsigned char hello[FALLBACK_MSG_MAX];
+	size_t hello_len;
+	unsigned char nonce[AUTH_NONCE_LEN];
+	unsigned char challenge[FALLBACK_MSG_MAX];
+	size_t challenge_len;
+};
+struct fallback_hs *fallback_hs_get(struct session *s);
 void fallback_connect(struct session *s);
 void fallback_accept(struct session *s);
 void fallback_io(struct session *s, int i, short what);
