@@ -341,66 +341,91 @@ fb_handshake_deadline(struct session *s)
 }
 
 /*
- * Read one message from fd[i] into s->hs->in, exactly.  1 when complete, 0
- * when more is needed, or a negative value after closing the session.
+ * Read one handshake message from fd into buf (FB_MSG_MAX bytes), of
+ * which *len bytes are there already, and never a byte more: the relayed
+ * stream follows it.  1 when whole, 0 when more is to come, -EPROTO when
+ * the bytes are no message, -EPIPE when the connection closed or broke.
  */
-static int
-fb_read(struct session *s, int i)
+int
+fallback_msg_read(int fd, unsigned char *buf, size_t *len)
 {
 	size_t need = sizeof(struct fb_hdr);
 	uint16_t length;
 	uint8_t type;
 	ssize_t n;
 
-	if (s->hs->in_len >= need) {
-		if (fb_hdr_check(s->hs->in, s->hs->in_len, &type, &length)) {
-			session_close(s, SESSION_PROTOCOL_ERROR);
-			return -1;
+	for (;;) {
+		if (*len >= sizeof(struct fb_hdr)) {
+			if (fb_hdr_check(buf, *len, &type, &length))
+				return -EPROTO;
+			need = length;
+			if (*len == need)
+				return 1;
 		}
-		need = length;
-		if (s->hs->in_len == need) {
-			/* the previous message was handled: start the next */
-			s->hs->in_len = 0;
-			need = sizeof(struct fb_hdr);
+		n = recv(fd, buf + *len, need - *len, 0);
+		if (n > 0) {
+			*len += (size_t)n;
+			continue;
 		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		return n == -1 && errno == EAGAIN ? 0 : -EPIPE;
 	}
-	n = recv(s->fd[i], s->hs->in + s->hs->in_len, need - s->hs->in_len, 0);
-	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		if (s->preauth && (s->hs->in_len > 0 || s->hs->hello_len > 0))
+}
+
+/*
+ * Read the next handshake message from fd[i] into hs->in.  1 when
+ * whole, 0 when more is needed, or a negative value after closing the
+ * session.
+ */
+static int
+fb_read(struct session *s, int i)
+{
+	struct fallback_hs *hs = s->hs;
+	uint16_t length;
+	uint8_t type;
+	size_t had;
+	int rc;
+
+	/* the previous message was handled: start the next */
+	if (hs->in_len >= sizeof(struct fb_hdr) &&
+	    fb_hdr_check(hs->in, hs->in_len, &type, &length) == 0 &&
+	    hs->in_len == length)
+		hs->in_len = 0;
+	had = hs->in_len;
+	rc = fallback_msg_read(s->fd[i], hs->in, &hs->in_len);
+	if (rc == -EPROTO) {
+		session_close(s, SESSION_PROTOCOL_ERROR);
+		return -1;
+	}
+	if (rc < 0) {
+		if (s->preauth && (hs->in_len > 0 || hs->hello_len > 0))
 			fb_preauth_failed(s, "handshake cut short");
 		session_close(s, s->role == SESSION_ROLE_RULE ?
 					 SESSION_PEER_RST :
 					 SESSION_PROTOCOL_ERROR);
 		return -1;
 	}
-	if (n < 0)
-		return 0;
-	s->hs->in_len += (size_t)n;
-	if (s->hs->in_len == sizeof(struct fb_hdr)) {
-		if (clc_accept(s)) /* CLC's eyecatcher: a link group */
-			return -1;
-		if (fb_hdr_check(s->hs->in, s->hs->in_len, &type, &length)) {
-			session_close(s, SESSION_PROTOCOL_ERROR);
-			return -1;
-		}
-		if (s->preauth && s->hs->hello_len == 0)
-			fb_handshake_deadline(s);
-		return 0; /* the body follows; the socket stays readable */
-	}
-	return s->hs->in_len == need ? 1 : 0;
+	/* the first header came: the rest of the handshake has what is left */
+	if (had < sizeof(struct fb_hdr) &&
+	    hs->in_len >= sizeof(struct fb_hdr) && s->preauth &&
+	    hs->hello_len == 0)
+		fb_handshake_deadline(s);
+	return rc;
 }
 
-/* Write what is queued in s->hs->out to fd[i]; false if the session closed. */
+/* Write the queued handshake message to fd[i]; false if s closed. */
 static bool
 fb_flush(struct session *s, int i)
 {
+	struct fallback_hs *hs = s->hs;
 	ssize_t n;
 
-	while (s->hs->out_off < s->hs->out_len) {
-		n = send(s->fd[i], s->hs->out + s->hs->out_off, s->hs->out_len - s->hs->out_off,
-			 MSG_NOSIGNAL);
+	while (hs->out_off < hs->out_len) {
+		n = send(s->fd[i], hs->out + hs->out_off,
+			 hs->out_len - hs->out_off, MSG_NOSIGNAL);
 		if (n > 0) {
-			s->hs->out_off += (size_t)n;
+			hs->out_off += (size_t)n;
 			continue;
 		}
 		if (n == -1 && errno == EINTR)
@@ -421,9 +446,11 @@ fb_flush(struct session *s, int i)
 static bool
 fb_send(struct session *s, int i, const void *msg, size_t len)
 {
-	memcpy(s->hs->out, msg, len);
-	s->hs->out_len = len;
-	s->hs->out_off = 0;
+	struct fallback_hs *hs = s->hs;
+
+	memcpy(hs->out, msg, len);
+	hs->out_len = len;
+	hs->out_off = 0;
 	return fb_flush(s, i);
 }
 
@@ -567,7 +594,8 @@ fb_pump(struct session *s, int i)
 			return fb_pump_nopipe(s, i, moved);
 		if (n < 0) {
 			errno = (int)-n;
-			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
+			log_warn("conn 0x%llx: pipe",
+				 (unsigned long long)s->id);
 			session_close(s, SESSION_RESOURCE);
 			return -1;
 		}
@@ -687,6 +715,7 @@ fallback_connect(struct session *s)
 static void
 fb_rule_connected(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	const struct conf *conf = s->conf;
 	uint8_t hello[FB_HELLO_MAX];
 	char buf[ADDR_STRLEN];
@@ -703,14 +732,14 @@ fb_rule_connected(struct session *s)
 		session_close(s, fallback_connect_reason(err, false));
 		return;
 	}
-	auth_nonce(s->hs->nonce);
-	s->hs->hello_len = fb_hello_encode(hello, s->hs->nonce,
+	auth_nonce(hs->nonce);
+	hs->hello_len = fb_hello_encode(hello, hs->nonce,
 				       s->peer->key_len ? FB_FLAG_AUTH : 0,
 				       conf->name, s->export_name);
-	memcpy(s->hs->hello, hello, s->hs->hello_len);
+	memcpy(hs->hello, hello, hs->hello_len);
 	s->state = SESSION_HELLO;
 	session_timer(s, FB_RESULT_TIMEOUT);
-	if (fb_send(s, 1, hello, s->hs->hello_len))
+	if (fb_send(s, 1, hello, hs->hello_len))
 		session_want(s, 1, EV_READ, true);
 }
 
@@ -762,29 +791,31 @@ fallback_answer(const struct conf_peer *p, const void *hello,
 static void
 fb_rule_challenge(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	const struct conf_peer *p = s->peer;
 	struct fb_proof proof;
 	const char *why;
-	if (s->hs->challenge_len) {
+	if (hs->challenge_len) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, "a second challenge");
 		return;
 	}
-	if (fallback_answer(p, s->hs->hello, s->hs->hello_len, s->hs->in, s->hs->in_len,
+	if (fallback_answer(p, hs->hello, hs->hello_len, hs->in, hs->in_len,
 			    &proof, &why) != SESSION_NREASONS) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, why);
 		return;
 	}
-	memcpy(s->hs->challenge, s->hs->in, s->hs->in_len);
-	s->hs->challenge_len = s->hs->in_len;
+	memcpy(hs->challenge, hs->in, hs->in_len);
+	hs->challenge_len = hs->in_len;
 	fb_send(s, 1, &proof, sizeof(proof));
 }
 
 static void
 fb_rule_result(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	uint32_t code;
 
-	if (fb_result_decode(s->hs->in, s->hs->in_len, &code)) {
+	if (fb_result_decode(hs->in, hs->in_len, &code)) {
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad result");
 		return;
 	}
@@ -794,7 +825,7 @@ fb_rule_result(struct session *s)
 		fb_rule_fail(s, r, session_reason_desc(r));
 		return;
 	}
-	if (s->peer->key_len && s->hs->challenge_len == 0) {
+	if (s->peer->key_len && hs->challenge_len == 0) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED,
 			     "peer accepted without authenticating");
 		return;
@@ -805,6 +836,7 @@ fb_rule_result(struct session *s)
 static void
 fb_rule_io(struct session *s, int i, short what)
 {
+	struct fallback_hs *hs = s->hs;
 	int rc;
 
 	if (s->state == SESSION_CONNECT_PEER) {
@@ -821,9 +853,9 @@ fb_rule_io(struct session *s, int i, short what)
 	rc = fb_read(s, 1);
 	if (rc <= 0)
 		return;
-	if (s->hs->in[5] == FB_CHALLENGE)
+	if (hs->in[5] == FB_CHALLENGE)
 		fb_rule_challenge(s);
-	else if (s->hs->in[5] == FB_RESULT)
+	else if (hs->in[5] == FB_RESULT)
 		fb_rule_result(s);
 	else
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "unexpected message");
@@ -832,20 +864,33 @@ fb_rule_io(struct session *s, int i, short what)
 /* ---- export side ---- */
 
 /*
- * Export side: a peer connected to our peer port (session.c checked the
- * rate limit and gave it a place among strangers); await its hello, whose
- * header is due within first_byte_timeout.
+ * Export side: fd (taken over), a stranger from src on our peer port
+ * since since_ms whose first bytes are not CLC's (session.c checked the
+ * rate limit and gave it a place among strangers): await its hello,
+ * whose header is due within first_byte_timeout of since_ms.
  */
 void
-fallback_accept(struct session *s)
+fallback_accept(struct worker *w, int fd, const struct addr *src,
+		uint64_t since_ms)
 {
+	struct session *s = session_new(w, fd, SESSION_ROLE_EXPORT);
+	int64_t left;
+
+	if (s == NULL) {
+		worker_preauth_put(w, src);
+		return;
+	}
+	session_preauth_take(s);
+	s->started_ms = since_ms;
 	if (fallback_hs_get(s) == NULL) {
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
-	session_timer(s, s->conf->first_byte_timeout);
+	left = (int64_t)s->conf->first_byte_timeout * 1000 -
+	       (int64_t)(now_ms() - since_ms);
+	session_timer_ms(s, left > 1 ? (int)left : 1);
 }
 
 /*
@@ -871,18 +916,19 @@ fb_export_refuse(struct session *s, enum session_reason r)
 static void
 fb_export_open(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	enum session_reason r;
 	char who[32];
 
 	/* authenticated (or a peer without a key): no stranger any more */
 	session_preauth_done(s);
-	if (s->hs->hello_len > sizeof(struct fb_hello) &&
-	    (((const struct fb_hello *)s->hs->hello)->flags & FB_FLAG_RESUME)) {
+	if (hs->hello_len > sizeof(struct fb_hello) &&
+	    (((const struct fb_hello *)hs->hello)->flags & FB_FLAG_RESUME)) {
 		struct fb_hello_info hi;
 
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
-		if (fb_hello_decode(s->hs->hello, s->hs->hello_len, &hi) == 0)
+		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) == 0)
 			r = session_rdma_resume_tcp(s, &hi);
 		if (r != SESSION_NREASONS)
 			fb_export_refuse(s, r);
@@ -904,11 +950,12 @@ fb_export_open(struct session *s)
 static void
 fb_export_hello(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	struct fb_challenge ch;
 	struct fb_hello_info hi;
 	char buf[ADDR_STRLEN];
 
-	if (fb_hello_decode(s->hs->in, s->hs->in_len, &hi)) {
+	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
 		log_warnx("conn 0x%llx: malformed hello from %s",
 			  (unsigned long long)s->id,
 			  addr_str(&s->addr[0], buf, sizeof(buf)));
@@ -916,8 +963,8 @@ fb_export_hello(struct session *s)
 		return;
 	}
 	STATS_INC(worker_stats(s->w), conns_from_peers);
-	memcpy(s->hs->hello, s->hs->in, s->hs->in_len);
-	s->hs->hello_len = s->hs->in_len;
+	memcpy(hs->hello, hs->in, hs->in_len);
+	hs->hello_len = hs->in_len;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
@@ -942,28 +989,29 @@ fb_export_hello(struct session *s)
 	}
 	memset(&ch, 0, sizeof(ch));
 	fb_hdr_fill(&ch.hdr, FB_CHALLENGE, sizeof(ch));
-	auth_nonce(s->hs->nonce);
-	memcpy(ch.nonce, s->hs->nonce, sizeof(ch.nonce));
-	auth_mac(s->peer->key, s->peer->key_len, "s", s->hs->hello, s->hs->hello_len,
+	auth_nonce(hs->nonce);
+	memcpy(ch.nonce, hs->nonce, sizeof(ch.nonce));
+	auth_mac(s->peer->key, s->peer->key_len, "s", hs->hello, hs->hello_len,
 		 ch.nonce, sizeof(ch.nonce), ch.mac);
-	memcpy(s->hs->challenge, &ch, sizeof(ch));
-	s->hs->challenge_len = sizeof(ch);
+	memcpy(hs->challenge, &ch, sizeof(ch));
+	hs->challenge_len = sizeof(ch);
 	fb_send(s, 0, &ch, sizeof(ch));
 }
 
 static void
 fb_export_proof(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *their;
 
-	if (s->hs->challenge_len == 0 ||
-	    fb_proof_decode(s->hs->in, s->hs->in_len, &their)) {
+	if (hs->challenge_len == 0 ||
+	    fb_proof_decode(hs->in, hs->in_len, &their)) {
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
-	auth_mac(s->peer->key, s->peer->key_len, "c", s->hs->hello, s->hs->hello_len,
-		 s->hs->challenge, s->hs->challenge_len, mac);
+	auth_mac(s->peer->key, s->peer->key_len, "c", hs->hello, hs->hello_len,
+		 hs->challenge, hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
 		log_warnx("conn 0x%llx: peer %s failed authentication "
 			  "(wrong key?)",
@@ -996,6 +1044,7 @@ fb_export_connected(struct session *s)
 static void
 fb_export_io(struct session *s, int i, short what)
 {
+	struct fallback_hs *hs = s->hs;
 	int rc;
 
 	if (s->state == SESSION_CONNECT_TARGET) {
@@ -1010,9 +1059,9 @@ fb_export_io(struct session *s, int i, short what)
 	rc = fb_read(s, 0);
 	if (rc <= 0)
 		return;
-	if (s->hs->in[5] == FB_HELLO && s->hs->hello_len == 0)
+	if (hs->in[5] == FB_HELLO && hs->hello_len == 0)
 		fb_export_hello(s);
-	else if (s->hs->in[5] == FB_PROOF)
+	else if (hs->in[5] == FB_PROOF)
 		fb_export_proof(s);
 	else
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
@@ -1023,10 +1072,6 @@ void
 fallback_io(struct session *s, int i, short what)
 {
 	if (s->state == SESSION_RELAY) {
-		if (what & EV_READ)
-			s->rd_ready[i] = true;
-		if (what & EV_WRITE)
-			s->wr_ready[i] = true;
 		fb_relay(s);
 		return;
 	}
@@ -1040,6 +1085,8 @@ fallback_io(struct session *s, int i, short what)
 void
 fallback_timeout(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
+
 	switch (s->state) {
 	case SESSION_CONNECT_PEER:
 		if (s->fd[1] == -1) {
@@ -1057,9 +1104,10 @@ fallback_timeout(struct session *s)
 		break;
 	default:
 		if (s->preauth)
-			fb_preauth_failed(s, s->hs->in_len == 0 && s->hs->hello_len == 0 ?
-						     "nothing sent in time" :
-						     "handshake not done in time");
+			fb_preauth_failed(s, hs->in_len == 0 &&
+						     hs->hello_len == 0 ?
+					     "nothing sent in time" :
+					     "handshake not done in time");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		break;
 	}

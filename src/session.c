@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 
 static const struct {
 	const char *name;
@@ -183,17 +184,118 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 }
 
 /*
+ * A stranger on the peer port until its first bytes say whether it opens
+ * a link group (CLC's eyecatcher: clc.c) or a fallback connection
+ * (fallback.c): a socket, its place among strangers and a deadline, no
+ * session.
+ */
+struct session_stranger {
+	LIST_ENTRY(session_stranger) entry; /* worker_strangers */
+	struct worker *w;
+	int fd;
+	struct addr src;
+	uint64_t since_ms, deadline_ms;
+	struct event *rev, *timer;
+};
+
+#define SESSION_PEEK_WAIT_MS 10 /* part of an eyecatcher came: look again */
+
+static void
+session_stranger_free(struct session_stranger *st)
+{
+	LIST_REMOVE(st, entry);
+	if (st->rev != NULL)
+		event_free(st->rev);
+	if (st->timer != NULL)
+		event_free(st->timer);
+	free(st);
+}
+
+/*
+ * Hand st's socket over, to clc.c when it opened with CLC's eyecatcher,
+ * else to fallback.c, which also times out one that sent nothing.
+ */
+static void
+session_stranger_hand(struct session_stranger *st, bool clc)
+{
+	struct worker *w = st->w;
+	struct addr src = st->src;
+	uint64_t since = st->since_ms;
+	int fd = st->fd;
+
+	session_stranger_free(st);
+	if (clc)
+		clc_accept(w, fd, &src);
+	else
+		fallback_accept(w, fd, &src, since);
+}
+
+static int
+session_stranger_wait(struct session_stranger *st, uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000),
+			      (suseconds_t)(ms % 1000) * 1000 };
+
+	return evtimer_add(st->timer, &tv);
+}
+
+/*
+ * Peek at the first bytes, reading none: whoever st goes to reads its
+ * messages whole.  Both eyecatchers begin alike, so a part of one waits
+ * a moment for the rest rather than spin on a readable socket.
+ */
+static void
+session_stranger_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_stranger *st = arg;
+	unsigned char b[4];
+	ssize_t n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	uint64_t now;
+
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0 && (size_t)n < sizeof(b) &&
+	    memcmp(b, CLC_EYECATCHER, (size_t)n) == 0) {
+		now = now_ms();
+		event_del(st->rev);
+		session_stranger_wait(st, st->deadline_ms > now ?
+						  SESSION_PEEK_WAIT_MS : 0);
+		return;
+	}
+	session_stranger_hand(st, n == (ssize_t)sizeof(b) &&
+					  memcmp(b, CLC_EYECATCHER,
+						 sizeof(b)) == 0);
+}
+
+static void
+session_stranger_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_stranger *st = arg;
+	uint64_t now = now_ms();
+
+	if (now >= st->deadline_ms) {
+		/* nothing whole in time: the fallback counts the failure */
+		session_stranger_hand(st, false);
+		return;
+	}
+	event_add(st->rev, NULL);
+	session_stranger_wait(st, st->deadline_ms - now);
+}
+
+/*
  * Listener callback: a peer daemon connected to our peer port.  Until it
  * authenticates it is a stranger: refused at once when its host failed
  * too often or the strangers' budget is full, and never counted towards
- * max_conns.
+ * max_conns.  Its first bytes, due within first_byte_timeout, say which
+ * handshake it is.
  */
 void
 session_accept_peer(struct worker *w, int fd, void *unused)
 {
+	const struct conf *conf = worker_conf(w);
+	struct session_stranger *st;
 	struct addr src;
 	socklen_t len = sizeof(src.ss);
-	struct session *s;
 
 	memset(&src, 0, sizeof(src));
 	if (getpeername(fd, (struct sockaddr *)&src.ss, &len) == -1) {
@@ -211,14 +313,31 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 		session_reset_fd(fd);
 		return;
 	}
-	session_tcp_liveness(fd, worker_conf(w));
-	s = session_new(w, fd, SESSION_ROLE_EXPORT);
-	if (s == NULL) {
+	session_tcp_liveness(fd, conf);
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
 		worker_preauth_put(w, &src);
+		close(fd);
 		return;
 	}
-	s->preauth = true;
-	fallback_accept(s);
+	st->w = w;
+	st->fd = fd;
+	st->src = src;
+	st->since_ms = now_ms();
+	st->deadline_ms =
+		st->since_ms + (uint64_t)conf->first_byte_timeout * 1000;
+	LIST_INSERT_HEAD(worker_strangers(w), st, entry);
+	st->rev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
+			    session_stranger_read, st);
+	st->timer = evtimer_new(worker_base(w), session_stranger_timer, st);
+	if (st->rev == NULL || st->timer == NULL ||
+	    event_add(st->rev, NULL) ||
+	    session_stranger_wait(st, (uint64_t)conf->first_byte_timeout *
+						  1000)) {
+		session_stranger_free(st);
+		worker_preauth_put(w, &src);
+		close(fd);
+	}
 }
 
 /*
@@ -251,6 +370,14 @@ session_tcp_liveness(int fd, const struct conf *conf)
 				 sizeof(ms));
 }
 
+/* s holds the place among strangers its socket was given at accept. */
+void
+session_preauth_take(struct session *s)
+{
+	s->preauth = true;
+	worker_preauth_session(s->w, 1);
+}
+
 /* s authenticated (or goes): it gives back its place among strangers. */
 void
 session_preauth_done(struct session *s)
@@ -258,6 +385,7 @@ session_preauth_done(struct session *s)
 	if (!s->preauth)
 		return;
 	s->preauth = false;
+	worker_preauth_session(s->w, -1);
 	worker_preauth_put(s->w, &s->addr[0]);
 }
 
@@ -429,6 +557,14 @@ session_io(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	int i = fd == s->fd[0] ? 0 : 1;
 
+	/*
+	 * Relay mode remembers readiness (edge-triggered events); a mark
+	 * set at another time is harmless: relaying starts with both set.
+	 */
+	if (what & EV_READ)
+		s->rd_ready[i] = true;
+	if (what & EV_WRITE)
+		s->wr_ready[i] = true;
 	if (s->mode == SESSION_MODE_RDMA) {
 		session_rdma_io(s, i, what);
 		return;
@@ -526,9 +662,10 @@ session_free(struct session *s, bool abort)
 }
 
 /*
- * Hand the downstream socket over to another owner (a CLC handshake that
- * arrived on the peer port): the session ends without being a connection
- * that closed, so no close reason is counted.  Returns the socket.
+ * Hand the downstream socket over to another owner (a connection over
+ * RDMA that resumes over this fallback connection): the session ends
+ * without being a connection that closed, so no close reason is counted.
+ * Returns the socket.
  */
 int
 session_detach(struct session *s)
@@ -540,12 +677,23 @@ session_detach(struct session *s)
 	return fd;
 }
 
-/* Close every session of w (on w's thread). */
+/*
+ * Close every session of w (on w's thread), and reset the strangers on
+ * its peer port that are none yet.
+ */
 void
 session_close_all(struct worker *w, enum session_reason reason)
 {
+	struct session_stranger *st;
 	struct session *s;
+	int fd;
 
+	while ((st = LIST_FIRST(worker_strangers(w))) != NULL) {
+		fd = st->fd;
+		worker_preauth_put(w, &st->src);
+		session_stranger_free(st);
+		session_reset_fd(fd);
+	}
 	while ((s = worker_sessions(w)) != NULL)
 		session_close(s, reason);
 }

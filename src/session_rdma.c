@@ -2341,31 +2341,10 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 static int
 session_rdma_tcp_read(struct session_rdma *sr)
 {
-	int fd = sr->s->fd[session_rdma_u(sr)];
-	size_t need = sizeof(struct fb_hdr);
-	uint16_t length;
-	uint8_t type;
-	ssize_t n;
+	int rc = fallback_msg_read(sr->s->fd[session_rdma_u(sr)], sr->tcp_in,
+				   &sr->tcp_in_len);
 
-	for (;;) {
-		if (sr->tcp_in_len >= sizeof(struct fb_hdr)) {
-			if (fb_hdr_check(sr->tcp_in, sr->tcp_in_len, &type,
-					 &length))
-				return -1;
-			need = length;
-			if (sr->tcp_in_len == need)
-				return 1;
-		}
-		n = recv(fd, sr->tcp_in + sr->tcp_in_len, need - sr->tcp_in_len,
-			 0);
-		if (n > 0) {
-			sr->tcp_in_len += (size_t)n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		return n == -1 && errno == EAGAIN ? 0 : -1;
-	}
+	return rc < 0 ? -1 : rc;
 }
 
 /* Rule side: the export side's CHALLENGE, RESULT and RESUMED. */
@@ -2389,8 +2368,9 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 					    &why) != SESSION_NREASONS) {
 				session_rdma_resume_fail(
 					sr, STAT_resume_failed_protocol,
-					hs->challenge_len ? "a second challenge" :
-							   why);
+					hs->challenge_len ?
+						"a second challenge" :
+						why);
 				return;
 			}
 			hs->challenge_len = sr->tcp_in_len;
@@ -2654,10 +2634,6 @@ session_rdma_io(struct session *s, int i, short what)
 	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
 	    (i != sr->t && sr->tcp_step != SESSION_RDMA_TCP_RELAY))
 		return;
-	if (what & EV_READ)
-		s->rd_ready[i] = true;
-	if (what & EV_WRITE)
-		s->wr_ready[i] = true;
 	session_rdma_kick(sr);
 }
 

@@ -8,6 +8,7 @@
 #define SMCPROXYD_H
 
 #include <sys/types.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
@@ -240,6 +241,10 @@ bool worker_draining(const struct worker *w);
 void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
 struct session *worker_sessions(struct worker *w);
+void worker_preauth_session(struct worker *w, int delta);
+struct session_stranger;
+LIST_HEAD(session_strangers, session_stranger);
+struct session_strangers *worker_strangers(struct worker *w);
 int worker_pipe_get(struct worker *w, int fds[2]);
 void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 
@@ -324,6 +329,7 @@ struct session *session_new(struct worker *w, int fd,
 			    enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
 int session_watch_relay(struct session *s, int i);
@@ -401,8 +407,10 @@ struct fallback_hs {
 	size_t challenge_len;
 };
 struct fallback_hs *fallback_hs_get(struct session *s);
+int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);
-void fallback_accept(struct session *s);
+void fallback_accept(struct worker *w, int fd, const struct addr *src,
+		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
 uint32_t fallback_reason_code(enum session_reason r);
@@ -762,7 +770,7 @@ struct clc_accept_info;
 struct clc_proposal_info;
 struct lgr;
 struct lgr_ctx;
-bool clc_accept(struct session *s);
+void clc_accept(struct worker *w, int fd, const struct addr *src);
 int clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	      const void *hdr, size_t hdr_len);
 int clc_client_start(struct lgr *lgr, int fd);
