@@ -354,7 +354,7 @@ static void
 buf_cool_reap(struct buf_pool *p, bool all)
 {
 	struct buf *b, *next;
-	uint64_t now = all ? 0 : lgr_now_ms();
+	uint64_t now = all ? 0 : now_ms();
 
 	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next) {
 		if (!all && b->cool_until > now)
@@ -470,7 +470,7 @@ buf_put(struct buf *b)
 /*
  * Give back an RMB element whose peer may still have WRITEs for it in
  * flight (we aborted; it has not answered): it stays registered, read by
- * nobody, until until_ms (lgr_now_ms), so those WRITEs land harmlessly
+ * nobody, until until_ms (now_ms), so those WRITEs land harmlessly
  * instead of failing at the peer and taking its link, and every other
  * connection on it, down; then its MRs go and it is reused, zeroed
  * whole.  A send ring goes back at once (buf_put).  NULL is ignored.

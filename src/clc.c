@@ -648,7 +648,7 @@ clc_preauth_failed(struct clc_conn *c)
 	if (c->ctx->auth == NULL || c->src.len == 0)
 		return;
 	STATS_INC(c->ctx->stats, preauth_timeouts);
-	auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+	auth_failed(c->ctx->auth, &c->src, now_ms());
 }
 
 /*
@@ -903,7 +903,7 @@ clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
 		STATS_INC(c->ctx->stats, auth_failures);
 	if ((code == CLC_DECL_AUTHFAIL || code == CLC_DECL_PEERUNKNOWN) &&
 	    c->ctx->auth != NULL && c->src.len)
-		auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+		auth_failed(c->ctx->auth, &c->src, now_ms());
 	if (code == CLC_DECL_TIMEOUT_CL)
 		clc_preauth_failed(c);
 	log_warnx("clc: %s: declined %s (0x%08x): %s",
@@ -921,7 +921,7 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	if (code == CLC_DECL_AUTHFAIL) {
 		STATS_INC(c->ctx->stats, auth_failures);
 		if (c->ctx->auth != NULL && c->src.len)
-			auth_failed(c->ctx->auth, &c->src, lgr_now_ms());
+			auth_failed(c->ctx->auth, &c->src, now_ms());
 	} else if (code == CLC_DECL_TIMEOUT_CL && c->preauth) {
 		clc_preauth_failed(c);
 	}
@@ -1176,39 +1176,22 @@ clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src, const void *hdr,
 }
 
 /*
- * The peer port read a header that is not the fallback hello's but
- * CLC's: the connection becomes a CLC handshake and the session that
- * read it goes.  Whether it took the session (false: not CLC).
+ * A stranger on our peer port opened with CLC's eyecatcher (session.c
+ * peeked at it, nothing is read yet): serve its handshake.  fd (taken
+ * over) from src holds one of w's places among strangers, which goes
+ * with it until its CONFIRM.
  */
-bool
-clc_accept(struct session *s)
+void
+clc_accept(struct worker *w, int fd, const struct addr *src)
 {
-	unsigned char hdr[FALLBACK_MSG_MAX];
-	struct lgr_ctx *ctx;
-	struct addr src;
-	size_t hdr_len;
-	bool preauth;
-	int fd;
+	struct lgr_ctx *ctx = worker_lgr(w);
 
-	if (s->role != SESSION_ROLE_EXPORT || s->state != SESSION_HANDSHAKE ||
-	    s->hello_len != 0 || s->in_len < 4 ||
-	    memcmp(s->in, CLC_EYECATCHER, 4) != 0)
-		return false;
-	ctx = worker_lgr(s->w);
-	src = s->addr[0];
-	memcpy(hdr, s->in, s->in_len);
-	hdr_len = s->in_len;
-	/* its place among strangers goes with it until its CONFIRM */
-	preauth = s->preauth && ctx != NULL;
-	if (preauth)
-		s->preauth = false;
-	/* the control connection is not a proxied connection: no reason */
-	fd = session_detach(s);
-	if (ctx == NULL)
+	if (ctx == NULL) {
+		worker_preauth_put(w, src);
 		close(fd);
-	else
-		clc_serve_conn(ctx, fd, &src, hdr, hdr_len, preauth, false);
-	return true;
+		return;
+	}
+	(void)clc_serve_conn(ctx, fd, src, NULL, 0, true, false);
 }
 
 /* ---- client ---- */

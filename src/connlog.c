@@ -43,7 +43,7 @@ connlog_close(const struct session *s, enum session_reason reason)
 	struct connlog_line l;
 	const char *fields[11];
 	char a[ADDR_STRLEN];
-	uint64_t ms = session_now_ms() - s->started_ms;
+	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
 

@@ -1356,15 +1356,6 @@ reply:
 
 /******** clients ********/
 
-static int64_t
-control_now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 static void
 control_client_free(struct control_client *c)
 {
@@ -1401,7 +1392,7 @@ static void
 control_rearm(struct control_client *c)
 {
 	size_t unsent = evbuffer_get_length(bufferevent_get_output(c->cc_bev));
-	int64_t now = control_now_ms(), wait;
+	int64_t now = (int64_t)now_ms(), wait;
 	struct timeval tv;
 
 	if (unsent == 0)
@@ -1435,7 +1426,7 @@ control_line_pending(struct control_client *c, size_t len)
 	if (len == 0 && !c->cc_discard)
 		c->cc_line_ms = 0;
 	else if (c->cc_line_ms == 0)
-		c->cc_line_ms = control_now_ms();
+		c->cc_line_ms = (int64_t)now_ms();
 }
 
 /*
@@ -1480,15 +1471,15 @@ control_process(struct control_client *c)
 			return; /* EOF and nothing left */
 		if (c->cc_discard) {
 			c->cc_discard = false;
-			c->cc_request_ms = control_now_ms();
+			c->cc_request_ms = (int64_t)now_ms();
 		} else if (len > CONTROL_LINE_MAX) {
 			control_send_errorf(out, "request longer than %d bytes",
 					    CONTROL_LINE_MAX);
-			c->cc_request_ms = control_now_ms();
+			c->cc_request_ms = (int64_t)now_ms();
 		} else {
 			line = (char *)evbuffer_pullup(in, (ssize_t)len);
 			if (control_handle(c, out, line, len) != -ENODATA)
-				c->cc_request_ms = control_now_ms();
+				c->cc_request_ms = (int64_t)now_ms();
 		}
 		c->cc_line_ms = 0;
 		evbuffer_drain(in, len + (eol.pos == -1 ? 0 : eol_len));
@@ -1552,7 +1543,7 @@ control_deadline_cb(evutil_socket_t fd, short what, void *arg)
 				   "10 s\"}\n";
 	struct control_client *c = arg;
 	struct evbuffer *out = bufferevent_get_output(c->cc_bev);
-	int64_t now = control_now_ms();
+	int64_t now = (int64_t)now_ms();
 	const char *why;
 
 	_Static_assert(CONTROL_LINE_TIMEOUT == 10, "fix the message");
@@ -1712,7 +1703,7 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		log_warnx("%s: evtimer_new failed", __func__);
 		goto fail;
 	}
-	c->cc_request_ms = control_now_ms();
+	c->cc_request_ms = (int64_t)now_ms();
 	bufferevent_setcb(c->cc_bev, control_read_cb, control_write_cb,
 			  control_event_cb, c);
 	bufferevent_enable(c->cc_bev, EV_READ | EV_WRITE);

@@ -4,8 +4,11 @@
  * client connection, opened by the hello of fallback_wire.h.  It is what
  * carries traffic whenever no link group can be had, so it is a complete
  * path of its own: authenticated (when the peer has a key), export
- * allow-lists enforced on the export side, refusals reported back with
- * their reason, and splice() relaying once open (session.c).
+ * allow-lists enforced on the export side (export.c), refusals reported
+ * back with their reason, and once open a relay that moves the bytes with
+ * splice() through a pipe per direction, so payload never passes through
+ * user space; a full pipe pauses reading (backpressure), never drops.  A
+ * FIN is passed on after every earlier byte; a reset as a reset.
  *
  * Handshake messages are read exactly (header, then the announced length)
  * so not one byte of the relayed stream is consumed here.
@@ -16,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -320,7 +324,7 @@ fb_preauth_failed(struct session *s, const char *why)
 	char buf[ADDR_STRLEN];
 
 	STATS_INC(worker_stats(s->w), preauth_timeouts);
-	auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+	auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
 	log_info("conn 0x%llx: peer connection from %s: %s",
 		 (unsigned long long)s->id,
 		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
@@ -331,72 +335,97 @@ static void
 fb_handshake_deadline(struct session *s)
 {
 	int64_t left = (int64_t)s->conf->handshake_timeout * 1000 -
-		       (int64_t)(session_now_ms() - s->started_ms);
+		       (int64_t)(now_ms() - s->started_ms);
 
 	session_timer_ms(s, left > 1 ? (int)left : 1);
 }
 
 /*
- * Read one message from fd[i] into s->in, exactly.  1 when complete, 0
- * when more is needed, or a negative value after closing the session.
+ * Read one handshake message from fd into buf (FB_MSG_MAX bytes), of
+ * which *len bytes are there already, and never a byte more: the relayed
+ * stream follows it.  1 when whole, 0 when more is to come, -EPROTO when
+ * the bytes are no message, -EPIPE when the connection closed or broke.
  */
-static int
-fb_read(struct session *s, int i)
+int
+fallback_msg_read(int fd, unsigned char *buf, size_t *len)
 {
 	size_t need = sizeof(struct fb_hdr);
 	uint16_t length;
 	uint8_t type;
 	ssize_t n;
 
-	if (s->in_len >= need) {
-		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
-			session_close(s, SESSION_PROTOCOL_ERROR);
-			return -1;
+	for (;;) {
+		if (*len >= sizeof(struct fb_hdr)) {
+			if (fb_hdr_check(buf, *len, &type, &length))
+				return -EPROTO;
+			need = length;
+			if (*len == need)
+				return 1;
 		}
-		need = length;
-		if (s->in_len == need) {
-			/* the previous message was handled: start the next */
-			s->in_len = 0;
-			need = sizeof(struct fb_hdr);
+		n = recv(fd, buf + *len, need - *len, 0);
+		if (n > 0) {
+			*len += (size_t)n;
+			continue;
 		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		return n == -1 && errno == EAGAIN ? 0 : -EPIPE;
 	}
-	n = recv(s->fd[i], s->in + s->in_len, need - s->in_len, 0);
-	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		if (s->preauth && (s->in_len > 0 || s->hello_len > 0))
+}
+
+/*
+ * Read the next handshake message from fd[i] into hs->in.  1 when
+ * whole, 0 when more is needed, or a negative value after closing the
+ * session.
+ */
+static int
+fb_read(struct session *s, int i)
+{
+	struct fallback_hs *hs = s->hs;
+	uint16_t length;
+	uint8_t type;
+	size_t had;
+	int rc;
+
+	/* the previous message was handled: start the next */
+	if (hs->in_len >= sizeof(struct fb_hdr) &&
+	    fb_hdr_check(hs->in, hs->in_len, &type, &length) == 0 &&
+	    hs->in_len == length)
+		hs->in_len = 0;
+	had = hs->in_len;
+	rc = fallback_msg_read(s->fd[i], hs->in, &hs->in_len);
+	if (rc == -EPROTO) {
+		session_close(s, SESSION_PROTOCOL_ERROR);
+		return -1;
+	}
+	if (rc < 0) {
+		if (s->preauth && (hs->in_len > 0 || hs->hello_len > 0))
 			fb_preauth_failed(s, "handshake cut short");
 		session_close(s, s->role == SESSION_ROLE_RULE ?
 					 SESSION_PEER_RST :
 					 SESSION_PROTOCOL_ERROR);
 		return -1;
 	}
-	if (n < 0)
-		return 0;
-	s->in_len += (size_t)n;
-	if (s->in_len == sizeof(struct fb_hdr)) {
-		if (clc_accept(s)) /* CLC's eyecatcher: a link group */
-			return -1;
-		if (fb_hdr_check(s->in, s->in_len, &type, &length)) {
-			session_close(s, SESSION_PROTOCOL_ERROR);
-			return -1;
-		}
-		if (s->preauth && s->hello_len == 0)
-			fb_handshake_deadline(s);
-		return 0; /* the body follows; the socket stays readable */
-	}
-	return s->in_len == need ? 1 : 0;
+	/* the first header came: the rest of the handshake has what is left */
+	if (had < sizeof(struct fb_hdr) &&
+	    hs->in_len >= sizeof(struct fb_hdr) && s->preauth &&
+	    hs->hello_len == 0)
+		fb_handshake_deadline(s);
+	return rc;
 }
 
-/* Write what is queued in s->out to fd[i]; false if the session closed. */
+/* Write the queued handshake message to fd[i]; false if s closed. */
 static bool
 fb_flush(struct session *s, int i)
 {
+	struct fallback_hs *hs = s->hs;
 	ssize_t n;
 
-	while (s->out_off < s->out_len) {
-		n = send(s->fd[i], s->out + s->out_off, s->out_len - s->out_off,
-			 MSG_NOSIGNAL);
+	while (hs->out_off < hs->out_len) {
+		n = send(s->fd[i], hs->out + hs->out_off,
+			 hs->out_len - hs->out_off, MSG_NOSIGNAL);
 		if (n > 0) {
-			s->out_off += (size_t)n;
+			hs->out_off += (size_t)n;
 			continue;
 		}
 		if (n == -1 && errno == EINTR)
@@ -417,9 +446,11 @@ fb_flush(struct session *s, int i)
 static bool
 fb_send(struct session *s, int i, const void *msg, size_t len)
 {
-	memcpy(s->out, msg, len);
-	s->out_len = len;
-	s->out_off = 0;
+	struct fallback_hs *hs = s->hs;
+
+	memcpy(hs->out, msg, len);
+	hs->out_len = len;
+	hs->out_off = 0;
 	return fb_flush(s, i);
 }
 
@@ -444,43 +475,206 @@ fallback_connect_reason(int err, bool target)
 	}
 }
 
-/* Non-blocking connect of a new upstream socket fd[1]; 0 or -errno. */
-static int
-fb_connect_upstream(struct session *s, const struct addr *to)
+/*
+ * s's fallback handshake state, made on first use (a relayed connection
+ * holds none).  NULL when out of memory.
+ */
+struct fallback_hs *
+fallback_hs_get(struct session *s)
 {
-	int fd, one = 1;
-
-	fd = socket(to->ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		if (errno == EMFILE || errno == ENFILE)
-			worker_fd_exhausted(s->w);
-		return -errno;
-	}
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	session_tcp_liveness(fd, s->conf);
-	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
-	    errno != EINPROGRESS) {
-		one = -errno;
-		close(fd);
-		return one;
-	}
-	s->addr[1] = *to;
-	if (session_attach_upstream(s, fd))
-		return -ENOMEM;
-	session_want(s, 1, EV_WRITE, true);
-	return 0;
+	if (s->hs == NULL)
+		s->hs = calloc(1, sizeof(*s->hs));
+	return s->hs;
 }
 
-static int
-fb_connect_result(struct session *s)
-{
-	socklen_t len = sizeof(int);
-	int err = 0;
+/* ---- the relay ---- */
 
-	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
-	return err;
+static void fb_relay(struct session *s);
+
+static void
+fb_retry(evutil_socket_t fd, short what, void *arg)
+{
+	fb_relay(arg);
+}
+
+/*
+ * No descriptor for a pipe: the bytes wait in the socket (nothing is
+ * lost), accepting pauses, and the relay tries again shortly.  false if
+ * the session had to be closed.
+ */
+static bool
+fb_retry_later(struct session *s)
+{
+	struct timeval tv = { 0, 100 * 1000 };
+
+	worker_fd_exhausted(s->w);
+	STATS_INC(worker_stats(s->w), buf_full_cnt);
+	if (s->retry_ev == NULL)
+		s->retry_ev = evtimer_new(worker_base(s->w), fb_retry, s);
+	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
+		session_close(s, SESSION_RESOURCE);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
+ * needs no pipe), so a closing connection frees its descriptors; bytes
+ * wait in the socket until a pipe can be had.
+ */
+static int
+fb_pump_nopipe(struct session *s, int i, int moved)
+{
+	char c;
+	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == 0) {
+		s->pump[i].eof = true;
+		return 1;
+	}
+	if (n == -1 && errno == EAGAIN) {
+		s->rd_ready[i] = false;
+		return moved;
+	}
+	if (n == -1 && errno != EINTR) {
+		session_close(s, session_rst_reason(s, i));
+		return -1;
+	}
+	return fb_retry_later(s) ? moved : -1;
+}
+
+/*
+ * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
+ * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
+ * anything moved, 0 if not, -1 if the session was closed.
+ */
+static int
+fb_pump(struct session *s, int i)
+{
+	struct session_pump *p = &s->pump[i];
+	int dst = 1 - i, moved = 0;
+	ssize_t n;
+
+	while (p->pending > 0 && s->wr_ready[dst]) {
+		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			p->pending -= (size_t)n;
+			moved = 1;
+		} else if (n == -1 && errno == EAGAIN) {
+			s->wr_ready[dst] = false;
+		} else if (n == -1 && errno == EINTR) {
+			continue;
+		} else {
+			/* the receiver is gone: pass the reset back */
+			session_close(s, session_rst_reason(s, dst));
+			return -1;
+		}
+	}
+	if (p->pending == 0) {
+		worker_pipe_put(s->w, p->pipe, p->cap, true);
+		if (p->eof && !p->done) {
+			p->done = true;
+			if (!s->pump[dst].eof)
+				s->fin_reason = session_fin_reason(i);
+			shutdown(s->fd[dst], SHUT_WR);
+			if (s->pump[dst].done) {
+				session_close(s, s->fin_reason);
+				return -1;
+			}
+		}
+	}
+	if (p->eof || !s->rd_ready[i] ||
+	    (p->pipe[0] != -1 && p->pending >= p->cap))
+		return moved;
+	if (p->pipe[0] == -1) {
+		n = worker_pipe_get(s->w, p->pipe);
+		if (n == -EMFILE || n == -ENFILE)
+			return fb_pump_nopipe(s, i, moved);
+		if (n < 0) {
+			errno = (int)-n;
+			log_warn("conn 0x%llx: pipe",
+				 (unsigned long long)s->id);
+			session_close(s, SESSION_RESOURCE);
+			return -1;
+		}
+		p->cap = (size_t)n;
+	}
+	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
+		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n > 0) {
+		p->pending += (size_t)n;
+		session_account(s, i, (size_t)n);
+		return 1;
+	}
+	if (n == 0) {
+		p->eof = true;
+		return 1;
+	}
+	if (errno == EAGAIN) {
+		/*
+		 * With bytes in the pipe, EAGAIN means the pipe has no free
+		 * slot (partly filled pages count whole): the socket stays
+		 * readable and is read again once the pipe drains.
+		 */
+		if (p->pending == 0) {
+			/* nothing to read: an idle connection holds no pipe */
+			s->rd_ready[i] = false;
+			worker_pipe_put(s->w, p->pipe, p->cap, true);
+		} else {
+			STATS_INC(worker_stats(s->w), buf_full_cnt);
+		}
+		return moved;
+	}
+	if (errno == EINTR)
+		return 1;
+	session_close(s, session_rst_reason(s, i));
+	return -1;
+}
+
+/* One round of the relay loop: both pumps (session_relay_run). */
+static int
+fb_relay_round(void *arg)
+{
+	struct session *s = arg;
+	int a, b;
+
+	a = fb_pump(s, 0);
+	if (a < 0)
+		return -1;
+	b = fb_pump(s, 1);
+	if (b < 0)
+		return -1;
+	return a || b;
+}
+
+static void
+fb_relay(struct session *s)
+{
+	session_relay_run(s, 0, fb_relay_round, s);
+}
+
+/*
+ * Start relaying: both sockets connected and the handshake done.  Bytes
+ * the client sent meanwhile wait in the kernel and go first.  Pipes are
+ * taken from the worker's pool only while bytes are in flight, so an idle
+ * connection costs its two sockets and nothing more.
+ */
+static void
+fb_relay_start(struct session *s)
+{
+	/* the handshake is done: its buffers are not needed again */
+	free(s->hs);
+	s->hs = NULL;
+	if (session_relay_begin(s, -1, STAT_conns_fallback)) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
+		  s->role == SESSION_ROLE_RULE ? s->rule->name :
+						 s->export->name);
+	fb_relay(s);
 }
 
 /* ---- rule side ---- */
@@ -493,8 +687,12 @@ fallback_connect(struct session *s)
 	int rc;
 
 	lgr_want(worker_lgr(s->w), s->peer);
+	if (fallback_hs_get(s) == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
 	s->state = SESSION_CONNECT_PEER;
-	rc = fb_connect_upstream(s, &s->peer->addr);
+	rc = session_connect(s, &s->peer->addr);
 	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
 		/* the client waits, as queued ones do while accepting pauses */
 		s->fd_waits++;
@@ -519,12 +717,13 @@ fallback_connect(struct session *s)
 static void
 fb_rule_connected(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	const struct conf *conf = s->conf;
 	uint8_t hello[FB_HELLO_MAX];
 	char buf[ADDR_STRLEN];
 	int err;
 
-	err = fb_connect_result(s);
+	err = session_connect_error(s);
 	if (err) {
 		errno = err;
 		log_warn("conn 0x%llx: rule %s: peer %s at %s",
@@ -538,14 +737,14 @@ fb_rule_connected(struct session *s)
 		return;
 	}
 	peer_reached(s->peer->name);
-	auth_nonce(s->nonce);
-	s->hello_len = fb_hello_encode(hello, s->nonce,
+	auth_nonce(hs->nonce);
+	hs->hello_len = fb_hello_encode(hello, hs->nonce,
 				       s->peer->key_len ? FB_FLAG_AUTH : 0,
 				       conf->name, s->export_name);
-	memcpy(s->hello, hello, s->hello_len);
+	memcpy(hs->hello, hello, hs->hello_len);
 	s->state = SESSION_HELLO;
 	session_timer(s, FB_RESULT_TIMEOUT);
-	if (fb_send(s, 1, hello, s->hello_len))
+	if (fb_send(s, 1, hello, hs->hello_len))
 		session_want(s, 1, EV_READ, true);
 }
 
@@ -600,29 +799,31 @@ fallback_answer(const struct conf_peer *p, const void *hello,
 static void
 fb_rule_challenge(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	const struct conf_peer *p = s->peer;
 	struct fb_proof proof;
 	const char *why;
-	if (s->challenge_len) {
+	if (hs->challenge_len) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, "a second challenge");
 		return;
 	}
-	if (fallback_answer(p, s->hello, s->hello_len, s->in, s->in_len,
+	if (fallback_answer(p, hs->hello, hs->hello_len, hs->in, hs->in_len,
 			    &proof, &why) != SESSION_NREASONS) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED, why);
 		return;
 	}
-	memcpy(s->challenge, s->in, s->in_len);
-	s->challenge_len = s->in_len;
+	memcpy(hs->challenge, hs->in, hs->in_len);
+	hs->challenge_len = hs->in_len;
 	fb_send(s, 1, &proof, sizeof(proof));
 }
 
 static void
 fb_rule_result(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	uint32_t code;
 
-	if (fb_result_decode(s->in, s->in_len, &code)) {
+	if (fb_result_decode(hs->in, hs->in_len, &code)) {
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad result");
 		return;
 	}
@@ -632,17 +833,18 @@ fb_rule_result(struct session *s)
 		fb_rule_fail(s, r, session_reason_desc(r));
 		return;
 	}
-	if (s->peer->key_len && s->challenge_len == 0) {
+	if (s->peer->key_len && hs->challenge_len == 0) {
 		fb_rule_fail(s, SESSION_AUTH_FAILED,
 			     "peer accepted without authenticating");
 		return;
 	}
-	session_relay_start(s);
+	fb_relay_start(s);
 }
 
 static void
 fb_rule_io(struct session *s, int i, short what)
 {
+	struct fallback_hs *hs = s->hs;
 	int rc;
 
 	if (s->state == SESSION_CONNECT_PEER) {
@@ -659,9 +861,9 @@ fb_rule_io(struct session *s, int i, short what)
 	rc = fb_read(s, 1);
 	if (rc <= 0)
 		return;
-	if (s->in[5] == FB_CHALLENGE)
+	if (hs->in[5] == FB_CHALLENGE)
 		fb_rule_challenge(s);
-	else if (s->in[5] == FB_RESULT)
+	else if (hs->in[5] == FB_RESULT)
 		fb_rule_result(s);
 	else
 		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "unexpected message");
@@ -670,16 +872,33 @@ fb_rule_io(struct session *s, int i, short what)
 /* ---- export side ---- */
 
 /*
- * Export side: a peer connected to our peer port (session.c checked the
- * rate limit and gave it a place among strangers); await its hello, whose
- * header is due within first_byte_timeout.
+ * Export side: fd (taken over), a stranger from src on our peer port
+ * since since_ms whose first bytes are not CLC's (session.c checked the
+ * rate limit and gave it a place among strangers): await its hello,
+ * whose header is due within first_byte_timeout of since_ms.
  */
 void
-fallback_accept(struct session *s)
+fallback_accept(struct worker *w, int fd, const struct addr *src,
+		uint64_t since_ms)
 {
+	struct session *s = session_new(w, fd, SESSION_ROLE_EXPORT);
+	int64_t left;
+
+	if (s == NULL) {
+		worker_preauth_put(w, src);
+		return;
+	}
+	session_preauth_take(s);
+	s->started_ms = since_ms;
+	if (fallback_hs_get(s) == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
-	session_timer(s, s->conf->first_byte_timeout);
+	left = (int64_t)s->conf->first_byte_timeout * 1000 -
+	       (int64_t)(now_ms() - since_ms);
+	session_timer_ms(s, left > 1 ? (int)left : 1);
 }
 
 /*
@@ -695,7 +914,7 @@ fb_export_refuse(struct session *s, enum session_reason r)
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED) {
 		STATS_INC(worker_stats(s->w), auth_failures);
-		auth_failed(worker_auth(s->w), &s->addr[0], session_now_ms());
+		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
 	}
 	(void)send(s->fd[0], msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	s->fin_downstream = true;
@@ -705,61 +924,46 @@ fb_export_refuse(struct session *s, enum session_reason r)
 static void
 fb_export_open(struct session *s)
 {
-	char buf[ADDR_STRLEN];
-	int rc;
+	struct fallback_hs *hs = s->hs;
+	enum session_reason r;
+	char who[32];
 
 	/* authenticated (or a peer without a key): no stranger any more */
 	session_preauth_done(s);
-	if (s->hello_len > sizeof(struct fb_hello) &&
-	    (((const struct fb_hello *)s->hello)->flags & FB_FLAG_RESUME)) {
+	if (hs->hello_len > sizeof(struct fb_hello) &&
+	    (((const struct fb_hello *)hs->hello)->flags & FB_FLAG_RESUME)) {
 		struct fb_hello_info hi;
-		enum session_reason r = SESSION_PROTOCOL_ERROR;
 
 		/* a connection over RDMA whose group ended goes on here */
-		if (fb_hello_decode(s->hello, s->hello_len, &hi) == 0)
+		r = SESSION_PROTOCOL_ERROR;
+		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) == 0)
 			r = session_rdma_resume_tcp(s, &hi);
 		if (r != SESSION_NREASONS)
 			fb_export_refuse(s, r);
 		return;
 	}
-	s->export = conf_export_find(s->conf, s->export_name);
+	snprintf(who, sizeof(who), "conn 0x%llx", (unsigned long long)s->id);
+	s->export = export_find(s->w, s->conf, who, s->peer->name,
+				s->export_name, &r);
 	if (s->export == NULL) {
-		log_warnx("conn 0x%llx: peer %s asked for unknown export %s",
-			  (unsigned long long)s->id, s->peer->name,
-			  s->export_name);
-		fb_export_refuse(s, SESSION_UNKNOWN_EXPORT);
+		fb_export_refuse(s, r);
 		return;
 	}
-	if (!conf_export_allows(s->export, s->peer->name)) {
-		log_warnx("conn 0x%llx: peer %s may not use export %s: refused",
-			  (unsigned long long)s->id, s->peer->name,
-			  s->export_name);
-		STATS_INC(worker_stats(s->w), export_denied);
-		fb_export_refuse(s, SESSION_EXPORT_DENIED);
-		return;
-	}
-	s->state = SESSION_CONNECT_TARGET;
 	session_want(s, 0, EV_READ, false);
-	rc = fb_connect_upstream(s, &s->export->target);
-	if (rc) {
-		errno = -rc;
-		log_warn("conn 0x%llx: export %s: connect to %s",
-			 (unsigned long long)s->id, s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fallback_connect_reason(-rc, true));
-		return;
-	}
-	session_timer(s, s->export->connect_timeout);
+	r = export_connect(s);
+	if (r != SESSION_NREASONS)
+		fb_export_refuse(s, r);
 }
 
 static void
 fb_export_hello(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	struct fb_challenge ch;
 	struct fb_hello_info hi;
 	char buf[ADDR_STRLEN];
 
-	if (fb_hello_decode(s->in, s->in_len, &hi)) {
+	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
 		log_warnx("conn 0x%llx: malformed hello from %s",
 			  (unsigned long long)s->id,
 			  addr_str(&s->addr[0], buf, sizeof(buf)));
@@ -767,8 +971,8 @@ fb_export_hello(struct session *s)
 		return;
 	}
 	STATS_INC(worker_stats(s->w), conns_from_peers);
-	memcpy(s->hello, s->in, s->in_len);
-	s->hello_len = s->in_len;
+	memcpy(hs->hello, hs->in, hs->in_len);
+	hs->hello_len = hs->in_len;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
@@ -793,28 +997,29 @@ fb_export_hello(struct session *s)
 	}
 	memset(&ch, 0, sizeof(ch));
 	fb_hdr_fill(&ch.hdr, FB_CHALLENGE, sizeof(ch));
-	auth_nonce(s->nonce);
-	memcpy(ch.nonce, s->nonce, sizeof(ch.nonce));
-	auth_mac(s->peer->key, s->peer->key_len, "s", s->hello, s->hello_len,
+	auth_nonce(hs->nonce);
+	memcpy(ch.nonce, hs->nonce, sizeof(ch.nonce));
+	auth_mac(s->peer->key, s->peer->key_len, "s", hs->hello, hs->hello_len,
 		 ch.nonce, sizeof(ch.nonce), ch.mac);
-	memcpy(s->challenge, &ch, sizeof(ch));
-	s->challenge_len = sizeof(ch);
+	memcpy(hs->challenge, &ch, sizeof(ch));
+	hs->challenge_len = sizeof(ch);
 	fb_send(s, 0, &ch, sizeof(ch));
 }
 
 static void
 fb_export_proof(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *their;
 
-	if (s->challenge_len == 0 ||
-	    fb_proof_decode(s->in, s->in_len, &their)) {
+	if (hs->challenge_len == 0 ||
+	    fb_proof_decode(hs->in, hs->in_len, &their)) {
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
-	auth_mac(s->peer->key, s->peer->key_len, "c", s->hello, s->hello_len,
-		 s->challenge, s->challenge_len, mac);
+	auth_mac(s->peer->key, s->peer->key_len, "c", hs->hello, hs->hello_len,
+		 hs->challenge, hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
 		log_warnx("conn 0x%llx: peer %s failed authentication "
 			  "(wrong key?)",
@@ -829,17 +1034,10 @@ static void
 fb_export_connected(struct session *s)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	char buf[ADDR_STRLEN];
-	int err;
+	enum session_reason r = export_connected(s);
 
-	session_want(s, 1, EV_WRITE, false);
-	err = fb_connect_result(s);
-	if (err) {
-		errno = err;
-		log_warn("conn 0x%llx: export %s: target %s",
-			 (unsigned long long)s->id, s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		fb_export_refuse(s, fallback_connect_reason(err, true));
+	if (r != SESSION_NREASONS) {
+		fb_export_refuse(s, r);
 		return;
 	}
 	/* the result is tiny and the socket's buffer empty: it goes whole */
@@ -848,12 +1046,13 @@ fb_export_connected(struct session *s)
 		session_close(s, SESSION_PEER_RST);
 		return;
 	}
-	session_relay_start(s);
+	fb_relay_start(s);
 }
 
 static void
 fb_export_io(struct session *s, int i, short what)
 {
+	struct fallback_hs *hs = s->hs;
 	int rc;
 
 	if (s->state == SESSION_CONNECT_TARGET) {
@@ -868,18 +1067,22 @@ fb_export_io(struct session *s, int i, short what)
 	rc = fb_read(s, 0);
 	if (rc <= 0)
 		return;
-	if (s->in[5] == FB_HELLO && s->hello_len == 0)
+	if (hs->in[5] == FB_HELLO && hs->hello_len == 0)
 		fb_export_hello(s);
-	else if (s->in[5] == FB_PROOF)
+	else if (hs->in[5] == FB_PROOF)
 		fb_export_proof(s);
 	else
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 }
 
-/* Socket event during the handshake (session.c hands them over). */
+/* A socket event of s in fallback mode (session.c hands them over). */
 void
 fallback_io(struct session *s, int i, short what)
 {
+	if (s->state == SESSION_RELAY) {
+		fb_relay(s);
+		return;
+	}
 	if (s->role == SESSION_ROLE_RULE)
 		fb_rule_io(s, i, what);
 	else
@@ -890,6 +1093,8 @@ fallback_io(struct session *s, int i, short what)
 void
 fallback_timeout(struct session *s)
 {
+	struct fallback_hs *hs = s->hs;
+
 	switch (s->state) {
 	case SESSION_CONNECT_PEER:
 		if (s->fd[1] == -1) {
@@ -903,15 +1108,14 @@ fallback_timeout(struct session *s)
 		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "no answer to hello");
 		break;
 	case SESSION_CONNECT_TARGET:
-		log_warnx("conn 0x%llx: export %s: target connect timed out",
-			  (unsigned long long)s->id, s->export->name);
-		fb_export_refuse(s, SESSION_TARGET_TIMEOUT);
+		fb_export_refuse(s, export_timed_out(s));
 		break;
 	default:
 		if (s->preauth)
-			fb_preauth_failed(s, s->in_len == 0 && s->hello_len == 0 ?
-						     "nothing sent in time" :
-						     "handshake not done in time");
+			fb_preauth_failed(s, hs->in_len == 0 &&
+						     hs->hello_len == 0 ?
+					     "nothing sent in time" :
+					     "handshake not done in time");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		break;
 	}

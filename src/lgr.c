@@ -41,7 +41,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -67,16 +66,6 @@ static uint8_t lgr_daemon_system_id[8];
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
-
-/* Monotonic milliseconds (the clock wr.c and session.c use too). */
-uint64_t
-lgr_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *
 lgr_state_name(enum lgr_state st)
@@ -144,7 +133,7 @@ lgr_peer_fallback(const struct lgr_ctx *ctx, const char *name, uint32_t reason,
 static bool
 lgr_peer_backed_off(struct lgr_ctx *ctx, const char *name)
 {
-	uint64_t now = lgr_now_ms(), until;
+	uint64_t now = now_ms(), until;
 	unsigned int i,
 		n = ctx->nbackoff < LGR_DEVS_MAX ? ctx->nbackoff : LGR_DEVS_MAX;
 
@@ -220,7 +209,7 @@ static void
 lgr_port_active(struct dev *dev, void *arg)
 {
 	struct lgr_ctx *ctx = arg;
-	uint64_t at = lgr_now_ms() + LGR_PORT_SETTLE_MS;
+	uint64_t at = now_ms() + LGR_PORT_SETTLE_MS;
 	struct lgr *lgr;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
@@ -420,7 +409,7 @@ static const struct lgr_dev *
 lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
 {
 	const struct conf *conf = lgr_ctx_conf(ctx);
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 	char ip[INET6_ADDRSTRLEN];
 	struct lgr_dev *d;
 	struct dev *dev = NULL;
@@ -746,7 +735,7 @@ lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	lgr->conf = conf_hold(conf);
 	lgr->peer = peer;
 	lgr->next_link_id = 1;
-	lgr->created_ms = lgr_now_ms();
+	lgr->created_ms = now_ms();
 	TAILQ_INIT(&lgr->conns);
 	for (i = 0; i < LGR_TOKEN_BUCKETS; i++)
 		LIST_INIT(&lgr->by_token[i]);
@@ -825,7 +814,7 @@ lgr_dead(struct lgr *lgr)
 		return;
 	lgr->state = LGR_STATE_TERMINATING;
 	lgr->term_deadline_ms = 0;
-	lgr->dead_ms = lgr_now_ms();
+	lgr->dead_ms = now_ms();
 	for (i = 0; i < LGR_LINK_SLOTS && lgr->term_conns > 0; i++)
 		if (lgr->link[i].wr != NULL &&
 		    !wr_link_is_down(lgr->link[i].wr))
@@ -1167,7 +1156,7 @@ void
 lgr_clc_done(struct lgr *lgr)
 {
 	struct lgr_link *link = &lgr->link[0];
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 
 	lgr->state = LGR_STATE_CONFIRMING;
 	link->state = LGR_LINK_CONFIRMING;
@@ -1260,7 +1249,7 @@ lgr_conn_unlink(struct lgr_conn *c)
 	c->link = NULL;
 	c->lgr = NULL;
 	if (--lgr->nconns == 0)
-		lgr->idle_since_ms = lgr_now_ms();
+		lgr->idle_since_ms = now_ms();
 }
 
 /*
@@ -1392,7 +1381,7 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 
 	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
 		return;
-	link->act_ms = lgr_now_ms();
+	link->act_ms = now_ms();
 	lgr_cdc_drain_others(link, msg, len);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
@@ -1418,7 +1407,7 @@ lgr_link_confirmed(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
 	char gid[INET6_ADDRSTRLEN];
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 
 	link->state = LGR_LINK_ACTIVE;
 	link->wait = LGR_WAIT_NONE;
@@ -1466,7 +1455,7 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 		return;
 	link->state = LGR_LINK_DOWN;
 	link->wait = LGR_WAIT_NONE;
-	link->down_ms = lgr_now_ms();
+	link->down_ms = now_ms();
 	if (!wr_link_is_down(link->wr))
 		wr_link_down(link->wr, why);
 	if (lgr->state == LGR_STATE_TERMINATING)
@@ -1487,7 +1476,7 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 		return;
 	}
 	if (lgr->role == LGR_ROLE_SERVER)
-		lgr->next_add_ms = lgr_now_ms() + lgr->ctx->t.add_link_retry_ms;
+		lgr->next_add_ms = now_ms() + lgr->ctx->t.add_link_retry_ms;
 	if (was == LGR_LINK_ACTIVE) {
 		log_info("lgr %u: %d connections move to link %u", lgr->id,
 			 link->conns, other->id);
@@ -1580,7 +1569,7 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 		lgr_peer_count(lgr->ctx, lgr->peer->name, -1);
 	}
 	via = lgr_link_active(lgr, NULL);
-	lgr->term_deadline_ms = lgr_now_ms() + lgr->ctx->t.llc_wait_ms;
+	lgr->term_deadline_ms = now_ms() + lgr->ctx->t.llc_wait_ms;
 	if (by_peer || via == NULL ||
 	    llc_delete_link_send(via, via->id, reason, true, orderly,
 				 lgr_term_sent, lgr))
@@ -1598,7 +1587,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 {
 	struct lgr_link *base = lgr_link_active(lgr, NULL), *link;
 	const struct lgr_dev *dev;
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 
 	if (base == NULL || lgr->max_links < 2 ||
 	    lgr_links_live(lgr) >= lgr->max_links ||
@@ -1634,7 +1623,7 @@ int
 lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 {
 	struct lgr *lgr = link->lgr;
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 	int rc;
 
 	rc = lgr_link_connect(link, peer);
@@ -1661,7 +1650,7 @@ lgr_link_add_rejected(struct lgr_link *link)
 		 lgr->id, lgr->peer->name);
 	link->state = LGR_LINK_DOWN;
 	link->wait = LGR_WAIT_NONE;
-	link->down_ms = lgr_now_ms();
+	link->down_ms = now_ms();
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
 
@@ -1671,7 +1660,7 @@ lgr_add_link_start(struct lgr *lgr)
 {
 	struct lgr_link *via = lgr_link_active(lgr, NULL), *link;
 	const struct lgr_dev *dev;
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 	uint8_t id;
 
 	lgr->next_add_ms = now + lgr->ctx->t.add_link_retry_ms;
@@ -1700,7 +1689,7 @@ static void
 lgr_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lgr *lgr = arg;
-	uint64_t now = lgr_now_ms(), idle;
+	uint64_t now = now_ms(), idle;
 	int i;
 
 	if (lgr->state == LGR_STATE_TERMINATING) {
@@ -1789,7 +1778,7 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 void
 lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 {
-	uint64_t now = lgr_now_ms();
+	uint64_t now = now_ms();
 	char sysid[17], uid[9];
 	struct lgr *lgr;
 	json_t *o;

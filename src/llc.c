@@ -922,7 +922,7 @@ llc_test_link_send(struct lgr_link *link)
 	memcpy(m.test_link.user_data, link->test_data,
 	       sizeof(m.test_link.user_data));
 	link->test_pending = true;
-	link->test_deadline_ms = lgr_now_ms() + link->lgr->ctx->t.llc_wait_ms;
+	link->test_deadline_ms = now_ms() + link->lgr->ctx->t.llc_wait_ms;
 	link->test_sent++;
 	return llc_send(link, &m, NULL, NULL);
 }
@@ -1146,7 +1146,7 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 		lgr_protocol_error(lgr, why);
 		return;
 	}
-	link->act_ms = lgr_now_ms();
+	link->act_ms = now_ms();
 	switch (m.type) {
 	case LLC_CONFIRM_LINK:
 		llc_rx_confirm_link(link, &m);

@@ -42,16 +42,6 @@ struct peer_state {
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer_state *peer_list;
 
-/* Monotonic milliseconds, the clock of lgr_now_ms(). */
-static uint64_t
-peer_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The peer's entry, created if need be; call with peer_lock held. */
 static struct peer_state *
 peer_find(const char *name, bool create)
@@ -106,7 +96,7 @@ peer_note(struct peer_state *p, const char *code, const char *fmt, va_list ap)
 	snprintf(p->error_code, sizeof(p->error_code), "%s",
 		 code != NULL ? code : "");
 	p->error_at = time(NULL);
-	p->error_ms = peer_now_ms();
+	p->error_ms = now_ms();
 }
 
 static void peer_notef(struct peer_state *p, const char *code, const char *fmt,
@@ -154,12 +144,12 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 				   clc_decline_name(reason));
 		if (backoff_ms && by_peer && reason == CLC_DECL_MEM) {
 			period = PEER_BUSY_BACKOFF_MS;
-			p->backoff_until_ms = peer_now_ms() + period;
+			p->backoff_until_ms = now_ms() + period;
 		} else if (backoff_ms) {
 			if (p->backoff_ms == 0)
 				p->backoff_ms = backoff_ms;
 			period = p->backoff_ms;
-			p->backoff_until_ms = peer_now_ms() + period;
+			p->backoff_until_ms = now_ms() + period;
 			p->backoff_ms *= 2;
 			if (p->backoff_ms > max_ms)
 				p->backoff_ms = max_ms;
@@ -206,7 +196,7 @@ peer_error(const char *name, bool unreachable, const char *code,
 	pthread_mutex_unlock(&peer_lock);
 }
 
-/* Until when (lgr_now_ms()) RDMA to the peer is backed off; 0: it is not. */
+/* Until when (now_ms()) RDMA to the peer is backed off; 0: it is not. */
 uint64_t
 peer_backoff_until(const char *name)
 {
@@ -252,7 +242,7 @@ int
 peer_info(const char *name, struct peer_info *out)
 {
 	struct peer_state *p;
-	uint64_t now = peer_now_ms();
+	uint64_t now = now_ms();
 
 	memset(out, 0, sizeof(*out));
 	out->reachable = -1;

@@ -1,26 +1,25 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * A proxied connection: its two sockets, the relay between them, and its
- * one close path.  The relay moves bytes with splice() through a pipe per
- * direction, so payload never passes through user space; a full pipe
- * pauses reading (backpressure), never drops.  A FIN is passed on after
- * every earlier byte; a reset is passed on as a reset.  Every close has a
- * reason, which is logged and counted.
+ * A proxied connection: its two sockets, its one close path, and what
+ * every transport's relay shares: the upstream connect, the start of the
+ * relay, the bounded relay loop, the byte counts and which side's FIN or
+ * reset a close stands for.  The transports move the bytes themselves:
+ * splice() in fallback.c, the registered buffers in session_rdma.c.
+ * Every close has a reason, which is logged and counted.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 
 static const struct {
 	const char *name;
@@ -46,15 +45,6 @@ session_reason_desc(enum session_reason r)
 }
 
 uint64_t
-session_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint64_t
 session_id(const struct session *s)
 {
 	return s->id;
@@ -74,10 +64,7 @@ session_reason_aborts(enum session_reason r)
 }
 
 static void session_io(evutil_socket_t fd, short what, void *arg);
-static void session_relay(struct session *s);
 static void session_free(struct session *s, bool abort);
-static bool session_retry_later(struct session *s);
-static int session_pump_nopipe(struct session *s, int i, int moved);
 static void session_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Enable or disable watching fd[i] for what (EV_READ or EV_WRITE). */
@@ -153,7 +140,7 @@ session_new(struct worker *w, int fd, enum session_role role)
 	s->pump[0].pipe[0] = s->pump[0].pipe[1] = -1;
 	s->pump[1].pipe[0] = s->pump[1].pipe[1] = -1;
 	s->conf = conf_hold(worker_conf(w));
-	s->started_ms = s->active_ms = session_now_ms();
+	s->started_ms = s->active_ms = now_ms();
 	s->timer = evtimer_new(worker_base(w), session_timeout, s);
 	worker_session_add(w, s);
 	if (fd < 0 && s->timer != NULL)
@@ -197,17 +184,118 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 }
 
 /*
+ * A stranger on the peer port until its first bytes say whether it opens
+ * a link group (CLC's eyecatcher: clc.c) or a fallback connection
+ * (fallback.c): a socket, its place among strangers and a deadline, no
+ * session.
+ */
+struct session_stranger {
+	LIST_ENTRY(session_stranger) entry; /* worker_strangers */
+	struct worker *w;
+	int fd;
+	struct addr src;
+	uint64_t since_ms, deadline_ms;
+	struct event *rev, *timer;
+};
+
+#define SESSION_PEEK_WAIT_MS 10 /* part of an eyecatcher came: look again */
+
+static void
+session_stranger_free(struct session_stranger *st)
+{
+	LIST_REMOVE(st, entry);
+	if (st->rev != NULL)
+		event_free(st->rev);
+	if (st->timer != NULL)
+		event_free(st->timer);
+	free(st);
+}
+
+/*
+ * Hand st's socket over, to clc.c when it opened with CLC's eyecatcher,
+ * else to fallback.c, which also times out one that sent nothing.
+ */
+static void
+session_stranger_hand(struct session_stranger *st, bool clc)
+{
+	struct worker *w = st->w;
+	struct addr src = st->src;
+	uint64_t since = st->since_ms;
+	int fd = st->fd;
+
+	session_stranger_free(st);
+	if (clc)
+		clc_accept(w, fd, &src);
+	else
+		fallback_accept(w, fd, &src, since);
+}
+
+static int
+session_stranger_wait(struct session_stranger *st, uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000),
+			      (suseconds_t)(ms % 1000) * 1000 };
+
+	return evtimer_add(st->timer, &tv);
+}
+
+/*
+ * Peek at the first bytes, reading none: whoever st goes to reads its
+ * messages whole.  Both eyecatchers begin alike, so a part of one waits
+ * a moment for the rest rather than spin on a readable socket.
+ */
+static void
+session_stranger_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_stranger *st = arg;
+	unsigned char b[4];
+	ssize_t n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	uint64_t now;
+
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0 && (size_t)n < sizeof(b) &&
+	    memcmp(b, CLC_EYECATCHER, (size_t)n) == 0) {
+		now = now_ms();
+		event_del(st->rev);
+		session_stranger_wait(st, st->deadline_ms > now ?
+						  SESSION_PEEK_WAIT_MS : 0);
+		return;
+	}
+	session_stranger_hand(st, n == (ssize_t)sizeof(b) &&
+					  memcmp(b, CLC_EYECATCHER,
+						 sizeof(b)) == 0);
+}
+
+static void
+session_stranger_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_stranger *st = arg;
+	uint64_t now = now_ms();
+
+	if (now >= st->deadline_ms) {
+		/* nothing whole in time: the fallback counts the failure */
+		session_stranger_hand(st, false);
+		return;
+	}
+	event_add(st->rev, NULL);
+	session_stranger_wait(st, st->deadline_ms - now);
+}
+
+/*
  * Listener callback: a peer daemon connected to our peer port.  Until it
  * authenticates it is a stranger: refused at once when its host failed
  * too often or the strangers' budget is full, and never counted towards
- * max_conns.
+ * max_conns.  Its first bytes, due within first_byte_timeout, say which
+ * handshake it is.
  */
 void
 session_accept_peer(struct worker *w, int fd, void *unused)
 {
+	const struct conf *conf = worker_conf(w);
+	struct session_stranger *st;
 	struct addr src;
 	socklen_t len = sizeof(src.ss);
-	struct session *s;
 
 	memset(&src, 0, sizeof(src));
 	if (getpeername(fd, (struct sockaddr *)&src.ss, &len) == -1) {
@@ -215,7 +303,7 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 		return;
 	}
 	src.len = len;
-	if (auth_rate_limited(worker_auth(w), &src, session_now_ms())) {
+	if (auth_rate_limited(worker_auth(w), &src, now_ms())) {
 		STATS_INC(worker_stats(w), auth_rate_limited);
 		session_reset_fd(fd);
 		return;
@@ -225,14 +313,31 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 		session_reset_fd(fd);
 		return;
 	}
-	session_tcp_liveness(fd, worker_conf(w));
-	s = session_new(w, fd, SESSION_ROLE_EXPORT);
-	if (s == NULL) {
+	session_tcp_liveness(fd, conf);
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
 		worker_preauth_put(w, &src);
+		close(fd);
 		return;
 	}
-	s->preauth = true;
-	fallback_accept(s);
+	st->w = w;
+	st->fd = fd;
+	st->src = src;
+	st->since_ms = now_ms();
+	st->deadline_ms =
+		st->since_ms + (uint64_t)conf->first_byte_timeout * 1000;
+	LIST_INSERT_HEAD(worker_strangers(w), st, entry);
+	st->rev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
+			    session_stranger_read, st);
+	st->timer = evtimer_new(worker_base(w), session_stranger_timer, st);
+	if (st->rev == NULL || st->timer == NULL ||
+	    event_add(st->rev, NULL) ||
+	    session_stranger_wait(st, (uint64_t)conf->first_byte_timeout *
+						  1000)) {
+		session_stranger_free(st);
+		worker_preauth_put(w, &src);
+		close(fd);
+	}
 }
 
 /*
@@ -265,6 +370,14 @@ session_tcp_liveness(int fd, const struct conf *conf)
 				 sizeof(ms));
 }
 
+/* s holds the place among strangers its socket was given at accept. */
+void
+session_preauth_take(struct session *s)
+{
+	s->preauth = true;
+	worker_preauth_session(s->w, 1);
+}
+
 /* s authenticated (or goes): it gives back its place among strangers. */
 void
 session_preauth_done(struct session *s)
@@ -272,6 +385,7 @@ session_preauth_done(struct session *s)
 	if (!s->preauth)
 		return;
 	s->preauth = false;
+	worker_preauth_session(s->w, -1);
 	worker_preauth_put(s->w, &s->addr[0]);
 }
 
@@ -316,56 +430,118 @@ session_watch_relay(struct session *s, int i)
 }
 
 /*
- * Start relaying: both sockets connected and the handshake done.  Bytes
- * the client sent meanwhile wait in the kernel and go first.  Pipes are
- * taken from the worker's pool only while bytes are in flight, so an idle
- * connection costs its two sockets and nothing more.
+ * Connect a new upstream socket fd[1] to to, without waiting: EV_WRITE
+ * on fd[1] says when it is done (session_connect_error).  Out of
+ * descriptors, accepting pauses.  0 or -errno.
  */
-void
-session_relay_start(struct session *s)
+int
+session_connect(struct session *s, const struct addr *to)
 {
-	int i;
+	int fd, one = 1;
 
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_fallback);
-	session_timer(s, 0);
-	for (i = 0; i < 2; i++) {
-		if (session_watch_relay(s, i)) {
-			session_close(s, SESSION_RESOURCE);
-			return;
-		}
+	fd = socket(to->ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE)
+			worker_fd_exhausted(s->w);
+		return -errno;
 	}
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
-	log_debug("conn 0x%llx: relaying (%s)", (unsigned long long)s->id,
-		  s->role == SESSION_ROLE_RULE ? s->rule->name :
-						 s->export->name);
-	session_relay(s);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	session_tcp_liveness(fd, s->conf);
+	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
+	    errno != EINPROGRESS) {
+		one = -errno;
+		close(fd);
+		return one;
+	}
+	s->addr[1] = *to;
+	if (session_attach_upstream(s, fd))
+		return -ENOMEM;
+	session_want(s, 1, EV_WRITE, true);
+	return 0;
 }
 
-/* Which reason a reset or EOF seen on fd[i] means for this session. */
-static enum session_reason
-session_side_reason(const struct session *s, int i, bool reset)
+/* How the connect of fd[1] ended: 0 (connected) or an errno. */
+int
+session_connect_error(const struct session *s)
 {
-	bool client = s->role == SESSION_ROLE_RULE ? i == 0 : false;
-	bool target = s->role == SESSION_ROLE_EXPORT ? i == 1 : false;
+	socklen_t len = sizeof(int);
+	int err = 0;
 
-	if (reset)
-		return client ? SESSION_CLIENT_RST :
-		       target ? SESSION_TARGET_RST :
-				SESSION_PEER_RST;
-	/* downstream finished first: the client side did */
+	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	return err;
+}
+
+/*
+ * s relays from now on, counted as stat: the handshake's timer becomes
+ * the idle timer and fd[i] (both sockets when i is -1) is watched
+ * edge-triggered.  0, or -ENOMEM with s left to its caller to close.
+ */
+int
+session_relay_begin(struct session *s, int i, enum stats_id stat)
+{
+	int j;
+
+	s->state = SESSION_RELAY;
+	stats_add(worker_stats(s->w), stat, 1);
+	session_timer(s, 0);
+	for (j = 0; j < 2; j++)
+		if ((i < 0 || i == j) && session_watch_relay(s, j))
+			return -ENOMEM;
+	if (session_idle_timeout(s))
+		session_timer(s, session_idle_timeout(s));
+	return 0;
+}
+
+/*
+ * The relay loop of both transports: round(arg) until it moves nothing
+ * (0) or s closes or is closing (-1).  After a bounded number of rounds
+ * s yields to others and reschedules itself through fd[i]'s event, since
+ * the events are edge-triggered and no new edge would wake it for work
+ * it already knows of.
+ */
+void
+session_relay_run(struct session *s, int i, int (*round)(void *), void *arg)
+{
+	int n;
+
+	for (n = 0; n < SESSION_RELAY_ROUNDS; n++)
+		if (round(arg) <= 0)
+			return;
+	event_active(s->rev[i], 0, 0);
+}
+
+/*
+ * The normal close a finished direction names when it finished first:
+ * the one read from fd[i] (0: downstream, the client's side).
+ */
+enum session_reason
+session_fin_reason(int i)
+{
 	return i == 0 ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
 }
 
-static void
+/* Which reason a reset or an error seen on fd[i] means for s. */
+enum session_reason
+session_rst_reason(const struct session *s, int i)
+{
+	if (s->role == SESSION_ROLE_RULE && i == 0)
+		return SESSION_CLIENT_RST;
+	if (s->role == SESSION_ROLE_EXPORT && i == 1)
+		return SESSION_TARGET_RST;
+	return SESSION_PEER_RST;
+}
+
+/* n bytes read from fd[i] went on: counted for s and its worker. */
+void
 session_account(struct session *s, int i, size_t n)
 {
 	struct stats *st = worker_stats(s->w);
 
 	s->pump[i].bytes += n;
-	s->active_ms = session_now_ms();
-	/* pump towards the peer daemon is pump 0 on the rule side */
+	s->active_ms = now_ms();
+	/* bytes read downstream on the rule side go to the peer daemon */
 	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
 		STATS_ADD(st, tx_bytes, (int64_t)n);
 		STATS_INC(st, tx_cnt);
@@ -375,197 +551,32 @@ session_account(struct session *s, int i, size_t n)
 	}
 }
 
-/*
- * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
- * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
- * anything moved, 0 if not, -1 if the session was closed.
- */
-static int
-session_pump(struct session *s, int i)
-{
-	struct session_pump *p = &s->pump[i];
-	int dst = 1 - i, moved = 0;
-	ssize_t n;
-
-	while (p->pending > 0 && s->wr_ready[dst]) {
-		n = splice(p->pipe[0], NULL, s->fd[dst], NULL, p->pending,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			p->pending -= (size_t)n;
-			moved = 1;
-		} else if (n == -1 && errno == EAGAIN) {
-			s->wr_ready[dst] = false;
-		} else if (n == -1 && errno == EINTR) {
-			continue;
-		} else {
-			/* the receiver is gone: pass the reset back */
-			session_close(s, session_side_reason(s, dst, true));
-			return -1;
-		}
-	}
-	if (p->pending == 0) {
-		worker_pipe_put(s->w, p->pipe, p->cap, true);
-		if (p->eof && !p->done) {
-			p->done = true;
-			if (!s->pump[dst].eof)
-				s->fin_reason = session_side_reason(s, i, false);
-			shutdown(s->fd[dst], SHUT_WR);
-			if (s->pump[dst].done) {
-				session_close(s, s->fin_reason);
-				return -1;
-			}
-		}
-	}
-	if (p->eof || !s->rd_ready[i] ||
-	    (p->pipe[0] != -1 && p->pending >= p->cap))
-		return moved;
-	if (p->pipe[0] == -1) {
-		n = worker_pipe_get(s->w, p->pipe);
-		if (n == -EMFILE || n == -ENFILE)
-			return session_pump_nopipe(s, i, moved);
-		if (n < 0) {
-			errno = (int)-n;
-			log_warn("conn 0x%llx: pipe", (unsigned long long)s->id);
-			session_close(s, SESSION_RESOURCE);
-			return -1;
-		}
-		p->cap = (size_t)n;
-	}
-	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
-		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n > 0) {
-		p->pending += (size_t)n;
-		session_account(s, i, (size_t)n);
-		return 1;
-	}
-	if (n == 0) {
-		p->eof = true;
-		return 1;
-	}
-	if (errno == EAGAIN) {
-		/*
-		 * With bytes in the pipe, EAGAIN means the pipe has no free
-		 * slot (partly filled pages count whole): the socket stays
-		 * readable and is read again once the pipe drains.
-		 */
-		if (p->pending == 0) {
-			/* nothing to read: an idle connection holds no pipe */
-			s->rd_ready[i] = false;
-			worker_pipe_put(s->w, p->pipe, p->cap, true);
-		} else {
-			STATS_INC(worker_stats(s->w), buf_full_cnt);
-		}
-		return moved;
-	}
-	if (errno == EINTR)
-		return 1;
-	session_close(s, session_side_reason(s, i, true));
-	return -1;
-}
-
-static void
-session_retry(evutil_socket_t fd, short what, void *arg)
-{
-	session_relay(arg);
-}
-
-/*
- * No descriptor for a pipe: the bytes wait in the socket (nothing is
- * lost), accepting pauses, and the relay tries again shortly.  false if
- * the session had to be closed.
- */
-static bool
-session_retry_later(struct session *s)
-{
-	struct timeval tv = { 0, 100 * 1000 };
-
-	worker_fd_exhausted(s->w);
-	STATS_INC(worker_stats(s->w), buf_full_cnt);
-	if (s->retry_ev == NULL)
-		s->retry_ev = evtimer_new(worker_base(s->w), session_retry, s);
-	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
-		session_close(s, SESSION_RESOURCE);
-		return false;
-	}
-	return true;
-}
-
-/*
- * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
- * needs no pipe), so a closing connection frees its descriptors; bytes
- * wait in the socket until a pipe can be had.
- */
-static int
-session_pump_nopipe(struct session *s, int i, int moved)
-{
-	char c;
-	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-	if (n == 0) {
-		s->pump[i].eof = true;
-		return 1;
-	}
-	if (n == -1 && errno == EAGAIN) {
-		s->rd_ready[i] = false;
-		return moved;
-	}
-	if (n == -1 && errno != EINTR) {
-		session_close(s, session_side_reason(s, i, true));
-		return -1;
-	}
-	return session_retry_later(s) ? moved : -1;
-}
-
-/*
- * Relay until nothing moves.  Events are edge-triggered and never
- * re-armed; readiness is remembered in rd_ready/wr_ready.  After a bounded
- * number of rounds the session yields to others and reschedules itself,
- * since no new edge would wake it for work it already knows of.
- */
-static void
-session_relay(struct session *s)
-{
-	int round, a, b;
-
-	for (round = 0; round < 8; round++) {
-		a = session_pump(s, 0);
-		if (a < 0)
-			return;
-		b = session_pump(s, 1);
-		if (b < 0)
-			return;
-		if (a == 0 && b == 0)
-			return;
-	}
-	event_active(s->rev[0], 0, 0);
-}
-
 static void
 session_io(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	int i = fd == s->fd[0] ? 0 : 1;
 
-	if (s->mode == SESSION_MODE_RDMA) {
-		session_rdma_io(s, i, what);
-		return;
-	}
-	if (s->state != SESSION_RELAY) {
-		fallback_io(s, i, what);
-		return;
-	}
+	/*
+	 * Relay mode remembers readiness (edge-triggered events); a mark
+	 * set at another time is harmless: relaying starts with both set.
+	 */
 	if (what & EV_READ)
 		s->rd_ready[i] = true;
 	if (what & EV_WRITE)
 		s->wr_ready[i] = true;
-	session_relay(s);
+	if (s->mode == SESSION_MODE_RDMA) {
+		session_rdma_io(s, i, what);
+		return;
+	}
+	fallback_io(s, i, what);
 }
 
 static void
 session_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	uint64_t idle_ms, now = session_now_ms();
+	uint64_t idle_ms, now = now_ms();
 	int idle;
 
 	if (s->state != SESSION_RELAY) {
@@ -644,15 +655,17 @@ session_free(struct session *s, bool abort)
 		event_free(s->timer);
 	if (s->retry_ev)
 		event_free(s->retry_ev);
+	free(s->hs);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);
 }
 
 /*
- * Hand the downstream socket over to another owner (a CLC handshake that
- * arrived on the peer port): the session ends without being a connection
- * that closed, so no close reason is counted.  Returns the socket.
+ * Hand the downstream socket over to another owner (a connection over
+ * RDMA that resumes over this fallback connection): the session ends
+ * without being a connection that closed, so no close reason is counted.
+ * Returns the socket.
  */
 int
 session_detach(struct session *s)
@@ -664,12 +677,23 @@ session_detach(struct session *s)
 	return fd;
 }
 
-/* Close every session of w (on w's thread). */
+/*
+ * Close every session of w (on w's thread), and reset the strangers on
+ * its peer port that are none yet.
+ */
 void
 session_close_all(struct worker *w, enum session_reason reason)
 {
+	struct session_stranger *st;
 	struct session *s;
+	int fd;
 
+	while ((st = LIST_FIRST(worker_strangers(w))) != NULL) {
+		fd = st->fd;
+		worker_preauth_put(w, &st->src);
+		session_stranger_free(st);
+		session_reset_fd(fd);
+	}
 	while ((s = worker_sessions(w)) != NULL)
 		session_close(s, reason);
 }
@@ -721,7 +745,7 @@ void
 session_json_add(const struct session *s, void *json_array)
 {
 	char id[24], a0[ADDR_STRLEN], a1[ADDR_STRLEN];
-	uint64_t now = session_now_ms();
+	uint64_t now = now_ms();
 	bool rule = s->role == SESSION_ROLE_RULE;
 	json_t *o;
 

@@ -55,7 +55,6 @@
 #include "llc_wire.h"
 
 #define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
-#define SESSION_RDMA_ROUNDS 16	      /* relay rounds before yielding */
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
@@ -685,41 +684,23 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 static void
 session_rdma_account(struct session_rdma *sr, bool to_peer, size_t n)
 {
-	struct session *s = sr->s;
-	struct stats *st = worker_stats(s->w);
-
-	s->active_ms = session_now_ms();
-	if (to_peer) {
-		s->pump[sr->t].bytes += n;
-		STATS_ADD(st, tx_bytes, (int64_t)n);
-		STATS_INC(st, tx_cnt);
-	} else {
-		s->pump[1 - sr->t].bytes += n;
-		STATS_ADD(st, rx_bytes, (int64_t)n);
-		STATS_INC(st, rx_cnt);
-	}
+	session_account(sr->s, to_peer ? sr->t : 1 - sr->t, n);
 }
 
 /* The first of the two directions to finish names a normal close. */
 static void
 session_rdma_fin(struct session_rdma *sr, bool tcp_side)
 {
-	bool rule = sr->s->role == SESSION_ROLE_RULE;
-
 	if (sr->fin_set)
 		return;
 	sr->fin_set = true;
-	if (tcp_side)
-		sr->fin_reason = rule ? SESSION_CLIENT_FIN : SESSION_TARGET_FIN;
-	else
-		sr->fin_reason = rule ? SESSION_TARGET_FIN : SESSION_CLIENT_FIN;
+	sr->fin_reason = session_fin_reason(tcp_side ? sr->t : 1 - sr->t);
 }
 
 static enum session_reason
 session_rdma_tcp_reset(const struct session_rdma *sr)
 {
-	return sr->s->role == SESSION_ROLE_RULE ? SESSION_CLIENT_RST :
-						  SESSION_TARGET_RST;
+	return session_rst_reason(sr->s, sr->t);
 }
 
 /* RMB -> TCP socket.  true if anything moved. */
@@ -846,56 +827,59 @@ session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 }
 
 /*
- * The relay loop: act on what callbacks recorded, move bytes both ways
- * until nothing moves, close when both directions are done.  After a
- * bounded number of rounds it yields and reschedules itself (the events
- * are edge-triggered: no new edge would wake it).
+ * One round of the relay loop (session_relay_run): act on what callbacks
+ * recorded, move bytes both ways.  1 when anything moved or a callback
+ * asked for another round, 0 when not, -1 when sr is closing or no longer
+ * relays.
+ */
+static int
+session_rdma_round(void *arg)
+{
+	struct session_rdma *sr = arg;
+	struct session *s = sr->s;
+	struct lgr_link *to;
+	bool moved;
+
+	sr->again = false;
+	if (sr->failover_to != NULL && !sr->closing) {
+		to = sr->failover_to;
+		sr->failover_to = NULL;
+		if (sr->rc->link != NULL && to->wr != sr->rc->link &&
+		    session_rdma_failover(sr, to) != 0)
+			session_rdma_fail(sr, SESSION_LINK_FAILED);
+	}
+	/* resuming: the RMB still drains, the ring still fills */
+	if (sr->closing ||
+	    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
+		return -1;
+	moved = session_rdma_write(sr);
+	moved |= session_rdma_read(sr);
+	if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
+		moved |= session_rdma_tcp_out(sr);
+		moved |= session_rdma_tcp_in(sr);
+		if (sr->rd_eof && sr->wr_shut && sr->tcp_shut && !sr->closing) {
+			sr->closing = true;
+			sr->close_reason = sr->fin_reason;
+		}
+	} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
+		session_rdma_done(sr);
+	}
+	return moved || sr->again;
+}
+
+/*
+ * The relay loop, the one place a session in RDMA mode is closed from:
+ * rounds until nothing moves, then the close when both directions are
+ * done or something failed.
  */
 static void
 session_rdma_run(struct session_rdma *sr)
 {
-	struct session *s = sr->s;
-	struct lgr_link *to;
-	bool moved;
-	int round;
-
 	sr->in_run = true;
-	for (round = 0; round < SESSION_RDMA_ROUNDS; round++) {
-		sr->again = false;
-		if (sr->failover_to != NULL && !sr->closing) {
-			to = sr->failover_to;
-			sr->failover_to = NULL;
-			if (sr->rc->link != NULL && to->wr != sr->rc->link &&
-			    session_rdma_failover(sr, to) != 0)
-				session_rdma_fail(sr, SESSION_LINK_FAILED);
-		}
-		/* resuming: the RMB still drains, the ring still fills */
-		if (sr->closing ||
-		    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
-			break;
-		moved = session_rdma_write(sr);
-		moved |= session_rdma_read(sr);
-		if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
-			moved |= session_rdma_tcp_out(sr);
-			moved |= session_rdma_tcp_in(sr);
-			if (sr->rd_eof && sr->wr_shut && sr->tcp_shut &&
-			    !sr->closing) {
-				sr->closing = true;
-				sr->close_reason = sr->fin_reason;
-			}
-		} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
-			session_rdma_done(sr);
-		}
-		if (!moved && !sr->again)
-			break;
-	}
+	session_relay_run(sr->s, sr->t, session_rdma_round, sr);
 	sr->in_run = false;
-	if (sr->closing) {
-		session_close(s, sr->close_reason);
-		return;
-	}
-	if (round == SESSION_RDMA_ROUNDS)
-		event_active(s->rev[sr->t], 0, 0);
+	if (sr->closing)
+		session_close(sr->s, sr->close_reason);
 }
 
 static void
@@ -946,15 +930,10 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		return;
 	}
 	sr->sndbuf = sr->rmb = NULL;
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_rdma);
-	session_timer(s, 0);
-	if (session_watch_relay(s, sr->t)) {
+	if (session_relay_begin(s, sr->t, STAT_conns_rdma)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
 		  session_rdma_id(sr), link->lgr->id, link->id,
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
@@ -1340,27 +1319,17 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	struct lgr *lgr = link->lgr;
 	struct worker *w = srw->w;
 	const struct conf *conf = worker_conf(w);
-	const struct conf_export *exp;
+	enum session_reason r;
 	struct session_rdma *sr;
 	struct session *s;
-	char buf[ADDR_STRLEN];
-	int fd = -1, rc, one = 1;
+	char who[32];
+	int rc;
 
 	STATS_INC(worker_stats(w), conns_from_peers);
-	exp = conf_export_find(conf, o->export);
-	if (exp == NULL) {
-		log_warnx("lgr %u: peer %s asked for unknown export %s",
-			  lgr->id, lgr->peer->name, o->export);
-		session_rdma_refuse_open(srw, link, o->token,
-					 SESSION_UNKNOWN_EXPORT);
-		return;
-	}
-	if (!conf_export_allows(exp, lgr->peer->name)) {
-		log_warnx("lgr %u: peer %s may not use export %s: refused",
-			  lgr->id, lgr->peer->name, o->export);
-		STATS_INC(worker_stats(w), export_denied);
-		session_rdma_refuse_open(srw, link, o->token,
-					 SESSION_EXPORT_DENIED);
+	snprintf(who, sizeof(who), "lgr %u", lgr->id);
+	if (export_find(w, conf, who, lgr->peer->name, o->export, &r) ==
+	    NULL) {
+		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
 	if (!worker_has_room(w) || worker_draining(w)) {
@@ -1402,37 +1371,14 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_refuse(sr, SESSION_RESOURCE);
 		return;
 	}
-	fd = socket(s->export->target.ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		rc = -errno;
-		goto refused;
-	}
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&s->export->target.ss,
-		    s->export->target.len) == -1 &&
-	    errno != EINPROGRESS) {
-		rc = -errno;
-		close(fd);
-		goto refused;
-	}
-	s->addr[1] = s->export->target;
-	if (session_attach_upstream(s, fd)) {
-		session_rdma_refuse(sr, SESSION_RESOURCE);
+	r = export_connect(s);
+	if (r != SESSION_NREASONS) {
+		session_rdma_refuse(sr, r);
 		return;
 	}
-	session_want(s, 1, EV_WRITE, true);
-	session_timer(s, s->export->connect_timeout);
 	log_debug("conn 0x%llx: peer %s: CONN_OPEN %s (token %u) on lgr %u",
 		  session_rdma_id(sr), lgr->peer->name, o->export, o->token,
 		  lgr->id);
-	return;
-refused:
-	errno = -rc;
-	log_warn("conn 0x%llx: export %s: connect to %s", session_rdma_id(sr),
-		 s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
-	session_rdma_refuse(sr, fallback_connect_reason(-rc, true));
 }
 
 /* Export side: the target connect finished; accept or refuse the open. */
@@ -1440,20 +1386,12 @@ static void
 session_rdma_target_connected(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
+	enum session_reason r = export_connected(s);
 	struct llc_info m;
-	socklen_t len = sizeof(int);
-	char buf[ADDR_STRLEN];
-	int err = 0, rc;
+	int rc;
 
-	session_want(s, 1, EV_WRITE, false);
-	if (getsockopt(s->fd[1], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
-	if (err) {
-		errno = err;
-		log_warn("conn 0x%llx: export %s: target %s",
-			 session_rdma_id(sr), s->export->name,
-			 addr_str(&s->export->target, buf, sizeof(buf)));
-		session_rdma_refuse(sr, fallback_connect_reason(err, true));
+	if (r != SESSION_NREASONS) {
+		session_rdma_refuse(sr, r);
 		return;
 	}
 	memset(&m, 0, sizeof(m));
@@ -1575,7 +1513,7 @@ session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
 	struct session *s = sr->s;
 	struct session_rdma_worker *srw = sr->srw;
 	int timeout = s->conf->resume_timeout;
-	uint64_t now = session_now_ms(), left;
+	uint64_t now = now_ms(), left;
 
 	if (timeout <= 0 || !session_rdma_resume_id_set(sr) ||
 	    worker_draining(s->w) ||
@@ -1633,7 +1571,7 @@ session_rdma_resume_fail(struct session_rdma *sr, enum stats_id stat,
 		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
 						     sr->s->export->name,
-		  (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		  (unsigned long long)(now_ms() - sr->resume_since_ms),
 		  why);
 	session_rdma_fail(sr, SESSION_RESUME_FAILED);
 }
@@ -1654,7 +1592,7 @@ session_rdma_resumed(struct session_rdma *sr, struct lgr_link *link)
 	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
 		 "(from byte %llu sent, %llu received)",
 		 session_rdma_id(sr), link->lgr->id, link->id,
-		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)(now_ms() - sr->resume_since_ms),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)sr->rc->rx_off);
 	session_rdma_told_set(sr, link->id);
@@ -2066,7 +2004,7 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 {
 	struct session_rdma_worker *srw = arg;
 	const struct conf *conf = worker_conf(srw->w);
-	uint64_t now = session_now_ms(), bound;
+	uint64_t now = now_ms(), bound;
 	struct session *s, *next;
 	struct session_rdma *sr;
 
@@ -2164,22 +2102,18 @@ session_rdma_tcp_relay(struct session_rdma *sr)
 	struct session *s = sr->s;
 
 	sr->tcp_step = SESSION_RDMA_TCP_RELAY;
-	if (session_watch_relay(s, session_rdma_u(sr))) {
-		session_rdma_fail(sr, SESSION_RESOURCE);
-		return;
-	}
 	session_rdma_resume_list_del(sr);
 	sr->resume_sent = false;
 	sr->rd_blocked = false;
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_resumed_tcp);
-	session_timer(s, 0);
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
+	if (session_relay_begin(s, session_rdma_u(sr),
+				STAT_conns_resumed_tcp)) {
+		session_rdma_fail(sr, SESSION_RESOURCE);
+		return;
+	}
 	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
 		 "sent, %llu received)",
 		 session_rdma_id(sr),
-		 (unsigned long long)(session_now_ms() - sr->resume_since_ms),
+		 (unsigned long long)(now_ms() - sr->resume_since_ms),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)sr->rc->rx_off);
 	session_rdma_kick(sr);
@@ -2191,14 +2125,18 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
 	struct fb_hello_info ri;
-	socklen_t len = sizeof(int);
-	int u = session_rdma_u(sr), err = 0;
+	struct fallback_hs *hs;
+	int u = session_rdma_u(sr), err;
 
 	session_want(s, u, EV_WRITE, false);
-	if (getsockopt(s->fd[u], SOL_SOCKET, SO_ERROR, &err, &len) == -1)
-		err = errno;
+	err = session_connect_error(s);
 	if (err) {
 		session_rdma_tcp_abandon(sr, strerror(err));
+		return;
+	}
+	hs = fallback_hs_get(s);
+	if (hs == NULL) {
+		session_rdma_tcp_abandon(sr, "out of memory");
 		return;
 	}
 	memset(&ri, 0, sizeof(ri));
@@ -2206,14 +2144,14 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 	ri.rx_off = sr->rc->rx_off;
 	ri.tx_fin = tx_fin_off(sr->rc);
 	ri.worker = sr->peer_worker;
-	auth_nonce(s->nonce);
-	s->hello_len = fb_hello_resume_encode(
-		s->hello, s->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
+	auth_nonce(hs->nonce);
+	hs->hello_len = fb_hello_resume_encode(
+		hs->hello, hs->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
 		s->conf->name, s->export_name, &ri);
-	s->challenge_len = 0;
+	hs->challenge_len = 0;
 	/* a fresh socket takes a message this small whole */
-	if (send(s->fd[u], s->hello, s->hello_len, MSG_NOSIGNAL) !=
-	    (ssize_t)s->hello_len) {
+	if (send(s->fd[u], hs->hello, hs->hello_len, MSG_NOSIGNAL) !=
+	    (ssize_t)hs->hello_len) {
 		session_rdma_tcp_abandon(sr, "cannot send the hello");
 		return;
 	}
@@ -2229,31 +2167,10 @@ session_rdma_tcp_hello(struct session_rdma *sr)
 static int
 session_rdma_tcp_read(struct session_rdma *sr)
 {
-	int fd = sr->s->fd[session_rdma_u(sr)];
-	size_t need = sizeof(struct fb_hdr);
-	uint16_t length;
-	uint8_t type;
-	ssize_t n;
+	int rc = fallback_msg_read(sr->s->fd[session_rdma_u(sr)], sr->tcp_in,
+				   &sr->tcp_in_len);
 
-	for (;;) {
-		if (sr->tcp_in_len >= sizeof(struct fb_hdr)) {
-			if (fb_hdr_check(sr->tcp_in, sr->tcp_in_len, &type,
-					 &length))
-				return -1;
-			need = length;
-			if (sr->tcp_in_len == need)
-				return 1;
-		}
-		n = recv(fd, sr->tcp_in + sr->tcp_in_len, need - sr->tcp_in_len,
-			 0);
-		if (n > 0) {
-			sr->tcp_in_len += (size_t)n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		return n == -1 && errno == EAGAIN ? 0 : -1;
-	}
+	return rc < 0 ? -1 : rc;
 }
 
 /* Rule side: the export side's CHALLENGE, RESULT and RESUMED. */
@@ -2261,6 +2178,7 @@ static void
 session_rdma_tcp_answer(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
+	struct fallback_hs *hs = s->hs;
 	int u = session_rdma_u(sr), rc;
 	struct fb_proof proof;
 	uint64_t rx, fin;
@@ -2270,17 +2188,18 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 	while ((rc = session_rdma_tcp_read(sr)) == 1) {
 		switch (sr->tcp_in[5]) {
 		case FB_CHALLENGE:
-			if (s->challenge_len != 0 ||
-			    fallback_answer(s->peer, s->hello, s->hello_len,
+			if (hs->challenge_len != 0 ||
+			    fallback_answer(s->peer, hs->hello, hs->hello_len,
 					    sr->tcp_in, sr->tcp_in_len, &proof,
 					    &why) != SESSION_NREASONS) {
 				session_rdma_resume_fail(
 					sr, STAT_resume_failed_protocol,
-					s->challenge_len ? "a second challenge" :
-							   why);
+					hs->challenge_len ?
+						"a second challenge" :
+						why);
 				return;
 			}
-			s->challenge_len = sr->tcp_in_len;
+			hs->challenge_len = sr->tcp_in_len;
 			if (send(s->fd[u], &proof, sizeof(proof),
 				 MSG_NOSIGNAL) != (ssize_t)sizeof(proof)) {
 				session_rdma_tcp_abandon(sr, "proof not sent");
@@ -2290,7 +2209,7 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 		case FB_RESULT:
 			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len, &code) ||
 			    (code == 0 && s->peer->key_len &&
-			     s->challenge_len == 0)) {
+			     hs->challenge_len == 0)) {
 				session_rdma_resume_fail(
 					sr, STAT_resume_failed_protocol,
 					"bad result to the resume hello");
@@ -2541,10 +2460,6 @@ session_rdma_io(struct session *s, int i, short what)
 	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
 	    (i != sr->t && sr->tcp_step != SESSION_RDMA_TCP_RELAY))
 		return;
-	if (what & EV_READ)
-		s->rd_ready[i] = true;
-	if (what & EV_WRITE)
-		s->wr_ready[i] = true;
 	session_rdma_kick(sr);
 }
 
@@ -2577,9 +2492,7 @@ session_rdma_timeout(struct session *s)
 		session_close(s, SESSION_PEER_TIMEOUT);
 		return;
 	}
-	log_warnx("conn 0x%llx: export %s: target connect timed out",
-		  session_rdma_id(sr), s->export->name);
-	session_rdma_refuse(sr, SESSION_TARGET_TIMEOUT);
+	session_rdma_refuse(sr, export_timed_out(s));
 }
 
 /*
@@ -2640,7 +2553,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 	if (sr->resuming)
 		json_object_set_new(
 			o, "resuming_s",
-			json_real((double)(session_now_ms() -
+			json_real((double)(now_ms() -
 					   sr->resume_since_ms) /
 				  1000.0));
 	if (sr->rc != NULL) {

@@ -68,6 +68,9 @@ void fatal(const char *fmt, ...)
 void fatalx(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
+/* now.c */
+uint64_t now_ms(void);
+
 /* addr.c */
 struct addr {
 	struct sockaddr_storage ss;
@@ -269,6 +272,10 @@ bool worker_draining(const struct worker *w);
 void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
 struct session *worker_sessions(struct worker *w);
+void worker_preauth_session(struct worker *w, int delta);
+struct session_stranger;
+LIST_HEAD(session_strangers, session_stranger);
+struct session_strangers *worker_strangers(struct worker *w);
 int worker_pipe_get(struct worker *w, int fds[2]);
 void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 
@@ -338,16 +345,7 @@ struct session {
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
-	/* fallback handshake */
-	unsigned char in[FALLBACK_MSG_MAX];
-	size_t in_len;
-	unsigned char out[FALLBACK_MSG_MAX];
-	size_t out_len, out_off;
-	unsigned char hello[FALLBACK_MSG_MAX];
-	size_t hello_len;
-	unsigned char nonce[AUTH_NONCE_LEN];
-	unsigned char challenge[FALLBACK_MSG_MAX];
-	size_t challenge_len;
+	struct fallback_hs *hs;	/* fallback handshake: until it is done */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
 	TAILQ_ENTRY(session) park;	/* SESSION_RDMA_WAIT: parked or woken */
@@ -362,10 +360,19 @@ struct session *session_new(struct worker *w, int fd,
 			    enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
-void session_relay_start(struct session *s);
 int session_watch_relay(struct session *s, int i);
+#define SESSION_RELAY_ROUNDS 16	/* relay rounds before yielding */
+int session_relay_begin(struct session *s, int i, enum stats_id stat);
+void session_relay_run(struct session *s, int i, int (*round)(void *),
+		       void *arg);
+int session_connect(struct session *s, const struct addr *to);
+int session_connect_error(const struct session *s);
+enum session_reason session_fin_reason(int i);
+enum session_reason session_rst_reason(const struct session *s, int i);
+void session_account(struct session *s, int i, size_t n);
 void session_reset_fd(int fd);
 int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
@@ -373,7 +380,6 @@ int session_attach(struct session *s, int i, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
-uint64_t session_now_ms(void);
 void session_close(struct session *s, enum session_reason reason);
 void session_close_all(struct worker *w, enum session_reason reason);
 int session_idle_timeout(const struct session *s);
@@ -381,6 +387,15 @@ struct session *session_next(const struct session *s);
 uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
+
+/* export.c */
+const struct conf_export *export_find(struct worker *w,
+				      const struct conf *conf, const char *who,
+				      const char *peer, const char *name,
+				      enum session_reason *why);
+enum session_reason export_connect(struct session *s);
+enum session_reason export_connected(struct session *s);
+enum session_reason export_timed_out(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
@@ -412,8 +427,23 @@ int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
 
 /* fallback.c */
+/* A fallback handshake's messages: only while one runs (fallback_hs_get). */
+struct fallback_hs {
+	unsigned char in[FALLBACK_MSG_MAX];
+	size_t in_len;
+	unsigned char out[FALLBACK_MSG_MAX];
+	size_t out_len, out_off;
+	unsigned char hello[FALLBACK_MSG_MAX];
+	size_t hello_len;
+	unsigned char nonce[AUTH_NONCE_LEN];
+	unsigned char challenge[FALLBACK_MSG_MAX];
+	size_t challenge_len;
+};
+struct fallback_hs *fallback_hs_get(struct session *s);
+int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);
-void fallback_accept(struct session *s);
+void fallback_accept(struct worker *w, int fd, const struct addr *src,
+		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
 uint32_t fallback_reason_code(enum session_reason r);
@@ -525,7 +555,7 @@ struct buf {
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
 	size_t dirty;		/* bytes from the start its user may have written */
 	uint64_t since;		/* pool clock when it was handed out */
-	uint64_t cool_until;	/* on the cooling list until (lgr_now_ms) */
+	uint64_t cool_until;	/* on the cooling list until (now_ms) */
 	/* mr[i] (lkey; rkey of an RMB element) is in PD reg[i].pd, or unused */
 	struct dev_mr mr[BUF_MRS_MAX];
 	struct {
@@ -777,7 +807,7 @@ struct clc_accept_info;
 struct clc_proposal_info;
 struct lgr;
 struct lgr_ctx;
-bool clc_accept(struct session *s);
+void clc_accept(struct worker *w, int fd, const struct addr *src);
 int clc_serve(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	      const void *hdr, size_t hdr_len);
 int clc_client_start(struct lgr *lgr, int fd);
@@ -1028,7 +1058,6 @@ const char *lgr_state_name(enum lgr_state st);
 const char *lgr_link_state_name(enum lgr_link_state st);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
-uint64_t lgr_now_ms(void);
 /* for clc.c and llc.c */
 struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 			   const struct clc_proposal_info *p,

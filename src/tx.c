@@ -259,7 +259,7 @@ tx_conn_destroy(struct rconn *rc)
 			 RCONN_F_PEER_ABORT))
 		buf_put(rc->rmb);
 	else
-		buf_put_cooled(rc->rmb, lgr_now_ms() + TX_RMB_COOL_MS);
+		buf_put_cooled(rc->rmb, now_ms() + TX_RMB_COOL_MS);
 	free(rc);
 }
 

@@ -54,6 +54,7 @@ struct worker {
 	struct worker_listener *listeners;
 	struct session *sessions;
 	int nsessions;
+	struct session_strangers strangers; /* peer port: not yet sessions */
 	bool draining;
 	bool drained;		/* told the main thread; its own thread writes */
 	bool fd_exhausted;	/* a session could not get a descriptor */
@@ -71,6 +72,7 @@ struct worker {
 	/* the RDMA side, on this thread: link groups and the data path */
 	struct lgr_ctx *lgr;
 	struct session_rdma_worker *rdma;
+	int npreauth_sessions;	/* of npreauth, those that are sessions */
 };
 
 static struct worker *workers;
@@ -244,6 +246,20 @@ worker_sessions(struct worker *w)
 	return w->sessions;
 }
 
+/* A session of w took (1) or gave back (-1) a place among strangers. */
+void
+worker_preauth_session(struct worker *w, int delta)
+{
+	w->npreauth_sessions += delta;
+}
+
+/* w's strangers on the peer port that are no sessions yet (session.c). */
+struct session_strangers *
+worker_strangers(struct worker *w)
+{
+	return &w->strangers;
+}
+
 /*
  * A session of w found no descriptor for its other socket: its listeners
  * pause like on EMFILE from accept(), instead of taking (and resetting)
@@ -274,7 +290,7 @@ bool
 worker_has_room(const struct worker *w)
 {
 	return w->conf->max_conns == 0 ||
-	       w->nsessions - w->npreauth < w->conf->max_conns;
+	       w->nsessions - w->npreauth_sessions < w->conf->max_conns;
 }
 
 /* Whether the peer port may accept another stranger now. */
@@ -818,6 +834,7 @@ worker_init(struct worker *w, int id, struct conf *conf)
 {
 	w->id = id;
 	w->msg_fd[0] = w->msg_fd[1] = -1;
+	LIST_INIT(&w->strangers);
 	w->base = event_base_new();
 	if (w->base == NULL)
 		return -ENOMEM;

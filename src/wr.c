@@ -162,7 +162,7 @@ wr_wake(struct wr_link *l, bool all)
 {
 	struct wr_waiters batch = TAILQ_HEAD_INITIALIZER(batch);
 	struct wr_waiter *w;
-	uint64_t now = session_now_ms();
+	uint64_t now = now_ms();
 
 	if (!all) {
 		w = TAILQ_FIRST(&l->waiters);
@@ -212,7 +212,7 @@ wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w)
 			/* woken but beaten to the slot: back to the front */
 			wr_waiter_prepend(l, w);
 		} else {
-			w->since_ms = session_now_ms();
+			w->since_ms = now_ms();
 			wr_waiter_append(l, w);
 			l->stats.slot_waits++;
 		}
@@ -489,7 +489,7 @@ wr_wait_check(evutil_socket_t fd, short what, void *arg)
 	struct wr_link *l = arg;
 
 	if (!TAILQ_EMPTY(&l->waiters) &&
-	    session_now_ms() - TAILQ_FIRST(&l->waiters)->since_ms >
+	    now_ms() - TAILQ_FIRST(&l->waiters)->since_ms >
 		    l->params.slot_wait_max_ms) {
 		char why[64];
 

@@ -380,8 +380,8 @@ fuzz_setup(bool two_devs)
 	    clc_serve(fuzz_b.ctx, sv[1], NULL, NULL, 0) != 0)
 		abort();
 	/* the second link comes from the server's tick: wait for it */
-	end = lgr_now_ms() + FUZZ_SETUP_MS;
-	for (i = 0; !fuzz_both_active(links) && lgr_now_ms() < end; i++) {
+	end = now_ms() + FUZZ_SETUP_MS;
+	for (i = 0; !fuzz_both_active(links) && now_ms() < end; i++) {
 		fuzz_turn();
 		if (i > FUZZ_SETUP_TURNS)
 			usleep(50);

@@ -117,20 +117,11 @@ tick(evutil_socket_t fd, short what, void *arg)
 	(void)arg;
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Run the event loop until e has n completions or ms passed. */
 static bool
 wait_wc(struct end *e, int n, long ms)
 {
-	long end = now_ms() + ms;
+	uint64_t end = now_ms() + ms;
 
 	while (e->nwc < n && now_ms() < end)
 		event_base_loop(base, EVLOOP_ONCE);
@@ -140,7 +131,7 @@ wait_wc(struct end *e, int n, long ms)
 static void
 settle(long ms)
 {
-	long end = now_ms() + ms;
+	uint64_t end = now_ms() + ms;
 
 	while (now_ms() < end)
 		event_base_loop(base, EVLOOP_ONCE);
@@ -413,7 +404,7 @@ static void
 port_down(struct end *a, struct end *b, const char *netdev)
 {
 	char cmd[128];
-	long end;
+	uint64_t end;
 
 	snprintf(cmd, sizeof(cmd), "ip link set %s down", netdev);
 	if (system(cmd) != 0) {

@@ -138,12 +138,12 @@ run_once(void)
 static bool
 run_until(bool (*pred)(void), unsigned int ms)
 {
-	uint64_t end = lgr_now_ms() + ms;
+	uint64_t end = now_ms() + ms;
 
 	for (;;) {
 		if (pred())
 			return true;
-		if (lgr_now_ms() > end)
+		if (now_ms() > end)
 			return false;
 		run_once();
 	}
@@ -152,9 +152,9 @@ run_until(bool (*pred)(void), unsigned int ms)
 static void
 run_for(unsigned int ms)
 {
-	uint64_t end = lgr_now_ms() + ms;
+	uint64_t end = now_ms() + ms;
 
-	while (lgr_now_ms() < end)
+	while (now_ms() < end)
 		run_once();
 }
 
@@ -452,7 +452,7 @@ START_TEST(add_link_rejected)
 	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
 	/* the server tried and waits before trying again */
-	ck_assert_uint_gt(lgr_of(&B)->next_add_ms, lgr_now_ms() + 1000);
+	ck_assert_uint_gt(lgr_of(&B)->next_add_ms, now_ms() + 1000);
 	ck_assert_int_eq(lgr_of(&B)->link[1].state, LGR_LINK_FREE);
 	ck_assert_int_eq(lgr_of(&B)->link[2].state, LGR_LINK_FREE);
 }
@@ -483,9 +483,9 @@ START_TEST(test_link)
 	ck_assert_uint_eq(stat(&A, STAT_link_down), 0);
 	/* B goes deaf to TEST_LINK: it neither answers nor hears answers */
 	wr_rx_register(link_n(&B, 1)->wr, LLC_TEST_LINK, NULL);
-	t0 = lgr_now_ms();
+	t0 = now_ms();
 	ck_assert(run_until(a_gone, WAIT_MS));
-	took = lgr_now_ms() - t0;
+	took = now_ms() - t0;
 	/* a bound, not a measurement: generous for a loaded machine */
 	ck_assert_uint_le(took, tmo.test_link_ms + tmo.llc_wait_ms + 2000);
 	ck_assert_uint_ge(took, tmo.llc_wait_ms);
@@ -576,10 +576,10 @@ START_TEST(port_active_readds_link)
 	ck_assert(run_until(b_one_link, WAIT_MS));
 	run_for(1500);
 	ck_assert(b_one_link()); /* nothing yet: the retry period runs */
-	t0 = lgr_now_ms();
+	t0 = now_ms();
 	loopdev_port_active(B.dev[1]);
 	ck_assert(run_until(both_two_links, WAIT_MS));
-	ck_assert_uint_ge(lgr_now_ms() - t0, 900);
+	ck_assert_uint_ge(now_ms() - t0, 900);
 	ck_assert_uint_eq(stat(&B, STAT_link_up), 3);
 	ck_assert_uint_eq(stat(&A, STAT_link_up), 3);
 	ck_assert_str_eq(link_n(&B, 3)->dev->name, "loop1");

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The export side of a connection, whichever transport carried its open
+ * (an LLC CONN_OPEN in session_rdma.c, a fallback hello in fallback.c):
+ * whether the peer may use the export it named, and the connection to
+ * the export's target as the session's upstream socket fd[1].  One copy,
+ * so that both transports log, count and refuse alike.
+ */
+#include <errno.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+
+/*
+ * The export name in conf, if peer may use it.  Else NULL and *why, the
+ * reason to refuse the open with, logged as who's ("conn 0x1f", "lgr 3")
+ * and counted.
+ */
+const struct conf_export *
+export_find(struct worker *w, const struct conf *conf, const char *who,
+	    const char *peer, const char *name, enum session_reason *why)
+{
+	const struct conf_export *exp = conf_export_find(conf, name);
+
+	if (exp == NULL) {
+		log_warnx("%s: peer %s asked for unknown export %s", who, peer,
+			  name);
+		*why = SESSION_UNKNOWN_EXPORT;
+		return NULL;
+	}
+	if (!conf_export_allows(exp, peer)) {
+		log_warnx("%s: peer %s may not use export %s: refused", who,
+			  peer, name);
+		STATS_INC(worker_stats(w), export_denied);
+		*why = SESSION_EXPORT_DENIED;
+		return NULL;
+	}
+	return exp;
+}
+
+/*
+ * Start connecting s (export side, s->export set) to its target, within
+ * the export's connect_timeout; EV_WRITE on fd[1] then goes to
+ * export_connected.  SESSION_NREASONS when under way, else the reason to
+ * refuse the open with (logged).
+ */
+enum session_reason
+export_connect(struct session *s)
+{
+	char buf[ADDR_STRLEN];
+	int rc;
+
+	s->state = SESSION_CONNECT_TARGET;
+	rc = session_connect(s, &s->export->target);
+	if (rc == 0) {
+		session_timer(s, s->export->connect_timeout);
+		return SESSION_NREASONS;
+	}
+	errno = -rc;
+	log_warn("conn 0x%llx: export %s: connect to %s",
+		 (unsigned long long)s->id, s->export->name,
+		 addr_str(&s->export->target, buf, sizeof(buf)));
+	return fallback_connect_reason(-rc, true);
+}
+
+/*
+ * The target connect of s finished.  SESSION_NREASONS when connected,
+ * else the reason to refuse the open with (logged).
+ */
+enum session_reason
+export_connected(struct session *s)
+{
+	char buf[ADDR_STRLEN];
+	int err;
+
+	session_want(s, 1, EV_WRITE, false);
+	err = session_connect_error(s);
+	if (err == 0)
+		return SESSION_NREASONS;
+	errno = err;
+	log_warn("conn 0x%llx: export %s: target %s", (unsigned long long)s->id,
+		 s->export->name,
+		 addr_str(&s->export->target, buf, sizeof(buf)));
+	return fallback_connect_reason(err, true);
+}
+
+/* The target connect of s took too long: the reason to refuse with. */
+enum session_reason
+export_timed_out(struct session *s)
+{
+	log_warnx("conn 0x%llx: export %s: target connect timed out",
+		  (unsigned long long)s->id, s->export->name);
+	return SESSION_TARGET_TIMEOUT;
+}
