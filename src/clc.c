@@ -574,7 +574,7 @@ enum clc_step {
 };
 
 struct clc_conn {
-	struct clc_conn *next, *prev; /* ctx->clcs, while it has no group */
+	LIST_ENTRY(clc_conn) entry; /* ctx->clcs, while it has no group */
 	bool listed;
 	struct lgr_ctx *ctx;
 	struct lgr *lgr;
@@ -616,13 +616,7 @@ clc_unlist(struct clc_conn *c)
 
 	if (!c->listed)
 		return;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		ctx->clcs = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	c->next = c->prev = NULL;
+	LIST_REMOVE(c, entry);
 	c->listed = false;
 	ctx->nclcs--;
 }
@@ -1138,10 +1132,7 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	if (hdr_len > 0)
 		memcpy(c->in, hdr, hdr_len);
 	c->in_len = hdr_len;
-	c->next = ctx->clcs;
-	if (ctx->clcs != NULL)
-		ctx->clcs->prev = c;
-	ctx->clcs = c;
+	LIST_INSERT_HEAD(&ctx->clcs, c, entry);
 	c->listed = true;
 	ctx->nclcs++;
 	event_add(c->rev, NULL);

@@ -173,6 +173,7 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	if (ctx == NULL)
 		return NULL;
 	TAILQ_INIT(&ctx->lgrs);
+	LIST_INIT(&ctx->clcs);
 	ctx->base = base;
 	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
 	ctx->stats = st;
@@ -280,8 +281,8 @@ lgr_ctx_free(struct lgr_ctx *ctx)
 			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 		lgr_free(lgr);
 	}
-	while (ctx->clcs != NULL)
-		clc_conn_free(ctx->clcs);
+	while (!LIST_EMPTY(&ctx->clcs))
+		clc_conn_free(LIST_FIRST(&ctx->clcs));
 	for (i = 0; i < ctx->ndevs; i++)
 		if (ctx->devs[i].owned)
 			ib_dev_close(ctx->devs[i].dev);

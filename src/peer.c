@@ -23,7 +23,7 @@
 #define PEER_BUSY_BACKOFF_MS 2000 /* after a peer's DECLINE MEM (busy) */
 
 struct peer_state {
-	struct peer_state *next;
+	SLIST_ENTRY(peer_state) entry;
 	char name[CONF_NAME_MAX + 1];
 	int lgrs;	 /* active link groups */
 	int server_lgrs; /* groups it set up with us (lgr_server_new), any state */
@@ -40,7 +40,7 @@ struct peer_state {
 };
 
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct peer_state *peer_list;
+static SLIST_HEAD(, peer_state) peer_list = SLIST_HEAD_INITIALIZER(peer_list);
 
 /* The peer's entry, created if need be; call with peer_lock held. */
 static struct peer_state *
@@ -48,7 +48,7 @@ peer_find(const char *name, bool create)
 {
 	struct peer_state *p;
 
-	for (p = peer_list; p != NULL; p = p->next)
+	SLIST_FOREACH(p, &peer_list, entry)
 		if (strcmp(p->name, name) == 0)
 			return p;
 	if (!create)
@@ -58,8 +58,7 @@ peer_find(const char *name, bool create)
 		return NULL;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->reachable = -1;
-	p->next = peer_list;
-	peer_list = p;
+	SLIST_INSERT_HEAD(&peer_list, p, entry);
 	return p;
 }
 
@@ -320,8 +319,8 @@ peer_shutdown(void)
 	struct peer_state *p;
 
 	pthread_mutex_lock(&peer_lock);
-	while ((p = peer_list) != NULL) {
-		peer_list = p->next;
+	while ((p = SLIST_FIRST(&peer_list)) != NULL) {
+		SLIST_REMOVE_HEAD(&peer_list, entry);
 		free(p);
 	}
 	pthread_mutex_unlock(&peer_lock);

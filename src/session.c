@@ -53,7 +53,7 @@ session_id(const struct session *s)
 struct session *
 session_next(const struct session *s)
 {
-	return s->next;
+	return LIST_NEXT(s, entry);
 }
 
 /* Whether a close reason cuts the stream short: the client must see RST. */
@@ -704,7 +704,7 @@ session_kill(struct worker *w, uint64_t id)
 {
 	struct session *s;
 
-	for (s = worker_sessions(w); s != NULL; s = s->next) {
+	for (s = worker_sessions(w); s != NULL; s = LIST_NEXT(s, entry)) {
 		if (s->id == id) {
 			session_close(s, SESSION_ADMIN_KILL);
 			return 0;

@@ -324,7 +324,7 @@ struct session_pump {
 #define FALLBACK_MSG_MAX 256
 
 struct session {
-	struct session *prev, *next;
+	LIST_ENTRY(session) entry;	/* its worker's sessions, newest first */
 	struct worker *w;
 	uint64_t id;
 	enum session_role role;
@@ -1017,7 +1017,7 @@ struct lgr_ctx {
 	} backoff[LGR_DEVS_MAX];	/* cached: no lock per connection */
 	unsigned int nbackoff;
 	TAILQ_HEAD(lgr_list, lgr) lgrs;	/* newest first */
-	struct clc_conn *clcs;		/* server handshakes without a group */
+	LIST_HEAD(, clc_conn) clcs;	/* server handshakes without a group */
 	int nclcs;
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
 	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,

@@ -36,7 +36,7 @@ struct worker_msg {
 };
 
 struct worker_listener {
-	struct worker_listener *next;
+	LIST_ENTRY(worker_listener) entry;
 	struct listener *l;
 	bool peer_port;
 	bool seen;
@@ -51,8 +51,8 @@ struct worker {
 	struct event *drain_ev;
 	struct stats stats;
 	struct conf *conf;
-	struct worker_listener *listeners;
-	struct session *sessions;
+	LIST_HEAD(, worker_listener) listeners;
+	LIST_HEAD(, session) sessions;	/* newest first */
 	int nsessions;
 	struct session_strangers strangers; /* peer port: not yet sessions */
 	bool draining;
@@ -216,11 +216,7 @@ worker_call(struct worker *w, worker_fn fn, void *arg)
 void
 worker_session_add(struct worker *w, struct session *s)
 {
-	s->next = w->sessions;
-	s->prev = NULL;
-	if (w->sessions != NULL)
-		w->sessions->prev = s;
-	w->sessions = s;
+	LIST_INSERT_HEAD(&w->sessions, s, entry);
 	w->nsessions++;
 	STATS_INC(&w->stats, conns_active);
 }
@@ -228,12 +224,7 @@ worker_session_add(struct worker *w, struct session *s)
 void
 worker_session_del(struct worker *w, struct session *s)
 {
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		w->sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
+	LIST_REMOVE(s, entry);
 	w->nsessions--;
 	STATS_DEC(&w->stats, conns_active);
 	if (w->draining && w->nsessions == 0)
@@ -243,7 +234,7 @@ worker_session_del(struct worker *w, struct session *s)
 struct session *
 worker_sessions(struct worker *w)
 {
-	return w->sessions;
+	return LIST_FIRST(&w->sessions);
 }
 
 /* A session of w took (1) or gave back (-1) a place among strangers. */
@@ -410,7 +401,7 @@ worker_listener_find(struct worker *w, const struct addr *a, bool peer_port)
 {
 	struct worker_listener *wl;
 
-	for (wl = w->listeners; wl != NULL; wl = wl->next)
+	LIST_FOREACH(wl, &w->listeners, entry)
 		if (wl->peer_port == peer_port &&
 		    addr_equal(listener_addr(wl->l), a))
 			return wl;
@@ -444,8 +435,7 @@ worker_listen(struct worker *w, const struct addr *a, bool peer_port,
 		listener_set_room(wl->l, worker_preauth_room);
 	wl->peer_port = peer_port;
 	wl->seen = true;
-	wl->next = w->listeners;
-	w->listeners = wl;
+	LIST_INSERT_HEAD(&w->listeners, wl, entry);
 	return 0;
 }
 
@@ -457,10 +447,10 @@ worker_listen(struct worker *w, const struct addr *a, bool peer_port,
 static int
 worker_listen_all(struct worker *w, struct conf *conf)
 {
-	struct worker_listener *wl, **pp;
+	struct worker_listener *wl, *next;
 	int i, rc = 0;
 
-	for (wl = w->listeners; wl != NULL; wl = wl->next)
+	LIST_FOREACH(wl, &w->listeners, entry)
 		wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
 		if (worker_rule_accepting(&conf->rules[i]))
@@ -468,12 +458,10 @@ worker_listen_all(struct worker *w, struct conf *conf)
 					   &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
 		rc = worker_listen(w, &conf->peer_listen, true, NULL);
-	for (pp = &w->listeners; (wl = *pp) != NULL;) {
-		if (wl->seen) {
-			pp = &wl->next;
+	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next) {
+		if (wl->seen)
 			continue;
-		}
-		*pp = wl->next;
+		LIST_REMOVE(wl, entry);
 		listener_free(wl->l);
 		free(wl);
 	}
@@ -606,8 +594,8 @@ worker_listeners_close(struct worker *w)
 {
 	struct worker_listener *wl;
 
-	while ((wl = w->listeners) != NULL) {
-		w->listeners = wl->next;
+	while ((wl = LIST_FIRST(&w->listeners)) != NULL) {
+		LIST_REMOVE(wl, entry);
 		listener_free(wl->l);
 		free(wl);
 	}
@@ -641,8 +629,7 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	struct session *s, *snext;
 	struct lgr *lgr, *lnext;
 
-	for (s = w->sessions; s != NULL; s = snext) {
-		snext = s->next;
+	LIST_FOREACH_SAFE(s, &w->sessions, entry, snext) {
 		if (s->peer == NULL || worker_peer_kept(conf, s->peer))
 			continue;
 		log_info("conn 0x%llx: peer %s %s on reload: closing",
@@ -835,6 +822,8 @@ worker_init(struct worker *w, int id, struct conf *conf)
 	w->id = id;
 	w->msg_fd[0] = w->msg_fd[1] = -1;
 	LIST_INIT(&w->strangers);
+	LIST_INIT(&w->sessions);
+	LIST_INIT(&w->listeners);
 	w->base = event_base_new();
 	if (w->base == NULL)
 		return -ENOMEM;

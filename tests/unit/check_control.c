@@ -41,7 +41,7 @@
 struct worker {
 	int id;
 	struct stats stats;
-	struct session *sessions;
+	LIST_HEAD(, session) sessions; /* all zero: empty */
 };
 
 static struct worker workers[NWORKERS];
@@ -86,13 +86,13 @@ worker_call(struct worker *w, worker_fn fn, void *arg)
 struct session *
 worker_sessions(struct worker *w)
 {
-	return w->sessions;
+	return LIST_FIRST(&w->sessions);
 }
 
 struct session *
 session_next(const struct session *s)
 {
-	return s->next;
+	return LIST_NEXT(s, entry);
 }
 
 uint64_t
@@ -126,11 +126,11 @@ session_json_add(const struct session *s, void *json_array)
 int
 session_kill(struct worker *w, uint64_t id)
 {
-	struct session **p;
+	struct session *s;
 
-	for (p = &w->sessions; *p != NULL; p = &(*p)->next) {
-		if ((*p)->id == id) {
-			*p = (*p)->next;
+	LIST_FOREACH(s, &w->sessions, entry) {
+		if (s->id == id) {
+			LIST_REMOVE(s, entry);
 			killed_id = id;
 			return 0;
 		}
@@ -300,8 +300,7 @@ add_sessions(int n)
 			s->peer = s->rule->peer;
 			snprintf(s->export_name, sizeof(s->export_name), "e1");
 		}
-		s->next = s->w->sessions;
-		s->w->sessions = s;
+		LIST_INSERT_HEAD(&s->w->sessions, s, entry);
 	}
 }
 
@@ -1101,13 +1100,13 @@ static struct session newcomer;
 static void
 churn(int ncall)
 {
-	struct session **p;
+	struct session *s;
 
 	if (ncall != 2)
 		return;
-	for (p = &workers[0].sessions; *p != NULL; p = &(*p)->next) {
-		if ((*p)->id == 1) {
-			*p = (*p)->next;
+	LIST_FOREACH(s, &workers[0].sessions, entry) {
+		if (s->id == 1) {
+			LIST_REMOVE(s, entry);
 			break;
 		}
 	}
@@ -1117,8 +1116,7 @@ churn(int ncall)
 	newcomer.role = SESSION_ROLE_RULE;
 	newcomer.rule = &conf->rules[0];
 	newcomer.peer = newcomer.rule->peer;
-	newcomer.next = workers[0].sessions;
-	workers[0].sessions = &newcomer;
+	LIST_INSERT_HEAD(&workers[0].sessions, &newcomer, entry);
 }
 
 /*
