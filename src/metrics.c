@@ -266,6 +266,89 @@ metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
 		NULL, NULL, metrics_int(r, "conns"));
 }
 
+/* What one family of per-rule (or per-export) totals prints. */
+enum metrics_tally_what { METRICS_T_CONNS, METRICS_T_BYTES, METRICS_T_CLOSES };
+
+struct metrics_tally_walk {
+	FILE *f;
+	bool export;
+	enum metrics_tally_what what;
+};
+
+static void
+metrics_tally_one(const struct tally *t, void *arg)
+{
+	const struct metrics_tally_walk *mw = arg;
+	const char *kind = mw->export ? "export" : "rule";
+	char name[64];
+	int r;
+
+	if (t->export != mw->export)
+		return;
+	switch (mw->what) {
+	case METRICS_T_CONNS:
+		snprintf(name, sizeof(name), "smcproxyd_%s_conns_ended_total",
+			 kind);
+		metrics_sample(mw->f, name, kind, t->name, "transport",
+			       "fallback", (long long)t->conns[0]);
+		metrics_sample(mw->f, name, kind, t->name, "transport", "rdma",
+			       (long long)t->conns[1]);
+		break;
+	case METRICS_T_BYTES:
+		snprintf(name, sizeof(name), "smcproxyd_%s_bytes_total", kind);
+		metrics_sample(mw->f, name, kind, t->name, "direction", "in",
+			       (long long)t->bytes_in);
+		metrics_sample(mw->f, name, kind, t->name, "direction", "out",
+			       (long long)t->bytes_out);
+		break;
+	case METRICS_T_CLOSES:
+		snprintf(name, sizeof(name), "smcproxyd_%s_closes_total", kind);
+		for (r = 0; r < SESSION_NREASONS; r++)
+			if (t->closes[r] > 0)
+				metrics_sample(mw->f, name, kind, t->name,
+					       "reason", session_reason_name(r),
+					       (long long)t->closes[r]);
+		break;
+	}
+}
+
+/*
+ * Totals per rule and per export since the start (tally.c): connections
+ * ended by transport, bytes each way (the connection log's BYTES_IN and
+ * BYTES_OUT), closes by reason.
+ */
+static void
+metrics_tallies(FILE *f)
+{
+	static const char *const help[] = {
+		[METRICS_T_CONNS] = "connections ended, by transport",
+		[METRICS_T_BYTES] = "bytes relayed: in from the client (rule) "
+				    "or the peer (export), out towards it",
+		[METRICS_T_CLOSES] = "connections ended, by close reason",
+	};
+	static const char *const suffix[] = {
+		[METRICS_T_CONNS] = "conns_ended",
+		[METRICS_T_BYTES] = "bytes",
+		[METRICS_T_CLOSES] = "closes",
+	};
+	struct metrics_tally_walk mw = {f, false, METRICS_T_CONNS};
+	char name[64], text[160];
+	int k, w;
+
+	for (k = 0; k < 2; k++) {
+		mw.export = k == 1;
+		for (w = METRICS_T_CONNS; w <= METRICS_T_CLOSES; w++) {
+			mw.what = (enum metrics_tally_what)w;
+			snprintf(name, sizeof(name), "smcproxyd_%s_%s_total",
+				 k ? "export" : "rule", suffix[w]);
+			snprintf(text, sizeof(text), "per %s: %s",
+				 k ? "export" : "rule", help[w]);
+			prom_family(f, name, "counter", text);
+			tally_foreach(metrics_tally_one, &mw);
+		}
+	}
+}
+
 /*
  * The whole exposition into a new buffer.
  * Return: 0, -ENOENT when the daemon is shutting down, -ENOMEM.
@@ -301,6 +384,7 @@ metrics_text(char **text, size_t *len)
 	metrics_links(f, json_object_get(links, "links"));
 	metrics_rules(f, json_object_get(rules, "rules"),
 		      json_object_get(rules, "exports"));
+	metrics_tallies(f);
 	if (fclose(f) == 0)
 		rc = 0;
 out:

@@ -90,6 +90,10 @@ notify_status_text(const struct conf *conf, char *buf, size_t len)
 		 notify_plural(conf->npeers), lgrs, notify_plural(lgrs));
 }
 
+/* The STATUS= last sent, and what goes before the counts ("" or why the
+ * last reload failed): notify_status() sends again only what changed. */
+static char notify_last[512], notify_prefix[256];
+
 /* Serving conf: READY=1 with what it serves as STATUS=. */
 void
 notify_ready(const struct conf *conf)
@@ -97,7 +101,27 @@ notify_ready(const struct conf *conf)
 	char status[256];
 
 	notify_status_text(conf, status, sizeof(status));
+	notify_prefix[0] = '\0';
+	snprintf(notify_last, sizeof(notify_last), "%s", status);
 	notify_sendf("READY=1\nSTATUS=%s", status);
+}
+
+/*
+ * Now and then while serving conf: STATUS= again when what it says
+ * changed (link groups come and go), so that "systemctl status" is not
+ * stuck at what was true at the start or the last reload.
+ */
+void
+notify_status(const struct conf *conf)
+{
+	char status[256], line[512];
+
+	notify_status_text(conf, status, sizeof(status));
+	snprintf(line, sizeof(line), "%s%s", notify_prefix, status);
+	if (strcmp(line, notify_last) == 0)
+		return;
+	snprintf(notify_last, sizeof(notify_last), "%s", line);
+	notify_sendf("STATUS=%s", line);
 }
 
 /*
@@ -122,6 +146,9 @@ notify_reload_failed(const struct conf *conf, const char *why)
 	char status[256];
 
 	notify_status_text(conf, status, sizeof(status));
-	notify_sendf("READY=1\nSTATUS=reload failed: %.*s; %s",
-		     (int)strcspn(why, "\n"), why, status);
+	snprintf(notify_prefix, sizeof(notify_prefix), "reload failed: %.*s; ",
+		 (int)strcspn(why, "\n"), why);
+	snprintf(notify_last, sizeof(notify_last), "%s%s", notify_prefix,
+		 status);
+	notify_sendf("READY=1\nSTATUS=%s", notify_last);
 }

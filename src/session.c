@@ -610,6 +610,7 @@ session_close(struct session *s, enum session_reason reason)
 	if (s->state == SESSION_CLOSED)
 		return;
 	connlog_close(s, reason);
+	tally_close(s, reason);
 	s->state = SESSION_CLOSED;
 	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
 	if (abort)

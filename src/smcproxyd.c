@@ -19,10 +19,12 @@
 #include "metrics.h"
 
 #define SMCPROXYD_CONF SYSCONFDIR "/smcproxyd/smcproxyd.conf"
+#define SMCPROXYD_STATUS_S 5 /* STATUS= looked at again */
 
 static struct conf *conf_current;
 static struct event_base *main_base;
 static struct event *stopped_ev; /* a worker drained */
+static struct event *status_ev;  /* STATUS= kept current */
 static bool stopping;
 static bool debug_flag;
 
@@ -204,6 +206,7 @@ smcproxyd_shutdown(bool now)
 {
 	if (!stopping) {
 		stopping = true;
+		event_del(status_ev);
 		notify_send("STOPPING=1");
 		log_info("stopping; open connections get %d s to finish (a "
 			 "second SIGTERM or \"smcproxyctl shutdown now\" "
@@ -224,6 +227,13 @@ smcproxyd_sigterm(evutil_socket_t sig, short what, void *arg)
 {
 	log_info("%s%s", strsignal((int)sig), stopping ? " again" : "");
 	smcproxyd_shutdown(stopping);
+}
+
+/* Every few seconds: systemd's STATUS= follows the link groups. */
+static void
+smcproxyd_status(evutil_socket_t fd, short what, void *arg)
+{
+	notify_status(conf_current);
 }
 
 /* A worker drained; when all have, the control socket goes and we end. */
@@ -327,8 +337,10 @@ main(int argc, char *argv[])
 	sig_int = evsignal_new(main_base, SIGINT, smcproxyd_sigterm, NULL);
 	sig_hup = evsignal_new(main_base, SIGHUP, smcproxyd_sighup, NULL);
 	stopped_ev = event_new(main_base, -1, 0, smcproxyd_stopped, NULL);
+	status_ev = event_new(main_base, -1, EV_PERSIST, smcproxyd_status,
+			      NULL);
 	if (sig_term == NULL || sig_int == NULL || sig_hup == NULL ||
-	    stopped_ev == NULL ||
+	    stopped_ev == NULL || status_ev == NULL ||
 	    evsignal_add(sig_term, NULL) || evsignal_add(sig_int, NULL) ||
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
@@ -352,16 +364,23 @@ main(int argc, char *argv[])
 		 conf_current->workers, conf_current->nrules,
 		 conf_current->npeers, conf_current->nexports);
 	notify_ready(conf_current);
+	{
+		struct timeval tv = {SMCPROXYD_STATUS_S, 0};
+
+		event_add(status_ev, &tv);
+	}
 
 	event_base_dispatch(main_base);
 
 	worker_join_all();
 	peer_shutdown();
+	tally_shutdown();
 	log_info("stopped");
 	event_free(sig_term);
 	event_free(sig_int);
 	event_free(sig_hup);
 	event_free(stopped_ev);
+	event_free(status_ev);
 	event_base_free(main_base);
 	conf_drop(conf_current);
 	return 0;

@@ -205,6 +205,7 @@ conf_drop(struct conf *conf)
 /* notify.c */
 void notify_send(const char *state);
 void notify_ready(const struct conf *conf);
+void notify_status(const struct conf *conf);
 void notify_reloading(void);
 void notify_reload_failed(const struct conf *conf, const char *why);
 
@@ -399,6 +400,19 @@ enum session_reason export_timed_out(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
+
+/* tally.c: totals per rule and export since the start (metrics) */
+struct tally {
+	SLIST_ENTRY(tally) entry;
+	bool export;			/* else a rule */
+	char name[CONF_NAME_MAX + 1];
+	uint64_t conns[2];		/* ended, by transport: fallback, rdma */
+	uint64_t bytes_in, bytes_out;	/* from the client or peer, to it */
+	uint64_t closes[SESSION_NREASONS];
+};
+void tally_close(const struct session *s, enum session_reason reason);
+void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);
+void tally_shutdown(void);
 
 /* control.c */
 #define CONTROL_VERSION 1	/* the "v" of every request and reply */

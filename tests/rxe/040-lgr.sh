@@ -89,6 +89,13 @@ for d in a b; do
 	expect_stat $d clc_declines_sent 0
 	expect_stat $d auth_failures 0
 done
+# systemd's STATUS= follows the groups (looked at every 5 s), not only
+# what was true at READY=1
+if rxe_wait 15 grep -q 'STATUS=.*1 link group' "$RXE_OUT/a.notify"; then
+	ok "a's sd_notify STATUS= says 1 link group"
+else
+	bad "a's STATUS= never said 1 link group: $(tail -n 3 "$RXE_OUT/a.notify")"
+fi
 "$CTL" -s "$R/a.sock" show lgrs >"$RXE_OUT/a.lgrs.txt" 2>&1
 "$CTL" -s "$R/a.sock" -j show links >"$RXE_OUT/a.links.json" 2>&1
 echo "--- show lgrs on a"

@@ -5,8 +5,9 @@
 # traffic: every counter as _total from the totals (equal, sample for
 # sample, to "smcproxyctl --prometheus", and not rewound by "stats reset"),
 # the close reasons as one family with a reason label, build_info, the
-# start time, peers (up, mode), and the connections open per rule, export
-# and peer while one is held open.  Another path is 404, POST is 405, a
+# start time, peers (up, mode), the connections open per rule, export
+# and peer while one is held open, and per rule and export the totals
+# since the start (connections ended by transport, bytes, closes).  Another path is 404, POST is 405, a
 # bad metrics_listen is a config error with file:line, and a reload
 # cannot move the endpoint.
 . "$(dirname "$0")/lib.sh"
@@ -131,6 +132,23 @@ eq(sample(b, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="a",
           mode="fallback"), 1, "B peer a fallback")
 eq(sample(a, "smcproxyd_rule_conns", "smcproxyd_rule_conns", rule="x"), 0,
    "A rule x, nothing open")
+
+# totals per rule and export since the start: not rewound by stats reset
+def total(fams, fam, **labels):
+    return sample(fams, fam, fam + "_total", **labels)
+eq(a["smcproxyd_rule_conns_ended"].type, "counter", "rule_conns_ended type")
+eq(total(a, "smcproxyd_rule_conns_ended", rule="x", transport="fallback"), 3,
+   "A rule x ended over the fallback")
+eq(total(a, "smcproxyd_rule_conns_ended", rule="x", transport="rdma"), 0,
+   "A rule x ended over RDMA")
+eq(total(a, "smcproxyd_rule_closes", rule="x", reason="client_fin"), 3,
+   "A rule x client_fin")
+if total(a, "smcproxyd_rule_bytes", rule="x", direction="in") < 3 * 65536:
+    sys.exit("A rule x bytes in below the 3 x 64 KiB sent")
+eq(total(b, "smcproxyd_export_conns_ended", export="x", transport="fallback"),
+   3, "B export x ended over the fallback")
+if total(b, "smcproxyd_export_bytes", export="x", direction="in") < 3 * 65536:
+    sys.exit("B export x bytes in below the 3 x 64 KiB received")
 
 # one connection held open shows per rule, peer and export
 held = socket.create_connection(("127.0.0.1", int(rule)))
