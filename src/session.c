@@ -81,24 +81,31 @@ session_want(struct session *s, int i, short what, bool on)
 		event_del(ev);
 }
 
-/* Arm the session's one timer in milliseconds. */
+/*
+ * Arm the session's one timer in milliseconds, from now.  libevent counts
+ * a timeout from the time it cached when the loop last woke up; one turn
+ * that handles a burst (a completion queue full of CONN_OPENs, each with
+ * its target connect) can take seconds under load, and the later
+ * sessions' timers then fired that much early (rxe 095: target connects
+ * "timed out" after 0.28 s of a 5 s connect_timeout).  So the cache is
+ * brought up to date first: one clock read.
+ */
 int
 session_timer_ms(struct session *s, int ms)
 {
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
+	event_base_update_cache_time(worker_base(s->w));
 	return event_add(s->timer, &tv);
 }
 
-/* Arm the session's one timer; 0 disarms. */
+/* Arm the session's one timer in seconds, from now; 0 disarms. */
 int
 session_timer(struct session *s, int seconds)
 {
-	struct timeval tv = { seconds, 0 };
-
 	if (seconds == 0)
 		return event_del(s->timer);
-	return event_add(s->timer, &tv);
+	return session_timer_ms(s, seconds * 1000);
 }
 
 /* Take over fd as fd[i], with level-triggered events.  0 or -ENOMEM. */
@@ -236,6 +243,7 @@ session_stranger_wait(struct session_stranger *st, uint64_t ms)
 	struct timeval tv = { (time_t)(ms / 1000),
 			      (suseconds_t)(ms % 1000) * 1000 };
 
+	event_base_update_cache_time(worker_base(st->w)); /* see session_timer_ms */
 	return evtimer_add(st->timer, &tv);
 }
 
