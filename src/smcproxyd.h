@@ -476,6 +476,7 @@ struct wr_stats {
 	uint64_t contended_frees; /* slots freed while someone waited */
 	uint64_t longest_wait_ms;
 	uint64_t slot_wait_timeouts;
+	uint64_t cq_events;	/* completion notifications handled */
 };
 
 typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,

@@ -465,6 +465,7 @@ wr_completion(struct dev_qp *qp, void *arg)
 {
 	struct wr_link *l = arg;
 
+	l->stats.cq_events++;
 	wr_poll(l);
 	if (l->ops->arm(l->qp) == 0)
 		wr_poll(l);
