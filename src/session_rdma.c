@@ -888,6 +888,7 @@ session_rdma_run(struct session_rdma *sr)
 		}
 		if (!moved && !sr->again)
 			break;
+		worker_busy_note();
 	}
 	sr->in_run = false;
 	if (sr->closing) {
