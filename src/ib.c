@@ -879,16 +879,22 @@ ib_comp_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	while (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
+	/*
+	 * One event per call: the handler polls both CQs anyway, and a
+	 * second event still queued (the other CQ's) keeps the channel
+	 * readable, so the loop calls again at once.  Reading on until
+	 * EAGAIN cost a system call per event that almost always failed.
+	 */
+	if (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
 		if (cq == q->send_cq)
 			q->send_fired = true;
 		else
 			q->recv_fired = true;
 		any = true;
-	}
-	if (errno != EAGAIN && errno != EWOULDBLOCK)
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
 		ib_qp_err_once(q, IB_ERR_CQ_EVENT, "ibv_get_cq_event", errno);
+	}
 	/* last: the engine may destroy the QP from here */
 	if (any && q->cb.completion != NULL)
 		q->cb.completion((struct dev_qp *)q, q->cb.arg);
