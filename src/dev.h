@@ -164,7 +164,8 @@ struct dev_ops {
 	int (*post_recv)(struct dev_qp *qp, struct dev_recv_wr *wr);
 	/* up to n completions of both CQs; count or -errno */
 	int (*poll)(struct dev_qp *qp, struct dev_wc *wc, int n);
-	/* request the next completion notification */
+	/* request the next completion notification of every CQ that
+	 * notified since the last call (one still armed needs none) */
 	int (*arm)(struct dev_qp *qp);
 	/* optional: cb(d, arg) each time d's port becomes active again
 	 * (after a port error; the GID is looked up anew for the next QP).

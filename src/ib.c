@@ -93,6 +93,9 @@ struct ib_qp {
 	struct event *comp_ev;
 	struct ibv_cq *send_cq;
 	struct ibv_cq *recv_cq;
+	/* notified since the last arm: only these need arming again (each
+	 * ibv_req_notify_cq is a system call on rxe) */
+	bool send_fired, recv_fired;
 	struct ibv_qp *qp;
 	struct dev_qp_cb cb;
 	/* our own record: this rxe's ibv_query_qp says RESET for cur_qp_state */
@@ -876,12 +879,22 @@ ib_comp_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	while (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
+	/*
+	 * One event per call: the handler polls both CQs anyway, and a
+	 * second event still queued (the other CQ's) keeps the channel
+	 * readable, so the loop calls again at once.  Reading on until
+	 * EAGAIN cost a system call per event that almost always failed.
+	 */
+	if (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
+		if (cq == q->send_cq)
+			q->send_fired = true;
+		else
+			q->recv_fired = true;
 		any = true;
-	}
-	if (errno != EAGAIN && errno != EWOULDBLOCK)
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
 		ib_qp_err_once(q, IB_ERR_CQ_EVENT, "ibv_get_cq_event", errno);
+	}
 	/* last: the engine may destroy the QP from here */
 	if (any && q->cb.completion != NULL)
 		q->cb.completion((struct dev_qp *)q, q->cb.arg);
@@ -1469,11 +1482,18 @@ ib_arm(struct dev_qp *qp)
 	struct ib_qp *q = ib_qp_of(qp);
 	int ret;
 
-	ret = ibv_req_notify_cq(q->send_cq, 0);
-	if (ret == 0)
-		ret = ibv_req_notify_cq(q->recv_cq, 0);
-	if (ret != 0)
-		return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq", ret);
+	if (q->send_fired) {
+		if ((ret = ibv_req_notify_cq(q->send_cq, 0)) != 0)
+			return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq",
+					   ret);
+		q->send_fired = false;
+	}
+	if (q->recv_fired) {
+		if ((ret = ibv_req_notify_cq(q->recv_cq, 0)) != 0)
+			return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq",
+					   ret);
+		q->recv_fired = false;
+	}
 	return 0;
 }
 

@@ -864,6 +864,8 @@ session_rdma_round(void *arg)
 	} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
 		session_rdma_done(sr);
 	}
+	if (moved)
+		worker_busy_note(); /* rdma.busy_poll_us: keep polling */
 	return moved || sr->again;
 }
 

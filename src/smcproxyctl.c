@@ -758,6 +758,7 @@ ctl_show_links(struct ctl_conn *conn, json_t *data)
 		{"RX-UNKNOWN", "rx_unknown", CTL_COL_NUM},
 		{"RX-BAD-OPCODE", "rx_bad_opcode", CTL_COL_NUM},
 		{"DRAINED", "drained", CTL_COL_NUM},
+		{"CQ-EVENTS", "cq_events", CTL_COL_NUM},
 		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM},
 		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM},
 		{"UP", "up_s", CTL_COL_SECONDS},

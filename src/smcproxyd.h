@@ -136,6 +136,7 @@ struct conf_rdma {
 	bool inline_enabled;
 	int inline_size;
 	enum conf_slot_wait slot_wait;
+	int busy_poll_us;
 	int lgr_idle_timeout;
 	int test_link_time;
 };
@@ -263,6 +264,8 @@ void worker_preauth_put(struct worker *w, const struct addr *src);
 void worker_fd_exhausted(struct worker *w);
 bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
+void worker_busy_note(void);
+void worker_loop(struct event_base *base, uint32_t busy_us, uint64_t *spins);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
 int worker_reconfigure_all(struct conf *conf);
 bool worker_rule_enabled(const char *name);
@@ -520,6 +523,7 @@ struct wr_stats {
 	uint64_t contended_frees; /* slots freed while someone waited */
 	uint64_t longest_wait_ms;
 	uint64_t slot_wait_timeouts;
+	uint64_t cq_events;	/* completion notifications handled */
 };
 
 typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,

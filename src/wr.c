@@ -440,6 +440,8 @@ wr_poll(struct wr_link *l)
 			wr_link_fault(l, "poll failed");
 			break;
 		}
+		if (n > 0)
+			worker_busy_note();
 		for (i = 0; i < n; i++)
 			wr_handle_wc(l, &wc[i]);
 	} while (n == WR_POLL_BATCH);
@@ -465,6 +467,7 @@ wr_completion(struct dev_qp *qp, void *arg)
 {
 	struct wr_link *l = arg;
 
+	l->stats.cq_events++;
 	wr_poll(l);
 	if (l->ops->arm(l->qp) == 0)
 		wr_poll(l);

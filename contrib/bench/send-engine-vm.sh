@@ -13,6 +13,7 @@
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
 #   RXE_SE_SHORT_CONNS RXE_SE_WK_CONNS RXE_SE_WK_BYTES RXE_SE_RAW_BIG
+#   RXE_SE_BUSY_US RXE_SE_RT_SIZES RXE_SE_STRACE_ITERS RXE_SE_BASE_DAEMON
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_SE_ROUNDS:-3}
@@ -30,6 +31,10 @@ short_conns=${RXE_SE_SHORT_CONNS:-100}
 wk_conns=${RXE_SE_WK_CONNS:-32}
 wk_bytes=${RXE_SE_WK_BYTES:-2M}
 raw_big=${RXE_SE_RAW_BIG:-1048576}	# the raw experiment's B pair: sndbuf = rmb
+busy_us=${RXE_SE_BUSY_US:-50}		# busypoll, busyfb: rdma.busy_poll_us of A
+rt_sizes=${RXE_SE_RT_SIZES:-1 64 1024}	# round trips of busypoll, short, busyfb
+strace_iters=${RXE_SE_STRACE_ITERS:-200} # round trips under strace -c; 0: none
+base_daemon=${RXE_SE_BASE_DAEMON:-}	# build: the B pair's smcproxyd
 
 if [ -n "${RXE_HOST:-}" ]; then
 	rxe_host_setup
@@ -84,7 +89,18 @@ cmd() {	# log a command line once per kind
 	echo "$*" >>"$RXE_OUT/commands.txt"
 }
 
-# b_up N EXTRA_RDMA_KEYS DEV WORKERS: daemon bN (on host b, or here).
+# daemon_as BIN NAME CONF: daemon_start with smcproxyd BIN ("": ours).
+daemon_as() {
+	_sd=$SMCPROXYD
+	[ -n "$1" ] && SMCPROXYD=$1
+	daemon_start "$2" "$3"
+	_rc=$?
+	SMCPROXYD=$_sd
+	return $_rc
+}
+
+# b_up N EXTRA_RDMA_KEYS DEV WORKERS [BIN]: daemon bN (on host b, or here),
+# smcproxyd BIN if given.
 b_up() {
 	cat >"$R/b$1.conf" <<CONF
 smcproxyd: { name = "b$1"; workers = $4; control_socket = "$R/b$1.sock"; };
@@ -94,7 +110,7 @@ exports = ( { name = "sp"; target = "127.0.0.1:$PORT_SP"; peers = [ "a$1" ]; },
             { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$1" ]; } );
 rdma: { devices = [ "$3" ]; $2 };
 CONF
-	daemon_start b$1 "$R/b$1.conf" || rxe_die "daemon b$1 did not start"
+	daemon_as "${5:-}" b$1 "$R/b$1.conf" || rxe_die "daemon b$1 did not start"
 }
 
 # b_down N: bN's counters and links into $RXE_OUT, then bN stops.
@@ -112,21 +128,24 @@ if [ "${RXE_HOST:-a}" = b ]; then
 	exit 0
 fi
 
-# pair_up N EXTRA_RDMA_KEYS [fallback | workers=W]: daemons aN, bN;
+# pair_up N EXTRA_RDMA_KEYS [fallback | workers=W | base]: daemons aN, bN;
 # rules on 127.0.0.1:17N00 (sockperf), 17N01 (xfer).  Waits until the
 # link group is active; with "fallback", b has no usable device (it
 # declines NOSMCRDEV) and every connection takes the TCP fallback; with
-# workers=W both daemons run W workers (else 1).
+# workers=W both daemons run W workers (else 1); with base both run
+# $base_daemon.
 pair_up() {
 	n=$1
 	extra=$2
 	bdev=$RXE_DEV0
 	wk=1
+	bin=
 	case ${3:-} in
 	fallback) bdev=nosuchdev ;;
 	workers=*) wk=${3#workers=} ;;
+	base) bin=$base_daemon ;;
 	esac
-	on_b "b_up $n $(rxe_quote "$extra") $bdev $wk"
+	on_b "b_up $n $(rxe_quote "$extra") $bdev $wk $(rxe_quote "$bin")"
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = $wk; control_socket = "$R/a$n.sock"; };
 peers = ( { name = "b$n"; address = "$B_IP:72${n}0"; key_file = "$R/psk"; } );
@@ -135,7 +154,7 @@ rules = ( { name = "sp"; listen = "127.0.0.1:17${n}00"; peer = "b$n"; export = "
 rdma: { devices = [ "$RXE_DEV0" ]; $extra };
 CONF
 	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
-	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
+	daemon_as "$bin" a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
 	"$XFER" client -c "127.0.0.1:17${n}01" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
 		rxe_log "first (fallback) connection through pair $n failed"
 	if [ "$bdev" = nosuchdev ]; then
@@ -209,6 +228,27 @@ lat_one() {	# EXP V ROUND SIZE
 	rec "$1" "$2" "$3" xfer_pp "$4" \
 		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m pingpong -s "$4" -i "$iters" --json -T 60
 }
+# rt_one EXP V ROUND SIZE: a ping-pong sample with both daemons' links
+# around it (WRs, completions, CQ events per round trip), then, untimed,
+# strace -c -f on daemon a for strace_iters round trips (syscalls per
+# round trip), first round only.
+rt_one() {
+	_n=1; [ "$2" = B ] && _n=2
+	links "$1" "$2" "$3" before $_n "$4"
+	lat_one "$@"
+	links "$1" "$2" "$3" after $_n "$4"
+	if [ "$3" = 1 ] && [ "$strace_iters" -gt 0 ] && command -v strace >/dev/null; then
+		eval "_p=\${rxe_pid_a$_n:-}"
+		cmd "strace -c -f -p PID_OF_A -o FILE (xfer ping-pong -i $strace_iters)"
+		strace -c -f -p "$_p" -o "$RXE_OUT/strace.$1.$2.$4.txt" 2>/dev/null &
+		_st=$!
+		sleep 2
+		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m pingpong -s "$4" \
+			-i "$strace_iters" -T 60 >/dev/null 2>&1
+		kill -INT $_st 2>/dev/null
+		wait $_st
+	fi
+}
 stream_one() {	# EXP V ROUND
 	cmd "xfer client -c 127.0.0.1:PORT -m stream -t $secs --json -T 60"
 	rec "$1" "$2" "$3" xfer_stream 65536 \
@@ -221,7 +261,9 @@ for e in $exps; do
 	inline) ka="inline = true;"; kb="inline = false;" ;;
 	slot) ka="slot_wait = \"exclusive\"; max_send_wr = 16; max_conns_per_lgr = 255;"
 	      kb="slot_wait = \"all\"; max_send_wr = 16; max_conns_per_lgr = 255;" ;;
-	raw | short | workers) ka=""; kb="" ;;
+	raw | short | workers | build) ka=""; kb="" ;;
+	busypoll) ka="busy_poll_us = $busy_us;"; kb="busy_poll_us = 0;" ;;
+	busyfb) ka="busy_poll_us = $busy_us;"; kb="" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"
 	case $e in
@@ -230,7 +272,8 @@ for e in $exps; do
 	esac
 	case $e in
 	raw) pair_up 2 "sndbuf = $raw_big; rmb = $raw_big;" ;;
-	short) pair_up 2 "" fallback ;;
+	short | busyfb) pair_up 2 "" fallback ;;
+	build) pair_up 2 "" base ;;
 	*) pair_up 2 "$kb" ;;
 	esac
 	r=1
@@ -274,7 +317,10 @@ for e in $exps; do
 					"$XFER" client -c "127.0.0.1:$(port "$v" 1)" \
 					-n "$wk_conns" -b "$wk_bytes" --json -T 120
 			done ;;
-		short)
+		busypoll | busyfb | short | build)
+			for s in $rt_sizes; do
+				for v in $(order $r); do rt_one $e $v $r $s; done
+			done
 			for v in $(order $r); do
 				cmd "xfer client -c 127.0.0.1:PORT -n $short_conns -b 100 -B 100 --json -T 60"
 				rec $e $v $r xfer_conn "$short_conns" \
