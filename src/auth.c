@@ -44,7 +44,8 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 		ret = -errno;
 		if (errno == ELOOP)
 			snprintf(err, errlen,
-				 "key file %s is a symbolic link; point key_file at the file itself",
+				 "key file %s is a symbolic link; point "
+				 "key_file at the file itself",
 				 path);
 		else
 			snprintf(err, errlen, "key file %s: %s", path,
@@ -58,7 +59,8 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		snprintf(err, errlen, "key file %s is not a regular file", path);
+		snprintf(err, errlen, "key file %s is not a regular file",
+			 path);
 		goto out;
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
@@ -71,7 +73,8 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 	if (st.st_mode & 077) {
 		ret = -EPERM;
 		snprintf(err, errlen,
-			 "key file %s is %s by group/others (mode %04o); chmod 600 it",
+			 "key file %s is %s by group/others (mode %04o); chmod "
+			 "600 it",
 			 path, st.st_mode & 044 ? "readable" : "writable",
 			 (unsigned)(st.st_mode & 07777));
 		goto out;
@@ -93,15 +96,15 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 	}
 	if (n > CONF_KEY_MAX) {
 		ret = -EFBIG;
-		snprintf(err, errlen,
-			 "key file %s is longer than %d bytes", path,
-			 CONF_KEY_MAX);
+		snprintf(err, errlen, "key file %s is longer than %d bytes",
+			 path, CONF_KEY_MAX);
 		goto out;
 	}
 	if (n < CONF_KEY_MIN) {
 		ret = -EINVAL;
 		snprintf(err, errlen,
-			 "key file %s has %zu bytes, at least %d are needed (head -c 32 /dev/urandom > %s)",
+			 "key file %s has %zu bytes, at least %d are needed "
+			 "(head -c 32 /dev/urandom > %s)",
 			 path, n, CONF_KEY_MIN, path);
 		goto out;
 	}
@@ -173,7 +176,8 @@ auth_slot(struct auth_limit *al, const struct addr *src)
 	int i;
 
 	for (i = 0; i < AUTH_LIMIT_SLOTS; i++)
-		if (al->slot[i].src.len && addr_same_host(&al->slot[i].src, src))
+		if (al->slot[i].src.len &&
+		    addr_same_host(&al->slot[i].src, src))
 			return i;
 	return -1;
 }
@@ -181,9 +185,8 @@ auth_slot(struct auth_limit *al, const struct addr *src)
 static void
 auth_refill(struct auth_limit *al, int i, uint64_t now_ms)
 {
-	double t = al->slot[i].tokens +
-		   (double)(now_ms - al->slot[i].last_ms) / 1000.0 *
-			   AUTH_LIMIT_RATE;
+	double t = al->slot[i].tokens + (double)(now_ms - al->slot[i].last_ms) /
+						1000.0 * AUTH_LIMIT_RATE;
 
 	al->slot[i].tokens = t > AUTH_LIMIT_BURST ? AUTH_LIMIT_BURST : t;
 	al->slot[i].last_ms = now_ms;

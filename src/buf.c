@@ -57,10 +57,11 @@ TAILQ_HEAD(buf_list, buf);
 struct buf_pool {
 	const struct dev_ops *ops; /* a PD every element is registered in */
 	struct dev *pd;		   /* when handed out (tests), or NULL */
-	size_t limit; /* bytes, 0: none */
-	struct stats *st; /* the owner's gauges, or NULL */
+	size_t limit;		   /* bytes, 0: none */
+	struct stats *st;	   /* the owner's gauges, or NULL */
 	struct buf_list free[2][BUF_CLASSES]; /* newest first */
-	struct buf_list cooling; /* given back, still registered (buf_put_cooled) */
+	struct buf_list
+		cooling; /* given back, still registered (buf_put_cooled) */
 	uint64_t outstanding; /* elements handed out */
 	uint64_t clock;	      /* orders buf_mr() uses, for eviction */
 	bool dying;	      /* buf_pool_free() ran: free on the last put */
@@ -194,9 +195,9 @@ buf_mr(struct buf *b, const struct dev_ops *ops, struct dev *pd)
 {
 	struct buf_pool *p = b->pool;
 	/* a peer may write into an RMB element, and into nothing else */
-	int access = b->kind == BUF_RMB ? DEV_ACCESS_LOCAL_WRITE |
-						  DEV_ACCESS_REMOTE_WRITE :
-					  0;
+	int access = b->kind == BUF_RMB ?
+			     DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE :
+			     0;
 	int i, slot = -1;
 
 	if (pd == NULL || ops == NULL)
@@ -313,14 +314,13 @@ buf_owned_by(const struct buf *b, const char *owner)
  * another peer), else NULL.
  */
 static struct buf *
-buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c,
-	      const char *owner)
+buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c, const char *owner)
 {
 	struct buf *b;
 
 	TAILQ_FOREACH(b, &p->free[kind][c], entry)
-		if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
-			break;
+	if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
+		break;
 	if (b == NULL) {
 		b = TAILQ_FIRST(&p->free[kind][c]);
 		if (b != NULL)
@@ -356,7 +356,8 @@ buf_cool_reap(struct buf_pool *p, bool all)
 	struct buf *b, *next;
 	uint64_t now = all ? 0 : now_ms();
 
-	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next) {
+	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next)
+	{
 		if (!all && b->cool_until > now)
 			continue;
 		TAILQ_REMOVE(&p->cooling, b, entry);
@@ -405,7 +406,7 @@ buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 			return rc;
 	}
 	snprintf(b->owner, sizeof(b->owner), "%s", owner != NULL ? owner : "");
-	b->dirty = b->size;	/* until its user says otherwise */
+	b->dirty = b->size; /* until its user says otherwise */
 	b->since = ++p->clock;
 	buf_used_add(p, b);
 	if (p->pd != NULL && buf_mr(b, p->ops, p->pd) == NULL) {

@@ -947,8 +947,7 @@ clc_hop_arrive(struct worker *w, void *arg)
 			  worker_id(w));
 		close(h->fd);
 	} else {
-		clc_serve_conn(ctx, h->fd, &h->src, h->msg, h->len, true,
-			       true);
+		clc_serve_conn(ctx, h->fd, &h->src, h->msg, h->len, true, true);
 	}
 	free(h);
 }
@@ -1113,8 +1112,8 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	struct lgr *lgr;
 	int pending = 0;
 
-	if (hdr_len > (hopped ? sizeof(struct clc_proposal) :
-				sizeof(struct clc_hdr))) {
+	if (hdr_len >
+	    (hopped ? sizeof(struct clc_proposal) : sizeof(struct clc_hdr))) {
 		close(fd);
 		if (preauth && ctx->w != NULL)
 			worker_preauth_put(ctx->w, src);
@@ -1144,8 +1143,7 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	 * connections turn every real peer away.
 	 */
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-		pending += lgr->role == LGR_ROLE_SERVER &&
-			   lgr->state == LGR_STATE_CLC;
+	pending += lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_STATE_CLC;
 	c->hopped = hopped;
 	if (pending >= CLC_PENDING_MAX)
 		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");

@@ -24,27 +24,27 @@
 #include "smcproxyd.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define CONF_PATH_LEN 128	/* "exports[123].connect_timeout" and more */
+#define CONF_PATH_LEN 128 /* "exports[123].connect_timeout" and more */
 #define CONF_MSG_LEN 512
-#define CONF_QUOTE_LEN 80	/* file text echoed in a message, quoted */
+#define CONF_QUOTE_LEN 80 /* file text echoed in a message, quoted */
 
 enum conf_type {
-	CONF_T_INT,	/* int, min..max */
-	CONF_T_MODE,	/* int, a file mode written in octal as for chmod */
-	CONF_T_BOOL,	/* bool */
-	CONF_T_PATH,	/* char *, never empty */
-	CONF_T_NAME,	/* char[CONF_NAME_MAX + 1], conf_name_valid() */
-	CONF_T_NAMES,	/* char **, NULL-terminated, count at count_off */
-	CONF_T_ADDR,	/* struct addr, "ip:port" */
-	CONF_T_ENUM,	/* an enum stored as int, parsed by parse() */
-	CONF_T_PEER,	/* const struct conf_peer *, named in peers */
+	CONF_T_INT,   /* int, min..max */
+	CONF_T_MODE,  /* int, a file mode written in octal as for chmod */
+	CONF_T_BOOL,  /* bool */
+	CONF_T_PATH,  /* char *, never empty */
+	CONF_T_NAME,  /* char[CONF_NAME_MAX + 1], conf_name_valid() */
+	CONF_T_NAMES, /* char **, NULL-terminated, count at count_off */
+	CONF_T_ADDR,  /* struct addr, "ip:port" */
+	CONF_T_ENUM,  /* an enum stored as int, parsed by parse() */
+	CONF_T_PEER,  /* const struct conf_peer *, named in peers */
 };
 
 static const char *const conf_type_names[] = {
-	[CONF_T_INT] = "integer",   [CONF_T_MODE] = "mode",
-	[CONF_T_BOOL] = "boolean",  [CONF_T_PATH] = "path",
-	[CONF_T_NAME] = "name",	    [CONF_T_NAMES] = "names",
-	[CONF_T_ADDR] = "address",  [CONF_T_ENUM] = "string",
+	[CONF_T_INT] = "integer",  [CONF_T_MODE] = "mode",
+	[CONF_T_BOOL] = "boolean", [CONF_T_PATH] = "path",
+	[CONF_T_NAME] = "name",	   [CONF_T_NAMES] = "names",
+	[CONF_T_ADDR] = "address", [CONF_T_ENUM] = "string",
 	[CONF_T_PEER] = "name",
 };
 
@@ -60,13 +60,13 @@ static const char *const conf_type_expected[] = {
 	[CONF_T_PEER] = "a string",
 };
 
-#define CONF_REQUIRED 0x1	/* no default: the key must be there */
-#define CONF_RELOAD 0x2		/* a reload may change it */
-#define CONF_UNIQUE 0x4		/* no two list elements may share it */
+#define CONF_REQUIRED 0x1 /* no default: the key must be there */
+#define CONF_RELOAD 0x2	  /* a reload may change it */
+#define CONF_UNIQUE 0x4	  /* no two list elements may share it */
 
 /* Where a key was set; line 0: not in the file, its default applies. */
 struct conf_loc {
-	int file;		/* index into conf_src.files */
+	int file; /* index into conf_src.files */
 	int line;
 };
 
@@ -75,13 +75,13 @@ struct conf_parse;
 struct conf_key {
 	const char *name;
 	enum conf_type type;
-	size_t off;		/* field in the section's struct */
-	size_t count_off;	/* CONF_T_NAMES: its int count */
-	const char *def;	/* as a file would write it, unquoted */
-	const char *def_doc;	/* schema text for a computed default */
-	long long min, max;	/* CONF_T_INT, CONF_T_MODE */
-	int (*parse)(const char *s, int *out);	/* CONF_T_ENUM */
-	const char *choices;	/* CONF_T_ENUM: "a|b|c" */
+	size_t off;	     /* field in the section's struct */
+	size_t count_off;    /* CONF_T_NAMES: its int count */
+	const char *def;     /* as a file would write it, unquoted */
+	const char *def_doc; /* schema text for a computed default */
+	long long min, max;  /* CONF_T_INT, CONF_T_MODE */
+	int (*parse)(const char *s, int *out); /* CONF_T_ENUM */
+	const char *choices;		       /* CONF_T_ENUM: "a|b|c" */
 	/* After a value is stored: 0, or -EINVAL with msg filled. */
 	int (*check)(struct conf_parse *p, const void *field, char *msg,
 		     size_t len);
@@ -92,7 +92,7 @@ struct conf_key {
 enum conf_sect_id {
 	CONF_SECT_MAIN,
 	CONF_SECT_LISTEN,
-	CONF_SECT_PEERS,	/* before rules and exports, which name peers */
+	CONF_SECT_PEERS, /* before rules and exports, which name peers */
 	CONF_SECT_EXPORTS,
 	CONF_SECT_RULES,
 	CONF_SECT_RDMA,
@@ -101,15 +101,15 @@ enum conf_sect_id {
 
 struct conf_section {
 	const char *name;
-	bool list;		/* a list of groups, else one group */
-	bool optional;		/* a group that is off when absent */
+	bool list;     /* a list of groups, else one group */
+	bool optional; /* a group that is off when absent */
 	const struct conf_key *keys;
 	size_t nkeys;
-	size_t obj_off;		/* group: its struct inside struct conf */
-	size_t arr_off;		/* list: array pointer in struct conf */
-	size_t n_off;		/* list: element count in struct conf */
-	size_t size;		/* list: element size */
-	size_t line_off;	/* list: the element's int line */
+	size_t obj_off;	 /* group: its struct inside struct conf */
+	size_t arr_off;	 /* list: array pointer in struct conf */
+	size_t n_off;	 /* list: element count in struct conf */
+	size_t size;	 /* list: element size */
+	size_t line_off; /* list: the element's int line */
 	/* After the keys of one group (list element) are stored. */
 	void (*post)(struct conf_parse *p, void *obj,
 		     const struct conf_loc *locs, const char *prefix,
@@ -119,30 +119,30 @@ struct conf_section {
 
 /* Kept with the config so a reload can point at the line that changed. */
 struct conf_src {
-	char **files;		/* [0]: the config itself, then @includes */
+	char **files; /* [0]: the config itself, then @includes */
 	int nfiles;
 	struct conf_loc sect[CONF_NSECT];
-	struct conf_loc *keys[CONF_NSECT];	/* [elem * nkeys + key] */
+	struct conf_loc *keys[CONF_NSECT]; /* [elem * nkeys + key] */
 };
 
 struct conf_msg {
 	struct conf_loc loc;
 	size_t seq;
-	char *text;		/* "key: message" */
+	char *text; /* "key: message" */
 };
 
 struct conf_parse {
 	struct conf *conf;
 	struct conf_src *src;
-	const char *dir;	/* relative key files live here; NULL: cwd */
+	const char *dir; /* relative key files live here; NULL: cwd */
 	struct conf_msg *msgs;
 	size_t nmsgs, cap;
 	int nerrors;
-	int lost;		/* messages that found no memory */
+	int lost; /* messages that found no memory */
 };
 
-static void conf_err(struct conf_parse *p, struct conf_loc loc,
-		     const char *key, const char *fmt, ...)
+static void conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
+		     const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static void
@@ -241,7 +241,7 @@ conf_file_intern(struct conf_src *src, const char *file)
 static struct conf_loc
 conf_loc_of(struct conf_parse *p, const config_setting_t *s)
 {
-	struct conf_loc loc = { 0, 0 };
+	struct conf_loc loc = {0, 0};
 
 	if (s == NULL)
 		return loc;
@@ -394,7 +394,8 @@ conf_check_socket_path(struct conf_parse *p, const void *field, char *msg,
 	}
 	if (strlen(s) >= sizeof(sun.sun_path)) {
 		snprintf(msg, len,
-			 "longer than %zu bytes, the limit of a UNIX socket path",
+			 "longer than %zu bytes, the limit of a UNIX socket "
+			 "path",
 			 sizeof(sun.sun_path) - 1);
 		return -EINVAL;
 	}
@@ -410,8 +411,7 @@ conf_check_specific(struct conf_parse *p, const void *field, char *msg,
 
 	if (!conf_addr_unspecified(a))
 		return 0;
-	snprintf(msg, len,
-		 "%s is a wildcard; give the address to connect to",
+	snprintf(msg, len, "%s is a wildcard; give the address to connect to",
 		 addr_str(a, buf, sizeof(buf)));
 	return -EINVAL;
 }
@@ -468,27 +468,35 @@ _Static_assert(sizeof(enum log_level) == sizeof(int), "enum log_level size");
 _Static_assert(sizeof(enum conf_slot_wait) == sizeof(int),
 	       "enum conf_slot_wait size");
 
-#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds)                           \
-	{ .name = k, .type = t, .off = offsetof(st, fld), .def = d,          \
-	  .min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds }
-#define KEY_INT(st, fld, k, d, lo, hi, chk, fl, ds)                          \
+#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds)                          \
+	{                                                                   \
+		.name = k, .type = t, .off = offsetof(st, fld), .def = d,   \
+		.min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds \
+	}
+#define KEY_INT(st, fld, k, d, lo, hi, chk, fl, ds) \
 	KEY(st, fld, k, CONF_T_INT, d, lo, hi, chk, fl, ds)
-#define KEY_ENUM(st, fld, k, d, fn, ch, fl, ds)                              \
-	{ .name = k, .type = CONF_T_ENUM, .off = offsetof(st, fld), .def = d, \
-	  .parse = fn, .choices = ch, .flags = fl, .desc = ds }
-#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds)                           \
-	{ .name = k, .type = CONF_T_NAMES, .off = offsetof(st, fld),         \
-	  .count_off = offsetof(st, cnt), .def = d, .check = chk,             \
-	  .flags = fl, .desc = ds }
+#define KEY_ENUM(st, fld, k, d, fn, ch, fl, ds)                               \
+	{                                                                     \
+		.name = k, .type = CONF_T_ENUM, .off = offsetof(st, fld),     \
+		.def = d, .parse = fn, .choices = ch, .flags = fl, .desc = ds \
+	}
+#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds)                         \
+	{                                                                  \
+		.name = k, .type = CONF_T_NAMES, .off = offsetof(st, fld), \
+		.count_off = offsetof(st, cnt), .def = d, .check = chk,    \
+		.flags = fl, .desc = ds                                    \
+	}
 
 #define R CONF_RELOAD
 #define REQ CONF_REQUIRED
 #define UNIQ CONF_UNIQUE
 
 static const struct conf_key conf_main_keys[] = {
-	{ .name = "name", .type = CONF_T_NAME,
-	  .off = offsetof(struct conf, name), .def_doc = "short host name",
-	  .desc = "this daemon's name; peers list it in exports[].peers" },
+	{.name = "name",
+	 .type = CONF_T_NAME,
+	 .off = offsetof(struct conf, name),
+	 .def_doc = "short host name",
+	 .desc = "this daemon's name; peers list it in exports[].peers"},
 	KEY(struct conf, control_socket, "control_socket", CONF_T_PATH,
 	    "/run/smcproxyd/control.sock", 0, 0, conf_check_socket_path, 0,
 	    "UNIX socket that smcproxyctl talks to"),
@@ -496,10 +504,12 @@ static const struct conf_key conf_main_keys[] = {
 	    0777, NULL, 0, "file mode of the control socket (octal)"),
 	KEY_INT(struct conf, control_uid, "control_uid", "-1", -1, INT_MAX,
 		NULL, R,
-		"uid also allowed to change state (root and our uid always are); -1: none"),
+		"uid also allowed to change state (root and our uid always "
+		"are); -1: none"),
 	KEY_INT(struct conf, control_gid, "control_gid", "-1", -1, INT_MAX,
 		NULL, 0,
-		"group given the control socket and allowed to change state; -1: none"),
+		"group given the control socket and allowed to change state; "
+		"-1: none"),
 	KEY_INT(struct conf, workers, "workers", "0", 0, 256, NULL, 0,
 		"worker threads; 0: one per online CPU"),
 	KEY_ENUM(struct conf, log_level, "log_level", "info",
@@ -512,34 +522,41 @@ static const struct conf_key conf_main_keys[] = {
 		"proxied connections per worker; 0: unlimited"),
 	KEY_INT(struct conf, tcp_keepalive, "tcp_keepalive", "30", 0, 7200,
 		NULL, R,
-		"seconds a peer or target connection may be silent before TCP keepalive probes; 0: none"),
+		"seconds a peer or target connection may be silent before TCP "
+		"keepalive probes; 0: none"),
 	KEY_INT(struct conf, tcp_user_timeout, "tcp_user_timeout", "60", 0,
 		3600, NULL, R,
-		"seconds sent data may go unacknowledged on a peer or target connection before it is dropped; 0: the kernel's"),
-	KEY_INT(struct conf, resume_timeout, "resume_timeout", "900", 0,
-		86400, NULL, R,
-		"seconds a connection whose link group ended waits to resume on a new one from the exact byte; 0: reset it at once"),
-	KEY(struct conf, metrics_listen, "metrics_listen", CONF_T_ADDR, NULL,
-	    0, 0, NULL, 0,
-	    "where GET /metrics serves Prometheus metrics over HTTP; none: not served"),
+		"seconds sent data may go unacknowledged on a peer or target "
+		"connection before it is dropped; 0: the kernel's"),
+	KEY_INT(struct conf, resume_timeout, "resume_timeout", "900", 0, 86400,
+		NULL, R,
+		"seconds a connection whose link group ended waits to resume "
+		"on a new one from the exact byte; 0: reset it at once"),
+	KEY(struct conf, metrics_listen, "metrics_listen", CONF_T_ADDR, NULL, 0,
+	    0, NULL, 0,
+	    "where GET /metrics serves Prometheus metrics over HTTP; none: not "
+	    "served"),
 };
 
 static const struct conf_key conf_listen_keys[] = {
-	KEY(struct conf, peer_listen, "address", CONF_T_ADDR, "0.0.0.0:7100",
-	    0, 0, NULL, 0,
+	KEY(struct conf, peer_listen, "address", CONF_T_ADDR, "0.0.0.0:7100", 0,
+	    0, NULL, 0,
 	    "where peers connect for link group setup and TCP fallback"),
-	KEY_INT(struct conf, preauth_max, "preauth_max", "1024", 1, 65536,
-		NULL, R,
-		"peer connections per worker that have not authenticated yet; more wait in the listen queue"),
+	KEY_INT(struct conf, preauth_max, "preauth_max", "1024", 1, 65536, NULL,
+		R,
+		"peer connections per worker that have not authenticated yet; "
+		"more wait in the listen queue"),
 	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "1024",
 		1, 65536, NULL, R,
 		"of those, how many may come from one host; more are reset"),
 	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "10", 1,
 		60, NULL, R,
-		"seconds a new peer connection gets to send its first message header"),
+		"seconds a new peer connection gets to send its first message "
+		"header"),
 	KEY_INT(struct conf, handshake_timeout, "handshake_timeout", "15", 1,
 		300, NULL, R,
-		"seconds a peer connection gets to authenticate (fallback hello to proof, CLC PROPOSAL)"),
+		"seconds a peer connection gets to authenticate (fallback "
+		"hello to proof, CLC PROPOSAL)"),
 };
 
 static const struct conf_key conf_peer_keys[] = {
@@ -550,25 +567,28 @@ static const struct conf_key conf_peer_keys[] = {
 	    "its peer_listen address, \"ip:port\""),
 	KEY(struct conf_peer, key_file, "key_file", CONF_T_PATH, NULL, 0, 0,
 	    NULL, R,
-	    "pre-shared key, 32 to 1024 bytes, mode 0600; relative to the config's directory"),
+	    "pre-shared key, 32 to 1024 bytes, mode 0600; relative to the "
+	    "config's directory"),
 	KEY(struct conf_peer, insecure, "insecure", CONF_T_BOOL, "false", 0, 1,
 	    NULL, R, "allow this peer without a key (no authentication)"),
 	KEY(struct conf_peer, any_source, "any_source", CONF_T_BOOL, "false", 0,
 	    1, NULL, R,
-	    "accept it from any source address, not only its own address's host"),
+	    "accept it from any source address, not only its own address's "
+	    "host"),
 	KEY_INT(struct conf_peer, max_lgrs, "max_lgrs", "64", 1, 4096, NULL, R,
-		"link groups it may set up with us, all workers; more are declined (it uses TCP for 2 s)"),
+		"link groups it may set up with us, all workers; more are "
+		"declined (it uses TCP for 2 s)"),
 	KEY_INT(struct conf_peer, buffer_share, "buffer_share", "50", 1, 100,
 		NULL, R,
-		"percent of rdma.max_buffer_memory its connections may hold; more use the TCP fallback"),
+		"percent of rdma.max_buffer_memory its connections may hold; "
+		"more use the TCP fallback"),
 };
 
 static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
 	    REQ | UNIQ | R, "name peers ask for (their rules[].export)"),
 	KEY(struct conf_export, target, "target", CONF_T_ADDR, NULL, 0, 0,
-	    conf_check_specific, REQ | R,
-	    "server to connect to, \"ip:port\""),
+	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\""),
 	KEY_NAMES(struct conf_export, peers, npeers, "peers", NULL,
 		  conf_check_peers_exist, REQ | R,
 		  "peers allowed to use it, each named in peers"),
@@ -576,8 +596,8 @@ static const struct conf_key conf_export_keys[] = {
 		300, NULL, R, "seconds to wait for the target to accept"),
 	KEY_INT(struct conf_export, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
-	KEY(struct conf_export, log_connections, "log_connections",
-	    CONF_T_BOOL, "true", 0, 1, NULL, R,
+	KEY(struct conf_export, log_connections, "log_connections", CONF_T_BOOL,
+	    "true", 0, 1, NULL, R,
 	    "log a line for each connection when it ends"),
 };
 
@@ -604,8 +624,8 @@ static const struct conf_key conf_rdma_keys[] = {
 		0, "RoCE GID index; -1: pick the one for the IPv4 address"),
 	KEY_INT(struct conf_rdma, max_links, "max_links", "2", 1, 2, NULL, 0,
 		"links (QP pairs) per link group"),
-	KEY_INT(struct conf_rdma, max_conns_per_lgr, "max_conns_per_lgr",
-		"255", 16, 255, NULL, 0, "connections per link group"),
+	KEY_INT(struct conf_rdma, max_conns_per_lgr, "max_conns_per_lgr", "255",
+		16, 255, NULL, 0, "connections per link group"),
 	KEY_INT(struct conf_rdma, max_send_wr, "max_send_wr", "16", 2, 2048,
 		NULL, 0, "TX slots per link (the send queue is 3 times this)"),
 	KEY_INT(struct conf_rdma, max_recv_wr, "max_recv_wr", "48", 2, 2048,
@@ -615,10 +635,12 @@ static const struct conf_key conf_rdma_keys[] = {
 		"send buffer per connection, bytes, a power of two"),
 	KEY_INT(struct conf_rdma, rmb, "rmb", "65536", 16384, 1 << 29,
 		conf_check_pow2, 0,
-		"receive buffer (RMB element) per connection, bytes, a power of two"),
+		"receive buffer (RMB element) per connection, bytes, a power "
+		"of two"),
 	KEY_INT(struct conf_rdma, max_buffer_memory, "max_buffer_memory",
 		"1024", 1, 1 << 20, NULL, 0,
-		"registered buffer memory, MiB, split evenly between the workers; a connection that finds none uses the TCP fallback"),
+		"registered buffer memory, MiB, split evenly between the "
+		"workers; a connection that finds none uses the TCP fallback"),
 	KEY(struct conf_rdma, autocork, "autocork", CONF_T_BOOL, "true", 0, 1,
 	    NULL, R, "hold small writes while earlier ones are in flight"),
 	KEY_INT(struct conf_rdma, autocork_size, "autocork_size", "65536", 0,
@@ -633,7 +655,8 @@ static const struct conf_key conf_rdma_keys[] = {
 		 "wake one waiter per freed TX slot, or all of them"),
 	KEY_INT(struct conf_rdma, busy_poll_us, "busy_poll_us", "0", 0, 10000,
 		NULL, 0,
-		"after RDMA data-path work, poll without sleeping until this many microseconds pass idle (costs CPU); 0: off"),
+		"after RDMA data-path work, poll without sleeping until this "
+		"many microseconds pass idle (costs CPU); 0: off"),
 	KEY_INT(struct conf_rdma, lgr_idle_timeout, "lgr_idle_timeout", "600",
 		0, 86400, NULL, R,
 		"seconds an idle link group lingers for reuse"),
@@ -666,7 +689,8 @@ conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	long n;
 
 	if (locs[conf_key_index(conf_main_keys, CONF_NELEM(conf_main_keys),
-				"name")].line == 0) {
+				"name")]
+		    .line == 0) {
 		if (gethostname(host, sizeof(host)) < 0)
 			host[0] = '\0';
 		host[sizeof(host) - 1] = '\0';
@@ -696,8 +720,10 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	       const char *prefix, struct conf_loc at)
 {
 	const size_t nk = CONF_NELEM(conf_peer_keys);
-	struct conf_loc kf = locs[conf_key_index(conf_peer_keys, nk, "key_file")];
-	struct conf_loc in = locs[conf_key_index(conf_peer_keys, nk, "insecure")];
+	struct conf_loc kf =
+		locs[conf_key_index(conf_peer_keys, nk, "key_file")];
+	struct conf_loc in =
+		locs[conf_key_index(conf_peer_keys, nk, "insecure")];
 	struct conf_peer *peer = obj;
 	const char *who = peer->name[0] ? peer->name : prefix;
 	char key[CONF_PATH_LEN], err[CONF_MSG_LEN];
@@ -708,14 +734,16 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 		/* a key_file that is there but wrong has had its message */
 		if (!peer->insecure && kf.line == 0)
 			conf_err(p, at, prefix,
-				 "peer %s: no key_file; set insecure = true to allow unauthenticated peers",
+				 "peer %s: no key_file; set insecure = true to "
+				 "allow unauthenticated peers",
 				 who);
 		return;
 	}
 	if (peer->insecure) {
 		snprintf(key, sizeof(key), "%s.insecure", prefix);
 		conf_err(p, in, key,
-			 "peer %s: both key_file and insecure = true; remove one",
+			 "peer %s: both key_file and insecure = true; remove "
+			 "one",
 			 who);
 		return;
 	}
@@ -749,73 +777,81 @@ conf_post_rdma(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	long long conn = (long long)r->sndbuf + r->rmb;
 
 	/* an out-of-range value has had its message */
-	if (r->max_buffer_memory >= 1 &&
-	    conn > (long long)r->max_buffer_memory << 20) {
+	if (r->max_buffer_memory >= 1 && conn > (long long)r->max_buffer_memory
+							 << 20) {
 		snprintf(key, sizeof(key), "%s.max_buffer_memory", prefix);
 		conf_err(p, mb.line ? mb : at, key,
-			 "%d MiB do not hold one connection's sndbuf + rmb (%lld bytes)",
+			 "%d MiB do not hold one connection's sndbuf + rmb "
+			 "(%lld bytes)",
 			 r->max_buffer_memory, conn);
 	}
 }
 
 static const struct conf_section conf_sections[CONF_NSECT] = {
-	[CONF_SECT_MAIN] = {
-		.name = "smcproxyd",
-		.keys = conf_main_keys,
-		.nkeys = CONF_NELEM(conf_main_keys),
-		.post = conf_post_main,
-		.desc = "daemon-wide settings",
-	},
-	[CONF_SECT_LISTEN] = {
-		.name = "peer_listen",
-		.optional = true,
-		.keys = conf_listen_keys,
-		.nkeys = CONF_NELEM(conf_listen_keys),
-		.post = conf_post_listen,
-		.desc = "listen for peers; needed to serve exports",
-	},
-	[CONF_SECT_PEERS] = {
-		.name = "peers",
-		.list = true,
-		.keys = conf_peer_keys,
-		.nkeys = CONF_NELEM(conf_peer_keys),
-		.arr_off = offsetof(struct conf, peers),
-		.n_off = offsetof(struct conf, npeers),
-		.size = sizeof(struct conf_peer),
-		.line_off = offsetof(struct conf_peer, line),
-		.post = conf_post_peer,
-		.desc = "other smcproxyd daemons",
-	},
-	[CONF_SECT_EXPORTS] = {
-		.name = "exports",
-		.list = true,
-		.keys = conf_export_keys,
-		.nkeys = CONF_NELEM(conf_export_keys),
-		.arr_off = offsetof(struct conf, exports),
-		.n_off = offsetof(struct conf, nexports),
-		.size = sizeof(struct conf_export),
-		.line_off = offsetof(struct conf_export, line),
-		.desc = "local servers that peers may reach",
-	},
-	[CONF_SECT_RULES] = {
-		.name = "rules",
-		.list = true,
-		.keys = conf_rule_keys,
-		.nkeys = CONF_NELEM(conf_rule_keys),
-		.arr_off = offsetof(struct conf, rules),
-		.n_off = offsetof(struct conf, nrules),
-		.size = sizeof(struct conf_rule),
-		.line_off = offsetof(struct conf_rule, line),
-		.desc = "local listeners forwarded to an export at a peer",
-	},
-	[CONF_SECT_RDMA] = {
-		.name = "rdma",
-		.keys = conf_rdma_keys,
-		.nkeys = CONF_NELEM(conf_rdma_keys),
-		.obj_off = offsetof(struct conf, rdma),
-		.post = conf_post_rdma,
-		.desc = "link groups and the send engine",
-	},
+	[CONF_SECT_MAIN] =
+		{
+			.name = "smcproxyd",
+			.keys = conf_main_keys,
+			.nkeys = CONF_NELEM(conf_main_keys),
+			.post = conf_post_main,
+			.desc = "daemon-wide settings",
+		},
+	[CONF_SECT_LISTEN] =
+		{
+			.name = "peer_listen",
+			.optional = true,
+			.keys = conf_listen_keys,
+			.nkeys = CONF_NELEM(conf_listen_keys),
+			.post = conf_post_listen,
+			.desc = "listen for peers; needed to serve exports",
+		},
+	[CONF_SECT_PEERS] =
+		{
+			.name = "peers",
+			.list = true,
+			.keys = conf_peer_keys,
+			.nkeys = CONF_NELEM(conf_peer_keys),
+			.arr_off = offsetof(struct conf, peers),
+			.n_off = offsetof(struct conf, npeers),
+			.size = sizeof(struct conf_peer),
+			.line_off = offsetof(struct conf_peer, line),
+			.post = conf_post_peer,
+			.desc = "other smcproxyd daemons",
+		},
+	[CONF_SECT_EXPORTS] =
+		{
+			.name = "exports",
+			.list = true,
+			.keys = conf_export_keys,
+			.nkeys = CONF_NELEM(conf_export_keys),
+			.arr_off = offsetof(struct conf, exports),
+			.n_off = offsetof(struct conf, nexports),
+			.size = sizeof(struct conf_export),
+			.line_off = offsetof(struct conf_export, line),
+			.desc = "local servers that peers may reach",
+		},
+	[CONF_SECT_RULES] =
+		{
+			.name = "rules",
+			.list = true,
+			.keys = conf_rule_keys,
+			.nkeys = CONF_NELEM(conf_rule_keys),
+			.arr_off = offsetof(struct conf, rules),
+			.n_off = offsetof(struct conf, nrules),
+			.size = sizeof(struct conf_rule),
+			.line_off = offsetof(struct conf_rule, line),
+			.desc = "local listeners forwarded to an export at a "
+				"peer",
+		},
+	[CONF_SECT_RDMA] =
+		{
+			.name = "rdma",
+			.keys = conf_rdma_keys,
+			.nkeys = CONF_NELEM(conf_rdma_keys),
+			.obj_off = offsetof(struct conf, rdma),
+			.post = conf_post_rdma,
+			.desc = "link groups and the send engine",
+		},
 };
 
 /* Edit distance, for "did you mean"; names longer than 63 never match. */
@@ -880,8 +916,9 @@ conf_store_int(struct conf_parse *p, const struct conf_key *k, long long v,
 				 "%#llo is out of range %#llo..%#llo", v,
 				 k->min, k->max);
 		else
-			conf_err(p, loc, path, "%lld is out of range %lld..%lld",
-				 v, k->min, k->max);
+			conf_err(p, loc, path,
+				 "%lld is out of range %lld..%lld", v, k->min,
+				 k->max);
 		return -ERANGE;
 	}
 	*(int *)field = (int)v;
@@ -914,7 +951,8 @@ conf_store_str(struct conf_parse *p, const struct conf_key *k, const char *s,
 	case CONF_T_PEER:
 		if (!conf_name_valid(s)) {
 			conf_err(p, loc, path,
-				 "invalid name %s: use 1 to %d letters, digits, '.', '_' or '-'",
+				 "invalid name %s: use 1 to %d letters, "
+				 "digits, '.', '_' or '-'",
 				 conf_quote(s, q, sizeof(q)), CONF_NAME_MAX);
 			return -EINVAL;
 		}
@@ -927,14 +965,16 @@ conf_store_str(struct conf_parse *p, const struct conf_key *k, const char *s,
 			conf_err(p, loc, path, "no such peer %s%s",
 				 conf_quote(s, q, sizeof(q)),
 				 p->conf->npeers ? "" :
-				 " (no peers are defined; add a peers section)");
+						   " (no peers are defined; "
+						   "add a peers section)");
 			return -EINVAL;
 		}
 		return 0;
 	case CONF_T_ADDR:
 		if (addr_parse(s, field) < 0) {
 			conf_err(p, loc, path,
-				 "invalid address %s: use IPv4:port or [IPv6]:port, numeric, port 1-65535",
+				 "invalid address %s: use IPv4:port or "
+				 "[IPv6]:port, numeric, port 1-65535",
 				 conf_quote(s, q, sizeof(q)));
 			return -EINVAL;
 		}
@@ -986,7 +1026,8 @@ conf_set_mode(struct conf_parse *p, const struct conf_key *k,
 		errno = 0;
 		v = strtoll(str, &end, 8);
 		if (str[0] < '0' || str[0] > '7' || *end != '\0' || errno) {
-			conf_err(p, loc, path, "invalid mode %s: use octal, like 0660",
+			conf_err(p, loc, path,
+				 "invalid mode %s: use octal, like 0660",
 				 conf_quote(str, q, sizeof(q)));
 			return -EINVAL;
 		}
@@ -996,7 +1037,8 @@ conf_set_mode(struct conf_parse *p, const struct conf_key *k,
 		if (config_setting_get_format(s) == CONFIG_FORMAT_DEFAULT &&
 		    conf_octal(v, &v) < 0) {
 			conf_err(p, loc, path,
-				 "%lld is not an octal mode; use digits 0-7, like 0660",
+				 "%lld is not an octal mode; use digits 0-7, "
+				 "like 0660",
 				 (long long)config_setting_get_int64(s));
 			return -EINVAL;
 		}
@@ -1037,7 +1079,8 @@ conf_set_names(struct conf_parse *p, const struct conf_key *k,
 		str = config_setting_get_string(e);
 		if (!conf_name_valid(str)) {
 			conf_err(p, eloc, epath,
-				 "invalid name %s: use 1 to %d letters, digits, '.', '_' or '-'",
+				 "invalid name %s: use 1 to %d letters, "
+				 "digits, '.', '_' or '-'",
 				 conf_quote(str, q, sizeof(q)), CONF_NAME_MAX);
 			ret = -EINVAL;
 			continue;
@@ -1107,8 +1150,8 @@ conf_set(struct conf_parse *p, const struct conf_key *k,
 		conf_err(p, loc, path, "%s", msg);
 	return;
 wrong:
-	conf_err(p, loc, path, "must be %s, not %s", conf_type_expected[k->type],
-		 conf_libconfig_type(t));
+	conf_err(p, loc, path, "must be %s, not %s",
+		 conf_type_expected[k->type], conf_libconfig_type(t));
 }
 
 /* Store k's default into obj; the tables' defaults are valid by design. */
@@ -1123,7 +1166,8 @@ conf_set_default(struct conf_parse *p, const struct conf_key *k, void *obj,
 	switch (k->type) {
 	case CONF_T_INT:
 	case CONF_T_MODE:
-		conf_store_int(p, k, strtoll(k->def, NULL, 0), field, loc, path);
+		conf_store_int(p, k, strtoll(k->def, NULL, 0), field, loc,
+			       path);
 		break;
 	case CONF_T_BOOL:
 		*(bool *)field = strcmp(k->def, "true") == 0;
@@ -1164,7 +1208,7 @@ conf_parse_group(struct conf_parse *p, const struct conf_section *sec,
 
 		snprintf(path, sizeof(path), "%s.%s", prefix, key->name);
 		s = g != NULL ? config_setting_get_member(g, key->name) : NULL;
-		locs[k] = (struct conf_loc){ gloc.file, 0 };
+		locs[k] = (struct conf_loc){gloc.file, 0};
 		if (s != NULL) {
 			locs[k] = conf_loc_of(p, s);
 			conf_set(p, key, s, obj, locs[k], path);
@@ -1214,8 +1258,7 @@ conf_field_clash(const struct conf_key *k, const void *a, const void *b)
 }
 
 static void
-conf_check_unique(struct conf_parse *p, enum conf_sect_id id, char *arr,
-		  int n)
+conf_check_unique(struct conf_parse *p, enum conf_sect_id id, char *arr, int n)
 {
 	const struct conf_section *sec = &conf_sections[id];
 	const struct conf_loc *locs = p->src->keys[id];
@@ -1287,7 +1330,8 @@ conf_parse_list(struct conf_parse *p, enum conf_sect_id id,
 	if (n == 0)
 		return;
 	arr = calloc((size_t)n, sec->size);
-	p->src->keys[id] = calloc((size_t)n * sec->nkeys, sizeof(struct conf_loc));
+	p->src->keys[id] =
+		calloc((size_t)n * sec->nkeys, sizeof(struct conf_loc));
 	if (arr == NULL || p->src->keys[id] == NULL) {
 		free(arr);
 		conf_err(p, p->src->sect[id], sec->name, "out of memory");
@@ -1304,7 +1348,8 @@ conf_parse_list(struct conf_parse *p, enum conf_sect_id id,
 		*(int *)((char *)obj + sec->line_off) = loc.line;
 		snprintf(prefix, sizeof(prefix), "%s[%d]", sec->name, i);
 		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
-			conf_err(p, loc, prefix, "must be a group { ... }, not %s",
+			conf_err(p, loc, prefix,
+				 "must be a group { ... }, not %s",
 				 conf_libconfig_type(config_setting_type(e)));
 			continue;
 		}
@@ -1327,7 +1372,8 @@ conf_check_all(struct conf_parse *p)
 
 	if (conf->nexports > 0 && !conf->has_peer_listen)
 		conf_err(p, p->src->sect[CONF_SECT_EXPORTS], "exports",
-			 "peers cannot reach exports without a peer_listen section");
+			 "peers cannot reach exports without a peer_listen "
+			 "section");
 	for (i = 0; conf->has_peer_listen && i < conf->nrules; i++) {
 		if (!conf_addr_overlap(&conf->rules[i].listen,
 				       &conf->peer_listen))
@@ -1375,7 +1421,7 @@ static struct conf *
 conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
 	   FILE *errors)
 {
-	struct conf_parse p = { 0 };
+	struct conf_parse p = {0};
 	struct conf *conf;
 	struct conf_loc loc;
 
@@ -1444,7 +1490,8 @@ conf_load(const char *path, FILE *errors)
 		goto out;
 	}
 	slash = strrchr(path, '/');
-	dir = slash == NULL ? strdup(".") : strndup(path, (size_t)(slash - path));
+	dir = slash == NULL ? strdup(".") :
+			      strndup(path, (size_t)(slash - path));
 	if (dir == NULL) {
 		if (errors != NULL)
 			fprintf(errors, "%s: out of memory\n", path);
@@ -1599,8 +1646,9 @@ conf_field_equal(const struct conf_key *k, const void *a, const void *b)
 	case CONF_T_NAMES:
 		na = *(char **const *)a;
 		nb = *(char **const *)b;
-		for (i = 0; na != NULL && nb != NULL && na[i] != NULL &&
-			    nb[i] != NULL; i++)
+		for (i = 0;
+		     na != NULL && nb != NULL && na[i] != NULL && nb[i] != NULL;
+		     i++)
 			if (strcmp(na[i], nb[i]) != 0)
 				return false;
 		return (na == NULL || na[i] == NULL) &&
@@ -1618,8 +1666,7 @@ conf_field_equal(const struct conf_key *k, const void *a, const void *b)
  * file and line.  Returns 0, or -EINVAL when new needs a restart.
  */
 int
-conf_reload_check(const struct conf *old, const struct conf *new,
-		  FILE *errors)
+conf_reload_check(const struct conf *old, const struct conf *new, FILE *errors)
 {
 	const struct conf_section *sec;
 	const char *file;
@@ -1640,16 +1687,18 @@ conf_reload_check(const struct conf *old, const struct conf *new,
 			    conf_field_equal(key, a + key->off, b + key->off))
 				continue;
 			bad++;
-			loc = (struct conf_loc){ 0, 0 };
-			if (new->src != NULL && new->src->keys[id] != NULL)
+			loc = (struct conf_loc){0, 0};
+			if (new->src != NULL &&new->src->keys[id] != NULL)
 				loc = new->src->keys[id][k];
 			if (loc.line == 0 && new->src != NULL)
 				loc = new->src->sect[id];
-			file = new->src != NULL ? new->src->files[loc.file] :
-			       new->path != NULL ? new->path : "?";
+			file = new->src != NULL	 ? new->src->files[loc.file] :
+			       new->path != NULL ? new->path :
+						   "?";
 			if (errors != NULL)
 				fprintf(errors,
-					"%s:%d: %s.%s: cannot be changed by reload; restart the daemon\n",
+					"%s:%d: %s.%s: cannot be changed by "
+					"reload; restart the daemon\n",
 					file, loc.line, sec->name, key->name);
 		}
 	}
@@ -1662,8 +1711,10 @@ conf_print_default(FILE *out, const struct conf_key *k)
 	if (k->def == NULL)
 		fputs(k->def_doc != NULL ? k->def_doc :
 		      k->type == CONF_T_NAMES && !(k->flags & CONF_REQUIRED) ?
-		      "[ ]" :
-		      k->flags & CONF_REQUIRED ? "required" : "none", out);
+					   "[ ]" :
+		      k->flags & CONF_REQUIRED ? "required" :
+						 "none",
+		      out);
 	else if (k->type == CONF_T_INT || k->type == CONF_T_MODE ||
 		 k->type == CONF_T_BOOL)
 		fputs(k->def, out);

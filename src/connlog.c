@@ -66,7 +66,9 @@ connlog_close(const struct session *s, enum session_reason reason)
 	snprintf(l.decline, sizeof(l.decline), "DECLINE=%s",
 		 code != 0 ? clc_decline_name(code) : "-");
 	snprintf(l.connected, sizeof(l.connected), "CONNECTED=%s",
-		 s->state == SESSION_RELAY || s->state == SESSION_RESUMING ? "yes" : "no");
+		 s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?
+			 "yes" :
+			 "no");
 	snprintf(l.duration, sizeof(l.duration), "DURATION_MS=%" PRIu64, ms);
 	snprintf(l.in, sizeof(l.in), "BYTES_IN=%" PRIu64,
 		 (uint64_t)s->pump[0].bytes);
@@ -98,7 +100,10 @@ connlog_close(const struct session *s, enum session_reason reason)
 		s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",
-		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ? "yes" : "no", ms / 1000,
-		(unsigned int)(ms % 1000), (uint64_t)s->pump[0].bytes,
-		(uint64_t)s->pump[1].bytes, session_reason_name(reason));
+		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?
+			"yes" :
+			"no",
+		ms / 1000, (unsigned int)(ms % 1000),
+		(uint64_t)s->pump[0].bytes, (uint64_t)s->pump[1].bytes,
+		session_reason_name(reason));
 }

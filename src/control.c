@@ -207,8 +207,7 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_peer_drain, "accept connections to peer NAME again"},
 	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "the same as undrain peer"},
-	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL,
-	 control_cmd_reload,
+	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL, control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
 	{"shutdown", CONTROL_MUTATING, NULL, control_cmd_shutdown,
 	 "stop as SIGTERM does: accept nothing more, let open connections "
@@ -484,13 +483,12 @@ control_parse_id(const json_t *j, uint64_t *id)
 static json_t *
 control_cmd_version(struct control_req *req)
 {
-	return json_pack("{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b}",
-			 "version", SMCPROXYD_VERSION, "protocol",
-			 CONTROL_VERSION, "pid", (json_int_t)getpid(),
-			 "uptime_s", (json_int_t)control_uptime(), "name",
-			 control_conf->name, "config", control_conf->path,
-			 "workers", worker_count(), "stopping",
-			 control_is_stopping);
+	return json_pack(
+		"{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b}", "version",
+		SMCPROXYD_VERSION, "protocol", CONTROL_VERSION, "pid",
+		(json_int_t)getpid(), "uptime_s", (json_int_t)control_uptime(),
+		"name", control_conf->name, "config", control_conf->path,
+		"workers", worker_count(), "stopping", control_is_stopping);
 }
 
 static json_t *
@@ -503,12 +501,11 @@ control_cmd_stats(struct control_req *req)
 	/* what Prometheus wants: counters that only a restart sets back */
 	stats_sum(&total);
 	since = stats_since_reset();
-	return json_pack("{s:i, s:I, s:I, s:o, s:o}", "workers",
-			 worker_count(), "uptime_s",
-			 (json_int_t)control_uptime(), "since_reset_s",
-			 (json_int_t)(since >= 0 ? since : control_uptime()),
-			 "stats", stats_json(&st), "totals",
-			 stats_json(&total));
+	return json_pack(
+		"{s:i, s:I, s:I, s:o, s:o}", "workers", worker_count(),
+		"uptime_s", (json_int_t)control_uptime(), "since_reset_s",
+		(json_int_t)(since >= 0 ? since : control_uptime()), "stats",
+		stats_json(&st), "totals", stats_json(&total));
 }
 
 static json_t *
@@ -597,29 +594,27 @@ control_peer_json(const struct conf_peer *p)
 	name = info.reason ? clc_decline_name(info.reason) : "";
 	if (info.error_at != 0 && gmtime_r(&info.error_at, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
-			 " s:i, s:o, s:s, s:s, s:s, s:o, s:b}",
-			 "name", p->name, "address", control_addr(&p->addr),
-			 "auth", p->insecure ? "insecure" : "psk", "mode",
-			 info.rdma ? "rdma" : "fallback", "fallback_reason",
-			 info.rdma ? "" :
-			 info.reason ? (info.by_peer ? "declined by the peer" :
-						       "declined by us") :
-				       CONTROL_FALLBACK_REASON,
-			 "decline_code", code, "decline_name", name,
-			 "declined_by_peer", info.by_peer, "backoff_left_ms",
-			 (json_int_t)info.backoff_left_ms, "lgrs", info.lgrs,
-			 "conns", 0, "reachable",
-			 info.reachable < 0 ? json_null() :
-					      json_boolean(info.reachable),
-			 "last_error", info.error, "last_error_code",
-			 info.error_code, "last_error_at", at,
-			 "last_error_age_s",
-			 info.error_at != 0 ?
-				 json_integer((json_int_t)(info.error_age_ms /
-							   1000)) :
-				 json_null(),
-			 "draining", info.draining);
+	return json_pack(
+		"{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
+		" s:i, s:o, s:s, s:s, s:s, s:o, s:b}",
+		"name", p->name, "address", control_addr(&p->addr), "auth",
+		p->insecure ? "insecure" : "psk", "mode",
+		info.rdma ? "rdma" : "fallback", "fallback_reason",
+		info.rdma   ? "" :
+		info.reason ? (info.by_peer ? "declined by the peer" :
+					      "declined by us") :
+			      CONTROL_FALLBACK_REASON,
+		"decline_code", code, "decline_name", name, "declined_by_peer",
+		info.by_peer, "backoff_left_ms",
+		(json_int_t)info.backoff_left_ms, "lgrs", info.lgrs, "conns", 0,
+		"reachable",
+		info.reachable < 0 ? json_null() : json_boolean(info.reachable),
+		"last_error", info.error, "last_error_code", info.error_code,
+		"last_error_at", at, "last_error_age_s",
+		info.error_at != 0 ?
+			json_integer((json_int_t)(info.error_age_ms / 1000)) :
+			json_null(),
+		"draining", info.draining);
 }
 
 static json_t *
@@ -753,8 +748,9 @@ control_filter_parse(struct control_req *req, struct control_filter *f,
 		return -EINVAL;
 	}
 	if (need_one && json_object_size(req->cr_args) == 0) {
-		control_fail(req, "\"%s\" needs at least one of rule, peer, "
-				  "state, transport, age",
+		control_fail(req,
+			     "\"%s\" needs at least one of rule, peer, "
+			     "state, transport, age",
 			     req->cr_cmd->cm_name);
 		return -EINVAL;
 	}
@@ -777,9 +773,8 @@ control_filter_match(const struct control_filter *f, const json_t *s)
 	       control_member_is(s, "peer", f->peer) &&
 	       control_member_is(s, "state", f->state) &&
 	       control_member_is(s, "mode", f->transport) &&
-	       (f->age < 0 ||
-		json_number_value(json_object_get(s, "age_s")) >=
-			(double)f->age);
+	       (f->age < 0 || json_number_value(json_object_get(s, "age_s")) >=
+				      (double)f->age);
 }
 
 struct control_listing {
@@ -885,9 +880,10 @@ control_victims_cb(const json_t *conns, void *arg)
 	{
 		if (control_filter_match(v->filter, s) &&
 		    json_array_append_new(
-			    v->ids, json_pack("{s:O, s:O}", "id",
-					      json_object_get(s, "id"), "worker",
-					      json_object_get(s, "worker"))))
+			    v->ids,
+			    json_pack("{s:O, s:O}", "id",
+				      json_object_get(s, "id"), "worker",
+				      json_object_get(s, "worker"))))
 			return -ENOMEM;
 	}
 	return 0;
@@ -1091,15 +1087,14 @@ control_commands_json(void)
 		args = json_array();
 		for (a = cm->cm_args; a != NULL && a->ca_name != NULL; a++)
 			json_array_append_new(
-				args,
-				json_pack("{s:s, s:s, s:b}", "name", a->ca_name,
-					  "type",
-					  a->ca_type == CONTROL_ARG_ID ?
-						  "integer or string" :
-					  a->ca_type == CONTROL_ARG_NAME ?
-						  "string" :
-						  "seconds",
-					  "required", a->ca_required));
+				args, json_pack("{s:s, s:s, s:b}", "name",
+						a->ca_name, "type",
+						a->ca_type == CONTROL_ARG_ID ?
+							"integer or string" :
+						a->ca_type == CONTROL_ARG_NAME ?
+							"string" :
+							"seconds",
+						"required", a->ca_required));
 		json_array_append_new(
 			cmds, json_pack("{s:s, s:b, s:o, s:s}", "name",
 					cm->cm_name, "mutating",

@@ -40,9 +40,9 @@ struct dev_mr {
 struct dev_qp_addr {
 	uint8_t gid[16];
 	uint8_t mac[6];
-	uint32_t qpn;	/* 24 bits */
-	uint32_t psn;	/* 24 bits, random */
-	int mtu;	/* IB MTU enum: 1 = 256 ... 5 = 4096 */
+	uint32_t qpn; /* 24 bits */
+	uint32_t psn; /* 24 bits, random */
+	int mtu;      /* IB MTU enum: 1 = 256 ... 5 = 4096 */
 };
 
 struct dev_qp_caps {
@@ -74,7 +74,7 @@ struct dev_send_wr {
 	int flags;
 	struct dev_sge *sg_list;
 	int num_sge;
-	uint64_t remote_addr;	/* DEV_WR_WRITE, DEV_WR_WRITE_IMM */
+	uint64_t remote_addr; /* DEV_WR_WRITE, DEV_WR_WRITE_IMM */
 	uint32_t rkey;
 };
 
@@ -87,11 +87,11 @@ struct dev_recv_wr {
 
 enum dev_wc_status {
 	DEV_WC_SUCCESS,
-	DEV_WC_FLUSH_ERR,	/* QP in error: outstanding WRs flushed */
-	DEV_WC_REM_ACCESS_ERR,	/* bad rkey, bounds or permission */
-	DEV_WC_RETRY_EXC_ERR,	/* peer unreachable */
+	DEV_WC_FLUSH_ERR,	  /* QP in error: outstanding WRs flushed */
+	DEV_WC_REM_ACCESS_ERR,	  /* bad rkey, bounds or permission */
+	DEV_WC_RETRY_EXC_ERR,	  /* peer unreachable */
 	DEV_WC_RNR_RETRY_EXC_ERR, /* peer had no receive posted */
-	DEV_WC_LOC_ERR,		/* local protection/length error */
+	DEV_WC_LOC_ERR,		  /* local protection/length error */
 	DEV_WC_GENERAL_ERR,
 };
 

@@ -29,22 +29,22 @@
 #include "smcproxyd.h"
 #include "fallback_wire.h"
 
-#define FB_PEER_CONNECT_TIMEOUT 5  /* s: TCP connect to the peer port */
-#define FB_RESULT_TIMEOUT 330	   /* s: > the largest connect_timeout */
-#define FB_FD_WAIT_MS 100	   /* out of descriptors: retry the connect */
-#define FB_FD_WAITS 50		   /* ... for 5 s at most */
+#define FB_PEER_CONNECT_TIMEOUT 5 /* s: TCP connect to the peer port */
+#define FB_RESULT_TIMEOUT 330	  /* s: > the largest connect_timeout */
+#define FB_FD_WAIT_MS 100	  /* out of descriptors: retry the connect */
+#define FB_FD_WAITS 50		  /* ... for 5 s at most */
 
 /* Result codes on the wire; stable, independent of the enum's order. */
 static const struct {
 	uint32_t code;
 	enum session_reason reason;
 } fb_codes[] = {
-	{ 1, SESSION_TARGET_REFUSED },	  { 2, SESSION_TARGET_TIMEOUT },
-	{ 3, SESSION_TARGET_UNREACHABLE }, { 4, SESSION_EXPORT_DENIED },
-	{ 5, SESSION_UNKNOWN_EXPORT },	  { 6, SESSION_UNKNOWN_PEER },
-	{ 7, SESSION_AUTH_FAILED },	  { 8, SESSION_PROTOCOL_ERROR },
-	{ 9, SESSION_SHUTDOWN },	  { 10, SESSION_RESOURCE },
-	{ 11, SESSION_RESUME_FAILED },
+	{1, SESSION_TARGET_REFUSED},	 {2, SESSION_TARGET_TIMEOUT},
+	{3, SESSION_TARGET_UNREACHABLE}, {4, SESSION_EXPORT_DENIED},
+	{5, SESSION_UNKNOWN_EXPORT},	 {6, SESSION_UNKNOWN_PEER},
+	{7, SESSION_AUTH_FAILED},	 {8, SESSION_PROTOCOL_ERROR},
+	{9, SESSION_SHUTDOWN},		 {10, SESSION_RESOURCE},
+	{11, SESSION_RESUME_FAILED},
 };
 
 /* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
@@ -291,8 +291,8 @@ fb_challenge_decode(const void *buf, size_t len, const uint8_t **nonce,
 	uint16_t length;
 	uint8_t type;
 
-	if (fb_hdr_check(buf, len, &type, &length) ||
-	    type != FB_CHALLENGE || length != len)
+	if (fb_hdr_check(buf, len, &type, &length) || type != FB_CHALLENGE ||
+	    length != len)
 		return -EPROTO;
 	*nonce = c->nonce;
 	*mac = c->mac;
@@ -505,7 +505,7 @@ fb_retry(evutil_socket_t fd, short what, void *arg)
 static bool
 fb_retry_later(struct session *s)
 {
-	struct timeval tv = { 0, 100 * 1000 };
+	struct timeval tv = {0, 100 * 1000};
 
 	worker_fd_exhausted(s->w);
 	STATS_INC(worker_stats(s->w), buf_full_cnt);
@@ -739,8 +739,8 @@ fb_rule_connected(struct session *s)
 	peer_reached(s->peer->name);
 	auth_nonce(hs->nonce);
 	hs->hello_len = fb_hello_encode(hello, hs->nonce,
-				       s->peer->key_len ? FB_FLAG_AUTH : 0,
-				       conf->name, s->export_name);
+					s->peer->key_len ? FB_FLAG_AUTH : 0,
+					conf->name, s->export_name);
 	memcpy(hs->hello, hello, hs->hello_len);
 	s->state = SESSION_HELLO;
 	session_timer(s, FB_RESULT_TIMEOUT);
@@ -752,8 +752,7 @@ static void
 fb_rule_fail(struct session *s, enum session_reason r, const char *why)
 {
 	log_warnx("conn 0x%llx: rule %s: peer %s: %s",
-		  (unsigned long long)s->id, s->rule->name, s->peer->name,
-		  why);
+		  (unsigned long long)s->id, s->rule->name, s->peer->name, why);
 	peer_error(s->peer->name,
 		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
 		   session_reason_name(r), "%s", why);
@@ -769,9 +768,9 @@ fb_rule_fail(struct session *s, enum session_reason r, const char *why)
  * SESSION_NREASONS when good, else the reason with *why.
  */
 enum session_reason
-fallback_answer(const struct conf_peer *p, const void *hello,
-		size_t hello_len, const void *msg, size_t len,
-		struct fb_proof *proof, const char **why)
+fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
+		const void *msg, size_t len, struct fb_proof *proof,
+		const char **why)
 {
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *nonce, *their;
@@ -982,8 +981,8 @@ fb_export_hello(struct session *s)
 		fb_export_refuse(s, SESSION_UNKNOWN_PEER);
 		return;
 	}
-	if (!s->peer->any_source && !addr_same_host(&s->peer->addr,
-						     &s->addr[0])) {
+	if (!s->peer->any_source &&
+	    !addr_same_host(&s->peer->addr, &s->addr[0])) {
 		log_warnx("conn 0x%llx: peer %s connected from %s, not its "
 			  "configured address",
 			  (unsigned long long)s->id, s->peer->name,
@@ -1112,10 +1111,10 @@ fallback_timeout(struct session *s)
 		break;
 	default:
 		if (s->preauth)
-			fb_preauth_failed(s, hs->in_len == 0 &&
-						     hs->hello_len == 0 ?
-					     "nothing sent in time" :
-					     "handshake not done in time");
+			fb_preauth_failed(
+				s, hs->in_len == 0 && hs->hello_len == 0 ?
+					   "nothing sent in time" :
+					   "handshake not done in time");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		break;
 	}

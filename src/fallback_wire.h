@@ -31,7 +31,7 @@ enum fb_type {
 	FB_RESUMED = 5, /* after RESULT 0 to a resume: where both resume */
 };
 
-#define FB_FLAG_AUTH 0x01 /* the sender has a key for this peer */
+#define FB_FLAG_AUTH 0x01   /* the sender has a key for this peer */
 #define FB_FLAG_RESUME 0x02 /* resume a connection: fb_resume follows */
 
 struct fb_hdr {
@@ -79,9 +79,9 @@ _Static_assert(sizeof(struct fb_result) == 16, "result is 16 bytes");
  */
 struct fb_resume {
 	uint8_t resume_id[16];
-	uint64_t rx_off;  /* bytes the sender received */
-	uint64_t tx_fin;  /* bytes of its own known to be in the peer's RMB */
-	uint8_t worker;	  /* the peer's worker that has it, + 1; 0: unknown */
+	uint64_t rx_off; /* bytes the sender received */
+	uint64_t tx_fin; /* bytes of its own known to be in the peer's RMB */
+	uint8_t worker;	 /* the peer's worker that has it, + 1; 0: unknown */
 	uint8_t reserved[7];
 } __attribute__((packed));
 _Static_assert(sizeof(struct fb_resume) == 40, "resume part is 40 bytes");
@@ -93,7 +93,8 @@ struct fb_resumed {
 } __attribute__((packed));
 _Static_assert(sizeof(struct fb_resumed) == 24, "resumed is 24 bytes");
 
-#define FB_HELLO_MAX (sizeof(struct fb_hello) + 2 * 63 + sizeof(struct fb_resume))
+#define FB_HELLO_MAX \
+	(sizeof(struct fb_hello) + 2 * 63 + sizeof(struct fb_resume))
 #define FB_MSG_MAX FB_HELLO_MAX
 
 /* A decoded HELLO: names NUL-terminated. */
@@ -109,13 +110,11 @@ struct fb_hello_info {
 };
 
 /* fallback.c: pure encoders/decoders, used by the fuzz targets too */
-int fb_hdr_check(const void *buf, size_t len, uint8_t *type,
-		 uint16_t *length);
+int fb_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length);
 size_t fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
 		       const char *name, const char *export);
-size_t fb_hello_resume_encode(void *buf, const uint8_t nonce[32],
-			      uint8_t flags, const char *name,
-			      const char *export,
+size_t fb_hello_resume_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
+			      const char *name, const char *export,
 			      const struct fb_hello_info *resume);
 size_t fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin);
 int fb_resumed_decode(const void *buf, size_t len, uint64_t *rx_off,

@@ -213,7 +213,8 @@ lgr_port_active(struct dev *dev, void *arg)
 	uint64_t at = now_ms() + LGR_PORT_SETTLE_MS;
 	struct lgr *lgr;
 
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
+	{
 		if (lgr->role != LGR_ROLE_SERVER ||
 		    lgr->state != LGR_STATE_ACTIVE ||
 		    lgr_links_live(lgr) >= lgr->max_links ||
@@ -971,13 +972,13 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 
 	if (ctx == NULL)
 		return NULL;
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
+	{
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, peer->name) != 0)
 			continue;
 		if (lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->nconns < lgr->max_conns &&
-		    lgr_links_active(lgr) > 0) {
+		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0) {
 			if (found == NULL)
 				found = lgr;
 			if ((lgr->max_conns - lgr->nconns) * 4 > lgr->max_conns)
@@ -1014,11 +1015,11 @@ lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer)
 	if (ctx == NULL)
 		return false;
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-		if (lgr->role == LGR_ROLE_CLIENT &&
-		    (lgr->state == LGR_STATE_CLC ||
-		     lgr->state == LGR_STATE_CONFIRMING) &&
-		    strcmp(lgr->peer->name, peer->name) == 0)
-			return true;
+	if (lgr->role == LGR_ROLE_CLIENT &&
+	    (lgr->state == LGR_STATE_CLC ||
+	     lgr->state == LGR_STATE_CONFIRMING) &&
+	    strcmp(lgr->peer->name, peer->name) == 0)
+		return true;
 	return false;
 }
 
@@ -1233,8 +1234,8 @@ lgr_conn_find(const struct lgr *lgr, uint32_t token)
 	struct lgr_conn *c;
 
 	LIST_FOREACH(c, &lgr->by_token[token % LGR_TOKEN_BUCKETS], hash)
-		if (c->token == token)
-			return c;
+	if (c->token == token)
+		return c;
 	return NULL;
 }
 
@@ -1307,7 +1308,8 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 {
 	struct lgr_conn *c, *next;
 
-	TAILQ_FOREACH_SAFE(c, &lgr->conns, entry, next) {
+	TAILQ_FOREACH_SAFE(c, &lgr->conns, entry, next)
+	{
 		if (from != NULL && c->link != from)
 			continue;
 		if (to == NULL) {
@@ -1328,7 +1330,7 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 struct lgr_cdc_lookup {
 	struct lgr *lgr;
 	uint32_t token;
-	bool known;	/* a connection has it, relaying (rc) or not yet */
+	bool known; /* a connection has it, relaying (rc) or not yet */
 };
 
 static struct rconn *
@@ -1355,8 +1357,7 @@ lgr_cdc_drain_others(struct lgr_link *link, const void *msg, size_t len)
 	struct lgr *lgr = link->lgr;
 	int i;
 
-	if (len < sizeof(*c) ||
-	    !(c->prod_flags & CDC_PF_FAILOVER_VALIDATION))
+	if (len < sizeof(*c) || !(c->prod_flags & CDC_PF_FAILOVER_VALIDATION))
 		return;
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
 		if (&lgr->link[i] != link && lgr->link[i].wr != NULL &&
@@ -1392,8 +1393,7 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	/* before its relay starts, or crossing our close (tokens are never
 	 * handed out twice) */
 	if (err == -ENOENT &&
-	    (lk.known ||
-	     (lk.token != 0 && lk.token <= lgr->ctx->last_token)))
+	    (lk.known || (lk.token != 0 && lk.token <= lgr->ctx->last_token)))
 		return;
 	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
 		 why != NULL ? why : "bad CDC", lk.token, link->id);
@@ -1766,10 +1766,9 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 		(json_int_t)ws->slot_wait_timeouts, "rx_unknown",
 		(json_int_t)ws->rx_unknown, "rx_bad_opcode",
 		(json_int_t)ws->rx_bad_opcode, "drained",
-		(json_int_t)ws->drained, "cq_events",
-		(json_int_t)ws->cq_events, "test_link_sent",
-		(json_int_t)link->test_sent, "test_link_answered",
-		(json_int_t)link->test_answered, "up_s",
+		(json_int_t)ws->drained, "cq_events", (json_int_t)ws->cq_events,
+		"test_link_sent", (json_int_t)link->test_sent,
+		"test_link_answered", (json_int_t)link->test_answered, "up_s",
 		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);
 }
 
@@ -1786,7 +1785,8 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 	json_t *o;
 	int i;
 
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
+	{
 		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
 			sysid);
 		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);

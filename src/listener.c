@@ -74,7 +74,7 @@ static void
 listener_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct listener *l = arg;
-	struct timeval second = { 1, 0 };
+	struct timeval second = {1, 0};
 	char buf[ADDR_STRLEN];
 	int fd, i;
 

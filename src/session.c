@@ -25,7 +25,7 @@ static const struct {
 	const char *name;
 	const char *desc;
 } session_reasons[SESSION_NREASONS] = {
-#define X(id, name, desc) [SESSION_##id] = { name, desc },
+#define X(id, name, desc) [SESSION_##id] = {name, desc},
 	SESSION_REASONS(X)
 #undef X
 };
@@ -93,7 +93,7 @@ session_want(struct session *s, int i, short what, bool on)
 int
 session_timer_ms(struct session *s, int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
 	event_base_update_cache_time(worker_base(s->w));
 	return event_add(s->timer, &tv);
@@ -240,10 +240,11 @@ session_stranger_hand(struct session_stranger *st, bool clc)
 static int
 session_stranger_wait(struct session_stranger *st, uint64_t ms)
 {
-	struct timeval tv = { (time_t)(ms / 1000),
-			      (suseconds_t)(ms % 1000) * 1000 };
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
 
-	event_base_update_cache_time(worker_base(st->w)); /* see session_timer_ms */
+	event_base_update_cache_time(
+		worker_base(st->w)); /* see session_timer_ms */
 	return evtimer_add(st->timer, &tv);
 }
 
@@ -266,13 +267,13 @@ session_stranger_read(evutil_socket_t fd, short what, void *arg)
 	    memcmp(b, CLC_EYECATCHER, (size_t)n) == 0) {
 		now = now_ms();
 		event_del(st->rev);
-		session_stranger_wait(st, st->deadline_ms > now ?
-						  SESSION_PEEK_WAIT_MS : 0);
+		session_stranger_wait(
+			st, st->deadline_ms > now ? SESSION_PEEK_WAIT_MS : 0);
 		return;
 	}
-	session_stranger_hand(st, n == (ssize_t)sizeof(b) &&
-					  memcmp(b, CLC_EYECATCHER,
-						 sizeof(b)) == 0);
+	session_stranger_hand(
+		st, n == (ssize_t)sizeof(b) &&
+			    memcmp(b, CLC_EYECATCHER, sizeof(b)) == 0);
 }
 
 static void
@@ -338,10 +339,9 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 	st->rev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
 			    session_stranger_read, st);
 	st->timer = evtimer_new(worker_base(w), session_stranger_timer, st);
-	if (st->rev == NULL || st->timer == NULL ||
-	    event_add(st->rev, NULL) ||
-	    session_stranger_wait(st, (uint64_t)conf->first_byte_timeout *
-						  1000)) {
+	if (st->rev == NULL || st->timer == NULL || event_add(st->rev, NULL) ||
+	    session_stranger_wait(st,
+				  (uint64_t)conf->first_byte_timeout * 1000)) {
 		session_stranger_free(st);
 		worker_preauth_put(w, &src);
 		close(fd);
@@ -401,7 +401,7 @@ session_preauth_done(struct session *s)
 void
 session_reset_fd(int fd)
 {
-	struct linger lg = { 1, 0 };
+	struct linger lg = {1, 0};
 
 	if (fd < 0)
 		return;
@@ -622,11 +622,12 @@ session_close(struct session *s, enum session_reason reason)
 	s->state = SESSION_CLOSED;
 	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
 	if (abort)
-		log_info("conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
-			 (unsigned long long)s->id, session_reason_name(reason),
-			 session_reason_desc(reason),
-			 (unsigned long long)s->pump[0].bytes,
-			 (unsigned long long)s->pump[1].bytes);
+		log_info(
+			"conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
+			(unsigned long long)s->id, session_reason_name(reason),
+			session_reason_desc(reason),
+			(unsigned long long)s->pump[0].bytes,
+			(unsigned long long)s->pump[1].bytes);
 	else
 		log_debug("conn 0x%llx: closed: %s, %llu bytes in, %llu out",
 			  (unsigned long long)s->id,
@@ -763,20 +764,19 @@ session_json_add(const struct session *s, void *json_array)
 	addr_str(&s->addr[1], a1, sizeof(a1));
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I,"
 		      " s:f, s:f, s:I}",
-		      "id", id,
-		      "mode", s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
-		      "role", rule ? "rule" : "export",
-		      "rule", rule && s->rule ? s->rule->name : "",
-		      "export", rule ? s->export_name :
-				  (s->export ? s->export->name : ""),
-		      "peer", s->peer ? s->peer->name : "",
-		      "state", session_state_name(s->state),
-		      "downstream", a0, "upstream", a1,
-		      "bytes_in", (json_int_t)s->pump[0].bytes,
-		      "bytes_out", (json_int_t)s->pump[1].bytes,
-		      "age_s", (double)(now - s->started_ms) / 1000.0,
-		      "idle_s", (double)(now - s->active_ms) / 1000.0,
-		      "worker", (json_int_t)worker_id(s->w));
+		      "id", id, "mode",
+		      s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
+		      "role", rule ? "rule" : "export", "rule",
+		      rule && s->rule ? s->rule->name : "", "export",
+		      rule ? s->export_name :
+			     (s->export ? s->export->name : ""),
+		      "peer", s->peer ? s->peer->name : "", "state",
+		      session_state_name(s->state), "downstream", a0,
+		      "upstream", a1, "bytes_in", (json_int_t)s->pump[0].bytes,
+		      "bytes_out", (json_int_t)s->pump[1].bytes, "age_s",
+		      (double)(now - s->started_ms) / 1000.0, "idle_s",
+		      (double)(now - s->active_ms) / 1000.0, "worker",
+		      (json_int_t)worker_id(s->w));
 	if (o == NULL)
 		return;
 	session_rdma_json(s, o);

@@ -94,16 +94,16 @@ enum session_rdma_llc {
 	SESSION_RDMA_LLC_OPEN,
 	SESSION_RDMA_LLC_ACCEPT,
 	SESSION_RDMA_LLC_RKEY,
-	SESSION_RDMA_LLC_RESUME,	/* opener's CONN_RESUME request */
-	SESSION_RDMA_LLC_RESUMED,	/* acceptor's answer: then resume */
+	SESSION_RDMA_LLC_RESUME,  /* opener's CONN_RESUME request */
+	SESSION_RDMA_LLC_RESUMED, /* acceptor's answer: then resume */
 };
 
 /* Where a resume over TCP is (session_rdma_tcp_start). */
 enum session_rdma_tcp {
 	SESSION_RDMA_TCP_NONE,
-	SESSION_RDMA_TCP_CONNECTING,	/* rule side: connect under way */
-	SESSION_RDMA_TCP_HANDSHAKE,	/* rule side: HELLO sent */
-	SESSION_RDMA_TCP_RELAY,		/* both: carried over TCP from now */
+	SESSION_RDMA_TCP_CONNECTING, /* rule side: connect under way */
+	SESSION_RDMA_TCP_HANDSHAKE,  /* rule side: HELLO sent */
+	SESSION_RDMA_TCP_RELAY,	     /* both: carried over TCP from now */
 };
 
 /* An rkey of the peer's RMB element, valid on the link with link_id. */
@@ -115,10 +115,10 @@ struct session_rdma_rkey {
 struct session_rdma {
 	struct session *s;
 	struct session_rdma_worker *srw;
-	struct lgr_conn lc;	  /* membership of the link group */
-	struct rconn *rc;	  /* once accepted */
-	struct buf *sndbuf, *rmb; /* until rc takes them over */
-	uint32_t peer_token;	  /* ours: lc.token */
+	struct lgr_conn lc;		/* membership of the link group */
+	struct rconn *rc;		/* once accepted */
+	struct buf *sndbuf, *rmb;	/* until rc takes them over */
+	uint32_t peer_token;		/* ours: lc.token */
 	struct rconn_peer_rmb peer_rmb; /* export side: from CONN_OPEN */
 	int t;				/* index of the TCP socket in fd[] */
 	bool answered;			/* export side: ACCEPT or REJECT sent */
@@ -133,7 +133,7 @@ struct session_rdma {
 	enum session_reason close_reason;
 	struct lgr_link *failover_to; /* link_down: move there */
 	bool in_run, again;
-	struct llc_pending llc;	 /* our LLC message waiting for a TX slot */
+	struct llc_pending llc; /* our LLC message waiting for a TX slot */
 	enum session_rdma_llc llc_kind;
 	/* keys per link (see the top of the file) */
 	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
@@ -142,10 +142,10 @@ struct session_rdma {
 	bool rkeys_owed;	      /* announce once llc went out */
 	/* resuming on a new group (docs/protocol.md) */
 	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot */
-	uint8_t peer_sysid[8];	/* the peer daemon's, of the group it was on */
-	uint8_t peer_worker;	/* and its worker there + 1 (0: unknown) */
-	bool resuming;		/* on srw->resuming */
-	bool resume_sent;	/* opener: CONN_RESUME out, answer awaited */
+	uint8_t peer_sysid[8]; /* the peer daemon's, of the group it was on */
+	uint8_t peer_worker;   /* and its worker there + 1 (0: unknown) */
+	bool resuming;	       /* on srw->resuming */
+	bool resume_sent;      /* opener: CONN_RESUME out, answer awaited */
 	uint64_t resume_since_ms;
 	TAILQ_ENTRY(session_rdma) resume_entry; /* on srw->resuming */
 	/* acceptor: what the answer's resume applies, once it went out */
@@ -160,8 +160,8 @@ struct session_rdma {
 	enum session_rdma_tcp tcp_step;
 	uint8_t tcp_in[FB_MSG_MAX];
 	size_t tcp_in_len;
-	bool tcp_eof;		/* the peer's FIN came */
-	bool tcp_shut;		/* ours went: shutdown(SHUT_WR) */
+	bool tcp_eof;  /* the peer's FIN came */
+	bool tcp_shut; /* ours went: shutdown(SHUT_WR) */
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
@@ -172,8 +172,7 @@ static void session_rdma_rkeys_announce(struct session_rdma *sr);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
-static void session_rdma_resume_tick(evutil_socket_t fd, short what,
-				     void *arg);
+static void session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg);
 static void session_rdma_resume_apply(struct session_rdma *sr);
 static void session_rdma_resume_rx(struct session_rdma_worker *srw,
 				   struct lgr_link *link,
@@ -231,8 +230,8 @@ session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 		return NULL;
 	}
 	buf_pool_set_stats(srw->pool, worker_stats(w));
-	srw->resume_ev = evtimer_new(worker_base(w), session_rdma_resume_tick,
-				     srw);
+	srw->resume_ev =
+		evtimer_new(worker_base(w), session_rdma_resume_tick, srw);
 	srw->watch_ev = event_new(worker_base(w), -1, EV_PERSIST,
 				  session_rdma_watch, srw);
 	if (srw->resume_ev == NULL || srw->watch_ev == NULL ||
@@ -355,9 +354,8 @@ session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
 			e->rkey = rkey;
 			return;
 		}
-		if (spare == NULL &&
-		    (e->link_id == 0 || lgr == NULL ||
-		     lgr_link_by_id(lgr, e->link_id) == NULL))
+		if (spare == NULL && (e->link_id == 0 || lgr == NULL ||
+				      lgr_link_by_id(lgr, e->link_id) == NULL))
 			spare = e;
 	}
 	if (spare == NULL)
@@ -544,7 +542,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	TAILQ_FOREACH(c, &link->lgr->conns, entry)
-		session_rdma_rkeys_announce(c->arg);
+	session_rdma_rkeys_announce(c->arg);
 	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
 		session_rdma_resume_peer(srw, link->lgr, false);
 	if (link->lgr->role == LGR_ROLE_CLIENT &&
@@ -558,8 +556,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
  * names none of ours belongs to a connection closed meanwhile.
  */
 static void
-session_rdma_confirm_rkey(struct lgr_link *link,
-			  const struct llc_info *m)
+session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 {
 	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
 	struct lgr_conn *lc;
@@ -570,7 +567,8 @@ session_rdma_confirm_rkey(struct lgr_link *link,
 
 	if (m->flags & LLC_FLAG_RESP)
 		return; /* we ask for no answers */
-	TAILQ_FOREACH(lc, &link->lgr->conns, entry) {
+	TAILQ_FOREACH(lc, &link->lgr->conns, entry)
+	{
 		sr = lc->arg;
 		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
 		    session_rdma_peer_rkey(sr, link->id, &rkey) == 0 &&
@@ -592,8 +590,7 @@ session_rdma_confirm_rkey(struct lgr_link *link,
 			lgr_protocol_error(link->lgr, why);
 			return;
 		}
-		session_rdma_peer_rkey_set(sr, c->rt[i].link_id,
-					   c->rt[i].rkey);
+		session_rdma_peer_rkey_set(sr, c->rt[i].link_id, c->rt[i].rkey);
 	}
 }
 
@@ -974,8 +971,8 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 		       (size_t)peer->buffer_share / 100;
 
 	LIST_FOREACH(sh, &srw->shares, entry)
-		if (strcmp(sh->peer, peer->name) == 0)
-			break;
+	if (strcmp(sh->peer, peer->name) == 0)
+		break;
 	if (sh == NULL) {
 		sh = calloc(1, sizeof(*sh));
 		if (sh == NULL)
@@ -1018,8 +1015,8 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 		if (lgr->link[i].state == LGR_LINK_ACTIVE &&
 		    (rc = session_rdma_devi(sr->srw, &lgr->link[i])) < 0)
 			return rc;
-	rc = session_rdma_charge(sr, lgr->peer, (size_t)r->sndbuf +
-						      (size_t)r->rmb);
+	rc = session_rdma_charge(sr, lgr->peer,
+				 (size_t)r->sndbuf + (size_t)r->rmb);
 	if (rc)
 		return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
@@ -1078,13 +1075,12 @@ session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
 static bool
 session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 {
-	if (s->parked || s->woken ||
-	    srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
+	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
 	    !lgr_on_its_way(srw->ctx, s->peer))
 		return false;
 	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
-	s->mode = SESSION_MODE_RDMA;	/* its timer comes to us */
+	s->mode = SESSION_MODE_RDMA; /* its timer comes to us */
 	s->state = SESSION_RDMA_WAIT;
 	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
 	STATS_INC(worker_stats(s->w), conns_lgr_waits);
@@ -1124,7 +1120,8 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 {
 	struct session *s, *next;
 
-	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
+	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next)
+	{
 		if (strcmp(s->peer->name, peer->name) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
@@ -1185,8 +1182,7 @@ session_rdma_connect(struct session *s)
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_OPEN;
 	m.conn_open.token = sr->lc.token;
-	m.conn_open.rmb_rkey =
-		session_rdma_mr(srw, sr->rmb, sr->lc.link)->rkey;
+	m.conn_open.rmb_rkey = session_rdma_mr(srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
@@ -1329,8 +1325,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 
 	STATS_INC(worker_stats(w), conns_from_peers);
 	snprintf(who, sizeof(who), "lgr %u", lgr->id);
-	if (export_find(w, conf, who, lgr->peer->name, o->export, &r) ==
-	    NULL) {
+	if (export_find(w, conf, who, lgr->peer->name, o->export, &r) == NULL) {
 		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
@@ -1518,8 +1513,7 @@ session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
 	uint64_t now = now_ms(), left;
 
 	if (timeout <= 0 || !session_rdma_resume_id_set(sr) ||
-	    worker_draining(s->w) ||
-	    (ended != NULL && !ended->resumable))
+	    worker_draining(s->w) || (ended != NULL && !ended->resumable))
 		return false;
 	if (ended != NULL) {
 		memcpy(sr->peer_sysid, ended->peer_system_id,
@@ -1573,8 +1567,7 @@ session_rdma_resume_fail(struct session_rdma *sr, enum stats_id stat,
 		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
 						     sr->s->export->name,
-		  (unsigned long long)(now_ms() - sr->resume_since_ms),
-		  why);
+		  (unsigned long long)(now_ms() - sr->resume_since_ms), why);
 	session_rdma_fail(sr, SESSION_RESUME_FAILED);
 }
 
@@ -1671,7 +1664,8 @@ session_rdma_resume_lgr(struct session_rdma_worker *srw,
 	struct lgr *lgr;
 
 	*coming = false;
-	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry) {
+	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry)
+	{
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
 			continue;
@@ -1703,7 +1697,8 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 	struct lgr *lgr;
 	bool again = false, coming;
 
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next)
+	{
 		if (sr->s->role != SESSION_ROLE_RULE || sr->resume_sent ||
 		    sr->closing)
 			continue;
@@ -1719,7 +1714,8 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 		}
 		if (memcmp(lgr->peer_system_id, sr->peer_sysid,
 			   sizeof(sr->peer_sysid)) != 0) {
-			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+			session_rdma_resume_fail(sr,
+						 STAT_resume_failed_peer_gone,
 						 "the peer daemon restarted");
 			continue;
 		}
@@ -1746,21 +1742,23 @@ session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
 					 SESSION_ROLE_RULE :
 					 SESSION_ROLE_EXPORT;
 
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next)
+	{
 		if (sr->s->role != role || sr->closing ||
 		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
 			continue;
 		if (failed && lgr->refused)
-			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+			session_rdma_resume_fail(sr,
+						 STAT_resume_failed_peer_gone,
 						 "the peer daemon does not "
 						 "listen on its peer port");
 		else if (failed && lgr->tcp_connected && !sr->resume_sent)
 			/* its daemon answers, RDMA does not: over TCP */
 			session_rdma_tcp_start(sr);
-		else if (!failed &&
-			 memcmp(lgr->peer_system_id, sr->peer_sysid,
-				sizeof(sr->peer_sysid)) != 0)
-			session_rdma_resume_fail(sr, STAT_resume_failed_peer_gone,
+		else if (!failed && memcmp(lgr->peer_system_id, sr->peer_sysid,
+					   sizeof(sr->peer_sysid)) != 0)
+			session_rdma_resume_fail(sr,
+						 STAT_resume_failed_peer_gone,
 						 "the peer daemon restarted");
 	}
 	if (!failed && role == SESSION_ROLE_RULE && srw->nresuming > 0)
@@ -1780,17 +1778,19 @@ session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
 	struct lgr_conn *c;
 
 	TAILQ_FOREACH(sr, &srw->resuming, resume_entry)
-		if (sr->s->role == SESSION_ROLE_EXPORT &&
-		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
-		    strcmp(sr->s->peer->name, peer) == 0)
-			return sr;
+	if (sr->s->role == SESSION_ROLE_EXPORT &&
+	    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
+	    strcmp(sr->s->peer->name, peer) == 0)
+		return sr;
 	/* its old group may not have noticed yet that it is gone */
-	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry) {
+	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry)
+	{
 		if (old == lgr || old->role != LGR_ROLE_SERVER ||
 		    old->state != LGR_STATE_ACTIVE ||
 		    strcmp(old->peer->name, peer) != 0)
 			continue;
-		TAILQ_FOREACH(c, &old->conns, entry) {
+		TAILQ_FOREACH(c, &old->conns, entry)
+		{
 			sr = c->arg;
 			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
 			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
@@ -1830,8 +1830,8 @@ session_rdma_resume_asked(struct session_rdma_worker *srw,
 			  const struct llc_conn_resume_info *r)
 {
 	struct lgr *lgr = link->lgr;
-	struct session_rdma *sr = session_rdma_resume_find(
-		srw, lgr->peer->name, lgr, r->resume_id);
+	struct session_rdma *sr = session_rdma_resume_find(srw, lgr->peer->name,
+							   lgr, r->resume_id);
 	const struct dev_mr *mr;
 	struct llc_info m;
 	uint64_t rx, fin;
@@ -1917,7 +1917,8 @@ session_rdma_resume_answered(struct lgr_link *link,
 	const char *why;
 	int rc;
 
-	TAILQ_FOREACH(c, &link->lgr->conns, entry) {
+	TAILQ_FOREACH(c, &link->lgr->conns, entry)
+	{
 		sr = c->arg;
 		if (sr->resume_sent &&
 		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)
@@ -2076,8 +2077,8 @@ session_rdma_tcp_start(struct session_rdma *sr)
 	if (sr->tcp_step != SESSION_RDMA_TCP_NONE || sr->resume_sent ||
 	    s->fd[u] >= 0)
 		return;
-	fd = socket(to->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd = socket(to->ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		return;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -2209,7 +2210,8 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 			}
 			break;
 		case FB_RESULT:
-			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len, &code) ||
+			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len,
+					     &code) ||
 			    (code == 0 && s->peer->key_len &&
 			     hs->challenge_len == 0)) {
 				session_rdma_resume_fail(
@@ -2237,7 +2239,8 @@ session_rdma_tcp_answer(struct session_rdma *sr)
 			session_rdma_tcp_relay(sr);
 			return;
 		default:
-			session_rdma_resume_fail(sr, STAT_resume_failed_protocol,
+			session_rdma_resume_fail(sr,
+						 STAT_resume_failed_protocol,
 						 "unexpected message");
 			return;
 		}
@@ -2345,8 +2348,8 @@ session_rdma_tcp_adopt(struct session_rdma *sr, int fd,
 	size_t len;
 
 	if (tx_resume_check(sr->rc, hi->rx_off, hi->tx_fin, &rx, &fin, &why)) {
-		len = fb_result_encode(msg, fallback_reason_code(
-						    SESSION_PROTOCOL_ERROR));
+		len = fb_result_encode(
+			msg, fallback_reason_code(SESSION_PROTOCOL_ERROR));
 		(void)send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
@@ -2368,8 +2371,8 @@ static struct session_rdma *
 session_rdma_tcp_find(struct session_rdma_worker *srw, const char *peer,
 		      const struct fb_hello_info *hi)
 {
-	struct session_rdma *sr = session_rdma_resume_find(srw, peer, NULL,
-							   hi->resume_id);
+	struct session_rdma *sr =
+		session_rdma_resume_find(srw, peer, NULL, hi->resume_id);
 
 	if (sr == NULL || sr->tcp_step != SESSION_RDMA_TCP_NONE)
 		return NULL;
@@ -2388,15 +2391,17 @@ session_rdma_tcp_arrive(struct worker *w, void *arg)
 	struct session_rdma_tcp_hop *h = arg;
 	struct session_rdma_worker *srw = worker_rdma(w);
 	struct session_rdma *sr =
-		srw != NULL ? session_rdma_tcp_find(srw, h->peer, &h->hi) : NULL;
+		srw != NULL ? session_rdma_tcp_find(srw, h->peer, &h->hi) :
+			      NULL;
 	uint8_t msg[sizeof(struct fb_result)];
 
 	if (sr != NULL) {
 		session_rdma_tcp_adopt(sr, h->fd, &h->hi);
 	} else {
 		(void)send(h->fd, msg,
-			   fb_result_encode(msg, fallback_reason_code(
-							 SESSION_RESUME_FAILED)),
+			   fb_result_encode(
+				   msg,
+				   fallback_reason_code(SESSION_RESUME_FAILED)),
 			   MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(h->fd);
 	}
@@ -2555,8 +2560,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 	if (sr->resuming)
 		json_object_set_new(
 			o, "resuming_s",
-			json_real((double)(now_ms() -
-					   sr->resume_since_ms) /
+			json_real((double)(now_ms() - sr->resume_since_ms) /
 				  1000.0));
 	if (sr->rc != NULL) {
 		tx_json(sr->rc, o);

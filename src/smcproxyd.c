@@ -24,18 +24,16 @@
 static struct conf *conf_current;
 static struct event_base *main_base;
 static struct event *stopped_ev; /* a worker drained */
-static struct event *status_ev;  /* STATUS= kept current */
+static struct event *status_ev;	 /* STATUS= kept current */
 static bool stopping;
 static bool debug_flag;
 
 /* Usage on f; exit 0 when asked for (--help, stdout), else 2. */
-static void __attribute__((noreturn))
-usage(FILE *f)
+static void __attribute__((noreturn)) usage(FILE *f)
 {
-	fprintf(f,
-		"usage: smcproxyd [-dnV] [-c file]\n"
-		"       smcproxyd --list-devices [--local-addr ip]\n"
-		"       smcproxyd --print-schema\n");
+	fprintf(f, "usage: smcproxyd [-dnV] [-c file]\n"
+		   "       smcproxyd --list-devices [--local-addr ip]\n"
+		   "       smcproxyd --print-schema\n");
 	exit(f == stdout ? 0 : 2);
 }
 
@@ -50,9 +48,8 @@ smcproxyd_warn_insecure(const struct conf *conf)
 				  "true): anyone who can reach the peer port "
 				  "from %s can use the exports it may use",
 				  conf->peers[i].name,
-				  conf->peers[i].any_source ?
-					  "anywhere" :
-					  "its address");
+				  conf->peers[i].any_source ? "anywhere" :
+							      "its address");
 }
 
 /* Log what a FILE of config errors holds, one line each. */
@@ -70,9 +67,9 @@ smcproxyd_log_lines(char *text)
 static const char *
 smcproxyd_inuse_hint(int rc)
 {
-	return rc == -EADDRINUSE ?
-		" (another process, perhaps another smcproxyd, listens there)" :
-		"";
+	return rc == -EADDRINUSE ? " (another process, perhaps another "
+				   "smcproxyd, listens there)" :
+				   "";
 }
 
 /*
@@ -90,8 +87,10 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 
 	if (old == NULL && next->has_peer_listen &&
 	    (rc = listener_probe(&next->peer_listen)) != 0) {
-		fprintf(errors, "%s: peer_listen.address: cannot listen on %s: "
-			"%s%s\n", next->path,
+		fprintf(errors,
+			"%s: peer_listen.address: cannot listen on %s: "
+			"%s%s\n",
+			next->path,
 			addr_str(&next->peer_listen, buf, sizeof(buf)),
 			strerror(-rc), smcproxyd_inuse_hint(rc));
 		return rc;
@@ -105,9 +104,11 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 			continue;
 		rc = listener_probe(&next->rules[i].listen);
 		if (rc) {
-			fprintf(errors, "%s:%d: rules[%d].listen: rule %s: "
-				"cannot listen on %s: %s%s\n", next->path,
-				next->rules[i].line, i, next->rules[i].name,
+			fprintf(errors,
+				"%s:%d: rules[%d].listen: rule %s: "
+				"cannot listen on %s: %s%s\n",
+				next->path, next->rules[i].line, i,
+				next->rules[i].name,
 				addr_str(&next->rules[i].listen, buf,
 					 sizeof(buf)),
 				strerror(-rc), smcproxyd_inuse_hint(rc));
@@ -178,7 +179,8 @@ out:
 	smcproxyd_log_lines(text);
 	if (rc == -EINVAL)
 		log_warnx("reload: %s has errors; still serving with the "
-			  "previous configuration", conf_current->path);
+			  "previous configuration",
+			  conf_current->path);
 	free(text);
 	return rc;
 }
@@ -264,12 +266,12 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "list-devices", no_argument, NULL, 'L' },
-		{ "local-addr", required_argument, NULL, 'a' },
-		{ "print-schema", no_argument, NULL, 'S' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"list-devices", no_argument, NULL, 'L'},
+		{"local-addr", required_argument, NULL, 'a'},
+		{"print-schema", no_argument, NULL, 'S'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *path = SMCPROXYD_CONF, *local_addr = NULL;
 	struct event *sig_term, *sig_int, *sig_hup;
@@ -337,8 +339,8 @@ main(int argc, char *argv[])
 	sig_int = evsignal_new(main_base, SIGINT, smcproxyd_sigterm, NULL);
 	sig_hup = evsignal_new(main_base, SIGHUP, smcproxyd_sighup, NULL);
 	stopped_ev = event_new(main_base, -1, 0, smcproxyd_stopped, NULL);
-	status_ev = event_new(main_base, -1, EV_PERSIST, smcproxyd_status,
-			      NULL);
+	status_ev =
+		event_new(main_base, -1, EV_PERSIST, smcproxyd_status, NULL);
 	if (sig_term == NULL || sig_int == NULL || sig_hup == NULL ||
 	    stopped_ev == NULL || status_ev == NULL ||
 	    evsignal_add(sig_term, NULL) || evsignal_add(sig_int, NULL) ||
@@ -360,9 +362,10 @@ main(int argc, char *argv[])
 	if (metrics_init(conf_current, main_base))
 		fatalx("metrics_listen: cannot serve metrics; not starting");
 	log_info("smcproxyd %s ready: %s, %d workers, %d rules, %d peers, "
-		 "%d exports", SMCPROXYD_VERSION, conf_current->name,
-		 conf_current->workers, conf_current->nrules,
-		 conf_current->npeers, conf_current->nexports);
+		 "%d exports",
+		 SMCPROXYD_VERSION, conf_current->name, conf_current->workers,
+		 conf_current->nrules, conf_current->npeers,
+		 conf_current->nexports);
 	notify_ready(conf_current);
 	{
 		struct timeval tv = {SMCPROXYD_STATUS_S, 0};

@@ -37,8 +37,11 @@
 #endif
 
 /* The struct of type holding member at ptr. */
+/* clang-format 14 takes "(ptr) -" for a cast: */
+/* clang-format off */
 #define container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+/* clang-format on */
 
 #define SMCPROXYD_VERSION PACKAGE_VERSION
 #define CONF_NAME_MAX 63 /* rule, peer and export names */
@@ -50,7 +53,12 @@ struct worker;
 struct session;
 
 /* log.c */
-enum log_level { LOG_LEVEL_ERR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+enum log_level {
+	LOG_LEVEL_ERR,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_DEBUG
+};
 void log_init(int foreground, enum log_level level);
 void log_set_level(enum log_level level);
 int log_level_parse(const char *name, enum log_level *out);
@@ -88,25 +96,25 @@ enum conf_slot_wait { CONF_SLOT_WAIT_EXCLUSIVE, CONF_SLOT_WAIT_ALL };
 
 struct conf_peer {
 	char name[CONF_NAME_MAX + 1];
-	struct addr addr;	/* where its peer port is */
-	char *key_file;		/* NULL when insecure */
+	struct addr addr; /* where its peer port is */
+	char *key_file;	  /* NULL when insecure */
 	unsigned char key[CONF_KEY_MAX];
-	size_t key_len;		/* 0 when insecure */
+	size_t key_len; /* 0 when insecure */
 	bool insecure;
-	bool any_source;	/* accept it from any source address */
-	int max_lgrs;		/* link groups it may set up, all workers */
-	int buffer_share;	/* percent of max_buffer_memory it may hold */
+	bool any_source;  /* accept it from any source address */
+	int max_lgrs;	  /* link groups it may set up, all workers */
+	int buffer_share; /* percent of max_buffer_memory it may hold */
 	int line;
 };
 
 struct conf_export {
 	char name[CONF_NAME_MAX + 1];
 	struct addr target;
-	char **peers;		/* names allowed to use it */
+	char **peers; /* names allowed to use it */
 	int npeers;
-	int connect_timeout;	/* seconds */
-	int idle_timeout;	/* seconds, 0 = never */
-	bool log_connections;	/* connlog.c: a line as each one ends */
+	int connect_timeout;  /* seconds */
+	int idle_timeout;     /* seconds, 0 = never */
+	bool log_connections; /* connlog.c: a line as each one ends */
 	int line;
 };
 
@@ -115,8 +123,8 @@ struct conf_rule {
 	struct addr listen;
 	const struct conf_peer *peer;
 	char export[CONF_NAME_MAX + 1];
-	int idle_timeout;	/* seconds, 0 = never */
-	bool log_connections;	/* connlog.c: a line as each one ends */
+	int idle_timeout;     /* seconds, 0 = never */
+	bool log_connections; /* connlog.c: a line as each one ends */
 	int line;
 };
 
@@ -130,7 +138,7 @@ struct conf_rdma {
 	int max_recv_wr;
 	int sndbuf;
 	int rmb;
-	int max_buffer_memory;	/* MiB, all workers */
+	int max_buffer_memory; /* MiB, all workers */
 	bool autocork;
 	int autocork_size;
 	bool inline_enabled;
@@ -143,25 +151,25 @@ struct conf_rdma {
 
 struct conf {
 	char *path;
-	char name[CONF_NAME_MAX + 1];	/* this daemon's name at its peers */
+	char name[CONF_NAME_MAX + 1]; /* this daemon's name at its peers */
 	char *control_socket;
 	int control_mode;
-	int control_uid;		/* -1: only root and our own uid */
+	int control_uid; /* -1: only root and our own uid */
 	int control_gid;
-	int workers;			/* resolved: never 0 */
+	int workers; /* resolved: never 0 */
 	enum log_level log_level;
-	int shutdown_timeout;		/* seconds given to open connections */
-	int max_conns;			/* per worker, 0 = unlimited */
-	int tcp_keepalive;		/* s idle before probes, 0: off */
-	int tcp_user_timeout;		/* s unacknowledged, 0: kernel's */
-	int resume_timeout;		/* s to resume after a group ended */
-	struct addr metrics_listen;	/* Prometheus endpoint; len 0: off */
+	int shutdown_timeout;	    /* seconds given to open connections */
+	int max_conns;		    /* per worker, 0 = unlimited */
+	int tcp_keepalive;	    /* s idle before probes, 0: off */
+	int tcp_user_timeout;	    /* s unacknowledged, 0: kernel's */
+	int resume_timeout;	    /* s to resume after a group ended */
+	struct addr metrics_listen; /* Prometheus endpoint; len 0: off */
 	bool has_peer_listen;
 	struct addr peer_listen;
-	int preauth_max;		/* per worker: not yet authenticated */
-	int preauth_per_source;		/* ... of them from one host */
-	int first_byte_timeout;		/* s: first header on the peer port */
-	int handshake_timeout;		/* s: until authenticated */
+	int preauth_max;	/* per worker: not yet authenticated */
+	int preauth_per_source; /* ... of them from one host */
+	int first_byte_timeout; /* s: first header on the peer port */
+	int handshake_timeout;	/* s: until authenticated */
 	struct conf_peer *peers;
 	int npeers;
 	struct conf_rule *rules;
@@ -169,8 +177,8 @@ struct conf {
 	struct conf_export *exports;
 	int nexports;
 	struct conf_rdma rdma;
-	struct conf_src *src;		/* conf.c private: where keys were set */
-	int refs;			/* conf_hold/conf_drop; 0 when loaded */
+	struct conf_src *src; /* conf.c private: where keys were set */
+	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
 };
 
 struct conf *conf_load(const char *path, FILE *errors);
@@ -178,8 +186,7 @@ struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
 void conf_free(struct conf *conf);
 const struct conf_peer *conf_peer_find(const struct conf *conf,
 				       const char *name);
-bool conf_peer_auth_same(const struct conf_peer *a,
-			 const struct conf_peer *b);
+bool conf_peer_auth_same(const struct conf_peer *a, const struct conf_peer *b);
 const struct conf_export *conf_export_find(const struct conf *conf,
 					   const char *name);
 bool conf_export_allows(const struct conf_export *exp, const char *peer);
@@ -214,8 +221,8 @@ void notify_reload_failed(const struct conf *conf, const char *why);
 struct auth_limit;
 #define AUTH_NONCE_LEN 32
 #define AUTH_MAC_LEN 32
-int auth_key_load(const char *path, unsigned char *key, size_t *len,
-		  char *err, size_t errlen);
+int auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
+		  size_t errlen);
 void auth_nonce(unsigned char nonce[AUTH_NONCE_LEN]);
 void auth_mac(const unsigned char *key, size_t keylen, const char *label,
 	      const void *a, size_t alen, const void *b, size_t blen,
@@ -303,11 +310,11 @@ enum session_state {
 	SESSION_CONNECT_PEER,	/* rule side: connecting to the peer port */
 	SESSION_HELLO,		/* rule side: hello sent, waiting for result */
 	SESSION_HANDSHAKE,	/* export side: reading hello / proof */
-	SESSION_CONNECT_TARGET,	/* export side: connecting to the target */
+	SESSION_CONNECT_TARGET, /* export side: connecting to the target */
 	SESSION_RDMA_WAIT,	/* rule side: for a link group on its way */
 	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
 	SESSION_RELAY,
-	SESSION_RESUMING,	/* RDMA: its link group ended; to a new one */
+	SESSION_RESUMING, /* RDMA: its link group ended; to a new one */
 	SESSION_CLOSED,
 };
 
@@ -318,57 +325,56 @@ enum session_state {
  */
 struct session_pump {
 	int pipe[2];
-	size_t pending;		/* bytes in the pipe */
+	size_t pending; /* bytes in the pipe */
 	size_t cap;
-	bool eof;		/* fd[i] sent FIN */
-	bool done;		/* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
+	bool eof;  /* fd[i] sent FIN */
+	bool done; /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
 	uint64_t bytes;
 };
 
 #define FALLBACK_MSG_MAX 256
 
 struct session {
-	LIST_ENTRY(session) entry;	/* its worker's sessions, newest first */
+	LIST_ENTRY(session) entry; /* its worker's sessions, newest first */
 	struct worker *w;
 	uint64_t id;
 	enum session_role role;
 	enum session_mode mode;
 	enum session_state state;
-	struct conf *conf;			/* held */
-	const struct conf_rule *rule;		/* rule side */
+	struct conf *conf;	      /* held */
+	const struct conf_rule *rule; /* rule side */
 	const struct conf_peer *peer;
-	const struct conf_export *export;	/* export side */
+	const struct conf_export *export; /* export side */
 	int fd[2];
 	struct event *rev[2], *wev[2];
 	struct event *timer;
-	struct event *retry_ev;	/* relay: retry when out of descriptors */
+	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
-	bool rd_ready[2], wr_ready[2];	/* relay: edge-triggered readiness */
+	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
-	struct fallback_hs *hs;	/* fallback handshake: until it is done */
+	struct fallback_hs *hs; /* fallback handshake: until it is done */
 	char export_name[CONF_NAME_MAX + 1];
-	struct session_rdma *rdma;	/* SESSION_MODE_RDMA: session_rdma.c */
-	TAILQ_ENTRY(session) park;	/* SESSION_RDMA_WAIT: parked or woken */
+	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
+	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
 	bool parked;
-	bool woken;		/* off parked, about to go on */
-	bool preauth;		/* holds a worker_preauth_get of addr[0] */
+	bool woken;   /* off parked, about to go on */
+	bool preauth; /* holds a worker_preauth_get of addr[0] */
 };
 
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
-struct session *session_new(struct worker *w, int fd,
-			    enum session_role role);
+struct session *session_new(struct worker *w, int fd, enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
 int session_watch_relay(struct session *s, int i);
-#define SESSION_RELAY_ROUNDS 16	/* relay rounds before yielding */
+#define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
 		       void *arg);
@@ -393,9 +399,9 @@ void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
 
 /* export.c */
-const struct conf_export *export_find(struct worker *w,
-				      const struct conf *conf, const char *who,
-				      const char *peer, const char *name,
+const struct conf_export *export_find(struct worker *w, const struct conf *conf,
+				      const char *who, const char *peer,
+				      const char *name,
 				      enum session_reason *why);
 enum session_reason export_connect(struct session *s);
 enum session_reason export_connected(struct session *s);
@@ -407,10 +413,10 @@ void connlog_close(const struct session *s, enum session_reason reason);
 /* tally.c: totals per rule and export since the start (metrics) */
 struct tally {
 	SLIST_ENTRY(tally) entry;
-	bool export;			/* else a rule */
+	bool export; /* else a rule */
 	char name[CONF_NAME_MAX + 1];
-	uint64_t conns[2];		/* ended, by transport: fallback, rdma */
-	uint64_t bytes_in, bytes_out;	/* from the client or peer, to it */
+	uint64_t conns[2];	      /* ended, by transport: fallback, rdma */
+	uint64_t bytes_in, bytes_out; /* from the client or peer, to it */
 	uint64_t closes[SESSION_NREASONS];
 };
 void tally_close(const struct session *s, enum session_reason reason);
@@ -418,9 +424,9 @@ void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);
 void tally_shutdown(void);
 
 /* control.c */
-#define CONTROL_VERSION 1	/* the "v" of every request and reply */
+#define CONTROL_VERSION 1 /* the "v" of every request and reply */
 #define CONTROL_SOCKET_DEFAULT "/run/smcproxyd/control.sock"
-#define CONTROL_LINE_MAX (64 * 1024)	/* longest request line */
+#define CONTROL_LINE_MAX (64 * 1024) /* longest request line */
 int control_init(const struct conf *conf, struct event_base *base);
 void control_conf_update(const struct conf *conf);
 void control_shutdown(void);
@@ -434,10 +440,10 @@ void smcproxyd_shutdown(bool now);
 /* ib.c */
 enum ib_gid_type { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE_V1, IB_GID_TYPE_ROCE_V2 };
 struct ib_gid {
-	uint32_t index;		/* in the port's GID table */
+	uint32_t index; /* in the port's GID table */
 	uint8_t raw[16];
 	enum ib_gid_type type;
-	unsigned int ifindex;	/* its netdev, 0 if none */
+	unsigned int ifindex; /* its netdev, 0 if none */
 };
 int ib_list_devices(FILE *out, const char *local_ip);
 int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
@@ -479,11 +485,11 @@ struct wr_tx_slot;
 enum wr_slot_wait { WR_WAIT_EXCLUSIVE, WR_WAIT_ALL };
 
 struct wr_params {
-	char name[32];		/* for logs: "lgr 3 link 1" */
-	uint32_t max_send_wr;	/* TX slots */
+	char name[32];	      /* for logs: "lgr 3 link 1" */
+	uint32_t max_send_wr; /* TX slots */
 	uint32_t max_recv_wr;
 	bool inline_enabled;
-	uint32_t inline_size;	/* asked for; the device says what it gives */
+	uint32_t inline_size; /* asked for; the device says what it gives */
 	enum wr_slot_wait slot_wait;
 	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
 };
@@ -495,7 +501,7 @@ struct wr_link_cb {
 
 /* A sender parked for a TX slot; wake(w, 0 or -ENOLINK) when one frees. */
 struct wr_waiter {
-	TAILQ_ENTRY(wr_waiter) entry;	/* on its link's FIFO while queued */
+	TAILQ_ENTRY(wr_waiter) entry; /* on its link's FIFO while queued */
 	void (*wake)(struct wr_waiter *w, int status);
 	uint64_t since_ms;
 	bool queued;
@@ -511,19 +517,19 @@ struct wr_write {
 };
 
 struct wr_stats {
-	uint64_t posted;	/* WRs posted (WRITEs and SENDs) */
+	uint64_t posted; /* WRs posted (WRITEs and SENDs) */
 	uint64_t inline_wrs;
 	uint64_t completions;
 	uint64_t errors;
 	uint64_t rx_unknown;	/* received messages of no known type */
-	uint64_t rx_bad_opcode;	/* receives completed by no SEND */
-	uint64_t drained;	/* SENDs completed by wr_link_free, not the device */
-	uint64_t slot_waits;	/* senders that had to park */
+	uint64_t rx_bad_opcode; /* receives completed by no SEND */
+	uint64_t drained; /* SENDs completed by wr_link_free, not the device */
+	uint64_t slot_waits; /* senders that had to park */
 	uint64_t wakeups;
 	uint64_t contended_frees; /* slots freed while someone waited */
 	uint64_t longest_wait_ms;
 	uint64_t slot_wait_timeouts;
-	uint64_t cq_events;	/* completion notifications handled */
+	uint64_t cq_events; /* completion notifications handled */
 };
 
 typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,
@@ -544,8 +550,7 @@ const struct wr_stats *wr_link_stats(const struct wr_link *l);
 const struct dev_qp_caps *wr_link_caps(const struct wr_link *l);
 struct dev_qp *wr_link_qp(const struct wr_link *l);
 void wr_rx_register(struct wr_link *l, uint8_t type, wr_rx_fn fn);
-int wr_tx_get(struct wr_link *l, struct wr_tx_slot **out,
-	      struct wr_waiter *w);
+int wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w);
 void wr_tx_wait_cancel(struct wr_link *l, struct wr_waiter *w);
 void wr_tx_put(struct wr_link *l, struct wr_tx_slot *slot);
 void *wr_tx_buf(struct wr_tx_slot *slot);
@@ -561,38 +566,38 @@ struct buf_pool;
 
 enum buf_kind { BUF_SNDBUF, BUF_RMB };
 
-#define BUF_MRS_MAX 4		/* PDs an element is registered in at once */
+#define BUF_MRS_MAX 4 /* PDs an element is registered in at once */
 
 struct buf {
-	TAILQ_ENTRY(buf) entry;	/* on a free list or the cooling list */
+	TAILQ_ENTRY(buf) entry; /* on a free list or the cooling list */
 	struct buf_pool *pool;
 	void *addr;
 	size_t size;
 	enum buf_kind kind;
-	bool registered;	/* counted in the pool's bytes */
+	bool registered;	       /* counted in the pool's bytes */
 	char owner[CONF_NAME_MAX + 1]; /* the peer it last served, or "" */
-	size_t dirty;		/* bytes from the start its user may have written */
-	uint64_t since;		/* pool clock when it was handed out */
-	uint64_t cool_until;	/* on the cooling list until (now_ms) */
+	size_t dirty;	/* bytes from the start its user may have written */
+	uint64_t since; /* pool clock when it was handed out */
+	uint64_t cool_until; /* on the cooling list until (now_ms) */
 	/* mr[i] (lkey; rkey of an RMB element) is in PD reg[i].pd, or unused */
 	struct dev_mr mr[BUF_MRS_MAX];
 	struct {
 		const struct dev_ops *ops;
-		struct dev *pd;	/* a device handle: the PD of a link group */
+		struct dev *pd; /* a device handle: the PD of a link group */
 		uint64_t used;	/* pool clock at its last buf_mr() */
 	} reg[BUF_MRS_MAX];
 };
 
 struct buf_stats {
-	uint64_t alloc_cnt;	/* elements allocated and registered */
-	uint64_t reuse_cnt;	/* handed out again from a free list */
-	uint64_t nobufs_cnt;	/* refused: the byte limit was reached */
-	uint64_t evicted;	/* idle elements released to make room */
+	uint64_t alloc_cnt;  /* elements allocated and registered */
+	uint64_t reuse_cnt;  /* handed out again from a free list */
+	uint64_t nobufs_cnt; /* refused: the byte limit was reached */
+	uint64_t evicted;    /* idle elements released to make room */
 	uint64_t reg_errors;
-	uint64_t regs;		/* MRs registered (buf_mr) */
-	uint64_t deregs;	/* MRs deregistered (RMB elements: at each put) */
-	uint64_t bytes;		/* gauge: registered, in use or idle */
-	uint64_t bytes_used[2];	/* gauge per kind: handed out now */
+	uint64_t regs;	 /* MRs registered (buf_mr) */
+	uint64_t deregs; /* MRs deregistered (RMB elements: at each put) */
+	uint64_t bytes;	 /* gauge: registered, in use or idle */
+	uint64_t bytes_used[2]; /* gauge per kind: handed out now */
 };
 
 bool buf_size_ok(size_t size);
@@ -626,14 +631,14 @@ void buf_written(struct buf *b, size_t n);
 struct rconn;
 
 enum tx_close_how {
-	TX_CLOSE_DONE_WRITING,	/* FIN: after every byte produced */
-	TX_CLOSE_CLOSED,	/* done both ways: the peer may let go */
-	TX_CLOSE_ABORT,		/* RST: unsent bytes are dropped */
+	TX_CLOSE_DONE_WRITING, /* FIN: after every byte produced */
+	TX_CLOSE_CLOSED,       /* done both ways: the peer may let go */
+	TX_CLOSE_ABORT,	       /* RST: unsent bytes are dropped */
 };
 
 struct tx_params {
 	bool autocork;		/* DESIGN §4 autocorking */
-	uint32_t autocork_size;	/* most bytes held back; 0: no corking */
+	uint32_t autocork_size; /* most bytes held back; 0: no corking */
 };
 
 struct rconn_ops {
@@ -642,74 +647,74 @@ struct rconn_ops {
 	/* after every earlier byte has been consumed: */
 	void (*peer_done_writing)(struct rconn *rc, void *arg);
 	void (*peer_closed)(struct rconn *rc, void *arg);
-	void (*peer_abort)(struct rconn *rc, void *arg);     /* at once */
+	void (*peer_abort)(struct rconn *rc, void *arg); /* at once */
 	/* the link failed under it: tx_failover() or tx_conn_free() */
 	void (*link_failed)(struct rconn *rc, void *arg);
 };
 
 struct rconn_stats {
-	uint64_t tx_bytes;	/* RDMA-written, re-sends not counted */
-	uint64_t rx_bytes;	/* consumed from the RMB */
-	uint64_t tx_cdcs;	/* CDC messages posted */
-	uint64_t rx_cdcs;	/* accepted */
-	uint64_t corked;	/* pushes held back by autocork */
+	uint64_t tx_bytes;	    /* RDMA-written, re-sends not counted */
+	uint64_t rx_bytes;	    /* consumed from the RMB */
+	uint64_t tx_cdcs;	    /* CDC messages posted */
+	uint64_t rx_cdcs;	    /* accepted */
+	uint64_t corked;	    /* pushes held back by autocork */
 	uint64_t completion_pushes; /* data pushed by a last completion */
-	uint64_t cons_updates;	/* CDCs posted for the window-update rule */
-	uint64_t peer_window_full; /* data waiting for the peer's window */
-	uint64_t ring_full;	/* tx_space found the send ring full */
-	uint64_t slot_waits;	/* parked for a TX slot */
-	uint64_t rx_stale;	/* CDCs dropped for a stale seqno */
-	uint64_t proto_errors;	/* CDCs refused as protocol violations */
-	uint64_t out_of_sync;	/* aborted by a failover validation */
+	uint64_t cons_updates;	    /* CDCs posted for the window-update rule */
+	uint64_t peer_window_full;  /* data waiting for the peer's window */
+	uint64_t ring_full;	    /* tx_space found the send ring full */
+	uint64_t slot_waits;	    /* parked for a TX slot */
+	uint64_t rx_stale;	    /* CDCs dropped for a stale seqno */
+	uint64_t proto_errors;	    /* CDCs refused as protocol violations */
+	uint64_t out_of_sync;	    /* aborted by a failover validation */
 	uint64_t failovers;
-	uint64_t resumes;	/* moved to a new link group (tx_resume) */
-	uint64_t resent_bytes;	/* re-written after a failover or resume */
+	uint64_t resumes;      /* moved to a new link group (tx_resume) */
+	uint64_t resent_bytes; /* re-written after a failover or resume */
 };
 
 struct rconn_peer_rmb {
-	uint64_t vaddr;		/* of the peer's RMB element */
-	uint32_t rkey;		/* valid on the link in use */
+	uint64_t vaddr; /* of the peer's RMB element */
+	uint32_t rkey;	/* valid on the link in use */
 	uint32_t size;
 };
 
 /* A CDC of the connection in flight (smc_cdc_tx_pend). */
 struct rconn_pend {
-	struct cdc_cursor sent;	/* tx_curs_sent after it */
-	struct cdc_cursor prod;	/* local_tx_ctrl.prod after it */
+	struct cdc_cursor sent; /* tx_curs_sent after it */
+	struct cdc_cursor prod; /* local_tx_ctrl.prod after it */
 	uint16_t seqno;
 	bool validation;
 };
 
 /* what the connection owes the peer: reasons to post a CDC */
-#define RCONN_OWE_PUSH 0x1	/* data, not to be corked */
-#define RCONN_OWE_CONS 0x2	/* our consumer cursor */
-#define RCONN_OWE_VALIDATE 0x4	/* failover validation CDC */
-#define RCONN_OWE_CDC 0x8	/* one CDC even without data */
-#define RCONN_OWE_LAST 0x10	/* pushed by the last completion */
+#define RCONN_OWE_PUSH 0x1     /* data, not to be corked */
+#define RCONN_OWE_CONS 0x2     /* our consumer cursor */
+#define RCONN_OWE_VALIDATE 0x4 /* failover validation CDC */
+#define RCONN_OWE_CDC 0x8      /* one CDC even without data */
+#define RCONN_OWE_LAST 0x10    /* pushed by the last completion */
 
 /* rconn flags */
-#define RCONN_F_CLOSE_WR 0x001	/* tx_close: done writing asked */
-#define RCONN_F_CLOSE 0x002	/* tx_close: closed asked */
-#define RCONN_F_ABORT 0x004	/* tx_close: abort asked */
+#define RCONN_F_CLOSE_WR 0x001	 /* tx_close: done writing asked */
+#define RCONN_F_CLOSE 0x002	 /* tx_close: closed asked */
+#define RCONN_F_ABORT 0x004	 /* tx_close: abort asked */
 #define RCONN_F_ABORT_SENT 0x008 /* no CDC after that one */
-#define RCONN_F_PEER_DONE 0x010	/* the peer's flags, sticky */
+#define RCONN_F_PEER_DONE 0x010	 /* the peer's flags, sticky */
 #define RCONN_F_PEER_CLOSED 0x020
 #define RCONN_F_PEER_ABORT 0x040
-#define RCONN_F_DONE_TOLD 0x080	/* peer_done_writing called */
+#define RCONN_F_DONE_TOLD 0x080	  /* peer_done_writing called */
 #define RCONN_F_CLOSED_TOLD 0x100 /* peer_closed called */
 #define RCONN_F_LINK_FAILED 0x200 /* link_failed told for this link */
-#define RCONN_F_TX_BLOCKED 0x400 /* owner found the ring full */
-#define RCONN_F_FREEING 0x800	/* tx_conn_free ran: free when idle */
+#define RCONN_F_TX_BLOCKED 0x400  /* owner found the ring full */
+#define RCONN_F_FREEING 0x800	  /* tx_conn_free ran: free when idle */
 #define RCONN_F_OUT_OF_SYNC 0x1000
 
 struct rconn_init {
-	uint64_t id;		/* for logs */
+	uint64_t id; /* for logs */
 	struct wr_link *link;
-	uint32_t token;		/* ours: the peer's CDCs carry it */
+	uint32_t token; /* ours: the peer's CDCs carry it */
 	uint32_t peer_token;
-	struct buf *sndbuf;	/* send ring: owned by the rconn from now */
-	uint32_t lkey;		/* the ring's on link's device */
-	struct buf *rmb;	/* RMB element: owned too */
+	struct buf *sndbuf; /* send ring: owned by the rconn from now */
+	uint32_t lkey;	    /* the ring's on link's device */
+	struct buf *rmb;    /* RMB element: owned too */
 	struct rconn_peer_rmb peer_rmb;
 	struct tx_params params;
 	const struct rconn_ops *ops;
@@ -727,46 +732,46 @@ struct rconn {
 	struct tx_params params;
 	struct rconn_stats stats;
 	struct rconn_stats *sum;
-	unsigned int flags;	/* RCONN_F_* */
-	int nest;		/* callbacks under way: free later */
+	unsigned int flags; /* RCONN_F_* */
+	int nest;	    /* callbacks under way: free later */
 
 	/* send side: ring cursors, then the peer's RMB */
 	struct buf *sndbuf;
 	uint32_t lkey;			/* of sndbuf on link's device */
-	struct cdc_cursor tx_curs_prep;	/* produced into the ring */
-	struct cdc_cursor tx_curs_sent;	/* RDMA-written */
+	struct cdc_cursor tx_curs_prep; /* produced into the ring */
+	struct cdc_cursor tx_curs_sent; /* RDMA-written */
 	struct cdc_cursor tx_curs_fin;	/* its CDC completed: space again */
 	struct rconn_peer_rmb peer_rmb;
-	struct cdc_info local_tx_ctrl;	/* next CDC: prod, our cons, flags */
-	struct cdc_cursor tx_prod_fin;	/* prod of the last completed CDC */
-	struct cdc_cursor tx_prod_hi;	/* furthest prod ever posted */
-	size_t peer_rmbe_space;		/* the peer's window */
-	uint16_t tx_seq_fin;		/* seqno of the last completed CDC */
-	int cdc_pend_tx_wr;		/* CDCs in flight on link */
-	int cdc_pend_old;		/* ... on links failed over from */
+	struct cdc_info local_tx_ctrl; /* next CDC: prod, our cons, flags */
+	struct cdc_cursor tx_prod_fin; /* prod of the last completed CDC */
+	struct cdc_cursor tx_prod_hi;  /* furthest prod ever posted */
+	size_t peer_rmbe_space;	       /* the peer's window */
+	uint16_t tx_seq_fin;	       /* seqno of the last completed CDC */
+	int cdc_pend_tx_wr;	       /* CDCs in flight on link */
+	int cdc_pend_old;	       /* ... on links failed over from */
 	struct rconn_pend pend[RCONN_PEND_MAX];
 	int pend_head, pend_len;
-	unsigned int tx_owe;		/* RCONN_OWE_* */
-	struct wr_waiter waiter;	/* parked for a TX slot */
+	unsigned int tx_owe;	 /* RCONN_OWE_* */
+	struct wr_waiter waiter; /* parked for a TX slot */
 
 	/* receive side */
 	struct buf *rmb;
-	struct cdc_info local_rx_ctrl;	/* last CDC accepted */
+	struct cdc_info local_rx_ctrl;	     /* last CDC accepted */
 	struct cdc_cursor rx_curs_confirmed; /* our cons last posted */
 
 	/* stream offsets since the open, both ways (tx_resume) */
-	uint64_t tx_prep_off;		/* bytes produced into the ring */
-	uint64_t tx_sent_hi_off;	/* furthest ever RDMA-written */
-	uint64_t rx_off;		/* bytes the peer announced to us */
-	uint64_t peer_cons_off;		/* bytes the peer said it consumed */
+	uint64_t tx_prep_off;	 /* bytes produced into the ring */
+	uint64_t tx_sent_hi_off; /* furthest ever RDMA-written */
+	uint64_t rx_off;	 /* bytes the peer announced to us */
+	uint64_t peer_cons_off;	 /* bytes the peer said it consumed */
 };
 
 /* count n in the connection's stats and the owner's totals */
-#define RCONN_STAT(rc, field, n)                                            \
-	do {                                                                \
-		(rc)->stats.field += (n);                                   \
-		if ((rc)->sum != NULL)                                      \
-			(rc)->sum->field += (n);                            \
+#define RCONN_STAT(rc, field, n)                 \
+	do {                                     \
+		(rc)->stats.field += (n);        \
+		if ((rc)->sum != NULL)           \
+			(rc)->sum->field += (n); \
 	} while (0)
 
 struct rconn *tx_conn_new(const struct rconn_init *init);
@@ -781,9 +786,8 @@ int tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 		uint32_t peer_rkey);
 void tx_detach(struct rconn *rc);
 uint64_t tx_fin_off(const struct rconn *rc);
-int tx_resume_check(const struct rconn *rc, uint64_t peer_rx,
-		    uint64_t peer_fin, uint64_t *rx, uint64_t *fin,
-		    const char **why);
+int tx_resume_check(const struct rconn *rc, uint64_t peer_rx, uint64_t peer_fin,
+		    uint64_t *rx, uint64_t *fin, const char **why);
 int tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	      uint32_t peer_rkey, uint64_t peer_rx, uint64_t peer_fin,
 	      const char **why);
@@ -840,7 +844,7 @@ void llc_link_release(struct lgr_link *link);
 /* An LLC message waiting for a TX slot past llc.c's queue (llc_send_wait). */
 struct llc_pending {
 	struct wr_waiter waiter;
-	struct wr_link *wr;	/* waits on it; NULL: not waiting */
+	struct wr_link *wr; /* waits on it; NULL: not waiting */
 	uint8_t msg[LLC_MSG_LEN];
 	void (*sent)(struct llc_pending *p, int status);
 };
@@ -865,33 +869,33 @@ void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
 #define LGR_LINKS_MAX 2	 /* active links per group (SMC-R v2.1: 1..2) */
 #define LGR_LINK_SLOTS 3 /* one more: a link going while another comes */
 #define LGR_DEVS_MAX 8
-#define LGR_LLC_QUEUE 8	 /* LLC messages waiting for a TX slot */
+#define LGR_LLC_QUEUE 8	     /* LLC messages waiting for a TX slot */
 #define LGR_TOKEN_BUCKETS 64 /* connection lookup by token (<= 255 each) */
 
 enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
 
 enum lgr_state {
-	LGR_STATE_CLC,		/* CLC handshake on the control connection */
-	LGR_STATE_CONFIRMING,	/* first link: CONFIRM_LINK under way */
+	LGR_STATE_CLC,	      /* CLC handshake on the control connection */
+	LGR_STATE_CONFIRMING, /* first link: CONFIRM_LINK under way */
 	LGR_STATE_ACTIVE,
-	LGR_STATE_TERMINATING,	/* DELETE_LINK sent; freed soon */
+	LGR_STATE_TERMINATING, /* DELETE_LINK sent; freed soon */
 };
 
 enum lgr_link_state {
-	LGR_LINK_FREE,		/* slot unused */
-	LGR_LINK_INIT,		/* QP created, not connected */
-	LGR_LINK_ADDING,	/* server: ADD_LINK sent, awaiting the answer */
-	LGR_LINK_CONFIRMING,	/* QP connected, CONFIRM_LINK under way */
+	LGR_LINK_FREE,	     /* slot unused */
+	LGR_LINK_INIT,	     /* QP created, not connected */
+	LGR_LINK_ADDING,     /* server: ADD_LINK sent, awaiting the answer */
+	LGR_LINK_CONFIRMING, /* QP connected, CONFIRM_LINK under way */
 	LGR_LINK_ACTIVE,
-	LGR_LINK_DOWN,		/* failed or deleted; freed soon */
+	LGR_LINK_DOWN, /* failed or deleted; freed soon */
 };
 
 /* What an LLC flow on a link waits for (link->deadline_ms bounds it). */
 enum lgr_link_wait {
 	LGR_WAIT_NONE,
-	LGR_WAIT_CONFIRM_REQ,	/* client: CONFIRM_LINK request */
-	LGR_WAIT_CONFIRM_RESP,	/* server: CONFIRM_LINK response */
-	LGR_WAIT_ADD_RESP,	/* server: ADD_LINK response */
+	LGR_WAIT_CONFIRM_REQ,  /* client: CONFIRM_LINK request */
+	LGR_WAIT_CONFIRM_RESP, /* server: CONFIRM_LINK response */
+	LGR_WAIT_ADD_RESP,     /* server: ADD_LINK response */
 };
 
 /*
@@ -906,7 +910,7 @@ struct lgr_timeouts {
 	unsigned int idle_ms;		/* idle group lingers */
 	unsigned int backoff_ms;	/* first fallback period: 60000 */
 	unsigned int backoff_max_ms;	/* doubling up to: 600000 */
-	unsigned int add_link_retry_ms;	/* server: next ADD_LINK try: 60000 */
+	unsigned int add_link_retry_ms; /* server: next ADD_LINK try: 60000 */
 };
 
 /* A device port links can use; local.len == 0: for any local address. */
@@ -915,7 +919,7 @@ struct lgr_dev {
 	struct dev *dev;
 	char name[32];
 	struct addr local;
-	bool owned;		/* opened by us (ib_dev_open): closed by us */
+	bool owned; /* opened by us (ib_dev_open): closed by us */
 };
 
 struct lgr_llc_qent {
@@ -928,23 +932,23 @@ struct lgr_link {
 	struct lgr *lgr;
 	enum lgr_link_state state;
 	enum lgr_link_wait wait;
-	uint8_t id;		/* link_num on the wire; 0 until known */
+	uint8_t id; /* link_num on the wire; 0 until known */
 	int slot;
 	const struct lgr_dev *dev;
-	struct dev *pd;		/* its group's protection domain on dev */
+	struct dev *pd; /* its group's protection domain on dev */
 	struct wr_link *wr;
 	struct dev_qp_addr local, peer;
-	uint64_t deadline_ms;	/* of wait */
+	uint64_t deadline_ms; /* of wait */
 	uint64_t up_ms;
-	uint64_t down_ms;	/* freed once its sends have flushed */
-	uint64_t act_ms;	/* last sign of life (completions moved) */
+	uint64_t down_ms; /* freed once its sends have flushed */
+	uint64_t act_ms;  /* last sign of life (completions moved) */
 	uint64_t act_completions;
 	bool test_pending;
 	uint64_t test_deadline_ms;
 	uint8_t test_data[16];
 	uint64_t test_sent, test_answered;
 	int conns;
-	struct wr_waiter waiter;	/* parked for a TX slot (LLC queue) */
+	struct wr_waiter waiter; /* parked for a TX slot (LLC queue) */
 	struct lgr_llc_qent q[LGR_LLC_QUEUE];
 	int q_head, q_len;
 };
@@ -957,13 +961,13 @@ struct lgr_link {
  * peer's CDCs naming that token to rc (rx_cdc_recv).
  */
 struct lgr_conn {
-	TAILQ_ENTRY(lgr_conn) entry;	/* lgr->conns */
-	LIST_ENTRY(lgr_conn) hash;	/* lgr->by_token */
+	TAILQ_ENTRY(lgr_conn) entry; /* lgr->conns */
+	LIST_ENTRY(lgr_conn) hash;   /* lgr->by_token */
 	struct lgr *lgr;
 	struct lgr_link *link;
-	struct lgr *ended;	/* during link_down(c, NULL): the group */
-	uint32_t token;		/* ours, unique in the context; 0: none */
-	struct rconn *rc;	/* where its CDCs go; NULL: dropped */
+	struct lgr *ended; /* during link_down(c, NULL): the group */
+	uint32_t token;	   /* ours, unique in the context; 0: none */
+	struct rconn *rc;  /* where its CDCs go; NULL: dropped */
 	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
 	void *arg;
 };
@@ -972,19 +976,19 @@ TAILQ_HEAD(lgr_conns, lgr_conn);
 LIST_HEAD(lgr_conn_bucket, lgr_conn);
 
 struct lgr {
-	TAILQ_ENTRY(lgr) entry;		/* ctx->lgrs */
+	TAILQ_ENTRY(lgr) entry; /* ctx->lgrs */
 	struct lgr_ctx *ctx;
 	uint32_t id;
 	enum lgr_role role;
 	enum lgr_state state;
-	struct conf *conf;		/* held: peer points into it */
+	struct conf *conf; /* held: peer points into it */
 	const struct conf_peer *peer;
 	uint8_t peer_system_id[8];
-	uint8_t uid[4];			/* CONFIRM_LINK link_uid: the server's */
-	uint8_t max_conns;		/* negotiated */
+	uint8_t uid[4];	   /* CONFIRM_LINK link_uid: the server's */
+	uint8_t max_conns; /* negotiated */
 	uint8_t max_links;
 	uint32_t features;
-	uint32_t token, peer_token;	/* alert tokens from CLC */
+	uint32_t token, peer_token; /* alert tokens from CLC */
 	uint8_t peer_rmbe_size;
 	struct lgr_link link[LGR_LINK_SLOTS];
 	/* the group's own protection domain per device (ctx->devs[i]) */
@@ -993,21 +997,21 @@ struct lgr {
 	int nconns;
 	struct lgr_conns conns;
 	struct lgr_conn_bucket by_token[LGR_TOKEN_BUCKETS];
-	struct clc_conn *clc;		/* the control connection */
+	struct clc_conn *clc; /* the control connection */
 	struct event *tick;
 	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
-	uint64_t term_deadline_ms;	/* DELETE_LINK ALL given until then */
-	uint64_t dead_ms;		/* done with: freed after the flush */
+	uint64_t term_deadline_ms; /* DELETE_LINK ALL given until then */
+	uint64_t dead_ms;	   /* done with: freed after the flush */
 	uint32_t term_reason;
-	int term_conns;			/* connections it had when it ended */
-	bool counted_up;		/* in lgr_created and the peer's count */
+	int term_conns;	 /* connections it had when it ended */
+	bool counted_up; /* in lgr_created and the peer's count */
 	/* it ended in a way its connections may resume from (not orderly,
 	 * no protocol violation: the peer daemon may still have them) */
 	bool resumable;
-	bool refused;			/* client: the peer port refused us */
-	bool counted_server;		/* in its peer's server_lgrs */
-	bool for_resume;		/* client: set up to resume on */
-	bool tcp_connected;		/* client: the peer port answered */
+	bool refused;	     /* client: the peer port refused us */
+	bool counted_server; /* in its peer's server_lgrs */
+	bool for_resume;     /* client: set up to resume on */
+	bool tcp_connected;  /* client: the peer port answered */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };
@@ -1015,26 +1019,26 @@ struct lgr {
 /* One daemon's link groups on one event_base (a worker; a test side). */
 struct lgr_ctx {
 	struct event_base *base;
-	struct worker *w;		/* NULL in tests */
-	struct conf *conf;		/* held when w is NULL */
+	struct worker *w;  /* NULL in tests */
+	struct conf *conf; /* held when w is NULL */
 	struct stats *stats;
 	struct auth_limit *auth;
 	struct lgr_timeouts t;
 	uint8_t system_id[8];
 	struct lgr_dev devs[LGR_DEVS_MAX];
 	int ndevs;
-	bool probe;			/* open ib devices on demand */
+	bool probe; /* open ib devices on demand */
 	struct {
 		struct addr local;
 		uint64_t until_ms;
-	} tried[LGR_DEVS_MAX];		/* addresses no device served */
+	} tried[LGR_DEVS_MAX]; /* addresses no device served */
 	int ntried;
 	struct {
 		char peer[CONF_NAME_MAX + 1];
 		uint64_t until_ms;
-	} backoff[LGR_DEVS_MAX];	/* cached: no lock per connection */
+	} backoff[LGR_DEVS_MAX]; /* cached: no lock per connection */
 	unsigned int nbackoff;
-	TAILQ_HEAD(lgr_list, lgr) lgrs;	/* newest first */
+	TAILQ_HEAD(lgr_list, lgr) lgrs; /* newest first */
 	LIST_HEAD(, clc_conn) clcs;	/* server handshakes without a group */
 	int nclcs;
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
@@ -1044,10 +1048,9 @@ struct lgr_ctx {
 	void (*link_up)(struct lgr_link *link, void *arg);
 	/* the data path's: a client group's setup failed (nothing waits) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
-	void *llc_arg;			/* of all three */
-	uint32_t last_token;		/* 1..last_token were handed out */
+	void *llc_arg;	     /* of all three */
+	uint32_t last_token; /* 1..last_token were handed out */
 };
-
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
 			    struct stats *st, struct auth_limit *al,
@@ -1060,14 +1063,12 @@ struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
 bool lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer);
-struct lgr *lgr_client_new(struct lgr_ctx *ctx,
-			   const struct conf_peer *peer, int fd);
-struct lgr *lgr_client_new_on(struct lgr_ctx *ctx,
-			      const struct conf_peer *peer, int fd,
-			      uint8_t worker, bool resume);
+struct lgr *lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
+			   int fd);
+struct lgr *lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
+			      int fd, uint8_t worker, bool resume);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
-int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c,
-		    struct lgr_link *link);
+int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 void lgr_conn_del(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
@@ -1093,8 +1094,7 @@ void lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly,
 		   bool by_peer);
 struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 				   const struct dev_qp_addr *peer);
-int lgr_link_add_answer(struct lgr_link *link,
-			const struct dev_qp_addr *peer);
+int lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer);
 void lgr_link_add_rejected(struct lgr_link *link);
 
 /* peer.c: what the process knows about each peer, for every worker */
@@ -1110,9 +1110,9 @@ struct peer_info {
 	int reachable;		  /* the last try got through: 1, 0; -1 none */
 	char error[PEER_ERROR_MAX]; /* the last error; "" none */
 	char error_code[PEER_CODE_MAX];
-	time_t error_at;	  /* when (wall clock); 0: none */
+	time_t error_at; /* when (wall clock); 0: none */
 	uint64_t error_age_ms;
-	bool draining;		  /* no new connections to it */
+	bool draining; /* no new connections to it */
 };
 
 void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);

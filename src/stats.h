@@ -15,121 +15,123 @@
 #include <stdint.h>
 
 /* X(name, kind, unit, description) */
-#define STATS_LIST(X)                                                        \
-	X(conns_accepted, COUNTER, "connections",                            \
-	  "client connections accepted on rule listeners")                   \
-	X(conns_from_peers, COUNTER, "connections",                          \
-	  "connections opened by peers for one of our exports")              \
-	X(conns_active, GAUGE, "connections", "proxied connections open now") \
-	X(conns_fallback, COUNTER, "connections",                            \
-	  "connections carried over TCP fallback")                           \
-	X(conns_rdma, COUNTER, "connections",                                \
-	  "connections carried over an RDMA link group")                     \
-	X(conns_rdma_nobufs, COUNTER, "connections",                         \
-	  "connections that fell back: no registered buffer to be had")      \
-	X(peer_buffer_full, COUNTER, "connections",                          \
-	  "connections that fell back: their peer's buffer_share was held")  \
-	X(conns_window_timeout, COUNTER, "connections",                      \
-	  "connections reset: the peer consumed nothing for tcp_user_timeout with bytes waiting") \
-	X(peer_lgr_limit, COUNTER, "handshakes",                             \
-	  "link groups declined: the peer had max_lgrs with us already")     \
-	X(conns_lgr_waits, COUNTER, "connections",                           \
-	  "client connections that waited for a link group being set up")   \
-	X(rdma_buf_bytes, GAUGE, "bytes",                                    \
-	  "send rings and RMB elements registered, in use or idle")          \
-	X(rdma_buf_bytes_used, GAUGE, "bytes",                               \
-	  "send rings and RMB elements held by connections now")             \
-	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")  \
-	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon") \
-	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")   \
-	X(rx_cnt, COUNTER, "requests", "receive operations from the peer")   \
-	X(buf_full_cnt, COUNTER, "events",                                   \
-	  "reads paused because the connection's buffer was full")           \
-	X(conns_refused_limit, COUNTER, "connections",                       \
-	  "client connections reset because max_conns was reached")          \
-	X(accept_pauses, COUNTER, "events",                                  \
-	  "accepting paused for a second: out of descriptors or buffers")          \
-	X(srv_hshake_err_cnt, COUNTER, "handshakes",                         \
-	  "peer handshakes we refused or that failed on the export side")    \
-	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                        \
+#define STATS_LIST(X)                                                          \
+	X(conns_accepted, COUNTER, "connections",                              \
+	  "client connections accepted on rule listeners")                     \
+	X(conns_from_peers, COUNTER, "connections",                            \
+	  "connections opened by peers for one of our exports")                \
+	X(conns_active, GAUGE, "connections", "proxied connections open now")  \
+	X(conns_fallback, COUNTER, "connections",                              \
+	  "connections carried over TCP fallback")                             \
+	X(conns_rdma, COUNTER, "connections",                                  \
+	  "connections carried over an RDMA link group")                       \
+	X(conns_rdma_nobufs, COUNTER, "connections",                           \
+	  "connections that fell back: no registered buffer to be had")        \
+	X(peer_buffer_full, COUNTER, "connections",                            \
+	  "connections that fell back: their peer's buffer_share was held")    \
+	X(conns_window_timeout, COUNTER, "connections",                        \
+	  "connections reset: the peer consumed nothing for tcp_user_timeout " \
+	  "with bytes waiting")                                                \
+	X(peer_lgr_limit, COUNTER, "handshakes",                               \
+	  "link groups declined: the peer had max_lgrs with us already")       \
+	X(conns_lgr_waits, COUNTER, "connections",                             \
+	  "client connections that waited for a link group being set up")      \
+	X(rdma_buf_bytes, GAUGE, "bytes",                                      \
+	  "send rings and RMB elements registered, in use or idle")            \
+	X(rdma_buf_bytes_used, GAUGE, "bytes",                                 \
+	  "send rings and RMB elements held by connections now")               \
+	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")    \
+	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon")   \
+	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")     \
+	X(rx_cnt, COUNTER, "requests", "receive operations from the peer")     \
+	X(buf_full_cnt, COUNTER, "events",                                     \
+	  "reads paused because the connection's buffer was full")             \
+	X(conns_refused_limit, COUNTER, "connections",                         \
+	  "client connections reset because max_conns was reached")            \
+	X(accept_pauses, COUNTER, "events",                                    \
+	  "accepting paused for a second: out of descriptors or buffers")      \
+	X(srv_hshake_err_cnt, COUNTER, "handshakes",                           \
+	  "peer handshakes we refused or that failed on the export side")      \
+	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                          \
 	  "handshakes to a peer that were refused or failed on the rule side") \
-	X(auth_failures, COUNTER, "handshakes",                              \
-	  "peers that failed authentication")                                \
-	X(auth_rate_limited, COUNTER, "handshakes",                          \
-	  "peer connections dropped by the authentication rate limit")       \
-	X(preauth_conns, GAUGE, "connections",                               \
-	  "peer connections open now that have not authenticated yet")       \
-	X(preauth_refused, COUNTER, "connections",                           \
-	  "peer connections reset: preauth_per_source full")                 \
-	X(preauth_full, COUNTER, "events",                                   \
+	X(auth_failures, COUNTER, "handshakes",                                \
+	  "peers that failed authentication")                                  \
+	X(auth_rate_limited, COUNTER, "handshakes",                            \
+	  "peer connections dropped by the authentication rate limit")         \
+	X(preauth_conns, GAUGE, "connections",                                 \
+	  "peer connections open now that have not authenticated yet")         \
+	X(preauth_refused, COUNTER, "connections",                             \
+	  "peer connections reset: preauth_per_source full")                   \
+	X(preauth_full, COUNTER, "events",                                     \
 	  "peer port stopped accepting for 50 ms: preauth_max strangers held") \
-	X(preauth_timeouts, COUNTER, "handshakes",                           \
-	  "peer connections that did not authenticate in time or were cut short") \
-	X(export_denied, COUNTER, "handshakes",                              \
-	  "peer requests for an export they may not use")                    \
-	X(lgr_created, COUNTER, "events",                                    \
-	  "link groups set up (CLC and CONFIRM_LINK done), either role")     \
-	X(lgr_terminated, COUNTER, "events",                                 \
-	  "link groups ended (idle, deleted by the peer, no link left)")     \
-	X(link_up, COUNTER, "events", "links that became active")            \
-	X(link_down, COUNTER, "events", "active links that went down")       \
-	X(conn_failovers, COUNTER, "connections",                            \
-	  "connections moved to another link after theirs went down")        \
-	X(conn_failover_failed, COUNTER, "connections",                      \
-	  "connections that could not move (no keys for the other link)")    \
-	X(conns_resuming, GAUGE, "connections",                              \
-	  "connections whose link group ended, waiting to resume now")       \
-	X(conns_resumed_rdma, COUNTER, "connections",                        \
-	  "connections resumed on a new link group from the exact byte")     \
-	X(conns_resumed_tcp, COUNTER, "connections",                         \
-	  "connections resumed over TCP: RDMA to the peer could not be had")  \
-	X(resume_failed_timeout, COUNTER, "connections",                     \
-	  "connections reset: not resumed within resume_timeout")            \
-	X(resume_failed_refused, COUNTER, "connections",                     \
-	  "connections reset: the peer daemon did not know them (restarted)") \
-	X(resume_failed_peer_gone, COUNTER, "connections",                   \
-	  "connections reset: the peer daemon is not running or restarted")  \
-	X(resume_failed_protocol, COUNTER, "connections",                    \
-	  "connections reset: the peer's stream offsets were out of range")  \
-	X(clc_declines_sent, COUNTER, "handshakes",                          \
-	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")      \
-	X(clc_declines_received, COUNTER, "handshakes",                      \
-	  "CLC DECLINEs peers sent us: we fall back to TCP")                 \
-	X(llc_protocol_errors, COUNTER, "events",                            \
+	X(preauth_timeouts, COUNTER, "handshakes",                             \
+	  "peer connections that did not authenticate in time or were cut "    \
+	  "short")                                                             \
+	X(export_denied, COUNTER, "handshakes",                                \
+	  "peer requests for an export they may not use")                      \
+	X(lgr_created, COUNTER, "events",                                      \
+	  "link groups set up (CLC and CONFIRM_LINK done), either role")       \
+	X(lgr_terminated, COUNTER, "events",                                   \
+	  "link groups ended (idle, deleted by the peer, no link left)")       \
+	X(link_up, COUNTER, "events", "links that became active")              \
+	X(link_down, COUNTER, "events", "active links that went down")         \
+	X(conn_failovers, COUNTER, "connections",                              \
+	  "connections moved to another link after theirs went down")          \
+	X(conn_failover_failed, COUNTER, "connections",                        \
+	  "connections that could not move (no keys for the other link)")      \
+	X(conns_resuming, GAUGE, "connections",                                \
+	  "connections whose link group ended, waiting to resume now")         \
+	X(conns_resumed_rdma, COUNTER, "connections",                          \
+	  "connections resumed on a new link group from the exact byte")       \
+	X(conns_resumed_tcp, COUNTER, "connections",                           \
+	  "connections resumed over TCP: RDMA to the peer could not be had")   \
+	X(resume_failed_timeout, COUNTER, "connections",                       \
+	  "connections reset: not resumed within resume_timeout")              \
+	X(resume_failed_refused, COUNTER, "connections",                       \
+	  "connections reset: the peer daemon did not know them (restarted)")  \
+	X(resume_failed_peer_gone, COUNTER, "connections",                     \
+	  "connections reset: the peer daemon is not running or restarted")    \
+	X(resume_failed_protocol, COUNTER, "connections",                      \
+	  "connections reset: the peer's stream offsets were out of range")    \
+	X(clc_declines_sent, COUNTER, "handshakes",                            \
+	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")        \
+	X(clc_declines_received, COUNTER, "handshakes",                        \
+	  "CLC DECLINEs peers sent us: we fall back to TCP")                   \
+	X(llc_protocol_errors, COUNTER, "events",                              \
 	  "malformed or unexpected LLC messages (each ends its link group)")
 
 /* X(id, name, description) */
-#define SESSION_REASONS(X)                                                   \
-	X(CLIENT_FIN, "client_fin", "client finished sending first")        \
-	X(TARGET_FIN, "target_fin", "target finished sending first")        \
-	X(CLIENT_RST, "client_rst", "client reset the connection")          \
-	X(TARGET_RST, "target_rst", "target reset the connection")          \
-	X(PEER_RST, "peer_rst", "the peer daemon's connection was reset")   \
-	X(TARGET_REFUSED, "target_refused", "target refused the connection") \
-	X(TARGET_TIMEOUT, "target_timeout", "target did not answer in time") \
-	X(TARGET_UNREACHABLE, "target_unreachable",                         \
-	  "target address unreachable")                                      \
-	X(PEER_UNREACHABLE, "peer_unreachable",                             \
-	  "peer daemon could not be reached")                                \
-	X(PEER_TIMEOUT, "peer_timeout", "peer daemon did not answer in time") \
-	X(EXPORT_DENIED, "export_denied", "peer may not use that export")   \
-	X(UNKNOWN_EXPORT, "unknown_export", "no such export at the peer")   \
-	X(UNKNOWN_PEER, "unknown_peer", "connection from an unknown peer")  \
-	X(AUTH_FAILED, "auth_failed", "peer authentication failed")         \
+#define SESSION_REASONS(X)                                                     \
+	X(CLIENT_FIN, "client_fin", "client finished sending first")           \
+	X(TARGET_FIN, "target_fin", "target finished sending first")           \
+	X(CLIENT_RST, "client_rst", "client reset the connection")             \
+	X(TARGET_RST, "target_rst", "target reset the connection")             \
+	X(PEER_RST, "peer_rst", "the peer daemon's connection was reset")      \
+	X(TARGET_REFUSED, "target_refused", "target refused the connection")   \
+	X(TARGET_TIMEOUT, "target_timeout", "target did not answer in time")   \
+	X(TARGET_UNREACHABLE, "target_unreachable",                            \
+	  "target address unreachable")                                        \
+	X(PEER_UNREACHABLE, "peer_unreachable",                                \
+	  "peer daemon could not be reached")                                  \
+	X(PEER_TIMEOUT, "peer_timeout", "peer daemon did not answer in time")  \
+	X(EXPORT_DENIED, "export_denied", "peer may not use that export")      \
+	X(UNKNOWN_EXPORT, "unknown_export", "no such export at the peer")      \
+	X(UNKNOWN_PEER, "unknown_peer", "connection from an unknown peer")     \
+	X(AUTH_FAILED, "auth_failed", "peer authentication failed")            \
 	X(PROTOCOL_ERROR, "protocol_error", "malformed message from the peer") \
-	X(LINK_FAILED, "link_failed", "transport to the peer failed")       \
-	X(IDLE_TIMEOUT, "idle_timeout", "no traffic for the idle timeout")  \
-	X(ADMIN_KILL, "admin_kill", "killed by an operator")                \
-	X(SHUTDOWN, "shutdown", "daemon shut down")                         \
-	X(RESOURCE, "resource", "out of memory or file descriptors")         \
-	X(RESUME_FAILED, "resume_failed",                                   \
+	X(LINK_FAILED, "link_failed", "transport to the peer failed")          \
+	X(IDLE_TIMEOUT, "idle_timeout", "no traffic for the idle timeout")     \
+	X(ADMIN_KILL, "admin_kill", "killed by an operator")                   \
+	X(SHUTDOWN, "shutdown", "daemon shut down")                            \
+	X(RESOURCE, "resource", "out of memory or file descriptors")           \
+	X(RESUME_FAILED, "resume_failed",                                      \
 	  "its link group ended and it could not be resumed")
 
 enum session_reason {
 #define X(id, name, desc) SESSION_##id,
 	SESSION_REASONS(X)
 #undef X
-	SESSION_NREASONS
+		SESSION_NREASONS
 };
 
 enum stats_kind { STATS_COUNTER, STATS_GAUGE };
@@ -138,7 +140,7 @@ enum stats_id {
 #define X(name, kind, unit, desc) STAT_##name,
 	STATS_LIST(X)
 #undef X
-	STAT_CLOSE_BASE,
+		STAT_CLOSE_BASE,
 	STAT_N = STAT_CLOSE_BASE + SESSION_NREASONS
 };
 

@@ -80,8 +80,7 @@ tx_unsent(const struct rconn *rc)
 bool
 tx_fin_confirmed(struct rconn *rc)
 {
-	if (rc->link != NULL && tx_unsent(rc) == 0 &&
-	    rc->cdc_pend_tx_wr == 0 &&
+	if (rc->link != NULL && tx_unsent(rc) == 0 && rc->cdc_pend_tx_wr == 0 &&
 	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING))
 		return true;
 	rc->flags |= RCONN_F_TX_BLOCKED;
@@ -102,14 +101,16 @@ tx_json(const struct rconn *rc, void *json_obj)
 {
 	json_t *o = json_obj;
 
-	json_object_set_new(o, "sndbuf", json_integer((json_int_t)rc->sndbuf->size));
+	json_object_set_new(o, "sndbuf",
+			    json_integer((json_int_t)rc->sndbuf->size));
 	json_object_set_new(o, "tx_curs_prep",
 			    json_integer(rc->tx_curs_prep.count));
 	json_object_set_new(o, "tx_curs_sent",
 			    json_integer(rc->tx_curs_sent.count));
 	json_object_set_new(o, "tx_curs_fin",
 			    json_integer(rc->tx_curs_fin.count));
-	json_object_set_new(o, "tx_unsent", json_integer((json_int_t)tx_unsent(rc)));
+	json_object_set_new(o, "tx_unsent",
+			    json_integer((json_int_t)tx_unsent(rc)));
 	json_object_set_new(o, "peer_window",
 			    json_integer((json_int_t)rc->peer_rmbe_space));
 	json_object_set_new(o, "cdcs_in_flight",
@@ -172,8 +173,7 @@ tx_peer_consumed(struct rconn *rc)
 static void
 tx_waiter_wake(struct wr_waiter *w, int status)
 {
-	struct rconn *rc =
-		container_of(w, struct rconn, waiter);
+	struct rconn *rc = container_of(w, struct rconn, waiter);
 
 	tx_conn_hold(rc);
 	if (status < 0) {
@@ -255,8 +255,8 @@ tx_conn_destroy(struct rconn *rc)
 		buf_written(rc->rmb,
 			    tx_extent(&rc->local_rx_ctrl.prod, rc->rmb->size));
 	buf_put(rc->sndbuf);
-	if (rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED |
-			 RCONN_F_PEER_ABORT))
+	if (rc->flags &
+	    (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED | RCONN_F_PEER_ABORT))
 		buf_put(rc->rmb);
 	else
 		buf_put_cooled(rc->rmb, now_ms() + TX_RMB_COOL_MS);
@@ -894,8 +894,8 @@ tx_resume(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	RCONN_STAT(rc, resumes, 1);
 	err = 0;
 	if (!(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT)))
-		err = tx_kick(rc, RCONN_OWE_CDC | RCONN_OWE_CONS |
-					  RCONN_OWE_PUSH);
+		err = tx_kick(rc,
+			      RCONN_OWE_CDC | RCONN_OWE_CONS | RCONN_OWE_PUSH);
 	tx_space_opened(rc);
 	tx_conn_put(rc);
 	return err;
@@ -947,8 +947,9 @@ tx_tcp_sent(struct rconn *rc, size_t n)
 	if (n > tx_unsent(rc))
 		n = tx_unsent(rc);
 	if (rc->tx_sent_hi_off > from)
-		again = rc->tx_sent_hi_off - from < n ? rc->tx_sent_hi_off - from :
-							 n;
+		again = rc->tx_sent_hi_off - from < n ?
+				rc->tx_sent_hi_off - from :
+				n;
 	cdc_curs_add(&rc->tx_curs_sent, n, rc->sndbuf->size);
 	rc->tx_curs_fin = rc->tx_curs_sent;
 	cdc_curs_add(&rc->local_tx_ctrl.prod, n, rc->peer_rmb.size);

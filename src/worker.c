@@ -62,12 +62,12 @@ struct worker {
 	struct stats stats;
 	struct conf *conf;
 	LIST_HEAD(, worker_listener) listeners;
-	LIST_HEAD(, session) sessions;	/* newest first */
+	LIST_HEAD(, session) sessions; /* newest first */
 	int nsessions;
 	struct session_strangers strangers; /* peer port: not yet sessions */
 	bool draining;
-	bool drained;		/* told the main thread; its own thread writes */
-	bool fd_exhausted;	/* a session could not get a descriptor */
+	bool drained;	   /* told the main thread; its own thread writes */
+	bool fd_exhausted; /* a session could not get a descriptor */
 	int pipes[WORKER_PIPE_POOL][2];
 	int pipe_cap[WORKER_PIPE_POOL];
 	int npipes;
@@ -76,13 +76,13 @@ struct worker {
 	struct worker_preauth {
 		struct addr src;
 		int n;
-	} *preauth;
+	} * preauth;
 	int npreauth_src, preauth_cap;
 	int npreauth;
 	/* the RDMA side, on this thread: link groups and the data path */
 	struct lgr_ctx *lgr;
 	struct session_rdma_worker *rdma;
-	int npreauth_sessions;	/* of npreauth, those that are sessions */
+	int npreauth_sessions; /* of npreauth, those that are sessions */
 };
 
 static struct worker *workers;
@@ -203,7 +203,7 @@ worker_send(struct worker *w, struct worker_msg *m)
 void
 worker_post(struct worker *w, worker_fn fn, void *arg)
 {
-	struct worker_msg m = { fn, arg, NULL, NULL, NULL };
+	struct worker_msg m = {fn, arg, NULL, NULL, NULL};
 
 	worker_send(w, &m);
 }
@@ -215,7 +215,7 @@ worker_call(struct worker *w, worker_fn fn, void *arg)
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	bool done = false;
-	struct worker_msg m = { fn, arg, &lock, &cond, &done };
+	struct worker_msg m = {fn, arg, &lock, &cond, &done};
 
 	worker_send(w, &m);
 	pthread_mutex_lock(&lock);
@@ -415,15 +415,13 @@ worker_listener_find(struct worker *w, const struct addr *a, bool peer_port)
 	struct worker_listener *wl;
 
 	LIST_FOREACH(wl, &w->listeners, entry)
-		if (wl->peer_port == peer_port &&
-		    addr_equal(listener_addr(wl->l), a))
-			return wl;
+	if (wl->peer_port == peer_port && addr_equal(listener_addr(wl->l), a))
+		return wl;
 	return NULL;
 }
 
 static int
-worker_listen(struct worker *w, const struct addr *a, bool peer_port,
-	      void *arg)
+worker_listen(struct worker *w, const struct addr *a, bool peer_port, void *arg)
 {
 	struct worker_listener *wl;
 
@@ -436,10 +434,9 @@ worker_listen(struct worker *w, const struct addr *a, bool peer_port,
 	wl = calloc(1, sizeof(*wl));
 	if (wl == NULL)
 		return -ENOMEM;
-	wl->l = listener_new(w, a,
-			     peer_port ? session_accept_peer :
-					 session_accept_rule,
-			     arg);
+	wl->l = listener_new(
+		w, a, peer_port ? session_accept_peer : session_accept_rule,
+		arg);
 	if (wl->l == NULL) {
 		free(wl);
 		return -errno;
@@ -464,14 +461,15 @@ worker_listen_all(struct worker *w, struct conf *conf)
 	int i, rc = 0;
 
 	LIST_FOREACH(wl, &w->listeners, entry)
-		wl->seen = false;
+	wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
 		if (worker_rule_accepting(&conf->rules[i]))
 			rc = worker_listen(w, &conf->rules[i].listen, false,
 					   &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
 		rc = worker_listen(w, &conf->peer_listen, true, NULL);
-	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next) {
+	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next)
+	{
 		if (wl->seen)
 			continue;
 		LIST_REMOVE(wl, entry);
@@ -642,7 +640,8 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	struct session *s, *snext;
 	struct lgr *lgr, *lnext;
 
-	LIST_FOREACH_SAFE(s, &w->sessions, entry, snext) {
+	LIST_FOREACH_SAFE(s, &w->sessions, entry, snext)
+	{
 		if (s->peer == NULL || worker_peer_kept(conf, s->peer))
 			continue;
 		log_info("conn 0x%llx: peer %s %s on reload: closing",
@@ -653,7 +652,8 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	}
 	if (ctx == NULL)
 		return;
-	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext) {
+	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext)
+	{
 		if (lgr->state == LGR_STATE_TERMINATING ||
 		    worker_peer_kept(conf, lgr->peer))
 			continue;
@@ -731,7 +731,7 @@ worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 worker_stop_cb(struct worker *w, void *arg)
 {
-	struct timeval tv = { *(int *)arg, 0 };
+	struct timeval tv = {*(int *)arg, 0};
 
 	worker_listeners_close(w);
 	w->draining = true;

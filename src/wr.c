@@ -52,8 +52,8 @@ struct wr_tx_slot {
 	struct dev_send_wr write[2];
 	wr_tx_done_fn done;
 	void *arg;
-	bool busy;	/* handed out by wr_tx_get */
-	bool posted;	/* its SEND is in flight */
+	bool busy;   /* handed out by wr_tx_get */
+	bool posted; /* its SEND is in flight */
 	uint32_t index;
 };
 
@@ -66,12 +66,12 @@ struct wr_link {
 	struct wr_link_cb cb;
 	struct event *wait_ev;
 	bool down;
-	bool polling;	/* in wr_poll: wr_link_poll() does nothing */
-	bool freeing;	/* wr_link_free: no more messages dispatched */
+	bool polling; /* in wr_poll: wr_link_poll() does nothing */
+	bool freeing; /* wr_link_free: no more messages dispatched */
 
 	struct wr_tx_slot *tx;
 	uint32_t tx_cnt;
-	uint32_t *tx_free;	/* stack of free slot indices */
+	uint32_t *tx_free; /* stack of free slot indices */
 	uint32_t tx_nfree;
 	struct dev_mr tx_mr;
 	TAILQ_HEAD(wr_waiters, wr_waiter) waiters; /* FIFO */
@@ -299,13 +299,12 @@ wr_link_fault(struct wr_link *l, const char *why)
  * 0, or -errno (the link is then down and the slot given back).
  */
 int
-wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
-	   const struct wr_write *w, int nwrites, wr_tx_done_fn done,
-	   void *arg)
+wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
+	   int nwrites, wr_tx_done_fn done, void *arg)
 {
 	struct dev_send_wr *first = &slot->send;
-	uint32_t max_inline = l->params.inline_enabled ?
-				      l->caps.max_inline_data : 0;
+	uint32_t max_inline =
+		l->params.inline_enabled ? l->caps.max_inline_data : 0;
 	int i, j, rc;
 
 	if (l->down) {
@@ -416,9 +415,8 @@ wr_handle_wc(struct wr_link *l, const struct dev_wc *wc)
 		if (kind == WR_KIND_WRITE || !slot->posted)
 			return; /* the SEND behind it completes too */
 		if (slot->done != NULL)
-			slot->done(l, slot, wc->status == DEV_WC_SUCCESS ?
-						    0 :
-						    -EIO,
+			slot->done(l, slot,
+				   wc->status == DEV_WC_SUCCESS ? 0 : -EIO,
 				   slot->arg);
 		wr_tx_free(l, slot);
 		return;
@@ -532,12 +530,11 @@ wr_slot_init(struct wr_link *l, struct wr_tx_slot *slot, uint32_t i)
  * receives.  NULL on failure (errno set).
  */
 struct wr_link *
-wr_link_new(const struct dev_ops *ops, struct dev *dev,
-	    struct event_base *base, const struct wr_params *params,
-	    const struct wr_link_cb *cb)
+wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
+	    const struct wr_params *params, const struct wr_link_cb *cb)
 {
-	struct dev_qp_caps want = { 0 };
-	struct dev_qp_cb qcb = { wr_completion, wr_event, NULL };
+	struct dev_qp_caps want = {0};
+	struct dev_qp_cb qcb = {wr_completion, wr_event, NULL};
 	struct timeval check;
 	struct wr_link *l;
 	uint32_t i;

@@ -315,7 +315,7 @@ START_TEST(rmb_gets_new_keys_each_time)
 	ck_assert(!reach_write_key(&r, &src->mr[0], rmb, old.rkey, 0, 64));
 	reach_unlink(&r);
 	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &again), 0);
-	ck_assert_ptr_eq(again, rmb);	/* the same memory ... */
+	ck_assert_ptr_eq(again, rmb); /* the same memory ... */
 	ck_assert_uint_ne(again->mr[0].rkey, old.rkey); /* ... new keys */
 	ck_assert_uint_eq(buf_pool_stats(p)->deregs, 1);
 	/* the old rkey: refused, nothing lands in the new user's RMB */
@@ -422,11 +422,11 @@ START_TEST(reuse_zeroes_what_was_written)
 	uint8_t *m;
 
 	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &a), 0);
-	ck_assert_uint_eq(a->dirty, K16);	/* until told otherwise */
+	ck_assert_uint_eq(a->dirty, K16); /* until told otherwise */
 	memset(a->addr, 0x11, 300);
 	buf_written(a, 300);
 	ck_assert_uint_eq(a->dirty, 300);
-	buf_written(a, 5 * K16);		/* capped at the size */
+	buf_written(a, 5 * K16); /* capped at the size */
 	ck_assert_uint_eq(a->dirty, K16);
 	buf_written(a, 300);
 	buf_put(a);

@@ -79,20 +79,20 @@ load_ok(const char *text)
 	char *out = NULL;
 
 	conf = load(text, &out);
-	ck_assert_msg(conf != NULL && out[0] == '\0',
-		      "refused:\n%s\nwith:\n%s", text, out);
+	ck_assert_msg(conf != NULL && out[0] == '\0', "refused:\n%s\nwith:\n%s",
+		      text, out);
 	free(out);
 	return conf;
 }
 
-#define PEER_B                                                               \
-	"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; "           \
+#define PEER_B                                                     \
+	"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; " \
 	"insecure = true; } );\n"
-#define RULE(extra)                                                          \
-	"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; "            \
+#define RULE(extra)                                               \
+	"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; " \
 	"peer = \"b\"; export = \"e\"; " extra " } );\n"
-#define EXPORT(extra)                                                        \
-	"exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; "          \
+#define EXPORT(extra)                                               \
+	"exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; " \
 	"peers = [ \"b\" ]; " extra " } );\n"
 #define LISTEN "peer_listen: { address = \"127.0.0.1:7101\"; };\n"
 
@@ -103,227 +103,270 @@ static const struct {
 	int nlines;
 } error_cases[] = {
 	/* libconfig syntax */
-	{ "smcproxyd: { workers = ; };\n", "t.conf:1: syntax: syntax error\n",
-	  1 },
-	{ "a = 1;\nb = 2;\na = 3;\n",
-	  "t.conf:3: syntax: duplicate setting name\n", 1 },
+	{"smcproxyd: { workers = ; };\n", "t.conf:1: syntax: syntax error\n",
+	 1},
+	{"a = 1;\nb = 2;\na = 3;\n",
+	 "t.conf:3: syntax: duplicate setting name\n", 1},
 	/* unknown keys, in every section and at the top */
-	{ "smcproxyd: { wrokers = 4; };\n",
-	  "t.conf:1: smcproxyd.wrokers: unknown key; did you mean \"workers\"?\n",
-	  1 },
-	{ "peer_listen: { address = \"127.0.0.1:7100\"; port = 1; };\n",
-	  "t.conf:1: peer_listen.port: unknown key\n", 1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
-	  "  insecure = true; keyfile = \"k\"; } );\n",
-	  "t.conf:2: peers[0].keyfile: unknown key; did you mean \"key_file\"?\n",
-	  1 },
-	{ PEER_B RULE("timeout = 5;"),
-	  "t.conf:2: rules[0].timeout: unknown key\n", 1 },
-	{ LISTEN PEER_B EXPORT("allow = 1;"),
-	  "t.conf:3: exports[0].allow: unknown key\n", 1 },
-	{ "rdma: { autocrok = false; };\n",
-	  "t.conf:1: rdma.autocrok: unknown key; did you mean \"autocork\"?\n",
-	  1 },
-	{ "\nrule = ( );\n",
-	  "t.conf:2: rule: unknown key; did you mean \"rules\"?\n", 1 },
-	{ "frobnicate = 1;\n", "t.conf:1: frobnicate: unknown key\n", 1 },
+	{"smcproxyd: { wrokers = 4; };\n",
+	 "t.conf:1: smcproxyd.wrokers: unknown key; did you mean "
+	 "\"workers\"?\n",
+	 1},
+	{"peer_listen: { address = \"127.0.0.1:7100\"; port = 1; };\n",
+	 "t.conf:1: peer_listen.port: unknown key\n", 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
+	 "  insecure = true; keyfile = \"k\"; } );\n",
+	 "t.conf:2: peers[0].keyfile: unknown key; did you mean "
+	 "\"key_file\"?\n",
+	 1},
+	{PEER_B RULE("timeout = 5;"),
+	 "t.conf:2: rules[0].timeout: unknown key\n", 1},
+	{LISTEN PEER_B EXPORT("allow = 1;"),
+	 "t.conf:3: exports[0].allow: unknown key\n", 1},
+	{"rdma: { autocrok = false; };\n",
+	 "t.conf:1: rdma.autocrok: unknown key; did you mean \"autocork\"?\n",
+	 1},
+	{"\nrule = ( );\n",
+	 "t.conf:2: rule: unknown key; did you mean \"rules\"?\n", 1},
+	{"frobnicate = 1;\n", "t.conf:1: frobnicate: unknown key\n", 1},
 	/* wrong types */
-	{ "smcproxyd: { workers = \"4\"; };\n",
-	  "t.conf:1: smcproxyd.workers: must be an integer, not a string\n",
-	  1 },
-	{ "smcproxyd: { shutdown_timeout = 1.5; };\n",
-	  "t.conf:1: smcproxyd.shutdown_timeout: must be an integer, not a float\n",
-	  1 },
-	{ "rdma: { autocork = 1; };\n",
-	  "t.conf:1: rdma.autocork: must be true or false, not an integer\n",
-	  1 },
-	{ "rdma: { devices = \"mlx5_0\"; };\n",
-	  "t.conf:1: rdma.devices: must be an array of strings [ \"a\", \"b\" ], not a string\n",
-	  1 },
-	{ "rdma: { devices = [ 1 ]; };\n",
-	  "t.conf:1: rdma.devices[0]: must be a string, not an integer\n", 1 },
-	{ PEER_B "rules = ( { name = \"r\"; listen = 6380; peer = \"b\";\n"
-		 "  export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].listen: must be a string \"ip:port\", not an integer\n",
-	  1 },
-	{ "rules = { };\n",
-	  "t.conf:1: rules: must be a list ( { ... }, ... ), not a group\n",
-	  1 },
-	{ "smcproxyd = ( );\n",
-	  "t.conf:1: smcproxyd: must be a group { ... }, not a list\n", 1 },
-	{ PEER_B "rules = ( \"r\" );\n",
-	  "t.conf:2: rules[0]: must be a group { ... }, not a string\n", 1 },
-	{ "smcproxyd: { control_mode = true; };\n",
-	  "t.conf:1: smcproxyd.control_mode: must be an octal mode like 0660, not a boolean\n",
-	  1 },
+	{"smcproxyd: { workers = \"4\"; };\n",
+	 "t.conf:1: smcproxyd.workers: must be an integer, not a string\n", 1},
+	{"smcproxyd: { shutdown_timeout = 1.5; };\n",
+	 "t.conf:1: smcproxyd.shutdown_timeout: must be an integer, not a "
+	 "float\n",
+	 1},
+	{"rdma: { autocork = 1; };\n",
+	 "t.conf:1: rdma.autocork: must be true or false, not an integer\n", 1},
+	{"rdma: { devices = \"mlx5_0\"; };\n",
+	 "t.conf:1: rdma.devices: must be an array of strings [ \"a\", \"b\" "
+	 "], not a string\n",
+	 1},
+	{"rdma: { devices = [ 1 ]; };\n",
+	 "t.conf:1: rdma.devices[0]: must be a string, not an integer\n", 1},
+	{PEER_B "rules = ( { name = \"r\"; listen = 6380; peer = \"b\";\n"
+		"  export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].listen: must be a string \"ip:port\", not an "
+	 "integer\n",
+	 1},
+	{"rules = { };\n",
+	 "t.conf:1: rules: must be a list ( { ... }, ... ), not a group\n", 1},
+	{"smcproxyd = ( );\n",
+	 "t.conf:1: smcproxyd: must be a group { ... }, not a list\n", 1},
+	{PEER_B "rules = ( \"r\" );\n",
+	 "t.conf:2: rules[0]: must be a group { ... }, not a string\n", 1},
+	{"smcproxyd: { control_mode = true; };\n",
+	 "t.conf:1: smcproxyd.control_mode: must be an octal mode like 0660, "
+	 "not a boolean\n",
+	 1},
 	/* out of range */
-	{ "smcproxyd: { workers = 257; };\n",
-	  "t.conf:1: smcproxyd.workers: 257 is out of range 0..256\n", 1 },
-	{ "smcproxyd: { workers = 10000000000L; };\n",
-	  "t.conf:1: smcproxyd.workers: 10000000000 is out of range 0..256\n",
-	  1 },
-	{ "rdma: { max_links = 3; };\n",
-	  "t.conf:1: rdma.max_links: 3 is out of range 1..2\n", 1 },
-	{ "rdma: {\n  sndbuf = 8192;\n};\n",
-	  "t.conf:2: rdma.sndbuf: 8192 is out of range 16384..536870912\n",
-	  1 },
-	{ "rdma: { gid_index = -2; };\n",
-	  "t.conf:1: rdma.gid_index: -2 is out of range -1..255\n", 1 },
-	{ "rdma: { inline_size = 1025; };\n",
-	  "t.conf:1: rdma.inline_size: 1025 is out of range 0..1024\n", 1 },
-	{ "rdma: { max_conns_per_lgr = 15; };\n",
-	  "t.conf:1: rdma.max_conns_per_lgr: 15 is out of range 16..255\n", 1 },
-	{ LISTEN PEER_B EXPORT("connect_timeout = 0;"),
-	  "t.conf:3: exports[0].connect_timeout: 0 is out of range 1..300\n",
-	  1 },
-	{ PEER_B RULE("idle_timeout = 86401;"),
-	  "t.conf:2: rules[0].idle_timeout: 86401 is out of range 0..86400\n",
-	  1 },
-	{ "smcproxyd: { control_mode = 1000; };\n",
-	  "t.conf:1: smcproxyd.control_mode: 01000 is out of range 0..0777\n",
-	  1 },
-	{ "smcproxyd: { control_mode = 0668; };\n",
-	  "t.conf:1: smcproxyd.control_mode: 668 is not an octal mode; use digits 0-7, like 0660\n",
-	  1 },
-	{ "smcproxyd: { control_mode = \"rw\"; };\n",
-	  "t.conf:1: smcproxyd.control_mode: invalid mode \"rw\": use octal, like 0660\n",
-	  1 },
-	{ "rdma: { rmb = 100000; };\n",
-	  "t.conf:1: rdma.rmb: 100000 is not a power of two (16384, 32768, 65536, ...)\n",
-	  1 },
-	{ "rdma: { sndbuf = 1048576;\n  rmb = 1048576;\n  max_buffer_memory = 1; };\n",
-	  "t.conf:3: rdma.max_buffer_memory: 1 MiB do not hold one connection's sndbuf + rmb (2097152 bytes)\n",
-	  1 },
-	{ "rdma: { max_buffer_memory = 0; };\n",
-	  "t.conf:1: rdma.max_buffer_memory: 0 is out of range 1..1048576\n",
-	  1 },
+	{"smcproxyd: { workers = 257; };\n",
+	 "t.conf:1: smcproxyd.workers: 257 is out of range 0..256\n", 1},
+	{"smcproxyd: { workers = 10000000000L; };\n",
+	 "t.conf:1: smcproxyd.workers: 10000000000 is out of range 0..256\n",
+	 1},
+	{"rdma: { max_links = 3; };\n",
+	 "t.conf:1: rdma.max_links: 3 is out of range 1..2\n", 1},
+	{"rdma: {\n  sndbuf = 8192;\n};\n",
+	 "t.conf:2: rdma.sndbuf: 8192 is out of range 16384..536870912\n", 1},
+	{"rdma: { gid_index = -2; };\n",
+	 "t.conf:1: rdma.gid_index: -2 is out of range -1..255\n", 1},
+	{"rdma: { inline_size = 1025; };\n",
+	 "t.conf:1: rdma.inline_size: 1025 is out of range 0..1024\n", 1},
+	{"rdma: { max_conns_per_lgr = 15; };\n",
+	 "t.conf:1: rdma.max_conns_per_lgr: 15 is out of range 16..255\n", 1},
+	{LISTEN PEER_B EXPORT("connect_timeout = 0;"),
+	 "t.conf:3: exports[0].connect_timeout: 0 is out of range 1..300\n", 1},
+	{PEER_B RULE("idle_timeout = 86401;"),
+	 "t.conf:2: rules[0].idle_timeout: 86401 is out of range 0..86400\n",
+	 1},
+	{"smcproxyd: { control_mode = 1000; };\n",
+	 "t.conf:1: smcproxyd.control_mode: 01000 is out of range 0..0777\n",
+	 1},
+	{"smcproxyd: { control_mode = 0668; };\n",
+	 "t.conf:1: smcproxyd.control_mode: 668 is not an octal mode; use "
+	 "digits 0-7, like 0660\n",
+	 1},
+	{"smcproxyd: { control_mode = \"rw\"; };\n",
+	 "t.conf:1: smcproxyd.control_mode: invalid mode \"rw\": use octal, "
+	 "like 0660\n",
+	 1},
+	{"rdma: { rmb = 100000; };\n",
+	 "t.conf:1: rdma.rmb: 100000 is not a power of two (16384, 32768, "
+	 "65536, ...)\n",
+	 1},
+	{"rdma: { sndbuf = 1048576;\n  rmb = 1048576;\n  max_buffer_memory = "
+	 "1; };\n",
+	 "t.conf:3: rdma.max_buffer_memory: 1 MiB do not hold one connection's "
+	 "sndbuf + rmb (2097152 bytes)\n",
+	 1},
+	{"rdma: { max_buffer_memory = 0; };\n",
+	 "t.conf:1: rdma.max_buffer_memory: 0 is out of range 1..1048576\n", 1},
 	/* enums */
-	{ "smcproxyd: { log_level = \"verbose\"; };\n",
-	  "t.conf:1: smcproxyd.log_level: invalid value \"verbose\"; use error|warning|info|debug\n",
-	  1 },
-	{ "rdma: { slot_wait = \"some\"; };\n",
-	  "t.conf:1: rdma.slot_wait: invalid value \"some\"; use exclusive|all\n",
-	  1 },
+	{"smcproxyd: { log_level = \"verbose\"; };\n",
+	 "t.conf:1: smcproxyd.log_level: invalid value \"verbose\"; use "
+	 "error|warning|info|debug\n",
+	 1},
+	{"rdma: { slot_wait = \"some\"; };\n",
+	 "t.conf:1: rdma.slot_wait: invalid value \"some\"; use "
+	 "exclusive|all\n",
+	 1},
 	/* duplicates */
-	{ "peers = (\n"
-	  "  { name = \"b\"; address = \"127.0.0.1:7102\"; insecure = true; },\n"
-	  "  { name = \"b\"; address = \"127.0.0.1:7103\"; insecure = true; }\n"
-	  ");\n",
-	  "t.conf:3: peers[1].name: \"b\" is already used at line 2\n", 1 },
-	{ PEER_B "rules = (\n"
-		 "  { name = \"r\"; listen = \"127.0.0.1:1\"; peer = \"b\"; export = \"e\"; },\n"
-		 "  { name = \"r\"; listen = \"127.0.0.1:2\"; peer = \"b\"; export = \"e\"; }\n"
-		 ");\n",
-	  "t.conf:4: rules[1].name: \"r\" is already used at line 3\n", 1 },
-	{ LISTEN PEER_B "exports = (\n"
-			"  { name = \"e\"; target = \"127.0.0.1:1\"; peers = [ \"b\" ]; },\n"
-			"  { name = \"e\"; target = \"127.0.0.1:2\"; peers = [ \"b\" ]; }\n"
-			");\n",
-	  "t.conf:5: exports[1].name: \"e\" is already used at line 4\n", 1 },
-	{ PEER_B "rules = (\n"
-		 "  { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; },\n"
-		 "  { name = \"s\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; }\n"
-		 ");\n",
-	  "t.conf:4: rules[1].listen: 127.0.0.1:6380 is already used at line 3\n",
-	  1 },
-	{ PEER_B "rules = (\n"
-		 "  { name = \"r\"; listen = \"0.0.0.0:6380\"; peer = \"b\"; export = \"e\"; },\n"
-		 "  { name = \"s\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; }\n"
-		 ");\n",
-	  "t.conf:4: rules[1].listen: 127.0.0.1:6380 overlaps 0.0.0.0:6380 at line 3\n",
-	  1 },
-	{ PEER_B "rules = (\n"
-		 "  { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; },\n"
-		 "  { name = \"s\"; listen = \"[::]:6380\"; peer = \"b\"; export = \"e\"; }\n"
-		 ");\n",
-	  "t.conf:4: rules[1].listen: [::]:6380 overlaps 127.0.0.1:6380 at line 3\n",
-	  1 },
-	{ LISTEN PEER_B
-	  "rules = ( { name = \"r\"; listen = \"127.0.0.1:7101\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:3: rules[0].listen: 127.0.0.1:7101 overlaps peer_listen.address at line 1\n",
-	  1 },
+	{"peers = (\n"
+	 "  { name = \"b\"; address = \"127.0.0.1:7102\"; insecure = true; },\n"
+	 "  { name = \"b\"; address = \"127.0.0.1:7103\"; insecure = true; }\n"
+	 ");\n",
+	 "t.conf:3: peers[1].name: \"b\" is already used at line 2\n", 1},
+	{PEER_B "rules = (\n"
+		"  { name = \"r\"; listen = \"127.0.0.1:1\"; peer = \"b\"; "
+		"export = \"e\"; },\n"
+		"  { name = \"r\"; listen = \"127.0.0.1:2\"; peer = \"b\"; "
+		"export = \"e\"; }\n"
+		");\n",
+	 "t.conf:4: rules[1].name: \"r\" is already used at line 3\n", 1},
+	{LISTEN PEER_B
+	 "exports = (\n"
+	 "  { name = \"e\"; target = \"127.0.0.1:1\"; peers = [ \"b\" ]; },\n"
+	 "  { name = \"e\"; target = \"127.0.0.1:2\"; peers = [ \"b\" ]; }\n"
+	 ");\n",
+	 "t.conf:5: exports[1].name: \"e\" is already used at line 4\n", 1},
+	{PEER_B "rules = (\n"
+		"  { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; "
+		"export = \"e\"; },\n"
+		"  { name = \"s\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; "
+		"export = \"e\"; }\n"
+		");\n",
+	 "t.conf:4: rules[1].listen: 127.0.0.1:6380 is already used at line "
+	 "3\n",
+	 1},
+	{PEER_B "rules = (\n"
+		"  { name = \"r\"; listen = \"0.0.0.0:6380\"; peer = \"b\"; "
+		"export = \"e\"; },\n"
+		"  { name = \"s\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; "
+		"export = \"e\"; }\n"
+		");\n",
+	 "t.conf:4: rules[1].listen: 127.0.0.1:6380 overlaps 0.0.0.0:6380 at "
+	 "line 3\n",
+	 1},
+	{PEER_B "rules = (\n"
+		"  { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; "
+		"export = \"e\"; },\n"
+		"  { name = \"s\"; listen = \"[::]:6380\"; peer = \"b\"; "
+		"export = \"e\"; }\n"
+		");\n",
+	 "t.conf:4: rules[1].listen: [::]:6380 overlaps 127.0.0.1:6380 at line "
+	 "3\n",
+	 1},
+	{LISTEN PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:7101\"; "
+		       "peer = \"b\"; export = \"e\"; } );\n",
+	 "t.conf:3: rules[0].listen: 127.0.0.1:7101 overlaps "
+	 "peer_listen.address at line 1\n",
+	 1},
 	/* references */
-	{ PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
-		 "  peer = \"c\"; export = \"e\"; } );\n",
-	  "t.conf:3: rules[0].peer: no such peer \"c\"\n", 1 },
-	{ RULE(""),
-	  "t.conf:1: rules[0].peer: no such peer \"b\" (no peers are defined; add a peers section)\n",
-	  1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; peers = [ \"z\" ]; } );\n",
-	  "t.conf:3: exports[0].peers: no such peer \"z\"\n", 1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\";\n"
-	  "  peers = [ \"y\", \"b\", \"z\" ]; } );\n",
-	  "t.conf:4: exports[0].peers: no such peer \"y\", \"z\"\n", 1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; peers = [ ]; } );\n",
-	  "t.conf:3: exports[0].peers: empty; list the peers that may use this export\n",
-	  1 },
-	{ PEER_B "\n" EXPORT(""),
-	  "t.conf:3: exports: peers cannot reach exports without a peer_listen section\n",
-	  1 },
+	{PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
+		"  peer = \"c\"; export = \"e\"; } );\n",
+	 "t.conf:3: rules[0].peer: no such peer \"c\"\n", 1},
+	{RULE(""),
+	 "t.conf:1: rules[0].peer: no such peer \"b\" (no peers are defined; "
+	 "add a peers section)\n",
+	 1},
+	{LISTEN PEER_B "exports = ( { name = \"e\"; target = "
+		       "\"127.0.0.1:6379\"; peers = [ \"z\" ]; } );\n",
+	 "t.conf:3: exports[0].peers: no such peer \"z\"\n", 1},
+	{LISTEN PEER_B
+	 "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\";\n"
+	 "  peers = [ \"y\", \"b\", \"z\" ]; } );\n",
+	 "t.conf:4: exports[0].peers: no such peer \"y\", \"z\"\n", 1},
+	{LISTEN PEER_B "exports = ( { name = \"e\"; target = "
+		       "\"127.0.0.1:6379\"; peers = [ ]; } );\n",
+	 "t.conf:3: exports[0].peers: empty; list the peers that may use this "
+	 "export\n",
+	 1},
+	{PEER_B "\n" EXPORT(""),
+	 "t.conf:3: exports: peers cannot reach exports without a peer_listen "
+	 "section\n",
+	 1},
 	/* addresses */
-	{ PEER_B "rules = ( { name = \"r\"; listen = \"localhost:6380\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].listen: invalid address \"localhost:6380\": use IPv4:port or [IPv6]:port, numeric, port 1-65535\n",
-	  1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1\"; insecure = true; } );\n",
-	  "t.conf:1: peers[0].address: invalid address \"127.0.0.1\"", 1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"127.0.0.1:0\"; peers = [ \"b\" ]; } );\n",
-	  "t.conf:3: exports[0].target: invalid address \"127.0.0.1:0\"", 1 },
-	{ "peer_listen: { address = \"[::1]:99999\"; };\n",
-	  "t.conf:1: peer_listen.address: invalid address \"[::1]:99999\"", 1 },
-	{ "peers = ( { name = \"b\"; address = \"0.0.0.0:7100\"; insecure = true; } );\n",
-	  "t.conf:1: peers[0].address: 0.0.0.0:7100 is a wildcard; give the address to connect to\n",
-	  1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"[::]:6379\"; peers = [ \"b\" ]; } );\n",
-	  "t.conf:3: exports[0].target: [::]:6379 is a wildcard", 1 },
+	{PEER_B "rules = ( { name = \"r\"; listen = \"localhost:6380\"; peer = "
+		"\"b\"; export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].listen: invalid address \"localhost:6380\": use "
+	 "IPv4:port or [IPv6]:port, numeric, port 1-65535\n",
+	 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1\"; insecure = true; "
+	 "} );\n",
+	 "t.conf:1: peers[0].address: invalid address \"127.0.0.1\"", 1},
+	{LISTEN PEER_B "exports = ( { name = \"e\"; target = \"127.0.0.1:0\"; "
+		       "peers = [ \"b\" ]; } );\n",
+	 "t.conf:3: exports[0].target: invalid address \"127.0.0.1:0\"", 1},
+	{"peer_listen: { address = \"[::1]:99999\"; };\n",
+	 "t.conf:1: peer_listen.address: invalid address \"[::1]:99999\"", 1},
+	{"peers = ( { name = \"b\"; address = \"0.0.0.0:7100\"; insecure = "
+	 "true; } );\n",
+	 "t.conf:1: peers[0].address: 0.0.0.0:7100 is a wildcard; give the "
+	 "address to connect to\n",
+	 1},
+	{LISTEN PEER_B "exports = ( { name = \"e\"; target = \"[::]:6379\"; "
+		       "peers = [ \"b\" ]; } );\n",
+	 "t.conf:3: exports[0].target: [::]:6379 is a wildcard", 1},
 	/* names */
-	{ PEER_B "rules = ( { name = \"re dis\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].name: invalid name \"re dis\": use 1 to 63 letters, digits, '.', '_' or '-'\n",
-	  1 },
-	{ PEER_B "rules = ( { name = \"a\\nb\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].name: invalid name \"a\\x0ab\"", 1 },
-	{ PEER_B "rules = ( { name = \"\"; listen = \"127.0.0.1:6380\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].name: invalid name \"\"", 1 },
-	{ PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = \"b\";\n"
-		 "  export = \"0123456789012345678901234567890123456789012345678901234567890123\"; } );\n",
-	  "t.conf:3: rules[0].export: invalid name \"0123456789", 1 },
-	{ "smcproxyd: { name = \"a/b\"; };\n",
-	  "t.conf:1: smcproxyd.name: invalid name \"a/b\"", 1 },
-	{ "rdma: { devices = [ \"mlx5 0\" ]; };\n",
-	  "t.conf:1: rdma.devices[0]: invalid name \"mlx5 0\"", 1 },
-	{ LISTEN PEER_B
-	  "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; peers = [ \"b\", \"b\" ]; } );\n",
-	  "t.conf:3: exports[0].peers[1]: \"b\" is listed twice\n", 1 },
+	{PEER_B "rules = ( { name = \"re dis\"; listen = \"127.0.0.1:6380\"; "
+		"peer = \"b\"; export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].name: invalid name \"re dis\": use 1 to 63 "
+	 "letters, digits, '.', '_' or '-'\n",
+	 1},
+	{PEER_B "rules = ( { name = \"a\\nb\"; listen = \"127.0.0.1:6380\"; "
+		"peer = \"b\"; export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].name: invalid name \"a\\x0ab\"", 1},
+	{PEER_B "rules = ( { name = \"\"; listen = \"127.0.0.1:6380\"; peer = "
+		"\"b\"; export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].name: invalid name \"\"", 1},
+	{PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; peer = "
+		"\"b\";\n"
+		"  export = "
+		"\"012345678901234567890123456789012345678901234567890123456789"
+		"0123\"; } );\n",
+	 "t.conf:3: rules[0].export: invalid name \"0123456789", 1},
+	{"smcproxyd: { name = \"a/b\"; };\n",
+	 "t.conf:1: smcproxyd.name: invalid name \"a/b\"", 1},
+	{"rdma: { devices = [ \"mlx5 0\" ]; };\n",
+	 "t.conf:1: rdma.devices[0]: invalid name \"mlx5 0\"", 1},
+	{LISTEN PEER_B "exports = ( { name = \"e\"; target = "
+		       "\"127.0.0.1:6379\"; peers = [ \"b\", \"b\" ]; } );\n",
+	 "t.conf:3: exports[0].peers[1]: \"b\" is listed twice\n", 1},
 	/* required keys and peer authentication */
-	{ PEER_B "rules = ( { name = \"r\"; peer = \"b\"; export = \"e\"; } );\n",
-	  "t.conf:2: rules[0].listen: missing; it has no default\n", 1 },
-	{ "peers = ( { name = \"b\"; insecure = true; } );\n",
-	  "t.conf:1: peers[0].address: missing; it has no default\n", 1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; } );\n",
-	  "t.conf:1: peers[0]: peer b: no key_file; set insecure = true to allow unauthenticated peers\n",
-	  1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
-	  "  key_file = \"/nonexistent/k\"; insecure = true; } );\n",
-	  "t.conf:2: peers[0].insecure: peer b: both key_file and insecure = true; remove one\n",
-	  1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; key_file = \"\"; } );\n",
-	  "t.conf:1: peers[0].key_file: must not be empty\n", 1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; key_file = 1; } );\n",
-	  "t.conf:1: peers[0].key_file: must be a string, not an integer\n", 1 },
-	{ "peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
-	  "  key_file = \"/nonexistent/k\"; } );\n",
-	  "t.conf:2: peers[0].key_file: key file /nonexistent/k: No such file or directory\n",
-	  1 },
+	{PEER_B
+	 "rules = ( { name = \"r\"; peer = \"b\"; export = \"e\"; } );\n",
+	 "t.conf:2: rules[0].listen: missing; it has no default\n", 1},
+	{"peers = ( { name = \"b\"; insecure = true; } );\n",
+	 "t.conf:1: peers[0].address: missing; it has no default\n", 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; } );\n",
+	 "t.conf:1: peers[0]: peer b: no key_file; set insecure = true to "
+	 "allow unauthenticated peers\n",
+	 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
+	 "  key_file = \"/nonexistent/k\"; insecure = true; } );\n",
+	 "t.conf:2: peers[0].insecure: peer b: both key_file and insecure = "
+	 "true; remove one\n",
+	 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; key_file = "
+	 "\"\"; } );\n",
+	 "t.conf:1: peers[0].key_file: must not be empty\n", 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\"; key_file = "
+	 "1; } );\n",
+	 "t.conf:1: peers[0].key_file: must be a string, not an integer\n", 1},
+	{"peers = ( { name = \"b\"; address = \"127.0.0.1:7102\";\n"
+	 "  key_file = \"/nonexistent/k\"; } );\n",
+	 "t.conf:2: peers[0].key_file: key file /nonexistent/k: No such file "
+	 "or directory\n",
+	 1},
 	/* paths */
-	{ "smcproxyd: { control_socket = \"run/x.sock\"; };\n",
-	  "t.conf:1: smcproxyd.control_socket: must be an absolute path\n", 1 },
-	{ "smcproxyd: { control_socket = \"/0123456789012345678901234567890123456789"
-	  "01234567890123456789012345678901234567890123456789012345678901234567890\"; };\n",
-	  "t.conf:1: smcproxyd.control_socket: longer than 107 bytes", 1 },
+	{"smcproxyd: { control_socket = \"run/x.sock\"; };\n",
+	 "t.conf:1: smcproxyd.control_socket: must be an absolute path\n", 1},
+	{"smcproxyd: { control_socket = "
+	 "\"/0123456789012345678901234567890123456789"
+	 "012345678901234567890123456789012345678901234567890123456789012345678"
+	 "90\"; };\n",
+	 "t.conf:1: smcproxyd.control_socket: longer than 107 bytes", 1},
 };
 
 START_TEST(test_error_case)
@@ -336,20 +379,22 @@ END_TEST
 START_TEST(test_all_errors_at_once)
 {
 	static const char text[] =
-		"rdma: { max_links = 9; };\n"			/* range */
-		PEER_B						/* ok */
+		"rdma: { max_links = 9; };\n" /* range */
+		PEER_B			      /* ok */
 		"smcproxyd: {\n"
-		"  workers = \"many\";\n"			/* type */
-		"  colour = 1;\n"				/* unknown */
-		"  log_level = \"loud\";\n"			/* enum */
+		"  workers = \"many\";\n"   /* type */
+		"  colour = 1;\n"	    /* unknown */
+		"  log_level = \"loud\";\n" /* enum */
 		"};\n"
 		"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
-		"  peer = \"nobody\"; export = \"e\"; } );\n";	/* peer */
+		"  peer = \"nobody\"; export = \"e\"; } );\n"; /* peer */
 	static const char *const want[] = {
 		"t.conf:1: rdma.max_links: 9 is out of range 1..2\n",
-		"t.conf:4: smcproxyd.workers: must be an integer, not a string\n",
+		"t.conf:4: smcproxyd.workers: must be an integer, not a "
+		"string\n",
 		"t.conf:5: smcproxyd.colour: unknown key\n",
-		"t.conf:6: smcproxyd.log_level: invalid value \"loud\"; use error|warning|info|debug\n",
+		"t.conf:6: smcproxyd.log_level: invalid value \"loud\"; use "
+		"error|warning|info|debug\n",
 		"t.conf:9: rules[0].peer: no such peer \"nobody\"\n",
 	};
 	char *out = NULL, *at;
@@ -412,7 +457,8 @@ END_TEST
 START_TEST(test_values)
 {
 	struct conf *conf = load_ok(
-		"smcproxyd: { name = \"x-1.a_b\"; workers = 3; log_level = \"debug\";\n"
+		"smcproxyd: { name = \"x-1.a_b\"; workers = 3; log_level = "
+		"\"debug\";\n"
 		"  control_socket = \"/tmp/s.sock\"; control_uid = 1000;\n"
 		"  control_gid = 0; shutdown_timeout = 0; max_conns = 100; };\n"
 		"peer_listen: { };\n"
@@ -420,7 +466,8 @@ START_TEST(test_values)
 		"  max_links = 1; max_conns_per_lgr = 16; max_send_wr = 2;\n"
 		"  max_recv_wr = 2048; sndbuf = 16384; rmb = 536870912;\n"
 		"  autocork = false; autocork_size = 0; inline = false;\n"
-		"  inline_size = 0; slot_wait = \"all\"; lgr_idle_timeout = 0;\n"
+		"  inline_size = 0; slot_wait = \"all\"; lgr_idle_timeout = "
+		"0;\n"
 		"  test_link_time = 0; };\n");
 	char buf[ADDR_STRLEN];
 
@@ -463,21 +510,21 @@ START_TEST(test_control_mode_forms)
 		const char *text;
 		int mode;
 	} cases[] = {
-		{ "smcproxyd: { control_mode = 0660; };", 0660 },
-		{ "smcproxyd: { control_mode = 660; };", 0660 },
-		{ "smcproxyd: { control_mode = 0600; };", 0600 },
-		{ "smcproxyd: { control_mode = 0; };", 0 },
-		{ "smcproxyd: { control_mode = 0x1a0; };", 0640 },
-		{ "smcproxyd: { control_mode = \"0640\"; };", 0640 },
-		{ "smcproxyd: { control_mode = \"777\"; };", 0777 },
+		{"smcproxyd: { control_mode = 0660; };", 0660},
+		{"smcproxyd: { control_mode = 660; };", 0660},
+		{"smcproxyd: { control_mode = 0600; };", 0600},
+		{"smcproxyd: { control_mode = 0; };", 0},
+		{"smcproxyd: { control_mode = 0x1a0; };", 0640},
+		{"smcproxyd: { control_mode = \"0640\"; };", 0640},
+		{"smcproxyd: { control_mode = \"777\"; };", 0777},
 	};
 	struct conf *conf;
 	size_t i;
 
 	for (i = 0; i < NELEM(cases); i++) {
 		conf = load_ok(cases[i].text);
-		ck_assert_msg(conf->control_mode == cases[i].mode,
-			      "%s gave %o", cases[i].text, conf->control_mode);
+		ck_assert_msg(conf->control_mode == cases[i].mode, "%s gave %o",
+			      cases[i].text, conf->control_mode);
 		conf_free(conf);
 	}
 }
@@ -485,25 +532,32 @@ END_TEST
 
 START_TEST(test_resolved)
 {
-	struct conf *conf = load_ok(
-		"smcproxyd: { name = \"a\"; };\n"
-		"peer_listen: { address = \"[::1]:7101\"; };\n"
-		"peers = (\n"
-		"  { name = \"b\"; address = \"127.0.0.1:7102\"; insecure = true; },\n"
-		"  { name = \"c\"; address = \"[2001:db8::2]:7100\"; insecure = true;\n"
-		"    any_source = true; }\n"
-		");\n"
-		"rules = (\n"
-		"  { name = \"redis\"; listen = \"127.0.0.1:6380\"; peer = \"c\";\n"
-		"    export = \"redis\"; idle_timeout = 30; },\n"
-		"  { name = \"pg\"; listen = \"127.0.0.1:5433\"; peer = \"b\"; export = \"pg\"; },\n"
-		"  { name = \"pg2\"; listen = \"127.0.0.2:5433\"; peer = \"b\"; export = \"pg\"; }\n"
-		");\n"
-		"exports = (\n"
-		"  { name = \"redis\"; target = \"127.0.0.1:6379\"; peers = [ \"b\", \"c\" ]; },\n"
-		"  { name = \"ssh\"; target = \"[::1]:22\"; peers = [ \"c\" ];\n"
-		"    connect_timeout = 300; }\n"
-		");\n");
+	struct conf *conf =
+		load_ok("smcproxyd: { name = \"a\"; };\n"
+			"peer_listen: { address = \"[::1]:7101\"; };\n"
+			"peers = (\n"
+			"  { name = \"b\"; address = \"127.0.0.1:7102\"; "
+			"insecure = true; },\n"
+			"  { name = \"c\"; address = \"[2001:db8::2]:7100\"; "
+			"insecure = true;\n"
+			"    any_source = true; }\n"
+			");\n"
+			"rules = (\n"
+			"  { name = \"redis\"; listen = \"127.0.0.1:6380\"; "
+			"peer = \"c\";\n"
+			"    export = \"redis\"; idle_timeout = 30; },\n"
+			"  { name = \"pg\"; listen = \"127.0.0.1:5433\"; peer "
+			"= \"b\"; export = \"pg\"; },\n"
+			"  { name = \"pg2\"; listen = \"127.0.0.2:5433\"; peer "
+			"= \"b\"; export = \"pg\"; }\n"
+			");\n"
+			"exports = (\n"
+			"  { name = \"redis\"; target = \"127.0.0.1:6379\"; "
+			"peers = [ \"b\", \"c\" ]; },\n"
+			"  { name = \"ssh\"; target = \"[::1]:22\"; peers = [ "
+			"\"c\" ];\n"
+			"    connect_timeout = 300; }\n"
+			");\n");
 	const struct conf_export *exp;
 	char buf[ADDR_STRLEN];
 
@@ -544,13 +598,17 @@ END_TEST
 START_TEST(test_listen_overlap_allowed)
 {
 	/* different ports, hosts or families are separate listeners */
-	struct conf *conf = load_ok(
-		PEER_B "rules = (\n"
-		"  { name = \"a\"; listen = \"0.0.0.0:6380\"; peer = \"b\"; export = \"e\"; },\n"
-		"  { name = \"b\"; listen = \"127.0.0.1:6381\"; peer = \"b\"; export = \"e\"; },\n"
-		"  { name = \"c\"; listen = \"[::1]:6380\"; peer = \"b\"; export = \"e\"; },\n"
-		"  { name = \"d\"; listen = \"127.0.0.2:6381\"; peer = \"b\"; export = \"e\"; }\n"
-		");\n");
+	struct conf *conf =
+		load_ok(PEER_B "rules = (\n"
+			       "  { name = \"a\"; listen = \"0.0.0.0:6380\"; "
+			       "peer = \"b\"; export = \"e\"; },\n"
+			       "  { name = \"b\"; listen = \"127.0.0.1:6381\"; "
+			       "peer = \"b\"; export = \"e\"; },\n"
+			       "  { name = \"c\"; listen = \"[::1]:6380\"; "
+			       "peer = \"b\"; export = \"e\"; },\n"
+			       "  { name = \"d\"; listen = \"127.0.0.2:6381\"; "
+			       "peer = \"b\"; export = \"e\"; }\n"
+			       ");\n");
 
 	ck_assert_int_eq(conf->nrules, 4);
 	conf_free(conf);
@@ -650,13 +708,15 @@ START_TEST(test_key_refused)
 
 	write_key(path, sizeof(path), "short", 31, 0600);
 	snprintf(msg, sizeof(msg),
-		 "key file %s has 31 bytes, at least 32 are needed (head -c 32 /dev/urandom > %s)",
+		 "key file %s has 31 bytes, at least 32 are needed (head -c 32 "
+		 "/dev/urandom > %s)",
 		 path, path);
 	expect_key_error(path, msg);
 
 	write_key(path, sizeof(path), "empty", 0, 0600);
 	snprintf(msg, sizeof(msg),
-		 "key file %s has 0 bytes, at least 32 are needed (head -c 32 /dev/urandom > %s)",
+		 "key file %s has 0 bytes, at least 32 are needed (head -c 32 "
+		 "/dev/urandom > %s)",
 		 path, path);
 	expect_key_error(path, msg);
 
@@ -667,19 +727,22 @@ START_TEST(test_key_refused)
 
 	write_key(path, sizeof(path), "k644", 32, 0644);
 	snprintf(msg, sizeof(msg),
-		 "key file %s is readable by group/others (mode 0644); chmod 600 it",
+		 "key file %s is readable by group/others (mode 0644); chmod "
+		 "600 it",
 		 path);
 	expect_key_error(path, msg);
 
 	write_key(path, sizeof(path), "k604", 32, 0604);
 	snprintf(msg, sizeof(msg),
-		 "key file %s is readable by group/others (mode 0604); chmod 600 it",
+		 "key file %s is readable by group/others (mode 0604); chmod "
+		 "600 it",
 		 path);
 	expect_key_error(path, msg);
 
 	write_key(path, sizeof(path), "k620", 32, 0620);
 	snprintf(msg, sizeof(msg),
-		 "key file %s is writable by group/others (mode 0620); chmod 600 it",
+		 "key file %s is writable by group/others (mode 0620); chmod "
+		 "600 it",
 		 path);
 	expect_key_error(path, msg);
 
@@ -698,7 +761,8 @@ START_TEST(test_key_not_regular)
 	snprintf(path, sizeof(path), "%s/link", tmpdir);
 	ck_assert_int_eq(symlink(target, path), 0);
 	snprintf(msg, sizeof(msg),
-		 "key file %s is a symbolic link; point key_file at the file itself",
+		 "key file %s is a symbolic link; point key_file at the file "
+		 "itself",
 		 path);
 	expect_key_error(path, msg);
 
@@ -800,7 +864,8 @@ START_TEST(test_load_file)
 	snprintf(want, sizeof(want),
 		 "%s:1: smcproxyd.workers: -1 is out of range 0..256\n", path);
 	ck_assert_msg(strstr(out, want) != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "inc.conf:2: rdma.max_links: 5 is out of range 1..2\n") != NULL,
+	ck_assert_msg(strstr(out, "inc.conf:2: rdma.max_links: 5 is out of "
+				  "range 1..2\n") != NULL,
 		      "%s", out);
 	ck_assert_int_eq(count_lines(out), 2);
 	free(out);
@@ -823,10 +888,8 @@ END_TEST
 
 static const char reload_base[] =
 	"smcproxyd: { workers = 2; log_level = \"info\"; };\n"
-	"peer_listen: { address = \"127.0.0.1:7101\"; };\n"
-	PEER_B
-	RULE("")
-	"rdma: { sndbuf = 131072; autocork = true; };\n";
+	"peer_listen: { address = \"127.0.0.1:7101\"; };\n" PEER_B RULE(
+		"") "rdma: { sndbuf = 131072; autocork = true; };\n";
 
 START_TEST(test_reload_ok)
 {
@@ -835,12 +898,15 @@ START_TEST(test_reload_ok)
 	size_t len;
 	FILE *f;
 
-	new = load_ok(
-		"smcproxyd: { workers = 2; log_level = \"debug\"; max_conns = 9; };\n"
-		"peer_listen: { address = \"127.0.0.1:7101\"; };\n"
-		"peers = ( { name = \"c\"; address = \"127.0.0.1:7103\"; insecure = true; } );\n"
-		"rules = ( { name = \"s\"; listen = \"127.0.0.1:6390\"; peer = \"c\"; export = \"x\"; } );\n"
-		"rdma: { sndbuf = 131072; autocork = false; lgr_idle_timeout = 5; };\n");
+	new = load_ok("smcproxyd: { workers = 2; log_level = \"debug\"; "
+		      "max_conns = 9; };\n"
+		      "peer_listen: { address = \"127.0.0.1:7101\"; };\n"
+		      "peers = ( { name = \"c\"; address = \"127.0.0.1:7103\"; "
+		      "insecure = true; } );\n"
+		      "rules = ( { name = \"s\"; listen = \"127.0.0.1:6390\"; "
+		      "peer = \"c\"; export = \"x\"; } );\n"
+		      "rdma: { sndbuf = 131072; autocork = false; "
+		      "lgr_idle_timeout = 5; };\n");
 	f = open_memstream(&out, &len);
 	ck_assert_int_eq(conf_reload_check(old, new, f), 0);
 	fclose(f);
@@ -854,13 +920,19 @@ END_TEST
 START_TEST(test_reload_refused)
 {
 	static const char *const want[] = {
-		"t2.conf:1: smcproxyd.workers: cannot be changed by reload; restart the daemon\n",
-		"t2.conf:1: smcproxyd.control_socket: cannot be changed by reload; restart the daemon\n",
-		"t2.conf:3: peer_listen.address: cannot be changed by reload; restart the daemon\n",
-		"t2.conf:6: rdma.devices: cannot be changed by reload; restart the daemon\n",
+		"t2.conf:1: smcproxyd.workers: cannot be changed by reload; "
+		"restart the daemon\n",
+		"t2.conf:1: smcproxyd.control_socket: cannot be changed by "
+		"reload; restart the daemon\n",
+		"t2.conf:3: peer_listen.address: cannot be changed by reload; "
+		"restart the daemon\n",
+		"t2.conf:6: rdma.devices: cannot be changed by reload; restart "
+		"the daemon\n",
 		/* removed from the file: reported at its section */
-		"t2.conf:6: rdma.sndbuf: cannot be changed by reload; restart the daemon\n",
-		"t2.conf:7: rdma.rmb: cannot be changed by reload; restart the daemon\n",
+		"t2.conf:6: rdma.sndbuf: cannot be changed by reload; restart "
+		"the daemon\n",
+		"t2.conf:7: rdma.rmb: cannot be changed by reload; restart the "
+		"daemon\n",
 	};
 	struct conf *old = load_ok(reload_base), *new, *gone;
 	char *out = NULL;
@@ -868,13 +940,12 @@ START_TEST(test_reload_refused)
 	FILE *f;
 
 	new = load_as(
-		"smcproxyd: { workers = 4; control_socket = \"/tmp/c.sock\"; };\n"
+		"smcproxyd: { workers = 4; control_socket = \"/tmp/c.sock\"; "
+		"};\n"
 		"\n"
-		"peer_listen: { address = \"127.0.0.1:7109\"; };\n"
-		PEER_B
-		RULE("")
-		"rdma: { devices = [ \"rxe0\" ];\n"
-		"  rmb = 32768; };\n",
+		"peer_listen: { address = \"127.0.0.1:7109\"; };\n" PEER_B RULE(
+			"") "rdma: { devices = [ \"rxe0\" ];\n"
+			    "  rmb = 32768; };\n",
 		"t2.conf", &out);
 	ck_assert_msg(new != NULL, "%s", out);
 	free(out);
@@ -888,14 +959,14 @@ START_TEST(test_reload_refused)
 	free(out);
 
 	/* dropping peer_listen altogether needs a restart too */
-	gone = load_ok("smcproxyd: { workers = 2; };\n" PEER_B RULE("")
-		       "rdma: { sndbuf = 131072; };\n");
+	gone = load_ok("smcproxyd: { workers = 2; };\n" PEER_B RULE(
+		"") "rdma: { sndbuf = 131072; };\n");
 	f = open_memstream(&out, &len);
 	ck_assert_int_eq(conf_reload_check(old, gone, NULL), -EINVAL);
 	ck_assert_int_eq(conf_reload_check(old, gone, f), -EINVAL);
 	fclose(f);
-	ck_assert_str_eq(out,
-			 "t.conf:0: peer_listen.address: cannot be changed by reload; restart the daemon\n");
+	ck_assert_str_eq(out, "t.conf:0: peer_listen.address: cannot be "
+			      "changed by reload; restart the daemon\n");
 	free(out);
 	conf_free(gone);
 	conf_free(new);
@@ -953,14 +1024,16 @@ START_TEST(test_schema)
 	f = open_memstream(&out, &len);
 	conf_print_schema(f);
 	fclose(f);
-	ck_assert(strncmp(out, "key\ttype\tdefault\trange\treload\tdescription\n",
+	ck_assert(strncmp(out,
+			  "key\ttype\tdefault\trange\treload\tdescription\n",
 			  42) == 0);
-	ck_assert_ptr_nonnull(strstr(out,
-		"\nrdma.sndbuf\tinteger\t65536\t16384..536870912\tno\t"));
-	ck_assert_ptr_nonnull(strstr(out,
-		"\nsmcproxyd.log_level\tstring\t\"info\"\terror|warning|info|debug\tyes\t"));
-	ck_assert_ptr_nonnull(strstr(out,
-		"\nsmcproxyd.control_mode\tmode\t0660\t0..0777\tno\t"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "\nrdma.sndbuf\tinteger\t65536\t16384..536870912\tno\t"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "\nsmcproxyd.log_level\tstring\t\"info\"\terror|"
+			    "warning|info|debug\tyes\t"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "\nsmcproxyd.control_mode\tmode\t0660\t0..0777\tno\t"));
 	ck_assert_ptr_nonnull(strstr(out, "\npeers[].name\tname\trequired\t"));
 	ck_assert_ptr_nonnull(strstr(out, "\nrules[].peer\tname\trequired\t"));
 	ck_assert_ptr_nonnull(strstr(out, "\nrdma.inline\tboolean\ttrue\t"));
@@ -984,7 +1057,8 @@ START_TEST(test_schema)
 		if (key != NULL) {
 			snprintf(want, sizeof(want), "\n.TP\n.B %s\n", key);
 			ck_assert_msg(strstr(section, want) != NULL,
-				      "%s.%s is not in its section of docs/smcproxyd.conf.5",
+				      "%s.%s is not in its section of "
+				      "docs/smcproxyd.conf.5",
 				      line, key);
 		}
 		free(section);

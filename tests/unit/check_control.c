@@ -128,7 +128,8 @@ session_kill(struct worker *w, uint64_t id)
 {
 	struct session *s;
 
-	LIST_FOREACH(s, &w->sessions, entry) {
+	LIST_FOREACH(s, &w->sessions, entry)
+	{
 		if (s->id == id) {
 			LIST_REMOVE(s, entry);
 			killed_id = id;
@@ -627,9 +628,8 @@ START_TEST(test_request)
 	ck_assert_ptr_nonnull(strstr(reply, "no connection 0x9"));
 	free(reply);
 	/* an id with blanks in front is refused, not read as 2^64 - 1 */
-	ck_assert_int_eq(control_request(kill_blank, sizeof(kill_blank) - 1,
-					 &reply),
-			 0);
+	ck_assert_int_eq(
+		control_request(kill_blank, sizeof(kill_blank) - 1, &reply), 0);
 	ck_assert_ptr_nonnull(strstr(reply, "\"ok\":false"));
 	ck_assert_ptr_null(strstr(reply, "0xffffffffffffffff"));
 	free(reply);
@@ -880,19 +880,19 @@ START_TEST(test_conns_filter)
 	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
 					"\"args\":{\"age\":62}}\n"),
 			 0);
-	ask_error(c,
-		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":-1}}\n",
+	ask_error(c, "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":-1}}\n",
 		  "argument \"age\" must be a number of seconds");
-	ask_error(c,
-		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":\"1s\"}}\n",
-		  "argument \"age\" must be a number of seconds");
-	ask_error(c,
-		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"rule\":1}}\n",
+	ask_error(
+		c,
+		"{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"age\":\"1s\"}}\n",
+		"argument \"age\" must be a number of seconds");
+	ask_error(c, "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"rule\":1}}\n",
 		  "argument \"rule\" must be a string");
-	ask_error(c,
-		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"state\":\"x\"}}\n",
-		  "unknown state \"x\" (want connect_peer, hello, handshake, "
-		  "connect_target, rdma_wait, rdma_open, relay or resuming)");
+	ask_error(
+		c,
+		"{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"state\":\"x\"}}\n",
+		"unknown state \"x\" (want connect_peer, hello, handshake, "
+		"connect_target, rdma_wait, rdma_open, relay or resuming)");
 	ask_error(c, "{\"v\":1,\"cmd\":\"kill conns\"}\n",
 		  "\"kill conns\" needs at least one of rule, peer, state, "
 		  "transport, age");
@@ -1104,7 +1104,8 @@ churn(int ncall)
 
 	if (ncall != 2)
 		return;
-	LIST_FOREACH(s, &workers[0].sessions, entry) {
+	LIST_FOREACH(s, &workers[0].sessions, entry)
+	{
 		if (s->id == 1) {
 			LIST_REMOVE(s, entry);
 			break;

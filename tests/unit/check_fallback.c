@@ -10,7 +10,7 @@
 #include "smcproxyd.h"
 #include "fallback_wire.h"
 
-static const uint8_t nonce[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+static const uint8_t nonce[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 
 START_TEST(hello_round_trip)
 {
@@ -164,7 +164,7 @@ END_TEST
 
 START_TEST(header_lengths_per_type)
 {
-	uint8_t buf[8] = { 0xe2, 0xd4, 0xc3, 0xc6, 1, FB_PROOF, 0, 40 };
+	uint8_t buf[8] = {0xe2, 0xd4, 0xc3, 0xc6, 1, FB_PROOF, 0, 40};
 	uint16_t length;
 	uint8_t type;
 

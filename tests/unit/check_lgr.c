@@ -662,7 +662,7 @@ START_TEST(decline_nosmcrdev)
 	side_init(&B, "b", "a", 0, NULL, NULL);
 	setup_failures = 0;
 	A.ctx->setup_failed = count_setup_failed;
-	B.ctx->setup_failed = count_setup_failed;	/* server: never */
+	B.ctx->setup_failed = count_setup_failed; /* server: never */
 	connect_ab();
 	ck_assert(run_until(none_left, WAIT_MS));
 	ck_assert_int_eq(setup_failures, 1);
@@ -1199,8 +1199,8 @@ b_groups_settled(void)
 			   l->state != LGR_STATE_TERMINATING;
 	}
 	b_active_groups = n;
-	return pending == 0 && stat(&A, STAT_clnt_hshake_err_cnt) +
-				       (uint64_t)n >= 3;
+	return pending == 0 &&
+	       stat(&A, STAT_clnt_hshake_err_cnt) + (uint64_t)n >= 3;
 }
 
 /*

@@ -83,8 +83,8 @@ struct harness {
 		H_RESUME_TCP
 	} after_drop;
 	int sp[NCONN][2]; /* H_RESUME_TCP: each connection's socket pair */
-	int took;    /* resumes where B took bytes A saw complete */
-	int skipped; /* resumes where A skipped bytes B already had */
+	int took;	  /* resumes where B took bytes A saw complete */
+	int skipped;	  /* resumes where A skipped bytes B already had */
 };
 
 /* The MR of b in the PD of side s's link li (registered there now). */
@@ -495,17 +495,20 @@ h_resume(struct harness *h)
 		h->took += a_fin > b->rx_off;
 		h->skipped += b->rx_off > a_fin;
 		ck_assert_int_eq(
-			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why), 0);
-		ck_assert_int_eq(tx_resume(b, h->side[1].link[1],
-					   h_mr(&h->side[1], b->sndbuf, 1)->lkey,
-					   h_mr(&h->side[0], a->rmb, 1)->rkey,
-					   a_rx, a_fin, &why),
-				 0);
-		ck_assert_int_eq(tx_resume(a, h->side[0].link[1],
-					   h_mr(&h->side[0], a->sndbuf, 1)->lkey,
-					   h_mr(&h->side[1], b->rmb, 1)->rkey,
-					   b_rx, b_fin, &why),
-				 0);
+			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why),
+			0);
+		ck_assert_int_eq(
+			tx_resume(b, h->side[1].link[1],
+				  h_mr(&h->side[1], b->sndbuf, 1)->lkey,
+				  h_mr(&h->side[0], a->rmb, 1)->rkey, a_rx,
+				  a_fin, &why),
+			0);
+		ck_assert_int_eq(
+			tx_resume(a, h->side[0].link[1],
+				  h_mr(&h->side[0], a->sndbuf, 1)->lkey,
+				  h_mr(&h->side[1], b->rmb, 1)->rkey, b_rx,
+				  b_fin, &why),
+			0);
 	}
 	h->side[0].deaf = h->side[1].deaf = false;
 	h->failed_over = true;
@@ -528,13 +531,15 @@ h_resume_tcp(struct harness *h)
 
 		tx_detach(a);
 		tx_detach(b);
-		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK,
-					    0, h->sp[i]),
+		ck_assert_int_eq(socketpair(AF_UNIX,
+					    SOCK_STREAM | SOCK_NONBLOCK, 0,
+					    h->sp[i]),
 				 0);
 		a_rx = a->rx_off;
 		a_fin = tx_fin_off(a);
 		ck_assert_int_eq(
-			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why), 0);
+			tx_resume_check(b, a_rx, a_fin, &b_rx, &b_fin, &why),
+			0);
 		ck_assert_int_eq(tx_resume_tcp(b, a_rx, a_fin, &why), 0);
 		ck_assert_int_eq(tx_resume_tcp(a, b_rx, b_fin, &why), 0);
 		for (k = 0; k < 2; k++)
@@ -1146,7 +1151,8 @@ resume_case(uint64_t drop_at, bool cork_on, int mode)
 							   NULL :
 							   h.side[k].link[1]);
 			ck_assert_int_eq(h.side[k].conn[i].aborts, 0);
-			ck_assert_uint_eq(rc->rx_off, h.side[k].conn[i].rx_total);
+			ck_assert_uint_eq(rc->rx_off,
+					  h.side[k].conn[i].rx_total);
 			ck_assert_uint_eq(tx_fin_off(rc),
 					  h.side[k].conn[i].tx_total);
 		}
@@ -1226,9 +1232,9 @@ START_TEST(resume_refuses_impossible_offsets)
 	ck_assert_int_eq(tx_resume_check(a, 100, 30000, &rx, &fin, &why),
 			 -EPROTO);
 	ck_assert_str_eq(why, "peer received less than it consumed");
-	ck_assert_int_eq(tx_resume_check(a, 40000, 30000 + K16 + 1, &rx, &fin,
-					 &why),
-			 -EPROTO);
+	ck_assert_int_eq(
+		tx_resume_check(a, 40000, 30000 + K16 + 1, &rx, &fin, &why),
+		-EPROTO);
 	ck_assert_str_eq(why, "peer wrote past the window");
 	ck_assert_int_eq(tx_resume(a, h.side[0].link[1],
 				   h_mr(&h.side[0], a->sndbuf, 1)->lkey, 1,

@@ -127,9 +127,8 @@ setup_cb(struct worker *wk, void *arg)
 	devs_freed = false;
 	dev_a = loopdev_new(worker_base(wk));
 	ck_assert_ptr_nonnull(dev_a);
-	ck_assert_int_eq(lgr_ctx_add_dev(worker_lgr(wk), &a_ops, dev_a,
-					 "loopa"),
-			 0);
+	ck_assert_int_eq(
+		lgr_ctx_add_dev(worker_lgr(wk), &a_ops, dev_a, "loopa"), 0);
 	side_init(&B);
 	side_init(&C);
 }
@@ -177,8 +176,7 @@ group_cb(struct worker *wk, void *arg)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	ck_assert_ptr_nonnull(
 		lgr_client_new(s->ctx, &s->conf->peers[0], sv[0]));
-	ck_assert_int_eq(clc_serve(worker_lgr(wk), sv[1], NULL, NULL, 0),
-			 0);
+	ck_assert_int_eq(clc_serve(worker_lgr(wk), sv[1], NULL, NULL, 0), 0);
 }
 
 static bool is_active;
@@ -232,8 +230,7 @@ send_cb(struct worker *wk, void *arg)
 {
 	struct send *sd = arg;
 	struct lgr_link *link = &TAILQ_FIRST(&sd->s->ctx->lgrs)->link[0];
-	const struct dev_mr *mr =
-		buf_mr(sd->s->rmb, link->dev->ops, link->pd);
+	const struct dev_mr *mr = buf_mr(sd->s->rmb, link->dev->ops, link->pd);
 
 	ck_assert_ptr_nonnull(mr);
 	side_conn(sd->s, link->lgr,
@@ -241,7 +238,8 @@ send_cb(struct worker *wk, void *arg)
 						sd->m.conn_resume.token);
 	if (sd->m.type == LLC_CONN_OPEN) {
 		sd->m.conn_open.rmb_rkey = mr->rkey;
-		sd->m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sd->s->rmb->addr;
+		sd->m.conn_open.rmb_vaddr =
+			(uint64_t)(uintptr_t)sd->s->rmb->addr;
 	} else {
 		sd->m.conn_resume.rmb_rkey = mr->rkey;
 	}

@@ -112,7 +112,7 @@ connect_to(int port)
 static int
 peer_accept(int ms)
 {
-	struct pollfd p = { peer_fd, POLLIN, 0 };
+	struct pollfd p = {peer_fd, POLLIN, 0};
 	int fd;
 
 	for (;;) {
@@ -157,8 +157,7 @@ setup_cb(struct worker *wk, void *arg)
 	dev_b = loopdev_new(worker_base(wk));
 	ck_assert_ptr_nonnull(dev_a);
 	ck_assert_ptr_nonnull(dev_b);
-	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"),
-			 0);
+	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"), 0);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
 	ctx_b->llc_rx = b_llc_rx;

@@ -48,10 +48,12 @@ static void
 pair_open(struct pair *p, uint32_t slots, uint32_t recvs, bool inl,
 	  enum wr_slot_wait mode)
 {
-	struct wr_params prm = { .max_send_wr = slots, .max_recv_wr = recvs,
-				 .inline_enabled = inl, .inline_size = 256,
-				 .slot_wait = mode };
-	struct wr_link_cb cb = { down_cb, p };
+	struct wr_params prm = {.max_send_wr = slots,
+				.max_recv_wr = recvs,
+				.inline_enabled = inl,
+				.inline_size = 256,
+				.slot_wait = mode};
+	struct wr_link_cb cb = {down_cb, p};
 	struct dev_qp_addr aa, ba;
 
 	memset(p, 0, sizeof(*p));
@@ -177,10 +179,10 @@ write_and_send(bool inl, size_t len, bool expect_inline)
 			 0);
 	memset(&w, 0, sizeof(w));
 	/* the tail of the ring then its head, as a wrapped send buffer */
-	w.sge[0] = (struct dev_sge){ (uint64_t)(uintptr_t)(src + 8192 - len / 2),
-				     (uint32_t)(len / 2), smr.lkey };
-	w.sge[1] = (struct dev_sge){ (uint64_t)(uintptr_t)src,
-				     (uint32_t)(len - len / 2), smr.lkey };
+	w.sge[0] = (struct dev_sge){(uint64_t)(uintptr_t)(src + 8192 - len / 2),
+				    (uint32_t)(len / 2), smr.lkey};
+	w.sge[1] = (struct dev_sge){(uint64_t)(uintptr_t)src,
+				    (uint32_t)(len - len / 2), smr.lkey};
 	w.nsge = 2;
 	w.remote_addr = (uint64_t)(uintptr_t)(rmb + 100);
 	w.rkey = rmr.rkey;
@@ -198,12 +200,11 @@ write_and_send(bool inl, size_t len, bool expect_inline)
 			src[i] = (uint8_t)(i * 7 + 1);
 	ck_assert_mem_eq(rmb + 100, src + 8192 - len / 2, len / 2);
 	ck_assert_mem_eq(rmb + 100 + len / 2, src, len - len / 2);
-	ck_assert_uint_eq(wr_link_stats(p.a)->inline_wrs,
-			  (expect_inline ? 1 : 0) +
-				  (inl && wr_link_caps(p.a)->max_inline_data >
-						  44 ?
-					   1 :
-					   0));
+	ck_assert_uint_eq(
+		wr_link_stats(p.a)->inline_wrs,
+		(expect_inline ? 1 : 0) +
+			(inl && wr_link_caps(p.a)->max_inline_data > 44 ? 1 :
+									  0));
 	loopdev_ops.mr_dereg(p.dev, &smr);
 	loopdev_ops.mr_dereg(p.dev, &rmr);
 	pair_close(&p);
@@ -385,8 +386,8 @@ END_TEST
 
 START_TEST(slot_wait_timeout_is_link_fault)
 {
-	struct wr_params prm = { .max_send_wr = 1, .max_recv_wr = 4,
-				 .slot_wait_max_ms = 40 };
+	struct wr_params prm = {
+		.max_send_wr = 1, .max_recv_wr = 4, .slot_wait_max_ms = 40};
 	struct wr_link_cb cb;
 	struct wr_tx_slot *slot;
 	struct waiter ws[1];
@@ -479,7 +480,7 @@ START_TEST(bad_rkey_is_remote_access_error)
 					    DEV_ACCESS_LOCAL_WRITE, &smr),
 			 0);
 	memset(&w, 0, sizeof(w));
-	w.sge[0] = (struct dev_sge){ (uint64_t)(uintptr_t)src, 64, smr.lkey };
+	w.sge[0] = (struct dev_sge){(uint64_t)(uintptr_t)src, 64, smr.lkey};
 	w.nsge = 1;
 	w.remote_addr = 0x1000;
 	w.rkey = 0xdead;
@@ -524,8 +525,7 @@ START_TEST(write_with_imm_is_protocol_violation)
 						    DEV_ACCESS_REMOTE_WRITE,
 					    &rmr),
 			 0);
-	sge = (struct dev_sge){ (uint64_t)(uintptr_t)src, sizeof(src),
-				smr.lkey };
+	sge = (struct dev_sge){(uint64_t)(uintptr_t)src, sizeof(src), smr.lkey};
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 0x77;
 	wr.opcode = DEV_WR_WRITE_IMM;
@@ -535,7 +535,7 @@ START_TEST(write_with_imm_is_protocol_violation)
 	wr.rkey = rmr.rkey;
 	ck_assert_int_eq(loopdev_ops.post_send(wr_link_qp(p.a), &wr), 0);
 	run(&p);
-	ck_assert_int_eq(p.rx_count, 4);	/* nothing dispatched again */
+	ck_assert_int_eq(p.rx_count, 4); /* nothing dispatched again */
 	ck_assert_int_eq(p.b_down, 1);
 	ck_assert(wr_link_is_down(p.b));
 	ck_assert_uint_eq(wr_link_stats(p.b)->rx_bad_opcode, 1);
