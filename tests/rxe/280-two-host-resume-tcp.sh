@@ -29,7 +29,7 @@ rxe2_stats_reset
 me=$RXE_HOST
 
 if [ "$me" = a ]; then
-	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 4M -T 240 \
+	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 12M -T 240 \
 		>"$RXE_OUT/xfer.out" 2>&1 &
 	client=$!
 	rxe_wait 30 stat_is a conns_rdma 4 ||
@@ -40,7 +40,7 @@ if [ "$me" = a ]; then
 	t0=$(rxe_now)
 	if rxe_wait $BOUND eval "! rxe_alive $client"; then
 		if wait "$client"; then
-			ok "4 x 4 MiB both ways verified, resumed over TCP"
+			ok "4 x 12 MiB both ways verified, resumed over TCP"
 		else
 			bad "the transfers: $(tail -2 "$RXE_OUT/xfer.out")"
 		fi
