@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Two hosts: connections resume over TCP when RDMA cannot be had again
-# (issue 14).  While 4 connections x 4 MiB go both ways over RDMA, b stops
+# (issue 14).  While 4 connections x 12 MiB go both ways over RDMA, b stops
 # sending RoCE (a tc filter drops its UDP 4791 packets; TCP still flows):
 # the link group ends, and the new one's CLC handshake goes through but
 # its first link never confirms, so a resumes each connection over a TCP
