@@ -78,6 +78,7 @@ void fatalx(const char *fmt, ...)
 
 /* now.c */
 uint64_t now_ms(void);
+uint64_t now_us(void);
 
 /* addr.c */
 struct addr {

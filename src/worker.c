@@ -27,7 +27,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -816,15 +815,6 @@ worker_busy_note(void)
 	worker_activity++;
 }
 
-static uint64_t
-worker_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /*
  * Run base until it is told to exit or has no events left; with busy_us,
  * after a turn with data-path work, poll it without sleeping until
@@ -847,7 +837,7 @@ worker_loop(struct event_base *base, uint32_t busy_us, uint64_t *spins)
 			return;
 		if (worker_activity == seen)
 			continue;
-		last = worker_now_us();
+		last = now_us();
 		do {
 			seen = worker_activity;
 			if (event_base_loop(base, EVLOOP_NONBLOCK) != 0 ||
@@ -856,7 +846,7 @@ worker_loop(struct event_base *base, uint32_t busy_us, uint64_t *spins)
 				return;
 			if (spins != NULL)
 				(*spins)++;
-			now = worker_now_us();
+			now = now_us();
 			if (worker_activity != seen)
 				last = now;
 		} while (now - last < busy_us);
