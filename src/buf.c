@@ -319,8 +319,8 @@ buf_take_idle(struct buf_pool *p, enum buf_kind kind, int c, const char *owner)
 	struct buf *b;
 
 	TAILQ_FOREACH(b, &p->free[kind][c], entry)
-	if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
-		break;
+		if (kind == BUF_SNDBUF || buf_owned_by(b, owner))
+			break;
 	if (b == NULL) {
 		b = TAILQ_FIRST(&p->free[kind][c]);
 		if (b != NULL)
@@ -356,8 +356,7 @@ buf_cool_reap(struct buf_pool *p, bool all)
 	struct buf *b, *next;
 	uint64_t now = all ? 0 : now_ms();
 
-	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next)
-	{
+	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next) {
 		if (!all && b->cool_until > now)
 			continue;
 		TAILQ_REMOVE(&p->cooling, b, entry);

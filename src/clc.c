@@ -1143,7 +1143,8 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	 * connections turn every real peer away.
 	 */
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-	pending += lgr->role == LGR_ROLE_SERVER && lgr->state == LGR_STATE_CLC;
+		pending += lgr->role == LGR_ROLE_SERVER &&
+			   lgr->state == LGR_STATE_CLC;
 	c->hopped = hopped;
 	if (pending >= CLC_PENDING_MAX)
 		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");

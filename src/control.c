@@ -417,11 +417,9 @@ control_count(json_t *items, const json_t *conns, const char *role,
 	size_t i, j;
 	json_int_t n;
 
-	json_array_foreach(items, j, item)
-	{
+	json_array_foreach(items, j, item) {
 		n = json_integer_value(json_object_get(item, "conns"));
-		json_array_foreach(conns, i, s)
-		{
+		json_array_foreach(conns, i, s) {
 			r = json_string_value(json_object_get(s, "role"));
 			v = json_string_value(json_object_get(s, key));
 			if (v != NULL &&
@@ -790,8 +788,7 @@ control_conns_cb(const json_t *conns, void *arg)
 	const json_t *s;
 	size_t i;
 
-	json_array_foreach(conns, i, s)
-	{
+	json_array_foreach(conns, i, s) {
 		if (!control_filter_match(l->filter, s))
 			continue;
 		if (l->count++ > 0)
@@ -876,8 +873,7 @@ control_victims_cb(const json_t *conns, void *arg)
 	const json_t *s;
 	size_t i;
 
-	json_array_foreach(conns, i, s)
-	{
+	json_array_foreach(conns, i, s) {
 		if (control_filter_match(v->filter, s) &&
 		    json_array_append_new(
 			    v->ids,
@@ -914,8 +910,7 @@ control_cmd_kill_conns(struct control_req *req)
 		control_fail(req, "out of memory");
 		return NULL;
 	}
-	json_array_foreach(v.ids, i, e)
-	{
+	json_array_foreach(v.ids, i, e) {
 		w = (int)json_integer_value(json_object_get(e, "worker"));
 		if (control_parse_id(json_object_get(e, "id"), &k.id) < 0 ||
 		    w < 0 || w >= worker_count())
@@ -1179,8 +1174,7 @@ control_check_args(struct control_req *req)
 		req->cr_args = json_object();
 	else
 		json_incref(req->cr_args);
-	json_object_foreach(req->cr_args, key, v)
-	{
+	json_object_foreach(req->cr_args, key, v) {
 		for (a = cm->cm_args; a != NULL && a->ca_name != NULL; a++)
 			if (strcmp(a->ca_name, key) == 0)
 				break;
@@ -1239,8 +1233,7 @@ control_parse(struct control_req *req, json_t *root)
 			     CONTROL_VERSION);
 		return -EINVAL;
 	}
-	json_object_foreach(root, key, v)
-	{
+	json_object_foreach(root, key, v) {
 		if (strcmp(key, "v") != 0 && strcmp(key, "cmd") != 0 &&
 		    strcmp(key, "args") != 0) {
 			control_fail(req,
@@ -1616,8 +1609,7 @@ control_refused(uid_t uid, char *why, size_t len)
 	}
 	if (control_unlimited(uid))
 		return false;
-	TAILQ_FOREACH(c, &control_clients, cc_entry)
-	{
+	TAILQ_FOREACH(c, &control_clients, cc_entry) {
 		if (c->cc_uid == uid)
 			mine++;
 		if (!control_unlimited(c->cc_uid))
@@ -1955,8 +1947,7 @@ control_shutdown(void)
 	 * bufferevent keeps the front of its output frozen (only it writes
 	 * from there); it is freed right after, so write it out here.
 	 */
-	TAILQ_FOREACH(c, &control_clients, cc_entry)
-	{
+	TAILQ_FOREACH(c, &control_clients, cc_entry) {
 		out = bufferevent_get_output(c->cc_bev);
 		evbuffer_unfreeze(out, 1);
 		(void)evbuffer_write(out, bufferevent_getfd(c->cc_bev));

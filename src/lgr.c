@@ -213,8 +213,7 @@ lgr_port_active(struct dev *dev, void *arg)
 	uint64_t at = now_ms() + LGR_PORT_SETTLE_MS;
 	struct lgr *lgr;
 
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-	{
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_SERVER ||
 		    lgr->state != LGR_STATE_ACTIVE ||
 		    lgr_links_live(lgr) >= lgr->max_links ||
@@ -972,8 +971,7 @@ lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer)
 
 	if (ctx == NULL)
 		return NULL;
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-	{
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, peer->name) != 0)
 			continue;
@@ -1015,11 +1013,11 @@ lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer)
 	if (ctx == NULL)
 		return false;
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-	if (lgr->role == LGR_ROLE_CLIENT &&
-	    (lgr->state == LGR_STATE_CLC ||
-	     lgr->state == LGR_STATE_CONFIRMING) &&
-	    strcmp(lgr->peer->name, peer->name) == 0)
-		return true;
+		if (lgr->role == LGR_ROLE_CLIENT &&
+		    (lgr->state == LGR_STATE_CLC ||
+		     lgr->state == LGR_STATE_CONFIRMING) &&
+		    strcmp(lgr->peer->name, peer->name) == 0)
+			return true;
 	return false;
 }
 
@@ -1234,8 +1232,8 @@ lgr_conn_find(const struct lgr *lgr, uint32_t token)
 	struct lgr_conn *c;
 
 	LIST_FOREACH(c, &lgr->by_token[token % LGR_TOKEN_BUCKETS], hash)
-	if (c->token == token)
-		return c;
+		if (c->token == token)
+			return c;
 	return NULL;
 }
 
@@ -1308,8 +1306,7 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 {
 	struct lgr_conn *c, *next;
 
-	TAILQ_FOREACH_SAFE(c, &lgr->conns, entry, next)
-	{
+	TAILQ_FOREACH_SAFE(c, &lgr->conns, entry, next) {
 		if (from != NULL && c->link != from)
 			continue;
 		if (to == NULL) {
@@ -1785,8 +1782,7 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 	json_t *o;
 	int i;
 
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-	{
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
 		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
 			sysid);
 		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);

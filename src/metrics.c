@@ -198,14 +198,14 @@ metrics_peers(FILE *f, const json_t *peers)
 	prom_family(
 		f, "smcproxyd_peer_up", "gauge",
 		"1 while an active RDMA link group reaches the peer, else 0");
-	json_array_foreach(peers, i, p) metrics_sample(
-		f, "smcproxyd_peer_up", "peer", metrics_str(p, "name"), NULL,
-		NULL, metrics_is(p, "mode", "rdma"));
+	json_array_foreach(peers, i, p)
+		metrics_sample(f, "smcproxyd_peer_up", "peer",
+			       metrics_str(p, "name"), NULL, NULL,
+			       metrics_is(p, "mode", "rdma"));
 	prom_family(f, "smcproxyd_peer_mode", "gauge",
 		    "how connections to the peer are carried now: 1 for that "
 		    "mode, 0 for the other");
-	json_array_foreach(peers, i, p)
-	{
+	json_array_foreach(peers, i, p) {
 		for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 			metrics_sample(f, "smcproxyd_peer_mode", "peer",
 				       metrics_str(p, "name"), "mode", modes[m],
@@ -213,14 +213,16 @@ metrics_peers(FILE *f, const json_t *peers)
 	}
 	prom_family(f, "smcproxyd_peer_link_groups", "gauge",
 		    "active RDMA link groups with the peer");
-	json_array_foreach(peers, i, p) metrics_sample(
-		f, "smcproxyd_peer_link_groups", "peer", metrics_str(p, "name"),
-		NULL, NULL, metrics_int(p, "lgrs"));
+	json_array_foreach(peers, i, p)
+		metrics_sample(f, "smcproxyd_peer_link_groups", "peer",
+			       metrics_str(p, "name"), NULL, NULL,
+			       metrics_int(p, "lgrs"));
 	prom_family(f, "smcproxyd_peer_conns", "gauge",
 		    "proxied connections open with the peer");
-	json_array_foreach(peers, i, p) metrics_sample(
-		f, "smcproxyd_peer_conns", "peer", metrics_str(p, "name"), NULL,
-		NULL, metrics_int(p, "conns"));
+	json_array_foreach(peers, i, p)
+		metrics_sample(f, "smcproxyd_peer_conns", "peer",
+			       metrics_str(p, "name"), NULL, NULL,
+			       metrics_int(p, "conns"));
 }
 
 static void
@@ -232,8 +234,7 @@ metrics_links(FILE *f, const json_t *links)
 
 	prom_family(f, "smcproxyd_link_active", "gauge",
 		    "1 while the RDMA link is active, else 0");
-	json_array_foreach(links, i, l)
-	{
+	json_array_foreach(links, i, l) {
 		snprintf(id, sizeof(id), "%lld", metrics_int(l, "link"));
 		fprintf(f,
 			"smcproxyd_link_active{lgr=\"%lld\",link=\"%s\","
@@ -256,14 +257,16 @@ metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
 
 	prom_family(f, "smcproxyd_rule_conns", "gauge",
 		    "proxied connections open that came in on the rule");
-	json_array_foreach(rules, i, r) metrics_sample(
-		f, "smcproxyd_rule_conns", "rule", metrics_str(r, "name"), NULL,
-		NULL, metrics_int(r, "conns"));
+	json_array_foreach(rules, i, r)
+		metrics_sample(f, "smcproxyd_rule_conns", "rule",
+			       metrics_str(r, "name"), NULL, NULL,
+			       metrics_int(r, "conns"));
 	prom_family(f, "smcproxyd_export_conns", "gauge",
 		    "proxied connections open that peers opened to the export");
-	json_array_foreach(exports, i, r) metrics_sample(
-		f, "smcproxyd_export_conns", "export", metrics_str(r, "name"),
-		NULL, NULL, metrics_int(r, "conns"));
+	json_array_foreach(exports, i, r)
+		metrics_sample(f, "smcproxyd_export_conns", "export",
+			       metrics_str(r, "name"), NULL, NULL,
+			       metrics_int(r, "conns"));
 }
 
 /* What one family of per-rule (or per-export) totals prints. */

@@ -49,8 +49,8 @@ peer_find(const char *name, bool create)
 	struct peer_state *p;
 
 	SLIST_FOREACH(p, &peer_list, entry)
-	if (strcmp(p->name, name) == 0)
-		return p;
+		if (strcmp(p->name, name) == 0)
+			return p;
 	if (!create)
 		return NULL;
 	p = calloc(1, sizeof(*p));

@@ -105,8 +105,7 @@ prom_stats(FILE *f, const json_t *schema, const json_t *stats,
 				counter ? "_total" : "");
 			labels = json_object_get(g, "labels");
 			n = 0;
-			json_object_foreach((json_t *)labels, lk, lv)
-			{
+			json_object_foreach((json_t *)labels, lk, lv) {
 				fprintf(f, "%s%s=\"", n++ ? "," : "{", lk);
 				prom_escape(f, json_string_value(lv), true);
 				fputc('"', f);

@@ -542,7 +542,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	TAILQ_FOREACH(c, &link->lgr->conns, entry)
-	session_rdma_rkeys_announce(c->arg);
+		session_rdma_rkeys_announce(c->arg);
 	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
 		session_rdma_resume_peer(srw, link->lgr, false);
 	if (link->lgr->role == LGR_ROLE_CLIENT &&
@@ -567,8 +567,7 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 
 	if (m->flags & LLC_FLAG_RESP)
 		return; /* we ask for no answers */
-	TAILQ_FOREACH(lc, &link->lgr->conns, entry)
-	{
+	TAILQ_FOREACH(lc, &link->lgr->conns, entry) {
 		sr = lc->arg;
 		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
 		    session_rdma_peer_rkey(sr, link->id, &rkey) == 0 &&
@@ -971,8 +970,8 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 		       (size_t)peer->buffer_share / 100;
 
 	LIST_FOREACH(sh, &srw->shares, entry)
-	if (strcmp(sh->peer, peer->name) == 0)
-		break;
+		if (strcmp(sh->peer, peer->name) == 0)
+			break;
 	if (sh == NULL) {
 		sh = calloc(1, sizeof(*sh));
 		if (sh == NULL)
@@ -1120,8 +1119,7 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 {
 	struct session *s, *next;
 
-	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next)
-	{
+	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
 		if (strcmp(s->peer->name, peer->name) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
@@ -1664,8 +1662,7 @@ session_rdma_resume_lgr(struct session_rdma_worker *srw,
 	struct lgr *lgr;
 
 	*coming = false;
-	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry)
-	{
+	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry) {
 		if (lgr->role != LGR_ROLE_CLIENT ||
 		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
 			continue;
@@ -1697,8 +1694,7 @@ session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
 	struct lgr *lgr;
 	bool again = false, coming;
 
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next)
-	{
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
 		if (sr->s->role != SESSION_ROLE_RULE || sr->resume_sent ||
 		    sr->closing)
 			continue;
@@ -1742,8 +1738,7 @@ session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
 					 SESSION_ROLE_RULE :
 					 SESSION_ROLE_EXPORT;
 
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next)
-	{
+	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
 		if (sr->s->role != role || sr->closing ||
 		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
 			continue;
@@ -1778,19 +1773,17 @@ session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
 	struct lgr_conn *c;
 
 	TAILQ_FOREACH(sr, &srw->resuming, resume_entry)
-	if (sr->s->role == SESSION_ROLE_EXPORT &&
-	    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
-	    strcmp(sr->s->peer->name, peer) == 0)
-		return sr;
+		if (sr->s->role == SESSION_ROLE_EXPORT &&
+		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
+		    strcmp(sr->s->peer->name, peer) == 0)
+			return sr;
 	/* its old group may not have noticed yet that it is gone */
-	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry)
-	{
+	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry) {
 		if (old == lgr || old->role != LGR_ROLE_SERVER ||
 		    old->state != LGR_STATE_ACTIVE ||
 		    strcmp(old->peer->name, peer) != 0)
 			continue;
-		TAILQ_FOREACH(c, &old->conns, entry)
-		{
+		TAILQ_FOREACH(c, &old->conns, entry) {
 			sr = c->arg;
 			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
 			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
@@ -1917,8 +1910,7 @@ session_rdma_resume_answered(struct lgr_link *link,
 	const char *why;
 	int rc;
 
-	TAILQ_FOREACH(c, &link->lgr->conns, entry)
-	{
+	TAILQ_FOREACH(c, &link->lgr->conns, entry) {
 		sr = c->arg;
 		if (sr->resume_sent &&
 		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)

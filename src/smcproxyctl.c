@@ -405,8 +405,7 @@ ctl_cell(const json_t *v, enum ctl_col_type type)
 		f = open_memstream(&s, &len);
 		if (f == NULL)
 			return NULL;
-		json_array_foreach(v, i, e)
-		{
+		json_array_foreach(v, i, e) {
 			t = ctl_cell(e, CTL_COL_TEXT);
 			fprintf(f, "%s%s", i > 0 ? "," : "",
 				t != NULL ? t : "");
@@ -542,8 +541,7 @@ ctl_table_more(const json_t *rows, const struct ctl_col *cols, int ncols,
 	if (all == NULL || heads == NULL)
 		goto out;
 	memcpy(all, cols, (size_t)ncols * sizeof(*all));
-	json_object_foreach(json_array_get(rows, 0), key, v)
-	{
+	json_object_foreach(json_array_get(rows, 0), key, v) {
 		for (c = 0; c < ncols && strcmp(cols[c].key, key) != 0; c++)
 			;
 		if (c < ncols || json_is_object(v))
@@ -584,8 +582,7 @@ ctl_show_kv(struct ctl_conn *conn, json_t *data)
 	json_t *v, *rows;
 
 	rows = json_array();
-	json_object_foreach(data, key, v)
-	{
+	json_object_foreach(data, key, v) {
 		char *s = ctl_cell(v, ctl_key_type(key, v));
 
 		json_array_append_new(rows,
@@ -638,8 +635,7 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 	/* units and descriptions come from the schema */
 	schema = json_object_get(ctl_call(conn, "schema", &reply), "stats");
 	rows = json_array();
-	json_array_foreach(schema, i, e)
-	{
+	json_array_foreach(schema, i, e) {
 		json_object_set(
 			e, "value",
 			json_object_get(
@@ -651,8 +647,10 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 		const char *key;
 		json_t *v;
 
-		json_object_foreach(stats, key, v) json_array_append_new(
-			rows, json_pack("{s:s, s:O}", "name", key, "value", v));
+		json_object_foreach(stats, key, v)
+			json_array_append_new(rows,
+					      json_pack("{s:s, s:O}", "name",
+							key, "value", v));
 	}
 	ctl_table(rows, cols, 4, "no statistics");
 	json_decref(rows);
@@ -820,8 +818,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 	FILE *f;
 
 	rows = json_array();
-	json_array_foreach(json_object_get(data, "commands"), i, cmd)
-	{
+	json_array_foreach(json_object_get(data, "commands"), i, cmd) {
 		/*
 		 * "kill conn ID", "show conns [rule RULE]...": arguments in
 		 * capitals, as in the man page, optional ones as KEY VALUE
@@ -831,8 +828,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		if (f == NULL)
 			break;
 		fputs(json_string_value(json_object_get(cmd, "name")), f);
-		json_array_foreach(json_object_get(cmd, "args"), j, a)
-		{
+		json_array_foreach(json_object_get(cmd, "args"), j, a) {
 			name = json_string_value(json_object_get(a, "name"));
 			if (json_is_true(json_object_get(a, "required")))
 				fputc(' ', f);

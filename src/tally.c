@@ -23,8 +23,8 @@ tally_get(bool export, const char *name)
 	struct tally *t;
 
 	SLIST_FOREACH(t, &tally_list, entry)
-	if (t->export == export && strcmp(t->name, name) == 0)
-		return t;
+		if (t->export == export && strcmp(t->name, name) == 0)
+			return t;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
@@ -70,7 +70,7 @@ tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg)
 
 	pthread_mutex_lock(&tally_lock);
 	SLIST_FOREACH(t, &tally_list, entry)
-	fn(t, arg);
+		fn(t, arg);
 	pthread_mutex_unlock(&tally_lock);
 }
 

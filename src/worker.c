@@ -414,8 +414,9 @@ worker_listener_find(struct worker *w, const struct addr *a, bool peer_port)
 	struct worker_listener *wl;
 
 	LIST_FOREACH(wl, &w->listeners, entry)
-	if (wl->peer_port == peer_port && addr_equal(listener_addr(wl->l), a))
-		return wl;
+		if (wl->peer_port == peer_port &&
+		    addr_equal(listener_addr(wl->l), a))
+			return wl;
 	return NULL;
 }
 
@@ -460,15 +461,14 @@ worker_listen_all(struct worker *w, struct conf *conf)
 	int i, rc = 0;
 
 	LIST_FOREACH(wl, &w->listeners, entry)
-	wl->seen = false;
+		wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
 		if (worker_rule_accepting(&conf->rules[i]))
 			rc = worker_listen(w, &conf->rules[i].listen, false,
 					   &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
 		rc = worker_listen(w, &conf->peer_listen, true, NULL);
-	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next)
-	{
+	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next) {
 		if (wl->seen)
 			continue;
 		LIST_REMOVE(wl, entry);
@@ -639,8 +639,7 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	struct session *s, *snext;
 	struct lgr *lgr, *lnext;
 
-	LIST_FOREACH_SAFE(s, &w->sessions, entry, snext)
-	{
+	LIST_FOREACH_SAFE(s, &w->sessions, entry, snext) {
 		if (s->peer == NULL || worker_peer_kept(conf, s->peer))
 			continue;
 		log_info("conn 0x%llx: peer %s %s on reload: closing",
@@ -651,8 +650,7 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	}
 	if (ctx == NULL)
 		return;
-	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext)
-	{
+	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext) {
 		if (lgr->state == LGR_STATE_TERMINATING ||
 		    worker_peer_kept(conf, lgr->peer))
 			continue;

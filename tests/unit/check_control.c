@@ -128,8 +128,7 @@ session_kill(struct worker *w, uint64_t id)
 {
 	struct session *s;
 
-	LIST_FOREACH(s, &w->sessions, entry)
-	{
+	LIST_FOREACH(s, &w->sessions, entry) {
 		if (s->id == id) {
 			LIST_REMOVE(s, entry);
 			killed_id = id;
@@ -713,8 +712,7 @@ START_TEST(test_schema)
 	r = ask_ok(c, "{\"v\":1,\"cmd\":\"schema\"}\n");
 	d = json_object_get(r, "data");
 	ck_assert_uint_eq(json_array_size(json_object_get(d, "stats")), STAT_N);
-	json_array_foreach(json_object_get(d, "commands"), i, cmd)
-	{
+	json_array_foreach(json_object_get(d, "commands"), i, cmd) {
 		if (strcmp(json_string_value(json_object_get(cmd, "name")),
 			   "kill conn") != 0)
 			continue;
@@ -1075,8 +1073,7 @@ START_TEST(test_conns_10000)
 				 json_object_get(r, "data"), "count")),
 			 10000);
 	seen = calloc(10001, 1);
-	json_array_foreach(conns, i, s)
-	{
+	json_array_foreach(conns, i, s) {
 		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
 			      16);
 		ck_assert(id >= 1 && id <= 10000 && !seen[id]);
@@ -1104,8 +1101,7 @@ churn(int ncall)
 
 	if (ncall != 2)
 		return;
-	LIST_FOREACH(s, &workers[0].sessions, entry)
-	{
+	LIST_FOREACH(s, &workers[0].sessions, entry) {
 		if (s->id == 1) {
 			LIST_REMOVE(s, entry);
 			break;
@@ -1139,8 +1135,7 @@ START_TEST(test_conns_chunked)
 	ck_assert_int_ge(ncalls, 10000 / 256);
 	conns = json_object_get(json_object_get(r, "data"), "conns");
 	ck_assert_uint_eq(json_array_size(conns), 10000);
-	json_array_foreach(conns, i, s)
-	{
+	json_array_foreach(conns, i, s) {
 		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
 			      16);
 		w = (int)json_integer_value(json_object_get(s, "worker"));
@@ -1181,8 +1176,7 @@ START_TEST(test_conns_chunked)
 	ck_assert_uint_eq(json_array_size(conns), 9999);
 	last = UINT64_MAX;
 	lastw = 0;
-	json_array_foreach(conns, i, s)
-	{
+	json_array_foreach(conns, i, s) {
 		id = strtoull(json_string_value(json_object_get(s, "id")), NULL,
 			      16);
 		w = (int)json_integer_value(json_object_get(s, "worker"));

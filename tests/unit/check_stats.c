@@ -164,8 +164,7 @@ START_TEST(test_json_roundtrip)
 	ck_assert_uint_eq(json_object_size(back), STAT_N);
 
 	/* catalogue order, exact values */
-	json_object_foreach(back, key, v)
-	{
+	json_object_foreach(back, key, v) {
 		ck_assert_str_eq(key, stats_name((enum stats_id)i));
 		ck_assert(json_is_integer(v));
 		ck_assert_uint_eq((uint64_t)json_integer_value(v), st.v[i]);
@@ -189,8 +188,7 @@ START_TEST(test_schema)
 	schema = stats_schema_json();
 	ck_assert_ptr_nonnull(schema);
 	ck_assert_uint_eq(json_array_size(schema), STAT_N);
-	json_array_foreach(schema, i, e)
-	{
+	json_array_foreach(schema, i, e) {
 		name = json_string_value(json_object_get(e, "name"));
 		kind = json_string_value(json_object_get(e, "kind"));
 		ck_assert_str_eq(name, stats_name((enum stats_id)i));
