@@ -164,9 +164,12 @@ struct dev_ops {
 	int (*post_recv)(struct dev_qp *qp, struct dev_recv_wr *wr);
 	/* up to n completions of both CQs; count or -errno */
 	int (*poll)(struct dev_qp *qp, struct dev_wc *wc, int n);
-	/* request the next completion notification of every CQ that
-	 * notified since the last call (one still armed needs none) */
-	int (*arm)(struct dev_qp *qp);
+	/* request the next completion notification of the receive CQ if it
+	 * notified since the last call (one still armed needs none), and of
+	 * the send CQ too if send and it is not armed: 1 if a CQ was armed
+	 * now (poll again: a completion already queued does not notify), 0
+	 * if none needed it, or -errno */
+	int (*arm)(struct dev_qp *qp, bool send);
 	/* optional: cb(d, arg) each time d's port becomes active again
 	 * (after a port error; the GID is looked up anew for the next QP).
 	 * cb NULL: no more calls.  Only while d has an event base. */

@@ -93,9 +93,10 @@ struct ib_qp {
 	struct event *comp_ev;
 	struct ibv_cq *send_cq;
 	struct ibv_cq *recv_cq;
-	/* notified since the last arm: only these need arming again (each
-	 * ibv_req_notify_cq is a system call on rxe) */
-	bool send_fired, recv_fired;
+	/* the receive CQ notified since it was last armed; the send CQ is
+	 * armed (each ibv_req_notify_cq is a system call on rxe, and the send
+	 * CQ is armed only while a completion there is awaited) */
+	bool recv_fired, send_armed;
 	struct ibv_qp *qp;
 	struct dev_qp_cb cb;
 	/* our own record: this rxe's ibv_query_qp says RESET for cur_qp_state */
@@ -888,7 +889,7 @@ ib_comp_cb(evutil_socket_t fd, short what, void *arg)
 	if (ibv_get_cq_event(q->channel, &cq, &ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
 		if (cq == q->send_cq)
-			q->send_fired = true;
+			q->send_armed = false;
 		else
 			q->recv_fired = true;
 		any = true;
@@ -1163,6 +1164,7 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 		ret = -ret;
 		goto fail;
 	}
+	q->send_armed = true;
 	q->comp_ev = event_new(base, q->channel->fd, EV_READ | EV_PERSIST,
 			       ib_comp_cb, q);
 	if (q->comp_ev == NULL || event_add(q->comp_ev, NULL) < 0) {
@@ -1477,24 +1479,28 @@ ib_poll(struct dev_qp *qp, struct dev_wc *wc, int n)
 }
 
 static int
-ib_arm(struct dev_qp *qp)
+ib_arm(struct dev_qp *qp, bool send)
 {
 	struct ib_qp *q = ib_qp_of(qp);
 	int ret;
 
-	if (q->send_fired) {
+	int armed = 0;
+
+	if (send && !q->send_armed) {
 		if ((ret = ibv_req_notify_cq(q->send_cq, 0)) != 0)
 			return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq",
 					   ret);
-		q->send_fired = false;
+		q->send_armed = true;
+		armed = 1;
 	}
 	if (q->recv_fired) {
 		if ((ret = ibv_req_notify_cq(q->recv_cq, 0)) != 0)
 			return ib_post_ret(q, IB_ERR_ARM, "ibv_req_notify_cq",
 					   ret);
 		q->recv_fired = false;
+		armed = 1;
 	}
-	return 0;
+	return armed;
 }
 
 /*

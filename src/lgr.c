@@ -606,6 +606,7 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 	p.inline_size = (uint32_t)r->inline_size;
 	p.slot_wait = r->slot_wait == CONF_SLOT_WAIT_ALL ? WR_WAIT_ALL :
 							   WR_WAIT_EXCLUSIVE;
+	p.reap_lazily = r->lazy_completions;
 	link->wr = wr_link_new(dev->ops, link->pd, lgr->ctx->base, &p, &cb);
 	if (link->wr == NULL) {
 		log_warn("lgr %u: %s: cannot create a link", lgr->id,

@@ -1171,13 +1171,15 @@ loopdev_poll(struct dev_qp *qp, struct dev_wc *wc, int n)
 }
 
 static int
-loopdev_arm(struct dev_qp *qp)
+loopdev_arm(struct dev_qp *qp, bool send)
 {
 	struct loopdev_qp *q = loopdev_qp_of(qp);
+	int armed = !q->armed_recv || (send && !q->armed_send);
 
-	q->armed_send = true;
+	if (send)
+		q->armed_send = true;
 	q->armed_recv = true;
-	return 0;
+	return armed;
 }
 
 static void

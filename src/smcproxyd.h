@@ -145,6 +145,7 @@ struct conf_rdma {
 	bool inline_enabled;
 	int inline_size;
 	enum conf_slot_wait slot_wait;
+	bool lazy_completions;
 	int busy_poll_us;
 	int lgr_idle_timeout;
 	int test_link_time;
@@ -493,6 +494,7 @@ struct wr_params {
 	uint32_t inline_size; /* asked for; the device says what it gives */
 	enum wr_slot_wait slot_wait;
 	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
+	bool reap_lazily; /* wr_tx_lazy SENDs do not arm the send CQ */
 };
 
 struct wr_link_cb {
@@ -531,6 +533,8 @@ struct wr_stats {
 	uint64_t longest_wait_ms;
 	uint64_t slot_wait_timeouts;
 	uint64_t cq_events; /* completion notifications handled */
+	uint64_t lazy_posts;  /* SENDs posted without arming the send CQ */
+	uint64_t lazy_wanted; /* ... of which a sender came to wait for */
 };
 
 typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,
@@ -554,6 +558,8 @@ void wr_rx_register(struct wr_link *l, uint8_t type, wr_rx_fn fn);
 int wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w);
 void wr_tx_wait_cancel(struct wr_link *l, struct wr_waiter *w);
 void wr_tx_put(struct wr_link *l, struct wr_tx_slot *slot);
+void wr_tx_lazy(struct wr_tx_slot *slot);
+void wr_tx_want_done(struct wr_link *l);
 void *wr_tx_buf(struct wr_tx_slot *slot);
 int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
 	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,

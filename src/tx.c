@@ -62,6 +62,18 @@ tx_min(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * rc waits for one of its CDCs in flight to complete (ring space, corked
+ * bytes, room in pend[], a FIN to confirm, its own end): have the
+ * completion wake us even if the CDC was posted lazily.
+ */
+static void
+tx_want_done(struct rconn *rc)
+{
+	if (rc->link != NULL && rc->cdc_pend_tx_wr > 0)
+		wr_tx_want_done(rc->link);
+}
+
 /* Bytes produced into the ring but not yet RDMA-written. */
 size_t
 tx_unsent(const struct rconn *rc)
@@ -84,6 +96,7 @@ tx_fin_confirmed(struct rconn *rc)
 	    (rc->local_tx_ctrl.conn_state_flags & CDC_CS_PEER_DONE_WRITING))
 		return true;
 	rc->flags |= RCONN_F_TX_BLOCKED;
+	tx_want_done(rc);
 	return false;
 }
 
@@ -307,6 +320,7 @@ tx_conn_free(struct rconn *rc)
 	rc->flags |= RCONN_F_FREEING;
 	if (rc->waiter.queued && rc->link != NULL && !tx_abort_owed(rc))
 		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	tx_want_done(rc); /* the ring is freed when they have completed */
 	tx_conn_hold(rc);
 	tx_conn_put(rc);
 }
@@ -341,6 +355,7 @@ tx_space(struct rconn *rc, struct iovec iov[2])
 	if (avail == 0) {
 		rc->flags |= RCONN_F_TX_BLOCKED;
 		RCONN_STAT(rc, ring_full, 1);
+		tx_want_done(rc);
 		return 0;
 	}
 	return cdc_ring_spans(ring, size, rc->tx_curs_prep.count, avail, iov);
@@ -514,10 +529,13 @@ tx_post_data(struct rconn *rc, bool *corked)
 	if (len > 0 && !(owe & ~RCONN_OWE_VALIDATE) &&
 	    cs == tc->conn_state_flags && tx_should_cork(rc, unsent)) {
 		*corked = true;
+		tx_want_done(rc); /* the last completion pushes them */
 		return 0;
 	}
-	if (rc->pend_len == RCONN_PEND_MAX)
-		return 0; /* a completion comes and retries */
+	if (rc->pend_len == RCONN_PEND_MAX) {
+		tx_want_done(rc); /* a completion comes and retries */
+		return 0;
+	}
 	nw = tx_writes(rc, len, w);
 	if (nw < 0)
 		return nw;
@@ -535,6 +553,11 @@ tx_post_data(struct rconn *rc, bool *corked)
 		wr_tx_put(l, slot);
 		return err;
 	}
+	/* nobody waits for its completion unless rc closes */
+	if (!(cs & (CDC_CS_PEER_DONE_WRITING | CDC_CS_PEER_CONN_CLOSED |
+		    CDC_CS_PEER_CONN_ABORT)) &&
+	    !(rc->flags & RCONN_F_FREEING))
+		wr_tx_lazy(slot);
 	err = wr_tx_post(l, slot, w, nw, tx_cdc_done, rc);
 	if (err) /* link down; a failover (maybe already done) resends */
 		return rc->link != l ? 0 : -ENOLINK;
@@ -786,6 +809,7 @@ tx_detach(struct rconn *rc)
 		return;
 	if (rc->waiter.queued || rc->waiter.woken)
 		wr_tx_wait_cancel(rc->link, &rc->waiter);
+	tx_want_done(rc); /* they count down, and rc may be freed after */
 	rc->cdc_pend_old += rc->cdc_pend_tx_wr;
 	rc->cdc_pend_tx_wr = 0;
 	rc->pend_len = 0;

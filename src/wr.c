@@ -26,6 +26,19 @@
  *
  * Completions: the device calls wr_completion(); we poll in batches,
  * re-arm, and poll again so a completion racing the re-arm is not lost.
+ *
+ * Lazy send completions (wr_params.reap_lazily): a SEND nobody waits for
+ * (wr_tx_lazy: a CDC whose connection needs nothing back from it) does
+ * not arm the send CQ.  Its completion is reaped with the next receive
+ * (both CQs are polled together) or the next prompt one, so a ping-pong
+ * costs one wake-up per round trip instead of two: the ACK of our SEND
+ * and the peer's reply used to wake us apart.  The send CQ is armed while
+ * a prompt SEND is in flight or a sender is parked for a slot, and
+ * wr_tx_want_done() makes the newest SEND in flight prompt for a sender
+ * that finds it must wait after all (corked bytes, a full ring, a FIN to
+ * confirm): RC completes SENDs in post order, so the newest one's
+ * completion comes after every older one's.  A link that fails flushes
+ * its receive queue too, so an error still wakes us.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +67,7 @@ struct wr_tx_slot {
 	void *arg;
 	bool busy;   /* handed out by wr_tx_get */
 	bool posted; /* its SEND is in flight */
+	bool lazy;   /* nobody waits for its completion (wr_tx_lazy) */
 	uint32_t index;
 };
 
@@ -65,6 +79,7 @@ struct wr_link {
 	struct wr_params params;
 	struct wr_link_cb cb;
 	struct event *wait_ev;
+	struct event *poll_ev; /* a poll after arming outside a completion */
 	bool down;
 	bool polling; /* in wr_poll: wr_link_poll() does nothing */
 	bool freeing; /* wr_link_free: no more messages dispatched */
@@ -73,6 +88,8 @@ struct wr_link {
 	uint32_t tx_cnt;
 	uint32_t *tx_free; /* stack of free slot indices */
 	uint32_t tx_nfree;
+	uint32_t tx_prompt;		/* posted SENDs that are not lazy */
+	struct wr_tx_slot *tx_last; /* the newest SEND posted */
 	struct dev_mr tx_mr;
 	TAILQ_HEAD(wr_waiters, wr_waiter) waiters; /* FIFO */
 
@@ -85,6 +102,8 @@ struct wr_link {
 
 	struct wr_stats stats;
 };
+
+static void wr_poll(struct wr_link *l);
 
 static uint64_t
 wr_id_make(enum wr_kind kind, uint32_t index)
@@ -216,6 +235,7 @@ wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w)
 			wr_waiter_append(l, w);
 			l->stats.slot_waits++;
 		}
+		wr_tx_want_done(l); /* a slot frees with a completion */
 		if (l->tx_nfree > 0)
 			wr_wake(l, false);
 		return -EBUSY;
@@ -251,8 +271,13 @@ wr_tx_wait_cancel(struct wr_link *l, struct wr_waiter *w)
 static void
 wr_tx_free(struct wr_link *l, struct wr_tx_slot *slot)
 {
+	if (slot->posted && !slot->lazy)
+		l->tx_prompt--;
+	if (l->tx_last == slot)
+		l->tx_last = NULL;
 	slot->busy = false;
 	slot->posted = false;
+	slot->lazy = false;
 	slot->done = NULL;
 	slot->arg = NULL;
 	l->tx_free[l->tx_nfree++] = slot->index;
@@ -260,6 +285,64 @@ wr_tx_free(struct wr_link *l, struct wr_tx_slot *slot)
 		l->stats.contended_frees++;
 		wr_wake(l, l->params.slot_wait == WR_WAIT_ALL);
 	}
+}
+
+/*
+ * Arm the CQs for the next completion: the receive CQ always, the send CQ
+ * when send says a completion there is awaited.  1 if the device armed
+ * something just now (poll once more: a completion already queued does
+ * not notify), 0, or -errno.
+ */
+static int
+wr_arm(struct wr_link *l, bool send)
+{
+	return l->ops->arm(l->qp, send || !l->params.reap_lazily);
+}
+
+/* Is anybody waiting for a send completion? */
+static bool
+wr_send_awaited(const struct wr_link *l)
+{
+	return l->tx_prompt > 0 || !TAILQ_EMPTY(&l->waiters);
+}
+
+static void
+wr_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	wr_link_poll(arg);
+}
+
+/*
+ * Nothing may go until a SEND in flight completes (a TX slot, ring space,
+ * corked bytes, a FIN to confirm): have the completion of the newest one
+ * wake us, which comes after all the others'.  The poll that catches one
+ * already completed runs from the loop, not from the caller's stack.
+ */
+void
+wr_tx_want_done(struct wr_link *l)
+{
+	struct wr_tx_slot *slot = l->tx_last;
+
+	if (l->down || l->qp == NULL || slot == NULL || !slot->lazy)
+		return;
+	slot->lazy = false;
+	l->tx_prompt++;
+	l->stats.lazy_wanted++;
+	if (wr_arm(l, true) > 0)
+		event_active(l->poll_ev, EV_TIMEOUT, 1);
+}
+
+/*
+ * The slot's SEND is one nobody waits for: its completion may be reaped
+ * whenever the link next polls (see the top of this file).  Between
+ * wr_tx_get and wr_tx_post.
+ */
+void
+wr_tx_lazy(struct wr_tx_slot *slot)
+{
+	slot->lazy = true;
 }
 
 /* Give back a slot taken with wr_tx_get without posting it. */
@@ -283,9 +366,12 @@ wr_link_fault(struct wr_link *l, const char *why)
 		return;
 	l->down = true;
 	log_warnx("link %s: down: %s", l->params.name, why);
-	/* what is still queued flushes now, not when the peer gives up */
-	if (l->qp != NULL)
+	/* what is still queued flushes now, not when the peer gives up;
+	 * every flush is wanted, lazily posted SENDs' too */
+	if (l->qp != NULL) {
 		l->ops->qp_error(l->qp);
+		(void)wr_arm(l, true);
+	}
 	if (l->cb.down != NULL)
 		l->cb.down(l, l->cb.arg);
 	/* teardown wakes all: each sees -ENOLINK */
@@ -310,6 +396,14 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 	if (l->down) {
 		wr_tx_free(l, slot);
 		return -ENOLINK;
+	}
+	if (!l->params.reap_lazily)
+		slot->lazy = false;
+	/* armed before the post, its completion cannot slip past */
+	if (!slot->lazy && wr_arm(l, true) < 0) {
+		wr_tx_free(l, slot);
+		wr_link_fault(l, "arming the send CQ failed");
+		return -EIO;
 	}
 	for (i = nwrites - 1; i >= 0; i--) {
 		struct dev_send_wr *wr = &slot->write[i];
@@ -342,6 +436,11 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 		wr_link_fault(l, "post_send failed");
 		return rc;
 	}
+	if (!slot->lazy)
+		l->tx_prompt++;
+	else
+		l->stats.lazy_posts++;
+	l->tx_last = slot;
 	l->stats.posted += (uint64_t)nwrites + 1;
 	return 0;
 }
@@ -467,7 +566,8 @@ wr_completion(struct dev_qp *qp, void *arg)
 
 	l->stats.cq_events++;
 	wr_poll(l);
-	if (l->ops->arm(l->qp) == 0)
+	/* down: the flushes come on both CQs, and every one is wanted */
+	if (wr_arm(l, wr_send_awaited(l) || l->down) >= 0)
 		wr_poll(l);
 }
 
@@ -578,8 +678,10 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 	l->rx_sge = calloc(l->rx_cnt, sizeof(*l->rx_sge));
 	l->rx_wr = calloc(l->rx_cnt, sizeof(*l->rx_wr));
 	l->wait_ev = event_new(base, -1, EV_PERSIST, wr_wait_check, l);
+	l->poll_ev = event_new(base, -1, 0, wr_poll_cb, l);
 	if (l->tx == NULL || l->tx_free == NULL || l->rx_bufs == NULL ||
-	    l->rx_sge == NULL || l->rx_wr == NULL || l->wait_ev == NULL)
+	    l->rx_sge == NULL || l->rx_wr == NULL || l->wait_ev == NULL ||
+	    l->poll_ev == NULL)
 		goto fail;
 	rc = ops->mr_reg(dev, l->tx, l->tx_cnt * sizeof(*l->tx),
 			 DEV_ACCESS_LOCAL_WRITE, &l->tx_mr);
@@ -606,8 +708,8 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 		if (rc)
 			goto fail;
 	}
-	rc = ops->arm(l->qp);
-	if (rc)
+	rc = wr_arm(l, false);
+	if (rc < 0)
 		goto fail;
 	/* check a few times per bound: a stuck link shows within 1.25x */
 	check.tv_sec = l->params.slot_wait_max_ms / 4000;
@@ -687,6 +789,8 @@ wr_link_free(struct wr_link *l)
 	wr_link_drain(l);
 	if (l->wait_ev != NULL)
 		event_free(l->wait_ev);
+	if (l->poll_ev != NULL)
+		event_free(l->poll_ev);
 	if (l->qp != NULL)
 		l->ops->qp_destroy(l->qp);
 	if (l->tx_mr.priv != NULL)

@@ -93,7 +93,7 @@ on_completion(struct dev_qp *qp, void *arg)
 	(void)qp;
 	e->notified++;
 	drain(e);
-	if (ops->arm(e->qp) < 0)
+	if (ops->arm(e->qp, true) < 0)
 		check(false, "%s: arm", e->name);
 	drain(e);
 }

@@ -13,6 +13,9 @@
 
 #include "smcproxyd.h"
 
+/* pair_open: wr_params.reap_lazily of both links */
+static bool lazy_links;
+
 struct pair {
 	struct event_base *base;
 	struct dev *dev;
@@ -52,7 +55,8 @@ pair_open(struct pair *p, uint32_t slots, uint32_t recvs, bool inl,
 				.max_recv_wr = recvs,
 				.inline_enabled = inl,
 				.inline_size = 256,
-				.slot_wait = mode};
+				.slot_wait = mode,
+				.reap_lazily = lazy_links};
 	struct wr_link_cb cb = {down_cb, p};
 	struct dev_qp_addr aa, ba;
 
@@ -84,9 +88,13 @@ pair_close(struct pair *p)
 	event_base_free(p->base);
 }
 
+/* The device's work, then what it made ready on the loop (a poll that
+ * wr_tx_want_done scheduled), then the device's again. */
 static void
 run(struct pair *p)
 {
+	ck_assert_int_ge(loopdev_run(p->dev), 0);
+	ck_assert_int_ge(event_base_loop(p->base, EVLOOP_NONBLOCK), 0);
 	ck_assert_int_ge(loopdev_run(p->dev), 0);
 }
 
@@ -230,6 +238,134 @@ START_TEST(inline_only_below_max_inline)
 	write_and_send(true, max, false); /* never at or beyond the limit */
 	write_and_send(true, max + 1, false);
 	write_and_send(false, 10, false); /* switched off */
+}
+END_TEST
+
+/* ---- lazy send completions ---- */
+
+static void
+count_cb(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Post one message from l, lazily (nobody waits for its completion). */
+static void
+send_lazy(struct wr_link *l, uint8_t tag, int *done)
+{
+	struct wr_tx_slot *slot;
+	uint8_t *buf;
+
+	ck_assert_int_eq(wr_tx_get(l, &slot, NULL), 0);
+	buf = wr_tx_buf(slot);
+	buf[0] = 0x42;
+	buf[1] = tag;
+	wr_tx_lazy(slot);
+	ck_assert_int_eq(wr_tx_post(l, slot, NULL, 0, count_cb, done), 0);
+}
+
+START_TEST(lazy_send_is_reaped_with_the_reply)
+{
+	struct pair p;
+	uint64_t ev;
+	int a_done = 0, b_done = 0;
+
+	lazy_links = true;
+	pair_open(&p, 4, 8, false, WR_WAIT_EXCLUSIVE);
+	/* the send CQ is armed at creation: the first completion notifies */
+	send_lazy(p.a, 1, &a_done);
+	run(&p);
+	ck_assert_int_eq(a_done, 1);
+	ev = wr_link_stats(p.a)->cq_events;
+	/* now nobody waits: delivered, but a is not woken for the ACK */
+	send_lazy(p.a, 2, &a_done);
+	run(&p);
+	ck_assert_int_eq(p.rx_count, 2);
+	ck_assert_int_eq(a_done, 1);
+	ck_assert_uint_eq(wr_link_stats(p.a)->cq_events, ev);
+	ck_assert_uint_eq(wr_link_stats(p.a)->lazy_posts, 2);
+	/* the reply wakes a once, and that reaps both completions */
+	send_lazy(p.b, 3, &b_done);
+	run(&p);
+	ck_assert_int_eq(p.rx_count, 3);
+	ck_assert_int_eq(a_done, 2);
+	ck_assert_uint_eq(wr_link_stats(p.a)->cq_events, ev + 1);
+	/* a sender that comes to wait makes the newest one prompt */
+	send_lazy(p.a, 4, &a_done);
+	send_lazy(p.a, 5, &a_done);
+	run(&p);
+	ck_assert_int_eq(a_done, 2);
+	wr_tx_want_done(p.a);
+	run(&p);
+	ck_assert_int_eq(a_done, 4);
+	ck_assert_uint_eq(wr_link_stats(p.a)->lazy_wanted, 1);
+	/* nothing in flight: nothing to want */
+	wr_tx_want_done(p.a);
+	run(&p);
+	ck_assert_uint_eq(wr_link_stats(p.a)->lazy_wanted, 1);
+	/* a prompt SEND after lazy ones: its wake-up reaps them all */
+	send_lazy(p.a, 6, &a_done);
+	send_msg(&p, p.a, 7);
+	done_calls = 0;
+	run(&p);
+	ck_assert_int_eq(a_done, 5);
+	ck_assert_int_eq(done_calls, 1);
+	pair_close(&p);
+	lazy_links = false;
+}
+END_TEST
+
+START_TEST(lazy_off_wakes_for_every_send)
+{
+	struct pair p;
+	int a_done = 0, i;
+
+	pair_open(&p, 4, 8, false, WR_WAIT_EXCLUSIVE);
+	for (i = 0; i < 3; i++) {
+		send_lazy(p.a, (uint8_t)i, &a_done);
+		run(&p);
+		ck_assert_int_eq(a_done, i + 1);
+	}
+	ck_assert_uint_eq(wr_link_stats(p.a)->lazy_posts, 0);
+	pair_close(&p);
+}
+END_TEST
+
+static void
+lazy_waiter_wake(struct wr_waiter *ww, int status)
+{
+	int *woken = (int *)(ww + 1);
+
+	(*woken)++;
+}
+
+START_TEST(waiter_for_a_slot_held_by_lazy_sends_is_woken)
+{
+	struct {
+		struct wr_waiter w;
+		int woken;
+	} wt = {.w.wake = lazy_waiter_wake};
+	struct wr_tx_slot *slot;
+	struct pair p;
+	int a_done = 0;
+
+	lazy_links = true;
+	pair_open(&p, 2, 8, false, WR_WAIT_EXCLUSIVE);
+	send_lazy(p.a, 1, &a_done); /* takes the arm made at creation */
+	run(&p);
+	send_lazy(p.a, 2, &a_done);
+	send_lazy(p.a, 3, &a_done);
+	run(&p);
+	ck_assert_int_eq(p.rx_count, 3);
+	ck_assert_int_eq(a_done, 1); /* both slots held, completions queued */
+	ck_assert_int_eq(wr_tx_get(p.a, &slot, &wt.w), -EBUSY);
+	run(&p);
+	ck_assert_int_eq(a_done, 3);
+	ck_assert_int_eq(wt.woken, 1);
+	ck_assert_int_eq(wr_tx_get(p.a, &slot, &wt.w), 0);
+	wr_tx_put(p.a, slot);
+	pair_close(&p);
+	lazy_links = false;
 }
 END_TEST
 
@@ -605,6 +741,9 @@ wr_suite(void)
 	tcase_add_test(tc, send_completes_and_frees_slot);
 	tcase_add_test(tc, slots_run_out);
 	tcase_add_test(tc, write_then_send);
+	tcase_add_test(tc, lazy_send_is_reaped_with_the_reply);
+	tcase_add_test(tc, lazy_off_wakes_for_every_send);
+	tcase_add_test(tc, waiter_for_a_slot_held_by_lazy_sends_is_woken);
 	tcase_add_test(tc, inline_only_below_max_inline);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("slot_wait");
