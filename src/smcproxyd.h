@@ -353,6 +353,10 @@ struct session {
 	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
+	/* relay: the event reported the peer's FIN (EV_CLOSED): a short read
+	 * does not mean there is nothing more to read (the EOF is) */
+	bool rd_hup[2];
+	bool hup_reported; /* the event backend reports EV_CLOSED */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
@@ -376,6 +380,8 @@ void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
 int session_watch_relay(struct session *s, int i);
+void session_read_short(struct session *s, int i, size_t got, size_t asked);
+void session_io_mark(struct session *s, int i, short what);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
@@ -494,7 +500,7 @@ struct wr_params {
 	uint32_t inline_size; /* asked for; the device says what it gives */
 	enum wr_slot_wait slot_wait;
 	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
-	bool reap_lazily; /* wr_tx_lazy SENDs do not arm the send CQ */
+	bool reap_lazily;	   /* wr_tx_lazy SENDs do not arm the send CQ */
 };
 
 struct wr_link_cb {
@@ -532,7 +538,7 @@ struct wr_stats {
 	uint64_t contended_frees; /* slots freed while someone waited */
 	uint64_t longest_wait_ms;
 	uint64_t slot_wait_timeouts;
-	uint64_t cq_events; /* completion notifications handled */
+	uint64_t cq_events;   /* completion notifications handled */
 	uint64_t lazy_posts;  /* SENDs posted without arming the send CQ */
 	uint64_t lazy_wanted; /* ... of which a sender came to wait for */
 };

@@ -88,7 +88,7 @@ struct wr_link {
 	uint32_t tx_cnt;
 	uint32_t *tx_free; /* stack of free slot indices */
 	uint32_t tx_nfree;
-	uint32_t tx_prompt;		/* posted SENDs that are not lazy */
+	uint32_t tx_prompt;	    /* posted SENDs that are not lazy */
 	struct wr_tx_slot *tx_last; /* the newest SEND posted */
 	struct dev_mr tx_mr;
 	TAILQ_HEAD(wr_waiters, wr_waiter) waiters; /* FIFO */
