@@ -6,9 +6,12 @@
  * path of its own: authenticated (when the peer has a key), export
  * allow-lists enforced on the export side (export.c), refusals reported
  * back with their reason, and once open a relay that moves the bytes with
- * splice() through a pipe per direction, so payload never passes through
- * user space; a full pipe pauses reading (backpressure), never drops.  A
- * FIN is passed on after every earlier byte; a reset as a reset.
+ * splice() through a pipe per direction, so a stream's payload never
+ * passes through user space; a full pipe pauses reading (backpressure),
+ * never drops.  Small messages (a read under FB_COPY_MAX) are copied
+ * through a buffer on the stack instead, which takes fewer system calls
+ * (fb_pump_copy).  A FIN is passed on after every earlier byte; a reset
+ * as a reset.
  *
  * Handshake messages are read exactly (header, then the announced length)
  * so not one byte of the relayed stream is consumed here.
@@ -33,6 +36,7 @@
 #define FB_RESULT_TIMEOUT 330	  /* s: > the largest connect_timeout */
 #define FB_FD_WAIT_MS 100	  /* out of descriptors: retry the connect */
 #define FB_FD_WAITS 50		  /* ... for 5 s at most */
+#define FB_COPY_MAX 4096	  /* reads below this are relayed by copy */
 
 /* Result codes on the wire; stable, independent of the enum's order. */
 static const struct {
@@ -545,6 +549,70 @@ fb_pump_nopipe(struct session *s, int i, int moved)
 }
 
 /*
+ * Small messages by copy.  With the pipe empty and the last read small,
+ * recv() into a buffer on the stack and send() it on at once: two system
+ * calls a message instead of three splices (the third only to hear
+ * EAGAIN: a short splice cannot tell an empty socket from a full pipe,
+ * a short recv can, session_read_short).  What the receiver does not
+ * take now goes into the pipe (empty, and larger than the buffer), to
+ * leave as any other bytes.  Returns as fb_pump().
+ */
+static int
+fb_pump_copy(struct session *s, int i, int moved)
+{
+	struct session_pump *p = &s->pump[i];
+	int dst = 1 - i;
+	char buf[FB_COPY_MAX];
+	ssize_t n, sent;
+
+	n = recv(s->fd[i], buf, sizeof(buf), MSG_DONTWAIT);
+	if (n == 0) {
+		p->eof = true;
+		return 1;
+	}
+	if (n == -1) {
+		if (errno == EAGAIN) {
+			s->rd_ready[i] = false;
+			worker_pipe_put(s->w, p->pipe, p->cap, true);
+			return moved;
+		}
+		if (errno == EINTR)
+			return 1;
+		session_close(s, session_rst_reason(s, i));
+		return -1;
+	}
+	session_account(s, i, (size_t)n);
+	session_read_short(s, i, (size_t)n, sizeof(buf));
+	p->bulk = (size_t)n == sizeof(buf);
+	do
+		sent = send(s->fd[dst], buf, (size_t)n,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (sent == -1 && errno == EINTR);
+	if (sent == -1 && errno == EAGAIN) {
+		s->wr_ready[dst] = false;
+		sent = 0;
+	} else if (sent == -1) {
+		/* the receiver is gone: pass the reset back */
+		session_close(s, session_rst_reason(s, dst));
+		return -1;
+	}
+	if (sent < n) {
+		ssize_t left = n - sent;
+
+		if (write(p->pipe[1], buf + sent, (size_t)left) != left) {
+			log_warn("conn 0x%llx: pipe write",
+				 (unsigned long long)s->id);
+			session_close(s, SESSION_RESOURCE);
+			return -1;
+		}
+		p->pending = (size_t)left;
+	} else {
+		worker_pipe_put(s->w, p->pipe, p->cap, true);
+	}
+	return 1;
+}
+
+/*
  * Move what can be moved for pump i: drain its pipe into fd[1 - i], pass
  * the FIN on once it is empty, then fill it from fd[i].  Returns 1 if
  * anything moved, 0 if not, -1 if the session was closed.
@@ -601,10 +669,15 @@ fb_pump(struct session *s, int i)
 		}
 		p->cap = (size_t)n;
 	}
+	if (p->pending == 0 && !p->bulk && s->wr_ready[dst] &&
+	    p->cap > FB_COPY_MAX)
+		return fb_pump_copy(s, i, moved);
 	n = splice(s->fd[i], NULL, p->pipe[1], NULL, p->cap - p->pending,
 		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n > 0) {
 		p->pending += (size_t)n;
+		/* a stream keeps splicing; a small read goes back to copies */
+		p->bulk = (size_t)n >= FB_COPY_MAX;
 		session_account(s, i, (size_t)n);
 		return 1;
 	}

@@ -331,6 +331,7 @@ struct session_pump {
 	size_t cap;
 	bool eof;  /* fd[i] sent FIN */
 	bool done; /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
+	bool bulk; /* the last read filled what it asked: splice, not copy */
 	uint64_t bytes;
 };
 
