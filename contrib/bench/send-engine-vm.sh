@@ -264,6 +264,7 @@ for e in $exps; do
 	raw | short | workers | build) ka=""; kb="" ;;
 	busypoll) ka="busy_poll_us = $busy_us;"; kb="busy_poll_us = 0;" ;;
 	busyfb) ka="busy_poll_us = $busy_us;"; kb="" ;;
+	lazy) ka="lazy_completions = true;"; kb="lazy_completions = false;" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"
 	case $e in
@@ -317,7 +318,7 @@ for e in $exps; do
 					"$XFER" client -c "127.0.0.1:$(port "$v" 1)" \
 					-n "$wk_conns" -b "$wk_bytes" --json -T 120
 			done ;;
-		busypoll | busyfb | short | build)
+		busypoll | busyfb | lazy | short | build)
 			for s in $rt_sizes; do
 				for v in $(order $r); do rt_one $e $v $r $s; done
 			done

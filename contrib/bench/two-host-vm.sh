@@ -3,8 +3,9 @@
 #
 # On both hosts of tests/rxe/vm-run -2 (run by contrib/bench/two-host): the
 # same loads between host a (clients) and host b (servers) over raw verbs,
-# direct TCP across the link, a smcproxyd pair over RDMA (R) and a pair
-# over the TCP fallback (F), measured interleaved, round by round.  Host a
+# direct TCP across the link, a smcproxyd pair over RDMA (R), the same
+# with 1 MiB buffers for the stream (W) and a pair over the TCP fallback
+# (F), measured interleaved, round by round.  Host a
 # drives: what needs b (a perftest server, a loopback sample there) it
 # asks for (lib.sh: rxe_on_peer), and b does it and answers (rxe_serve).  Every
 # sample is one line in $RXE_OUT/raw.tsv:
@@ -50,6 +51,10 @@ listening() {
 	ss -ltn | grep -q ":$1 "
 }
 
+bufs() {	# pair 3 (W): buffers for a stream, 1 MiB each way
+	[ "$1" = 3 ] && echo "sndbuf = 1048576; rmb = 1048576;"
+}
+
 "$XFER" server -q -l "127.0.0.1:$PORT_XL" >"$RXE_OUT/xfer-loop.log" 2>&1 &
 rxe_wait 20 listening $PORT_XL || rxe_die "xfer loopback server"
 
@@ -66,7 +71,7 @@ if [ "$RXE_HOST" = b ]; then
 		--logfile "$RXE_OUT/redis.log" &
 	rxe_wait 20 listening $PORT_XF && rxe_wait 20 listening $PORT_XD &&
 		rxe_wait 20 listening $PORT_RD || rxe_die "servers on b"
-	for n in 1 2; do
+	for n in 1 2 3; do
 		dev=$RXE_DEV0
 		[ $n = 2 ] && dev=nosuchdev
 		cat >"$R/b$n.conf" <<CONF
@@ -75,13 +80,13 @@ peer_listen: { address = "$RXE_IP0:72${n}0"; };
 peers = ( { name = "a$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
 exports = ( { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; },
             { name = "rd"; target = "127.0.0.1:$PORT_RD"; peers = [ "a$n" ]; } );
-rdma: { devices = [ "$dev" ]; };
+rdma: { devices = [ "$dev" ]; $(bufs $n) };
 CONF
 		daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
 	done
 	rxe_signal b-ready
 	rxe_serve || rxe_log "host a stopped asking"
-	for d in b1 b2; do
+	for d in b1 b2 b3; do
 		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
 			>"$RXE_OUT/$d.stats.json"
 		daemon_stop $d || rxe_log "$d exited with $?"
@@ -98,12 +103,13 @@ on_b() {
 
 rxe_await b-ready 300 || rxe_die "b did not start"
 cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" || rxe_die "b's key"
-for n in 1 2; do
+for n in 1 2 3; do
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
 peers = ( { name = "b$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
 rules = ( { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; },
           { name = "rd"; listen = "127.0.0.1:17${n}02"; peer = "b$n"; export = "rd"; } );
+rdma: { $(bufs $n) };
 CONF
 	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
 	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
@@ -111,9 +117,10 @@ CONF
 		rxe_log "first connection through pair $n failed"
 done
 rxe_wait 60 logged a1 "link group active" || rxe_die "pair R: no link group"
+rxe_wait 60 logged a3 "link group active" || rxe_die "pair W: no link group"
 rxe_wait 60 logged a2 "peer declined, NOSMCRDEV" ||
 	rxe_die "pair F: b2 did not decline"
-for n in 1 2; do
+for n in 1 2 3; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
 
@@ -144,6 +151,15 @@ links_of() {
 		"$("$CTL" -s "$R/a1.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
 }
 
+# pkts_of PATH ROUND WHEN SIZE: what a's rxe0 sent and received (its
+# hw_counters), to count RoCE packets per round trip.
+HWC=/sys/class/infiniband/$RXE_DEV0/ports/1/hw_counters
+pkts_of() {
+	printf '%s\t%s\tpkts_%s\t%s\t%s %s\n' "$1" "$2" "$3" "$4" \
+		"$(cat "$HWC/sent_pkts" 2>/dev/null)" \
+		"$(cat "$HWC/rcvd_pkts" 2>/dev/null)" >>"$RAW"
+}
+
 redis_one() {	# PATH ROUND PORT [HOST]
 	cmd "redis-benchmark -h HOST -p PORT -n $redis_n -c 8 -t ping,set,get -d 64 -q ($1)"
 	rec "$1" "$2" redis 64 redis-benchmark -h "${4:-127.0.0.1}" -p "$3" \
@@ -161,7 +177,10 @@ while [ $r -le "$rounds" ]; do
 		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairF"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
-			raw_e) pp_raw raw_e $r $s -e ;;
+			raw_e)
+				pkts_of raw_e $r before $s
+				pp_raw raw_e $r $s -e
+				pkts_of raw_e $r after $s ;;
 			direct) pp_tcp direct $r $s "$RXE_PEER_IP:$PORT_XD" ;;
 			loop_a) pp_tcp loop_a $r $s "127.0.0.1:$PORT_XL" ;;
 			loop_b)
@@ -170,13 +189,15 @@ while [ $r -le "$rounds" ]; do
 					-i $iters --json -T 120" ;;
 			pairR)
 				links_of pairR $r before $s
+				pkts_of pairR $r before $s
 				pp_tcp pairR $r $s 127.0.0.1:17101
+				pkts_of pairR $r after $s
 				links_of pairR $r after $s ;;
 			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
 			esac
 		done
 	done
-	for p in $(order $r "raw direct pairR pairF"); do
+	for p in $(order $r "raw direct pairR pairW pairF"); do
 		case $p in
 		raw)
 			_p=$((PORT_PP + rxe_req % 500))
@@ -193,6 +214,7 @@ while [ $r -le "$rounds" ]; do
 			case $p in
 			direct) hp=$RXE_PEER_IP:$PORT_XD ;;
 			pairR) hp=127.0.0.1:17101 ;;
+			pairW) hp=127.0.0.1:17301 ;;
 			pairF) hp=127.0.0.1:17201 ;;
 			esac
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
@@ -210,11 +232,11 @@ while [ $r -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
-for d in a1 a2; do
+for d in a1 a2 a3; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
 rxe_serve_end
-for d in a1 a2; do
+for d in a1 a2 a3; do
 	daemon_stop $d || rxe_log "$d exited with $?"
 done
 echo "== done"
