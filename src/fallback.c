@@ -549,6 +549,18 @@ fb_pump_nopipe(struct session *s, int i, int moved)
 }
 
 /*
+ * fd[i] was found empty: what came since decides how the next bytes are
+ * moved.  A burst under FB_COPY_MAX (a request, a reply) goes by copy; a
+ * stream, which a partial splice does not interrupt, keeps splicing.
+ */
+static void
+fb_pump_drained(struct session_pump *p)
+{
+	p->bulk = p->burst >= FB_COPY_MAX;
+	p->burst = 0;
+}
+
+/*
  * Small messages by copy.  With the pipe empty and the last read small,
  * recv() into a buffer on the stack and send() it on at once: two system
  * calls a message instead of three splices (the third only to hear
@@ -573,6 +585,7 @@ fb_pump_copy(struct session *s, int i, int moved)
 	if (n == -1) {
 		if (errno == EAGAIN) {
 			s->rd_ready[i] = false;
+			fb_pump_drained(p);
 			worker_pipe_put(s->w, p->pipe, p->cap, true);
 			return moved;
 		}
@@ -583,7 +596,11 @@ fb_pump_copy(struct session *s, int i, int moved)
 	}
 	session_account(s, i, (size_t)n);
 	session_read_short(s, i, (size_t)n, sizeof(buf));
-	p->bulk = (size_t)n == sizeof(buf);
+	p->burst += (size_t)n;
+	if ((size_t)n == sizeof(buf))
+		p->bulk = true;
+	else if (!s->rd_ready[i])
+		fb_pump_drained(p);
 	do
 		sent = send(s->fd[dst], buf, (size_t)n,
 			    MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -676,8 +693,7 @@ fb_pump(struct session *s, int i)
 		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n > 0) {
 		p->pending += (size_t)n;
-		/* a stream keeps splicing; a small read goes back to copies */
-		p->bulk = (size_t)n >= FB_COPY_MAX;
+		p->burst += (size_t)n;
 		session_account(s, i, (size_t)n);
 		return 1;
 	}
@@ -694,6 +710,7 @@ fb_pump(struct session *s, int i)
 		if (p->pending == 0) {
 			/* nothing to read: an idle connection holds no pipe */
 			s->rd_ready[i] = false;
+			fb_pump_drained(p);
 			worker_pipe_put(s->w, p->pipe, p->cap, true);
 		} else {
 			STATS_INC(worker_stats(s->w), buf_full_cnt);

@@ -329,9 +329,10 @@ struct session_pump {
 	int pipe[2];
 	size_t pending; /* bytes in the pipe */
 	size_t cap;
-	bool eof;  /* fd[i] sent FIN */
-	bool done; /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
-	bool bulk; /* the last read filled what it asked: splice, not copy */
+	bool eof;     /* fd[i] sent FIN */
+	bool done;    /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
+	bool bulk;    /* a stream: splice, not copy (fb_pump_copy) */
+	size_t burst; /* bytes read since fd[i] was last found empty */
 	uint64_t bytes;
 };
 
