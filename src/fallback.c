@@ -561,13 +561,11 @@ fb_pump_drained(struct session_pump *p)
 }
 
 /*
- * Small messages by copy.  With the pipe empty and the last read small,
- * recv() into a buffer on the stack and send() it on at once: two system
- * calls a message instead of three splices (the third only to hear
- * EAGAIN: a short splice cannot tell an empty socket from a full pipe,
- * a short recv can, session_read_short).  What the receiver does not
- * take now goes into the pipe (empty, and larger than the buffer), to
- * leave as any other bytes.  Returns as fb_pump().
+ * Small messages by copy.  With the pipe empty and the last burst small,
+ * recv() into a buffer on the stack and send() it on at once, with no
+ * pipe to fill and drain.  What the receiver does not take now goes into
+ * the pipe (empty, and larger than the buffer), to leave as any other
+ * bytes.  Returns as fb_pump().
  */
 static int
 fb_pump_copy(struct session *s, int i, int moved)
@@ -595,12 +593,9 @@ fb_pump_copy(struct session *s, int i, int moved)
 		return -1;
 	}
 	session_account(s, i, (size_t)n);
-	session_read_short(s, i, (size_t)n, sizeof(buf));
 	p->burst += (size_t)n;
 	if ((size_t)n == sizeof(buf))
 		p->bulk = true;
-	else if (!s->rd_ready[i])
-		fb_pump_drained(p);
 	do
 		sent = send(s->fd[dst], buf, (size_t)n,
 			    MSG_DONTWAIT | MSG_NOSIGNAL);

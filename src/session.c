@@ -428,31 +428,13 @@ session_watch_relay(struct session *s, int i)
 	if (s->wev[i] != NULL)
 		event_free(s->wev[i]);
 	s->wev[i] = NULL;
-	s->rev[i] =
-		event_new(worker_base(s->w), s->fd[i],
-			  EV_READ | EV_WRITE | EV_CLOSED | EV_ET | EV_PERSIST,
-			  session_io, s);
+	s->rev[i] = event_new(worker_base(s->w), s->fd[i],
+			      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+			      session_io, s);
 	if (s->rev[i] == NULL || event_add(s->rev[i], NULL))
 		return -ENOMEM;
 	s->rd_ready[i] = s->wr_ready[i] = true;
-	s->hup_reported = (event_base_get_features(worker_base(s->w)) &
-			   EV_FEATURE_EARLY_CLOSE) != 0;
 	return 0;
-}
-
-/*
- * A read from fd[i] in relay mode returned got > 0 of the asked bytes.
- * Short, the socket's receive queue was empty (tcp_recvmsg stops early
- * only then) and the next bytes bring the next edge: fd[i] is not read
- * again just to hear EAGAIN, one system call per message saved.  Unless
- * the peer's FIN came (EV_CLOSED): the EOF is still to be read, and no
- * edge would announce it again.
- */
-void
-session_read_short(struct session *s, int i, size_t got, size_t asked)
-{
-	if (got < asked && s->hup_reported && !s->rd_hup[i])
-		s->rd_ready[i] = false;
 }
 
 /*
@@ -577,28 +559,24 @@ session_account(struct session *s, int i, size_t n)
 	}
 }
 
-/*
- * Relay mode remembers readiness (edge-triggered events); a mark set at
- * another time is harmless: relaying starts with both set.
- */
-void
-session_io_mark(struct session *s, int i, short what)
-{
-	if (what & EV_READ)
-		s->rd_ready[i] = true;
-	if (what & EV_CLOSED)
-		s->rd_ready[i] = s->rd_hup[i] = true;
-	if (what & EV_WRITE)
-		s->wr_ready[i] = true;
-}
-
 static void
 session_io(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	int i = fd == s->fd[0] ? 0 : 1;
 
-	session_io_mark(s, i, what);
+	/*
+	 * Relay mode remembers readiness (edge-triggered events); a mark
+	 * set at another time is harmless: relaying starts with both set.
+	 * A socket is read until EAGAIN, even after a short read: the FIN
+	 * or reset queued behind the last bytes brings no further edge
+	 * (libevent reports EPOLLERR and EPOLLHUP as EV_READ | EV_WRITE,
+	 * without EV_CLOSED), and a stream is never judged empty early.
+	 */
+	if (what & EV_READ)
+		s->rd_ready[i] = true;
+	if (what & EV_WRITE)
+		s->wr_ready[i] = true;
 	if (s->mode == SESSION_MODE_RDMA) {
 		session_rdma_io(s, i, what);
 		return;

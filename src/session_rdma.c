@@ -735,17 +735,6 @@ session_rdma_write(struct session_rdma *sr)
 	return moved;
 }
 
-static size_t
-session_rdma_iov_len(const struct iovec *iov, int cnt)
-{
-	size_t len = 0;
-	int i;
-
-	for (i = 0; i < cnt; i++)
-		len += iov[i].iov_len;
-	return len;
-}
-
 /* TCP socket -> send ring.  true if anything moved. */
 static bool
 session_rdma_read(struct session_rdma *sr)
@@ -769,8 +758,6 @@ session_rdma_read(struct session_rdma *sr)
 	}
 	n = readv(s->fd[sr->t], iov, cnt);
 	if (n > 0) {
-		session_read_short(s, sr->t, (size_t)n,
-				   session_rdma_iov_len(iov, cnt));
 		tx_produced(sr->rc, (size_t)n);
 		session_rdma_account(sr, true, (size_t)n);
 		err = tx_push(sr->rc);
@@ -2313,8 +2300,6 @@ session_rdma_tcp_in(struct session_rdma *sr)
 	       (cnt = rx_tcp_space(sr->rc, iov)) > 0) {
 		n = readv(s->fd[u], iov, cnt);
 		if (n > 0) {
-			session_read_short(s, u, (size_t)n,
-					   session_rdma_iov_len(iov, cnt));
 			rx_tcp_received(sr->rc, (size_t)n);
 			moved = true;
 		} else if (n == 0) {

@@ -355,10 +355,6 @@ struct session {
 	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
-	/* relay: the event reported the peer's FIN (EV_CLOSED): a short read
-	 * does not mean there is nothing more to read (the EOF is) */
-	bool rd_hup[2];
-	bool hup_reported; /* the event backend reports EV_CLOSED */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
@@ -382,8 +378,6 @@ void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 void session_tcp_liveness(int fd, const struct conf *conf);
 int session_watch_relay(struct session *s, int i);
-void session_read_short(struct session *s, int i, size_t got, size_t asked);
-void session_io_mark(struct session *s, int i, short what);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),

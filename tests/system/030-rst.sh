@@ -27,5 +27,13 @@ expect_reason b target_rst "$b_before"
 xfer_client -n 4 --rst-after 0 || fail "immediate client reset not propagated"
 xfer_client -n 4 --server-rst-after 0 || fail "immediate server reset not propagated"
 
+# A few bytes and the reset right behind them: both are queued at the
+# daemon when it wakes, and the reset must not be lost behind the short
+# read of the bytes (no edge follows; the relay reads on to EAGAIN).
+xfer_client -n 8 --rst-after 100 --rst-max-ms 1000 ||
+	fail "client reset queued behind 100 bytes not propagated"
+xfer_client -n 8 --server-rst-after 100 --rst-max-ms 1000 ||
+	fail "server reset queued behind 100 bytes not propagated"
+
 # The pair still carries data afterwards.
 xfer_client -n 4 -b 1M || fail "transfer after the resets failed"
