@@ -654,7 +654,7 @@ static const struct conf_key conf_rdma_keys[] = {
 		 conf_parse_slot_wait, "exclusive|all", 0,
 		 "wake one waiter per freed TX slot, or all of them"),
 	KEY(struct conf_rdma, lazy_completions, "lazy_completions", CONF_T_BOOL,
-	    "true", 0, 1, NULL, 0,
+	    "false", 0, 1, NULL, 0,
 	    "reap the completions of CDCs nobody waits for with the next "
 	    "receive instead of waking up for each"),
 	KEY_INT(struct conf_rdma, busy_poll_us, "busy_poll_us", "0", 0, 10000,

@@ -1602,6 +1602,47 @@ START_TEST(cork_limit_respected)
 }
 END_TEST
 
+/*
+ * Lazy completions: the ring filled while the peer's window was shut and
+ * nothing was in flight, so the owner waits for ring space with no CDC
+ * to ask a completion of.  When the window opens, the push's CDC must be
+ * one whose completion wakes us: nothing else may ever arrive on the link
+ * (the peer may be waiting for us the same way), and a lazily posted CDC
+ * would leave both sides waiting.
+ */
+START_TEST(ring_full_behind_shut_window_wakes_on_push)
+{
+	struct harness h;
+	struct tconn *a, *b;
+	int ready;
+
+	h_open(&h, 1, 16, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 4 * K16, 0);
+	a = &h.side[0].conn[0];
+	b = &h.side[1].conn[0];
+	b->hold = true;
+	ck_assert_uint_eq(produce(a, 0), K16); /* fills B's window */
+	h_run(&h);
+	h_reap(&h);
+	ck_assert_uint_eq(produce(a, 0), K16); /* into the ring, unsent */
+	h_run(&h);
+	ck_assert_uint_eq(produce(a, 0), 0); /* ring full: TX_BLOCKED */
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 0);
+	ready = a->space_ready;
+	b->hold = false;
+	ck_assert_uint_eq(consume(b, 0), K16); /* B's update opens the window */
+	h_run(&h);
+	h_run(&h); /* a notification the last turn raised */
+	ck_assert_uint_eq(tx_unsent(A(&h, 0)), 0);
+	/* the push's completion came by itself and gave the ring back */
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 0);
+	ck_assert_int_gt(a->space_ready, ready);
+	h_pump(&h);
+	h_check_streams(&h);
+	h_close(&h);
+}
+END_TEST
+
 /* Two CDCs in flight, a tail corked: the first completion keeps it
  * corked, the last pushes it. */
 START_TEST(last_completion_pushes_tail)
@@ -1953,6 +1994,7 @@ rconn_suite(void)
 	tcase_add_test(tc, first_send_never_corks);
 	tcase_add_test(tc, cork_limit_respected);
 	tcase_add_test(tc, last_completion_pushes_tail);
+	tcase_add_test(tc, ring_full_behind_shut_window_wakes_on_push);
 	tcase_add_test(tc, corked_tail_through_slot_wait);
 	tcase_add_test(tc, corked_tail_when_window_opens);
 	suite_add_tcase(s, tc);
