@@ -107,8 +107,9 @@ done_cb(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
 	done_status = status;
 }
 
-static void
-send_msg(struct pair *p, struct wr_link *l, uint8_t tag)
+/* A TX slot of l holding a test message tagged tag. */
+static struct wr_tx_slot *
+msg_slot(struct wr_link *l, uint8_t tag)
 {
 	struct wr_tx_slot *slot;
 	uint8_t *buf;
@@ -117,6 +118,14 @@ send_msg(struct pair *p, struct wr_link *l, uint8_t tag)
 	buf = wr_tx_buf(slot);
 	buf[0] = 0x42;
 	buf[1] = tag;
+	return slot;
+}
+
+static void
+send_msg(struct pair *p, struct wr_link *l, uint8_t tag)
+{
+	struct wr_tx_slot *slot = msg_slot(l, tag);
+
 	ck_assert_int_eq(wr_tx_post(l, slot, NULL, 0, done_cb, NULL), 0);
 }
 
@@ -253,13 +262,8 @@ count_cb(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
 static void
 send_lazy(struct wr_link *l, uint8_t tag, int *done)
 {
-	struct wr_tx_slot *slot;
-	uint8_t *buf;
+	struct wr_tx_slot *slot = msg_slot(l, tag);
 
-	ck_assert_int_eq(wr_tx_get(l, &slot, NULL), 0);
-	buf = wr_tx_buf(slot);
-	buf[0] = 0x42;
-	buf[1] = tag;
 	wr_tx_lazy(slot);
 	ck_assert_int_eq(wr_tx_post(l, slot, NULL, 0, count_cb, done), 0);
 }
