@@ -8,8 +8,8 @@
  * back with their reason, and once open a relay that moves the bytes with
  * splice() through a pipe per direction, so a stream's payload never
  * passes through user space; a full pipe pauses reading (backpressure),
- * never drops.  Small messages (a read under FB_COPY_MAX) are copied
- * through a buffer on the stack instead, which takes fewer system calls
+ * never drops.  Small messages (a burst under FB_COPY_MAX) are copied
+ * through a buffer on the stack instead, with no pipe to fill and drain
  * (fb_pump_copy).  A FIN is passed on after every earlier byte; a reset
  * as a reset.
  *
@@ -554,10 +554,15 @@ fb_pump_nopipe(struct session *s, int i, int moved)
  * stream, which a partial splice does not interrupt, keeps splicing.
  */
 static void
-fb_pump_drained(struct session_pump *p)
+fb_pump_drained(struct session *s, int i)
 {
+	struct session_pump *p = &s->pump[i];
+
+	s->rd_ready[i] = false;
 	p->bulk = p->burst >= FB_COPY_MAX;
 	p->burst = 0;
+	/* an idle connection holds no pipe */
+	worker_pipe_put(s->w, p->pipe, p->cap, true);
 }
 
 /*
@@ -582,9 +587,7 @@ fb_pump_copy(struct session *s, int i, int moved)
 	}
 	if (n == -1) {
 		if (errno == EAGAIN) {
-			s->rd_ready[i] = false;
-			fb_pump_drained(p);
-			worker_pipe_put(s->w, p->pipe, p->cap, true);
+			fb_pump_drained(s, i);
 			return moved;
 		}
 		if (errno == EINTR)
@@ -703,10 +706,7 @@ fb_pump(struct session *s, int i)
 		 * readable and is read again once the pipe drains.
 		 */
 		if (p->pending == 0) {
-			/* nothing to read: an idle connection holds no pipe */
-			s->rd_ready[i] = false;
-			fb_pump_drained(p);
-			worker_pipe_put(s->w, p->pipe, p->cap, true);
+			fb_pump_drained(s, i); /* nothing to read */
 		} else {
 			STATS_INC(worker_stats(s->w), buf_full_cnt);
 		}

@@ -1482,9 +1482,7 @@ static int
 ib_arm(struct dev_qp *qp, bool send)
 {
 	struct ib_qp *q = ib_qp_of(qp);
-	int ret;
-
-	int armed = 0;
+	int ret, armed = 0;
 
 	if (send && !q->send_armed) {
 		if ((ret = ibv_req_notify_cq(q->send_cq, 0)) != 0)
