@@ -31,7 +31,10 @@ static bool
 cdc_info_ok(const struct cdc_info *m)
 {
 	return m->token != 0 && !(m->prod_flags & CDC_PF_RESERVED) &&
-	       !(m->conn_state_flags & CDC_CS_RESERVED);
+	       !(m->conn_state_flags & CDC_CS_RESERVED) &&
+	       m->data_len <= CDC_DATA_MAX &&
+	       (m->data_len == 0 ||
+		!(m->prod_flags & CDC_PF_FAILOVER_VALIDATION));
 }
 
 static void
@@ -50,8 +53,10 @@ cdc_curs_get(const struct cdc_curs_wire *w, struct cdc_cursor *c)
 }
 
 /*
- * Build the CDC message *in into buf (size bytes).  CDC_MSG_LEN, -ENOSPC,
- * or -EINVAL if the decoder would refuse it (token 0, reserved flags).
+ * Build the CDC message *in into buf (size bytes): its header, whose
+ * data_len bytes the caller puts behind it.  CDC_MSG_LEN, -ENOSPC, or
+ * -EINVAL if the decoder would refuse it (token 0, reserved flags, more
+ * than CDC_DATA_MAX bytes, data on a failover validation).
  */
 int
 cdc_msg_encode(void *buf, size_t size, const struct cdc_info *in)
@@ -71,12 +76,15 @@ cdc_msg_encode(void *buf, size_t size, const struct cdc_info *in)
 	cdc_curs_put(&w->cons, &in->cons);
 	w->prod_flags = in->prod_flags;
 	w->conn_state_flags = in->conn_state_flags;
+	w->data_len = htobe16(in->data_len);
 	return CDC_MSG_LEN;
 }
 
 /*
- * Decode one received CDC message of len bytes: exactly CDC_MSG_LEN,
- * type 0xfe, length 44, a non-zero token, reserved bytes and bits zero.
+ * Decode one received CDC message of len bytes: exactly CDC_MSG_LEN plus
+ * the data_len it says it carries (at most CDC_DATA_MAX, none on a
+ * failover validation), type 0xfe, length 44, a non-zero token, reserved
+ * bytes and bits zero.
  * The cursors are only parsed: cdc_curs_check() them against the RMB.
  * 0 or -EPROTO; *out untouched then.
  */
@@ -86,9 +94,9 @@ cdc_msg_decode(const void *buf, size_t len, struct cdc_info *out)
 	const struct cdc_msg *w = buf;
 	struct cdc_info m;
 
-	if (len != sizeof(*w) || w->type != CDC_MSG_TYPE ||
-	    w->len != CDC_MSG_LEN || w->prod.reserved != 0 ||
-	    w->cons.reserved != 0 ||
+	if (len < sizeof(*w) || len != sizeof(*w) + be16toh(w->data_len) ||
+	    w->type != CDC_MSG_TYPE || w->len != CDC_MSG_LEN ||
+	    w->prod.reserved != 0 || w->cons.reserved != 0 ||
 	    !cdc_all_zero(w->reserved, sizeof(w->reserved)))
 		return -EPROTO;
 	m.seqno = be16toh(w->seqno);
@@ -97,6 +105,7 @@ cdc_msg_decode(const void *buf, size_t len, struct cdc_info *out)
 	cdc_curs_get(&w->cons, &m.cons);
 	m.prod_flags = w->prod_flags;
 	m.conn_state_flags = w->conn_state_flags;
+	m.data_len = be16toh(w->data_len);
 	if (!cdc_info_ok(&m))
 		return -EPROTO;
 	*out = m;
@@ -195,13 +204,15 @@ cdc_seq_newer(uint16_t a, uint16_t b)
 
 /*
  * Encode rc's CDC into buf (size bytes): seqno, the peer's token, the
- * producer cursor prod, our consumer cursor, and the flags given.
- * CDC_MSG_LEN or -errno as cdc_msg_encode().
+ * producer cursor prod, our consumer cursor, the flags given, and that
+ * data_len bytes follow (the caller puts them behind).  CDC_MSG_LEN or
+ * -errno as cdc_msg_encode().
  */
 int
 cdc_conn_build(const struct rconn *rc, uint16_t seqno,
 	       const struct cdc_cursor *prod, uint8_t prod_flags,
-	       uint8_t conn_state_flags, void *buf, size_t size)
+	       uint8_t conn_state_flags, uint16_t data_len, void *buf,
+	       size_t size)
 {
 	struct cdc_info m = {
 		.seqno = seqno,
@@ -210,6 +221,7 @@ cdc_conn_build(const struct rconn *rc, uint16_t seqno,
 		.cons = rc->local_tx_ctrl.cons,
 		.prod_flags = prod_flags,
 		.conn_state_flags = conn_state_flags,
+		.data_len = data_len,
 	};
 
 	return cdc_msg_encode(buf, size, &m);
@@ -220,7 +232,8 @@ cdc_conn_build(const struct rconn *rc, uint16_t seqno,
  * any of it is believed.  Its producer cursor (in our RMB element) must
  * lie inside the element, not move backwards, not move after the peer
  * said it was done writing, and not run more than the element's size
- * ahead of the consumer cursor we last sent (the window it was given).
+ * ahead of the consumer cursor we last sent (the window it was given);
+ * the data it carries must be of the bytes it announces now.
  * Its consumer cursor (in the peer's RMB element, where we write) must
  * lie inside that element, not move backwards, and not pass the furthest
  * producer cursor we ever sent.  0, or -EPROTO with *why set.
@@ -242,6 +255,11 @@ cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
 	if (cdc_curs_comp(rsize, &rc->rx_curs_confirmed, &m->prod) >
 	    (int64_t)rsize) {
 		*why = "producer cursor past the window";
+		return -EPROTO;
+	}
+	if (m->data_len > 0 && cdc_curs_comp(rsize, &last->prod, &m->prod) <
+				       (int64_t)m->data_len) {
+		*why = "CDC data beyond the bytes it announces";
 		return -EPROTO;
 	}
 	if ((rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED)) &&

@@ -19,6 +19,15 @@
 
 #define CDC_MSG_TYPE 0xfe
 #define CDC_MSG_LEN 44
+/*
+ * With CLC_FEAT_CDC_DATA a CDC may carry up to this many of the
+ * connection's bytes behind its 44-byte header (data_len), instead of an
+ * RDMA WRITE before it: the last data_len bytes before its producer
+ * cursor, which the receiver copies into its RMB element before it
+ * believes the cursor.  One message and one acknowledgement a direction
+ * where a WRITE and a CDC make two of each.
+ */
+#define CDC_DATA_MAX 1024
 
 /* prod_flags, MSB first */
 #define CDC_PF_WRITE_BLOCKED 0x80 /* sender ran out of peer window */
@@ -51,7 +60,8 @@ struct cdc_msg {
 	struct cdc_curs_wire cons; /* consumed up to here in my RMB */
 	uint8_t prod_flags;	   /* CDC_PF_* */
 	uint8_t conn_state_flags;  /* CDC_CS_* */
-	uint8_t reserved[18];	   /* 0 */
+	uint16_t data_len;	   /* bytes behind the header; 0 */
+	uint8_t reserved[16];	   /* 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct cdc_msg) == 44, "CDC message is 44 bytes");
 
@@ -67,6 +77,7 @@ struct cdc_info {
 	struct cdc_cursor cons;
 	uint8_t prod_flags;
 	uint8_t conn_state_flags;
+	uint16_t data_len; /* bytes carried behind the header */
 };
 
 /* cdc.c: pure codec and cursor arithmetic, used by the fuzz targets too */

@@ -1214,7 +1214,8 @@ clc_client_proposal(struct clc_conn *c)
 	p->max_links = (uint8_t)conf->rdma.max_links;
 	p->worker = lgr->want_worker;
 	p->features = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME |
-		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0);
+		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0) |
+		      (conf->rdma.cdc_data ? CLC_FEAT_CDC_DATA : 0);
 	auth_nonce(p->nonce);
 	snprintf(p->name, sizeof(p->name), "%s", conf->name);
 	if (clc_proposal_encode(c->proposal, sizeof(c->proposal), p) < 0) {

@@ -69,7 +69,10 @@ enum clc_type {
 #define CLC_FEAT_CONN_OPEN 0x00000001 /* connections opened in band (LLC) */
 #define CLC_FEAT_INLINE 0x00000002    /* sender posts small sends inline */
 #define CLC_FEAT_RESUME 0x00000004    /* connections move to a new group */
-#define CLC_FEAT_KNOWN (CLC_FEAT_CONN_OPEN | CLC_FEAT_INLINE | CLC_FEAT_RESUME)
+#define CLC_FEAT_CDC_DATA 0x00000008  /* a CDC carries a few bytes itself */
+#define CLC_FEAT_KNOWN                                            \
+	(CLC_FEAT_CONN_OPEN | CLC_FEAT_INLINE | CLC_FEAT_RESUME | \
+	 CLC_FEAT_CDC_DATA)
 
 /*
  * Decline codes (peer_diagnosis), Linux smc_clc.h values.  The 0x0a...

@@ -653,6 +653,10 @@ static const struct conf_key conf_rdma_keys[] = {
 	KEY_ENUM(struct conf_rdma, slot_wait, "slot_wait", "exclusive",
 		 conf_parse_slot_wait, "exclusive|all", 0,
 		 "wake one waiter per freed TX slot, or all of them"),
+	KEY(struct conf_rdma, cdc_data, "cdc_data", CONF_T_BOOL, "true", 0, 1,
+	    NULL, 0,
+	    "a push of up to 1 KiB rides in its CDC message, without an "
+	    "RDMA write (when the peer agrees)"),
 	KEY(struct conf_rdma, lazy_completions, "lazy_completions", CONF_T_BOOL,
 	    "false", 0, 1, NULL, 0,
 	    "reap the completions of CDCs nobody waits for with the next "

@@ -607,6 +607,7 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 	p.slot_wait = r->slot_wait == CONF_SLOT_WAIT_ALL ? WR_WAIT_ALL :
 							   WR_WAIT_EXCLUSIVE;
 	p.reap_lazily = r->lazy_completions;
+	p.cdc_data = r->cdc_data;
 	link->wr = wr_link_new(dev->ops, link->pd, lgr->ctx->base, &p, &cb);
 	if (link->wr == NULL) {
 		log_warn("lgr %u: %s: cannot create a link", lgr->id,
@@ -647,6 +648,7 @@ lgr_link_connect(struct lgr_link *link, const struct dev_qp_addr *peer)
 	if (p.mtu > link->local.mtu)
 		p.mtu = link->local.mtu;
 	link->peer = *peer;
+	wr_link_cdc_data(link->wr, link->lgr->features & CLC_FEAT_CDC_DATA);
 	return wr_link_connect(link->wr, &p);
 }
 
@@ -1078,6 +1080,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 				 (uint8_t)conf->rdma.max_links;
 	if (conf->rdma.inline_enabled)
 		ours |= CLC_FEAT_INLINE;
+	if (conf->rdma.cdc_data)
+		ours |= CLC_FEAT_CDC_DATA;
 	lgr->features = p->features & ours;
 	memcpy(lgr->peer_system_id, p->system_id, sizeof(lgr->peer_system_id));
 	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
@@ -1385,7 +1389,9 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	lgr_cdc_drain_others(link, msg, len);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
-	err = rx_cdc_recv(msg, len, lgr_cdc_rconn, &lk, &why);
+	err = rx_cdc_recv(msg, len,
+			  lgr->features & CLC_FEAT_CDC_DATA ? CDC_DATA_MAX : 0,
+			  lgr_cdc_rconn, &lk, &why);
 	if (err == 0)
 		return;
 	/* before its relay starts, or crossing our close (tokens are never

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -44,6 +45,8 @@ rx_json(const struct rconn *rc, void *json_obj)
 			    json_integer(rc->local_tx_ctrl.cons.count));
 	json_object_set_new(o, "rx_readable",
 			    json_integer((json_int_t)rx_readable(rc)));
+	json_object_set_new(o, "rx_data_cdcs",
+			    json_integer((json_int_t)rc->stats.rx_data_cdcs));
 }
 
 /*
@@ -232,16 +235,40 @@ rx_apply(struct rconn *rc, const struct cdc_info *m)
 }
 
 /*
+ * The bytes a CDC carries (m->data_len at data): the last ones before its
+ * producer cursor, checked to be of those it announces.  Into the RMB
+ * element before the cursor is believed, as an RDMA WRITE would have put
+ * them.
+ */
+static void
+rx_cdc_data(struct rconn *rc, const struct cdc_info *m, const uint8_t *data)
+{
+	size_t rsize = rc->rmb->size, n = m->data_len;
+	size_t start = (m->prod.count + rsize - n) % rsize;
+	struct iovec iov[2];
+	int i, cnt;
+
+	cnt = cdc_ring_spans(rc->rmb->addr, rsize, start, n, iov);
+	for (i = 0; i < cnt; i++) {
+		memcpy(iov[i].iov_base, data, iov[i].iov_len);
+		data += iov[i].iov_len;
+	}
+	RCONN_STAT(rc, rx_data_cdcs, 1);
+}
+
+/*
  * Handle a CDC message (len bytes at msg) received on any link of the
  * connection's link group: the owner's wr_rx_fn for CDC_MSG_TYPE calls
- * this, with lookup finding a connection by our token.  0 when it was applied, or dropped as stale
+ * this, with lookup finding a connection by our token.  data_max: the
+ * most bytes a CDC may carry on this group (0 unless it negotiated
+ * CLC_FEAT_CDC_DATA).  0 when it was applied, or dropped as stale
  * (counted; a failover validation is handled here too); -ENOENT when no
  * connection has that token (a protocol error unless the owner knows the
  * token was closed just now); -EPROTO for anything malformed or
  * inconsistent (the owner takes the link group down).  *why says what.
  */
 int
-rx_cdc_recv(const void *msg, size_t len,
+rx_cdc_recv(const void *msg, size_t len, size_t data_max,
 	    struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
 	    const char **why)
 {
@@ -252,6 +279,10 @@ rx_cdc_recv(const void *msg, size_t len,
 	*why = NULL;
 	if (cdc_msg_decode(msg, len, &m)) {
 		*why = "malformed CDC message";
+		return -EPROTO;
+	}
+	if (m.data_len > data_max) {
+		*why = "CDC carries data the group did not negotiate";
 		return -EPROTO;
 	}
 	rc = lookup(m.token, arg);
@@ -278,6 +309,8 @@ rx_cdc_recv(const void *msg, size_t len,
 		RCONN_STAT(rc, proto_errors, 1);
 		goto out;
 	}
+	if (m.data_len > 0)
+		rx_cdc_data(rc, &m, (const uint8_t *)msg + CDC_MSG_LEN);
 	rx_apply(rc, &m);
 out:
 	tx_conn_put(rc);

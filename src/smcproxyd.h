@@ -146,6 +146,7 @@ struct conf_rdma {
 	int inline_size;
 	enum conf_slot_wait slot_wait;
 	bool lazy_completions;
+	bool cdc_data;
 	int busy_poll_us;
 	int lgr_idle_timeout;
 	int test_link_time;
@@ -497,6 +498,7 @@ struct wr_params {
 	enum wr_slot_wait slot_wait;
 	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
 	bool reap_lazily;	   /* wr_tx_lazy SENDs do not arm the send CQ */
+	bool cdc_data; /* receives take a CDC with CDC_DATA_MAX bytes */
 };
 
 struct wr_link_cb {
@@ -537,6 +539,7 @@ struct wr_stats {
 	uint64_t cq_events;   /* completion notifications handled */
 	uint64_t lazy_posts;  /* SENDs posted without arming the send CQ */
 	uint64_t lazy_wanted; /* ... of which a sender came to wait for */
+	uint64_t data_sends;  /* CDCs that carried their bytes */
 };
 
 typedef void (*wr_tx_done_fn)(struct wr_link *l, struct wr_tx_slot *slot,
@@ -563,6 +566,9 @@ void wr_tx_put(struct wr_link *l, struct wr_tx_slot *slot);
 void wr_tx_lazy(struct wr_tx_slot *slot);
 void wr_tx_want_done(struct wr_link *l);
 void *wr_tx_buf(struct wr_tx_slot *slot);
+void wr_tx_len(struct wr_link *l, struct wr_tx_slot *slot, uint32_t len);
+void wr_link_cdc_data(struct wr_link *l, bool on);
+size_t wr_link_data_max(const struct wr_link *l);
 int wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot,
 	       const struct wr_write *w, int nwrites, wr_tx_done_fn done,
 	       void *arg);
@@ -665,7 +671,9 @@ struct rconn_stats {
 	uint64_t tx_bytes;	    /* RDMA-written, re-sends not counted */
 	uint64_t rx_bytes;	    /* consumed from the RMB */
 	uint64_t tx_cdcs;	    /* CDC messages posted */
+	uint64_t data_cdcs;	    /* ... that carried their bytes, no WRITE */
 	uint64_t rx_cdcs;	    /* accepted */
+	uint64_t rx_data_cdcs;	    /* ... whose bytes came inside them */
 	uint64_t corked;	    /* pushes held back by autocork */
 	uint64_t completion_pushes; /* data pushed by a last completion */
 	uint64_t cons_updates;	    /* CDCs posted for the window-update rule */
@@ -819,14 +827,15 @@ int rx_data(struct rconn *rc, struct iovec iov[2]);
 void rx_consumed(struct rconn *rc, size_t n);
 size_t rx_readable(const struct rconn *rc);
 void rx_json(const struct rconn *rc, void *json_obj);
-int rx_cdc_recv(const void *msg, size_t len,
+int rx_cdc_recv(const void *msg, size_t len, size_t data_max,
 		struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
 		const char **why);
 
 /* cdc.c: the data path's side of the CDC messages (tx.c, rx.c) */
 int cdc_conn_build(const struct rconn *rc, uint16_t seqno,
 		   const struct cdc_cursor *prod, uint8_t prod_flags,
-		   uint8_t conn_state_flags, void *buf, size_t size);
+		   uint8_t conn_state_flags, uint16_t data_len, void *buf,
+		   size_t size);
 int cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
 		   const char **why);
 int cdc_ring_spans(void *base, size_t size, size_t start, size_t n,

@@ -130,6 +130,8 @@ tx_json(const struct rconn *rc, void *json_obj)
 			    json_integer((json_int_t)rc->cdc_pend_tx_wr));
 	json_object_set_new(o, "corked",
 			    json_integer((json_int_t)rc->stats.corked));
+	json_object_set_new(o, "data_cdcs",
+			    json_integer((json_int_t)rc->stats.data_cdcs));
 	json_object_set_new(o, "resumes",
 			    json_integer((json_int_t)rc->stats.resumes));
 	json_object_set_new(o, "resent_bytes",
@@ -431,6 +433,27 @@ tx_writes(const struct rconn *rc, size_t len, struct wr_write w[2])
 	return done == len ? nw : -EINVAL;
 }
 
+/*
+ * The len unsent bytes at tx_curs_sent go behind the CDC header in the
+ * slot (len <= CDC_DATA_MAX): the peer copies them into its RMB element
+ * at the producer cursor, as our WRITE would have put them.
+ */
+static void
+tx_cdc_data(const struct rconn *rc, struct wr_tx_slot *slot, size_t len)
+{
+	uint8_t *to = (uint8_t *)wr_tx_buf(slot) + CDC_MSG_LEN;
+	struct iovec iov[2];
+	int i, n;
+
+	n = cdc_ring_spans(rc->sndbuf->addr, rc->sndbuf->size,
+			   rc->tx_curs_sent.count, len, iov);
+	for (i = 0; i < n; i++) {
+		memcpy(to, iov[i].iov_base, iov[i].iov_len);
+		to += iov[i].iov_len;
+	}
+	wr_tx_len(rc->link, slot, (uint32_t)(CDC_MSG_LEN + len));
+}
+
 /* Conn state flags for a CDC after which all_sent is true or not. */
 static uint8_t
 tx_state_flags(const struct rconn *rc, bool all_sent)
@@ -485,7 +508,7 @@ tx_post_validation(struct rconn *rc)
 	err = cdc_conn_build(rc, rc->tx_seq_fin, &rc->local_tx_ctrl.prod,
 			     rc->local_tx_ctrl.prod_flags |
 				     CDC_PF_FAILOVER_VALIDATION,
-			     rc->local_tx_ctrl.conn_state_flags,
+			     rc->local_tx_ctrl.conn_state_flags, 0,
 			     wr_tx_buf(slot), CDC_MSG_LEN);
 	if (err < 0) {
 		wr_tx_put(l, slot);
@@ -518,6 +541,7 @@ tx_post_data(struct rconn *rc, bool *corked)
 	unsigned int owe = rc->tx_owe;
 	uint8_t pf, cs;
 	int64_t behind;
+	bool data;
 	int nw, err;
 
 	len = rc->flags & RCONN_F_ABORT ? 0 :
@@ -536,7 +560,13 @@ tx_post_data(struct rconn *rc, bool *corked)
 		tx_want_done(rc); /* a completion comes and retries */
 		return 0;
 	}
-	nw = tx_writes(rc, len, w);
+	/* a resend (failover, resume): the peer may have announced them */
+	behind = cdc_curs_comp(rc->peer_rmb.size, &tc->prod, &rc->tx_prod_hi);
+	if (behind > 0)
+		resent = tx_min(len, (size_t)behind);
+	/* a few new bytes ride in the CDC itself, no WRITE before it */
+	data = len > 0 && len <= wr_link_data_max(l) && resent == 0;
+	nw = data ? 0 : tx_writes(rc, len, w);
 	if (nw < 0)
 		return nw;
 	err = tx_slot(rc, &slot);
@@ -548,11 +578,14 @@ tx_post_data(struct rconn *rc, bool *corked)
 		     CDC_PF_WRITE_BLOCKED :
 		     0;
 	err = cdc_conn_build(rc, (uint16_t)(tc->seqno + 1), &prod, pf, cs,
-			     wr_tx_buf(slot), CDC_MSG_LEN);
+			     data ? (uint16_t)len : 0, wr_tx_buf(slot),
+			     CDC_MSG_LEN);
 	if (err < 0) {
 		wr_tx_put(l, slot);
 		return err;
 	}
+	if (data)
+		tx_cdc_data(rc, slot, len);
 	/*
 	 * Lazy unless somebody waits for its completion: the owner for ring
 	 * space (TX_BLOCKED: it may have found the ring full while nothing
@@ -566,9 +599,6 @@ tx_post_data(struct rconn *rc, bool *corked)
 	err = wr_tx_post(l, slot, w, nw, tx_cdc_done, rc);
 	if (err) /* link down; a failover (maybe already done) resends */
 		return rc->link != l ? 0 : -ENOLINK;
-	behind = cdc_curs_comp(rc->peer_rmb.size, &tc->prod, &rc->tx_prod_hi);
-	if (behind > 0)
-		resent = tx_min(len, (size_t)behind);
 	tc->seqno++;
 	tc->prod = prod;
 	tc->prod_flags = pf;
@@ -594,6 +624,8 @@ tx_post_data(struct rconn *rc, bool *corked)
 		RCONN_STAT(rc, completion_pushes, 1);
 	if (pf & CDC_PF_WRITE_BLOCKED)
 		RCONN_STAT(rc, peer_window_full, 1);
+	if (data)
+		RCONN_STAT(rc, data_cdcs, 1);
 	return 0;
 }
 

@@ -48,9 +48,12 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "cdc_wire.h"
 #include "llc_wire.h"
 
-#define WR_BUF_SIZE 48
+/* an LLC or CDC message; a CDC may carry CDC_DATA_MAX bytes behind it */
+#define WR_MSG_SIZE 48
+#define WR_BIG_SIZE (CDC_MSG_LEN + CDC_DATA_MAX + 4)
 #define WR_POLL_BATCH 16
 #define WR_SLOT_WAIT_MAX_MS 10000
 
@@ -58,7 +61,7 @@
 enum wr_kind { WR_KIND_SEND = 1, WR_KIND_WRITE = 2, WR_KIND_RECV = 3 };
 
 struct wr_tx_slot {
-	uint8_t buf[WR_BUF_SIZE];
+	uint8_t buf[WR_BIG_SIZE];
 	struct dev_sge send_sge;
 	struct dev_send_wr send;
 	struct dev_sge write_sge[2][2];
@@ -93,7 +96,10 @@ struct wr_link {
 	struct dev_mr tx_mr;
 	TAILQ_HEAD(wr_waiters, wr_waiter) waiters; /* FIFO */
 
+	uint32_t data_max; /* bytes a CDC may carry to the peer */
+
 	uint8_t *rx_bufs;
+	uint32_t rx_buf_size; /* WR_BIG_SIZE with params.cdc_data */
 	uint32_t rx_cnt;
 	struct dev_mr rx_mr;
 	struct dev_sge *rx_sge;
@@ -133,6 +139,23 @@ bool
 wr_link_is_down(const struct wr_link *l)
 {
 	return l->down;
+}
+
+/*
+ * The group negotiated CLC_FEAT_CDC_DATA (on), or not: whether the peer's
+ * receives take a CDC carrying up to CDC_DATA_MAX bytes.
+ */
+void
+wr_link_cdc_data(struct wr_link *l, bool on)
+{
+	l->data_max = on ? CDC_DATA_MAX : 0;
+}
+
+/* The most bytes a CDC posted on l may carry (0: none). */
+size_t
+wr_link_data_max(const struct wr_link *l)
+{
+	return l->data_max;
 }
 
 /* Register the handler for messages whose first byte is type. */
@@ -244,7 +267,8 @@ wr_tx_get(struct wr_link *l, struct wr_tx_slot **out, struct wr_waiter *w)
 		wr_waiter_unlink(l, w);
 	slot = &l->tx[l->tx_free[--l->tx_nfree]];
 	slot->busy = true;
-	memset(slot->buf, 0, sizeof(slot->buf));
+	memset(slot->buf, 0, WR_MSG_SIZE);
+	wr_tx_len(l, slot, LLC_MSG_LEN);
 	*out = slot;
 	return 0;
 }
@@ -352,11 +376,36 @@ wr_tx_put(struct wr_link *l, struct wr_tx_slot *slot)
 	wr_tx_free(l, slot);
 }
 
-/* The slot's 48-byte message buffer (fill 44 bytes: CDC or LLC). */
+/*
+ * The slot's message buffer: 44 bytes of an LLC or CDC message (zeroed
+ * by wr_tx_get), and behind a CDC up to CDC_DATA_MAX bytes it carries
+ * (say how long the whole is with wr_tx_len).
+ */
 void *
 wr_tx_buf(struct wr_tx_slot *slot)
 {
 	return slot->buf;
+}
+
+/* May a WR of len bytes go inline? */
+static bool
+wr_inline_ok(const struct wr_link *l, uint32_t len)
+{
+	/* drivers check length < max_inline_data (smc-r.md §5) */
+	return l->params.inline_enabled && len < l->caps.max_inline_data;
+}
+
+/*
+ * The slot's message is len bytes (LLC_MSG_LEN, the default, to
+ * CDC_MSG_LEN + CDC_DATA_MAX): inline when the QP takes that much.
+ */
+void
+wr_tx_len(struct wr_link *l, struct wr_tx_slot *slot, uint32_t len)
+{
+	slot->send_sge.length = len;
+	slot->send.flags = DEV_SEND_SIGNALED | DEV_SEND_SOLICITED;
+	if (wr_inline_ok(l, len))
+		slot->send.flags |= DEV_SEND_INLINE;
 }
 
 static void
@@ -389,8 +438,6 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 	   int nwrites, wr_tx_done_fn done, void *arg)
 {
 	struct dev_send_wr *first = &slot->send;
-	uint32_t max_inline =
-		l->params.inline_enabled ? l->caps.max_inline_data : 0;
 	int i, j, rc;
 
 	if (l->down) {
@@ -416,8 +463,7 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 		}
 		wr->remote_addr = w[i].remote_addr;
 		wr->rkey = w[i].rkey;
-		/* drivers check length < max_inline_data (smc-r.md §5) */
-		wr->flags = len < max_inline ? DEV_SEND_INLINE : 0;
+		wr->flags = wr_inline_ok(l, len) ? DEV_SEND_INLINE : 0;
 		if (wr->flags & DEV_SEND_INLINE)
 			l->stats.inline_wrs++;
 		wr->next = first;
@@ -425,6 +471,8 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 	}
 	if (slot->send.flags & DEV_SEND_INLINE)
 		l->stats.inline_wrs++;
+	if (slot->send_sge.length > CDC_MSG_LEN)
+		l->stats.data_sends++;
 	slot->done = done;
 	slot->arg = arg;
 	slot->posted = true;
@@ -458,6 +506,7 @@ wr_handle_wc(struct wr_link *l, const struct dev_wc *wc)
 	enum wr_kind kind = (enum wr_kind)(wc->wr_id >> 32);
 	uint32_t index = (uint32_t)wc->wr_id;
 	struct wr_tx_slot *slot;
+	const uint8_t *msg;
 	wr_rx_fn fn;
 
 	l->stats.completions++;
@@ -491,12 +540,10 @@ wr_handle_wc(struct wr_link *l, const struct dev_wc *wc)
 					"(protocol violation)");
 			return;
 		}
-		fn = wc->byte_len > 0 ?
-			     l->rx_handler[l->rx_bufs[index * WR_BUF_SIZE]] :
-			     NULL;
+		msg = l->rx_bufs + (size_t)index * l->rx_buf_size;
+		fn = wc->byte_len > 0 ? l->rx_handler[msg[0]] : NULL;
 		if (fn != NULL)
-			fn(l, l->rx_bufs + index * WR_BUF_SIZE, wc->byte_len,
-			   l->cb.arg);
+			fn(l, msg, wc->byte_len, l->cb.arg);
 		else
 			l->stats.rx_unknown++;
 		if (!l->down && wr_rx_post(l, index))
@@ -604,18 +651,14 @@ wr_wait_check(evutil_socket_t fd, short what, void *arg)
 static void
 wr_slot_init(struct wr_link *l, struct wr_tx_slot *slot, uint32_t i)
 {
-	bool send_inline = l->params.inline_enabled &&
-			   l->caps.max_inline_data > LLC_MSG_LEN;
 	int k;
 
 	slot->index = i;
 	slot->send_sge.addr = (uint64_t)(uintptr_t)slot->buf;
-	slot->send_sge.length = LLC_MSG_LEN;
 	slot->send_sge.lkey = l->tx_mr.lkey;
 	slot->send.wr_id = wr_id_make(WR_KIND_SEND, i);
 	slot->send.opcode = DEV_WR_SEND;
-	slot->send.flags = DEV_SEND_SIGNALED | DEV_SEND_SOLICITED |
-			   (send_inline ? DEV_SEND_INLINE : 0);
+	wr_tx_len(l, slot, LLC_MSG_LEN);
 	slot->send.sg_list = &slot->send_sge;
 	slot->send.num_sge = 1;
 	for (k = 0; k < 2; k++) {
@@ -674,7 +717,8 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 	}
 	l->tx = calloc(l->tx_cnt, sizeof(*l->tx));
 	l->tx_free = calloc(l->tx_cnt, sizeof(*l->tx_free));
-	l->rx_bufs = calloc(l->rx_cnt, WR_BUF_SIZE);
+	l->rx_buf_size = params->cdc_data ? WR_BIG_SIZE : WR_MSG_SIZE;
+	l->rx_bufs = calloc(l->rx_cnt, l->rx_buf_size);
 	l->rx_sge = calloc(l->rx_cnt, sizeof(*l->rx_sge));
 	l->rx_wr = calloc(l->rx_cnt, sizeof(*l->rx_wr));
 	l->wait_ev = event_new(base, -1, EV_PERSIST, wr_wait_check, l);
@@ -687,7 +731,7 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 			 DEV_ACCESS_LOCAL_WRITE, &l->tx_mr);
 	if (rc)
 		goto fail;
-	rc = ops->mr_reg(dev, l->rx_bufs, (size_t)l->rx_cnt * WR_BUF_SIZE,
+	rc = ops->mr_reg(dev, l->rx_bufs, (size_t)l->rx_cnt * l->rx_buf_size,
 			 DEV_ACCESS_LOCAL_WRITE, &l->rx_mr);
 	if (rc)
 		goto fail;
@@ -698,8 +742,9 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 	l->tx_nfree = l->tx_cnt;
 	for (i = 0; i < l->rx_cnt; i++) {
 		l->rx_sge[i].addr =
-			(uint64_t)(uintptr_t)(l->rx_bufs + i * WR_BUF_SIZE);
-		l->rx_sge[i].length = WR_BUF_SIZE;
+			(uint64_t)(uintptr_t)(l->rx_bufs +
+					      (size_t)i * l->rx_buf_size);
+		l->rx_sge[i].length = l->rx_buf_size;
 		l->rx_sge[i].lkey = l->rx_mr.lkey;
 		l->rx_wr[i].wr_id = wr_id_make(WR_KIND_RECV, i);
 		l->rx_wr[i].sg_list = &l->rx_sge[i];

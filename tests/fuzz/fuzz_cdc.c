@@ -69,7 +69,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cdc_msg_decode(data, size, &m) != 0)
 		return 0;
 	fuzz_decoded = 1;
-	if (cdc_msg_encode(re, sizeof(re), &m) != CDC_MSG_LEN ||
+	if (size != CDC_MSG_LEN + (size_t)m.data_len ||
+	    m.data_len > CDC_DATA_MAX ||
+	    cdc_msg_encode(re, sizeof(re), &m) != CDC_MSG_LEN ||
 	    memcmp(re, data, CDC_MSG_LEN) != 0)
 		abort();
 	fuzz_cdc_cursors(&m);

@@ -124,7 +124,8 @@ START_TEST(malformed)
 	memcpy(buf, good, CDC_MSG_LEN);
 	memset(buf + 4, 0, 4);
 	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN, &m), -EPROTO);
-	/* reserved: cursor halves, flag bits, the tail */
+	/* reserved: cursor halves, flag bits, the tail; data_len (26, 27)
+	 * names bytes a 44-byte message does not have */
 	for (i = 0; i < CDC_MSG_LEN; i++) {
 		bool rsv = i == 8 || i == 9 || i == 16 || i == 17 || i >= 26;
 
@@ -161,6 +162,46 @@ START_TEST(malformed)
 	sample(&m);
 	m.conn_state_flags = 0x10;
 	ck_assert_int_eq(cdc_msg_encode(buf, CDC_MSG_LEN, &m), -EINVAL);
+}
+END_TEST
+
+/* A CDC carrying data: data_len at offset 26, the bytes behind. */
+START_TEST(data_behind_header)
+{
+	uint8_t buf[CDC_MSG_LEN + CDC_DATA_MAX + 1];
+	struct cdc_info m, out;
+
+	sample(&m);
+	m.prod_flags = 0;
+	m.data_len = 5;
+	encode_ok(&m, buf);
+	ck_assert_mem_eq(buf + 26, "\x00\x05", 2);
+	memcpy(buf + CDC_MSG_LEN, "hello", 5);
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN + 5, &out), 0);
+	ck_assert_uint_eq(out.data_len, 5);
+	/* the length must be the header and exactly the data it names */
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN, &out), -EPROTO);
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN + 4, &out), -EPROTO);
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN + 6, &out), -EPROTO);
+	/* at most CDC_DATA_MAX */
+	m.data_len = CDC_DATA_MAX;
+	encode_ok(&m, buf);
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN + CDC_DATA_MAX, &out),
+			 0);
+	buf[27]++;
+	ck_assert_int_eq(
+		cdc_msg_decode(buf, CDC_MSG_LEN + CDC_DATA_MAX + 1, &out),
+		-EPROTO);
+	m.data_len = CDC_DATA_MAX + 1;
+	ck_assert_int_eq(cdc_msg_encode(buf, sizeof(buf), &m), -EINVAL);
+	/* never on a failover validation: its cursors are not believed */
+	m.data_len = 5;
+	m.prod_flags = CDC_PF_FAILOVER_VALIDATION;
+	ck_assert_int_eq(cdc_msg_encode(buf, sizeof(buf), &m), -EINVAL);
+	m.prod_flags = 0;
+	encode_ok(&m, buf);
+	buf[24] = CDC_PF_FAILOVER_VALIDATION;
+	ck_assert_int_eq(cdc_msg_decode(buf, CDC_MSG_LEN + 5, &out), -EPROTO);
 }
 END_TEST
 
@@ -360,6 +401,7 @@ cdc_suite(void)
 
 	tcase_add_test(tc, round_trip_layout);
 	tcase_add_test(tc, malformed);
+	tcase_add_test(tc, data_behind_header);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cursors");
 	tcase_add_test(tc, curs_add);

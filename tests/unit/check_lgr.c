@@ -966,9 +966,9 @@ START_TEST(malformed_llc)
 }
 END_TEST
 
-/* A CDC from A's link k naming token. */
+/* A CDC from A's link k naming token, carrying data_len bytes. */
 static void
-post_cdc(struct lgr_link *k, uint32_t token)
+post_cdc_data(struct lgr_link *k, uint32_t token, uint16_t data_len)
 {
 	struct wr_tx_slot *slot;
 	struct cdc_info m;
@@ -976,11 +976,56 @@ post_cdc(struct lgr_link *k, uint32_t token)
 	memset(&m, 0, sizeof(m));
 	m.seqno = 1;
 	m.token = token;
+	m.prod.count = data_len;
+	m.data_len = data_len;
 	ck_assert_int_eq(wr_tx_get(k->wr, &slot, NULL), 0);
 	ck_assert_int_eq(cdc_msg_encode(wr_tx_buf(slot), CDC_MSG_LEN, &m),
 			 CDC_MSG_LEN);
+	wr_tx_len(k->wr, slot, CDC_MSG_LEN + data_len);
 	ck_assert_int_eq(wr_tx_post(k->wr, slot, NULL, 0, NULL, NULL), 0);
 }
+
+static void
+post_cdc(struct lgr_link *k, uint32_t token)
+{
+	post_cdc_data(k, token, 0);
+}
+
+/*
+ * Data inside CDCs (CLC_FEAT_CDC_DATA) when both daemons offer it: every
+ * link of the group may send CDC_DATA_MAX bytes in one.  When one does
+ * not, no link may, and a CDC carrying data anyway ends the group.
+ */
+START_TEST(cdc_data_negotiated)
+{
+	struct lgr_conn c;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert_uint_ne(lgr_of(&A)->features & CLC_FEAT_CDC_DATA, 0);
+	ck_assert_uint_ne(lgr_of(&B)->features & CLC_FEAT_CDC_DATA, 0);
+	ck_assert_uint_eq(wr_link_data_max(link_n(&A, 1)->wr), CDC_DATA_MAX);
+	ck_assert_uint_eq(wr_link_data_max(link_n(&B, 1)->wr), CDC_DATA_MAX);
+	side_free(&A);
+	side_free(&B);
+
+	side_init(&A, "a", "b", 1, "cdc_data = false;", NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert_uint_eq(lgr_of(&A)->features & CLC_FEAT_CDC_DATA, 0);
+	ck_assert_uint_eq(lgr_of(&B)->features & CLC_FEAT_CDC_DATA, 0);
+	ck_assert_uint_eq(wr_link_data_max(link_n(&A, 1)->wr), 0);
+	ck_assert_uint_eq(wr_link_data_max(link_n(&B, 1)->wr), 0);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(lgr_conn_add(lgr_of(&B), &c), 0);
+	post_cdc_data(link_n(&A, 1), c.token, 5);
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 1);
+}
+END_TEST
 
 /*
  * The group hands a CDC to the connection its token names: one that
@@ -1250,6 +1295,7 @@ lgr_suite(void)
 	tcase_add_test(tc, peer_gone);
 	tcase_add_test(tc, malformed_llc);
 	tcase_add_test(tc, cdc_demux);
+	tcase_add_test(tc, cdc_data_negotiated);
 	tcase_add_test(tc, llc_waits_past_queue);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);

@@ -61,7 +61,8 @@ struct side {
 	int rx_errors;
 	int rx_unknown;
 	const char *why;
-	bool deaf; /* CDCs on link 0 are dropped, as by an ending group */
+	bool deaf;	 /* CDCs on link 0 are dropped, as by an ending group */
+	size_t data_max; /* CDC data it takes (CLC_FEAT_CDC_DATA) */
 };
 
 struct harness {
@@ -130,7 +131,7 @@ h_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 
 	if (s->deaf && l == s->link[0])
 		return;
-	err = rx_cdc_recv(msg, len, h_lookup, s, &why);
+	err = rx_cdc_recv(msg, len, s->data_max, h_lookup, s, &why);
 	if (err == -ENOENT)
 		s->rx_unknown++;
 	else if (err) {
@@ -217,6 +218,19 @@ static const struct rconn_ops t_ops = {
 	.link_failed = t_link_failed,
 };
 
+/* Did the groups negotiate CLC_FEAT_CDC_DATA (both sides, every link)? */
+static void
+h_cdc_data(struct harness *h, bool on)
+{
+	int i, k;
+
+	for (k = 0; k < 2; k++) {
+		h->side[k].data_max = on ? CDC_DATA_MAX : 0;
+		for (i = 0; i < h->nlinks; i++)
+			wr_link_cdc_data(h->side[k].link[i], on);
+	}
+}
+
 /*
  * Both sides, nlinks links; link 1 on a second device if two_devs; each
  * link in a PD of its own if pd_per_link (as two link groups have), else
@@ -231,7 +245,8 @@ h_open3(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 				.inline_enabled = true,
 				.inline_size = 128,
 				.slot_wait = mode,
-				.reap_lazily = true};
+				.reap_lazily = true,
+				.cdc_data = true};
 	struct dev_qp_addr aa, ba;
 	struct wr_link_cb cb;
 	int i, k;
@@ -282,6 +297,7 @@ h_open3(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 		ck_assert_int_eq(wr_link_connect(h->side[0].link[i], &ba), 0);
 		ck_assert_int_eq(wr_link_connect(h->side[1].link[i], &aa), 0);
 	}
+	h_cdc_data(h, true);
 }
 
 static void
@@ -1358,7 +1374,8 @@ START_TEST(failover_skips_bytes_peer_consumed)
 	m.cons.count = 300;
 	ck_assert_int_eq(cdc_msg_encode(buf, sizeof(buf), &m), CDC_MSG_LEN);
 	ck_assert_int_eq(
-		rx_cdc_recv(buf, sizeof(buf), h_lookup, &h.side[0], &why), 0);
+		rx_cdc_recv(buf, sizeof(buf), 0, h_lookup, &h.side[0], &why),
+		0);
 	ck_assert_int_eq(h_move(&h.side[0].conn[0], 1), 0);
 	ck_assert_uint_eq(A(&h, 0)->tx_curs_sent.count, 300);
 	ck_assert_uint_eq(A(&h, 0)->local_tx_ctrl.prod.count, 300);
@@ -1378,7 +1395,7 @@ END_TEST
 struct forge {
 	struct harness h;
 	struct cdc_info m;
-	uint8_t buf[CDC_MSG_LEN];
+	uint8_t buf[CDC_MSG_LEN + CDC_DATA_MAX + 1];
 };
 
 /* B has 100 bytes from A in its RMB, A 100 bytes from B. */
@@ -1410,9 +1427,10 @@ forge_feed(struct forge *f, bool raw, size_t len)
 	if (!raw)
 		ck_assert_int_eq(cdc_msg_encode(f->buf, sizeof(f->buf), &f->m),
 				 CDC_MSG_LEN);
-	err = rx_cdc_recv(f->buf, len, h_lookup, s, &why);
+	err = rx_cdc_recv(f->buf, len, s->data_max, h_lookup, s, &why);
 	if (err) {
 		ck_assert_ptr_nonnull(why);
+		s->why = why;
 		/* refused: nothing of it was believed */
 		now = &B(&f->h, 0)->local_rx_ctrl;
 		ck_assert_uint_eq(now->seqno, before.seqno);
@@ -1496,6 +1514,122 @@ START_TEST(malformed_cdcs_refused)
 	ck_assert_uint_eq(B(&f.h, 0)->stats.proto_errors, errors + 8);
 	ck_assert_int_eq(f.h.side[1].conn[0].aborts, 0);
 	h_close(&f.h);
+}
+END_TEST
+
+/* Feed f->m's header with n bytes of data behind it, raw. */
+static int
+forge_data(struct forge *f, const char *data, size_t n)
+{
+	f->m.data_len = (uint16_t)n;
+	ck_assert_int_eq(cdc_msg_encode(f->buf, sizeof(f->buf), &f->m),
+			 CDC_MSG_LEN);
+	memcpy(f->buf + CDC_MSG_LEN, data, n);
+	return forge_feed(f, true, CDC_MSG_LEN + n);
+}
+
+START_TEST(cdc_data_checked_then_copied)
+{
+	struct forge f;
+	struct cdc_info good;
+	const uint8_t *rmb;
+
+	forge_open(&f);
+	good = f.m;
+	rmb = B(&f.h, 0)->rmb->addr;
+	/* more bytes than the cursor announces */
+	f.m.prod.count = 103;
+	ck_assert_int_eq(forge_data(&f, "abcde", 5), -EPROTO);
+	ck_assert_str_eq(f.h.side[1].why,
+			 "CDC data beyond the bytes it announces");
+	/* the length is not the header and the data it names */
+	f.m.prod.count = 105;
+	f.m.data_len = 0;
+	ck_assert_int_eq(cdc_msg_encode(f.buf, sizeof(f.buf), &f.m),
+			 CDC_MSG_LEN);
+	ck_assert_int_eq(forge_feed(&f, true, CDC_MSG_LEN + 5), -EPROTO);
+	/* a group that did not negotiate it */
+	f.h.side[1].data_max = 0;
+	ck_assert_int_eq(forge_data(&f, "abcde", 5), -EPROTO);
+	ck_assert_str_eq(f.h.side[1].why,
+			 "CDC carries data the group did not negotiate");
+	f.h.side[1].data_max = CDC_DATA_MAX;
+	/* a stale one is not copied: its place may hold newer bytes */
+	f.m.seqno = (uint16_t)(good.seqno - 1);
+	ck_assert_int_eq(forge_data(&f, "zzzzz", 5), 0);
+	ck_assert_uint_eq(B(&f.h, 0)->stats.rx_stale, 1);
+	ck_assert_uint_eq(rmb[100], 0);
+	/* good: the last data_len bytes before the cursor */
+	f.m = good;
+	f.m.prod.count = 108;
+	ck_assert_int_eq(forge_data(&f, "abcde", 5), 0);
+	ck_assert_uint_eq(rx_readable(B(&f.h, 0)), 108);
+	ck_assert_mem_eq(rmb + 103, "abcde", 5);
+	/* forge_open's 100 bytes came in a CDC too */
+	ck_assert_uint_eq(B(&f.h, 0)->stats.rx_data_cdcs, 2);
+	ck_assert_uint_eq(B(&f.h, 0)->stats.proto_errors, 1);
+	h_close(&f.h);
+}
+END_TEST
+
+/* WRs A's link 0 posts for one push of n bytes, taken by B at once. */
+static uint64_t
+push_wrs(struct harness *h, size_t n)
+{
+	const struct wr_stats *ws = wr_link_stats(h->side[0].link[0]);
+	uint64_t before = ws->posted;
+
+	ck_assert_uint_eq(produce(&h->side[0].conn[0], n), n);
+	h_run(h);
+	consume(&h->side[1].conn[0], 0);
+	h_run(h);
+	return ws->posted - before;
+}
+
+START_TEST(small_pushes_ride_in_the_cdc)
+{
+	static const size_t sizes[] = {1, 7, 333, 1000, 1024, 1025, 4000, 17};
+	struct harness h;
+	struct tconn *a, *b;
+	uint64_t cdcs;
+	size_t i;
+
+	h_open(&h, 1, 16, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 1 << 20, 0);
+	a = &h.side[0].conn[0];
+	b = &h.side[1].conn[0];
+	/* one SEND up to CDC_DATA_MAX, a WRITE and a SEND above */
+	ck_assert_uint_eq(push_wrs(&h, 1), 1);
+	ck_assert_uint_eq(push_wrs(&h, 100), 1);
+	ck_assert_uint_eq(push_wrs(&h, CDC_DATA_MAX), 1);
+	ck_assert_uint_eq(push_wrs(&h, CDC_DATA_MAX + 1), 2);
+	ck_assert_uint_eq(A(&h, 0)->stats.data_cdcs, 3);
+	ck_assert_uint_eq(B(&h, 0)->stats.rx_data_cdcs, 3);
+	ck_assert_uint_eq(wr_link_stats(h.side[0].link[0])->data_sends, 3);
+	/* across the end of the ring and of the RMB at once */
+	ck_assert_uint_eq(push_wrs(&h, K16 - 10 - a->tx_off % K16), 2);
+	ck_assert_uint_eq(push_wrs(&h, 100), 1);
+	ck_assert_uint_eq(A(&h, 0)->tx_curs_sent.count, 90);
+	ck_assert_uint_eq(B(&h, 0)->stats.rx_data_cdcs, 4);
+	ck_assert_uint_eq(b->bad_at, 0);
+	/* a group without the feature: every push a WRITE and a CDC */
+	h_cdc_data(&h, false);
+	ck_assert_uint_eq(push_wrs(&h, 100), 2);
+	ck_assert_uint_eq(A(&h, 0)->stats.data_cdcs, 4);
+	h_cdc_data(&h, true);
+	/* odd sizes at every offset, byte for byte */
+	cdcs = A(&h, 0)->stats.data_cdcs;
+	for (i = 0; a->tx_off < a->tx_total; i++) {
+		produce(a, sizes[i % 8]);
+		h_run(&h);
+		consume(b, 0);
+	}
+	h_pump(&h);
+	h_check_streams(&h);
+	ck_assert_uint_gt(A(&h, 0)->stats.data_cdcs, cdcs + 600);
+	ck_assert_uint_eq(B(&h, 0)->stats.rx_data_cdcs,
+			  A(&h, 0)->stats.data_cdcs);
+	h_close(&h);
 }
 END_TEST
 
@@ -1862,6 +1996,7 @@ START_TEST(rkey_of_another_group_is_refused)
 	struct tconn *q, *p;
 
 	h_open3(&h, 2, 4, WR_WAIT_EXCLUSIVE, false, true);
+	h_cdc_data(&h, false); /* P's bytes go by WRITE, to the rkey */
 	h_conn(&h, 0, K16, K16, K16, K16, &no_cork, 300, 0);
 	h.on_link = 1;
 	h_conn(&h, 1, K16, K16, K16, K16, &no_cork, 100, 0);
@@ -1954,6 +2089,7 @@ rconn_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, smallest_buffers_duplex);
+	tcase_add_test(tc, small_pushes_ride_in_the_cdc);
 	tcase_add_test(tc, wrap_around_every_boundary);
 	tcase_add_test(tc, ring_full_and_window_full);
 	tcase_add_test(tc, one_byte_reads);
@@ -1987,6 +2123,7 @@ rconn_suite(void)
 	tc = tcase_create("hardening");
 	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, malformed_cdcs_refused);
+	tcase_add_test(tc, cdc_data_checked_then_copied);
 	tcase_add_test(tc, validation_newer_than_seen_aborts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("autocork");
