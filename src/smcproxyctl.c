@@ -759,6 +759,7 @@ ctl_show_links(struct ctl_conn *conn, json_t *data)
 		{"CQ-EVENTS", "cq_events", CTL_COL_NUM},
 		{"LAZY-POSTS", "lazy_posts", CTL_COL_NUM},
 		{"LAZY-WANTED", "lazy_wanted", CTL_COL_NUM},
+		{"DATA-SENDS", "data_sends", CTL_COL_NUM},
 		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM},
 		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM},
 		{"UP", "up_s", CTL_COL_SECONDS},

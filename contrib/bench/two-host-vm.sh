@@ -51,8 +51,12 @@ listening() {
 	ss -ltn | grep -q ":$1 "
 }
 
-bufs() {	# pair 3 (W): buffers for a stream, 1 MiB each way
-	[ "$1" = 3 ] && echo "sndbuf = 1048576; rmb = 1048576;"
+opts() {	# pair 3 (W): buffers for a stream, 1 MiB each way; pair 4
+	# (N): bytes by RDMA WRITE only, none carried in the CDC
+	case $1 in
+	3) echo "sndbuf = 1048576; rmb = 1048576;" ;;
+	4) echo "cdc_data = false;" ;;
+	esac
 }
 
 "$XFER" server -q -l "127.0.0.1:$PORT_XL" >"$RXE_OUT/xfer-loop.log" 2>&1 &
@@ -71,7 +75,7 @@ if [ "$RXE_HOST" = b ]; then
 		--logfile "$RXE_OUT/redis.log" &
 	rxe_wait 20 listening $PORT_XF && rxe_wait 20 listening $PORT_XD &&
 		rxe_wait 20 listening $PORT_RD || rxe_die "servers on b"
-	for n in 1 2 3; do
+	for n in 1 2 3 4; do
 		dev=$RXE_DEV0
 		[ $n = 2 ] && dev=nosuchdev
 		cat >"$R/b$n.conf" <<CONF
@@ -80,13 +84,13 @@ peer_listen: { address = "$RXE_IP0:72${n}0"; };
 peers = ( { name = "a$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
 exports = ( { name = "xf"; target = "127.0.0.1:$PORT_XF"; peers = [ "a$n" ]; },
             { name = "rd"; target = "127.0.0.1:$PORT_RD"; peers = [ "a$n" ]; } );
-rdma: { devices = [ "$dev" ]; $(bufs $n) };
+rdma: { devices = [ "$dev" ]; $(opts $n) };
 CONF
 		daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
 	done
 	rxe_signal b-ready
 	rxe_serve || rxe_log "host a stopped asking"
-	for d in b1 b2 b3; do
+	for d in b1 b2 b3 b4; do
 		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
 			>"$RXE_OUT/$d.stats.json"
 		daemon_stop $d || rxe_log "$d exited with $?"
@@ -103,13 +107,13 @@ on_b() {
 
 rxe_await b-ready 300 || rxe_die "b did not start"
 cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" || rxe_die "b's key"
-for n in 1 2 3; do
+for n in 1 2 3 4; do
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
 peers = ( { name = "b$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
 rules = ( { name = "xf"; listen = "127.0.0.1:17${n}01"; peer = "b$n"; export = "xf"; },
           { name = "rd"; listen = "127.0.0.1:17${n}02"; peer = "b$n"; export = "rd"; } );
-rdma: { $(bufs $n) };
+rdma: { $(opts $n) };
 CONF
 	cp "$R/a$n.conf" "$RXE_OUT/a$n.conf"
 	daemon_start a$n "$R/a$n.conf" || rxe_die "daemon a$n did not start"
@@ -118,9 +122,10 @@ CONF
 done
 rxe_wait 60 logged a1 "link group active" || rxe_die "pair R: no link group"
 rxe_wait 60 logged a3 "link group active" || rxe_die "pair W: no link group"
+rxe_wait 60 logged a4 "link group active" || rxe_die "pair N: no link group"
 rxe_wait 60 logged a2 "peer declined, NOSMCRDEV" ||
 	rxe_die "pair F: b2 did not decline"
-for n in 1 2 3; do
+for n in 1 2 3 4; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
 
@@ -174,7 +179,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	echo "== round $r"
 	for s in $sizes; do
-		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairF"); do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
 			raw_e)
@@ -193,6 +198,10 @@ while [ $r -le "$rounds" ]; do
 				pp_tcp pairR $r $s 127.0.0.1:17101
 				pkts_of pairR $r after $s
 				links_of pairR $r after $s ;;
+			pairN)
+				pkts_of pairN $r before $s
+				pp_tcp pairN $r $s 127.0.0.1:17401
+				pkts_of pairN $r after $s ;;
 			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
 			esac
 		done
@@ -232,11 +241,11 @@ while [ $r -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
-for d in a1 a2 a3; do
+for d in a1 a2 a3 a4; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
 rxe_serve_end
-for d in a1 a2 a3; do
+for d in a1 a2 a3 a4; do
 	daemon_stop $d || rxe_log "$d exited with $?"
 done
 echo "== done"
