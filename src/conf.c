@@ -630,10 +630,10 @@ static const struct conf_key conf_rdma_keys[] = {
 		NULL, 0, "TX slots per link (the send queue is 3 times this)"),
 	KEY_INT(struct conf_rdma, max_recv_wr, "max_recv_wr", "48", 2, 2048,
 		NULL, 0, "receive buffers posted per link"),
-	KEY_INT(struct conf_rdma, sndbuf, "sndbuf", "65536", 16384, 1 << 29,
+	KEY_INT(struct conf_rdma, sndbuf, "sndbuf", "262144", 16384, 1 << 29,
 		conf_check_pow2, 0,
 		"send buffer per connection, bytes, a power of two"),
-	KEY_INT(struct conf_rdma, rmb, "rmb", "65536", 16384, 1 << 29,
+	KEY_INT(struct conf_rdma, rmb, "rmb", "262144", 16384, 1 << 29,
 		conf_check_pow2, 0,
 		"receive buffer (RMB element) per connection, bytes, a power "
 		"of two"),
@@ -658,7 +658,7 @@ static const struct conf_key conf_rdma_keys[] = {
 	    "a push of up to 1 KiB rides in its CDC message, without an "
 	    "RDMA write (when the peer agrees)"),
 	KEY(struct conf_rdma, lazy_completions, "lazy_completions", CONF_T_BOOL,
-	    "false", 0, 1, NULL, 0,
+	    "true", 0, 1, NULL, 0,
 	    "reap the completions of CDCs nobody waits for with the next "
 	    "receive instead of waking up for each"),
 	KEY_INT(struct conf_rdma, busy_poll_us, "busy_poll_us", "0", 0, 10000,

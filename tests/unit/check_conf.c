@@ -437,12 +437,14 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(conf->rdma.max_conns_per_lgr, 255);
 	ck_assert_int_eq(conf->rdma.max_send_wr, 16);
 	ck_assert_int_eq(conf->rdma.max_recv_wr, 48);
-	ck_assert_int_eq(conf->rdma.sndbuf, 65536);
-	ck_assert_int_eq(conf->rdma.rmb, 65536);
+	ck_assert_int_eq(conf->rdma.sndbuf, 262144);
+	ck_assert_int_eq(conf->rdma.rmb, 262144);
 	ck_assert_int_eq(conf->rdma.max_buffer_memory, 1024);
 	ck_assert(conf->rdma.autocork);
 	ck_assert_int_eq(conf->rdma.autocork_size, 65536);
 	ck_assert(conf->rdma.inline_enabled);
+	ck_assert(conf->rdma.cdc_data);
+	ck_assert(conf->rdma.lazy_completions);
 	ck_assert_int_eq(conf->rdma.inline_size, 256);
 	ck_assert_int_eq(conf->rdma.slot_wait, CONF_SLOT_WAIT_EXCLUSIVE);
 	ck_assert_int_eq(conf->rdma.lgr_idle_timeout, 600);
@@ -1028,7 +1030,7 @@ START_TEST(test_schema)
 			  "key\ttype\tdefault\trange\treload\tdescription\n",
 			  42) == 0);
 	ck_assert_ptr_nonnull(strstr(
-		out, "\nrdma.sndbuf\tinteger\t65536\t16384..536870912\tno\t"));
+		out, "\nrdma.sndbuf\tinteger\t262144\t16384..536870912\tno\t"));
 	ck_assert_ptr_nonnull(
 		strstr(out, "\nsmcproxyd.log_level\tstring\t\"info\"\terror|"
 			    "warning|info|debug\tyes\t"));
@@ -1076,7 +1078,7 @@ START_TEST(test_example_conf)
 
 	conf = load_file(TOP_SRCDIR "/conf/smcproxyd.conf", &out);
 	ck_assert_msg(conf != NULL && out[0] == '\0', "%s", out);
-	ck_assert_int_eq(conf->rdma.sndbuf, 65536);
+	ck_assert_int_eq(conf->rdma.sndbuf, 262144);
 	conf_free(conf);
 	free(out);
 }

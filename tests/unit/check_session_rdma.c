@@ -376,8 +376,9 @@ START_TEST(buffer_share_per_peer)
 {
 	int clc_fd, i, fd;
 
-	conf_next = a_conf2("any_source = true; buffer_share = 25;",
-			    "max_buffer_memory = 1;");
+	conf_next =
+		a_conf2("any_source = true; buffer_share = 25;",
+			"max_buffer_memory = 1; sndbuf = 65536; rmb = 65536;");
 	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
 	clients[0] = connect_to(rule_port);
 	clc_fd = peer_accept(WAIT_MS);
