@@ -241,6 +241,20 @@ while [ $r -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
+# --trace N: daemon a1 under strace -f -ttt -T for N 64-byte round trips
+# through pairR, untimed (where a round trip's time goes on host a)
+trace_iters=${RXE_TH_TRACE:-0}
+if [ "$trace_iters" -gt 0 ] && command -v strace >/dev/null; then
+	cmd "strace -f -ttt -T -p PID_OF_A1 (xfer ping-pong -s 64 -i $trace_iters, pairR)"
+	strace -f -ttt -T -p "$rxe_pid_a1" -o "$RXE_OUT/trace.a1.txt" 2>/dev/null &
+	_st=$!
+	sleep 2
+	"$XFER" client -c 127.0.0.1:17101 -m pingpong -s 64 -i "$trace_iters" \
+		--json -T 60 >"$RXE_OUT/trace.xfer.json" 2>&1
+	kill -INT $_st 2>/dev/null
+	wait $_st
+fi
+
 for d in a1 a2 a3 a4; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done

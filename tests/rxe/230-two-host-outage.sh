@@ -93,8 +93,9 @@ fds1=$(rxe_fds "$me")
 echo "# $me after: $fds1 descriptors, rdma_buf_bytes $bufs1 (used $used1)"
 [ "$used1" = 0 ] && ok "$me: no buffer held by a connection" ||
 	bad "$me: rdma_buf_bytes_used $used1"
-# kept for reuse: no more than the connections of the first group had
-[ "${bufs1:-0}" -le "$((bufs0 + 4 * 2 * 131072 * 2))" ] &&
+# kept for reuse: no more than the connections of both groups had (4
+# each, a send ring and an RMB element of 256 KiB, the defaults)
+[ "${bufs1:-0}" -le "$((bufs0 + 2 * 4 * 2 * 262144))" ] &&
 	ok "$me: registered buffers bounded ($bufs1)" ||
 	bad "$me: rdma_buf_bytes $bufs1, was $bufs0 before"
 [ "$fds1" -le "$((fds0 + 2))" ] && ok "$me: descriptors back ($fds1, was $fds0)" ||
