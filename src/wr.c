@@ -3,9 +3,10 @@
  * Work requests of one link (net/smc's smc_wr.c): the TX slot table, the
  * posted receive buffers, and completion handling.
  *
- * TX: max_send_wr slots, each one 48-byte control-message buffer (CDC or
- * LLC, 44 bytes used) with a pre-built signaled SEND and two pre-built
- * RDMA WRITEs for the data in front of it.  The slot index is the wr_id,
+ * TX: max_send_wr slots, each a control-message buffer (CDC or LLC, 44
+ * bytes, and behind a CDC up to CDC_DATA_MAX bytes it carries: wr_tx_len)
+ * with a pre-built signaled SEND and two pre-built RDMA WRITEs for the
+ * data in front of it.  The slot index is the wr_id,
  * so a completion finds its slot in O(1) instead of the kernel's scan.
  * WRITEs are unsignaled; only a failed one completes, and any failure
  * takes the link down.
@@ -18,11 +19,12 @@
  * exclusive mode removes; kept to measure against).  Teardown wakes all.
  * A waiter parked longer than WR_SLOT_WAIT_MAX_MS is a link fault.
  *
- * RX: max_recv_wr buffers, each reposted as soon as its message has been
- * dispatched by its first byte (the message type) to a handler.  Only a
- * SEND delivers a message: any other receive completion (a peer's WRITE
- * with immediate) leaves the buffer as it was, and is a protocol
- * violation that takes the link down (counted in rx_bad_opcode).
+ * RX: max_recv_wr buffers (48 bytes, or room for a CDC with its data
+ * when the link offers CLC_FEAT_CDC_DATA), each reposted as soon as its
+ * message has been dispatched by its first byte (the message type) to a
+ * handler.  Only a SEND delivers a message: any other receive completion
+ * (a peer's WRITE with immediate) leaves the buffer as it was, and is a
+ * protocol violation that takes the link down (counted in rx_bad_opcode).
  *
  * Completions: the device calls wr_completion(); we poll in batches,
  * re-arm, and poll again so a completion racing the re-arm is not lost.
