@@ -261,8 +261,8 @@ if [ "$trace_iters" -gt 0 ] && command -v perf >/dev/null; then
 	read -r _u0 _s0 <<EOF2
 $(awk '{ print $14, $15 }' "/proc/$rxe_pid_a1/stat")
 EOF2
-	perf record -q -e cpu-clock -F 4000 -g -p "$rxe_pid_a1" \
-		-o "$R/perf.a1.data" >/dev/null 2>&1 &
+	perf record -e cpu-clock -F 4000 -g -p "$rxe_pid_a1" \
+		-o "$R/perf.a1.data" >"$RXE_OUT/perf.record.log" 2>&1 &
 	_pf=$!
 	sleep 2
 	"$XFER" client -c 127.0.0.1:17101 -m pingpong -s 64 \
@@ -274,8 +274,9 @@ $(awk '{ print $14, $15 }' "/proc/$rxe_pid_a1/stat")
 EOF2
 	echo "a1 ticks over $((trace_iters * 5)) round trips (+2 s idle): user $((_u1 - _u0)) system $((_s1 - _s0)) (CLK_TCK $(getconf CLK_TCK))" \
 		>"$RXE_OUT/perf.cpu.txt"
-	perf report -q -i "$R/perf.a1.data" --stdio --no-children \
-		--sort dso,sym 2>/dev/null | head -150 >"$RXE_OUT/perf.a1.txt"
+	perf report -i "$R/perf.a1.data" --stdio --no-children \
+		--sort dso,sym 2>"$RXE_OUT/perf.report.log" | head -150 \
+		>"$RXE_OUT/perf.a1.txt"
 fi
 
 for d in a1 a2 a3 a4; do
