@@ -463,10 +463,26 @@ conf_parse_slot_wait(const char *s, int *out)
 	return 0;
 }
 
+static int
+conf_parse_busy_poll(const char *s, int *out)
+{
+	if (strcmp(s, "off") == 0)
+		*out = CONF_BUSY_POLL_OFF;
+	else if (strcmp(s, "adaptive") == 0)
+		*out = CONF_BUSY_POLL_ADAPTIVE;
+	else if (strcmp(s, "always") == 0)
+		*out = CONF_BUSY_POLL_ALWAYS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /* Enum fields are written through an int. */
 _Static_assert(sizeof(enum log_level) == sizeof(int), "enum log_level size");
 _Static_assert(sizeof(enum conf_slot_wait) == sizeof(int),
 	       "enum conf_slot_wait size");
+_Static_assert(sizeof(enum conf_busy_poll) == sizeof(int),
+	       "enum conf_busy_poll size");
 
 #define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds)                          \
 	{                                                                   \
@@ -661,10 +677,16 @@ static const struct conf_key conf_rdma_keys[] = {
 	    "true", 0, 1, NULL, 0,
 	    "reap the completions of CDCs nobody waits for with the next "
 	    "receive instead of waking up for each"),
-	KEY_INT(struct conf_rdma, busy_poll_us, "busy_poll_us", "0", 0, 10000,
+	KEY_ENUM(
+		struct conf_rdma, busy_poll, "busy_poll", "adaptive",
+		conf_parse_busy_poll, "adaptive|always|off", 0,
+		"after RDMA data-path work, poll without sleeping for a while: "
+		"as long as replies come that soon (adaptive, not on one CPU), "
+		"busy_poll_us every time (always), or never"),
+	KEY_INT(struct conf_rdma, busy_poll_us, "busy_poll_us", "200", 0, 10000,
 		NULL, 0,
-		"after RDMA data-path work, poll without sleeping until this "
-		"many microseconds pass idle (costs CPU); 0: off"),
+		"busy polling's budget in microseconds (adaptive: its cap); "
+		"0: off"),
 	KEY_INT(struct conf_rdma, lgr_idle_timeout, "lgr_idle_timeout", "600",
 		0, 86400, NULL, R,
 		"seconds an idle link group lingers for reuse"),

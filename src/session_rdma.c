@@ -861,7 +861,7 @@ session_rdma_round(void *arg)
 		session_rdma_done(sr);
 	}
 	if (moved)
-		worker_busy_note(); /* rdma.busy_poll_us: keep polling */
+		busy_poll_note(); /* rdma.busy_poll: keep polling */
 	return moved || sr->again;
 }
 

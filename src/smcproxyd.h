@@ -94,6 +94,11 @@ bool addr_equal(const struct addr *a, const struct addr *b);
 
 /* conf.c */
 enum conf_slot_wait { CONF_SLOT_WAIT_EXCLUSIVE, CONF_SLOT_WAIT_ALL };
+enum conf_busy_poll {
+	CONF_BUSY_POLL_OFF,
+	CONF_BUSY_POLL_ADAPTIVE,
+	CONF_BUSY_POLL_ALWAYS
+};
 
 struct conf_peer {
 	char name[CONF_NAME_MAX + 1];
@@ -147,7 +152,8 @@ struct conf_rdma {
 	enum conf_slot_wait slot_wait;
 	bool lazy_completions;
 	bool cdc_data;
-	int busy_poll_us;
+	enum conf_busy_poll busy_poll;
+	int busy_poll_us; /* always: the budget; adaptive: its cap */
 	int lgr_idle_timeout;
 	int test_link_time;
 };
@@ -247,6 +253,21 @@ struct auth_limit {
 	unsigned int next;
 };
 
+/* busypoll.c */
+struct busy_poll {
+	enum conf_busy_poll mode;
+	uint32_t max_us;
+	uint32_t budget_us; /* now; 0: sleep after work */
+	uint64_t spins;	    /* non-blocking polls */
+	struct stats *st;   /* NULL: not counted there */
+};
+void busy_poll_init(struct busy_poll *bp, enum conf_busy_poll mode,
+		    uint32_t max_us, int ncpus, struct stats *st);
+void busy_poll_work(struct busy_poll *bp, uint64_t gap_us, bool polled);
+void busy_poll_miss(struct busy_poll *bp);
+void busy_poll_note(void);
+void busy_poll_loop(struct event_base *base, struct busy_poll *bp);
+
 /* worker.c */
 typedef void (*worker_fn)(struct worker *, void *);
 int worker_start_all(struct conf *conf);
@@ -274,8 +295,6 @@ void worker_preauth_put(struct worker *w, const struct addr *src);
 void worker_fd_exhausted(struct worker *w);
 bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
-void worker_busy_note(void);
-void worker_loop(struct event_base *base, uint32_t busy_us, uint64_t *spins);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
 int worker_reconfigure_all(struct conf *conf);
 bool worker_rule_enabled(const char *name);

@@ -98,7 +98,13 @@
 	X(clc_declines_received, COUNTER, "handshakes",                        \
 	  "CLC DECLINEs peers sent us: we fall back to TCP")                   \
 	X(llc_protocol_errors, COUNTER, "events",                              \
-	  "malformed or unexpected LLC messages (each ends its link group)")
+	  "malformed or unexpected LLC messages (each ends its link group)")   \
+	X(busy_polls, COUNTER, "events",                                       \
+	  "times a worker polled without sleeping after RDMA data-path work")  \
+	X(busy_poll_hits, COUNTER, "events",                                   \
+	  "busy polls that found work before their budget ran out")            \
+	X(busy_poll_time_us, COUNTER, "microseconds",                          \
+	  "time workers spent busy polling (CPU that sleeping would not use)")
 
 /* X(id, name, description) */
 #define SESSION_REASONS(X)                                                     \

@@ -12,14 +12,8 @@
  * `enable rule` or `undrain peer` opens them again.  The disabled rules
  * are kept by name, so a reload keeps them disabled while the name stays.
  *
- * Busy polling (rdma.busy_poll_us): after a turn of the loop in which the
- * RDMA data path did something (completions reaped, bytes relayed over
- * RDMA: worker_busy_note), the worker polls its event base without
- * sleeping (epoll_wait with no timeout sees both the sockets and the
- * completion channels) until that long has passed with nothing done, and
- * only then sleeps.  A reply that comes within the budget is handled
- * without a wake-up from sleep; the price is a CPU kept busy for up to
- * the budget after each burst of work.  An idle worker never spins.
+ * Each worker's loop is busypoll.c's: it may poll for a while after
+ * RDMA data-path work instead of sleeping (rdma.busy_poll).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,9 +83,6 @@ static int nworkers;
 static struct event *worker_done_ev; /* the main thread's, while stopping */
 
 static void worker_drained(struct worker *w);
-
-/* Data-path work done on this thread: busy polling's sign of activity. */
-static __thread uint64_t worker_activity;
 
 /* Rules the operator disabled, by name (any thread; main writes). */
 static pthread_mutex_t worker_rules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -806,55 +797,11 @@ worker_exit_all(void)
 		worker_post(&workers[i], worker_exit_cb, NULL);
 }
 
-/* The RDMA data path did something on this thread: poll on a while. */
-void
-worker_busy_note(void)
-{
-	worker_activity++;
-}
-
-/*
- * Run base until it is told to exit or has no events left; with busy_us,
- * after a turn with data-path work, poll it without sleeping until
- * busy_us passed with none.  The number of non-blocking polls is added to
- * *spins (NULL: not counted).
- */
-void
-worker_loop(struct event_base *base, uint32_t busy_us, uint64_t *spins)
-{
-	uint64_t seen, last, now;
-
-	if (busy_us == 0) {
-		event_base_dispatch(base);
-		return;
-	}
-	for (;;) {
-		seen = worker_activity;
-		if (event_base_loop(base, EVLOOP_ONCE) != 0 ||
-		    event_base_got_exit(base) || event_base_got_break(base))
-			return;
-		if (worker_activity == seen)
-			continue;
-		last = now_us();
-		do {
-			seen = worker_activity;
-			if (event_base_loop(base, EVLOOP_NONBLOCK) != 0 ||
-			    event_base_got_exit(base) ||
-			    event_base_got_break(base))
-				return;
-			if (spins != NULL)
-				(*spins)++;
-			now = now_us();
-			if (worker_activity != seen)
-				last = now;
-		} while (now - last < busy_us);
-	}
-}
-
 static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
+	struct busy_poll bp;
 
 	w->lgr = lgr_worker_new(w);
 	if (w->lgr != NULL)
@@ -862,7 +809,13 @@ worker_main(void *arg)
 	if (w->rdma == NULL)
 		log_warnx("worker %d: out of memory: RDMA data path off",
 			  w->id);
-	worker_loop(w->base, (uint32_t)w->conf->rdma.busy_poll_us, NULL);
+	busy_poll_init(&bp, w->conf->rdma.busy_poll,
+		       (uint32_t)w->conf->rdma.busy_poll_us, 0, &w->stats);
+	if (bp.mode != w->conf->rdma.busy_poll && w->conf->rdma.busy_poll_us)
+		log_info("worker %d: adaptive busy polling off: "
+			 "it may run on one CPU only",
+			 w->id);
+	busy_poll_loop(w->base, &bp);
 	session_close_all(w, SESSION_SHUTDOWN);
 	session_rdma_worker_free(w->rdma);
 	w->rdma = NULL;

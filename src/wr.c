@@ -587,7 +587,7 @@ wr_poll(struct wr_link *l)
 			break;
 		}
 		if (n > 0)
-			worker_busy_note();
+			busy_poll_note();
 		for (i = 0; i < n; i++)
 			wr_handle_wc(l, &wc[i]);
 	} while (n == WR_POLL_BATCH);

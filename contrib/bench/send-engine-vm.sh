@@ -31,7 +31,8 @@ short_conns=${RXE_SE_SHORT_CONNS:-100}
 wk_conns=${RXE_SE_WK_CONNS:-32}
 wk_bytes=${RXE_SE_WK_BYTES:-2M}
 raw_big=${RXE_SE_RAW_BIG:-1048576}	# the raw experiment's B pair: sndbuf = rmb
-busy_us=${RXE_SE_BUSY_US:-50}		# busypoll, busyfb: rdma.busy_poll_us of A
+busy_us=${RXE_SE_BUSY_US:-200}		# busypoll, busyfb: rdma.busy_poll_us of A
+busy_mode=${RXE_SE_BUSY_MODE:-adaptive}	# busypoll, busyfb: rdma.busy_poll of A
 rt_sizes=${RXE_SE_RT_SIZES:-1 64 1024}	# round trips of busypoll, short, busyfb
 strace_iters=${RXE_SE_STRACE_ITERS:-200} # round trips under strace -c; 0: none
 base_daemon=${RXE_SE_BASE_DAEMON:-}	# build: the B pair's smcproxyd
@@ -262,8 +263,9 @@ for e in $exps; do
 	slot) ka="slot_wait = \"exclusive\"; max_send_wr = 16; max_conns_per_lgr = 255;"
 	      kb="slot_wait = \"all\"; max_send_wr = 16; max_conns_per_lgr = 255;" ;;
 	raw | short | workers | build) ka=""; kb="" ;;
-	busypoll) ka="busy_poll_us = $busy_us;"; kb="busy_poll_us = 0;" ;;
-	busyfb) ka="busy_poll_us = $busy_us;"; kb="" ;;
+	busypoll) ka="busy_poll = \"$busy_mode\"; busy_poll_us = $busy_us;"
+		  kb="busy_poll = \"off\";" ;;
+	busyfb) ka="busy_poll = \"$busy_mode\"; busy_poll_us = $busy_us;"; kb="" ;;
 	lazy) ka="lazy_completions = true;"; kb="lazy_completions = false;" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"

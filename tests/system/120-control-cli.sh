@@ -166,7 +166,8 @@ for x in s["stats"]:
     eq(sorted(x), sorted(["name", "kind", "unit", "description", "metric", "help",
                           "labels"]), "schema members of " + x["name"])
     need(x["kind"] in ("counter", "gauge"), "kind of " + x["name"])
-    need(x["unit"] in ("connections", "bytes", "requests", "events", "handshakes"),
+    need(x["unit"] in ("connections", "bytes", "requests", "events", "handshakes",
+                       "microseconds"),
          "unit of " + x["name"])
 # the schema table: stats, a blank line, then the commands as help prints them
 st = open(A[1]).read().split("\n\n")
