@@ -193,12 +193,17 @@ rec() {
 }
 
 # links EXP VARIANT ROUND WHEN N [SIZE]: snapshot of a's and b's links, and
-# of the bytes a has sent (tx_bytes), in the size column SIZE (default 0)
+# of the bytes a has sent (tx_bytes) and its busy polling counters, in the
+# size column SIZE (default 0)
 links() {
 	on_b "links_of b $*"
 	links_of a "$@"
 	printf '%s\t%s\t%s\ttxbytes_%s_a\t%s\t%s\n' "$1" "$2" "$3" "$4" "${6:-0}" \
 		"$(rxe_stat "a$5" tx_bytes)" >>"$RAW"
+	for _k in bpolls:busy_polls bphits:busy_poll_hits bptime:busy_poll_time_us; do
+		printf '%s\t%s\t%s\t%s_%s_a\t%s\t%s\n' "$1" "$2" "$3" "${_k%%:*}" "$4" \
+			"${6:-0}" "$(rxe_stat "a$5" "${_k#*:}")" >>"$RAW"
+	done
 }
 
 # links_of a|b EXP VARIANT ROUND WHEN N [SIZE]: one daemon's snapshot.

@@ -12,7 +12,7 @@
 #   path round metric size tool-output-on-one-line
 # and the host side turns both hosts' lines into medians and ratios.
 # Knobs (env): RXE_TH_ROUNDS RXE_TH_ITERS RXE_TH_SECONDS RXE_TH_SIZES
-#   RXE_TH_REDIS_N
+#   RXE_TH_REDIS_N RXE_TH_PAIRN_CONF
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_TH_ROUNDS:-3}
@@ -52,10 +52,11 @@ listening() {
 }
 
 opts() {	# pair 3 (W): buffers for a stream, 1 MiB each way; pair 4
-	# (N): bytes by RDMA WRITE only, none carried in the CDC
+	# (N): bytes by RDMA WRITE only, none carried in the CDC, or what
+	# RXE_TH_PAIRN_CONF says
 	case $1 in
 	3) echo "sndbuf = 1048576; rmb = 1048576;" ;;
-	4) echo "cdc_data = false;" ;;
+	4) echo "${RXE_TH_PAIRN_CONF:-cdc_data = false;}" ;;
 	esac
 }
 

@@ -154,9 +154,12 @@ if total(b, "smcproxyd_export_bytes", export="x", direction="in") < 3 * 65536:
 held = socket.create_connection(("127.0.0.1", int(rule)))
 for _ in range(100):
     a, b = scrape(amet), scrape(bmet)
+    # one scrape reads the counters and the connection lists one after
+    # the other: wait until both have seen the connection
     if (sample(a, "smcproxyd_rule_conns", "smcproxyd_rule_conns", rule="x") == 1
             and sample(b, "smcproxyd_export_conns", "smcproxyd_export_conns",
-                       export="x") == 1):
+                       export="x") == 1
+            and sample(a, "smcproxyd_conns_active", "smcproxyd_conns_active") == 1):
         break
     time.sleep(0.1)
 else:
