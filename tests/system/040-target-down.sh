@@ -8,6 +8,7 @@
 smc_init
 
 pair_ports
+hold_port "$PORT_TARGET"	# down, and no test beside this one may take it
 conf_a "$T/a.conf"
 conf_b "$T/b.conf"
 start_pair
@@ -19,5 +20,6 @@ xfer_client -n 3 -b 64K --expect-close -T 15 ||
 expect_reason b target_refused "$b_before"
 expect_reason a target_refused "$a_before"
 
+release_port
 start_server "$PORT_TARGET"
 xfer_client -n 2 -b 1M || fail "transfer failed once the target was back"

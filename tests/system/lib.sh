@@ -294,6 +294,34 @@ stop_daemon()
 }
 
 # start_server PORT: the xfer server on 127.0.0.1:PORT; sets server_pid.
+# hold_port PORT: keep PORT bound but not listening (a connection to it is
+# refused), so that no test running beside this one takes it while it is
+# meant to be down; release_port gives it back.
+hold_port()
+{
+	python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+print("held", flush=True)
+time.sleep(3600)' "$1" >"$T/hold-$1.log" 2>&1 &
+	hold_pid=$!
+	track "$hold_pid"
+	local i
+	for i in $(seq 100); do
+		grep -q held "$T/hold-$1.log" && return 0
+		kill -0 "$hold_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail "could not hold port $1: $(cat "$T/hold-$1.log")"
+}
+
+release_port()
+{
+	kill "$hold_pid" 2>/dev/null
+	wait "$hold_pid" 2>/dev/null
+	untrack "$hold_pid"
+}
+
 start_server()
 {
 	"$XFER" server -l "127.0.0.1:$1" >>"$T/server-$1.log" 2>&1 &
