@@ -63,8 +63,10 @@ smc_log "xfer client -c 127.0.0.1:$PORT_SPARE -m stream -t 3 --verify"
 "$XFER" client -c "127.0.0.1:$PORT_SPARE" -m stream -t 3 --verify -T 30 \
 	>>"$T/client.log" 2>&1 || fail "a busy connection was closed on an idle_timeout rule"
 
-# The peer daemon is down.
+# The peer daemon is down (its port held, so no test beside this one
+# takes it meanwhile).
 stop_daemon b
+hold_port "$PORT_BPEER"
 before=$(reason_count a peer_unreachable)
 xfer_client -n 2 -b 1K --expect-close -T 20 ||
 	fail "client not closed when the peer daemon is down"

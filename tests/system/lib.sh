@@ -301,7 +301,14 @@ hold_port()
 {
 	python3 -c 'import socket, sys, time
 s = socket.socket()
-s.bind(("127.0.0.1", int(sys.argv[1])))
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    # the last owner of the port left connections in TIME_WAIT
+    s.close()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[1])))
 print("held", flush=True)
 time.sleep(3600)' "$1" >"$T/hold-$1.log" 2>&1 &
 	hold_pid=$!
