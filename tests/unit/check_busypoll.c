@@ -190,37 +190,38 @@ START_TEST(adaptive_work_grows)
 }
 END_TEST
 
-/* In the loop: work every 20 ms with a cap of 2 ms.  Each burst's poll
- * misses and halves the budget, so after 8 of the 20 bursts the worker
- * sleeps; the spare bursts absorb a stall that makes one a hit. */
-START_TEST(adaptive_loop_stops_polling)
+/* Adaptive with a cap of @cap_us: 20 bursts of work @every_ms apart. */
+static void
+run_bursts(uint32_t cap_us, int every_ms)
 {
 	int i;
 
-	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 2000, 2, &st);
+	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, cap_us, 2, &st);
 	for (i = 1; i <= 20; i++)
-		at_ms(work_cb, 20 * i);
-	at_ms(exit_cb, 20 * 21);
+		at_ms(work_cb, every_ms * i);
+	at_ms(exit_cb, every_ms * 21);
 	busy_poll_loop(base, &bp);
+}
+
+/* Work every 20 ms with a cap of 2 ms.  Each burst's poll misses and
+ * halves the budget, so after 8 of the 20 bursts the worker sleeps; the
+ * spare bursts absorb a stall that makes one a hit. */
+START_TEST(adaptive_loop_stops_polling)
+{
+	run_bursts(2000, 20);
 	ck_assert_uint_eq(bp.budget_us, 0);
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_polls), 8);
 	ck_assert_uint_lt(stats_read(&st, STAT_busy_polls), 20);
-	/* 2000 + 1000 + ... + 15 us, and one hit's worth if a stall made one */
+	/* 2000 + 1000 + ... + 15 us, and room for a stall or two */
 	ck_assert_uint_lt(stats_read(&st, STAT_busy_poll_time_us), 20 * 4000);
 }
 END_TEST
 
-/* In the loop: work every 5 ms with a cap of 50 ms.  Every poll after
- * the first burst finds the next one: hits, no sleep between bursts. */
+/* Work every 5 ms with a cap of 50 ms.  Every poll after the first burst
+ * finds the next one: hits, no sleep between bursts. */
 START_TEST(adaptive_loop_short_gaps_hit)
 {
-	int i;
-
-	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 50000, 2, &st);
-	for (i = 1; i <= 20; i++)
-		at_ms(work_cb, 5 * i);
-	at_ms(exit_cb, 400);
-	busy_poll_loop(base, &bp);
+	run_bursts(50000, 5);
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_hits), 10);
 	ck_assert_uint_gt(bp.budget_us, 0);
 }
