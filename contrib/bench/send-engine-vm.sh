@@ -12,6 +12,7 @@
 # and the host side turns them into medians and ratios.  Knobs (env):
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
+#   RXE_SE_BUSY_MODE RXE_SE_GAP_US
 #   RXE_SE_SHORT_CONNS RXE_SE_WK_CONNS RXE_SE_WK_BYTES RXE_SE_RAW_BIG
 #   RXE_SE_BUSY_US RXE_SE_RT_SIZES RXE_SE_STRACE_ITERS RXE_SE_BASE_DAEMON
 . "$abs_top_srcdir/tests/rxe/lib.sh"
@@ -33,6 +34,7 @@ wk_bytes=${RXE_SE_WK_BYTES:-2M}
 raw_big=${RXE_SE_RAW_BIG:-1048576}	# the raw experiment's B pair: sndbuf = rmb
 busy_us=${RXE_SE_BUSY_US:-200}		# busypoll, busyfb: rdma.busy_poll_us of A
 busy_mode=${RXE_SE_BUSY_MODE:-adaptive}	# busypoll, busyfb: rdma.busy_poll of A
+gap_us=${RXE_SE_GAP_US:-0}		# busymode: xfer --gap-us of its ping-pongs
 rt_sizes=${RXE_SE_RT_SIZES:-1 64 1024}	# round trips of busypoll, short, busyfb
 strace_iters=${RXE_SE_STRACE_ITERS:-200} # round trips under strace -c; 0: none
 base_daemon=${RXE_SE_BASE_DAEMON:-}	# build: the B pair's smcproxyd
@@ -230,9 +232,12 @@ bw_one() {	# EXP V ROUND SIZE; links around it: WRs posted per byte sent
 	links "$1" "$2" "$3" after $_n "$4"
 }
 lat_one() {	# EXP V ROUND SIZE
-	cmd "xfer client -c 127.0.0.1:PORT -m pingpong -s SIZE -i $iters --json -T 60"
+	_g=
+	[ "$1" = busymode ] && [ "$gap_us" -gt 0 ] && _g="--gap-us $gap_us"
+	cmd "xfer client -c 127.0.0.1:PORT -m pingpong -s SIZE -i $iters${_g:+ $_g} --json -T 60"
 	rec "$1" "$2" "$3" xfer_pp "$4" \
-		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m pingpong -s "$4" -i "$iters" --json -T 60
+		"$XFER" client -c "127.0.0.1:$(port "$2" 1)" -m pingpong -s "$4" -i "$iters" \
+		$_g --json -T 60
 }
 # rt_one EXP V ROUND SIZE: a ping-pong sample with both daemons' links
 # around it (WRs, completions, CQ events per round trip), then, untimed,
@@ -271,6 +276,8 @@ for e in $exps; do
 	busypoll) ka="busy_poll = \"$busy_mode\"; busy_poll_us = $busy_us;"
 		  kb="busy_poll = \"off\";" ;;
 	busyfb) ka="busy_poll = \"$busy_mode\"; busy_poll_us = $busy_us;"; kb="" ;;
+	busymode) ka="busy_poll = \"adaptive\"; busy_poll_us = $busy_us;"
+		  kb="busy_poll = \"always\"; busy_poll_us = $busy_us;" ;;
 	lazy) ka="lazy_completions = true;"; kb="lazy_completions = false;" ;;
 	esac
 	echo "== $e: A { $ka } B { $kb }"
@@ -325,7 +332,7 @@ for e in $exps; do
 					"$XFER" client -c "127.0.0.1:$(port "$v" 1)" \
 					-n "$wk_conns" -b "$wk_bytes" --json -T 120
 			done ;;
-		busypoll | busyfb | lazy | short | build)
+		busypoll | busymode | busyfb | lazy | short | build)
 			for s in $rt_sizes; do
 				for v in $(order $r); do rt_one $e $v $r $s; done
 			done

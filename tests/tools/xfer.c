@@ -189,6 +189,7 @@ struct opts {
 	long long rst_after, server_rst_after;
 	bool expect_close;
 	uint32_t ping_size, ping_iters, warmup;
+	uint32_t gap_us; /* pingpong: idle time between pings */
 	double seconds;
 	double timeout;
 	double rst_max_ms;
@@ -1101,8 +1102,11 @@ client_data(struct conn *c, const uint8_t *p, size_t n)
 			rtts[nrtts++] = t - c->t_ping;
 		}
 		c->iters_done++;
-		if (c->iters_done < c->h.ping_iters)
+		if (c->iters_done < c->h.ping_iters) {
+			if (opt.gap_us > 0)
+				usleep(opt.gap_us); /* not in the RTT */
 			client_start_pingpong(c);
+		}
 		return;
 	}
 	if (c->h.flags & FL_CLIENT_RST) {
@@ -1517,7 +1521,9 @@ usage(void)
 	      "stream: client->server bulk for -t seconds or -b bytes "
 	      "(--verify checks)\n"
 	      "pingpong: -s SIZE bytes echoed -i ITER times; RTT percentiles "
-	      "in us\n"
+	      "in us;\n"
+	      "  --gap-us US  idle this long between pings (not counted; "
+	      "with -n 1)\n"
 	      "exit: 0 all verified, 1 a check failed, 2 usage or setup "
 	      "error\n",
 	      stderr);
@@ -1928,6 +1934,7 @@ enum long_only {
 	OPT_SNDBUF,
 	OPT_RCVBUF,
 	OPT_PAUSE_READ,
+	OPT_GAP_US,
 };
 
 static const struct option longopts[] = {
@@ -1955,6 +1962,7 @@ static const struct option longopts[] = {
 	{"sndbuf", required_argument, NULL, OPT_SNDBUF},
 	{"rcvbuf", required_argument, NULL, OPT_RCVBUF},
 	{"pause-read", required_argument, NULL, OPT_PAUSE_READ},
+	{"gap-us", required_argument, NULL, OPT_GAP_US},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -2067,6 +2075,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_PAUSE_READ:
 			opt.pause_ms = atof(optarg);
+			break;
+		case OPT_GAP_US:
+			opt.gap_us = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
 		default:
 			usage();
