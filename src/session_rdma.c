@@ -834,7 +834,7 @@ session_rdma_round(void *arg)
 	struct session_rdma *sr = arg;
 	struct session *s = sr->s;
 	struct lgr_link *to;
-	bool moved;
+	bool moved, tcp_moved;
 
 	sr->again = false;
 	if (sr->failover_to != NULL && !sr->closing) {
@@ -848,11 +848,22 @@ session_rdma_round(void *arg)
 	if (sr->closing ||
 	    (s->state != SESSION_RELAY && s->state != SESSION_RESUMING))
 		return -1;
-	moved = session_rdma_write(sr);
-	moved |= session_rdma_read(sr);
+	moved = false;
+	/* busy polling: what the thread waits for next (rdma.busy_poll) */
+	if (session_rdma_write(sr)) {
+		busy_poll_wait(BUSY_WAIT_LOCAL);
+		moved = true;
+	}
+	if (session_rdma_read(sr)) {
+		busy_poll_wait(BUSY_WAIT_PEER);
+		moved = true;
+	}
 	if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
-		moved |= session_rdma_tcp_out(sr);
-		moved |= session_rdma_tcp_in(sr);
+		tcp_moved = session_rdma_tcp_out(sr);
+		tcp_moved |= session_rdma_tcp_in(sr);
+		if (tcp_moved)
+			busy_poll_note();
+		moved |= tcp_moved;
 		if (sr->rd_eof && sr->wr_shut && sr->tcp_shut && !sr->closing) {
 			sr->closing = true;
 			sr->close_reason = sr->fin_reason;
@@ -860,8 +871,6 @@ session_rdma_round(void *arg)
 	} else if (sr->rd_eof && sr->wr_shut && !sr->closing) {
 		session_rdma_done(sr);
 	}
-	if (moved)
-		busy_poll_note(); /* rdma.busy_poll: keep polling */
 	return moved || sr->again;
 }
 

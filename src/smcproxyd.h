@@ -254,18 +254,25 @@ struct auth_limit {
 };
 
 /* busypoll.c */
+enum busy_wait {
+	BUSY_WAIT_PEER,	 /* for the peer's answer to bytes sent to it */
+	BUSY_WAIT_LOCAL, /* for a local program's next bytes */
+	BUSY_WAIT_N
+};
 struct busy_poll {
 	enum conf_busy_poll mode;
 	uint32_t max_us;
-	uint32_t budget_us; /* now; 0: sleep after work */
-	uint64_t spins;	    /* non-blocking polls */
-	struct stats *st;   /* NULL: not counted there */
+	uint32_t budget_us[BUSY_WAIT_N]; /* now; 0: sleep after work */
+	uint64_t spins;			 /* non-blocking polls */
+	struct stats *st;		 /* NULL: not counted there */
 };
 void busy_poll_init(struct busy_poll *bp, enum conf_busy_poll mode,
 		    uint32_t max_us, int ncpus, struct stats *st);
-void busy_poll_work(struct busy_poll *bp, uint64_t gap_us, bool polled);
-void busy_poll_miss(struct busy_poll *bp);
+void busy_poll_work(struct busy_poll *bp, enum busy_wait w, uint64_t gap_us,
+		    bool polled);
+void busy_poll_miss(struct busy_poll *bp, enum busy_wait w);
 void busy_poll_note(void);
+void busy_poll_wait(enum busy_wait w);
 void busy_poll_loop(struct event_base *base, struct busy_poll *bp);
 
 /* worker.c */

@@ -4,7 +4,8 @@
  * sleeping only after data-path work, and stops once the budget passed
  * with none; an idle loop sleeps.  The adaptive budget halves on every
  * poll that finds nothing, down to none, grows with work that came
- * sooner than the cap, and is off where the worker has one CPU.
+ * sooner than the cap, is kept apart for the two things a relay waits
+ * for, and is off where the worker has one CPU.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,18 @@ static void
 work_cb(evutil_socket_t fd, short what, void *arg)
 {
 	busy_poll_note();
+}
+
+static void
+local_cb(evutil_socket_t fd, short what, void *arg)
+{
+	busy_poll_wait(BUSY_WAIT_LOCAL); /* wrote to a client: its turn */
+}
+
+static void
+peer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	busy_poll_wait(BUSY_WAIT_PEER); /* sent to the peer: its turn */
 }
 
 static void
@@ -94,7 +107,8 @@ START_TEST(budget_ends)
 	ck_assert_uint_eq(stats_read(&st, STAT_busy_polls), 1);
 	ck_assert_uint_eq(stats_read(&st, STAT_busy_poll_hits), 0);
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_time_us), 50000);
-	ck_assert_uint_eq(bp.budget_us, 50000); /* always: never shrinks */
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER],
+			  50000); /* always: never shrinks */
 }
 END_TEST
 
@@ -133,12 +147,12 @@ START_TEST(adaptive_not_on_one_cpu)
 {
 	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 200, 1, NULL);
 	ck_assert_int_eq(bp.mode, CONF_BUSY_POLL_OFF);
-	ck_assert_uint_eq(bp.budget_us, 0);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 0);
 	busy_poll_init(&bp, CONF_BUSY_POLL_ALWAYS, 200, 1, NULL);
 	ck_assert_int_eq(bp.mode, CONF_BUSY_POLL_ALWAYS);
 	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 200, 4, NULL);
 	ck_assert_int_eq(bp.mode, CONF_BUSY_POLL_ADAPTIVE);
-	ck_assert_uint_eq(bp.budget_us, 200);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 200);
 }
 END_TEST
 
@@ -151,12 +165,12 @@ START_TEST(adaptive_misses_halve)
 
 	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 2000, 2, NULL);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		busy_poll_miss(&bp);
-		ck_assert_uint_eq(bp.budget_us, want[i]);
+		busy_poll_miss(&bp, BUSY_WAIT_PEER);
+		ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], want[i]);
 	}
 	busy_poll_init(&bp, CONF_BUSY_POLL_ALWAYS, 2000, 2, NULL);
-	busy_poll_miss(&bp);
-	ck_assert_uint_eq(bp.budget_us, 2000);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 2000);
 }
 END_TEST
 
@@ -165,28 +179,30 @@ END_TEST
 START_TEST(adaptive_work_grows)
 {
 	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 1000, 2, NULL);
-	while (bp.budget_us > 0)
-		busy_poll_miss(&bp);
-	busy_poll_work(&bp, 1000, false); /* slept past the cap */
-	ck_assert_uint_eq(bp.budget_us, 0);
-	busy_poll_work(&bp, 100, false); /* polling would have caught it */
-	ck_assert_uint_eq(bp.budget_us, 200);
-	busy_poll_work(&bp, 50, true);
-	ck_assert_uint_eq(bp.budget_us, 200);
-	busy_poll_work(&bp, 150, true);
-	ck_assert_uint_eq(bp.budget_us, 300);
-	busy_poll_work(&bp, 900, false);
-	ck_assert_uint_eq(bp.budget_us, 1000);
-	busy_poll_miss(&bp);
-	busy_poll_miss(&bp);
-	busy_poll_miss(&bp);
-	ck_assert_uint_eq(bp.budget_us, 125);
-	busy_poll_work(&bp, 1, false);
-	ck_assert_uint_eq(bp.budget_us, 125);
-	while (bp.budget_us > 0)
-		busy_poll_miss(&bp);
-	busy_poll_work(&bp, 1, false); /* the floor, not 2 us */
-	ck_assert_uint_eq(bp.budget_us, 8);
+	while (bp.budget_us[BUSY_WAIT_PEER] > 0)
+		busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 1000,
+		       false); /* slept past the cap */
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 0);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 100,
+		       false); /* polling would have caught it */
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 200);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 50, true);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 200);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 150, true);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 300);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 900, false);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 1000);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 125);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 1, false);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 125);
+	while (bp.budget_us[BUSY_WAIT_PEER] > 0)
+		busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 1, false); /* the floor, not 2 us */
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 8);
 }
 END_TEST
 
@@ -209,7 +225,7 @@ run_bursts(uint32_t cap_us, int every_ms)
 START_TEST(adaptive_loop_stops_polling)
 {
 	run_bursts(2000, 20);
-	ck_assert_uint_eq(bp.budget_us, 0);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 0);
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_polls), 8);
 	ck_assert_uint_lt(stats_read(&st, STAT_busy_polls), 20);
 	/* 2000 + 1000 + ... + 15 us, and room for a stall or two */
@@ -223,7 +239,45 @@ START_TEST(adaptive_loop_short_gaps_hit)
 {
 	run_bursts(50000, 5);
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_hits), 10);
-	ck_assert_uint_gt(bp.budget_us, 0);
+	ck_assert_uint_gt(bp.budget_us[BUSY_WAIT_PEER], 0);
+}
+END_TEST
+
+/* Each wait has its budget: misses of one leave the other alone. */
+START_TEST(adaptive_waits_apart)
+{
+	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 1000, 2, NULL);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	busy_poll_miss(&bp, BUSY_WAIT_PEER);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 250);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_LOCAL], 1000);
+	busy_poll_work(&bp, BUSY_WAIT_PEER, 400, true);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_PEER], 800);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_LOCAL], 1000);
+}
+END_TEST
+
+/* In the loop, a request-reply pattern: the local program's next bytes
+ * come 12 ms after we wrote to it (cap 20 ms), the peer's answer 88 ms
+ * after we sent to it.  The long wait for the peer stops polling for it,
+ * and polling for the local program goes on hitting; with one budget for
+ * both, each miss for the peer halved it to 10 ms just before the 12 ms
+ * wait, and every poll missed. */
+START_TEST(adaptive_loop_waits_apart)
+{
+	int i;
+
+	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 20000, 2, &st);
+	for (i = 0; i < 8; i++) {
+		at_ms(local_cb, 10 + 100 * i);
+		at_ms(peer_cb, 22 + 100 * i);
+	}
+	at_ms(exit_cb, 10 + 100 * 8);
+	busy_poll_loop(base, &bp);
+	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_hits), 5);
+	/* halved by each of the 8 misses, 20000 / 2^8 */
+	ck_assert_uint_le(bp.budget_us[BUSY_WAIT_PEER], 20000 / 32);
+	ck_assert_uint_eq(bp.budget_us[BUSY_WAIT_LOCAL], 20000);
 }
 END_TEST
 
@@ -244,6 +298,8 @@ busypoll_suite(void)
 	tcase_add_test(tc, adaptive_work_grows);
 	tcase_add_test(tc, adaptive_loop_stops_polling);
 	tcase_add_test(tc, adaptive_loop_short_gaps_hit);
+	tcase_add_test(tc, adaptive_waits_apart);
+	tcase_add_test(tc, adaptive_loop_waits_apart);
 	suite_add_tcase(s, tc);
 	return s;
 }
