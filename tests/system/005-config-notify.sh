@@ -17,22 +17,7 @@ sed 's/workers = [0-9]*;/workers = "two";/' "$T/a.conf" >"$T/broken.conf"
 "$SMCPROXYD" -n -c "$T/broken.conf" >"$T/check" 2>&1 && fail "-n accepts workers = \"two\""
 grep -q 'broken.conf:[0-9]' "$T/check" || fail "no file:line in: $(cat "$T/check")"
 
-# Receive sd_notify datagrams the way systemd does.
-python3 - "$T/notify.sock" >"$T/notify.log" 2>&1 <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(30)
-while True:
-    msg = s.recv(4096).decode()
-    print(msg.replace("\n", " "), flush=True)
-    if "READY=1" in msg.split("\n"):
-        break
-PY
-notify_pid=$!
-track "$notify_pid" "$T/notify.log"
-for i in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
-
+notify_listen "$T/notify.sock" "$T/notify.log"
 start_server "$PORT_TARGET"
 start_daemon b "$T/b.conf"
 NOTIFY_SOCKET=$T/notify.sock start_daemon a "$T/a.conf"

@@ -16,20 +16,7 @@ pair_ports
 conf_a "$T/a.conf"
 conf_b "$T/b.conf"
 
-# Receive sd_notify datagrams the way systemd does; each one a line, with
-# the receiver's CLOCK_MONOTONIC in microseconds first.
-python3 - "$T/notify.sock" >"$T/notify.log" 2>&1 <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-while True:
-    msg = s.recv(4096).decode()
-    print("%d %s" % (time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000,
-                     msg.replace("\n", "|")), flush=True)
-PY
-track $! "$T/notify.log"
-for i in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
-
+notify_listen "$T/notify.sock" "$T/notify.log"
 start_server "$PORT_TARGET"
 start_daemon b "$T/b.conf"
 NOTIFY_SOCKET=$T/notify.sock start_daemon a "$T/a.conf"

@@ -293,7 +293,31 @@ stop_daemon()
 	untrack "$pid"
 }
 
-# start_server PORT: the xfer server on 127.0.0.1:PORT; sets server_pid.
+# notify_listen SOCK LOG: receive sd_notify datagrams on SOCK the way
+# systemd does, one line each in LOG with the receiver's CLOCK_MONOTONIC
+# in microseconds first; returns once SOCK exists (a daemon started before
+# that would lose its READY=1), waiting as long as a loaded machine takes
+# to start python.
+notify_listen()
+{
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+while True:
+    msg = s.recv(4096).decode()
+    print("%d %s" % (time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000,
+                     msg.replace("\n", "|")), flush=True)' "$1" >"$2" 2>&1 &
+	notify_pid=$!
+	track "$notify_pid" "$2"
+	local i
+	for i in $(seq 600); do
+		[ -S "$1" ] && return 0
+		kill -0 "$notify_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail "no sd_notify receiver on $1: $(cat "$2")"
+}
+
 # hold_port PORT: keep PORT bound but not listening (a connection to it is
 # refused), so that no test running beside this one takes it while it is
 # meant to be down; release_port gives it back.
@@ -329,6 +353,7 @@ release_port()
 	untrack "$hold_pid"
 }
 
+# start_server PORT: the xfer server on 127.0.0.1:PORT; sets server_pid.
 start_server()
 {
 	"$XFER" server -l "127.0.0.1:$1" >>"$T/server-$1.log" 2>&1 &
