@@ -38,6 +38,8 @@
 #define IB_TIMEOUT 15	   /* 4.096 us * 2^15, about 134 ms */
 #define IB_RETRY_CNT 7
 #define IB_RNR_RETRY 7 /* infinite */
+#define IB_HELD_MS 3000 /* a QP destroyed while its port was down: kept
+			  * so long after the port came back */
 #define IB_HOP_LIMIT 1 /* RoCE: one subnet */
 
 /* ib_post_send()/ib_post_recv() convert a chain in batches of this. */
@@ -74,6 +76,10 @@ struct ib_dev {
 	bool gid_stale;
 	void (*port_cb)(struct dev *d, void *arg);
 	void *port_arg;
+	/* QPs destroyed while the port was down, kept (ib_qp_destroy) */
+	bool port_down;
+	LIST_HEAD(, ib_qp) held;
+	struct event *held_ev;
 };
 
 /* What a QP logs once: the first failure of each kind. */
@@ -650,6 +656,7 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 	}
 	d->root = d;
 	LIST_INIT(&d->qps);
+	LIST_INIT(&d->held);
 	errno = 0;
 	list = ibv_get_device_list(&ndev);
 	if (list == NULL && errno != ENOSYS) {
@@ -806,6 +813,39 @@ ib_port_watch(struct dev *dev, void (*cb)(struct dev *d, void *arg), void *arg)
 	d->port_arg = arg;
 }
 
+/* The QPs ib_qp_destroy kept go, unless the port is down again. */
+static void
+ib_held_free(evutil_socket_t fd, short what, void *arg)
+{
+	struct ib_dev *d = arg;
+	struct ib_qp *q;
+
+	(void)fd;
+	(void)what;
+	if (d->port_down)
+		return;
+	while ((q = LIST_FIRST(&d->held)) != NULL) {
+		LIST_REMOVE(q, entry);
+		ib_qp_free(q);
+	}
+}
+
+/* The port is back: the QPs kept go IB_HELD_MS from now. */
+static void
+ib_held_later(struct ib_dev *d)
+{
+	struct timeval tv = {IB_HELD_MS / 1000, (IB_HELD_MS % 1000) * 1000};
+
+	if (LIST_EMPTY(&d->held))
+		return;
+	if (d->held_ev == NULL &&
+	    (d->held_ev = evtimer_new(d->base, ib_held_free, d)) == NULL) {
+		ib_held_free(-1, 0, d);
+		return;
+	}
+	evtimer_add(d->held_ev, &tv);
+}
+
 static void
 ib_async_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -849,11 +889,14 @@ ib_async_cb(evutil_socket_t fd, short what, void *arg)
 			log_warnx("ib: %s port %d: %s", d->name, port,
 				  ibv_event_type_str(type));
 			d->gid_stale = true;
+			d->port_down = true;
 			ib_dev_event_all(d, DEV_EV_PORT_DOWN);
 		} else if (type == IBV_EVENT_PORT_ACTIVE && port == d->port) {
 			log_info("ib: %s port %d: %s", d->name, port,
 				 ibv_event_type_str(type));
 			d->gid_stale = true;
+			d->port_down = false;
+			ib_held_later(d);
 			if (d->port_cb != NULL)
 				d->port_cb((struct dev *)d, d->port_arg);
 		} else if (type == IBV_EVENT_DEVICE_FATAL) {
@@ -1271,13 +1314,33 @@ ib_qp_error(struct dev_qp *qp)
 	return ib_qp_modify(q, &attr, IBV_QP_STATE);
 }
 
+/*
+ * Destroy qp; while its port is down, keep it in the error state instead,
+ * until IB_HELD_MS after the port came back (ib_held_free).  rxe in the
+ * 6.1 kernel (Debian 12) frees a destroyed QP whose packets still sit in
+ * the send ring of a netdev that is down, and the ring's cleanup when the
+ * netdev comes up crashes the kernel in rxe_skb_tx_dtor; later kernels
+ * look the QP up by index instead.  A held QP tells nobody anything.
+ */
 static void
 ib_qp_destroy(struct dev_qp *qp)
 {
 	struct ib_qp *q = ib_qp_of(qp);
+	struct ib_dev *d = q->dev;
 
 	LIST_REMOVE(q, entry);
-	ib_qp_free(q);
+	if (!d->port_down) {
+		ib_qp_free(q);
+		return;
+	}
+	(void)ib_qp_error(qp);
+	if (q->comp_ev != NULL)
+		event_free(q->comp_ev);
+	q->comp_ev = NULL;
+	memset(&q->cb, 0, sizeof(q->cb));
+	LIST_INSERT_HEAD(&d->held, q, entry);
+	log_info("ib: %s qp %u: destroyed once the port is back", d->name,
+		 q->qp->qp_num);
 }
 
 /* A failed post: verbs' positive errno (or -1 and errno) as -errno. */
@@ -1521,6 +1584,10 @@ ib_dev_close(struct dev *dev)
 		LIST_REMOVE(q, entry);
 		ib_qp_free(q);
 	}
+	d->port_down = false;
+	ib_held_free(-1, 0, d);
+	if (d->held_ev != NULL)
+		event_free(d->held_ev);
 	if (d->async_ev != NULL)
 		event_free(d->async_ev);
 	if ((ret = ibv_dealloc_pd(d->pd)) != 0)

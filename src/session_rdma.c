@@ -58,6 +58,7 @@
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
+#define SESSION_RDMA_REOPENS 3	      /* opens lost with a group, at most */
 
 /* Sessions in order, linked through their park entry. */
 struct session_rdma_queue {
@@ -165,6 +166,7 @@ struct session_rdma {
 };
 
 static void session_rdma_kick(struct session_rdma *sr);
+static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
@@ -645,6 +647,38 @@ static bool session_rdma_resume_begin(struct session_rdma *sr,
 				      const struct lgr *ended);
 
 /*
+ * Rule side: the group our CONN_OPEN went on ended before the answer
+ * came.  Nothing was read from the client yet, so the connection opens
+ * again like a new one, on the next group or the fallback, as TCP sends
+ * its SYN again: the open may never have arrived (the peer's end of the
+ * group gone first, unknown to us until TEST_LINK went unanswered).  If
+ * the peer had accepted and its answer was lost, its side gives up when
+ * its resume_timeout passes; nothing of ours reached its target.  At most
+ * SESSION_RDMA_REOPENS times; on the session's timer, since lgr.c is
+ * still ending the group (session_rdma_timeout goes on).  false: s is to
+ * close.
+ */
+static bool
+session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
+{
+	struct session *s = sr->s;
+
+	if (s->role != SESSION_ROLE_RULE || s->state != SESSION_RDMA_OPEN ||
+	    sr->closing || s->rdma_reopens >= SESSION_RDMA_REOPENS)
+		return false;
+	log_info("conn 0x%llx: rule %s: lgr %u ended before the peer answered "
+		 "CONN_OPEN: opening again",
+		 session_rdma_id(sr), s->rule->name, ended->id);
+	s->rdma_reopens++;
+	s->rdma = NULL;
+	s->state = SESSION_RDMA_WAIT;
+	session_rdma_free(sr);
+	STATS_INC(worker_stats(s->w), conns_reopened);
+	session_timer_ms(s, 0);
+	return true;
+}
+
+/*
  * lgr.c: our link went down; to is where we are now, NULL: none left.
  * With none left a connection that relays resumes on a new group if it
  * can (session_rdma_resume_begin); one waiting for its resume answer
@@ -665,6 +699,8 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 	}
 	if (to == NULL && sr->rc != NULL && sr->s->state == SESSION_RELAY &&
 	    !sr->closing && session_rdma_resume_begin(sr, c->ended))
+		return;
+	if (to == NULL && sr->rc == NULL && session_rdma_reopen(sr, c->ended))
 		return;
 	if (to == NULL || sr->rc == NULL) {
 		/* an open in flight may be lost with the link */
@@ -2477,6 +2513,13 @@ session_rdma_timeout(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
 
+	if (s->state == SESSION_RDMA_WAIT && !s->parked && !s->woken) {
+		/* session_rdma_reopen */
+		s->mode = SESSION_MODE_FALLBACK;
+		if (!session_rdma_connect(s))
+			fallback_connect(s);
+		return;
+	}
 	if (s->state == SESSION_RDMA_WAIT) {
 		log_debug("conn 0x%llx: rule %s: peer %s: no link group in "
 			  "%d ms: fallback",

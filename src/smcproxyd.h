@@ -393,6 +393,7 @@ struct session {
 	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
 	bool parked;
 	bool woken;   /* off parked, about to go on */
+	uint8_t rdma_reopens; /* CONN_OPENs lost with their group */
 	bool preauth; /* holds a worker_preauth_get of addr[0] */
 };
 

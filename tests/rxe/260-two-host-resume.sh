@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Two hosts: connections resume after their link group ended (issue 14).
-# While 4 connections x 4 MiB go both ways over RDMA, b's interface goes
-# down for 1 s, then (new connections) for 5 s and for 20 s, and then b
-# sends nothing for 12 s (netem, 100 % loss: the ports stay up, past
-# test_link_time and its answer).  Each time the group ends (a port error,
-# failed sends, TEST_LINK unanswered) and every transfer verifies, byte
-# for byte both ways: nothing is reset, the connections move to a new
-# group (conns_resumed_rdma), and afterwards nothing is left over.
+# While 4 connections x 4 MiB go both ways over RDMA (each client pausing
+# 3 s at half the answer, so that they outlast the start of the outage),
+# b's interface goes down for 1 s, then (new connections) for 5 s and for
+# 20 s, and then b sends nothing for 12 s (netem, 100 % loss: the ports
+# stay up, past test_link_time and its answer).  Each time the group ends
+# (a port error, failed sends, TEST_LINK unanswered) and every transfer
+# verifies, byte for byte both ways: nothing is reset, the connections
+# move to a new group (conns_resumed_rdma), and afterwards nothing is
+# left over.  New connections opened while a's end of a group b already
+# dropped open again on the next one (conns_reopened).
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -30,8 +33,10 @@ opened=0
 # a: 4 transfers while b makes outage NAME; they must verify
 a_phase() {
 	opened=$((opened + 4))
+	# each client stops reading for 3 s at half the answer: a quick
+	# machine would otherwise be done before the outage begins
 	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 4 -b 4M -T 240 \
-		>"$RXE_OUT/xfer-$1.out" 2>&1 &
+		--pause-read 3000 >"$RXE_OUT/xfer-$1.out" 2>&1 &
 	client=$!
 	rxe_wait 30 stat_is a conns_rdma "$opened" ||
 		bad "$1: the 4 connections did not open over RDMA"
@@ -103,6 +108,14 @@ else
 fi
 expect_stat "$me" conns_resuming 0
 expect_stat "$me" rdma_buf_bytes_used 0
+# b's group ends at its port error; in the 5 s and 20 s outages its QP
+# would go while the port is down, and is kept until it is back (ib.c,
+# ib_qp_destroy: rxe in the 6.1 kernel can crash otherwise)
+if [ "$me" = b ]; then
+	n=$(grep -c 'destroyed once the port is back' "$RXE_OUT/b.log")
+	[ "$n" -ge 2 ] && ok "b: QPs of ended groups kept while the port was down ($n)" ||
+		bad "b: $n QPs kept while the port was down, want 2 or more"
+fi
 grep -E 'resum' "$RXE_OUT/$me.log" | tail -n 12 | sed 's/^/# /'
 
 rxe2_pair_stop

@@ -25,6 +25,7 @@
 
 #include "smcproxyd.h"
 #include "dev.h"
+#include "llc_wire.h"
 
 #define NCLIENTS 200
 #define GROUP_CONNS 16 /* max_conns_per_lgr: the rest fall back */
@@ -396,6 +397,70 @@ START_TEST(buffer_share_per_peer)
 }
 END_TEST
 
+static void
+session_state_cb(struct worker *wk, void *arg)
+{
+	struct session *s = worker_sessions(wk);
+
+	*(int *)arg = s != NULL ? (int)s->state : -1;
+}
+
+static bool
+wait_session_state_a(int want)
+{
+	int i, st;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, session_state_cb, &st);
+		if (st == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* A's group ends as if its peer had gone (no DELETE_LINK to b). */
+static void
+terminate_cb(struct worker *wk, void *arg)
+{
+	struct lgr *lgr = TAILQ_FIRST(&worker_lgr(wk)->lgrs);
+
+	ck_assert_ptr_nonnull(lgr);
+	qps_created = 0; /* the next group may have its QP */
+	lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, true);
+}
+
+/*
+ * The group ends while a connection's CONN_OPEN waits for its answer (b
+ * never answers here), as when the peer's end of the group went first:
+ * nothing of the client's was read, so it opens again on the next group
+ * (a new CLC connection), three times at most; the fourth loss closes it
+ * (link_failed).  It used to close at the first.
+ */
+START_TEST(open_lost_with_group)
+{
+	uint64_t failed = stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED);
+	int clc_fd, i;
+
+	clients[0] = connect_to(rule_port);
+	for (i = 0; i < 4; i++) {
+		clc_fd = peer_accept(WAIT_MS);
+		ck_assert_int_ge(clc_fd, 0);
+		worker_call(w, serve_cb, &clc_fd);
+		ck_assert(wait_session_state_a(SESSION_RDMA_OPEN));
+		ck_assert_uint_eq(stat_a(STAT_conns_reopened), (uint64_t)i);
+		worker_call(w, terminate_cb, NULL);
+		if (i < 3)
+			ck_assert(wait_stat_a(STAT_conns_reopened, i + 1));
+	}
+	ck_assert(wait_stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED,
+			      failed + 1));
+	ck_assert_uint_eq(stat_a(STAT_conns_reopened), 3);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
+	ck_assert_uint_eq(stat_a(STAT_conns_fallback), 0);
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -405,6 +470,7 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, woken_once);
+	tcase_add_test(tc, open_lost_with_group);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("reload");
 	tcase_add_checked_fixture(tc, setup, teardown);
