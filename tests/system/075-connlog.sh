@@ -81,6 +81,7 @@ PY
 # a target that refuses: logged as not connected, with the reason
 kill "$server_pid"
 wait_not_listening "$PORT_TARGET" || fail "the server still listens"
+hold_port "$PORT_TARGET" # no test beside this one may listen there now
 n=$(grep -c 'close=target_refused' "$T/a.log")
 "$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 1K -T 20 >"$T/refused.out" 2>&1 &&
 	fail "a connection to a refusing target succeeded"
@@ -92,6 +93,7 @@ grep -q 'rule=x .* connected=no .* close=target_refused$' "$T/a.log" ||
 	fail "no line for the refused connection: $(grep 'conn 0x' "$T/a.log" | tail -n 3)"
 grep -q 'export=x .* connected=no .* close=target_refused$' "$T/b.log" ||
 	fail "b: no line for the refused connection"
+release_port
 
 # a terminal gets no priority prefix
 if command -v script >/dev/null 2>&1; then
