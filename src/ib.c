@@ -37,10 +37,9 @@
 #define IB_MIN_RNR_TIMER 5 /* 0.96 ms */
 #define IB_TIMEOUT 15	   /* 4.096 us * 2^15, about 134 ms */
 #define IB_RETRY_CNT 7
-#define IB_RNR_RETRY 7 /* infinite */
-#define IB_HELD_MS 3000 /* a QP destroyed while its port was down: kept
-			  * so long after the port came back */
-#define IB_HOP_LIMIT 1 /* RoCE: one subnet */
+#define IB_RNR_RETRY 7	/* infinite */
+#define IB_HELD_MS 3000 /* ib_qp_destroy: after the port came back */
+#define IB_HOP_LIMIT 1	/* RoCE: one subnet */
 
 /* ib_post_send()/ib_post_recv() convert a chain in batches of this. */
 #define IB_POST_WRS 16

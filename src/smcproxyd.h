@@ -392,9 +392,9 @@ struct session {
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
 	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
 	bool parked;
-	bool woken;   /* off parked, about to go on */
+	bool woken;	      /* off parked, about to go on */
 	uint8_t rdma_reopens; /* CONN_OPENs lost with their group */
-	bool preauth; /* holds a worker_preauth_get of addr[0] */
+	bool preauth;	      /* holds a worker_preauth_get of addr[0] */
 };
 
 const char *session_reason_name(enum session_reason r);

@@ -37,8 +37,8 @@
 	X(conns_lgr_waits, COUNTER, "connections",                             \
 	  "client connections that waited for a link group being set up")      \
 	X(conns_reopened, COUNTER, "connections",                              \
-	  "client connections opened again: the link group their CONN_OPEN "  \
-	  "went on ended before the answer")                                 \
+	  "client connections opened again: the link group their CONN_OPEN "   \
+	  "went on ended before the answer")                                   \
 	X(rdma_buf_bytes, GAUGE, "bytes",                                      \
 	  "send rings and RMB elements registered, in use or idle")            \
 	X(rdma_buf_bytes_used, GAUGE, "bytes",                                 \

@@ -453,8 +453,8 @@ START_TEST(open_lost_with_group)
 		if (i < 3)
 			ck_assert(wait_stat_a(STAT_conns_reopened, i + 1));
 	}
-	ck_assert(wait_stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED,
-			      failed + 1));
+	ck_assert(
+		wait_stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED, failed + 1));
 	ck_assert_uint_eq(stat_a(STAT_conns_reopened), 3);
 	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
 	ck_assert_uint_eq(stat_a(STAT_conns_fallback), 0);
