@@ -812,21 +812,28 @@ ib_port_watch(struct dev *dev, void (*cb)(struct dev *d, void *arg), void *arg)
 	d->port_arg = arg;
 }
 
-/* The QPs ib_qp_destroy kept go, unless the port is down again. */
+/* Free the QPs ib_qp_destroy kept. */
 static void
-ib_held_free(evutil_socket_t fd, short what, void *arg)
+ib_held_drain(struct ib_dev *d)
 {
-	struct ib_dev *d = arg;
 	struct ib_qp *q;
 
-	(void)fd;
-	(void)what;
-	if (d->port_down)
-		return;
 	while ((q = LIST_FIRST(&d->held)) != NULL) {
 		LIST_REMOVE(q, entry);
 		ib_qp_free(q);
 	}
+}
+
+/* Timer: the kept QPs go, unless the port is down again. */
+static void
+ib_held_free(evutil_socket_t fd, short what, void *arg)
+{
+	struct ib_dev *d = arg;
+
+	(void)fd;
+	(void)what;
+	if (!d->port_down)
+		ib_held_drain(d);
 }
 
 /* The port is back: the QPs kept go IB_HELD_MS from now. */
@@ -839,7 +846,7 @@ ib_held_later(struct ib_dev *d)
 		return;
 	if (d->held_ev == NULL &&
 	    (d->held_ev = evtimer_new(d->base, ib_held_free, d)) == NULL) {
-		ib_held_free(-1, 0, d);
+		ib_held_drain(d);
 		return;
 	}
 	evtimer_add(d->held_ev, &tv);
@@ -1583,8 +1590,7 @@ ib_dev_close(struct dev *dev)
 		LIST_REMOVE(q, entry);
 		ib_qp_free(q);
 	}
-	d->port_down = false;
-	ib_held_free(-1, 0, d);
+	ib_held_drain(d);
 	if (d->held_ev != NULL)
 		event_free(d->held_ev);
 	if (d->async_ev != NULL)
