@@ -14,7 +14,8 @@
 # meanwhile finds no room and goes over the TCP fallback, counted
 # conns_rdma_nobufs, without disturbing the 12.  Once b is restarted, 12
 # new connections are again carried over RDMA with no buffer shortage
-# only if a got the first 12 connections' buffers back.
+# only if a got the first 12 connections' buffers back (once their RMB
+# elements have cooled).
 . "$(dirname "$0")/lib.sh"
 
 rxe_setup
@@ -92,6 +93,7 @@ wait "$client" && bad "the killed transfer reported success"
 tail -3 "$RXE_OUT/killed.out"
 
 if rxe_wait 10 stat_is a conns_active 0; then
+	t_closed=$(rxe_now)
 	ok "a: no connection left"
 else
 	bad "a: conns_active $(rxe_stat a conns_active), want 0"
@@ -115,6 +117,13 @@ fi
 daemon_start b "$R/b.conf" || rxe_die "daemon b did not restart"
 xfer_ok "first connection after the restart" -n 1 -b 64K -T 60
 group_up 2 || bad "no new link group after the restart"
+# The killed connections' RMB elements cool for 5 s (TX_RMB_COOL_MS in
+# src/tx.c: b never answered a's abort) before they can be reused; on a
+# fast restart they would still be cooling.
+t_cool=$(awk -v t="${t_closed:-0}" -v n="$(rxe_now)" \
+	'BEGIN { w = t + 6 - n; printf "%.1f", (w > 0 ? w : 0) }')
+echo "# waiting ${t_cool} s for the RMB elements to cool"
+sleep "$t_cool"
 "$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
 "$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
 xfer_ok "$CONNS connections x 1 MiB both ways verify after the restart" \
