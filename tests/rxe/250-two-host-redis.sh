@@ -70,9 +70,16 @@ if [ "$RXE_HOST" = a ]; then
 	else
 		bad "redis-cli get returned something else"
 	fi
-	(sleep 2 && rxe_signal outage) &
+	# The outage comes once the benchmark's 4 connections are open, and
+	# the benchmark is long enough (about 10 s here) to be still running
+	# when it does: 2000 requests at a fixed 2 s could finish first.
+	(
+		rxe_wait 60 eval '[ "$(rxe_stat a conns_active)" -ge 4 ] 2>/dev/null' ||
+			echo "# the benchmark's 4 connections did not open"
+		rxe_signal outage
+	) &
 	signaller=$!
-	bench 1 -q -n 2000 -c 4 -t set -d 64
+	bench 1 -q -n 10000 -c 4 -t set -d 64
 	wait "$signaller"
 	n=$(rxe_stat a conns_resumed_rdma)
 	[ "${n:-0}" -ge 1 ] && ok "a: the benchmark's connections resumed ($n)" ||
