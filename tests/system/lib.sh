@@ -151,6 +151,7 @@ smc_exit()
 		rc=1
 	fi
 	smc_stop_all
+	free_ports_release
 	if [ "$SMC_FAILED" -ne 0 ]; then
 		smc_dump_logs
 		[ "$rc" -eq 0 ] && rc=1
@@ -194,18 +195,58 @@ untrack()
 	SMC_PIDS=$out
 }
 
-# free_ports N: N distinct TCP ports the kernel considers free now.
+# Ports handed out by free_ports, one file per port holding the pid of
+# the test that has it, so that tests running side by side never get the
+# same port (the kernel's "free now" is forgotten once the probe closes).
+SMC_PORT_CLAIMS=${SMC_PORT_CLAIMS:-${TMPDIR:-/tmp}/smcproxyd-test-ports}
+
+# free_ports N: N distinct TCP ports the kernel considers free now and no
+# other running test has been given; they are this test's until it exits.
 free_ports()
 {
 	if command -v python3 >/dev/null 2>&1; then
-		python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+		python3 - "$1" "$$" "$SMC_PORT_CLAIMS" <<'EOF'
+import os, socket, sys
+
+n, owner, where = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+os.makedirs(where, exist_ok=True)
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+def claim(port):
+    path = os.path.join(where, str(port))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        try:
+            with open(path) as f:
+                pid = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid > 0 and alive(pid):
+            return False
+        # its test died without giving it back
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, owner.encode())
+    os.close(fd)
+    return True
+
+socks, ports = [], []
+while len(ports) < n:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+    socks.append(s)  # held until all are chosen: distinct
+    port = s.getsockname()[1]
+    if claim(port):
+        ports.append(port)
+print(" ".join(str(p) for p in ports))
 EOF
 		return
 	fi
@@ -219,6 +260,13 @@ EOF
 		p=$((p + 1))
 	done
 	echo $out
+}
+
+# free_ports_release: give back the ports free_ports handed this test.
+free_ports_release()
+{
+	[ -d "$SMC_PORT_CLAIMS" ] || return 0
+	grep -lx "$$" "$SMC_PORT_CLAIMS"/* 2>/dev/null | xargs -r rm -f
 }
 
 # port_listening PORT: true when something listens on it (no connection
