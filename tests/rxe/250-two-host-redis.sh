@@ -71,8 +71,9 @@ if [ "$RXE_HOST" = a ]; then
 		bad "redis-cli get returned something else"
 	fi
 	# The outage comes once the benchmark's 4 connections are open, and
-	# the benchmark is long enough (about 10 s here) to be still running
-	# when it does: 2000 requests at a fixed 2 s could finish first.
+	# the benchmark is long enough (about 26 s here, outage included) to be
+	# still running when it does: 2000 requests at a fixed 2 s could finish
+	# first.
 	(
 		rxe_wait 60 eval '[ "$(rxe_stat a conns_active)" -ge 4 ] 2>/dev/null' ||
 			echo "# the benchmark's 4 connections did not open"
