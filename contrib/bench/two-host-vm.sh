@@ -39,11 +39,38 @@ cmd() {	# log a command line once per kind
 		echo "$*" >>"$RXE_OUT/commands.txt"
 }
 
-# rec PATH ROUND METRIC SIZE CMD...: run CMD, its output as one line.
+# park_b / unpark_b: while host a takes a sample, host b waits in a
+# blocking accept (busybox nc -l), not in rxe_serve's poll of the sync
+# folder: b has one vCPU, and what polling burns there it takes from the
+# sample's work on b (the rxe responder, daemon b, the server).
+# RXE_TH_PARK=0: b polls, as before this was measured.
+PORT_PARK=16610
+park_b() {
+	[ "${RXE_TH_PARK:-1}" = 1 ] || return 0
+	rxe_req=$((rxe_req + 1))
+	_park=$rxe_req
+	rxe_signal "req-$_park" "rxe_signal parked-$_park
+		busybox nc -l -p $PORT_PARK </dev/null >/dev/null 2>&1"
+	rxe_await "parked-$_park" 60 || rxe_die "host b did not park"
+}
+unpark_b() {
+	[ "${RXE_TH_PARK:-1}" = 1 ] || return 0
+	# (b's listener may not be up yet)
+	until busybox nc "$RXE_PEER_IP" $PORT_PARK </dev/null >/dev/null 2>&1; do
+		rxe_sync_has "ack-$_park" && break
+		sleep 0.05
+	done
+	rxe_await "ack-$_park" 60 || rxe_die "host b did not come back"
+}
+
+# rec PATH ROUND METRIC SIZE CMD...: run CMD, its output as one line; on
+# host a with host b parked.
 rec() {
 	_k="$1	$2	$3	$4"
 	shift 4
+	if [ "$RXE_HOST" = a ]; then park_b; fi
 	_o=$(timeout 120 "$@" 2>&1 | tr '\r\n\t' '   ')
+	if [ "$RXE_HOST" = a ]; then unpark_b; fi
 	printf '%s\t%s\n' "$_k" "$_o" >>"$RAW"
 }
 
