@@ -31,6 +31,8 @@ PORT_XD=16601		# xfer server on b's link address: direct TCP
 PORT_XL=16602		# xfer server on each host's loopback: loopback samples
 PORT_RD=16603		# redis-server on b, loopback and link address
 PORT_PP=18515		# perftest and ibv_rc_pingpong servers on b
+PORT_HA=17501		# the HAProxy pair: a listens on 17501 (xfer) and 17502
+			# (redis), b on its link address 17503 and 17504
 GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
 { echo "gid_index $GIDX"; uname -r; nproc; } >"$RXE_OUT/vm.txt"
 
@@ -78,6 +80,29 @@ listening() {
 	ss -ltn | grep -q ":$1 "
 }
 
+# haproxy_start HOST LISTEN TO [LISTEN TO]: an HAProxy of the HAProxy pair
+# (pairH: the fallback pair's path with a relay everybody knows), mode
+# tcp, defaults, as contrib/bench/proxy-tax configures it.
+haproxy_start() {
+	_h=$1
+	_port=${2##*:}
+	shift
+	{
+		printf 'global\n    maxconn 4000\n'
+		printf 'defaults\n    mode tcp\n    timeout connect 5s\n'
+		printf '    timeout client 5m\n    timeout server 5m\n'
+		_i=0
+		while [ $# -ge 2 ]; do
+			printf 'listen l%d\n    bind %s\n    server s %s\n' $_i "$1" "$2"
+			_i=$((_i + 1))
+			shift 2
+		done
+	} >"$R/haproxy-$_h.cfg"
+	cp "$R/haproxy-$_h.cfg" "$RXE_OUT/"
+	haproxy -db -f "$R/haproxy-$_h.cfg" >"$RXE_OUT/haproxy-$_h.log" 2>&1 &
+	rxe_wait 60 listening "$_port" || rxe_die "haproxy on $_h did not listen"
+}
+
 opts() {	# pair 3 (W): buffers for a stream, 1 MiB each way; pair 4
 	# (N): bytes by RDMA WRITE only, none carried in the CDC, or what
 	# RXE_TH_PAIRN_CONF says
@@ -116,6 +141,8 @@ rdma: { devices = [ "$dev" ]; $(opts $n) };
 CONF
 		daemon_start b$n "$R/b$n.conf" || rxe_die "daemon b$n did not start"
 	done
+	haproxy_start b "$RXE_IP0:$((PORT_HA + 2))" "127.0.0.1:$PORT_XF" \
+		"$RXE_IP0:$((PORT_HA + 3))" "127.0.0.1:$PORT_RD"
 	rxe_signal b-ready
 	rxe_serve || rxe_log "host a stopped asking"
 	for d in b1 b2 b3 b4; do
@@ -153,6 +180,8 @@ rxe_wait 60 logged a3 "link group active" || rxe_die "pair W: no link group"
 rxe_wait 60 logged a4 "link group active" || rxe_die "pair N: no link group"
 rxe_wait 60 logged a2 "peer declined, NOSMCRDEV" ||
 	rxe_die "pair F: b2 did not decline"
+haproxy_start a "127.0.0.1:$PORT_HA" "$RXE_PEER_IP:$((PORT_HA + 2))" \
+	"127.0.0.1:$((PORT_HA + 1))" "$RXE_PEER_IP:$((PORT_HA + 3))"
 for n in 1 2 3 4; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
@@ -207,7 +236,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	echo "== round $r"
 	for s in $sizes; do
-		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF"); do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
 			raw_e)
@@ -231,10 +260,11 @@ while [ $r -le "$rounds" ]; do
 				pp_tcp pairN $r $s 127.0.0.1:17401
 				pkts_of pairN $r after $s ;;
 			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
+			pairH) pp_tcp pairH $r $s 127.0.0.1:$PORT_HA ;;
 			esac
 		done
 	done
-	for p in $(order $r "raw direct pairR pairW pairF"); do
+	for p in $(order $r "raw direct pairR pairW pairF pairH"); do
 		case $p in
 		raw)
 			_p=$((PORT_PP + rxe_req % 500))
@@ -253,17 +283,19 @@ while [ $r -le "$rounds" ]; do
 			pairR) hp=127.0.0.1:17101 ;;
 			pairW) hp=127.0.0.1:17301 ;;
 			pairF) hp=127.0.0.1:17201 ;;
+			pairH) hp=127.0.0.1:$PORT_HA ;;
 			esac
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
 			rec $p $r xfer_stream 65536 "$XFER" client -c "$hp" \
 				-m stream -t "$secs" --json -T 120 ;;
 		esac
 	done
-	for p in $(order $r "direct pairR pairF"); do
+	for p in $(order $r "direct pairR pairF pairH"); do
 		case $p in
 		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
 		pairR) redis_one pairR $r 17102 ;;
 		pairF) redis_one pairF $r 17202 ;;
+		pairH) redis_one pairH $r $((PORT_HA + 1)) ;;
 		esac
 	done
 	r=$((r + 1))
