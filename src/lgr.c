@@ -1755,14 +1755,15 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	return json_pack(
 		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
 		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:I, s:I, s:I, s:I, s:I, s:f}",
+		" s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
 		"state", lgr_link_state_name(link->state), "device",
 		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
 		(json_int_t)link->local.qpn, "peer_qpn",
 		(json_int_t)link->peer.qpn, "mtu", link->local.mtu, "conns",
 		link->conns, "max_inline", (json_int_t)caps->max_inline_data,
-		"wrs_posted", (json_int_t)ws->posted, "inline_wrs",
+		"wrs_posted", (json_int_t)ws->posted, "writes",
+		(json_int_t)ws->writes, "inline_wrs",
 		(json_int_t)ws->inline_wrs, "completions",
 		(json_int_t)ws->completions, "errors", (json_int_t)ws->errors,
 		"slot_waits", (json_int_t)ws->slot_waits, "wakeups",

@@ -747,6 +747,7 @@ ctl_show_links(struct ctl_conn *conn, json_t *data)
 		{"CONNS", "conns", CTL_COL_NUM},
 		{"MAX-INLINE", "max_inline", CTL_COL_NUM},
 		{"WRS-POSTED", "wrs_posted", CTL_COL_NUM},
+		{"WRITES", "writes", CTL_COL_NUM},
 		{"INLINE-WRS", "inline_wrs", CTL_COL_NUM},
 		{"COMPLETIONS", "completions", CTL_COL_NUM},
 		{"ERRORS", "errors", CTL_COL_NUM},

@@ -552,6 +552,7 @@ struct wr_write {
 
 struct wr_stats {
 	uint64_t posted; /* WRs posted (WRITEs and SENDs) */
+	uint64_t writes; /* ... of which RDMA WRITEs */
 	uint64_t inline_wrs;
 	uint64_t completions;
 	uint64_t errors;

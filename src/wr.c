@@ -492,6 +492,7 @@ wr_tx_post(struct wr_link *l, struct wr_tx_slot *slot, const struct wr_write *w,
 		l->stats.lazy_posts++;
 	l->tx_last = slot;
 	l->stats.posted += (uint64_t)nwrites + 1;
+	l->stats.writes += (uint64_t)nwrites;
 	return 0;
 }
 

@@ -241,8 +241,9 @@ grep -qF 'smcproxyctl: -o: unknown column "bogus"; valid: ID,W,MODE,ROLE,RULE,EX
 	fail "-o id,bogus said: $(cat "$T/err")"
 # show links knows every column smcproxyctl(8) promises, links or not
 for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
-	max_inline wrs_posted inline_wrs completions errors slot_waits wakeups \
-	slot_wait_timeouts rx_unknown rx_bad_opcode drained cq_events lazy_posts lazy_wanted test_link_sent \
+	max_inline wrs_posted writes inline_wrs completions errors slot_waits wakeups \
+	slot_wait_timeouts rx_unknown rx_bad_opcode drained cq_events lazy_posts lazy_wanted \
+	data_sends test_link_sent \
 	test_link_answered up_s; do
 	run_ctl 0 -s "$SOCK" -o "$col" show links
 done

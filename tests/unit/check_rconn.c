@@ -1606,6 +1606,7 @@ START_TEST(small_pushes_ride_in_the_cdc)
 	ck_assert_uint_eq(A(&h, 0)->stats.data_cdcs, 3);
 	ck_assert_uint_eq(B(&h, 0)->stats.rx_data_cdcs, 3);
 	ck_assert_uint_eq(wr_link_stats(h.side[0].link[0])->data_sends, 3);
+	ck_assert_uint_eq(wr_link_stats(h.side[0].link[0])->writes, 1);
 	/* across the end of the ring and of the RMB at once */
 	ck_assert_uint_eq(push_wrs(&h, K16 - 10 - a->tx_off % K16), 2);
 	ck_assert_uint_eq(push_wrs(&h, 100), 1);
