@@ -271,6 +271,7 @@ void busy_poll_init(struct busy_poll *bp, enum conf_busy_poll mode,
 void busy_poll_work(struct busy_poll *bp, enum busy_wait w, uint64_t gap_us,
 		    bool polled);
 void busy_poll_miss(struct busy_poll *bp, enum busy_wait w);
+void busy_poll_exit(struct event_base *base);
 void busy_poll_note(void);
 void busy_poll_wait(enum busy_wait w);
 void busy_poll_loop(struct event_base *base, struct busy_poll *bp);

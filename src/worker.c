@@ -784,7 +784,7 @@ worker_all_drained(void)
 static void
 worker_exit_cb(struct worker *w, void *arg)
 {
-	event_base_loopexit(w->base, NULL);
+	busy_poll_exit(w->base);
 }
 
 /* End every worker's loop (once drained); worker_join_all() waits. */

@@ -19,11 +19,13 @@ static struct event_base *base;
 static struct busy_poll bp;
 static struct stats st;
 static uint64_t spins_mid;
+static int exits;
 
 static void
 exit_cb(evutil_socket_t fd, short what, void *arg)
 {
-	event_base_loopexit(base, NULL);
+	exits++;
+	busy_poll_exit(base);
 }
 
 static void
@@ -73,6 +75,7 @@ setup(void)
 	memset(&bp, 0, sizeof(bp));
 	memset(&st, 0, sizeof(st));
 	spins_mid = 0;
+	exits = 0;
 }
 
 static void
@@ -139,6 +142,28 @@ START_TEST(off_is_dispatch)
 	busy_poll_loop(base, &bp);
 	ck_assert_uint_eq(bp.spins, 0);
 	busy_poll_loop(base, NULL); /* no events left: returns */
+}
+END_TEST
+
+/* busy_poll_exit ends the loop after its turn, and the next loop on the
+ * thread runs until its own exit: the mark does not outlive the loop. */
+START_TEST(exit_then_loop_again)
+{
+	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 200, 2, &st);
+	at_ms(work_cb, 5);
+	at_ms(exit_cb, 20);
+	busy_poll_loop(base, &bp);
+	ck_assert_int_eq(exits, 1);
+	at_ms(work_cb, 5);
+	at_ms(work_cb, 10);
+	at_ms(exit_cb, 30);
+	busy_poll_loop(base, &bp);
+	ck_assert_int_eq(exits, 2);
+	busy_poll_init(&bp, CONF_BUSY_POLL_OFF, 200, 2, &st);
+	at_ms(exit_cb, 10);
+	at_ms(exit_cb, 1000); /* never reached: the first ends dispatch */
+	busy_poll_loop(base, &bp);
+	ck_assert_int_eq(exits, 3);
 }
 END_TEST
 
@@ -293,6 +318,7 @@ busypoll_suite(void)
 	tcase_add_test(tc, budget_ends);
 	tcase_add_test(tc, work_extends_budget);
 	tcase_add_test(tc, off_is_dispatch);
+	tcase_add_test(tc, exit_then_loop_again);
 	tcase_add_test(tc, adaptive_not_on_one_cpu);
 	tcase_add_test(tc, adaptive_misses_halve);
 	tcase_add_test(tc, adaptive_work_grows);
