@@ -62,6 +62,7 @@ else
 	rxe_signal back
 	rxe_await done 200 || bad "a's transfers did not end"
 	tc -s filter show dev "$RXE_LINK_IF" | grep -E 'Sent|drop' | sed 's/^/# /'
+	tc -s qdisc show dev "$RXE_LINK_IF" | sed 's/^/# /'
 fi
 expect_stat "$me" conns_resumed_tcp 4
 expect_stat "$me" close_resume_failed 0

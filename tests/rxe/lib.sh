@@ -407,9 +407,25 @@ rxe_run_checks() {
 		# (dash: no "--" in kill; -PGID right after the signal)
 		kill -KILL "-$_pid" 2>/dev/null
 		[ "$_rc" = 124 ] && echo "rxe: check timed out" >>"$_dir/output.log"
+		[ "$_rc" != 0 ] && [ -n "${RXE_HOST:-}" ] &&
+			rxe_link_diag >>"$_dir/output.log" 2>&1
 		echo "$_rc" >"$_dir/status"
 	done
 	RXE_OUT=$_top
+}
+
+# rxe_link_diag: after a failed two-host check, the state of this host's end
+# of the link, so that a link that stopped carrying anything (a stalled
+# transmit queue, neighbours never resolved) is told apart from the
+# daemons' own faults.
+rxe_link_diag() {
+	echo "---- link $RXE_LINK_IF on $RXE_HOST after the failure"
+	ip -s link show dev "$RXE_LINK_IF"
+	tc -s qdisc show dev "$RXE_LINK_IF"
+	ip neigh show dev "$RXE_LINK_IF"
+	grep -E '^(MemTotal|MemAvailable|Slab|Unevictable|Mlocked):' /proc/meminfo
+	echo "---- kernel log on $RXE_HOST, last 20 lines"
+	dmesg | tail -n 20
 }
 
 # --- helpers for the two-daemon checks (040-lgr, 050 to 070) ----------------
