@@ -349,7 +349,28 @@ buf_idle(struct buf_pool *p, struct buf *b)
 	TAILQ_INSERT_HEAD(&p->free[b->kind][c], b, entry);
 }
 
-/* Cooled elements whose time is up (all of them: all) go idle. */
+/*
+ * No peer can write into b any more: every PD it is registered in (if
+ * any) was closed, i.e. its link group went, with its QPs.
+ */
+static bool
+buf_unreachable(const struct buf *b)
+{
+	int i;
+
+	for (i = 0; i < BUF_MRS_MAX; i++)
+		if (b->reg[i].pd != NULL &&
+		    (b->reg[i].ops->pd_closed == NULL ||
+		     !b->reg[i].ops->pd_closed(b->reg[i].pd)))
+			return false;
+	return true;
+}
+
+/*
+ * Cooled elements whose time is up, or that no peer can reach any more
+ * (their link groups went: WRITEs still in flight for them have nowhere
+ * to land), go idle; all: every one.
+ */
 static void
 buf_cool_reap(struct buf_pool *p, bool all)
 {
@@ -357,7 +378,7 @@ buf_cool_reap(struct buf_pool *p, bool all)
 	uint64_t now = all ? 0 : now_ms();
 
 	TAILQ_FOREACH_SAFE(b, &p->cooling, entry, next) {
-		if (!all && b->cool_until > now)
+		if (!all && b->cool_until > now && !buf_unreachable(b))
 			continue;
 		TAILQ_REMOVE(&p->cooling, b, entry);
 		if (all && p->dying)

@@ -143,6 +143,10 @@ struct dev_ops {
 	struct dev *(*pd_open)(struct dev *d);
 	/* the handle goes; its PD once its last QP and MR are gone too */
 	void (*pd_close)(struct dev *pd);
+	/* pd_close ran on pd (never on a device's own handle).  Its user
+	 * closes a PD only after destroying, or failing, every QP of it:
+	 * then no peer's WRITE reaches its MRs any more */
+	bool (*pd_closed)(struct dev *pd);
 	int (*mr_reg)(struct dev *d, void *addr, size_t len, int access,
 		      struct dev_mr *out);
 	/* d: the handle mr was registered through */

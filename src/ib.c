@@ -478,6 +478,15 @@ ib_pd_close(struct dev *dev)
 	ib_pd_unref(h);
 }
 
+/* dev_ops.pd_closed */
+static bool
+ib_pd_closed(struct dev *dev)
+{
+	struct ib_dev *h = ib_pd_of(dev);
+
+	return h != NULL && h->root != h && h->closed;
+}
+
 static struct ib_qp *
 ib_qp_of(struct dev_qp *qp)
 {
@@ -1608,6 +1617,7 @@ const struct dev_ops ib_dev_ops = {
 	.name = "ib",
 	.pd_open = ib_pd_open,
 	.pd_close = ib_pd_close,
+	.pd_closed = ib_pd_closed,
 	.mr_reg = ib_mr_reg,
 	.mr_dereg = ib_mr_dereg,
 	.qp_create = ib_qp_create,

@@ -1028,6 +1028,15 @@ loopdev_pd_close(struct dev *dev)
 	loopdev_pd_unref(pd);
 }
 
+/* dev_ops.pd_closed */
+static bool
+loopdev_pd_closed(struct dev *dev)
+{
+	struct loopdev *pd = loopdev_pd_of(dev);
+
+	return pd != NULL && pd->root != pd && pd->closed;
+}
+
 /* One send WR into q's queue: 0 or -errno as verbs would fail it. */
 static int
 loopdev_post_one(struct loopdev_qp *q, const struct dev_send_wr *wr)
@@ -1206,6 +1215,7 @@ const struct dev_ops loopdev_ops = {
 	.name = "loopdev",
 	.pd_open = loopdev_pd_open,
 	.pd_close = loopdev_pd_close,
+	.pd_closed = loopdev_pd_closed,
 	.mr_reg = loopdev_mr_reg,
 	.mr_dereg = loopdev_mr_dereg,
 	.qp_create = loopdev_qp_create,

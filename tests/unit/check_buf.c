@@ -4,8 +4,9 @@
  * the byte limit (-ENOBUFS without disturbing buffers in use, idle ones
  * released to make room), what a peer may write: an RMB element
  * through its own rkey, within its bounds and from a QP of the PD it is
- * registered in, never a send ring, never an idle element, and how much
- * of an element is zeroed before it is handed out again.
+ * registered in, never a send ring, never an idle element, how long an
+ * aborted connection's RMB element cools, and how much of an element is
+ * zeroed before it is handed out again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -409,6 +410,64 @@ START_TEST(rmb_reachable_only_in_its_pd)
 END_TEST
 
 /*
+ * An RMB element given back after our abort cools (buf_put_cooled),
+ * still registered, until its time is up or no peer can reach it: every
+ * PD it is registered in was closed (its link group went with its QPs).
+ * One still open keeps it cooling; one with no MR at all is reused at
+ * once.  Reuse deregisters it and zeroes it whole.
+ */
+START_TEST(rmb_cooling_ends_when_its_groups_go)
+{
+	struct event_base *base = event_base_new();
+	struct dev *dev = loopdev_new(base);
+	struct dev *pd_p = loopdev_ops.pd_open(dev);
+	struct dev *pd_q = loopdev_ops.pd_open(dev);
+	struct buf_pool *p = buf_pool_new(NULL, NULL, 0);
+	struct buf *cooled, *b, *c, *d;
+	const struct buf_stats *st = buf_pool_stats(p);
+	uint64_t later = now_ms() + 600000;
+
+	ck_assert_ptr_nonnull(pd_p);
+	ck_assert_ptr_nonnull(pd_q);
+	ck_assert(!loopdev_ops.pd_closed(pd_p));
+	ck_assert(!loopdev_ops.pd_closed(dev)); /* a device's own: never */
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &cooled), 0);
+	ck_assert_ptr_nonnull(buf_mr(cooled, &loopdev_ops, pd_p));
+	ck_assert_ptr_nonnull(buf_mr(cooled, &loopdev_ops, pd_q));
+	memset(cooled->addr, 0x77, K16);
+	buf_put_cooled(cooled, later);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &b), 0);
+	ck_assert_ptr_ne(b, cooled);
+	/* one of its groups went: the other's peer may still write */
+	loopdev_ops.pd_close(pd_p);
+	ck_assert(loopdev_ops.pd_closed(pd_p));
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &c), 0);
+	ck_assert_ptr_ne(c, cooled);
+	ck_assert_uint_eq(st->deregs, 0);
+	/* both went: reused long before its time, with no MR, zeroed */
+	loopdev_ops.pd_close(pd_q);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &d), 0);
+	ck_assert_ptr_eq(d, cooled);
+	ck_assert_uint_eq(st->reuse_cnt, 1);
+	ck_assert_uint_eq(st->deregs, 2);
+	ck_assert_ptr_null(d->reg[0].pd);
+	ck_assert_ptr_null(d->reg[1].pd);
+	ck_assert_uint_eq(((uint8_t *)d->addr)[K16 - 1], 0);
+	/* registered nowhere (its MRs dropped when it moved): at once */
+	buf_put_cooled(d, later);
+	ck_assert_int_eq(buf_get_for(p, BUF_RMB, K16, "x", &d), 0);
+	ck_assert_ptr_eq(d, cooled);
+	ck_assert_uint_eq(st->reuse_cnt, 2);
+	buf_put(b);
+	buf_put(c);
+	buf_put(d);
+	buf_pool_free(p);
+	loopdev_free(dev);
+	event_base_free(base);
+}
+END_TEST
+
+/*
  * Reuse zeroes what the last user said it can have written (buf_written),
  * the whole element when it said nothing, and the whole RMB element when
  * it goes to another peer.
@@ -473,6 +532,7 @@ buf_suite(void)
 	tcase_add_test(tc, peer_writes_only_its_rmb);
 	tcase_add_test(tc, rmb_gets_new_keys_each_time);
 	tcase_add_test(tc, rmb_reachable_only_in_its_pd);
+	tcase_add_test(tc, rmb_cooling_ends_when_its_groups_go);
 	tcase_add_test(tc, reuse_zeroes_what_was_written);
 	suite_add_tcase(s, tc);
 	return s;
