@@ -360,8 +360,7 @@ buf_unreachable(const struct buf *b)
 
 	for (i = 0; i < BUF_MRS_MAX; i++)
 		if (b->reg[i].pd != NULL &&
-		    (b->reg[i].ops->pd_closed == NULL ||
-		     !b->reg[i].ops->pd_closed(b->reg[i].pd)))
+		    !b->reg[i].ops->pd_closed(b->reg[i].pd))
 			return false;
 	return true;
 }
