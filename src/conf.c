@@ -598,6 +598,10 @@ static const struct conf_key conf_peer_keys[] = {
 		NULL, R,
 		"percent of rdma.max_buffer_memory its connections may hold; "
 		"more use the TCP fallback"),
+	KEY_INT(struct conf_peer, max_conns, "max_conns", "16384", 0, 1000000,
+		NULL, R,
+		"connections it may hold on our exports, all workers, either "
+		"transport; more are refused; 0: unlimited"),
 };
 
 static const struct conf_key conf_export_keys[] = {

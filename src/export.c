@@ -2,9 +2,11 @@
 /*
  * The export side of a connection, whichever transport carried its open
  * (an LLC CONN_OPEN in session_rdma.c, a fallback hello in fallback.c):
- * whether the peer may use the export it named, and the connection to
- * the export's target as the session's upstream socket fd[1].  One copy,
- * so that both transports log, count and refuse alike.
+ * whether the peer may use the export it named, whether the worker has
+ * room for it (max_conns) and the peer a place of its own
+ * (peers[].max_conns, all workers together), and the connection to the
+ * export's target as the session's upstream socket fd[1].  One copy, so
+ * that both transports log, count and refuse alike.
  */
 #include <errno.h>
 
@@ -40,10 +42,28 @@ export_find(struct worker *w, const struct conf *conf, const char *who,
 }
 
 /*
- * Start connecting s (export side, s->export set) to its target, within
- * the export's connect_timeout; EV_WRITE on fd[1] then goes to
- * export_connected.  SESSION_NREASONS when under way, else the reason to
- * refuse the open with (logged).
+ * Whether w may take one more connection opened by a peer (max_conns,
+ * which rule clients share): SESSION_NREASONS, else the reason to refuse
+ * the open with, counted.  Ask before the new connection counts towards
+ * max_conns (it has no session yet, or one that is still a stranger's).
+ */
+enum session_reason
+export_room(struct worker *w)
+{
+	if (worker_draining(w))
+		return SESSION_SHUTDOWN;
+	if (worker_has_room(w))
+		return SESSION_NREASONS;
+	STATS_INC(worker_stats(w), export_refused_limit);
+	return SESSION_RESOURCE;
+}
+
+/*
+ * Start connecting s (export side, s->export and s->peer set) to its
+ * target, within the export's connect_timeout, once its peer has a place
+ * for it (peers[].max_conns: held until export_release); EV_WRITE on
+ * fd[1] then goes to export_connected.  SESSION_NREASONS when under way,
+ * else the reason to refuse the open with (logged).
  */
 enum session_reason
 export_connect(struct session *s)
@@ -51,6 +71,15 @@ export_connect(struct session *s)
 	char buf[ADDR_STRLEN];
 	int rc;
 
+	if (!peer_export_conns(s->peer->name, s->peer->max_conns, 1)) {
+		log_debug("conn 0x%llx: peer %s holds %d connections on our "
+			  "exports (max_conns): refused",
+			  (unsigned long long)s->id, s->peer->name,
+			  s->peer->max_conns);
+		STATS_INC(worker_stats(s->w), peer_conns_limit);
+		return SESSION_RESOURCE;
+	}
+	s->peer_held = true;
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->export->target);
 	if (rc == 0) {
@@ -92,4 +121,14 @@ export_timed_out(struct session *s)
 	log_warnx("conn 0x%llx: export %s: target connect timed out",
 		  (unsigned long long)s->id, s->export->name);
 	return SESSION_TARGET_TIMEOUT;
+}
+
+/* s ends: it gives back its place among its peer's connections. */
+void
+export_release(struct session *s)
+{
+	if (!s->peer_held)
+		return;
+	s->peer_held = false;
+	peer_export_conns(s->peer->name, 0, -1);
 }

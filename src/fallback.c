@@ -1012,12 +1012,12 @@ fb_export_open(struct session *s)
 	enum session_reason r;
 	char who[32];
 
-	/* authenticated (or a peer without a key): no stranger any more */
-	session_preauth_done(s);
 	if (hs->hello_len > sizeof(struct fb_hello) &&
 	    (((const struct fb_hello *)hs->hello)->flags & FB_FLAG_RESUME)) {
 		struct fb_hello_info hi;
 
+		/* authenticated (or a peer without a key): no stranger now */
+		session_preauth_done(s);
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
 		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) == 0)
@@ -1029,7 +1029,11 @@ fb_export_open(struct session *s)
 	snprintf(who, sizeof(who), "conn 0x%llx", (unsigned long long)s->id);
 	s->export = export_find(s->w, s->conf, who, s->peer->name,
 				s->export_name, &r);
-	if (s->export == NULL) {
+	/* asked while s is a stranger's, which max_conns does not count */
+	if (s->export != NULL)
+		r = export_room(s->w);
+	session_preauth_done(s);
+	if (r != SESSION_NREASONS) {
 		fb_export_refuse(s, r);
 		return;
 	}

@@ -27,6 +27,7 @@ struct peer_state {
 	char name[CONF_NAME_MAX + 1];
 	int lgrs;	 /* active link groups */
 	int server_lgrs; /* groups it set up with us (lgr_server_new), any state */
+	int export_conns; /* connections it holds on our exports (export.c) */
 	uint32_t reason;
 	bool by_peer;
 	uint64_t backoff_until_ms;
@@ -224,6 +225,27 @@ peer_server_lgrs(const char *name, int max, int delta)
 	p = peer_find(name, true);
 	if (p != NULL && (delta < 0 || p->server_lgrs < max)) {
 		p->server_lgrs += delta;
+		ok = true;
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return ok;
+}
+
+/*
+ * The peer may hold one more connection on our exports (+1: true,
+ * counted) unless it holds max already (0: no bound); -1: one went
+ * (always true).
+ */
+bool
+peer_export_conns(const char *name, int max, int delta)
+{
+	struct peer_state *p;
+	bool ok = false;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL && (delta < 0 || max == 0 || p->export_conns < max)) {
+		p->export_conns += delta;
 		ok = true;
 	}
 	pthread_mutex_unlock(&peer_lock);

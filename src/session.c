@@ -653,6 +653,7 @@ session_free(struct session *s, bool abort)
 
 	s->state = SESSION_CLOSED;
 	session_preauth_done(s);
+	export_release(s);
 	for (i = 0; i < 2; i++) {
 		if (s->rev[i])
 			event_free(s->rev[i]);

@@ -1372,10 +1372,9 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
-	if (!worker_has_room(w) || worker_draining(w)) {
-		session_rdma_refuse_open(srw, link, o->token,
-					 worker_draining(w) ? SESSION_SHUTDOWN :
-							      SESSION_RESOURCE);
+	r = export_room(w);
+	if (r != SESSION_NREASONS) {
+		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
 	s = session_new(w, -1, SESSION_ROLE_EXPORT);

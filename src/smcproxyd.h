@@ -110,6 +110,7 @@ struct conf_peer {
 	bool any_source;  /* accept it from any source address */
 	int max_lgrs;	  /* link groups it may set up, all workers */
 	int buffer_share; /* percent of max_buffer_memory it may hold */
+	int max_conns;	  /* connections it may hold on our exports; 0: any */
 	int line;
 };
 
@@ -396,6 +397,7 @@ struct session {
 	bool woken;	      /* off parked, about to go on */
 	uint8_t rdma_reopens; /* CONN_OPENs lost with their group */
 	bool preauth;	      /* holds a worker_preauth_get of addr[0] */
+	bool peer_held;	      /* holds one of its peer's max_conns: export.c */
 };
 
 const char *session_reason_name(enum session_reason r);
@@ -436,9 +438,11 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 				      const char *who, const char *peer,
 				      const char *name,
 				      enum session_reason *why);
+enum session_reason export_room(struct worker *w);
 enum session_reason export_connect(struct session *s);
 enum session_reason export_connected(struct session *s);
 enum session_reason export_timed_out(struct session *s);
+void export_release(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
@@ -1170,6 +1174,7 @@ void peer_error(const char *name, bool unreachable, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 uint64_t peer_backoff_until(const char *name);
 bool peer_server_lgrs(const char *name, int max, int delta);
+bool peer_export_conns(const char *name, int max, int delta);
 int peer_info(const char *name, struct peer_info *out);
 void peer_set_draining(const char *name, bool draining);
 bool peer_draining(const char *name);

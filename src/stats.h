@@ -34,6 +34,8 @@
 	  "with bytes waiting")                                                \
 	X(peer_lgr_limit, COUNTER, "handshakes",                               \
 	  "link groups declined: the peer had max_lgrs with us already")       \
+	X(peer_conns_limit, COUNTER, "connections",                            \
+	  "peer opens of an export refused: the peer held its max_conns")      \
 	X(conns_lgr_waits, COUNTER, "connections",                             \
 	  "client connections that waited for a link group being set up")      \
 	X(conns_reopened, COUNTER, "connections",                              \
@@ -51,6 +53,8 @@
 	  "reads paused because the connection's buffer was full")             \
 	X(conns_refused_limit, COUNTER, "connections",                         \
 	  "client connections reset because max_conns was reached")            \
+	X(export_refused_limit, COUNTER, "connections",                        \
+	  "peer opens of an export refused because max_conns was reached")     \
 	X(accept_pauses, COUNTER, "events",                                    \
 	  "accepting paused for a second: out of descriptors or buffers")      \
 	X(srv_hshake_err_cnt, COUNTER, "handshakes",                           \

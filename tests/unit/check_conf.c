@@ -202,6 +202,11 @@ static const struct {
 	 1},
 	{"rdma: { max_buffer_memory = 0; };\n",
 	 "t.conf:1: rdma.max_buffer_memory: 0 is out of range 1..1048576\n", 1},
+	{"peers = (\n"
+	 "  { name = \"b\"; address = \"127.0.0.1:7102\"; insecure = true;\n"
+	 "    max_conns = -1; }\n"
+	 ");\n",
+	 "t.conf:3: peers[0].max_conns: -1 is out of range 0..1000000\n", 1},
 	/* enums */
 	{"smcproxyd: { log_level = \"verbose\"; };\n",
 	 "t.conf:1: smcproxyd.log_level: invalid value \"verbose\"; use "
