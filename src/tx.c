@@ -250,7 +250,8 @@ tx_extent(const struct cdc_cursor *c, size_t size)
 /*
  * Give the buffers back, saying how much of them can hold this
  * connection's bytes (zeroed before reuse): of the send ring what was
- * produced into it; of the RMB what the peer's cursor covered, when the
+ * produced into it (after an abort tx_close said so, before it rolled
+ * the cursor back over unsent bytes that are still there); of the RMB what the peer's cursor covered, when the
  * peer said it was done writing or closed (a correct peer writes nothing
  * it does not announce, and nothing after that), else all of it.  The
  * RMB element goes back at once when the peer has stopped writing (it
@@ -264,7 +265,9 @@ tx_extent(const struct cdc_cursor *c, size_t size)
 static void
 tx_conn_destroy(struct rconn *rc)
 {
-	buf_written(rc->sndbuf, tx_extent(&rc->tx_curs_prep, rc->sndbuf->size));
+	if (!(rc->flags & RCONN_F_ABORT))
+		buf_written(rc->sndbuf,
+			    tx_extent(&rc->tx_curs_prep, rc->sndbuf->size));
 	if ((rc->flags & (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED)) &&
 	    !(rc->flags & (RCONN_F_PEER_ABORT | RCONN_F_OUT_OF_SYNC)))
 		buf_written(rc->rmb,
@@ -713,6 +716,11 @@ tx_close(struct rconn *rc, enum tx_close_how how)
 		rc->flags |= RCONN_F_CLOSE_WR | RCONN_F_CLOSE;
 		break;
 	case TX_CLOSE_ABORT:
+		if (rc->flags & RCONN_F_ABORT)
+			break;
+		/* the unsent bytes stay in the ring: zeroed before reuse */
+		buf_written(rc->sndbuf,
+			    tx_extent(&rc->tx_curs_prep, rc->sndbuf->size));
 		rc->flags |= RCONN_F_ABORT;
 		rc->tx_prep_off -= tx_unsent(rc);
 		rc->tx_curs_prep = rc->tx_curs_sent;

@@ -1101,6 +1101,41 @@ START_TEST(buffers_zeroed_as_far_as_written)
 }
 END_TEST
 
+/*
+ * An abort drops the unsent bytes by rolling the ring's cursor back to
+ * what was sent; the bytes stay in the ring all the same, so the ring
+ * goes back to be zeroed whole: none of them may reach the peer of the
+ * next connection to get it.
+ */
+START_TEST(aborted_ring_zeroed_past_rolled_back_cursor)
+{
+	struct iovec iov[2];
+	struct harness h;
+	struct buf *ring;
+	int n, k;
+
+	h_open(&h, 1, 16, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, 2 * K16, 2 * K16, 2 * K16, 2 * K16, &no_cork, 0, 0);
+	ring = A(&h, 0)->sndbuf;
+	/* produced but never pushed: nothing of it sent */
+	n = tx_space(A(&h, 0), iov);
+	ck_assert_int_ge(n, 1);
+	ck_assert_uint_ge(iov[0].iov_len, 3000);
+	memset(iov[0].iov_base, 0xab, 3000);
+	tx_produced(A(&h, 0), 3000);
+	ck_assert_int_eq(tx_close(A(&h, 0), TX_CLOSE_ABORT), 0);
+	h_run(&h);
+	for (k = 0; k < 2; k++) {
+		tx_conn_free(h.side[k].conn[0].rc);
+		h.side[k].conn[0].rc = NULL;
+	}
+	h_run(&h);
+	ck_assert_uint_ge(ring->dirty, 3000);
+	h_pool_all_zero(h.side[0].pool, BUF_SNDBUF, 2 * K16, 1);
+	h_close(&h);
+}
+END_TEST
+
 /* ---- links ---- */
 
 START_TEST(link_failure_is_reported)
@@ -2103,6 +2138,7 @@ rconn_suite(void)
 	tcase_add_test(tc, fin_waits_for_window);
 	tcase_add_test(tc, abort_each_direction);
 	tcase_add_test(tc, buffers_zeroed_as_far_as_written);
+	tcase_add_test(tc, aborted_ring_zeroed_past_rolled_back_cursor);
 	tcase_add_test(tc, free_after_abort_parked_for_slot);
 	tcase_add_test(tc, aborted_rmb_cools_for_old_writes);
 	suite_add_tcase(s, tc);
