@@ -9,8 +9,9 @@
  * reply: the connection stays usable.  Clients never block the daemon:
  * sockets are non-blocking bufferevents, a client whose unsent output passes
  * CONTROL_OUT_MAX is not read from until it has taken it, and idle or stuck
- * clients are dropped on timeouts.  Large answers (show conns) are written
- * to the output buffer piece by piece, so no fixed buffer limits them.
+ * clients are dropped on timeouts.  Large answers (show conns) are rendered
+ * piece by piece as the client takes them (CONTROL_LISTING_OUT at a time),
+ * so no fixed buffer limits them and one that does not read costs little.
  *
  * Any user who can open the socket is a client, so none may hold it: a uid
  * has at most CONTROL_MAX_PER_UID of the slots and all such users together
@@ -59,9 +60,12 @@
 #define CONTROL_MAX_PER_UID 16 /* for any other uid */
 #define CONTROL_BACKLOG 16
 #define CONTROL_CHUNK 256 /* sessions gathered per worker_call() */
+#define CONTROL_LISTING_OUT (64 * 1024) /* a listing's output rendered ahead */
 
 /* Why peers fall back to TCP until the RDMA transport lands. */
 #define CONTROL_FALLBACK_REASON "no link group tried yet"
+
+struct control_listing;
 
 struct control_client {
 	TAILQ_ENTRY(control_client) cc_entry;
@@ -77,6 +81,7 @@ struct control_client {
 	int64_t cc_request_ms; /* accepted, or the last request read */
 	int64_t cc_line_ms;    /* the pending partial line began; 0: none */
 	int64_t cc_reply_ms;   /* unsent output since; 0: none */
+	struct control_listing *cc_listing; /* show conns, being rendered */
 };
 
 TAILQ_HEAD(control_clients, control_client);
@@ -775,49 +780,100 @@ control_filter_match(const struct control_filter *f, const json_t *s)
 				      (double)f->age);
 }
 
+/*
+ * A show conns answer being rendered: where its walk stands (the worker,
+ * and the id below which its next chunk starts) and how many it listed.
+ */
 struct control_listing {
-	struct evbuffer *out;
+	struct control_filter filter;
+	json_t *args; /* held: the filter's strings are in it */
+	int worker;
+	struct control_chunk ch;
 	json_int_t count;
-	const struct control_filter *filter;
 };
 
-static int
-control_conns_cb(const json_t *conns, void *arg)
+static void
+control_listing_free(struct control_listing *l)
 {
-	struct control_listing *l = arg;
-	const json_t *s;
-	size_t i;
-
-	json_array_foreach(conns, i, s) {
-		if (!control_filter_match(l->filter, s))
-			continue;
-		if (l->count++ > 0)
-			evbuffer_add(l->out, ",", 1);
-		control_dump(l->out, s);
-	}
-	return 0;
+	if (l == NULL)
+		return;
+	json_decref(l->args);
+	free(l);
 }
 
 /*
- * Streamed: the reply is written chunk by chunk, so only CONTROL_CHUNK
- * sessions are held as JSON at a time and no buffer bounds the answer.
- * Out of memory half way, the reply stays one valid line and its count
- * says how many it holds.
+ * Render the next chunks of @l into @out until it holds @room bytes or the
+ * listing is done, and then its end.  Out of memory half way, the reply
+ * ends there, one valid line whose count says how many it holds.
+ * Return: true when the listing is done (the caller frees it).
+ */
+static bool
+control_listing_more(struct control_listing *l, struct evbuffer *out,
+		     size_t room)
+{
+	const json_t *s;
+	size_t i;
+
+	while (l->worker < worker_count() && evbuffer_get_length(out) < room) {
+		l->ch.conns = json_array();
+		if (l->ch.conns == NULL) {
+			l->worker = worker_count();
+			break;
+		}
+		l->ch.more = false;
+		worker_call(worker_get(l->worker), control_chunk_cb, &l->ch);
+		json_array_foreach(l->ch.conns, i, s) {
+			if (!control_filter_match(&l->filter, s))
+				continue;
+			if (l->count++ > 0)
+				evbuffer_add(out, ",", 1);
+			control_dump(out, s);
+		}
+		json_decref(l->ch.conns);
+		if (!l->ch.more) {
+			l->worker++;
+			l->ch.below = UINT64_MAX;
+		}
+	}
+	if (l->worker < worker_count())
+		return false;
+	evbuffer_add_printf(out, "],\"count\":%lld}}\n", (long long)l->count);
+	return true;
+}
+
+/*
+ * Streamed: the reply is rendered CONTROL_LISTING_OUT bytes ahead of what
+ * the client has taken (control_write_cb renders more), so only
+ * CONTROL_CHUNK sessions are held as JSON at a time, no buffer bounds the
+ * answer, and a client that does not read makes the daemon walk no
+ * further.  Until it is done, the client's next requests wait.
  */
 static json_t *
 control_cmd_conns(struct control_req *req)
 {
-	struct control_filter f;
-	struct control_listing l = {req->cr_out, 0, &f};
+	struct control_client *c = req->cr_client;
+	struct control_listing *l = calloc(1, sizeof(*l));
 
-	if (control_filter_parse(req, &f, false) < 0)
+	if (l == NULL)
 		return NULL;
-	evbuffer_add_printf(l.out,
+	l->args = json_incref(req->cr_args);
+	if (control_filter_parse(req, &l->filter, false) < 0) {
+		control_listing_free(l);
+		return NULL;
+	}
+	l->ch.below = UINT64_MAX;
+	evbuffer_add_printf(req->cr_out,
 			    "{\"v\":%d,\"ok\":true,\"data\":{\"conns\":[",
 			    CONTROL_VERSION);
-	(void)control_sessions_foreach(control_conns_cb, &l);
-	evbuffer_add_printf(l.out, "],\"count\":%lld}}\n", (long long)l.count);
 	req->cr_sent = true;
+	/* without a socket (control_request) the whole answer at once */
+	if (!control_listing_more(l, req->cr_out,
+				  c->cc_bev != NULL ? CONTROL_LISTING_OUT :
+						      SIZE_MAX)) {
+		c->cc_listing = l;
+		return NULL;
+	}
+	control_listing_free(l);
 	return NULL;
 }
 
@@ -1351,6 +1407,7 @@ control_client_free(struct control_client *c)
 	control_nclients--;
 	if (c->cc_deadline != NULL)
 		event_free(c->cc_deadline);
+	control_listing_free(c->cc_listing);
 	bufferevent_free(c->cc_bev);
 	free(c->cc_groups);
 	free(c);
@@ -1399,7 +1456,7 @@ control_rearm(struct control_client *c)
 static bool
 control_client_done(struct control_client *c)
 {
-	if (!c->cc_eof ||
+	if (!c->cc_eof || c->cc_listing != NULL ||
 	    evbuffer_get_length(bufferevent_get_input(c->cc_bev)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(c->cc_bev)) > 0)
 		return false;
@@ -1419,9 +1476,10 @@ control_line_pending(struct control_client *c, size_t len)
 
 /*
  * Answer the complete lines in the input, one by one, until the unsent
- * output passes CONTROL_OUT_MAX: then stop reading from this client until
- * the output has drained (control_write_cb).  Each line answered (blank
- * ones are not requests) starts the idle deadline again.
+ * output passes CONTROL_OUT_MAX or a listing is being rendered: then stop
+ * reading from this client until the output has drained and the listing
+ * is done (control_write_cb).  Each line answered (blank ones are not
+ * requests) starts the idle deadline again.
  */
 static void
 control_process(struct control_client *c)
@@ -1433,7 +1491,8 @@ control_process(struct control_client *c)
 	char *line;
 
 	for (;;) {
-		if (evbuffer_get_length(out) > CONTROL_OUT_MAX) {
+		if (c->cc_listing != NULL ||
+		    evbuffer_get_length(out) > CONTROL_OUT_MAX) {
 			/* the reply deadline runs, not the line's */
 			c->cc_line_ms = 0;
 			bufferevent_disable(c->cc_bev, EV_READ);
@@ -1483,18 +1542,28 @@ control_read_cb(struct bufferevent *bev, void *arg)
 	control_rearm(c);
 }
 
-/* All output sent: answer what waited, resume reading or close. */
+/*
+ * All output sent: render more of a listing, else answer what waited,
+ * resume reading or close.
+ */
 static void
 control_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct control_client *c = arg;
+	struct evbuffer *out = bufferevent_get_output(bev);
 
-	if ((bufferevent_get_enabled(bev) & EV_READ) == 0) {
+	if (c->cc_listing != NULL &&
+	    control_listing_more(c->cc_listing, out, CONTROL_LISTING_OUT)) {
+		control_listing_free(c->cc_listing);
+		c->cc_listing = NULL;
+	}
+	if (c->cc_listing == NULL &&
+	    (bufferevent_get_enabled(bev) & EV_READ) == 0) {
 		control_process(c);
 		if (control_client_done(c))
 			return;
-		if (!c->cc_eof && evbuffer_get_length(bufferevent_get_output(
-					  bev)) <= CONTROL_OUT_MAX)
+		if (c->cc_listing == NULL && !c->cc_eof &&
+		    evbuffer_get_length(out) <= CONTROL_OUT_MAX)
 			bufferevent_enable(bev, EV_READ);
 	}
 	control_rearm(c);

@@ -3,11 +3,12 @@
  * Unit tests for control.c, through a real control socket on a private
  * event_base: every command, every error reply (the connection staying
  * usable after each), oversized lines, pipelining, EOF, a client that
- * never reads, 10 000 connections in one answer gathered in bounded chunks
- * (sessions coming and going between them), a request line that trickles
- * in, the socket file's life (mode, stale socket, live socket, not a
- * socket) and, when run as root, permissions of mutating commands and the
- * per-uid client limits for other uids.
+ * never reads (its listing rendered no further than it takes), 10 000
+ * connections in one answer gathered in bounded chunks (sessions coming
+ * and going between them), a request line that trickles in, the socket
+ * file's life (mode, stale socket, live socket, not a socket) and, when
+ * run as root, permissions of mutating commands and the per-uid client
+ * limits for other uids.
  *
  * Workers, sessions and reload are test doubles here (the peer registry,
  * peer.c, is the real one); system tests drive the real ones.
@@ -1249,9 +1250,10 @@ START_TEST(test_slow_line)
 END_TEST
 
 /*
- * A client that asks for big answers and never reads is not read from once
- * its unsent output passes the bound, and others are served meanwhile; when
- * it finally reads, it gets every answer.
+ * A client that asks for big answers and never reads gets its first one
+ * rendered only as far as the socket and 64 KiB ahead take (a few chunks,
+ * not the whole walk), and its next requests wait; others are served
+ * meanwhile.  When it finally reads, it gets every answer, whole.
  */
 START_TEST(test_stuck_client)
 {
@@ -1267,8 +1269,9 @@ START_TEST(test_stuck_client)
 		client_send(stuck, req, sizeof(req) - 1);
 	for (i = 0; i < 100; i++)
 		pump();
-	/* one answer (5000 sessions a worker, 256 a call) and no more reading */
-	ck_assert_int_eq(ncalls, NWORKERS * (5000 / 256 + 1));
+	/* a whole answer is 40 calls (5000 sessions a worker, 256 a call) */
+	ck_assert_int_ge(ncalls, 1);
+	ck_assert_int_le(ncalls, 6);
 
 	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"version\"}\n"));
 	json_decref(ask_ok(other, "{\"v\":1,\"cmd\":\"stats\"}\n"));
