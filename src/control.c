@@ -407,56 +407,6 @@ control_sessions_foreach(int (*fn)(const json_t *conns, void *arg), void *arg)
 	return 0;
 }
 
-/*
- * Add to the "conns" of each of @items (named by its member "name") the
- * number of @conns whose member @key names it and, unless @role is NULL,
- * whose role is @role.
- */
-static void
-control_count(json_t *items, const json_t *conns, const char *role,
-	      const char *key)
-{
-	const json_t *s;
-	json_t *item;
-	const char *v, *r;
-	size_t i, j;
-	json_int_t n;
-
-	json_array_foreach(items, j, item) {
-		n = json_integer_value(json_object_get(item, "conns"));
-		json_array_foreach(conns, i, s) {
-			r = json_string_value(json_object_get(s, "role"));
-			v = json_string_value(json_object_get(s, key));
-			if (v != NULL &&
-			    strcmp(v, json_string_value(json_object_get(
-					      item, "name"))) == 0 &&
-			    (role == NULL ||
-			     (r != NULL && strcmp(r, role) == 0)))
-				n++;
-		}
-		json_object_set_new(item, "conns", json_integer(n));
-	}
-}
-
-/* What control_count_cb() counts connections for; NULL: not wanted. */
-struct control_counts {
-	json_t *rules, *exports, *peers;
-};
-
-static int
-control_count_cb(const json_t *conns, void *arg)
-{
-	struct control_counts *cnt = arg;
-
-	if (cnt->rules != NULL)
-		control_count(cnt->rules, conns, "rule", "rule");
-	if (cnt->exports != NULL)
-		control_count(cnt->exports, conns, "export", "export");
-	if (cnt->peers != NULL)
-		control_count(cnt->peers, conns, NULL, "peer");
-	return 0;
-}
-
 /* A connection id: a JSON integer, or a string in C notation ("0x1f"). */
 static int
 control_parse_id(const json_t *j, uint64_t *id)
@@ -524,12 +474,13 @@ control_cmd_stats_reset(struct control_req *req)
 static json_t *
 control_rule_json(const struct conf_rule *r)
 {
-	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:i, s:b, s:b}", "name",
+	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:I, s:b, s:b}", "name",
 			 r->name, "listen", control_addr(&r->listen), "peer",
 			 r->peer != NULL ? r->peer->name : NULL, "export",
 			 r->export, "idle_timeout_s", r->idle_timeout, "conns",
-			 0, "enabled", worker_rule_enabled(r->name),
-			 "accepting", worker_rule_accepting(r));
+			 (json_int_t)tally_conns(TALLY_RULE, r->name),
+			 "enabled", worker_rule_enabled(r->name), "accepting",
+			 worker_rule_accepting(r));
 }
 
 static json_t *
@@ -541,16 +492,16 @@ control_export_json(const struct conf_export *e)
 	peers = json_array();
 	for (i = 0; i < e->npeers; i++)
 		json_array_append_new(peers, json_string(e->peers[i]));
-	return json_pack("{s:s, s:o, s:o, s:i, s:i}", "name", e->name, "target",
+	return json_pack("{s:s, s:o, s:o, s:i, s:I}", "name", e->name, "target",
 			 control_addr(&e->target), "peers", peers,
-			 "connect_timeout_s", e->connect_timeout, "conns", 0);
+			 "connect_timeout_s", e->connect_timeout, "conns",
+			 (json_int_t)tally_conns(TALLY_EXPORT, e->name));
 }
 
 static json_t *
 control_cmd_rules(struct control_req *req)
 {
 	const struct conf *conf = control_conf;
-	struct control_counts cnt = {NULL, NULL, NULL};
 	json_t *rules, *exports, *data;
 	int i;
 
@@ -567,10 +518,6 @@ control_cmd_rules(struct control_req *req)
 		if (json_array_append_new(
 			    exports, control_export_json(&conf->exports[i])))
 			goto nomem;
-	cnt.rules = rules;
-	cnt.exports = exports;
-	if (control_sessions_foreach(control_count_cb, &cnt) < 0)
-		goto nomem;
 	return data;
 
 nomem:
@@ -599,7 +546,7 @@ control_peer_json(const struct conf_peer *p)
 		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_pack(
 		"{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
-		" s:i, s:o, s:s, s:s, s:s, s:o, s:b}",
+		" s:I, s:o, s:s, s:s, s:s, s:o, s:b}",
 		"name", p->name, "address", control_addr(&p->addr), "auth",
 		p->insecure ? "insecure" : "psk", "mode",
 		info.rdma ? "rdma" : "fallback", "fallback_reason",
@@ -609,8 +556,8 @@ control_peer_json(const struct conf_peer *p)
 			      CONTROL_FALLBACK_REASON,
 		"decline_code", code, "decline_name", name, "declined_by_peer",
 		info.by_peer, "backoff_left_ms",
-		(json_int_t)info.backoff_left_ms, "lgrs", info.lgrs, "conns", 0,
-		"reachable",
+		(json_int_t)info.backoff_left_ms, "lgrs", info.lgrs, "conns",
+		(json_int_t)tally_conns(TALLY_PEER, p->name), "reachable",
 		info.reachable < 0 ? json_null() : json_boolean(info.reachable),
 		"last_error", info.error, "last_error_code", info.error_code,
 		"last_error_at", at, "last_error_age_s",
@@ -624,7 +571,6 @@ static json_t *
 control_cmd_peers(struct control_req *req)
 {
 	const struct conf *conf = control_conf;
-	struct control_counts cnt = {NULL, NULL, NULL};
 	json_t *peers;
 	int i;
 
@@ -635,9 +581,6 @@ control_cmd_peers(struct control_req *req)
 		if (json_array_append_new(peers,
 					  control_peer_json(&conf->peers[i])))
 			goto nomem;
-	cnt.peers = peers;
-	if (control_sessions_foreach(control_count_cb, &cnt) < 0)
-		goto nomem;
 	return json_pack("{s:o}", "peers", peers);
 
 nomem:

@@ -80,6 +80,7 @@ export_connect(struct session *s)
 		return SESSION_RESOURCE;
 	}
 	s->peer_held = true;
+	tally_open(s);
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->export->target);
 	if (rc == 0) {

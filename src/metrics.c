@@ -11,14 +11,17 @@
  * the totals that "stats reset" leaves alone), then what only a scrape
  * of the running daemon can have: its start time, each peer (up while an
  * active link group reaches it, its mode, link groups, connections), each
- * link's state, and the connections open per rule and export.  Counting
- * connections is the control socket's own walk, CONTROL_CHUNK sessions
- * per worker_call(), so a scrape holds no worker for a whole listing.
+ * link's state, and the connections open per rule and export.  Those
+ * counts are kept as connections open and end (tally.c), so a scrape
+ * walks no worker's connections, however many there are.
  *
  * Scrapers are bounded like control clients: at most METRICS_MAX_CLIENTS
  * connections are open at once (the listener stops accepting, more wait
  * in its backlog), each closed after METRICS_TIMEOUT seconds without
- * progress, requests limited in size.  evhttp (libevent 2.1) has no
+ * progress and, since a byte now and then is progress, also when its
+ * request has not been answered (the reply sent whole) METRICS_DEADLINE
+ * seconds after it connected or got its previous reply; requests are
+ * limited in size.  evhttp (libevent 2.1) has no
  * connection limit and no hook when it frees a connection, so each
  * connection's bufferevent is made here (evhttp_set_bevcb) and held by one
  * reference more: when evhttp has freed it, its callback argument is gone,
@@ -44,7 +47,8 @@
 #include "prom.h"
 
 #define METRICS_MAX_CLIENTS 8
-#define METRICS_TIMEOUT 10 /* seconds without progress */
+#define METRICS_TIMEOUT 10  /* seconds without progress */
+#define METRICS_DEADLINE 10 /* seconds for a request and its reply */
 #define METRICS_BACKLOG 16
 #define METRICS_MAX_HEADERS 8192 /* bytes of request line and headers */
 #define METRICS_MAX_BODY 1024	 /* a GET has none */
@@ -56,6 +60,7 @@ static struct evhttp *metrics_http;
 static struct evconnlistener *metrics_listener;
 static struct event *metrics_sweep_ev;
 static struct bufferevent *metrics_bevs[METRICS_MAX_CLIENTS];
+static uint64_t metrics_deadline[METRICS_MAX_CLIENTS]; /* now_ms(); 0: past */
 static int metrics_nbevs;
 static json_t *metrics_schema; /* the catalogue: the same for the process */
 static double metrics_started; /* seconds since the epoch */
@@ -63,7 +68,9 @@ static double metrics_started; /* seconds since the epoch */
 /*
  * Drop the connections evhttp has freed: bufferevent_free() clears the
  * callbacks and their argument, which evhttp never does to a live one.
- * Accept again when there is room; sweep again later while any is held.
+ * Shut the socket of one past its deadline: evhttp sees the end and frees
+ * it (it has no call to close a connection it serves).  Accept again when
+ * there is room; sweep again later while any is held.
  */
 static void
 metrics_sweep(void)
@@ -71,17 +78,30 @@ metrics_sweep(void)
 	struct timeval tv = {METRICS_SWEEP_MS / 1000,
 			     (METRICS_SWEEP_MS % 1000) * 1000};
 	bufferevent_event_cb ecb;
+	uint64_t now = now_ms();
 	void *arg;
 	int i;
 
 	for (i = 0; i < metrics_nbevs;) {
 		bufferevent_getcb(metrics_bevs[i], NULL, NULL, &ecb, &arg);
 		if (ecb != NULL || arg != NULL) {
+			if (metrics_deadline[i] != 0 &&
+			    now >= metrics_deadline[i]) {
+				log_debug("%s: a scraper's request took over "
+					  "%d s: closing",
+					  __func__, METRICS_DEADLINE);
+				(void)shutdown(
+					bufferevent_getfd(metrics_bevs[i]),
+					SHUT_RDWR);
+				metrics_deadline[i] = 0;
+			}
 			i++;
 			continue;
 		}
 		bufferevent_decref(metrics_bevs[i]);
-		metrics_bevs[i] = metrics_bevs[--metrics_nbevs];
+		metrics_nbevs--;
+		metrics_bevs[i] = metrics_bevs[metrics_nbevs];
+		metrics_deadline[i] = metrics_deadline[metrics_nbevs];
 	}
 	if (metrics_listener != NULL && metrics_nbevs < METRICS_MAX_CLIENTS)
 		evconnlistener_enable(metrics_listener);
@@ -95,12 +115,23 @@ metrics_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	metrics_sweep();
 }
 
-/* A reply sent: evhttp may free its connection now; look right after. */
+/*
+ * A reply sent: the connection's next request has METRICS_DEADLINE from
+ * now.  evhttp may free the connection now; look right after.
+ */
 static void
 metrics_complete_cb(struct evhttp_request *req, void *arg)
 {
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev =
+		evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL;
 	struct timeval now = {0, 0};
+	int i;
 
+	for (i = 0; i < metrics_nbevs; i++)
+		if (metrics_bevs[i] == bev && metrics_deadline[i] != 0)
+			metrics_deadline[i] =
+				now_ms() + METRICS_DEADLINE * 1000;
 	evtimer_del(metrics_sweep_ev);
 	evtimer_add(metrics_sweep_ev, &now);
 }
@@ -118,6 +149,7 @@ metrics_bev_cb(struct event_base *base, void *arg)
 	if (bev == NULL || metrics_nbevs == METRICS_MAX_CLIENTS)
 		return bev;
 	bufferevent_incref(bev);
+	metrics_deadline[metrics_nbevs] = now_ms() + METRICS_DEADLINE * 1000;
 	metrics_bevs[metrics_nbevs++] = bev;
 	if (metrics_nbevs == METRICS_MAX_CLIENTS)
 		evconnlistener_disable(metrics_listener);
@@ -286,7 +318,7 @@ metrics_tally_one(const struct tally *t, void *arg)
 	char name[64];
 	int r;
 
-	if (t->export != mw->export)
+	if (t->kind != (mw->export ? TALLY_EXPORT : TALLY_RULE))
 		return;
 	switch (mw->what) {
 	case METRICS_T_CONNS:

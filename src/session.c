@@ -186,6 +186,7 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 	s->rule = rule;
 	s->peer = rule->peer;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
+	tally_open(s);
 	if (!session_rdma_connect(s))
 		fallback_connect(s);
 }

@@ -398,6 +398,7 @@ struct session {
 	uint8_t rdma_reopens; /* CONN_OPENs lost with their group */
 	bool preauth;	      /* holds a worker_preauth_get of addr[0] */
 	bool peer_held;	      /* holds one of its peer's max_conns: export.c */
+	bool tallied;	      /* counted open by tally_open */
 };
 
 const char *session_reason_name(enum session_reason r);
@@ -447,15 +448,19 @@ void export_release(struct session *s);
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
 
-/* tally.c: totals per rule and export since the start (metrics) */
+/* tally.c: per rule, export and peer, open now and totals (metrics) */
+enum tally_kind { TALLY_RULE, TALLY_EXPORT, TALLY_PEER };
 struct tally {
 	SLIST_ENTRY(tally) entry;
-	bool export; /* else a rule */
+	enum tally_kind kind;
 	char name[CONF_NAME_MAX + 1];
+	int64_t open;		      /* connections open now */
 	uint64_t conns[2];	      /* ended, by transport: fallback, rdma */
 	uint64_t bytes_in, bytes_out; /* from the client or peer, to it */
 	uint64_t closes[SESSION_NREASONS];
 };
+void tally_open(struct session *s);
+int64_t tally_conns(enum tally_kind kind, const char *name);
 void tally_close(const struct session *s, enum session_reason reason);
 void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);
 void tally_shutdown(void);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Totals per rule and per export since the daemon started, summed over
- * every worker: connections by transport, bytes each way and closes by
- * reason, counted as each connection ends.  They are what the metrics
- * endpoint labels per rule and export (Prometheus counters, never
- * rewound: "stats reset" does not touch them).  Entries are keyed by
- * name and kept across reloads, as a name in a time series would be.
+ * Per rule, per export and per peer, summed over every worker: the
+ * connections open now (counted as each one opens and ends, so that
+ * `show rules`, `show peers` and a metrics scrape need not walk every
+ * session), and per rule and export the totals since the daemon started:
+ * connections by transport, bytes each way and closes by reason, counted
+ * as each connection ends.  The totals are what the metrics endpoint
+ * labels per rule and export (Prometheus counters, never rewound: "stats
+ * reset" does not touch them).  Entries are keyed by name and kept across
+ * reloads, as a name in a time series would be.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,42 +19,99 @@
 static pthread_mutex_t tally_lock = PTHREAD_MUTEX_INITIALIZER;
 static SLIST_HEAD(, tally) tally_list = SLIST_HEAD_INITIALIZER(tally_list);
 
-/* The entry of (export, name), made if need be; tally_lock held. */
+/* The entry of (kind, name), made if need be; tally_lock held. */
 static struct tally *
-tally_get(bool export, const char *name)
+tally_get(enum tally_kind kind, const char *name)
 {
 	struct tally *t;
 
 	SLIST_FOREACH(t, &tally_list, entry)
-		if (t->export == export && strcmp(t->name, name) == 0)
+		if (t->kind == kind && strcmp(t->name, name) == 0)
 			return t;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
-	t->export = export;
+	t->kind = kind;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	SLIST_INSERT_HEAD(&tally_list, t, entry);
 	return t;
 }
 
+/* The rule or export s is counted under; NULL: none (yet). */
+static const char *
+tally_name(const struct session *s, enum tally_kind *kind)
+{
+	if (s->role == SESSION_ROLE_EXPORT) {
+		*kind = TALLY_EXPORT;
+		return s->export != NULL ? s->export->name : NULL;
+	}
+	*kind = TALLY_RULE;
+	return s->rule != NULL ? s->rule->name : NULL;
+}
+
+/* Count s open (+1) or gone (-1) for its rule or export and its peer. */
+static void
+tally_count(const struct session *s, int delta)
+{
+	enum tally_kind kind;
+	const char *name = tally_name(s, &kind);
+	struct tally *t;
+
+	if (name != NULL && (t = tally_get(kind, name)) != NULL)
+		t->open += delta;
+	if (s->peer != NULL && (t = tally_get(TALLY_PEER, s->peer->name)))
+		t->open += delta;
+}
+
 /*
- * Count s, which ends now for reason, in its rule's or export's totals.
- * Sessions that never named one (strangers on the peer port) are not
- * counted here.  Any worker thread.
+ * s is a connection open now: its rule's (a client it accepted) or its
+ * export's (a peer's open, on its way to the target) and its peer's, until
+ * tally_close.  Once.  Any worker thread.
+ */
+void
+tally_open(struct session *s)
+{
+	if (s->tallied)
+		return;
+	s->tallied = true;
+	pthread_mutex_lock(&tally_lock);
+	tally_count(s, 1);
+	pthread_mutex_unlock(&tally_lock);
+}
+
+/* The connections open now of the rule, export or peer called name. */
+int64_t
+tally_conns(enum tally_kind kind, const char *name)
+{
+	const struct tally *t;
+	int64_t n = 0;
+
+	pthread_mutex_lock(&tally_lock);
+	SLIST_FOREACH(t, &tally_list, entry)
+		if (t->kind == kind && strcmp(t->name, name) == 0)
+			n = t->open;
+	pthread_mutex_unlock(&tally_lock);
+	return n;
+}
+
+/*
+ * Count s, which ends now for reason, in its rule's or export's totals,
+ * and no longer open.  Sessions that never named one (strangers on the
+ * peer port) are not counted here.  Any worker thread.
  */
 void
 tally_close(const struct session *s, enum session_reason reason)
 {
-	bool export = s->role == SESSION_ROLE_EXPORT;
-	const char *name =
-		export ? (s->export != NULL ? s->export->name : NULL) :
-			 (s->rule != NULL ? s->rule->name : NULL);
+	enum tally_kind kind;
+	const char *name = tally_name(s, &kind);
 	struct tally *t;
 
 	if (name == NULL)
 		return;
 	pthread_mutex_lock(&tally_lock);
-	t = tally_get(export, name);
+	if (s->tallied)
+		tally_count(s, -1);
+	t = tally_get(kind, name);
 	if (t != NULL) {
 		t->conns[s->mode == SESSION_MODE_RDMA]++;
 		t->bytes_in += s->pump[0].bytes;
