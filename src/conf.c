@@ -598,6 +598,10 @@ static const struct conf_key conf_peer_keys[] = {
 		NULL, R,
 		"percent of rdma.max_buffer_memory its connections may hold; "
 		"more use the TCP fallback"),
+	KEY_INT(struct conf_peer, max_resuming, "max_resuming", "256", 0,
+		1000000, NULL, R,
+		"connections of one worker whose link group ended that may "
+		"wait to resume at once; more are reset"),
 };
 
 static const struct conf_key conf_export_keys[] = {

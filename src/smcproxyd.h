@@ -110,6 +110,7 @@ struct conf_peer {
 	bool any_source;  /* accept it from any source address */
 	int max_lgrs;	  /* link groups it may set up, all workers */
 	int buffer_share; /* percent of max_buffer_memory it may hold */
+	int max_resuming; /* per worker, at once */
 	int line;
 };
 
@@ -364,8 +365,6 @@ struct session_pump {
 	uint64_t bytes;
 };
 
-#define FALLBACK_MSG_MAX 256
-
 struct session {
 	LIST_ENTRY(session) entry; /* its worker's sessions, newest first */
 	struct worker *w;
@@ -483,21 +482,13 @@ int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
 
 /* fallback.c */
-/* A fallback handshake's messages: only while one runs (fallback_hs_get). */
-struct fallback_hs {
-	unsigned char in[FALLBACK_MSG_MAX];
-	size_t in_len;
-	unsigned char out[FALLBACK_MSG_MAX];
-	size_t out_len, out_off;
-	unsigned char hello[FALLBACK_MSG_MAX];
-	size_t hello_len;
-	unsigned char nonce[AUTH_NONCE_LEN];
-	unsigned char challenge[FALLBACK_MSG_MAX];
-	size_t challenge_len;
-};
-struct fallback_hs *fallback_hs_get(struct session *s);
+struct fallback_hs;
+struct fb_hello_info;
+void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);
+void fallback_resume(struct session *s, const struct fb_hello_info *ri);
+void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
@@ -1188,9 +1179,13 @@ void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
 void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 			 void *arg);
-struct fb_hello_info;
 enum session_reason session_rdma_resume_tcp(struct session *fs,
 					    const struct fb_hello_info *hi);
+/* resume.c: the client handshake's outcome for a resume (fallback.c) */
+void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
+				     uint64_t fin);
+void session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
+				    bool peer_said);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

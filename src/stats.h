@@ -96,6 +96,12 @@
 	  "connections reset: the peer daemon is not running or restarted")    \
 	X(resume_failed_protocol, COUNTER, "connections",                      \
 	  "connections reset: the peer's stream offsets were out of range")    \
+	X(resume_failed_auth, COUNTER, "connections",                          \
+	  "connections reset: the peer port did not prove the peer's key")     \
+	X(resume_failed_limit, COUNTER, "connections",                         \
+	  "connections reset: their peer had max_resuming resuming already")   \
+	X(resume_retries, COUNTER, "events",                                   \
+	  "CONN_RESUMEs unanswered in time, asked again on a later group")     \
 	X(clc_declines_sent, COUNTER, "handshakes",                            \
 	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")        \
 	X(clc_declines_received, COUNTER, "handshakes",                        \

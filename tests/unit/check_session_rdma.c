@@ -10,6 +10,7 @@
  * key or address changed on reload still reaching us over its group.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +25,9 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "clc_wire.h"
 #include "dev.h"
+#include "fallback_wire.h"
 #include "llc_wire.h"
 
 #define NCLIENTS 200
@@ -70,10 +73,44 @@ flaky_qp_create(struct dev *d, struct event_base *base,
 	return loopdev_ops.qp_create(d, base, want, got, cb);
 }
 
-/* B takes CONN_OPEN and never answers: A's connections just wait. */
+/*
+ * B takes CONN_OPEN and never answers, so A's connections just wait; or,
+ * with b_accepts, B accepts the first into an RMB element of its own
+ * (what A writes there is not read: the bytes only have to go).
+ */
+static bool b_accepts;
+static struct buf_pool *b_pool;
+static struct buf *b_rmb;
+static struct lgr_conn b_conn;
+
 static void
 b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
+	const struct dev_mr *mr;
+	struct llc_info a;
+
+	if (!b_accepts || m->type != LLC_CONN_OPEN || b_conn.lgr != NULL)
+		return;
+	if (b_pool == NULL) {
+		b_pool = buf_pool_new(NULL, NULL, 0);
+		ck_assert_ptr_nonnull(b_pool);
+		ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb),
+				 0);
+	}
+	mr = buf_mr(b_rmb, link->dev->ops, link->pd);
+	ck_assert_ptr_nonnull(mr);
+	b_conn.token = 0x99;
+	ck_assert_int_eq(lgr_conn_add(link->lgr, &b_conn), 0);
+	memset(&a, 0, sizeof(a));
+	a.type = LLC_CONN_ACCEPT;
+	a.flags = LLC_FLAG_RESP;
+	a.conn_accept.opener_token = m->conn_open.token;
+	a.conn_accept.token = b_conn.token;
+	a.conn_accept.rmb_rkey = mr->rkey;
+	a.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)b_rmb->addr;
+	a.conn_accept.rmbe_size = 0;
+	memset(a.conn_accept.resume_id, 0x5a, LLC_RESUME_ID_LEN);
+	ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);
 }
 
 static int
@@ -176,6 +213,7 @@ static void
 close_cb(struct worker *wk, void *arg)
 {
 	session_close_all(wk, SESSION_SHUTDOWN);
+	lgr_conn_del(&b_conn);
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
 }
@@ -191,9 +229,36 @@ static void
 devs_cb(struct worker *wk, void *arg)
 {
 	worker_lgr(wk)->ndevs = 0;
+	if (b_pool != NULL) {
+		buf_put(b_rmb);
+		buf_pool_free(b_pool);
+		b_pool = NULL;
+	}
 	loopdev_free(dev_a);
 	loopdev_free(dev_b);
 	devs_freed = true;
+}
+
+/*
+ * How A and B know each other: without a key, or with the key in
+ * key_path (the impostor tests).
+ */
+static char key_path[64], key_conf[128] = "insecure = true";
+
+static void
+key_make(void)
+{
+	unsigned char k[32];
+	int fd;
+
+	snprintf(key_path, sizeof(key_path), "/tmp/check_session_rdma.XXXXXX");
+	fd = mkstemp(key_path);
+	ck_assert_int_ge(fd, 0);
+	auth_nonce(k);
+	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	close(fd);
+	snprintf(key_conf, sizeof(key_conf), "key_file = \"%s\"", key_path);
 }
 
 /* A's config; peer_extra goes into b's peer entry, rdma_extra to rdma. */
@@ -206,11 +271,12 @@ a_conf2(const char *peer_extra, const char *rdma_extra)
 	snprintf(text, sizeof(text),
 		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
-		 " insecure = true; %s } );\n"
+		 " %s; %s } );\n"
 		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
 		 " peer = \"b\"; export = \"e\"; } );\n"
 		 "rdma: { max_links = 1; max_conns_per_lgr = %d; %s };\n",
-		 peer_port, peer_extra, rule_port, GROUP_CONNS, rdma_extra);
+		 peer_port, key_conf, peer_extra, rule_port, GROUP_CONNS,
+		 rdma_extra);
 	c = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(c);
 	return conf_hold(c);
@@ -225,19 +291,21 @@ a_conf(const char *peer_extra)
 static void
 setup(void)
 {
+	char text[512];
 	int fd, i;
 
-	log_init(1, LOG_LEVEL_WARN);
+	log_init(1, getenv("CK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN);
 	peer_fd = listen_any(&peer_port);
 	fd = listen_any(&rule_port);
 	close(fd);
 	conf_a = a_conf("any_source = true;");
 	conf_next = NULL;
-	conf_b = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
-				  "peers = ( { name = \"a\";"
-				  " address = \"127.0.0.1:1\";"
-				  " insecure = true; any_source = true; } );\n",
-				  "b.conf", stderr);
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"b\"; workers = 1; };\n"
+		 "peers = ( { name = \"a\"; address = \"127.0.0.1:1\";"
+		 " %s; any_source = true; } );\n",
+		 key_conf);
+	conf_b = conf_load_string(text, "b.conf", stderr);
 	ck_assert_ptr_nonnull(conf_b);
 	conf_hold(conf_b);
 	for (i = 0; i < NCLIENTS; i++)
@@ -461,6 +529,150 @@ START_TEST(open_lost_with_group)
 }
 END_TEST
 
+/* ---- a hostile responder on the peer's port (H1) ---- */
+
+static void
+setup_keyed(void)
+{
+	key_make();
+	b_accepts = true;
+	setup();
+}
+
+static void
+teardown_keyed(void)
+{
+	teardown();
+	b_accepts = false;
+	unlink(key_path);
+	snprintf(key_conf, sizeof(key_conf), "insecure = true");
+}
+
+/* Up to len bytes from fd within ms: what came, 0 at EOF, -1 if none. */
+static ssize_t
+recv_within(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
+/* One whole fallback message from fd into buf (FB_MSG_MAX bytes). */
+static size_t
+fb_msg_within(int fd, unsigned char *buf)
+{
+	size_t len = 0;
+	int i, rc;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		rc = fallback_msg_read(fd, buf, &len);
+		ck_assert_int_ge(rc, 0);
+		if (rc == 1)
+			return len;
+		usleep(10000);
+	}
+	ck_abort_msg("no whole message from A");
+	return 0;
+}
+
+enum impostor { IMP_RESUMED, IMP_RESULT0_RESUMED, IMP_BAD_CHALLENGE };
+
+#define SECRET "bytes only the real peer may read"
+#define MARKER "IMPOSTOR-BYTES"
+
+/*
+ * A keyed peer b; A's client connection relays over their group.  b's
+ * daemon dies (its group ends under A, not orderly) and an impostor
+ * without the key takes b's port: it declines the new group's CLC, so A
+ * resumes over TCP, and answers the resume HELLO as _i says: RESUMED
+ * built from the HELLO's own offsets, RESULT 0 without a CHALLENGE then
+ * RESUMED, or a CHALLENGE whose MAC it cannot make.  None of the client's
+ * bytes reach it, none of its bytes reach the client, and the connection
+ * is reset, counted as resume_failed_auth and auth_failures.
+ */
+START_TEST(impostor_gets_nothing)
+{
+	unsigned char msg[FB_MSG_MAX], out[FB_MSG_MAX * 2];
+	struct clc_decline_info d;
+	struct fb_hello_info hi;
+	struct fb_challenge ch;
+	char buf[4096];
+	size_t len, n;
+	ssize_t got;
+	int clc_fd, fd;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_session_state_a(SESSION_RELAY));
+	ck_assert_int_eq(write(clients[0], "before", 6), 6);
+
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	ck_assert_int_eq(write(clients[0], SECRET, sizeof(SECRET)),
+			 (ssize_t)sizeof(SECRET));
+
+	/* the new group's CLC: declined */
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(recv_within(fd, buf, sizeof(buf), WAIT_MS), 0);
+	memset(&d, 0, sizeof(d));
+	d.diagnosis = CLC_DECL_NOSMCRDEV;
+	got = clc_decline_encode(buf, sizeof(buf), &d);
+	ck_assert_int_gt(got, 0);
+	ck_assert_int_eq(write(fd, buf, (size_t)got), got);
+	close(fd);
+
+	/* the resume over TCP: its HELLO names the connection */
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	len = fb_msg_within(fd, msg);
+	ck_assert_int_eq(fb_hello_decode(msg, len, &hi), 0);
+	ck_assert(hi.flags & FB_FLAG_RESUME);
+	ck_assert(hi.flags & FB_FLAG_AUTH);
+	n = 0;
+	switch (_i) {
+	case IMP_RESULT0_RESUMED:
+		n = fb_result_encode(out, 0);
+		/* fall through */
+	case IMP_RESUMED:
+		n += fb_resumed_encode(out + n, hi.tx_fin, hi.rx_off);
+		break;
+	case IMP_BAD_CHALLENGE:
+		memset(&ch, 0, sizeof(ch));
+		memcpy(ch.hdr.eyecatcher, FB_EYECATCHER, 4);
+		ch.hdr.version = FB_VERSION;
+		ch.hdr.type = FB_CHALLENGE;
+		ch.hdr.length = htons(sizeof(ch));
+		memset(ch.nonce, 1, sizeof(ch.nonce));
+		memset(ch.mac, 2, sizeof(ch.mac));
+		memcpy(out, &ch, sizeof(ch));
+		n = sizeof(ch);
+		break;
+	}
+	memcpy(out + n, MARKER, sizeof(MARKER));
+	n += sizeof(MARKER);
+	ck_assert_int_eq(write(fd, out, n), (ssize_t)n);
+
+	ck_assert(wait_stat_a(STAT_resume_failed_auth, 1));
+	ck_assert_uint_ge(stat_a(STAT_auth_failures), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_resumed_tcp), 0);
+	/* the impostor got the HELLO and nothing after it */
+	got = recv_within(fd, buf, sizeof(buf), WAIT_MS);
+	ck_assert_int_le(got, 0);
+	close(fd);
+	/* the client got nothing, and its connection was reset */
+	fcntl(clients[0], F_SETFL, fcntl(clients[0], F_GETFL) | O_NONBLOCK);
+	got = recv_within(clients[0], buf, sizeof(buf), WAIT_MS);
+	ck_assert_int_le(got, 0);
+	ck_assert(wait_stat_a(STAT_CLOSE_BASE + SESSION_RESUME_FAILED, 1));
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -477,6 +689,12 @@ session_rdma_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, reload_revokes);
 	tcase_add_test(tc, buffer_share_per_peer);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("impostor");
+	tcase_add_checked_fixture(tc, setup_keyed, teardown_keyed);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, impostor_gets_nothing, IMP_RESUMED,
+			    IMP_BAD_CHALLENGE + 1);
 	suite_add_tcase(s, tc);
 	return s;
 }
