@@ -562,8 +562,8 @@ static const struct conf_key conf_listen_keys[] = {
 		R,
 		"peer connections per worker that have not authenticated yet; "
 		"more wait in the listen queue"),
-	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "1024",
-		1, 65536, NULL, R,
+	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "256", 1,
+		65536, NULL, R,
 		"of those, how many may come from one host; more are reset"),
 	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "10", 1,
 		60, NULL, R,

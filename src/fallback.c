@@ -354,6 +354,26 @@ fb_preauth_failed(struct session *s, const char *why)
 		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
 }
 
+/*
+ * A stranger on the peer port sent what is no step of the handshake
+ * (no message, a malformed hello, a message out of order): a failure of
+ * its host for the rate limit, as a wrong key is, lest garbage be free
+ * to repeat.
+ */
+static void
+fb_preauth_malformed(struct session *s, const char *why)
+{
+	char buf[ADDR_STRLEN];
+
+	if (!s->preauth)
+		return;
+	STATS_INC(worker_stats(s->w), preauth_malformed);
+	auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
+	log_info("conn 0x%llx: peer connection from %s: %s",
+		 (unsigned long long)s->id,
+		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
+}
+
 /* The first header came: the rest of the handshake has what is left. */
 static void
 fb_handshake_deadline(struct session *s)
@@ -419,6 +439,7 @@ fb_read(struct session *s, int i)
 	had = hs->in_len;
 	rc = fallback_msg_read(s->fd[i], hs->in, &hs->in_len);
 	if (rc == -EPROTO) {
+		fb_preauth_malformed(s, "no handshake message");
 		session_close(s, SESSION_PROTOCOL_ERROR);
 		return -1;
 	}
@@ -1216,10 +1237,11 @@ fb_export_refuse(struct session *s, enum session_reason r)
 	size_t len = fb_result_encode(msg, fallback_reason_code(r));
 
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
-	if (r == SESSION_AUTH_FAILED) {
+	if (r == SESSION_AUTH_FAILED)
 		STATS_INC(worker_stats(s->w), auth_failures);
+	/* a name we do not know is a guess, as in CLC (clc_refuse) */
+	if (r == SESSION_AUTH_FAILED || r == SESSION_UNKNOWN_PEER)
 		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
-	}
 	(void)send(s->fd[0], msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	s->fin_downstream = true;
 	session_close(s, r);
@@ -1268,9 +1290,7 @@ fb_export_hello(struct session *s)
 	char buf[ADDR_STRLEN];
 
 	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
-		log_warnx("conn 0x%llx: malformed hello from %s",
-			  (unsigned long long)s->id,
-			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		fb_preauth_malformed(s, "malformed hello");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
@@ -1319,6 +1339,7 @@ fb_export_proof(struct session *s)
 
 	if (hs->challenge_len == 0 ||
 	    fb_proof_decode(hs->in, hs->in_len, &their)) {
+		fb_preauth_malformed(s, "proof out of order or malformed");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
@@ -1371,12 +1392,14 @@ fb_export_io(struct session *s, int i, short what)
 	rc = fb_read(s, 0);
 	if (rc <= 0)
 		return;
-	if (hs->in[5] == FB_HELLO && hs->hello_len == 0)
+	if (hs->in[5] == FB_HELLO && hs->hello_len == 0) {
 		fb_export_hello(s);
-	else if (hs->in[5] == FB_PROOF)
+	} else if (hs->in[5] == FB_PROOF) {
 		fb_export_proof(s);
-	else
+	} else {
+		fb_preauth_malformed(s, "message out of order");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+	}
 }
 
 /* A socket event of s in fallback mode (session.c hands them over). */

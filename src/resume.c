@@ -992,6 +992,7 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
 	struct session_rdma_worker *srw = worker_rdma(fs->w);
 	struct resume_tcp_hop *h;
 	struct session_rdma *sr;
+	struct worker *w;
 	int want = hi->worker - 1;
 
 	if (srw == NULL || fs->peer == NULL)
@@ -1013,8 +1014,12 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
 		return SESSION_RESOURCE;
 	snprintf(h->peer, sizeof(h->peer), "%s", fs->peer->name);
 	h->hi = *hi;
+	w = fs->w;
 	h->fd = session_detach(fs);
-	worker_post(worker_get(want), resume_tcp_arrive, h);
+	if (worker_pass(w, worker_get(want), resume_tcp_arrive, h)) {
+		session_reset_fd(h->fd); /* that worker is flooded */
+		free(h);
+	}
 	return SESSION_NREASONS;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -238,20 +239,23 @@ void auth_mac(const unsigned char *key, size_t keylen, const char *label,
 	      const void *a, size_t alen, const void *b, size_t blen,
 	      unsigned char mac[AUTH_MAC_LEN]);
 bool auth_mac_equal(const unsigned char *a, const unsigned char *b);
+void auth_limit_init(struct auth_limit *al);
+void auth_limit_destroy(struct auth_limit *al);
 bool auth_rate_limited(struct auth_limit *al, const struct addr *src,
 		       uint64_t now_ms);
 void auth_failed(struct auth_limit *al, const struct addr *src,
 		 uint64_t now_ms);
 
-/* auth.c: a small per-worker table of sources that failed to authenticate */
-#define AUTH_LIMIT_SLOTS 64
+/* auth.c: the daemon's table of sources that failed to authenticate */
+#define AUTH_LIMIT_SLOTS 256
 struct auth_limit {
+	pthread_mutex_t lock; /* any worker's thread */
 	struct {
 		struct addr src;
 		double tokens;
 		uint64_t last_ms;
 	} slot[AUTH_LIMIT_SLOTS];
-	unsigned int next;
+	int nslots;
 };
 
 /* busypoll.c */
@@ -305,6 +309,8 @@ void worker_fd_exhausted(struct worker *w);
 bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
+int worker_pass(struct worker *from, struct worker *to, worker_fn fn,
+		void *arg);
 int worker_reconfigure_all(struct conf *conf);
 bool worker_rule_enabled(const char *name);
 bool worker_rule_accepting(const struct conf_rule *r);

@@ -53,6 +53,9 @@
 	  "client connections reset because max_conns was reached")            \
 	X(accept_pauses, COUNTER, "events",                                    \
 	  "accepting paused for a second: out of descriptors or buffers")      \
+	X(worker_msgs_dropped, COUNTER, "connections",                         \
+	  "connections reset instead of going to another worker: its queue "   \
+	  "was full")                                                          \
 	X(srv_hshake_err_cnt, COUNTER, "handshakes",                           \
 	  "peer handshakes we refused or that failed on the export side")      \
 	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                          \
@@ -70,6 +73,9 @@
 	X(preauth_timeouts, COUNTER, "handshakes",                             \
 	  "peer connections that did not authenticate in time or were cut "    \
 	  "short")                                                             \
+	X(preauth_malformed, COUNTER, "handshakes",                            \
+	  "peer connections whose handshake was malformed before they "        \
+	  "authenticated")                                                     \
 	X(export_denied, COUNTER, "handshakes",                                \
 	  "peer requests for an export they may not use")                      \
 	X(lgr_created, COUNTER, "events",                                      \

@@ -196,6 +196,7 @@ setup_cb(struct worker *wk, void *arg)
 	ck_assert_ptr_nonnull(dev_a);
 	ck_assert_ptr_nonnull(dev_b);
 	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"), 0);
+	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
 	ctx_b->llc_rx = b_llc_rx;
