@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,34 +163,87 @@ auth_mac_equal(const unsigned char *a, const unsigned char *b)
 }
 
 /*
- * Failures are rate limited per source address with a token bucket:
+ * Failures are rate limited per source host with a token bucket:
  * AUTH_LIMIT_BURST failures at once, then AUTH_LIMIT_RATE per second.
- * The table is small and per worker; an attacker cycling through many
- * addresses only evicts itself.
+ * One table serves every worker (worker.c says why), under its lock.
+ *
+ * A full table makes room by forgetting the host that failed least (the
+ * most tokens left; of equals the one heard of longest ago), never one
+ * that is limited now: a flood of new addresses, each failing once,
+ * evicts only its own kind, and a limited host stays limited until its
+ * tokens come back.  When every slot holds a limited host the newcomer's
+ * failure is not recorded; it still has only preauth_per_source
+ * connections and the handshake deadlines.
  */
 #define AUTH_LIMIT_BURST 10.0
 #define AUTH_LIMIT_RATE 1.0
 
+/* An empty table, ready for any thread. */
+void
+auth_limit_init(struct auth_limit *al)
+{
+	memset(al, 0, sizeof(*al));
+	pthread_mutex_init(&al->lock, NULL);
+}
+
+void
+auth_limit_destroy(struct auth_limit *al)
+{
+	pthread_mutex_destroy(&al->lock);
+}
+
 static int
-auth_slot(struct auth_limit *al, const struct addr *src)
+auth_slot(const struct auth_limit *al, const struct addr *src)
 {
 	int i;
 
-	for (i = 0; i < AUTH_LIMIT_SLOTS; i++)
-		if (al->slot[i].src.len &&
-		    addr_same_host(&al->slot[i].src, src))
+	for (i = 0; i < al->nslots; i++)
+		if (addr_same_host(&al->slot[i].src, src))
 			return i;
 	return -1;
+}
+
+/* Slot i's tokens at now_ms, refilled since it was last touched. */
+static double
+auth_tokens(const struct auth_limit *al, int i, uint64_t now_ms)
+{
+	uint64_t last = al->slot[i].last_ms;
+	double t = al->slot[i].tokens;
+
+	if (now_ms > last)
+		t += (double)(now_ms - last) / 1000.0 * AUTH_LIMIT_RATE;
+	return t > AUTH_LIMIT_BURST ? AUTH_LIMIT_BURST : t;
 }
 
 static void
 auth_refill(struct auth_limit *al, int i, uint64_t now_ms)
 {
-	double t = al->slot[i].tokens + (double)(now_ms - al->slot[i].last_ms) /
-						1000.0 * AUTH_LIMIT_RATE;
+	al->slot[i].tokens = auth_tokens(al, i, now_ms);
+	if (now_ms > al->slot[i].last_ms)
+		al->slot[i].last_ms = now_ms;
+}
 
-	al->slot[i].tokens = t > AUTH_LIMIT_BURST ? AUTH_LIMIT_BURST : t;
-	al->slot[i].last_ms = now_ms;
+/* A slot for a host not in the table: a free one, or the victim's; -1. */
+static int
+auth_slot_new(struct auth_limit *al, uint64_t now_ms)
+{
+	double t, best = 0.0;
+	int i, victim = -1;
+
+	if (al->nslots < AUTH_LIMIT_SLOTS)
+		return al->nslots++;
+	for (i = 0; i < AUTH_LIMIT_SLOTS; i++) {
+		t = auth_tokens(al, i, now_ms);
+		if (t < 1.0)
+			continue; /* limited now: kept */
+		if (victim < 0 || t > best ||
+		    (t == best &&
+		     al->slot[i].last_ms < al->slot[victim].last_ms)) {
+			victim = i;
+			best = t;
+		}
+	}
+	return victim;
 }
 
 /* Whether connections from src are refused for failing too often. */
@@ -197,26 +251,38 @@ bool
 auth_rate_limited(struct auth_limit *al, const struct addr *src,
 		  uint64_t now_ms)
 {
-	int i = auth_slot(al, src);
+	bool limited = false;
+	int i;
 
-	if (i < 0)
-		return false;
-	auth_refill(al, i, now_ms);
-	return al->slot[i].tokens < 1.0;
+	pthread_mutex_lock(&al->lock);
+	i = auth_slot(al, src);
+	if (i >= 0) {
+		auth_refill(al, i, now_ms);
+		limited = al->slot[i].tokens < 1.0;
+	}
+	pthread_mutex_unlock(&al->lock);
+	return limited;
 }
 
 /* Record an authentication failure from src. */
 void
 auth_failed(struct auth_limit *al, const struct addr *src, uint64_t now_ms)
 {
-	int i = auth_slot(al, src);
+	int i;
 
+	pthread_mutex_lock(&al->lock);
+	i = auth_slot(al, src);
 	if (i < 0) {
-		i = (int)(al->next++ % AUTH_LIMIT_SLOTS);
-		al->slot[i].src = *src;
-		al->slot[i].tokens = AUTH_LIMIT_BURST;
-		al->slot[i].last_ms = now_ms;
+		i = auth_slot_new(al, now_ms);
+		if (i >= 0) {
+			al->slot[i].src = *src;
+			al->slot[i].tokens = AUTH_LIMIT_BURST;
+			al->slot[i].last_ms = now_ms;
+		}
 	}
-	auth_refill(al, i, now_ms);
-	al->slot[i].tokens -= 1.0;
+	if (i >= 0) {
+		auth_refill(al, i, now_ms);
+		al->slot[i].tokens -= 1.0;
+	}
+	pthread_mutex_unlock(&al->lock);
 }

@@ -595,7 +595,7 @@ struct clc_conn {
 };
 
 static void clc_io(evutil_socket_t fd, short what, void *arg);
-static void clc_message(struct clc_conn *c);
+static bool clc_message(struct clc_conn *c);
 static void clc_timeout(evutil_socket_t fd, short what, void *arg);
 
 static const char *
@@ -643,6 +643,24 @@ clc_preauth_failed(struct clc_conn *c)
 		return;
 	STATS_INC(c->ctx->stats, preauth_timeouts);
 	auth_failed(c->ctx->auth, &c->src, now_ms());
+}
+
+/*
+ * A stranger sent what is no step of the handshake (malformed, another
+ * type, cut short) before it authenticated: a failure of its host for
+ * the rate limit, as a wrong key is, lest garbage be free to repeat.
+ * Only the server's side has strangers (src is set) and only until the
+ * CONFIRM verified.
+ */
+static void
+clc_preauth_malformed(struct clc_conn *c)
+{
+	if (c->src.len == 0 ||
+	    (c->step != CLC_STEP_PROPOSAL && c->step != CLC_STEP_CONFIRM))
+		return;
+	STATS_INC(c->ctx->stats, preauth_malformed);
+	if (c->ctx->auth != NULL)
+		auth_failed(c->ctx->auth, &c->src, now_ms());
 }
 
 /*
@@ -956,7 +974,13 @@ clc_hop_arrive(struct worker *w, void *arg)
  * The PROPOSAL asks for another worker of ours: the one with the
  * connections of a group that ended, which are to resume on the group
  * this sets up.  The connection goes there with what was read (once:
- * that worker serves it, whatever it asks).  Whether it went.
+ * that worker serves it, whatever it asks).  Whether it went (or was
+ * reset because that worker's queue was full: worker_pass).
+ *
+ * Only a PROPOSAL whose peer name and source address passed here gets
+ * this far, so a stranger cannot pick the worker that judges it; its
+ * failures there count in the daemon's one rate limit (worker_auth),
+ * which its next connection meets on whichever worker it lands.
  */
 static bool
 clc_hop(struct clc_conn *c)
@@ -978,11 +1002,16 @@ clc_hop(struct clc_conn *c)
 	h->len = c->in_len;
 	c->fd = -1;
 	clc_conn_free(c);
-	worker_post(worker_get(want), clc_hop_arrive, h);
+	if (worker_pass(ctx->w, worker_get(want), clc_hop_arrive, h)) {
+		/* that worker is flooded: the peer tries again */
+		session_reset_fd(h->fd);
+		free(h);
+	}
 	return true;
 }
 
-static void
+/* Handle the PROPOSAL in c->in; false when c went to another worker. */
+static bool
 clc_server_proposal(struct clc_conn *c)
 {
 	struct lgr_ctx *ctx = c->ctx;
@@ -995,33 +1024,35 @@ clc_server_proposal(struct clc_conn *c)
 	if (c->in[4] != CLC_PROPOSAL) {
 		if (c->in[4] == CLC_DECLINE)
 			STATS_INC(ctx->stats, clc_declines_received);
+		clc_preauth_malformed(c);
 		clc_refuse(c, CLC_DECL_BADMSG, "expected a PROPOSAL");
-		return;
+		return true;
 	}
 	if (clc_proposal_decode(c->in, c->in_len, &c->prop, &decl)) {
+		clc_preauth_malformed(c);
 		clc_refuse(c, decl, "malformed PROPOSAL");
-		return;
+		return true;
 	}
-	if (clc_hop(c))
-		return;
-	memcpy(c->proposal, c->in, sizeof(c->proposal));
 	peer = conf_peer_find(lgr_ctx_conf(ctx), c->prop.name);
 	if (peer == NULL) {
 		clc_refuse(c, CLC_DECL_PEERUNKNOWN, c->prop.name);
-		return;
+		return true;
 	}
 	if (!peer->any_source && !addr_same_host(&peer->addr, &c->src)) {
 		clc_refuse(c, CLC_DECL_AUTHFAIL,
 			   "peer connected from another address than its own");
-		return;
+		return true;
 	}
+	if (clc_hop(c))
+		return false;
+	memcpy(c->proposal, c->in, sizeof(c->proposal));
 	lgr = lgr_server_new(ctx, peer, &c->prop, &c->local, &decl);
 	if (lgr == NULL) {
 		clc_refuse(c, decl,
 			   decl == CLC_DECL_NOSMCRDEV ?
 				   "no RDMA device for this address" :
 				   "cannot set up a link group");
-		return;
+		return true;
 	}
 	clc_unlist(c);
 	c->lgr = lgr;
@@ -1031,7 +1062,7 @@ clc_server_proposal(struct clc_conn *c)
 	memcpy(acc.nonce, nonce, sizeof(acc.nonce));
 	if (clc_accept_encode(c->accept, sizeof(c->accept), &acc) < 0) {
 		clc_server_fail(c, CLC_DECL_INTERR, "cannot build ACCEPT");
-		return;
+		return true;
 	}
 	clc_mac_accept(c, peer, mac);
 	memcpy(c->accept + offsetof(struct clc_accept, mac), mac, sizeof(mac));
@@ -1039,6 +1070,7 @@ clc_server_proposal(struct clc_conn *c)
 	clc_timer(c, ctx->t.clc_wait_ms);
 	if (clc_send(c, c->accept, sizeof(c->accept)))
 		lgr_clc_end(lgr, CLC_DECL_PEERDECL, true);
+	return true;
 }
 
 static void
@@ -1050,6 +1082,7 @@ clc_server_confirm(struct clc_conn *c)
 	uint32_t decl;
 
 	if (clc_confirm_decode(c->in, c->in_len, &cf, &decl)) {
+		clc_preauth_malformed(c);
 		clc_server_fail(c, decl, "malformed CONFIRM");
 		return;
 	}
@@ -1074,7 +1107,10 @@ clc_server_confirm(struct clc_conn *c)
 	}
 	decl = lgr_clc_peer(lgr, &cf);
 	if (decl) {
-		clc_server_fail(c, decl, "cannot connect the first link");
+		clc_server_fail(c, decl,
+				decl == CLC_DECL_MEM ?
+					"the peer has max_lgrs link groups" :
+					"cannot connect the first link");
 		return;
 	}
 	c->step = CLC_STEP_DONE;
@@ -1375,8 +1411,11 @@ clc_client_start(struct lgr *lgr, int fd)
 
 /* ---- events ---- */
 
-/* A whole message arrived in c->in: act on it for the current step. */
-static void
+/*
+ * A whole message arrived in c->in: act on it for the current step.
+ * False when c is gone (handed to another worker): not to be touched.
+ */
+static bool
 clc_message(struct clc_conn *c)
 {
 	struct clc_decline_info d;
@@ -1393,18 +1432,19 @@ clc_message(struct clc_conn *c)
 		c->step = CLC_STEP_CLOSING;
 		clc_timer(c, CLC_CLOSE_WAIT_MS);
 		lgr_clc_end(c->lgr, d.diagnosis, true);
-		return;
+		return true;
 	}
 	switch (c->step) {
 	case CLC_STEP_PROPOSAL:
-		clc_server_proposal(c);
-		break;
+		return clc_server_proposal(c);
 	case CLC_STEP_CONFIRM:
-		if (c->in[4] == CLC_CONFIRM)
+		if (c->in[4] == CLC_CONFIRM) {
 			clc_server_confirm(c);
-		else
+		} else {
+			clc_preauth_malformed(c);
 			clc_server_fail(c, CLC_DECL_BADMSG,
 					"expected a CONFIRM");
+		}
 		break;
 	case CLC_STEP_ACCEPT:
 		if (c->in[4] == CLC_ACCEPT)
@@ -1425,6 +1465,7 @@ clc_message(struct clc_conn *c)
 	case CLC_STEP_CLOSING:
 		break;
 	}
+	return true;
 }
 
 /* Drain a declined connection; free it at EOF if no group has it. */
@@ -1453,6 +1494,7 @@ clc_lost(struct clc_conn *c, int rc, uint32_t decl)
 
 	if (rc == -EPROTO) {
 		/* malformed: tell the peer why */
+		clc_preauth_malformed(c);
 		if (c->lgr == NULL) {
 			clc_refuse(c, decl, "malformed CLC message");
 			return;
@@ -1513,8 +1555,8 @@ clc_io(evutil_socket_t fd, short what, void *arg)
 		clc_lost(c, rc, decl);
 		return;
 	}
-	clc_message(c);
-	if (c->step != CLC_STEP_CLOSING)
+	/* a PROPOSAL handed to another worker took c with it */
+	if (clc_message(c) && c->step != CLC_STEP_CLOSING)
 		c->in_len = 0;
 }
 

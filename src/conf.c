@@ -562,8 +562,8 @@ static const struct conf_key conf_listen_keys[] = {
 		R,
 		"peer connections per worker that have not authenticated yet; "
 		"more wait in the listen queue"),
-	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "1024",
-		1, 65536, NULL, R,
+	KEY_INT(struct conf, preauth_per_source, "preauth_per_source", "256", 1,
+		65536, NULL, R,
 		"of those, how many may come from one host; more are reset"),
 	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "10", 1,
 		60, NULL, R,
@@ -602,6 +602,10 @@ static const struct conf_key conf_peer_keys[] = {
 		NULL, R,
 		"connections it may hold on our exports, all workers, either "
 		"transport; more are refused; 0: unlimited"),
+	KEY_INT(struct conf_peer, max_resuming, "max_resuming", "256", 0,
+		1000000, NULL, R,
+		"connections of one worker whose link group ended that may "
+		"wait to resume at once; more are reset"),
 };
 
 static const struct conf_key conf_export_keys[] = {

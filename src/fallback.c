@@ -34,9 +34,29 @@
 
 #define FB_PEER_CONNECT_TIMEOUT 5 /* s: TCP connect to the peer port */
 #define FB_RESULT_TIMEOUT 330	  /* s: > the largest connect_timeout */
+#define FB_RESUMED_TIMEOUT 10	  /* s: a resume is answered at once */
 #define FB_FD_WAIT_MS 100	  /* out of descriptors: retry the connect */
 #define FB_FD_WAITS 50		  /* ... for 5 s at most */
 #define FB_COPY_MAX 4096	  /* reads below this are relayed by copy */
+
+/* A handshake's messages and state: only while one runs. */
+struct fallback_hs {
+	unsigned char in[FB_MSG_MAX];
+	size_t in_len;
+	unsigned char out[FB_MSG_MAX];
+	size_t out_len, out_off;
+	unsigned char hello[FB_MSG_MAX];
+	size_t hello_len;
+	unsigned char nonce[AUTH_NONCE_LEN];
+	unsigned char challenge[FB_MSG_MAX];
+	size_t challenge_len;
+	/* the client side (fb_client_start) */
+	bool resume;		 /* the HELLO asks to resume ri */
+	struct fb_hello_info ri; /* what it names */
+	bool connected;		 /* fd[1] is, and the HELLO went */
+	bool accepted;		 /* RESULT 0, after the proof with a key */
+	struct event *timer;	 /* connect and answer deadlines */
+};
 
 /* Result codes on the wire; stable, independent of the enum's order. */
 static const struct {
@@ -334,6 +354,26 @@ fb_preauth_failed(struct session *s, const char *why)
 		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
 }
 
+/*
+ * A stranger on the peer port sent what is no step of the handshake
+ * (no message, a malformed hello, a message out of order): a failure of
+ * its host for the rate limit, as a wrong key is, lest garbage be free
+ * to repeat.
+ */
+static void
+fb_preauth_malformed(struct session *s, const char *why)
+{
+	char buf[ADDR_STRLEN];
+
+	if (!s->preauth)
+		return;
+	STATS_INC(worker_stats(s->w), preauth_malformed);
+	auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
+	log_info("conn 0x%llx: peer connection from %s: %s",
+		 (unsigned long long)s->id,
+		 addr_str(&s->addr[0], buf, sizeof(buf)), why);
+}
+
 /* The first header came: the rest of the handshake has what is left. */
 static void
 fb_handshake_deadline(struct session *s)
@@ -399,6 +439,7 @@ fb_read(struct session *s, int i)
 	had = hs->in_len;
 	rc = fallback_msg_read(s->fd[i], hs->in, &hs->in_len);
 	if (rc == -EPROTO) {
+		fb_preauth_malformed(s, "no handshake message");
 		session_close(s, SESSION_PROTOCOL_ERROR);
 		return -1;
 	}
@@ -480,15 +521,27 @@ fallback_connect_reason(int err, bool target)
 }
 
 /*
- * s's fallback handshake state, made on first use (a relayed connection
- * holds none).  NULL when out of memory.
+ * s's handshake state, made on first use (a relayed connection holds
+ * none).  NULL when out of memory.
  */
-struct fallback_hs *
+static struct fallback_hs *
 fallback_hs_get(struct session *s)
 {
 	if (s->hs == NULL)
 		s->hs = calloc(1, sizeof(*s->hs));
 	return s->hs;
+}
+
+/* The handshake is over (or s goes): what it held goes. */
+void
+fallback_hs_free(struct session *s)
+{
+	if (s->hs == NULL)
+		return;
+	if (s->hs->timer != NULL)
+		event_free(s->hs->timer);
+	free(s->hs);
+	s->hs = NULL;
 }
 
 /* ---- the relay ---- */
@@ -750,8 +803,7 @@ static void
 fb_relay_start(struct session *s)
 {
 	/* the handshake is done: its buffers are not needed again */
-	free(s->hs);
-	s->hs = NULL;
+	fallback_hs_free(s);
 	if (session_relay_begin(s, -1, STAT_conns_fallback)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
@@ -760,91 +812,6 @@ fb_relay_start(struct session *s)
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name);
 	fb_relay(s);
-}
-
-/* ---- rule side ---- */
-
-/* Rule side: open the TCP connection to the rule's peer. */
-void
-fallback_connect(struct session *s)
-{
-	char buf[ADDR_STRLEN];
-	int rc;
-
-	lgr_want(worker_lgr(s->w), s->peer);
-	if (fallback_hs_get(s) == NULL) {
-		session_close(s, SESSION_RESOURCE);
-		return;
-	}
-	s->state = SESSION_CONNECT_PEER;
-	rc = session_connect(s, &s->peer->addr);
-	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
-		/* the client waits, as queued ones do while accepting pauses */
-		s->fd_waits++;
-		session_timer_ms(s, FB_FD_WAIT_MS);
-		return;
-	}
-	if (rc) {
-		errno = -rc;
-		log_warn("conn 0x%llx: rule %s: connect to peer %s at %s",
-			 (unsigned long long)s->id, s->rule->name,
-			 s->peer->name,
-			 addr_str(&s->peer->addr, buf, sizeof(buf)));
-		peer_error(s->peer->name, true, strerrorname_np(-rc),
-			   "connect to %s: %s", buf, strerror(-rc));
-		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
-		session_close(s, fallback_connect_reason(-rc, false));
-		return;
-	}
-	session_timer(s, FB_PEER_CONNECT_TIMEOUT);
-}
-
-static void
-fb_rule_connected(struct session *s)
-{
-	struct fallback_hs *hs = s->hs;
-	const struct conf *conf = s->conf;
-	uint8_t hello[FB_HELLO_MAX];
-	char buf[ADDR_STRLEN];
-	int err;
-
-	err = session_connect_error(s);
-	if (err) {
-		errno = err;
-		log_warn("conn 0x%llx: rule %s: peer %s at %s",
-			 (unsigned long long)s->id, s->rule->name,
-			 s->peer->name,
-			 addr_str(&s->peer->addr, buf, sizeof(buf)));
-		peer_error(s->peer->name, true, strerrorname_np(err),
-			   "connect to %s: %s", buf, strerror(err));
-		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
-		session_close(s, fallback_connect_reason(err, false));
-		return;
-	}
-	peer_reached(s->peer->name);
-	auth_nonce(hs->nonce);
-	hs->hello_len = fb_hello_encode(hello, hs->nonce,
-					s->peer->key_len ? FB_FLAG_AUTH : 0,
-					conf->name, s->export_name);
-	memcpy(hs->hello, hello, hs->hello_len);
-	s->state = SESSION_HELLO;
-	session_timer(s, FB_RESULT_TIMEOUT);
-	if (fb_send(s, 1, hello, hs->hello_len))
-		session_want(s, 1, EV_READ, true);
-}
-
-static void
-fb_rule_fail(struct session *s, enum session_reason r, const char *why)
-{
-	log_warnx("conn 0x%llx: rule %s: peer %s: %s",
-		  (unsigned long long)s->id, s->rule->name, s->peer->name, why);
-	peer_error(s->peer->name,
-		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
-		   session_reason_name(r), "%s", why);
-	STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
-	if (r == SESSION_AUTH_FAILED)
-		STATS_INC(worker_stats(s->w), auth_failures);
-	session_close(s, r);
 }
 
 /*
@@ -880,77 +847,351 @@ fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 	return SESSION_NREASONS;
 }
 
-static void
-fb_rule_challenge(struct session *s)
+/* ---- the client side of every TCP connection to a peer ---- */
+
+/*
+ * One handshake for the rule side's fallback connection and for a
+ * connection over RDMA that resumes over TCP (resume.c): the same
+ * connect (session_connect: socket options, liveness, the pause when out
+ * of descriptors), the same HELLO, CHALLENGE and PROOF, RESULT, and the
+ * same rule: with a key, nothing from the peer is believed before its
+ * CHALLENGE proved the key and a RESULT 0 followed.  Only then does a
+ * fallback connection relay, or a resume take the RESUMED that follows.
+ * The peer connection is fd[1]; the handshake has its own timer, so a
+ * resume keeps the session's (resume_timeout).
+ */
+
+static void fb_client_timeout(evutil_socket_t fd, short what, void *arg);
+
+static bool
+fb_client_timer(struct session *s, int ms)
 {
 	struct fallback_hs *hs = s->hs;
-	const struct conf_peer *p = s->peer;
-	struct fb_proof proof;
-	const char *why;
-	if (hs->challenge_len) {
-		fb_rule_fail(s, SESSION_AUTH_FAILED, "a second challenge");
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	if (hs->timer == NULL)
+		hs->timer =
+			evtimer_new(worker_base(s->w), fb_client_timeout, s);
+	return hs->timer != NULL && evtimer_add(hs->timer, &tv) == 0;
+}
+
+/*
+ * The handshake failed with reason r (peer_said: the peer's RESULT code
+ * says so; code: the error's name for show peers, NULL: r's): logged and
+ * counted the same for both uses, then a fallback connection closes and
+ * a resume hears of it (it may try again).
+ */
+static void
+fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
+		    const char *code, const char *why)
+{
+	bool resume = s->hs->resume;
+
+	log_warnx("conn 0x%llx: rule %s: peer %s: %s%s",
+		  (unsigned long long)s->id, s->rule->name, s->peer->name,
+		  resume ? "resume over TCP: " : "", why);
+	peer_error(s->peer->name,
+		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
+		   code != NULL ? code : session_reason_name(r), "%s", why);
+	STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
+	if (r == SESSION_AUTH_FAILED)
+		STATS_INC(worker_stats(s->w), auth_failures);
+	fallback_hs_free(s);
+	if (resume)
+		session_rdma_resume_tcp_failed(s, r, peer_said);
+	else
+		session_close(s, r);
+}
+
+static void
+fb_client_fail(struct session *s, enum session_reason r, bool peer_said,
+	       const char *why)
+{
+	fb_client_fail_code(s, r, peer_said, NULL, why);
+}
+
+/* The connect to the peer port failed with errno err. */
+static void
+fb_client_connect_failed(struct session *s, int err)
+{
+	char buf[ADDR_STRLEN], why[ADDR_STRLEN + 64];
+
+	snprintf(why, sizeof(why), "connect to %s: %s",
+		 addr_str(&s->peer->addr, buf, sizeof(buf)), strerror(err));
+	fb_client_fail_code(s, fallback_connect_reason(err, false), false,
+			    strerrorname_np(err), why);
+}
+
+/* Open the TCP connection to the peer: fd[1], connected later. */
+static void
+fb_client_connect(struct session *s)
+{
+	int rc;
+
+	rc = session_connect(s, &s->peer->addr);
+	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
+		/* the client waits, as queued ones do while accepting pauses */
+		s->fd_waits++;
+		if (!fb_client_timer(s, FB_FD_WAIT_MS))
+			fb_client_fail(s, SESSION_RESOURCE, false,
+				       "out of memory");
 		return;
 	}
-	if (fallback_answer(p, hs->hello, hs->hello_len, hs->in, hs->in_len,
-			    &proof, &why) != SESSION_NREASONS) {
-		fb_rule_fail(s, SESSION_AUTH_FAILED, why);
+	if (rc) {
+		fb_client_connect_failed(s, -rc);
 		return;
+	}
+	s->fd_waits = 0;
+	if (!fb_client_timer(s, FB_PEER_CONNECT_TIMEOUT * 1000))
+		fb_client_fail(s, SESSION_RESOURCE, false, "out of memory");
+}
+
+/*
+ * Start the handshake on s: to open s's connection to its export
+ * (resume NULL), or to resume it (resume.c).  The result comes back
+ * through fb_relay_start, session_rdma_resume_tcp_through or, failed,
+ * session_close or session_rdma_resume_tcp_failed.
+ */
+static void
+fb_client_start(struct session *s, const struct fb_hello_info *resume)
+{
+	struct fallback_hs *hs = fallback_hs_get(s);
+
+	if (hs == NULL) {
+		if (resume != NULL)
+			session_rdma_resume_tcp_failed(s, SESSION_RESOURCE,
+						       false);
+		else
+			session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	hs->resume = resume != NULL;
+	if (resume != NULL)
+		hs->ri = *resume;
+	else
+		s->state = SESSION_CONNECT_PEER;
+	s->fd_waits = 0;
+	fb_client_connect(s);
+}
+
+/* Rule side: open the TCP connection to the rule's peer. */
+void
+fallback_connect(struct session *s)
+{
+	lgr_want(worker_lgr(s->w), s->peer);
+	/* the handshake keeps its own time */
+	session_timer(s, 0);
+	fb_client_start(s, NULL);
+}
+
+/*
+ * Resume s over a new TCP connection to its peer (resume.c): the HELLO
+ * names the connection (ri: resume id, offsets, the peer's worker).
+ */
+void
+fallback_resume(struct session *s, const struct fb_hello_info *ri)
+{
+	fb_client_start(s, ri);
+}
+
+/* A message of the client handshake whole; false if it could not go. */
+static bool
+fb_client_send(struct session *s, const void *msg, size_t len)
+{
+	/* a fresh socket, or one whose last message was answered, takes a
+	 * message this small whole */
+	if (send(s->fd[1], msg, len, MSG_NOSIGNAL) == (ssize_t)len)
+		return true;
+	fb_client_fail(s, SESSION_PEER_RST, false, "the peer connection broke");
+	return false;
+}
+
+/* fd[1] connected (or not): send the HELLO. */
+static void
+fb_client_connected(struct session *s)
+{
+	struct fallback_hs *hs = s->hs;
+	const struct conf *conf = s->conf;
+	uint8_t flags = s->peer->key_len ? FB_FLAG_AUTH : 0;
+	int err;
+
+	session_want(s, 1, EV_WRITE, false);
+	err = session_connect_error(s);
+	if (err) {
+		fb_client_connect_failed(s, err);
+		return;
+	}
+	peer_reached(s->peer->name);
+	auth_nonce(hs->nonce);
+	if (hs->resume)
+		hs->hello_len = fb_hello_resume_encode(hs->hello, hs->nonce,
+						       flags, conf->name,
+						       s->export_name, &hs->ri);
+	else
+		hs->hello_len = fb_hello_encode(hs->hello, hs->nonce, flags,
+						conf->name, s->export_name);
+	hs->connected = true;
+	if (!hs->resume)
+		s->state = SESSION_HELLO;
+	/* a resume is answered at once; an open after the target's connect */
+	if (!fb_client_timer(s, hs->resume ? FB_RESUMED_TIMEOUT * 1000 :
+					     FB_RESULT_TIMEOUT * 1000)) {
+		fb_client_fail(s, SESSION_RESOURCE, false, "out of memory");
+		return;
+	}
+	if (fb_client_send(s, hs->hello, hs->hello_len))
+		session_want(s, 1, EV_READ, true);
+}
+
+static bool
+fb_client_challenge(struct session *s)
+{
+	struct fallback_hs *hs = s->hs;
+	struct fb_proof proof;
+	const char *why;
+
+	if (hs->challenge_len) {
+		fb_client_fail(s, SESSION_AUTH_FAILED, false,
+			       "a second challenge");
+		return false;
+	}
+	if (fallback_answer(s->peer, hs->hello, hs->hello_len, hs->in,
+			    hs->in_len, &proof, &why) != SESSION_NREASONS) {
+		fb_client_fail(s, SESSION_AUTH_FAILED, false, why);
+		return false;
 	}
 	memcpy(hs->challenge, hs->in, hs->in_len);
 	hs->challenge_len = hs->in_len;
-	fb_send(s, 1, &proof, sizeof(proof));
+	return fb_client_send(s, &proof, sizeof(proof));
 }
 
-static void
-fb_rule_result(struct session *s)
+/*
+ * RESULT: 0 after the proof (with a key) lets the peer be believed.
+ * true when the handshake goes on (a resume: RESUMED follows).
+ */
+static bool
+fb_client_result(struct session *s)
 {
 	struct fallback_hs *hs = s->hs;
+	enum session_reason r;
 	uint32_t code;
 
-	if (fb_result_decode(hs->in, hs->in_len, &code)) {
-		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "bad result");
-		return;
+	if (fb_result_decode(hs->in, hs->in_len, &code) || hs->accepted) {
+		fb_client_fail(s, SESSION_PROTOCOL_ERROR, false,
+			       hs->accepted ? "a second result" : "bad result");
+		return false;
 	}
 	if (code != 0) {
-		enum session_reason r = fallback_code_reason(code);
-
-		fb_rule_fail(s, r, session_reason_desc(r));
-		return;
+		r = fallback_code_reason(code);
+		fb_client_fail(s, r, true, session_reason_desc(r));
+		return false;
 	}
 	if (s->peer->key_len && hs->challenge_len == 0) {
-		fb_rule_fail(s, SESSION_AUTH_FAILED,
-			     "peer accepted without authenticating");
-		return;
+		fb_client_fail(s, SESSION_AUTH_FAILED, false,
+			       "peer accepted without authenticating");
+		return false;
 	}
-	fb_relay_start(s);
+	hs->accepted = true;
+	if (!hs->resume) {
+		fb_relay_start(s);
+		return false;
+	}
+	/* a resume: RESUMED follows, with the offsets both go on from */
+	return true;
 }
 
+/* RESUMED: only after an accepting RESULT, only to a resume HELLO. */
 static void
-fb_rule_io(struct session *s, int i, short what)
+fb_client_resumed(struct session *s)
+{
+	struct fallback_hs *hs = s->hs;
+	uint64_t rx, fin;
+
+	if (!hs->resume || !hs->accepted) {
+		fb_client_fail(s, SESSION_AUTH_FAILED, false,
+			       !hs->resume ? "RESUMED to an open" :
+					     "RESUMED before the peer's "
+					     "RESULT: not believed");
+		return;
+	}
+	if (fb_resumed_decode(hs->in, hs->in_len, &rx, &fin)) {
+		fb_client_fail(s, SESSION_PROTOCOL_ERROR, false, "bad RESUMED");
+		return;
+	}
+	fallback_hs_free(s);
+	session_rdma_resume_tcp_through(s, rx, fin);
+}
+
+/*
+ * An event of fd[1] while the handshake runs.  Messages are read whole
+ * and never a byte beyond: the relayed stream follows the last.
+ */
+void
+fallback_client_io(struct session *s, short what)
 {
 	struct fallback_hs *hs = s->hs;
 	int rc;
 
-	if (s->state == SESSION_CONNECT_PEER) {
-		if (i == 1 && (what & EV_WRITE)) {
-			session_want(s, 1, EV_WRITE, false);
-			fb_rule_connected(s);
-		}
+	if (hs == NULL)
+		return;
+	if (!hs->connected) {
+		if (what & EV_WRITE)
+			fb_client_connected(s);
 		return;
 	}
-	if (what & EV_WRITE && !fb_flush(s, i))
+	if (!(what & EV_READ))
 		return;
-	if (!(what & EV_READ) || i != 1)
+	for (;;) {
+		rc = fallback_msg_read(s->fd[1], hs->in, &hs->in_len);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			fb_client_fail(
+				s,
+				rc == -EPROTO ? SESSION_PROTOCOL_ERROR :
+						SESSION_PEER_RST,
+				false,
+				rc == -EPROTO ?
+					"bytes that are no message" :
+					"the peer closed the connection");
+			return;
+		}
+		/* each handler says whether s, hs and fd[1] are still ours */
+		switch (hs->in[5]) {
+		case FB_CHALLENGE:
+			if (!fb_client_challenge(s))
+				return;
+			break;
+		case FB_RESULT:
+			if (!fb_client_result(s))
+				return;
+			break;
+		case FB_RESUMED:
+			fb_client_resumed(s);
+			return;
+		default:
+			fb_client_fail(s, SESSION_PROTOCOL_ERROR, false,
+				       "unexpected message");
+			return;
+		}
+		hs->in_len = 0;
+	}
+}
+
+static void
+fb_client_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct fallback_hs *hs = s->hs;
+
+	if (s->fd[1] == -1) {
+		/* waiting for a descriptor: try again */
+		fb_client_connect(s);
 		return;
-	rc = fb_read(s, 1);
-	if (rc <= 0)
-		return;
-	if (hs->in[5] == FB_CHALLENGE)
-		fb_rule_challenge(s);
-	else if (hs->in[5] == FB_RESULT)
-		fb_rule_result(s);
-	else
-		fb_rule_fail(s, SESSION_PROTOCOL_ERROR, "unexpected message");
+	}
+	fb_client_fail(s, SESSION_PEER_TIMEOUT, false,
+		       hs->connected ? "no answer to hello" :
+				       "connect timed out");
 }
 
 /* ---- export side ---- */
@@ -996,10 +1237,11 @@ fb_export_refuse(struct session *s, enum session_reason r)
 	size_t len = fb_result_encode(msg, fallback_reason_code(r));
 
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
-	if (r == SESSION_AUTH_FAILED) {
+	if (r == SESSION_AUTH_FAILED)
 		STATS_INC(worker_stats(s->w), auth_failures);
+	/* a name we do not know is a guess, as in CLC (clc_refuse) */
+	if (r == SESSION_AUTH_FAILED || r == SESSION_UNKNOWN_PEER)
 		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
-	}
 	(void)send(s->fd[0], msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	s->fin_downstream = true;
 	session_close(s, r);
@@ -1052,9 +1294,7 @@ fb_export_hello(struct session *s)
 	char buf[ADDR_STRLEN];
 
 	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
-		log_warnx("conn 0x%llx: malformed hello from %s",
-			  (unsigned long long)s->id,
-			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		fb_preauth_malformed(s, "malformed hello");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
@@ -1103,6 +1343,7 @@ fb_export_proof(struct session *s)
 
 	if (hs->challenge_len == 0 ||
 	    fb_proof_decode(hs->in, hs->in_len, &their)) {
+		fb_preauth_malformed(s, "proof out of order or malformed");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
 		return;
 	}
@@ -1155,12 +1396,14 @@ fb_export_io(struct session *s, int i, short what)
 	rc = fb_read(s, 0);
 	if (rc <= 0)
 		return;
-	if (hs->in[5] == FB_HELLO && hs->hello_len == 0)
+	if (hs->in[5] == FB_HELLO && hs->hello_len == 0) {
 		fb_export_hello(s);
-	else if (hs->in[5] == FB_PROOF)
+	} else if (hs->in[5] == FB_PROOF) {
 		fb_export_proof(s);
-	else
+	} else {
+		fb_preauth_malformed(s, "message out of order");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
+	}
 }
 
 /* A socket event of s in fallback mode (session.c hands them over). */
@@ -1171,9 +1414,10 @@ fallback_io(struct session *s, int i, short what)
 		fb_relay(s);
 		return;
 	}
-	if (s->role == SESSION_ROLE_RULE)
-		fb_rule_io(s, i, what);
-	else
+	if (s->role == SESSION_ROLE_RULE) {
+		if (i == 1)
+			fallback_client_io(s, what);
+	} else
 		fb_export_io(s, i, what);
 }
 
@@ -1185,15 +1429,8 @@ fallback_timeout(struct session *s)
 
 	switch (s->state) {
 	case SESSION_CONNECT_PEER:
-		if (s->fd[1] == -1) {
-			/* waiting for a descriptor: try again */
-			fallback_connect(s);
-			break;
-		}
-		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "connect timed out");
-		break;
 	case SESSION_HELLO:
-		fb_rule_fail(s, SESSION_PEER_TIMEOUT, "no answer to hello");
+		/* the client handshake keeps its own time (fb_client_timer) */
 		break;
 	case SESSION_CONNECT_TARGET:
 		fb_export_refuse(s, export_timed_out(s));

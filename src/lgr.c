@@ -1057,21 +1057,17 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 		*decline = CLC_DECL_NOSMCRDEV;
 		return NULL;
 	}
-	if (!lgr_peer_server(peer, peer->name, 1)) {
-		STATS_INC(ctx->stats, peer_lgr_limit);
-		log_warnx("peer %s: it has %d link groups with us (max_lgrs): "
-			  "declined",
-			  peer->name, peer->max_lgrs);
-		*decline = CLC_DECL_MEM;
-		return NULL;
-	}
+	/*
+	 * max_lgrs is charged once the peer authenticated (lgr_clc_peer):
+	 * a stranger that only proposes under its name must not use up
+	 * what the peer may hold.  Groups still in CLC are bounded by the
+	 * strangers' budget and CLC_PENDING_MAX instead.
+	 */
 	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
 	if (lgr == NULL) {
-		lgr_peer_server(peer, peer->name, -1);
 		*decline = CLC_DECL_MEM;
 		return NULL;
 	}
-	lgr->counted_server = true;
 	lgr->max_conns = p->max_conns < conf->rdma.max_conns_per_lgr ?
 				 p->max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -1122,7 +1118,8 @@ lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
 
 /*
  * The peer's ACCEPT (client) or CONFIRM (server) has verified: keep what
- * it says and connect the first link's QP to the peer's.  0, or the
+ * it says and connect the first link's QP to the peer's.  A server's
+ * group counts towards the peer's max_lgrs from here.  0, or the
  * CLC_DECL_* code to decline with.
  */
 uint32_t
@@ -1133,6 +1130,17 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 
 	if (link->state != LGR_LINK_INIT)
 		return CLC_DECL_ERR_RDYLNK; /* its device failed meanwhile */
+	if (lgr->role == LGR_ROLE_SERVER && !lgr->counted_server) {
+		if (!lgr_peer_server(lgr->peer, lgr->peer->name, 1)) {
+			STATS_INC(lgr->ctx->stats, peer_lgr_limit);
+			log_warnx("lgr %u: peer %s has %d link groups with us "
+				  "(max_lgrs): declined",
+				  lgr->id, lgr->peer->name,
+				  lgr->peer->max_lgrs);
+			return CLC_DECL_MEM;
+		}
+		lgr->counted_server = true;
+	}
 	memcpy(lgr->peer_system_id, in->system_id, sizeof(in->system_id));
 	lgr->peer_token = in->alert_token;
 	lgr->peer_rmbe_size = in->rmbe_size;

@@ -671,7 +671,7 @@ session_free(struct session *s, bool abort)
 		event_free(s->timer);
 	if (s->retry_ev)
 		event_free(s->retry_ev);
-	free(s->hs);
+	fallback_hs_free(s);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);

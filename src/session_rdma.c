@@ -49,148 +49,19 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "smcproxyd.h"
+#include "session_rdma.h"
 #include "clc_wire.h"
-#include "fallback_wire.h"
-#include "llc_wire.h"
 
-#define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
-#define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
-#define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
-#define SESSION_RDMA_RESUME_MS 1000   /* rule side: next try for a group */
-#define SESSION_RDMA_REOPENS 3	      /* opens lost with a group, at most */
-
-/* Sessions in order, linked through their park entry. */
-struct session_rdma_queue {
-	TAILQ_HEAD(, session) q;
-	unsigned int n;
-};
-
-/* Registered memory the connections of one peer hold on a worker. */
-struct session_rdma_share {
-	LIST_ENTRY(session_rdma_share) entry;
-	char peer[CONF_NAME_MAX + 1];
-	size_t bytes;
-};
-
-/* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
-struct session_rdma_worker {
-	struct worker *w;
-	struct lgr_ctx *ctx;
-	struct buf_pool *pool; /* on every device of the worker's links */
-	/* client connections waiting for a group on its way (FIFO) */
-	struct session_rdma_queue parked;
-	/* taken off parked by a wake-up, each to go on exactly once */
-	struct session_rdma_queue woken;
-	/* connections whose group ended, both roles */
-	TAILQ_HEAD(, session_rdma) resuming;
-	unsigned int nresuming;
-	struct event *resume_ev; /* rule side: find or set up a group */
-	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
-	struct event *watch_ev; /* each second: peers that consume nothing */
-};
-
-/* What sr's own LLC message (waiting for a TX slot) is. */
-enum session_rdma_llc {
-	SESSION_RDMA_LLC_OPEN,
-	SESSION_RDMA_LLC_ACCEPT,
-	SESSION_RDMA_LLC_RKEY,
-	SESSION_RDMA_LLC_RESUME,  /* opener's CONN_RESUME request */
-	SESSION_RDMA_LLC_RESUMED, /* acceptor's answer: then resume */
-};
-
-/* Where a resume over TCP is (session_rdma_tcp_start). */
-enum session_rdma_tcp {
-	SESSION_RDMA_TCP_NONE,
-	SESSION_RDMA_TCP_CONNECTING, /* rule side: connect under way */
-	SESSION_RDMA_TCP_HANDSHAKE,  /* rule side: HELLO sent */
-	SESSION_RDMA_TCP_RELAY,	     /* both: carried over TCP from now */
-};
-
-/* An rkey of the peer's RMB element, valid on the link with link_id. */
-struct session_rdma_rkey {
-	uint8_t link_id; /* 0: unused */
-	uint32_t rkey;
-};
-
-struct session_rdma {
-	struct session *s;
-	struct session_rdma_worker *srw;
-	struct lgr_conn lc;		/* membership of the link group */
-	struct rconn *rc;		/* once accepted */
-	struct buf *sndbuf, *rmb;	/* until rc takes them over */
-	uint32_t peer_token;		/* ours: lc.token */
-	struct rconn_peer_rmb peer_rmb; /* export side: from CONN_OPEN */
-	int t;				/* index of the TCP socket in fd[] */
-	bool answered;			/* export side: ACCEPT or REJECT sent */
-	struct lgr_link *open_link;	/* export side: CONN_OPEN came here */
-	bool rd_eof;			/* TCP EOF read, DONE_WRITING asked */
-	bool rd_blocked;		/* ring full: until tx_space_ready */
-	bool peer_done;			/* peer_done_writing told */
-	bool wr_shut;			/* shutdown(SHUT_WR) of the TCP side */
-	bool fin_set;
-	enum session_reason fin_reason; /* which side finished first */
-	bool closing;
-	enum session_reason close_reason;
-	struct lgr_link *failover_to; /* link_down: move there */
-	bool in_run, again;
-	struct llc_pending llc; /* our LLC message waiting for a TX slot */
-	enum session_rdma_llc llc_kind;
-	/* keys per link (see the top of the file) */
-	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
-	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
-	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
-	bool rkeys_owed;	      /* announce once llc went out */
-	/* resuming on a new group (docs/protocol.md) */
-	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot */
-	uint8_t peer_sysid[8]; /* the peer daemon's, of the group it was on */
-	uint8_t peer_worker;   /* and its worker there + 1 (0: unknown) */
-	bool resuming;	       /* on srw->resuming */
-	bool resume_sent;      /* opener: CONN_RESUME out, answer awaited */
-	uint64_t resume_since_ms;
-	TAILQ_ENTRY(session_rdma) resume_entry; /* on srw->resuming */
-	/* acceptor: what the answer's resume applies, once it went out */
-	uint64_t res_rx, res_fin;
-	uint32_t res_rkey;
-	struct session_rdma_share *share; /* charged charge bytes there */
-	size_t charge;
-	/* our bytes wait for the peer's window: since when it consumed
-	 * nothing, and how much it had consumed then (session_rdma_watch) */
-	uint64_t stuck_since_ms, stuck_cons;
-	/* resumed over TCP: fd[1 - t] is the connection to the peer */
-	enum session_rdma_tcp tcp_step;
-	uint8_t tcp_in[FB_MSG_MAX];
-	size_t tcp_in_len;
-	bool tcp_eof;  /* the peer's FIN came */
-	bool tcp_shut; /* ours went: shutdown(SHUT_WR) */
-};
-
-static void session_rdma_kick(struct session_rdma *sr);
 static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
-static void session_rdma_rkeys_announce(struct session_rdma *sr);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
-static void session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg);
-static void session_rdma_resume_apply(struct session_rdma *sr);
-static void session_rdma_resume_rx(struct session_rdma_worker *srw,
-				   struct lgr_link *link,
-				   const struct llc_info *m);
-static void session_rdma_resume_peer(struct session_rdma_worker *srw,
-				     struct lgr *lgr, bool failed);
-static void session_rdma_resume_fail(struct session_rdma *sr,
-				     enum stats_id stat, const char *why);
-static void session_rdma_resume_list_del(struct session_rdma *sr);
-static void session_rdma_tcp_start(struct session_rdma *sr);
-static void session_rdma_tcp_io(struct session_rdma *sr, short what);
-static bool session_rdma_tcp_out(struct session_rdma *sr);
-static bool session_rdma_tcp_in(struct session_rdma *sr);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
-static unsigned long long
+unsigned long long
 session_rdma_id(const struct session_rdma *sr)
 {
 	return (unsigned long long)sr->s->id;
@@ -232,8 +103,7 @@ session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 		return NULL;
 	}
 	buf_pool_set_stats(srw->pool, worker_stats(w));
-	srw->resume_ev =
-		evtimer_new(worker_base(w), session_rdma_resume_tick, srw);
+	srw->resume_ev = evtimer_new(worker_base(w), resume_tick, srw);
 	srw->watch_ev = event_new(worker_base(w), -1, EV_PERSIST,
 				  session_rdma_watch, srw);
 	if (srw->resume_ev == NULL || srw->watch_ev == NULL ||
@@ -309,7 +179,7 @@ session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 }
 
 /* The MR of b in link's PD, registered there now if need be; or NULL. */
-static const struct dev_mr *
+const struct dev_mr *
 session_rdma_mr(struct session_rdma_worker *srw, struct buf *b,
 		const struct lgr_link *link)
 {
@@ -342,7 +212,7 @@ session_rdma_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
  * Remember the peer's rkey for link_id, in place of one for the same
  * link or of one for a link the group no longer has.
  */
-static void
+void
 session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
 			   uint32_t rkey)
 {
@@ -377,7 +247,7 @@ session_rdma_told(const struct session_rdma *sr, uint8_t link_id)
 	return false;
 }
 
-static void
+void
 session_rdma_told_set(struct session_rdma *sr, uint8_t link_id)
 {
 	struct lgr *lgr = sr->lc.lgr;
@@ -413,7 +283,7 @@ session_rdma_find(struct lgr *lgr, uint32_t token)
 }
 
 /* Close the session from outside the relay loop, or have the loop do it. */
-static void
+void
 session_rdma_fail(struct session_rdma *sr, enum session_reason r)
 {
 	if (!sr->closing) {
@@ -433,6 +303,11 @@ session_rdma_llc_sent(struct llc_pending *p, int status)
 {
 	struct session_rdma *sr = container_of(p, struct session_rdma, llc);
 
+	if (status && sr->llc_kind == SESSION_RDMA_LLC_RESUMED) {
+		/* a resume goes back to waiting; it is not lost */
+		resume_answer_sent(sr, status);
+		return;
+	}
 	if (status) {
 		session_rdma_fail(sr, SESSION_LINK_FAILED);
 		return;
@@ -443,7 +318,7 @@ session_rdma_llc_sent(struct llc_pending *p, int status)
 	if (sr->llc_kind == SESSION_RDMA_LLC_ACCEPT)
 		session_rdma_relay_start(sr, sr->lc.link);
 	else if (sr->llc_kind == SESSION_RDMA_LLC_RESUMED)
-		session_rdma_resume_apply(sr);
+		resume_answer_sent(sr, 0);
 }
 
 /*
@@ -453,7 +328,7 @@ session_rdma_llc_sent(struct llc_pending *p, int status)
  * out or was queued by llc.c, 1 when sr waits (session_rdma_llc_sent
  * goes on), -errno.
  */
-static int
+int
 session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
 		      const struct llc_info *m, enum session_rdma_llc kind)
 {
@@ -470,7 +345,7 @@ session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
  * open or accept went out; while a message of ours waits for a TX slot,
  * after it (nothing may overtake the open).
  */
-static void
+void
 session_rdma_rkeys_announce(struct session_rdma *sr)
 {
 	struct lgr *lgr = sr->lc.lgr;
@@ -546,7 +421,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	TAILQ_FOREACH(c, &link->lgr->conns, entry)
 		session_rdma_rkeys_announce(c->arg);
 	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
-		session_rdma_resume_peer(srw, link->lgr, false);
+		resume_peer(srw, link->lgr, false);
 	if (link->lgr->role == LGR_ROLE_CLIENT &&
 	    link->lgr->state == LGR_STATE_ACTIVE)
 		session_rdma_unpark_peer(srw, link->lgr->peer);
@@ -643,9 +518,6 @@ static const struct rconn_ops session_rdma_ops = {
 	.link_failed = session_rdma_link_failed,
 };
 
-static bool session_rdma_resume_begin(struct session_rdma *sr,
-				      const struct lgr *ended);
-
 /*
  * Rule side: the group our CONN_OPEN went on ended before the answer
  * came.  Nothing was read from the client yet, so the connection opens
@@ -690,15 +562,17 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 	struct session_rdma *sr = c->arg;
 
 	if (sr->rc != NULL && sr->s->state == SESSION_RESUMING) {
-		if (to == NULL || sr->resume_sent) {
+		/* the group it moves to lost a link: ask again (c->ended is
+		 * the old group's, long gone, when this one lives on) */
+		if (to == NULL || resume_waiting(sr)) {
 			lgr_conn_del(&sr->lc);
-			if (!session_rdma_resume_begin(sr, c->ended))
+			if (!resume_begin(sr, NULL, false))
 				session_rdma_fail(sr, SESSION_LINK_FAILED);
 		}
 		return;
 	}
 	if (to == NULL && sr->rc != NULL && sr->s->state == SESSION_RELAY &&
-	    !sr->closing && session_rdma_resume_begin(sr, c->ended))
+	    !sr->closing && resume_begin(sr, c->ended, true))
 		return;
 	if (to == NULL && sr->rc == NULL && session_rdma_reopen(sr, c->ended))
 		return;
@@ -894,9 +768,8 @@ session_rdma_round(void *arg)
 		busy_poll_wait(BUSY_WAIT_PEER);
 		moved = true;
 	}
-	if (sr->tcp_step == SESSION_RDMA_TCP_RELAY) {
-		tcp_moved = session_rdma_tcp_out(sr);
-		tcp_moved |= session_rdma_tcp_in(sr);
+	if (sr->over_tcp) {
+		tcp_moved = resume_tcp_relay(sr);
 		if (tcp_moved)
 			busy_poll_note();
 		moved |= tcp_moved;
@@ -925,7 +798,7 @@ session_rdma_run(struct session_rdma *sr)
 		session_close(sr->s, sr->close_reason);
 }
 
-static void
+void
 session_rdma_kick(struct session_rdma *sr)
 {
 	if (sr->in_run) {
@@ -1192,7 +1065,7 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 	if (srw == NULL)
 		return;
 	if (srw->nresuming > 0)
-		session_rdma_resume_peer(srw, lgr, true);
+		resume_peer(srw, lgr, true);
 	session_rdma_unpark_peer(srw, lgr->peer);
 }
 
@@ -1283,15 +1156,15 @@ session_rdma_rejected(struct lgr_link *link,
 		session_rdma_find(link->lgr, rj->opener_token);
 	enum session_reason r;
 
-	if (sr != NULL && sr->resume_sent && sr->rc != NULL) {
+	if (sr != NULL && resume_waiting(sr) && sr->rc != NULL) {
 		/* done both ways here and the FIN sent: the peer closed */
 		if (sr->rd_eof && sr->wr_shut && tx_unsent(sr->rc) == 0) {
-			session_rdma_resume_list_del(sr);
+			resume_end(sr);
 			session_rdma_fail(sr, sr->fin_reason);
 			return;
 		}
-		session_rdma_resume_fail(sr, STAT_resume_failed_refused,
-					 "the peer daemon does not have it");
+		resume_fail(sr, STAT_resume_failed_refused,
+			    "the peer daemon does not have it");
 		return;
 	}
 	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
@@ -1316,7 +1189,7 @@ session_rdma_rejected(struct lgr_link *link,
  * opener would otherwise wait out its open timeout).  The link going
  * down wakes and frees it.  0 or -errno.
  */
-static int
+int
 session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 			 enum session_reason r)
 {
@@ -1497,517 +1370,12 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 		session_rdma_confirm_rkey(link, m);
 		return;
 	case LLC_CONN_RESUME:
-		session_rdma_resume_rx(srw, link, m);
+		resume_rx(srw, link, m);
 		return;
 	}
 	snprintf(why, sizeof(why), "unexpected LLC %s on link %u",
 		 llc_type_name(m->type), link->id);
 	lgr_protocol_error(link->lgr, why);
-}
-
-/* ---- resuming on a new link group (docs/protocol.md) ---- */
-
-static void
-session_rdma_resume_list_del(struct session_rdma *sr)
-{
-	struct session_rdma_worker *srw = sr->srw;
-
-	if (!sr->resuming)
-		return;
-	TAILQ_REMOVE(&srw->resuming, sr, resume_entry);
-	sr->resuming = false;
-	srw->nresuming--;
-	STATS_DEC(worker_stats(sr->s->w), conns_resuming);
-}
-
-static bool
-session_rdma_resume_id_set(const struct session_rdma *sr)
-{
-	static const uint8_t zero[LLC_RESUME_ID_LEN];
-
-	return memcmp(sr->resume_id, zero, sizeof(zero)) != 0;
-}
-
-static void
-session_rdma_resume_soon(struct session_rdma_worker *srw, unsigned int ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-
-	if (ms == 0 || !evtimer_pending(srw->resume_ev, NULL))
-		evtimer_add(srw->resume_ev, &tv);
-}
-
-/*
- * The group under sr ended (ended: the group, or NULL when it was a new
- * one still waiting for its answer) and the peer daemon may still have
- * the connection: sr keeps its sockets, ring and RMB element and waits,
- * resume_timeout at most from the first time, for a new group to move
- * to.  The rule side sets one up (session_rdma_resume_tick); the export
- * side waits to be asked.  false when it cannot resume (then it is
- * reset as before).
- */
-static bool
-session_rdma_resume_begin(struct session_rdma *sr, const struct lgr *ended)
-{
-	struct session *s = sr->s;
-	struct session_rdma_worker *srw = sr->srw;
-	int timeout = s->conf->resume_timeout;
-	uint64_t now = now_ms(), left;
-
-	if (timeout <= 0 || !session_rdma_resume_id_set(sr) ||
-	    worker_draining(s->w) || (ended != NULL && !ended->resumable))
-		return false;
-	if (ended != NULL) {
-		memcpy(sr->peer_sysid, ended->peer_system_id,
-		       sizeof(sr->peer_sysid));
-		sr->peer_worker = ended->peer_worker;
-	}
-	tx_detach(sr->rc);
-	lgr_conn_del(&sr->lc);
-	sr->failover_to = NULL;
-	sr->resume_sent = false;
-	memset(sr->peer_rkeys, 0, sizeof(sr->peer_rkeys));
-	memset(sr->told, 0, sizeof(sr->told));
-	if (!sr->resuming) {
-		if (s->state == SESSION_RELAY)
-			sr->resume_since_ms = now;
-		TAILQ_INSERT_HEAD(&srw->resuming, sr, resume_entry);
-		sr->resuming = true;
-		srw->nresuming++;
-		STATS_INC(worker_stats(s->w), conns_resuming);
-	}
-	if (s->state == SESSION_RELAY)
-		log_info("conn 0x%llx: %s %s: link group %u ended: resuming "
-			 "(sent %llu, received %llu bytes)",
-			 session_rdma_id(sr),
-			 s->role == SESSION_ROLE_RULE ? "rule" : "export",
-			 s->role == SESSION_ROLE_RULE ? s->rule->name :
-							s->export->name,
-			 ended != NULL ? ended->id : 0,
-			 (unsigned long long)tx_fin_off(sr->rc),
-			 (unsigned long long)sr->rc->rx_off);
-	s->state = SESSION_RESUMING;
-	left = (uint64_t)timeout * 1000;
-	left = now - sr->resume_since_ms < left ?
-		       left - (now - sr->resume_since_ms) :
-		       1;
-	session_timer_ms(s, (int)(left < INT32_MAX ? left : INT32_MAX));
-	if (s->role == SESSION_ROLE_RULE)
-		session_rdma_resume_soon(srw, 0);
-	session_rdma_kick(sr);
-	return true;
-}
-
-/* sr resumes no more: reset its connection, counted under stat. */
-static void
-session_rdma_resume_fail(struct session_rdma *sr, enum stats_id stat,
-			 const char *why)
-{
-	stats_add(worker_stats(sr->s->w), stat, 1);
-	log_warnx("conn 0x%llx: %s %s: not resumed after %llu ms: %s",
-		  session_rdma_id(sr),
-		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
-		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
-						     sr->s->export->name,
-		  (unsigned long long)(now_ms() - sr->resume_since_ms), why);
-	session_rdma_fail(sr, SESSION_RESUME_FAILED);
-}
-
-/* sr is on its new group and relays again. */
-static void
-session_rdma_resumed(struct session_rdma *sr, struct lgr_link *link)
-{
-	struct session *s = sr->s;
-
-	session_rdma_resume_list_del(sr);
-	sr->resume_sent = false;
-	s->state = SESSION_RELAY;
-	STATS_INC(worker_stats(s->w), conns_resumed_rdma);
-	session_timer(s, 0);
-	if (session_idle_timeout(s))
-		session_timer(s, session_idle_timeout(s));
-	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
-		 "(from byte %llu sent, %llu received)",
-		 session_rdma_id(sr), link->lgr->id, link->id,
-		 (unsigned long long)(now_ms() - sr->resume_since_ms),
-		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
-	session_rdma_told_set(sr, link->id);
-	session_rdma_rkeys_announce(sr);
-	session_rdma_kick(sr);
-}
-
-/*
- * Join lgr for a resume (on link, NULL: its least used): the ring and
- * the RMB element lose the keys of the old group and get the new
- * group's.  The RMB's MR on the joined link, or NULL (sr not joined).
- */
-static const struct dev_mr *
-session_rdma_resume_join(struct session_rdma *sr, struct lgr *lgr,
-			 struct lgr_link *link)
-{
-	const struct dev_mr *mr;
-
-	if (lgr_conn_add_on(lgr, &sr->lc, link))
-		return NULL;
-	buf_mr_drop(sr->rc->sndbuf);
-	buf_mr_drop(sr->rc->rmb);
-	mr = session_rdma_mr(sr->srw, sr->rc->rmb, sr->lc.link);
-	if (mr == NULL ||
-	    session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link) == NULL) {
-		lgr_conn_del(&sr->lc);
-		return NULL;
-	}
-	return mr;
-}
-
-/* Opener: ask the peer to move sr onto lgr.  0 or -errno (try later). */
-static int
-session_rdma_resume_send(struct session_rdma *sr, struct lgr *lgr)
-{
-	const struct dev_mr *mr = session_rdma_resume_join(sr, lgr, NULL);
-	struct llc_info m;
-	int rc;
-
-	if (mr == NULL)
-		return -ENOBUFS;
-	memset(&m, 0, sizeof(m));
-	m.type = LLC_CONN_RESUME;
-	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
-	m.conn_resume.token = sr->lc.token;
-	m.conn_resume.rmb_rkey = mr->rkey;
-	m.conn_resume.rx_off = sr->rc->rx_off;
-	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
-	rc = session_rdma_llc_send(sr, sr->lc.link, &m,
-				   SESSION_RDMA_LLC_RESUME);
-	if (rc < 0) {
-		lgr_conn_del(&sr->lc);
-		return rc;
-	}
-	sr->resume_sent = true;
-	log_debug("conn 0x%llx: CONN_RESUME on lgr %u link %u (received "
-		  "%llu, sent %llu)",
-		  session_rdma_id(sr), lgr->id, sr->lc.link->id,
-		  (unsigned long long)m.conn_resume.rx_off,
-		  (unsigned long long)m.conn_resume.tx_fin);
-	return 0;
-}
-
-/*
- * A client group to sr's peer, on the peer's worker that has sr's other
- * end (a group lands on any worker unless it asks, and the connection
- * can only move within one): an active one with room, or NULL with
- * *coming set if one is being set up.
- */
-static struct lgr *
-session_rdma_resume_lgr(struct session_rdma_worker *srw,
-			const struct session_rdma *sr, bool *coming)
-{
-	struct lgr *lgr;
-
-	*coming = false;
-	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry) {
-		if (lgr->role != LGR_ROLE_CLIENT ||
-		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
-			continue;
-		if (lgr->state == LGR_STATE_CLC ||
-		    lgr->state == LGR_STATE_CONFIRMING) {
-			*coming |= lgr->want_worker == sr->peer_worker;
-			continue;
-		}
-		if (lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->peer_worker == sr->peer_worker &&
-		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
-			return lgr;
-	}
-	return NULL;
-}
-
-/*
- * Rule side, soon after a group ended and then every
- * SESSION_RDMA_RESUME_MS while connections wait: each goes to an active
- * group to its peer if there is one (a peer daemon that restarted since
- * has lost it: reset), else a new group is set up, the fallback's
- * back-off notwithstanding.
- */
-static void
-session_rdma_resume_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct session_rdma_worker *srw = arg;
-	struct session_rdma *sr, *next;
-	struct lgr *lgr;
-	bool again = false, coming;
-
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
-		if (sr->s->role != SESSION_ROLE_RULE || sr->resume_sent ||
-		    sr->closing)
-			continue;
-		again = true;
-		lgr = session_rdma_resume_lgr(srw, sr, &coming);
-		if (lgr == NULL) {
-			if (!coming &&
-			    lgr_client_new_on(srw->ctx, sr->s->peer, -1,
-					      sr->peer_worker, true) == NULL)
-				/* no device of ours reaches it: over TCP */
-				session_rdma_tcp_start(sr);
-			continue;
-		}
-		if (memcmp(lgr->peer_system_id, sr->peer_sysid,
-			   sizeof(sr->peer_sysid)) != 0) {
-			session_rdma_resume_fail(sr,
-						 STAT_resume_failed_peer_gone,
-						 "the peer daemon restarted");
-			continue;
-		}
-		if (session_rdma_resume_send(sr, lgr) != 0)
-			log_debug("conn 0x%llx: CONN_RESUME on lgr %u: later",
-				  session_rdma_id(sr), lgr->id);
-	}
-	if (again)
-		session_rdma_resume_soon(srw, SESSION_RDMA_RESUME_MS);
-}
-
-/*
- * A group to peer became active (role as given) or a client group's
- * setup failed (refused: nobody listens on the peer port).  Connections
- * of a daemon instance that is gone are reset at once: a new group from
- * another instance (its system id) or a refused connect says so.
- */
-static void
-session_rdma_resume_peer(struct session_rdma_worker *srw, struct lgr *lgr,
-			 bool failed)
-{
-	struct session_rdma *sr, *next;
-	enum session_role role = lgr->role == LGR_ROLE_CLIENT ?
-					 SESSION_ROLE_RULE :
-					 SESSION_ROLE_EXPORT;
-
-	TAILQ_FOREACH_SAFE(sr, &srw->resuming, resume_entry, next) {
-		if (sr->s->role != role || sr->closing ||
-		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
-			continue;
-		if (failed && lgr->refused)
-			session_rdma_resume_fail(sr,
-						 STAT_resume_failed_peer_gone,
-						 "the peer daemon does not "
-						 "listen on its peer port");
-		else if (failed && lgr->tcp_connected && !sr->resume_sent)
-			/* its daemon answers, RDMA does not: over TCP */
-			session_rdma_tcp_start(sr);
-		else if (!failed && memcmp(lgr->peer_system_id, sr->peer_sysid,
-					   sizeof(sr->peer_sysid)) != 0)
-			session_rdma_resume_fail(sr,
-						 STAT_resume_failed_peer_gone,
-						 "the peer daemon restarted");
-	}
-	if (!failed && role == SESSION_ROLE_RULE && srw->nresuming > 0)
-		session_rdma_resume_soon(srw, 0);
-}
-
-/*
- * Find the export-side connection of ours that resume id names, from
- * peer (asking on lgr, or over TCP with NULL).
- */
-static struct session_rdma *
-session_rdma_resume_find(struct session_rdma_worker *srw, const char *peer,
-			 const struct lgr *lgr, const uint8_t *id)
-{
-	struct session_rdma *sr;
-	struct lgr *old;
-	struct lgr_conn *c;
-
-	TAILQ_FOREACH(sr, &srw->resuming, resume_entry)
-		if (sr->s->role == SESSION_ROLE_EXPORT &&
-		    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0 &&
-		    strcmp(sr->s->peer->name, peer) == 0)
-			return sr;
-	/* its old group may not have noticed yet that it is gone */
-	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry) {
-		if (old == lgr || old->role != LGR_ROLE_SERVER ||
-		    old->state != LGR_STATE_ACTIVE ||
-		    strcmp(old->peer->name, peer) != 0)
-			continue;
-		TAILQ_FOREACH(c, &old->conns, entry) {
-			sr = c->arg;
-			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
-			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
-				return sr;
-		}
-	}
-	return NULL;
-}
-
-/* Acceptor: the answer went out; move the connection to its new link. */
-static void
-session_rdma_resume_apply(struct session_rdma *sr)
-{
-	struct lgr_link *link = sr->lc.link;
-	const struct dev_mr *mr;
-	const char *why;
-	int rc;
-
-	if (link == NULL || sr->closing)
-		return;
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, link);
-	rc = mr != NULL ? tx_resume(sr->rc, link->wr, mr->lkey, sr->res_rkey,
-				    sr->res_rx, sr->res_fin, &why) :
-			  -ENOKEY;
-	if (rc) {
-		session_rdma_resume_fail(sr, STAT_resume_failed_protocol,
-					 rc == -EPROTO ? why : strerror(-rc));
-		return;
-	}
-	session_rdma_resumed(sr, link);
-}
-
-/* Acceptor: the opener asks to move a connection onto link's group. */
-static void
-session_rdma_resume_asked(struct session_rdma_worker *srw,
-			  struct lgr_link *link,
-			  const struct llc_conn_resume_info *r)
-{
-	struct lgr *lgr = link->lgr;
-	struct session_rdma *sr = session_rdma_resume_find(srw, lgr->peer->name,
-							   lgr, r->resume_id);
-	const struct dev_mr *mr;
-	struct llc_info m;
-	uint64_t rx, fin;
-	const char *why;
-	int rc;
-
-	if (sr == NULL) {
-		log_info("lgr %u: peer %s: CONN_RESUME for a connection we do "
-			 "not have (token %u): refused",
-			 lgr->id, lgr->peer->name, r->token);
-		(void)session_rdma_reject_send(link, r->token,
-					       SESSION_RESUME_FAILED);
-		return;
-	}
-	if (sr->s->state == SESSION_RELAY) {
-		memcpy(sr->peer_sysid, sr->lc.lgr->peer_system_id,
-		       sizeof(sr->peer_sysid));
-		if (!session_rdma_resume_begin(sr, NULL)) {
-			(void)session_rdma_reject_send(link, r->token,
-						       SESSION_RESUME_FAILED);
-			session_rdma_fail(sr, SESSION_LINK_FAILED);
-			return;
-		}
-	}
-	if (sr->lc.lgr != NULL || memcmp(lgr->peer_system_id, sr->peer_sysid,
-					 sizeof(sr->peer_sysid)) != 0) {
-		log_info("lgr %u: peer %s: CONN_RESUME for conn 0x%llx: "
-			 "refused (%s)",
-			 lgr->id, lgr->peer->name, session_rdma_id(sr),
-			 sr->lc.lgr != NULL ? "it is moving already" :
-					      "another daemon instance");
-		(void)session_rdma_reject_send(link, r->token,
-					       SESSION_RESUME_FAILED);
-		return;
-	}
-	if (tx_resume_check(sr->rc, r->rx_off, r->tx_fin, &rx, &fin, &why)) {
-		(void)session_rdma_reject_send(link, r->token,
-					       SESSION_PROTOCOL_ERROR);
-		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
-		return;
-	}
-	mr = session_rdma_resume_join(sr, lgr, link);
-	if (mr == NULL) {
-		(void)session_rdma_reject_send(link, r->token,
-					       SESSION_RESOURCE);
-		session_rdma_resume_fail(sr, STAT_conns_rdma_nobufs,
-					 "no buffers on the new group");
-		return;
-	}
-	sr->peer_token = r->token;
-	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
-	sr->res_rkey = r->rmb_rkey;
-	sr->res_rx = r->rx_off;
-	sr->res_fin = r->tx_fin;
-	memset(&m, 0, sizeof(m));
-	m.type = LLC_CONN_RESUME;
-	m.flags = LLC_FLAG_RESP;
-	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
-	m.conn_resume.token = sr->lc.token;
-	m.conn_resume.rmb_rkey = mr->rkey;
-	m.conn_resume.rx_off = rx;
-	m.conn_resume.tx_fin = fin;
-	rc = session_rdma_llc_send(sr, link, &m, SESSION_RDMA_LLC_RESUMED);
-	if (rc < 0) {
-		lgr_conn_del(&sr->lc);
-		log_debug("conn 0x%llx: resume answer: %s", session_rdma_id(sr),
-			  strerror(-rc));
-		return; /* the opener asks again on its next group */
-	}
-	if (rc == 0)
-		session_rdma_resume_apply(sr);
-}
-
-/* Opener: the answer to our CONN_RESUME. */
-static void
-session_rdma_resume_answered(struct lgr_link *link,
-			     const struct llc_conn_resume_info *r)
-{
-	struct lgr_conn *c;
-	struct session_rdma *sr = NULL;
-	const struct dev_mr *mr;
-	const char *why;
-	int rc;
-
-	TAILQ_FOREACH(c, &link->lgr->conns, entry) {
-		sr = c->arg;
-		if (sr->resume_sent &&
-		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)
-			break;
-	}
-	if (c == NULL) {
-		log_warnx("lgr %u: CONN_RESUME answer for no connection "
-			  "waiting: ignored",
-			  link->lgr->id);
-		return;
-	}
-	sr->peer_token = r->token;
-	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link);
-	rc = mr != NULL ? tx_resume(sr->rc, sr->lc.link->wr, mr->lkey,
-				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
-			  -ENOKEY;
-	if (rc == -EPROTO) {
-		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
-		lgr_protocol_error(link->lgr, why);
-		return;
-	}
-	if (rc) {
-		/* the new link is down too: its group's end brings us back */
-		log_debug("conn 0x%llx: resume: %s", session_rdma_id(sr),
-			  strerror(-rc));
-		return;
-	}
-	session_rdma_resumed(sr, sr->lc.link);
-}
-
-/* CONN_RESUME on link: a request (export side) or an answer. */
-static void
-session_rdma_resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
-		       const struct llc_info *m)
-{
-	if (!(link->lgr->features & CLC_FEAT_RESUME)) {
-		lgr_protocol_error(link->lgr, "CONN_RESUME not negotiated");
-		return;
-	}
-	if (m->flags & LLC_FLAG_RESP) {
-		if (link->lgr->role == LGR_ROLE_CLIENT)
-			session_rdma_resume_answered(link, &m->conn_resume);
-		else
-			lgr_protocol_error(link->lgr,
-					   "CONN_RESUME answer to a server");
-		return;
-	}
-	if (link->lgr->role == LGR_ROLE_SERVER)
-		session_rdma_resume_asked(srw, link, &m->conn_resume);
-	else
-		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
 }
 
 /*
@@ -2067,421 +1435,6 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* ---- resuming over TCP (docs/protocol.md) ---- */
-
-/* The index in fd[] of the TCP connection sr resumes over. */
-static int
-session_rdma_u(const struct session_rdma *sr)
-{
-	return 1 - sr->t;
-}
-
-/* A TCP resume that did not get through: the next try may do better. */
-static void
-session_rdma_tcp_abandon(struct session_rdma *sr, const char *why)
-{
-	struct session *s = sr->s;
-	int u = session_rdma_u(sr);
-
-	log_info("conn 0x%llx: resume over TCP: %s", session_rdma_id(sr), why);
-	if (s->rev[u] != NULL)
-		event_free(s->rev[u]);
-	if (s->wev[u] != NULL)
-		event_free(s->wev[u]);
-	s->rev[u] = s->wev[u] = NULL;
-	if (s->fd[u] >= 0)
-		close(s->fd[u]);
-	s->fd[u] = -1;
-	sr->tcp_step = SESSION_RDMA_TCP_NONE;
-	sr->tcp_in_len = 0;
-	sr->resume_sent = false;
-}
-
-/*
- * Rule side: RDMA to the peer cannot be had again (it declined, or we
- * have no device for it) though its daemon answers: resume sr over a
- * TCP connection to its peer port, for the rest of its life.  The
- * handshake is the fallback's, with a HELLO that names the connection.
- */
-static void
-session_rdma_tcp_start(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-	const struct addr *to = &s->peer->addr;
-	int u = session_rdma_u(sr), fd, one = 1;
-
-	if (sr->tcp_step != SESSION_RDMA_TCP_NONE || sr->resume_sent ||
-	    s->fd[u] >= 0)
-		return;
-	fd = socket(to->ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	session_tcp_liveness(fd, s->conf);
-	if ((connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
-	     errno != EINPROGRESS) ||
-	    session_attach(s, u, fd)) {
-		if (s->fd[u] != fd)
-			close(fd);
-		session_rdma_tcp_abandon(sr, "cannot connect");
-		return;
-	}
-	sr->tcp_step = SESSION_RDMA_TCP_CONNECTING;
-	sr->resume_sent = true;
-	session_want(s, u, EV_WRITE, true);
-	log_info("conn 0x%llx: RDMA to %s cannot be had: resuming over TCP",
-		 session_rdma_id(sr), s->peer->name);
-}
-
-/* Both sides: the handshake is through; relay over the TCP connection. */
-static void
-session_rdma_tcp_relay(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-
-	sr->tcp_step = SESSION_RDMA_TCP_RELAY;
-	session_rdma_resume_list_del(sr);
-	sr->resume_sent = false;
-	sr->rd_blocked = false;
-	if (session_relay_begin(s, session_rdma_u(sr),
-				STAT_conns_resumed_tcp)) {
-		session_rdma_fail(sr, SESSION_RESOURCE);
-		return;
-	}
-	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
-		 "sent, %llu received)",
-		 session_rdma_id(sr),
-		 (unsigned long long)(now_ms() - sr->resume_since_ms),
-		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
-	session_rdma_kick(sr);
-}
-
-/* Rule side: the TCP connection is up; send the HELLO naming sr. */
-static void
-session_rdma_tcp_hello(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-	struct fb_hello_info ri;
-	struct fallback_hs *hs;
-	int u = session_rdma_u(sr), err;
-
-	session_want(s, u, EV_WRITE, false);
-	err = session_connect_error(s);
-	if (err) {
-		session_rdma_tcp_abandon(sr, strerror(err));
-		return;
-	}
-	hs = fallback_hs_get(s);
-	if (hs == NULL) {
-		session_rdma_tcp_abandon(sr, "out of memory");
-		return;
-	}
-	memset(&ri, 0, sizeof(ri));
-	memcpy(ri.resume_id, sr->resume_id, sizeof(ri.resume_id));
-	ri.rx_off = sr->rc->rx_off;
-	ri.tx_fin = tx_fin_off(sr->rc);
-	ri.worker = sr->peer_worker;
-	auth_nonce(hs->nonce);
-	hs->hello_len = fb_hello_resume_encode(
-		hs->hello, hs->nonce, s->peer->key_len ? FB_FLAG_AUTH : 0,
-		s->conf->name, s->export_name, &ri);
-	hs->challenge_len = 0;
-	/* a fresh socket takes a message this small whole */
-	if (send(s->fd[u], hs->hello, hs->hello_len, MSG_NOSIGNAL) !=
-	    (ssize_t)hs->hello_len) {
-		session_rdma_tcp_abandon(sr, "cannot send the hello");
-		return;
-	}
-	sr->tcp_step = SESSION_RDMA_TCP_HANDSHAKE;
-	session_want(s, u, EV_READ, true);
-}
-
-/*
- * Read one whole handshake message into sr->tcp_in, never a byte more
- * (the stream follows).  1 when whole, 0 for more later, -1 when the
- * connection broke or the bytes are no message.
- */
-static int
-session_rdma_tcp_read(struct session_rdma *sr)
-{
-	int rc = fallback_msg_read(sr->s->fd[session_rdma_u(sr)], sr->tcp_in,
-				   &sr->tcp_in_len);
-
-	return rc < 0 ? -1 : rc;
-}
-
-/* Rule side: the export side's CHALLENGE, RESULT and RESUMED. */
-static void
-session_rdma_tcp_answer(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-	struct fallback_hs *hs = s->hs;
-	int u = session_rdma_u(sr), rc;
-	struct fb_proof proof;
-	uint64_t rx, fin;
-	const char *why;
-	uint32_t code;
-
-	while ((rc = session_rdma_tcp_read(sr)) == 1) {
-		switch (sr->tcp_in[5]) {
-		case FB_CHALLENGE:
-			if (hs->challenge_len != 0 ||
-			    fallback_answer(s->peer, hs->hello, hs->hello_len,
-					    sr->tcp_in, sr->tcp_in_len, &proof,
-					    &why) != SESSION_NREASONS) {
-				session_rdma_resume_fail(
-					sr, STAT_resume_failed_protocol,
-					hs->challenge_len ?
-						"a second challenge" :
-						why);
-				return;
-			}
-			hs->challenge_len = sr->tcp_in_len;
-			if (send(s->fd[u], &proof, sizeof(proof),
-				 MSG_NOSIGNAL) != (ssize_t)sizeof(proof)) {
-				session_rdma_tcp_abandon(sr, "proof not sent");
-				return;
-			}
-			break;
-		case FB_RESULT:
-			if (fb_result_decode(sr->tcp_in, sr->tcp_in_len,
-					     &code) ||
-			    (code == 0 && s->peer->key_len &&
-			     hs->challenge_len == 0)) {
-				session_rdma_resume_fail(
-					sr, STAT_resume_failed_protocol,
-					"bad result to the resume hello");
-				return;
-			}
-			if (code != 0) {
-				session_rdma_resume_fail(
-					sr, STAT_resume_failed_refused,
-					session_reason_desc(
-						fallback_code_reason(code)));
-				return;
-			}
-			break;
-		case FB_RESUMED:
-			if (fb_resumed_decode(sr->tcp_in, sr->tcp_in_len, &rx,
-					      &fin) ||
-			    tx_resume_tcp(sr->rc, rx, fin, &why)) {
-				session_rdma_resume_fail(
-					sr, STAT_resume_failed_protocol,
-					"bad offsets in RESUMED");
-				return;
-			}
-			session_rdma_tcp_relay(sr);
-			return;
-		default:
-			session_rdma_resume_fail(sr,
-						 STAT_resume_failed_protocol,
-						 "unexpected message");
-			return;
-		}
-		sr->tcp_in_len = 0;
-	}
-	if (rc < 0)
-		session_rdma_tcp_abandon(sr, "the peer closed the connection");
-}
-
-/* An event of the TCP connection while its resume handshake runs. */
-static void
-session_rdma_tcp_io(struct session_rdma *sr, short what)
-{
-	if (sr->tcp_step == SESSION_RDMA_TCP_CONNECTING) {
-		if (what & EV_WRITE)
-			session_rdma_tcp_hello(sr);
-		return;
-	}
-	if (what & EV_READ)
-		session_rdma_tcp_answer(sr);
-}
-
-/* Ring -> TCP connection.  true if anything moved. */
-static bool
-session_rdma_tcp_out(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-	int u = session_rdma_u(sr), cnt;
-	struct iovec iov[2];
-	bool moved = false;
-	ssize_t n;
-
-	while (!sr->closing && s->wr_ready[u] &&
-	       (cnt = tx_tcp_spans(sr->rc, iov)) > 0) {
-		n = writev(s->fd[u], iov, cnt);
-		if (n > 0) {
-			tx_tcp_sent(sr->rc, (size_t)n);
-			moved = true;
-		} else if (n == -1 && errno == EAGAIN) {
-			s->wr_ready[u] = false;
-		} else if (n == -1 && errno != EINTR) {
-			session_rdma_fail(sr, SESSION_PEER_RST);
-		}
-	}
-	if (sr->rd_eof && !sr->tcp_shut && !sr->closing &&
-	    tx_unsent(sr->rc) == 0) {
-		sr->tcp_shut = true;
-		shutdown(s->fd[u], SHUT_WR);
-		moved = true;
-	}
-	return moved;
-}
-
-/* TCP connection -> RMB element.  true if anything moved. */
-static bool
-session_rdma_tcp_in(struct session_rdma *sr)
-{
-	struct session *s = sr->s;
-	int u = session_rdma_u(sr), cnt;
-	struct iovec iov[2];
-	bool moved = false;
-	ssize_t n;
-
-	while (!sr->closing && !sr->tcp_eof && s->rd_ready[u] &&
-	       (cnt = rx_tcp_space(sr->rc, iov)) > 0) {
-		n = readv(s->fd[u], iov, cnt);
-		if (n > 0) {
-			rx_tcp_received(sr->rc, (size_t)n);
-			moved = true;
-		} else if (n == 0) {
-			sr->tcp_eof = true;
-			sr->peer_done = true;
-			moved = true;
-		} else if (errno == EAGAIN) {
-			s->rd_ready[u] = false;
-		} else if (errno != EINTR) {
-			tx_close(sr->rc, TX_CLOSE_ABORT);
-			session_rdma_fail(sr, SESSION_PEER_RST);
-		}
-	}
-	return moved;
-}
-
-/* A resume over TCP on its way to the worker it names (hop). */
-struct session_rdma_tcp_hop {
-	int fd;
-	char peer[CONF_NAME_MAX + 1];
-	struct fb_hello_info hi;
-};
-
-/*
- * Export side: take fd, the authenticated peer connection whose HELLO hi
- * asks to resume sr over it: tell the opener where both resume, then
- * relay.  fd is taken over.
- */
-static void
-session_rdma_tcp_adopt(struct session_rdma *sr, int fd,
-		       const struct fb_hello_info *hi)
-{
-	struct session *s = sr->s;
-	uint8_t msg[sizeof(struct fb_result) + sizeof(struct fb_resumed)];
-	int u = session_rdma_u(sr);
-	uint64_t rx, fin;
-	const char *why;
-	size_t len;
-
-	if (tx_resume_check(sr->rc, hi->rx_off, hi->tx_fin, &rx, &fin, &why)) {
-		len = fb_result_encode(
-			msg, fallback_reason_code(SESSION_PROTOCOL_ERROR));
-		(void)send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(fd);
-		session_rdma_resume_fail(sr, STAT_resume_failed_protocol, why);
-		return;
-	}
-	len = fb_result_encode(msg, 0);
-	len += fb_resumed_encode(msg + len, rx, fin);
-	if (send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len ||
-	    tx_resume_tcp(sr->rc, hi->rx_off, hi->tx_fin, &why)) {
-		close(fd);
-		return; /* the opener tries again */
-	}
-	s->fd[u] = fd;
-	session_rdma_tcp_relay(sr);
-}
-
-/* The export-side connection hi names among srw's, from peer; or NULL. */
-static struct session_rdma *
-session_rdma_tcp_find(struct session_rdma_worker *srw, const char *peer,
-		      const struct fb_hello_info *hi)
-{
-	struct session_rdma *sr =
-		session_rdma_resume_find(srw, peer, NULL, hi->resume_id);
-
-	if (sr == NULL || sr->tcp_step != SESSION_RDMA_TCP_NONE)
-		return NULL;
-	if (sr->s->state == SESSION_RELAY) {
-		memcpy(sr->peer_sysid, sr->lc.lgr->peer_system_id,
-		       sizeof(sr->peer_sysid));
-		if (!session_rdma_resume_begin(sr, NULL))
-			return NULL;
-	}
-	return sr->lc.lgr == NULL ? sr : NULL;
-}
-
-static void
-session_rdma_tcp_arrive(struct worker *w, void *arg)
-{
-	struct session_rdma_tcp_hop *h = arg;
-	struct session_rdma_worker *srw = worker_rdma(w);
-	struct session_rdma *sr =
-		srw != NULL ? session_rdma_tcp_find(srw, h->peer, &h->hi) :
-			      NULL;
-	uint8_t msg[sizeof(struct fb_result)];
-
-	if (sr != NULL) {
-		session_rdma_tcp_adopt(sr, h->fd, &h->hi);
-	} else {
-		(void)send(h->fd, msg,
-			   fb_result_encode(
-				   msg,
-				   fallback_reason_code(SESSION_RESUME_FAILED)),
-			   MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(h->fd);
-	}
-	free(h);
-}
-
-/*
- * Export side (fallback.c): fs, an authenticated connection on our peer
- * port, asks with HELLO hi to resume a connection of ours over it.  The
- * connection takes fs's socket (fs goes), here or on the worker hi names.
- * SESSION_NREASONS when taken, else why fs is to be refused.
- */
-enum session_reason
-session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
-{
-	struct session_rdma_worker *srw = worker_rdma(fs->w);
-	struct session_rdma_tcp_hop *h;
-	struct session_rdma *sr;
-	int want = hi->worker - 1;
-
-	if (srw == NULL || fs->peer == NULL)
-		return SESSION_RESUME_FAILED;
-	sr = session_rdma_tcp_find(srw, fs->peer->name, hi);
-	if (sr != NULL) {
-		session_rdma_tcp_adopt(sr, session_detach(fs), hi);
-		return SESSION_NREASONS;
-	}
-	if (hi->worker == 0 || want == worker_id(fs->w) ||
-	    want >= worker_count()) {
-		log_info("conn 0x%llx: peer %s asks to resume a connection we "
-			 "do not have: refused",
-			 (unsigned long long)fs->id, fs->peer->name);
-		return SESSION_RESUME_FAILED;
-	}
-	h = calloc(1, sizeof(*h));
-	if (h == NULL)
-		return SESSION_RESOURCE;
-	snprintf(h->peer, sizeof(h->peer), "%s", fs->peer->name);
-	h->hi = *hi;
-	h->fd = session_detach(fs);
-	worker_post(worker_get(want), session_rdma_tcp_arrive, h);
-	return SESSION_NREASONS;
-}
-
 /* ---- session.c's hooks ---- */
 
 /* A socket event of s in RDMA mode (session.c hands them over). */
@@ -2495,13 +1448,10 @@ session_rdma_io(struct session *s, int i, short what)
 			session_rdma_target_connected(sr);
 		return;
 	}
-	if (sr->tcp_step != SESSION_RDMA_TCP_NONE && i == 1 - sr->t &&
-	    sr->tcp_step != SESSION_RDMA_TCP_RELAY) {
-		session_rdma_tcp_io(sr, what);
+	if (resume_tcp_io(sr, i, what))
 		return;
-	}
 	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
-	    (i != sr->t && sr->tcp_step != SESSION_RDMA_TCP_RELAY))
+	    (i != sr->t && !sr->over_tcp))
 		return;
 	session_rdma_kick(sr);
 }
@@ -2529,8 +1479,7 @@ session_rdma_timeout(struct session *s)
 		return;
 	}
 	if (s->state == SESSION_RESUMING) {
-		session_rdma_resume_fail(sr, STAT_resume_failed_timeout,
-					 "resume_timeout passed");
+		resume_timeout(sr);
 		return;
 	}
 	if (s->state == SESSION_RDMA_OPEN) {
@@ -2558,7 +1507,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 	session_rdma_unpark(worker_rdma(s->w), s);
 	if (sr == NULL)
 		return;
-	session_rdma_resume_list_del(sr);
+	resume_end(sr);
 	s->rdma = NULL;
 	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
 		(void)session_rdma_reject_send(
@@ -2598,13 +1547,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 			      sr->lc.lgr != NULL ? sr->lc.lgr->id : 0);
 	session_rdma_json_int(o, "link",
 			      sr->lc.link != NULL ? sr->lc.link->id : 0);
-	json_object_set_new(o, "resumable",
-			    json_boolean(session_rdma_resume_id_set(sr)));
-	if (sr->resuming)
-		json_object_set_new(
-			o, "resuming_s",
-			json_real((double)(now_ms() - sr->resume_since_ms) /
-				  1000.0));
+	resume_json(sr, o);
 	if (sr->rc != NULL) {
 		tx_json(sr->rc, o);
 		rx_json(sr->rc, o);

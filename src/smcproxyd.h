@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -111,6 +112,7 @@ struct conf_peer {
 	int max_lgrs;	  /* link groups it may set up, all workers */
 	int buffer_share; /* percent of max_buffer_memory it may hold */
 	int max_conns;	  /* connections it may hold on our exports; 0: any */
+	int max_resuming; /* per worker, at once */
 	int line;
 };
 
@@ -238,20 +240,23 @@ void auth_mac(const unsigned char *key, size_t keylen, const char *label,
 	      const void *a, size_t alen, const void *b, size_t blen,
 	      unsigned char mac[AUTH_MAC_LEN]);
 bool auth_mac_equal(const unsigned char *a, const unsigned char *b);
+void auth_limit_init(struct auth_limit *al);
+void auth_limit_destroy(struct auth_limit *al);
 bool auth_rate_limited(struct auth_limit *al, const struct addr *src,
 		       uint64_t now_ms);
 void auth_failed(struct auth_limit *al, const struct addr *src,
 		 uint64_t now_ms);
 
-/* auth.c: a small per-worker table of sources that failed to authenticate */
-#define AUTH_LIMIT_SLOTS 64
+/* auth.c: the daemon's table of sources that failed to authenticate */
+#define AUTH_LIMIT_SLOTS 256
 struct auth_limit {
+	pthread_mutex_t lock; /* any worker's thread */
 	struct {
 		struct addr src;
 		double tokens;
 		uint64_t last_ms;
 	} slot[AUTH_LIMIT_SLOTS];
-	unsigned int next;
+	int nslots;
 };
 
 /* busypoll.c */
@@ -305,6 +310,8 @@ void worker_fd_exhausted(struct worker *w);
 bool worker_fd_exhausted_take(struct worker *w);
 void worker_call(struct worker *w, worker_fn fn, void *arg);
 void worker_post(struct worker *w, worker_fn fn, void *arg);
+int worker_pass(struct worker *from, struct worker *to, worker_fn fn,
+		void *arg);
 int worker_reconfigure_all(struct conf *conf);
 bool worker_rule_enabled(const char *name);
 bool worker_rule_accepting(const struct conf_rule *r);
@@ -364,8 +371,6 @@ struct session_pump {
 	size_t burst; /* bytes read since fd[i] was last found empty */
 	uint64_t bytes;
 };
-
-#define FALLBACK_MSG_MAX 256
 
 struct session {
 	LIST_ENTRY(session) entry; /* its worker's sessions, newest first */
@@ -492,21 +497,13 @@ int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
 
 /* fallback.c */
-/* A fallback handshake's messages: only while one runs (fallback_hs_get). */
-struct fallback_hs {
-	unsigned char in[FALLBACK_MSG_MAX];
-	size_t in_len;
-	unsigned char out[FALLBACK_MSG_MAX];
-	size_t out_len, out_off;
-	unsigned char hello[FALLBACK_MSG_MAX];
-	size_t hello_len;
-	unsigned char nonce[AUTH_NONCE_LEN];
-	unsigned char challenge[FALLBACK_MSG_MAX];
-	size_t challenge_len;
-};
-struct fallback_hs *fallback_hs_get(struct session *s);
+struct fallback_hs;
+struct fb_hello_info;
+void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);
+void fallback_resume(struct session *s, const struct fb_hello_info *ri);
+void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
@@ -1198,9 +1195,13 @@ void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
 void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 			 void *arg);
-struct fb_hello_info;
 enum session_reason session_rdma_resume_tcp(struct session *fs,
 					    const struct fb_hello_info *hi);
+/* resume.c: the client handshake's outcome for a resume (fallback.c) */
+void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
+				     uint64_t fin);
+void session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
+				    bool peer_said);
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

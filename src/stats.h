@@ -57,6 +57,9 @@
 	  "peer opens of an export refused because max_conns was reached")     \
 	X(accept_pauses, COUNTER, "events",                                    \
 	  "accepting paused for a second: out of descriptors or buffers")      \
+	X(worker_msgs_dropped, COUNTER, "connections",                         \
+	  "connections reset instead of going to another worker: its queue "   \
+	  "was full")                                                          \
 	X(srv_hshake_err_cnt, COUNTER, "handshakes",                           \
 	  "peer handshakes we refused or that failed on the export side")      \
 	X(clnt_hshake_err_cnt, COUNTER, "handshakes",                          \
@@ -74,6 +77,9 @@
 	X(preauth_timeouts, COUNTER, "handshakes",                             \
 	  "peer connections that did not authenticate in time or were cut "    \
 	  "short")                                                             \
+	X(preauth_malformed, COUNTER, "handshakes",                            \
+	  "peer connections whose handshake was malformed before they "        \
+	  "authenticated")                                                     \
 	X(export_denied, COUNTER, "handshakes",                                \
 	  "peer requests for an export they may not use")                      \
 	X(lgr_created, COUNTER, "events",                                      \
@@ -100,6 +106,12 @@
 	  "connections reset: the peer daemon is not running or restarted")    \
 	X(resume_failed_protocol, COUNTER, "connections",                      \
 	  "connections reset: the peer's stream offsets were out of range")    \
+	X(resume_failed_auth, COUNTER, "connections",                          \
+	  "connections reset: the peer port did not prove the peer's key")     \
+	X(resume_failed_limit, COUNTER, "connections",                         \
+	  "connections reset: their peer had max_resuming resuming already")   \
+	X(resume_retries, COUNTER, "events",                                   \
+	  "CONN_RESUMEs unanswered in time, asked again on a later group")     \
 	X(clc_declines_sent, COUNTER, "handshakes",                            \
 	  "CLC DECLINEs we sent: RDMA refused, peer falls back to TCP")        \
 	X(clc_declines_received, COUNTER, "handshakes",                        \

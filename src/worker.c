@@ -6,6 +6,15 @@
  * worker only by message: worker_post() queues a function to run on the
  * worker's thread, worker_call() does the same and waits for it.
  *
+ * Workers hand connections to each other with worker_pass(), over a
+ * second pipe of the receiving worker's.  A worker never waits for
+ * another: when that pipe is full (a flood of handshakes asking for the
+ * other worker, whose own flood asks for this one) the message is not
+ * sent, counted (worker_msgs_dropped), and its sender resets what it
+ * carried.  The main thread's messages have a pipe of their own, which
+ * may block the main thread but is always drained: no worker waits on
+ * anything while it runs.
+ *
  * A rule's listeners are open while the rule is enabled and its peer is
  * not draining: an operator's `disable rule` or `drain peer` closes them
  * on every worker (new clients are refused, open connections go on), and
@@ -29,6 +38,7 @@
 #include "llc_wire.h"
 
 #define WORKER_PIPE_POOL 64
+#define WORKER_MSG_BATCH 64 /* messages per wake-up: the loop stays fair */
 
 struct worker_msg {
 	worker_fn fn;
@@ -49,8 +59,9 @@ struct worker {
 	int id;
 	pthread_t thread;
 	struct event_base *base;
-	int msg_fd[2];
-	struct event *msg_ev;
+	int msg_fd[2];	/* from the main thread: blocking writes */
+	int pass_fd[2]; /* from other workers: never blocks them */
+	struct event *msg_ev, *pass_ev;
 	struct event *drain_ev;
 	struct stats stats;
 	struct conf *conf;
@@ -64,7 +75,6 @@ struct worker {
 	int pipes[WORKER_PIPE_POOL][2];
 	int pipe_cap[WORKER_PIPE_POOL];
 	int npipes;
-	struct auth_limit auth;
 	/* peer connections not authenticated yet, per source host */
 	struct worker_preauth {
 		struct addr src;
@@ -80,6 +90,16 @@ struct worker {
 
 static struct worker *workers;
 static int nworkers;
+/*
+ * One authentication rate limit for the whole daemon, not one per
+ * worker: the peer port's listeners share a port (SO_REUSEPORT), so each
+ * new connection of a host lands on any worker, and a handshake may
+ * move to another worker (clc_hop).  A table per worker would let a
+ * host fail workers times as often, and record its failures where its
+ * next connection is never checked.  It is touched only when a stranger
+ * connects or fails, under its own lock (auth.c).
+ */
+static struct auth_limit worker_auth_limit;
 static struct event *worker_done_ev; /* the main thread's, while stopping */
 
 static void worker_drained(struct worker *w);
@@ -119,10 +139,11 @@ worker_stats(struct worker *w)
 	return &w->stats;
 }
 
+/* The daemon's authentication rate limit (shared by every worker). */
 struct auth_limit *
 worker_auth(struct worker *w)
 {
-	return &w->auth;
+	return &worker_auth_limit;
 }
 
 /* w's link-group context; NULL when it could not be made.  w's thread. */
@@ -158,8 +179,10 @@ worker_msg_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker *w = arg;
 	struct worker_msg m;
 	ssize_t n;
+	int i;
 
-	for (;;) {
+	/* at most a batch: a flood from other workers waits its turn */
+	for (i = 0; i < WORKER_MSG_BATCH; i++) {
 		n = read(fd, &m, sizeof(m));
 		if (n != sizeof(m)) {
 			if (n == -1 && errno == EINTR)
@@ -189,13 +212,42 @@ worker_send(struct worker *w, struct worker_msg *m)
 		fatal("%s: worker %d: message pipe", __func__, w->id);
 }
 
-/* Run fn(w, arg) on w's thread, later. */
+/*
+ * Run fn(w, arg) on w's thread, later.  The main thread's: it may wait
+ * while w's pipe is full, and the message always arrives.  A worker
+ * uses worker_pass().
+ */
 void
 worker_post(struct worker *w, worker_fn fn, void *arg)
 {
 	struct worker_msg m = {fn, arg, NULL, NULL, NULL};
 
 	worker_send(w, &m);
+}
+
+/*
+ * From worker from's thread: run fn(to, arg) on to's thread, later,
+ * without waiting for to.  0, or -EAGAIN when to has as many messages
+ * waiting as its pipe holds (a pipe's worth, some 1600): fn will not
+ * run, arg is still the caller's to free (and what it carries to close),
+ * and the drop is counted in from's worker_msgs_dropped.
+ */
+int
+worker_pass(struct worker *from, struct worker *to, worker_fn fn, void *arg)
+{
+	struct worker_msg m = {fn, arg, NULL, NULL, NULL};
+	ssize_t n;
+
+	/* smaller than PIPE_BUF: the whole message goes, or nothing */
+	do
+		n = write(to->pass_fd[1], &m, sizeof(m));
+	while (n == -1 && errno == EINTR);
+	if (n == sizeof(m))
+		return 0;
+	STATS_INC(&from->stats, worker_msgs_dropped);
+	log_debug("worker %d: message for worker %d dropped: %s", from->id,
+		  to->id, n == -1 ? strerror(errno) : "short write");
+	return n == -1 && errno != EAGAIN ? -errno : -EAGAIN;
 }
 
 /* Run fn(w, arg) on w's thread and wait until it has returned. */
@@ -829,6 +881,7 @@ worker_init(struct worker *w, int id, struct conf *conf)
 {
 	w->id = id;
 	w->msg_fd[0] = w->msg_fd[1] = -1;
+	w->pass_fd[0] = w->pass_fd[1] = -1;
 	LIST_INIT(&w->strangers);
 	LIST_INIT(&w->sessions);
 	LIST_INIT(&w->listeners);
@@ -839,11 +892,15 @@ worker_init(struct worker *w, int id, struct conf *conf)
 		return -errno;
 	if (fcntl(w->msg_fd[0], F_SETFL, O_NONBLOCK) == -1)
 		return -errno;
+	if (pipe2(w->pass_fd, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -errno;
 	w->msg_ev = event_new(w->base, w->msg_fd[0], EV_READ | EV_PERSIST,
 			      worker_msg_cb, w);
+	w->pass_ev = event_new(w->base, w->pass_fd[0], EV_READ | EV_PERSIST,
+			       worker_msg_cb, w);
 	w->drain_ev = evtimer_new(w->base, worker_drain_timeout, w);
-	if (w->msg_ev == NULL || w->drain_ev == NULL ||
-	    event_add(w->msg_ev, NULL))
+	if (w->msg_ev == NULL || w->pass_ev == NULL || w->drain_ev == NULL ||
+	    event_add(w->msg_ev, NULL) || event_add(w->pass_ev, NULL))
 		return -ENOMEM;
 	w->conf = conf_hold(conf);
 	return worker_listen_all(w, conf);
@@ -864,6 +921,7 @@ worker_start_all(struct conf *conf)
 	if (workers == NULL)
 		return -ENOMEM;
 	nworkers = conf->workers;
+	auth_limit_init(&worker_auth_limit);
 	for (i = 0; i < nworkers; i++) {
 		rc = worker_init(&workers[i], i, conf);
 		if (rc)
@@ -903,16 +961,20 @@ worker_join_all(void)
 			close(w->pipes[w->npipes][1]);
 		}
 		event_free(w->msg_ev);
+		event_free(w->pass_ev);
 		event_free(w->drain_ev);
 		event_base_free(w->base);
 		free(w->preauth);
 		close(w->msg_fd[0]);
 		close(w->msg_fd[1]);
+		close(w->pass_fd[0]);
+		close(w->pass_fd[1]);
 		conf_drop(w->conf);
 	}
 	free(workers);
 	workers = NULL;
 	nworkers = 0;
+	auth_limit_destroy(&worker_auth_limit);
 	free(worker_disabled);
 	worker_disabled = NULL;
 	worker_ndisabled = 0;

@@ -250,6 +250,7 @@ fuzz_side_init(struct fuzz_side *s, const char *name, const char *peer,
 	if (s->conf == NULL)
 		return -1;
 	conf_hold(s->conf);
+	auth_limit_init(&s->al);
 	s->ctx = lgr_ctx_new(fuzz_base, s->conf, &s->st, &s->al, t);
 	if (s->ctx == NULL)
 		return -1;

@@ -816,7 +816,7 @@ START_TEST(idle_headers_hold_no_slot)
 
 	ck_assert_ptr_nonnull(base);
 	memset(&st, 0, sizeof(st));
-	memset(&al, 0, sizeof(al));
+	auth_limit_init(&al);
 	conf = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
 				"peers = ( { name = \"host-a.example_1\";"
 				" address = \"127.0.0.1:1\";"

@@ -461,6 +461,22 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/*
+ * By default one host may hold a quarter of a worker's places among
+ * strangers, not all of them (before, preauth_per_source was
+ * preauth_max: one stranger's host could fill a worker).
+ */
+START_TEST(test_preauth_defaults)
+{
+	struct conf *conf = load_ok("peer_listen: { };\n");
+
+	ck_assert_int_eq(conf->preauth_max, 1024);
+	ck_assert_int_eq(conf->preauth_per_source, 256);
+	ck_assert_int_lt(conf->preauth_per_source, conf->preauth_max);
+	conf_free(conf);
+}
+END_TEST
+
 START_TEST(test_values)
 {
 	struct conf *conf = load_ok(
@@ -1160,6 +1176,7 @@ conf_suite(void)
 
 	tc = tcase_create("values");
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_preauth_defaults);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_control_mode_forms);
 	tcase_add_test(tc, test_resolved);

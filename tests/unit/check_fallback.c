@@ -222,7 +222,7 @@ START_TEST(rate_limit_per_source)
 	uint64_t t = 1000000;
 	int i;
 
-	memset(&al, 0, sizeof(al));
+	auth_limit_init(&al);
 	ck_assert_int_eq(addr_parse("192.0.2.9:1", &bad), 0);
 	ck_assert_int_eq(addr_parse("192.0.2.10:1", &good), 0);
 	for (i = 0; i < 10; i++) {
@@ -235,6 +235,56 @@ START_TEST(rate_limit_per_source)
 	ck_assert(!auth_rate_limited(&al, &bad, t + 1000));
 	auth_failed(&al, &bad, t + 1000);
 	ck_assert(auth_rate_limited(&al, &bad, t + 1000));
+}
+END_TEST
+
+/*
+ * A flood of new addresses, each failing once, does not make the table
+ * forget a host that is limited now (before, 64 of them did: the table
+ * evicted in turn): they evict only each other.  A full table of limited
+ * hosts keeps them all.
+ */
+START_TEST(rate_limit_survives_address_flood)
+{
+	struct auth_limit al;
+	struct addr bad, other;
+	uint64_t t = 1000000;
+	char buf[32];
+	int i;
+
+	auth_limit_init(&al);
+	ck_assert_int_eq(addr_parse("192.0.2.9:1", &bad), 0);
+	for (i = 0; i < 10; i++)
+		auth_failed(&al, &bad, t);
+	ck_assert(auth_rate_limited(&al, &bad, t));
+	for (i = 0; i < 20 * AUTH_LIMIT_SLOTS; i++) {
+		snprintf(buf, sizeof(buf), "10.%d.%d.%d:1", i >> 16 & 255,
+			 i >> 8 & 255, i & 255);
+		ck_assert_int_eq(addr_parse(buf, &other), 0);
+		auth_failed(&al, &other, t);
+	}
+	ck_assert(auth_rate_limited(&al, &bad, t));
+	/* the last of the flood is remembered, not yet limited */
+	ck_assert(!auth_rate_limited(&al, &other, t));
+
+	/* every slot limited: a newcomer's failure is not recorded */
+	for (i = 0; i < AUTH_LIMIT_SLOTS - 1; i++) {
+		snprintf(buf, sizeof(buf), "10.200.%d.%d:1", i >> 8 & 255,
+			 i & 255);
+		ck_assert_int_eq(addr_parse(buf, &other), 0);
+		while (!auth_rate_limited(&al, &other, t))
+			auth_failed(&al, &other, t);
+	}
+	ck_assert_int_eq(addr_parse("198.51.100.1:1", &other), 0);
+	for (i = 0; i < 20; i++)
+		auth_failed(&al, &other, t);
+	ck_assert(!auth_rate_limited(&al, &other, t));
+	ck_assert(auth_rate_limited(&al, &bad, t));
+	/* once tokens come back (10 s), the slots are anyone's again */
+	for (i = 0; i < 10; i++)
+		auth_failed(&al, &other, t + 10000);
+	ck_assert(auth_rate_limited(&al, &other, t + 10000));
+	auth_limit_destroy(&al);
 }
 END_TEST
 
@@ -255,6 +305,7 @@ fallback_suite(void)
 	tcase_add_test(tc, mac_depends_on_everything);
 	tcase_add_test(tc, nonces_differ);
 	tcase_add_test(tc, rate_limit_per_source);
+	tcase_add_test(tc, rate_limit_survives_address_flood);
 	suite_add_tcase(s, tc);
 	return s;
 }

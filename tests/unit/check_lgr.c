@@ -61,6 +61,7 @@ side_init(struct side *s, const char *name, const char *peer, int ndev,
 	s->conf = conf_load_string(text, "test.conf", stderr);
 	ck_assert_ptr_nonnull(s->conf);
 	conf_hold(s->conf);
+	auth_limit_init(&s->al);
 	s->ctx = lgr_ctx_new(base, s->conf, &s->st, &s->al, &tmo);
 	ck_assert_ptr_nonnull(s->ctx);
 	for (i = 0; i < ndev; i++) {
@@ -1268,6 +1269,52 @@ START_TEST(max_lgrs_per_peer)
 }
 END_TEST
 
+static bool
+b_two_active(void)
+{
+	const struct lgr *l;
+	int n = 0;
+
+	for (l = lgr_of(&B); l != NULL; l = TAILQ_NEXT(l, entry))
+		n += l->state == LGR_STATE_ACTIVE;
+	return n == 2 || stat(&A, STAT_clnt_hshake_err_cnt) > 0;
+}
+
+/*
+ * Strangers that only propose under the peer's name (it has no key;
+ * they never send a CONFIRM) take nothing of its max_lgrs: the peer
+ * itself still gets its groups.  Before, each PROPOSAL was charged and
+ * the peer was declined.
+ */
+START_TEST(max_lgrs_charged_after_auth)
+{
+	struct clc_proposal_info p;
+	uint8_t msg[CLC_MSG_MAX];
+	int held[2], len, i;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_peer(&B)->max_lgrs = 2;
+	raw_proposal(&p, "a");
+	len = clc_proposal_encode(msg, sizeof(msg), &p);
+	for (i = 0; i < 2; i++) {
+		raw_to_b();
+		raw_send(msg, (size_t)len);
+		ck_assert_uint_eq(raw_read(sizeof(struct clc_accept)),
+				  sizeof(struct clc_accept));
+		held[i] = raw_fd;
+		raw_fd = -1;
+	}
+	connect_ab();
+	connect_ab();
+	ck_assert(run_until(b_two_active, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_peer_lgr_limit), 0);
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 0);
+	for (i = 0; i < 2; i++)
+		close(held[i]);
+}
+END_TEST
+
 static Suite *
 lgr_suite(void)
 {
@@ -1299,6 +1346,7 @@ lgr_suite(void)
 	tcase_add_test(tc, llc_waits_past_queue);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
+	tcase_add_test(tc, max_lgrs_charged_after_auth);
 	suite_add_tcase(s, tc);
 	return s;
 }

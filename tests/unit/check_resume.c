@@ -92,6 +92,7 @@ side_init(struct side *s)
 	s->conf = conf_load_string(text, "side.conf", stderr);
 	ck_assert_ptr_nonnull(s->conf);
 	conf_hold(s->conf);
+	auth_limit_init(&s->al);
 	s->ctx = lgr_ctx_new(worker_base(w), s->conf, &s->st, &s->al, NULL);
 	ck_assert_ptr_nonnull(s->ctx);
 	s->ctx->llc_rx = side_llc_rx;

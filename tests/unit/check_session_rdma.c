@@ -10,6 +10,7 @@
  * key or address changed on reload still reaching us over its group.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,8 +24,10 @@
 #include <check.h>
 #include <event2/event.h>
 
-#include "smcproxyd.h"
+#include "session_rdma.h"
+#include "clc_wire.h"
 #include "dev.h"
+#include "fallback_wire.h"
 #include "llc_wire.h"
 
 #define NCLIENTS 200
@@ -36,7 +39,11 @@ static struct worker *w;
 static struct lgr_ctx *ctx_b;
 static struct stats st_b;
 static struct auth_limit al_b;
-static struct dev *dev_a, *dev_b;
+static struct dev *dev_a, *dev_b, *dev_a2, *dev_b2;
+static int ndevs = 1;		    /* per side: 2 for groups of two links */
+static int qps_max = 1;		    /* A's QPs before creation fails */
+static const char *rule_extra = ""; /* into A's rule */
+static int max_links = 1;
 static int peer_fd = -1; /* the peer port, A's fallback connects here */
 static int clients[NCLIENTS];
 static int peers[NCLIENTS + 1]; /* what came to the peer port */
@@ -63,17 +70,57 @@ flaky_qp_create(struct dev *d, struct event_base *base,
 		const struct dev_qp_caps *want, struct dev_qp_caps *got,
 		const struct dev_qp_cb *cb)
 {
-	if (qps_created++ >= 1) {
+	if (qps_created++ >= qps_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return loopdev_ops.qp_create(d, base, want, got, cb);
 }
 
-/* B takes CONN_OPEN and never answers: A's connections just wait. */
+/*
+ * B takes CONN_OPEN and never answers, so A's connections just wait; or,
+ * with b_accepts, B accepts the first into an RMB element of its own
+ * (what A writes there is not read: the bytes only have to go).
+ */
+static bool b_accepts;
+static struct buf_pool *b_pool;
+static struct buf *b_rmb;
+static struct lgr_conn b_conns[4];
+static int b_nconns;
+static int b_resumes; /* CONN_RESUME requests B got (and never answers) */
+
 static void
 b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
+	struct lgr_conn *c = &b_conns[b_nconns];
+	const struct dev_mr *mr;
+	struct llc_info a;
+
+	if (m->type == LLC_CONN_RESUME && !(m->flags & LLC_FLAG_RESP))
+		b_resumes++;
+	if (!b_accepts || m->type != LLC_CONN_OPEN || b_nconns == 4)
+		return;
+	b_nconns++;
+	if (b_pool == NULL) {
+		b_pool = buf_pool_new(NULL, NULL, 0);
+		ck_assert_ptr_nonnull(b_pool);
+		ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb),
+				 0);
+	}
+	mr = buf_mr(b_rmb, link->dev->ops, link->pd);
+	ck_assert_ptr_nonnull(mr);
+	c->token = 0x99 + (uint32_t)b_nconns;
+	ck_assert_int_eq(lgr_conn_add(link->lgr, c), 0);
+	memset(&a, 0, sizeof(a));
+	a.type = LLC_CONN_ACCEPT;
+	a.flags = LLC_FLAG_RESP;
+	a.conn_accept.opener_token = m->conn_open.token;
+	a.conn_accept.token = c->token;
+	a.conn_accept.rmb_rkey = mr->rkey;
+	a.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)b_rmb->addr;
+	a.conn_accept.rmbe_size = 0;
+	memset(a.conn_accept.resume_id, 0x5a, LLC_RESUME_ID_LEN);
+	ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);
 }
 
 static int
@@ -159,11 +206,22 @@ setup_cb(struct worker *wk, void *arg)
 	ck_assert_ptr_nonnull(dev_a);
 	ck_assert_ptr_nonnull(dev_b);
 	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"), 0);
+	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
 	ctx_b->llc_rx = b_llc_rx;
 	ck_assert_int_eq(lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb"),
 			 0);
+	if (ndevs == 2) {
+		dev_a2 = loopdev_new(worker_base(wk));
+		dev_b2 = loopdev_new(worker_base(wk));
+		ck_assert_int_eq(
+			lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a2, "loopa2"),
+			0);
+		ck_assert_int_eq(
+			lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b2, "loopb2"),
+			0);
+	}
 }
 
 static void
@@ -175,7 +233,11 @@ serve_cb(struct worker *wk, void *arg)
 static void
 close_cb(struct worker *wk, void *arg)
 {
+	int i;
+
 	session_close_all(wk, SESSION_SHUTDOWN);
+	for (i = 0; i < 4; i++)
+		lgr_conn_del(&b_conns[i]);
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
 }
@@ -191,9 +253,41 @@ static void
 devs_cb(struct worker *wk, void *arg)
 {
 	worker_lgr(wk)->ndevs = 0;
+	if (b_pool != NULL) {
+		buf_put(b_rmb);
+		buf_pool_free(b_pool);
+		b_pool = NULL;
+	}
 	loopdev_free(dev_a);
 	loopdev_free(dev_b);
+	if (dev_a2 != NULL) {
+		loopdev_free(dev_a2);
+		loopdev_free(dev_b2);
+		dev_a2 = dev_b2 = NULL;
+	}
 	devs_freed = true;
+}
+
+/*
+ * How A and B know each other: without a key, or with the key in
+ * key_path (the impostor tests).
+ */
+static char key_path[64], key_conf[128] = "insecure = true";
+
+static void
+key_make(void)
+{
+	unsigned char k[32];
+	int fd;
+
+	snprintf(key_path, sizeof(key_path), "/tmp/check_session_rdma.XXXXXX");
+	fd = mkstemp(key_path);
+	ck_assert_int_ge(fd, 0);
+	auth_nonce(k);
+	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	close(fd);
+	snprintf(key_conf, sizeof(key_conf), "key_file = \"%s\"", key_path);
 }
 
 /* A's config; peer_extra goes into b's peer entry, rdma_extra to rdma. */
@@ -206,11 +300,12 @@ a_conf2(const char *peer_extra, const char *rdma_extra)
 	snprintf(text, sizeof(text),
 		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
-		 " insecure = true; %s } );\n"
+		 " %s; %s } );\n"
 		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
-		 " peer = \"b\"; export = \"e\"; } );\n"
-		 "rdma: { max_links = 1; max_conns_per_lgr = %d; %s };\n",
-		 peer_port, peer_extra, rule_port, GROUP_CONNS, rdma_extra);
+		 " peer = \"b\"; export = \"e\"; %s } );\n"
+		 "rdma: { max_links = %d; max_conns_per_lgr = %d; %s };\n",
+		 peer_port, key_conf, peer_extra, rule_port, rule_extra,
+		 max_links, GROUP_CONNS, rdma_extra);
 	c = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(c);
 	return conf_hold(c);
@@ -225,19 +320,21 @@ a_conf(const char *peer_extra)
 static void
 setup(void)
 {
+	char text[512];
 	int fd, i;
 
-	log_init(1, LOG_LEVEL_WARN);
+	log_init(1, getenv("CK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN);
 	peer_fd = listen_any(&peer_port);
 	fd = listen_any(&rule_port);
 	close(fd);
 	conf_a = a_conf("any_source = true;");
 	conf_next = NULL;
-	conf_b = conf_load_string("smcproxyd: { name = \"b\"; workers = 1; };\n"
-				  "peers = ( { name = \"a\";"
-				  " address = \"127.0.0.1:1\";"
-				  " insecure = true; any_source = true; } );\n",
-				  "b.conf", stderr);
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"b\"; workers = 1; };\n"
+		 "peers = ( { name = \"a\"; address = \"127.0.0.1:1\";"
+		 " %s; any_source = true; } );\n",
+		 key_conf);
+	conf_b = conf_load_string(text, "b.conf", stderr);
 	ck_assert_ptr_nonnull(conf_b);
 	conf_hold(conf_b);
 	for (i = 0; i < NCLIENTS; i++)
@@ -461,6 +558,389 @@ START_TEST(open_lost_with_group)
 }
 END_TEST
 
+/* ---- resuming on the rule side: deadlines, limits, a failover ---- */
+
+static void
+setup_resume(void)
+{
+	b_accepts = true;
+	setup();
+}
+
+static void
+setup_resume2(void)
+{
+	ndevs = 2;
+	qps_max = 100;
+	max_links = 2;
+	setup_resume();
+}
+
+static void
+teardown_resume(void)
+{
+	/* a group A still sets up for a resume is refused: it goes */
+	close(peer_fd);
+	peer_fd = -1;
+	teardown();
+	b_accepts = false;
+	ndevs = 1;
+	qps_max = 1;
+	max_links = 1;
+	rule_extra = "";
+}
+
+static int b_resumes_seen;
+
+static void
+b_resumes_cb(struct worker *wk, void *arg)
+{
+	b_resumes_seen = b_resumes;
+}
+
+/* B got n CONN_RESUME requests within ms. */
+static bool
+wait_b_resumes(int n, int ms)
+{
+	int i;
+
+	for (i = 0; i < ms / 10; i++) {
+		worker_call(w, b_resumes_cb, NULL);
+		if (b_resumes_seen >= n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* A client's connection relays over a group to B (served here). */
+static void
+relay_one(int i)
+{
+	int clc_fd;
+
+	clients[i] = connect_to(rule_port);
+	if (i == 0) {
+		clc_fd = peer_accept(WAIT_MS);
+		ck_assert_int_ge(clc_fd, 0);
+		worker_call(w, serve_cb, &clc_fd);
+	}
+	ck_assert(wait_stat_a(STAT_conns_rdma, (uint64_t)i + 1));
+}
+
+/* The group A resumes on: its CLC served, CONN_RESUME sent to B. */
+static void
+new_group_asked(int n)
+{
+	int clc_fd = peer_accept(WAIT_MS);
+
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_b_resumes(n, WAIT_MS));
+}
+
+/*
+ * B holds its answer to CONN_RESUME: after 5 s A leaves that attempt and
+ * asks again (resume_retries), instead of waiting out resume_timeout.
+ */
+START_TEST(resume_unanswered_asks_again)
+{
+	relay_one(0);
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	new_group_asked(1);
+	ck_assert_uint_eq(stat_a(STAT_resume_retries), 0);
+	ck_assert(wait_b_resumes(2, 8000));
+	ck_assert_uint_eq(stat_a(STAT_resume_retries), 1);
+	ck_assert_int_eq(lgr_state_a(), LGR_STATE_ACTIVE);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+}
+END_TEST
+
+static int links_up, ngroups;
+
+static void
+links_cb(struct worker *wk, void *arg)
+{
+	struct lgr *lgr;
+
+	links_up = ngroups = 0;
+	TAILQ_FOREACH(lgr, &worker_lgr(wk)->lgrs, entry) {
+		ngroups++;
+		if (lgr->state == LGR_STATE_ACTIVE)
+			links_up = lgr_links_active(lgr);
+	}
+}
+
+/* The link A's resuming connection asked on goes down (the peer's side). */
+static void
+drop_conn_link_cb(struct worker *wk, void *arg)
+{
+	struct session *s = worker_sessions(wk);
+	struct session_rdma *sr = s->rdma;
+
+	ck_assert_ptr_nonnull(sr->lc.link);
+	loopdev_drop_link(wr_link_qp(sr->lc.link->wr));
+}
+
+/*
+ * Finding M1: the group a connection resumes on loses the link its
+ * CONN_RESUME went on while the answer is held: the connection moves to
+ * the group's other link (link_down with a link to go to), long after its
+ * old group was freed.  It asks again on the link that is left, and
+ * never reads the old group (ASan: heap-use-after-free before the fix).
+ */
+START_TEST(resume_failover_while_asking)
+{
+	int i;
+
+	relay_one(0);
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	new_group_asked(1);
+	/* both links of the new group up, and the old group freed */
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, links_cb, NULL);
+		if (links_up == 2 && ngroups == 1)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(links_up, 2);
+	ck_assert_int_eq(ngroups, 1);
+	worker_call(w, drop_conn_link_cb, NULL);
+	ck_assert(wait_b_resumes(2, WAIT_MS));
+	ck_assert_uint_eq(stat_a(STAT_resume_retries), 0);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+}
+END_TEST
+
+/*
+ * A peer holds at most max_resuming resuming connections per worker:
+ * with 1, the second connection of a group that ends is reset at once
+ * (resume_failed_limit), the first resumes as before.
+ */
+START_TEST(resume_limit_per_peer)
+{
+	conf_next = a_conf("any_source = true; max_resuming = 1;");
+	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
+	relay_one(0);
+	relay_one(1);
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_stat_a(STAT_resume_failed_limit, 1));
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+}
+END_TEST
+
+/*
+ * The rule's idle_timeout applies while a connection resumes: with 1 s
+ * and no new group to be had, it is reset within seconds, not after
+ * resume_timeout (900 s).
+ */
+START_TEST(resume_idle_timeout)
+{
+	rule_extra = "idle_timeout = 1;";
+	conf_next = a_conf("any_source = true;");
+	ck_assert_int_eq(worker_reconfigure_all(conf_next), 0);
+	relay_one(0);
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	ck_assert(wait_stat_a(STAT_resume_failed_timeout, 1));
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
+}
+END_TEST
+
+/* ---- a hostile responder on the peer's port (H1) ---- */
+
+static void
+setup_keyed(void)
+{
+	key_make();
+	b_accepts = true;
+	setup();
+}
+
+static void
+teardown_keyed(void)
+{
+	teardown();
+	b_accepts = false;
+	unlink(key_path);
+	snprintf(key_conf, sizeof(key_conf), "insecure = true");
+}
+
+/* Up to len bytes from fd within ms: what came, 0 at EOF, -1 if none. */
+static ssize_t
+recv_within(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
+/* One whole fallback message from fd into buf (FB_MSG_MAX bytes). */
+static size_t
+fb_msg_within(int fd, unsigned char *buf)
+{
+	size_t len = 0;
+	int i, rc;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		rc = fallback_msg_read(fd, buf, &len);
+		ck_assert_int_ge(rc, 0);
+		if (rc == 1)
+			return len;
+		usleep(10000);
+	}
+	ck_abort_msg("no whole message from A");
+	return 0;
+}
+
+enum impostor { IMP_RESUMED, IMP_RESULT0_RESUMED, IMP_BAD_CHALLENGE };
+
+#define SECRET "bytes only the real peer may read"
+#define MARKER "IMPOSTOR-BYTES"
+
+/*
+ * A keyed peer b; A's client connection relays over their group.  b's
+ * daemon dies (its group ends under A, not orderly) and an impostor
+ * without the key takes b's port: it declines the new group's CLC, so A
+ * resumes over TCP, and answers the resume HELLO as _i says: RESUMED
+ * built from the HELLO's own offsets, RESULT 0 without a CHALLENGE then
+ * RESUMED, or a CHALLENGE whose MAC it cannot make.  None of the client's
+ * bytes reach it, none of its bytes reach the client, and the connection
+ * is reset, counted as resume_failed_auth and auth_failures.
+ */
+START_TEST(impostor_gets_nothing)
+{
+	unsigned char msg[FB_MSG_MAX], out[FB_MSG_MAX * 2];
+	struct clc_decline_info d;
+	struct fb_hello_info hi;
+	struct fb_challenge ch;
+	char buf[4096];
+	size_t len, n;
+	ssize_t got;
+	int clc_fd, fd;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_session_state_a(SESSION_RELAY));
+	ck_assert_int_eq(write(clients[0], "before", 6), 6);
+
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	ck_assert_int_eq(write(clients[0], SECRET, sizeof(SECRET)),
+			 (ssize_t)sizeof(SECRET));
+
+	/* the new group's CLC: declined */
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(recv_within(fd, buf, sizeof(buf), WAIT_MS), 0);
+	memset(&d, 0, sizeof(d));
+	d.diagnosis = CLC_DECL_NOSMCRDEV;
+	got = clc_decline_encode(buf, sizeof(buf), &d);
+	ck_assert_int_gt(got, 0);
+	ck_assert_int_eq(write(fd, buf, (size_t)got), got);
+	close(fd);
+
+	/* the resume over TCP: its HELLO names the connection */
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	len = fb_msg_within(fd, msg);
+	ck_assert_int_eq(fb_hello_decode(msg, len, &hi), 0);
+	ck_assert(hi.flags & FB_FLAG_RESUME);
+	ck_assert(hi.flags & FB_FLAG_AUTH);
+	n = 0;
+	switch (_i) {
+	case IMP_RESULT0_RESUMED:
+		n = fb_result_encode(out, 0);
+		/* fall through */
+	case IMP_RESUMED:
+		n += fb_resumed_encode(out + n, hi.tx_fin, hi.rx_off);
+		break;
+	case IMP_BAD_CHALLENGE:
+		memset(&ch, 0, sizeof(ch));
+		memcpy(ch.hdr.eyecatcher, FB_EYECATCHER, 4);
+		ch.hdr.version = FB_VERSION;
+		ch.hdr.type = FB_CHALLENGE;
+		ch.hdr.length = htons(sizeof(ch));
+		memset(ch.nonce, 1, sizeof(ch.nonce));
+		memset(ch.mac, 2, sizeof(ch.mac));
+		memcpy(out, &ch, sizeof(ch));
+		n = sizeof(ch);
+		break;
+	}
+	memcpy(out + n, MARKER, sizeof(MARKER));
+	n += sizeof(MARKER);
+	ck_assert_int_eq(write(fd, out, n), (ssize_t)n);
+
+	ck_assert(wait_stat_a(STAT_resume_failed_auth, 1));
+	ck_assert_uint_ge(stat_a(STAT_auth_failures), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_resumed_tcp), 0);
+	/* the impostor got the HELLO and nothing after it */
+	got = recv_within(fd, buf, sizeof(buf), WAIT_MS);
+	ck_assert_int_le(got, 0);
+	close(fd);
+	/* the client got nothing, and its connection was reset */
+	fcntl(clients[0], F_SETFL, fcntl(clients[0], F_GETFL) | O_NONBLOCK);
+	got = recv_within(clients[0], buf, sizeof(buf), WAIT_MS);
+	ck_assert_int_le(got, 0);
+	ck_assert(wait_stat_a(STAT_CLOSE_BASE + SESSION_RESUME_FAILED, 1));
+}
+END_TEST
+
+/*
+ * An impostor that takes the resume HELLO and says nothing holds the
+ * connection for 10 s at most: the attempt is given up and the next one
+ * begins (a new group's CLC on the peer port), nothing sent its way.
+ */
+START_TEST(impostor_silent_is_left)
+{
+	unsigned char msg[FB_MSG_MAX];
+	struct clc_decline_info d;
+	char buf[4096];
+	ssize_t got;
+	int clc_fd, fd, fd2;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_session_state_a(SESSION_RELAY));
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	ck_assert_int_eq(write(clients[0], SECRET, sizeof(SECRET)),
+			 (ssize_t)sizeof(SECRET));
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(recv_within(fd, buf, sizeof(buf), WAIT_MS), 0);
+	memset(&d, 0, sizeof(d));
+	d.diagnosis = CLC_DECL_NOSMCRDEV;
+	got = clc_decline_encode(buf, sizeof(buf), &d);
+	ck_assert_int_eq(write(fd, buf, (size_t)got), got);
+	close(fd);
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	(void)fb_msg_within(fd, msg);
+	/* silence: within 10 s (and a tick) A gives up and starts again */
+	fd2 = peer_accept(15000);
+	ck_assert_int_ge(fd2, 0);
+	got = recv_within(fd, buf, sizeof(buf), 100);
+	ck_assert_int_le(got, 0);
+	ck_assert_uint_eq(stat_a(STAT_resume_failed_auth), 0);
+	ck_assert_uint_eq(stat_a(STAT_conns_resumed_tcp), 0);
+	ck_assert_int_eq(lgr_state_a() == -1 || lgr_state_a() >= 0, 1);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	close(fd);
+	close(fd2);
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -477,6 +957,25 @@ session_rdma_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, reload_revokes);
 	tcase_add_test(tc, buffer_share_per_peer);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("impostor");
+	tcase_add_checked_fixture(tc, setup_keyed, teardown_keyed);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, impostor_gets_nothing, IMP_RESUMED,
+			    IMP_BAD_CHALLENGE + 1);
+	tcase_add_test(tc, impostor_silent_is_left);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("resume");
+	tcase_add_checked_fixture(tc, setup_resume, teardown_resume);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, resume_unanswered_asks_again);
+	tcase_add_test(tc, resume_limit_per_peer);
+	tcase_add_test(tc, resume_idle_timeout);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("resume2");
+	tcase_add_checked_fixture(tc, setup_resume2, teardown_resume);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, resume_failover_while_asking);
 	suite_add_tcase(s, tc);
 	return s;
 }

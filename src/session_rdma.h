@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Private to the RDMA data path's session files: session_rdma.c (the
+ * in-band open and the relay) and resume.c (a connection whose link
+ * group ended, moving to a new one or to TCP).  Nothing else includes
+ * it; the rest of the daemon sees the opaque names in smcproxyd.h.
+ */
+#ifndef SMCPROXYD_SESSION_RDMA_H
+#define SMCPROXYD_SESSION_RDMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "llc_wire.h"
+
+#define SESSION_RDMA_OPEN_TIMEOUT 330 /* s: > the largest connect_timeout */
+#define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
+#define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
+#define SESSION_RDMA_REOPENS 3	      /* opens lost with a group, at most */
+
+/* Sessions in order, linked through their park entry. */
+struct session_rdma_queue {
+	TAILQ_HEAD(, session) q;
+	unsigned int n;
+};
+
+/* Registered memory the connections of one peer hold on a worker. */
+struct session_rdma_share {
+	LIST_ENTRY(session_rdma_share) entry;
+	char peer[CONF_NAME_MAX + 1];
+	size_t bytes;
+	unsigned int nresuming; /* of its connections, resuming now */
+};
+
+struct resume;
+
+/* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
+struct session_rdma_worker {
+	struct worker *w;
+	struct lgr_ctx *ctx;
+	struct buf_pool *pool; /* on every device of the worker's links */
+	/* client connections waiting for a group on its way (FIFO) */
+	struct session_rdma_queue parked;
+	/* taken off parked by a wake-up, each to go on exactly once */
+	struct session_rdma_queue woken;
+	/* connections whose group ended, both roles (resume.c) */
+	TAILQ_HEAD(, resume) resuming;
+	unsigned int nresuming;
+	uint64_t resume_ends;	 /* resumes ended so far (resume_tick) */
+	uint64_t resume_pass;	 /* resume_tick's passes */
+	struct event *resume_ev; /* find or set up a group, deadlines */
+	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
+	struct event *watch_ev; /* each second: peers that consume nothing */
+};
+
+/* What sr's own LLC message (waiting for a TX slot) is. */
+enum session_rdma_llc {
+	SESSION_RDMA_LLC_OPEN,
+	SESSION_RDMA_LLC_ACCEPT,
+	SESSION_RDMA_LLC_RKEY,
+	SESSION_RDMA_LLC_RESUME,  /* opener's CONN_RESUME request */
+	SESSION_RDMA_LLC_RESUMED, /* acceptor's answer: then resume */
+};
+
+/* An rkey of the peer's RMB element, valid on the link with link_id. */
+struct session_rdma_rkey {
+	uint8_t link_id; /* 0: unused */
+	uint32_t rkey;
+};
+
+struct session_rdma {
+	struct session *s;
+	struct session_rdma_worker *srw;
+	struct lgr_conn lc;		/* membership of the link group */
+	struct rconn *rc;		/* once accepted */
+	struct buf *sndbuf, *rmb;	/* until rc takes them over */
+	uint32_t peer_token;		/* ours: lc.token */
+	struct rconn_peer_rmb peer_rmb; /* export side: from CONN_OPEN */
+	int t;				/* index of the TCP socket in fd[] */
+	bool answered;			/* export side: ACCEPT or REJECT sent */
+	struct lgr_link *open_link;	/* export side: CONN_OPEN came here */
+	bool rd_eof;			/* TCP EOF read, DONE_WRITING asked */
+	bool rd_blocked;		/* ring full: until tx_space_ready */
+	bool peer_done;			/* peer_done_writing told */
+	bool wr_shut;			/* shutdown(SHUT_WR) of the TCP side */
+	bool fin_set;
+	enum session_reason fin_reason; /* which side finished first */
+	bool closing;
+	enum session_reason close_reason;
+	struct lgr_link *failover_to; /* link_down: move there */
+	bool in_run, again;
+	struct llc_pending llc; /* our LLC message waiting for a TX slot */
+	enum session_rdma_llc llc_kind;
+	/* keys per link (see the top of session_rdma.c) */
+	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
+	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
+	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
+	bool rkeys_owed;	      /* announce once llc went out */
+	uint8_t resume_id[LLC_RESUME_ID_LEN]; /* all zero: cannot resume */
+	struct resume *res;		  /* only while resuming (resume.c) */
+	struct session_rdma_share *share; /* charged charge bytes there */
+	size_t charge;
+	/* our bytes wait for the peer's window: since when it consumed
+	 * nothing, and how much it had consumed then (session_rdma_watch) */
+	uint64_t stuck_since_ms, stuck_cons;
+	/* resumed over TCP: fd[1 - t] carries it for the rest of its life */
+	bool over_tcp;
+	bool tcp_eof;  /* the peer's FIN came */
+	bool tcp_shut; /* ours went: shutdown(SHUT_WR) */
+};
+
+/* session_rdma.c, for resume.c */
+unsigned long long session_rdma_id(const struct session_rdma *sr);
+const struct dev_mr *session_rdma_mr(struct session_rdma_worker *srw,
+				     struct buf *b,
+				     const struct lgr_link *link);
+void session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
+				uint32_t rkey);
+void session_rdma_told_set(struct session_rdma *sr, uint8_t link_id);
+void session_rdma_rkeys_announce(struct session_rdma *sr);
+void session_rdma_fail(struct session_rdma *sr, enum session_reason r);
+void session_rdma_kick(struct session_rdma *sr);
+int session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
+			  const struct llc_info *m, enum session_rdma_llc kind);
+int session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
+			     enum session_reason r);
+
+/* resume.c */
+bool resume_id_set(const struct session_rdma *sr);
+bool resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended);
+void resume_end(struct session_rdma *sr);
+void resume_fail(struct session_rdma *sr, enum stats_id stat, const char *why);
+bool resume_waiting(const struct session_rdma *sr);
+void resume_answer_sent(struct session_rdma *sr, int status);
+void resume_timeout(struct session_rdma *sr);
+void resume_peer(struct session_rdma_worker *srw, struct lgr *lgr, bool failed);
+void resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
+	       const struct llc_info *m);
+void resume_tick(evutil_socket_t fd, short what, void *arg);
+bool resume_tcp_io(struct session_rdma *sr, int i, short what);
+bool resume_tcp_relay(struct session_rdma *sr);
+void resume_json(const struct session_rdma *sr, struct json_t *o);
+
+#endif /* SMCPROXYD_SESSION_RDMA_H */
