@@ -750,6 +750,26 @@ START_TEST(resume_idle_timeout)
 }
 END_TEST
 
+/*
+ * Nothing listens on the peer port any more when two connections try to
+ * resume: the first one's try fails the new group at once (connection
+ * refused), which ends both resumes from inside resume_tick's walk.  Both
+ * are reset, counted, and the walk reads neither after its end (ASan:
+ * heap-use-after-free with a walk that keeps a pointer to the next).
+ */
+START_TEST(resume_peer_gone_ends_all)
+{
+	relay_one(0);
+	relay_one(1);
+	close(peer_fd);
+	peer_fd = -1;
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_stat_a(STAT_resume_failed_peer_gone, 2));
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 0);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
+}
+END_TEST
+
 /* ---- a hostile responder on the peer's port (H1) ---- */
 
 static void
@@ -971,6 +991,7 @@ session_rdma_suite(void)
 	tcase_add_test(tc, resume_unanswered_asks_again);
 	tcase_add_test(tc, resume_limit_per_peer);
 	tcase_add_test(tc, resume_idle_timeout);
+	tcase_add_test(tc, resume_peer_gone_ends_all);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("resume2");
 	tcase_add_checked_fixture(tc, setup_resume2, teardown_resume);
