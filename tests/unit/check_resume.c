@@ -328,7 +328,7 @@ setup(void)
 	char text[1024];
 	int fd;
 
-	log_init(1, LOG_LEVEL_WARN);
+	log_init(1, getenv("CK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN);
 	target_fd = listen_any(&target_port);
 	fd = listen_any(&peer_port);
 	close(fd);
@@ -342,7 +342,7 @@ setup(void)
 		 " insecure = true; any_source = true; } );\n"
 		 "exports = ( { name = \"e\"; target = \"127.0.0.1:%d\";"
 		 " peers = [ \"b\", \"c\" ]; } );\n"
-		 "rdma: { max_links = 1; };\n",
+		 "rdma: { max_links = 1; max_send_wr = 2; };\n",
 		 peer_port, target_port);
 	conf_a = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(conf_a);
@@ -487,6 +487,108 @@ START_TEST(peer_that_never_consumes_is_reset)
 }
 END_TEST
 
+/* What A's active group's link does next (the test's hand on it). */
+static bool a_link_done;
+
+static void
+a_link_cb(struct worker *wk, void *arg)
+{
+	struct lgr *lgr;
+
+	a_link_done = false;
+	TAILQ_FOREACH(lgr, &worker_lgr(wk)->lgrs, entry)
+		if (lgr->state == LGR_STATE_ACTIVE &&
+		    lgr_links_active(lgr) > 0) {
+			if (arg != NULL)
+				loopdev_hold(wr_link_qp(lgr->link[0].wr), true);
+			else
+				loopdev_drop_link(wr_link_qp(lgr->link[0].wr));
+			a_link_done = true;
+			return;
+		}
+}
+
+/* Hold (hold: true) or fail A's active link, once there is one. */
+static void
+a_link(bool hold)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, a_link_cb, hold ? &B : NULL);
+		if (a_link_done)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("A has no active group");
+}
+
+static void
+test_link_cb(struct worker *wk, void *arg)
+{
+	struct side *s = arg;
+	struct lgr_link *link = &TAILQ_FIRST(&s->ctx->lgrs)->link[0];
+	struct llc_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_TEST_LINK;
+	(void)llc_send(link, &m, NULL, NULL);
+}
+
+/*
+ * A's answer to CONN_RESUME waits for a TX slot (its two and its LLC
+ * queue are taken by TEST_LINK answers that do not complete: the link is
+ * held) and the link
+ * fails under it: the connection goes back to waiting to be asked, as
+ * after any lost attempt, instead of being reset; asked again on a new
+ * group it resumes.  It was reset (link_failed) before.
+ */
+START_TEST(resume_answer_lost_with_its_link)
+{
+	const struct llc_info *m;
+	uint64_t failed = stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED);
+	uint8_t id1[LLC_RESUME_ID_LEN];
+	int i, n;
+
+	new_group(&B);
+	open_conn(&B, TOKEN1);
+	m = answer(&B, 0);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	memcpy(id1, m->conn_accept.resume_id, sizeof(id1));
+	worker_call(w, kill_cb, &B);
+	ck_assert(wait_stat_a(STAT_conns_resuming, 1));
+
+	new_group(&B);
+	n = B.ngot;
+	a_link(true);
+	/* A's answers take its two TX slots and its queue of 8: one more
+	 * TEST_LINK answer would end the link, CONN_RESUME's answer waits */
+	for (i = 0; i < 2 + LGR_LLC_QUEUE; i++)
+		worker_call(w, test_link_cb, &B);
+	resume(&B, id1, TOKEN1, 0, 0);
+	for (i = 0; i < 20; i++) {
+		worker_call(w, sync_cb, NULL);
+		usleep(5000);
+	}
+	ck_assert_int_eq(B.ngot, n); /* nothing of A's got through */
+	a_link(false);		     /* the link fails */
+	usleep(300000);
+	worker_call(w, sync_cb, NULL);
+	ck_assert_uint_eq(stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED),
+			  failed);
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+
+	new_group(&B);
+	n = B.ngot;
+	resume(&B, id1, TOKEN1, 0, 0);
+	m = answer(&B, n);
+	ck_assert_uint_eq(m->type, LLC_CONN_RESUME);
+	ck_assert(m->flags & LLC_FLAG_RESP);
+	ck_assert(wait_stat_a(STAT_conns_resumed_rdma, 1));
+}
+END_TEST
+
 static Suite *
 resume_suite(void)
 {
@@ -497,6 +599,7 @@ resume_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, resume_refusals_and_the_real_one);
 	tcase_add_test(tc, peer_that_never_consumes_is_reset);
+	tcase_add_test(tc, resume_answer_lost_with_its_link);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -750,6 +750,26 @@ START_TEST(resume_idle_timeout)
 }
 END_TEST
 
+/*
+ * Nothing listens on the peer port any more when two connections try to
+ * resume: the first one's try fails the new group at once (connection
+ * refused), which ends both resumes from inside resume_tick's walk.  Both
+ * are reset, counted, and the walk reads neither after its end (ASan:
+ * heap-use-after-free with a walk that keeps a pointer to the next).
+ */
+START_TEST(resume_peer_gone_ends_all)
+{
+	relay_one(0);
+	relay_one(1);
+	close(peer_fd);
+	peer_fd = -1;
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_stat_a(STAT_resume_failed_peer_gone, 2));
+	ck_assert_uint_eq(stat_a(STAT_conns_resuming), 0);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 0);
+}
+END_TEST
+
 /* ---- a hostile responder on the peer's port (H1) ---- */
 
 static void
@@ -941,6 +961,91 @@ START_TEST(impostor_silent_is_left)
 }
 END_TEST
 
+/*
+ * The real peer on the port (the test, with the key): it proves the key
+ * in its CHALLENGE, checks the PROOF, accepts and answers RESUMED; the
+ * connection goes on over TCP from the exact byte both ways, through the
+ * one client handshake.
+ */
+START_TEST(resume_over_tcp_with_the_key)
+{
+	const struct conf_peer *p = &conf_a->peers[0];
+	unsigned char msg[FB_MSG_MAX], hello[FB_MSG_MAX], mac[AUTH_MAC_LEN];
+	unsigned char out[FB_MSG_MAX * 2];
+	struct clc_decline_info d;
+	struct fb_hello_info hi;
+	struct fb_challenge ch;
+	const uint8_t *their;
+	size_t hello_len, len, n;
+	char buf[4096];
+	ssize_t got;
+	int clc_fd, fd;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_session_state_a(SESSION_RELAY));
+	ck_assert_int_eq(write(clients[0], "before", 6), 6);
+	ck_assert(wait_stat_a(STAT_tx_bytes, 6));
+	worker_call(w, terminate_cb, NULL);
+	ck_assert(wait_session_state_a(SESSION_RESUMING));
+	ck_assert_int_eq(write(clients[0], SECRET, sizeof(SECRET)),
+			 (ssize_t)sizeof(SECRET));
+
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(recv_within(fd, buf, sizeof(buf), WAIT_MS), 0);
+	memset(&d, 0, sizeof(d));
+	d.diagnosis = CLC_DECL_NOSMCRDEV;
+	got = clc_decline_encode(buf, sizeof(buf), &d);
+	ck_assert_int_eq(write(fd, buf, (size_t)got), got);
+	close(fd);
+
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	hello_len = fb_msg_within(fd, hello);
+	ck_assert_int_eq(fb_hello_decode(hello, hello_len, &hi), 0);
+	/* what the group took and B confirmed is not sent again */
+	ck_assert_uint_le(hi.tx_fin, 6);
+	memset(&ch, 0, sizeof(ch));
+	memcpy(ch.hdr.eyecatcher, FB_EYECATCHER, 4);
+	ch.hdr.version = FB_VERSION;
+	ch.hdr.type = FB_CHALLENGE;
+	ch.hdr.length = htons(sizeof(ch));
+	auth_nonce(ch.nonce);
+	auth_mac(p->key, p->key_len, "s", hello, hello_len, ch.nonce,
+		 sizeof(ch.nonce), ch.mac);
+	ck_assert_int_eq(write(fd, &ch, sizeof(ch)), (ssize_t)sizeof(ch));
+	len = fb_msg_within(fd, msg);
+	ck_assert_int_eq(fb_proof_decode(msg, len, &their), 0);
+	auth_mac(p->key, p->key_len, "c", hello, hello_len, &ch, sizeof(ch),
+		 mac);
+	ck_assert_mem_eq(mac, their, AUTH_MAC_LEN);
+	n = fb_result_encode(out, 0);
+	n += fb_resumed_encode(out + n, hi.tx_fin, hi.rx_off);
+	memcpy(out + n, "FROM-PEER", 9);
+	n += 9;
+	ck_assert_int_eq(write(fd, out, n), (ssize_t)n);
+
+	ck_assert(wait_stat_a(STAT_conns_resumed_tcp, 1));
+	/* the client's stream from the byte B had, to the last */
+	snprintf((char *)out, sizeof(out), "before%s", SECRET);
+	n = 6 + sizeof(SECRET) - hi.tx_fin;
+	len = 0;
+	while (len < n && (got = recv_within(fd, buf + len, sizeof(buf) - len,
+					     WAIT_MS)) > 0)
+		len += (size_t)got;
+	ck_assert_uint_eq(len, n);
+	ck_assert_mem_eq(buf, out + hi.tx_fin, n);
+	got = recv_within(clients[0], buf, sizeof(buf), WAIT_MS);
+	ck_assert_int_eq(got, 9);
+	ck_assert_mem_eq(buf, "FROM-PEER", 9);
+	ck_assert_uint_eq(stat_a(STAT_resume_failed_auth), 0);
+	close(fd);
+}
+END_TEST
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -964,6 +1069,7 @@ session_rdma_suite(void)
 	tcase_add_loop_test(tc, impostor_gets_nothing, IMP_RESUMED,
 			    IMP_BAD_CHALLENGE + 1);
 	tcase_add_test(tc, impostor_silent_is_left);
+	tcase_add_test(tc, resume_over_tcp_with_the_key);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("resume");
 	tcase_add_checked_fixture(tc, setup_resume, teardown_resume);
@@ -971,6 +1077,7 @@ session_rdma_suite(void)
 	tcase_add_test(tc, resume_unanswered_asks_again);
 	tcase_add_test(tc, resume_limit_per_peer);
 	tcase_add_test(tc, resume_idle_timeout);
+	tcase_add_test(tc, resume_peer_gone_ends_all);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("resume2");
 	tcase_add_checked_fixture(tc, setup_resume2, teardown_resume);
