@@ -358,6 +358,24 @@ worker_preauth_find(const struct worker *w, const struct addr *src)
 }
 
 /*
+ * How many of a worker's places among strangers one source host may
+ * hold: preauth_per_source, or all of preauth_max for the host of a
+ * configured peer's address (its burst of clients over the TCP fallback
+ * authenticates there; a stranger on another host cannot use it).
+ */
+static int
+worker_preauth_cap(const struct conf *conf, const struct addr *src)
+{
+	int i;
+
+	for (i = 0; i < conf->npeers; i++)
+		if (!conf->peers[i].any_source &&
+		    addr_same_host(&conf->peers[i].addr, src))
+			return conf->preauth_max;
+	return conf->preauth_per_source;
+}
+
+/*
  * A peer connection from src that has not authenticated yet: take one of
  * the worker's preauth_max (the peer port stops accepting while they are
  * taken: worker_preauth_room), preauth_per_source of them from src's
@@ -374,7 +392,7 @@ worker_preauth_get(struct worker *w, const struct addr *src)
 	if (w->npreauth >= w->conf->preauth_max)
 		return -EAGAIN;
 	i = worker_preauth_find(w, src);
-	if (i >= 0 && w->preauth[i].n >= w->conf->preauth_per_source)
+	if (i >= 0 && w->preauth[i].n >= worker_preauth_cap(w->conf, src))
 		return -EBUSY;
 	if (i < 0) {
 		if (w->npreauth_src == w->preauth_cap) {
