@@ -14,18 +14,7 @@
 
 #include "cdc_wire.h"
 #include "smcproxyd.h"
-
-static bool
-cdc_all_zero(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != 0)
-			return false;
-	return true;
-}
+#include "wire.h"
 
 static bool
 cdc_info_ok(const struct cdc_info *m)
@@ -97,7 +86,7 @@ cdc_msg_decode(const void *buf, size_t len, struct cdc_info *out)
 	if (len < sizeof(*w) || len != sizeof(*w) + be16toh(w->data_len) ||
 	    w->type != CDC_MSG_TYPE || w->len != CDC_MSG_LEN ||
 	    w->prod.reserved != 0 || w->cons.reserved != 0 ||
-	    !cdc_all_zero(w->reserved, sizeof(w->reserved)))
+	    !wire_all_zero(w->reserved, sizeof(w->reserved)))
 		return -EPROTO;
 	m.seqno = be16toh(w->seqno);
 	m.token = be32toh(w->token);

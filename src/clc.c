@@ -32,6 +32,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "wire.h"
 #include "clc_wire.h"
 
 static const struct {
@@ -94,32 +95,6 @@ clc_type_length(uint8_t type)
 		return sizeof(struct clc_decline);
 	}
 	return 0;
-}
-
-static void
-clc_put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static uint32_t
-clc_get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static bool
-clc_all_zero(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != 0)
-			return false;
-	return true;
 }
 
 static void
@@ -237,7 +212,7 @@ clc_rmbe_compress(uint64_t bytes)
 static uint32_t
 clc_link_check(const struct clc_link_info *l)
 {
-	if (clc_all_zero(l->gid, sizeof(l->gid)) || l->qpn < CLC_QPN_MIN ||
+	if (wire_all_zero(l->gid, sizeof(l->gid)) || l->qpn < CLC_QPN_MIN ||
 	    l->qpn > 0xffffff || l->psn > 0xffffff || l->mtu < CLC_MTU_MIN ||
 	    l->mtu > CLC_MTU_MAX)
 		return CLC_DECL_BADMSG;
@@ -262,8 +237,8 @@ clc_lcl_put(struct clc_lcl *w, const uint8_t system_id[8],
 	memcpy(w->system_id, system_id, sizeof(w->system_id));
 	memcpy(w->gid, l->gid, sizeof(w->gid));
 	memcpy(w->mac, l->mac, sizeof(w->mac));
-	clc_put24(w->qpn, l->qpn);
-	clc_put24(w->psn, l->psn);
+	wire_put24(w->qpn, l->qpn);
+	wire_put24(w->psn, l->psn);
 }
 
 static void
@@ -273,8 +248,8 @@ clc_lcl_get(const struct clc_lcl *w, uint8_t system_id[8],
 	memcpy(system_id, w->system_id, sizeof(w->system_id));
 	memcpy(l->gid, w->gid, sizeof(l->gid));
 	memcpy(l->mac, w->mac, sizeof(l->mac));
-	l->qpn = clc_get24(w->qpn);
-	l->psn = clc_get24(w->psn);
+	l->qpn = wire_get24(w->qpn);
+	l->psn = wire_get24(w->psn);
 }
 
 static uint32_t
@@ -339,7 +314,7 @@ clc_proposal_decode(const void *buf, size_t len, struct clc_proposal_info *out,
 	memset(&p, 0, sizeof(p));
 	nl = strnlen(w->name, sizeof(w->name));
 	if ((w->hdr.flags & CLC_FLAG_FIRST_CONTACT) || nl == sizeof(w->name) ||
-	    !clc_all_zero(w->name + nl, sizeof(w->name) - nl)) {
+	    !wire_all_zero(w->name + nl, sizeof(w->name) - nl)) {
 		*decline = CLC_DECL_BADMSG;
 		return -EPROTO;
 	}
@@ -536,7 +511,7 @@ clc_decline_decode(const void *buf, size_t len, struct clc_decline_info *out,
 	if (rc)
 		return rc;
 	if (w->peer_diagnosis == 0 ||
-	    !clc_all_zero(w->reserved, sizeof(w->reserved))) {
+	    !wire_all_zero(w->reserved, sizeof(w->reserved))) {
 		*decline = CLC_DECL_BADMSG;
 		return -EPROTO;
 	}
@@ -855,7 +830,7 @@ static bool
 clc_mac_ok(const struct conf_peer *p, const uint8_t *want, const uint8_t *got)
 {
 	if (p->key_len == 0)
-		return clc_all_zero(got, CLC_MAC_LEN);
+		return wire_all_zero(got, CLC_MAC_LEN);
 	return auth_mac_equal(want, got);
 }
 

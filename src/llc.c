@@ -28,36 +28,11 @@
 #include <string.h>
 
 #include "smcproxyd.h"
+#include "wire.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"
 
 #define LLC_FLAG_RKEY_FLAGS (LLC_FLAG_RKEY_NEG | LLC_FLAG_RKEY_RETRY)
-
-static void
-llc_put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static uint32_t
-llc_get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static bool
-llc_all_zero(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != 0)
-			return false;
-	return true;
-}
 
 /* An RMB element must not wrap the address space. */
 static bool
@@ -167,7 +142,7 @@ llc_info_ok(const struct llc_info *m)
 	case LLC_CONFIRM_LINK: {
 		const struct llc_confirm_link_info *c = &m->confirm_link;
 
-		return !llc_all_zero(c->gid, sizeof(c->gid)) &&
+		return !wire_all_zero(c->gid, sizeof(c->gid)) &&
 		       llc_qpn_ok(c->qpn) && llc_link_num_ok(c->link_num) &&
 		       c->max_links >= CLC_MAX_LINKS_MIN &&
 		       c->max_links <= CLC_MAX_LINKS_MAX &&
@@ -182,7 +157,7 @@ llc_info_ok(const struct llc_info *m)
 			       a->qpn <= 0xffffff && a->psn <= 0xffffff &&
 			       a->mtu <= 15;
 		return a->rej_rsn == 0 &&
-		       !llc_all_zero(a->gid, sizeof(a->gid)) &&
+		       !wire_all_zero(a->gid, sizeof(a->gid)) &&
 		       llc_qpn_ok(a->qpn) && llc_link_num_ok(a->link_num) &&
 		       a->mtu >= CLC_MTU_MIN && a->mtu <= CLC_MTU_MAX &&
 		       a->psn <= 0xffffff;
@@ -258,8 +233,8 @@ llc_info_ok(const struct llc_info *m)
 		       m->conn_reject.reason != 0;
 	case LLC_CONN_RESUME:
 		return m->conn_resume.token != 0 &&
-		       !llc_all_zero(m->conn_resume.resume_id,
-				     sizeof(m->conn_resume.resume_id));
+		       !wire_all_zero(m->conn_resume.resume_id,
+				      sizeof(m->conn_resume.resume_id));
 	}
 	return false;
 }
@@ -285,12 +260,12 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 
 		memcpy(c->mac, w->sender_mac, sizeof(c->mac));
 		memcpy(c->gid, w->sender_gid, sizeof(c->gid));
-		c->qpn = llc_get24(w->sender_qp_num);
+		c->qpn = wire_get24(w->sender_qp_num);
 		c->link_num = w->link_num;
 		memcpy(c->link_uid, w->link_uid, sizeof(c->link_uid));
 		c->max_links = w->max_links;
 		c->max_conns = w->max_conns;
-		return llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_ADD_LINK: {
 		const struct llc_add_link *w = (const void *)buf;
@@ -298,14 +273,14 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 
 		memcpy(a->mac, w->sender_mac, sizeof(a->mac));
 		memcpy(a->gid, w->sender_gid, sizeof(a->gid));
-		a->qpn = llc_get24(w->sender_qp_num);
+		a->qpn = wire_get24(w->sender_qp_num);
 		a->link_num = w->link_num;
 		a->mtu = w->mtu & 0x0f;
-		a->psn = llc_get24(w->initial_psn);
+		a->psn = wire_get24(w->initial_psn);
 		a->rej_rsn = hd->reserved & 0x0f;
 		return (hd->reserved & 0xf0) == 0 && (w->mtu & 0xf0) == 0 &&
-		       llc_all_zero(w->reserved2, sizeof(w->reserved2)) &&
-		       llc_all_zero(w->reserved, sizeof(w->reserved));
+		       wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
+		       wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_ADD_LINK_CONT: {
 		const struct llc_add_link_cont *w = (const void *)buf;
@@ -318,15 +293,15 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 			a->rt[i].rkey_new = be32toh(w->rt[i].rmb_key_new);
 			a->rt[i].vaddr_new = be64toh(w->rt[i].rmb_vaddr_new);
 		}
-		return llc_all_zero(w->reserved2, sizeof(w->reserved2)) &&
-		       llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
+		       wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_DELETE_LINK: {
 		const struct llc_delete_link *w = (const void *)buf;
 
 		m->delete_link.link_num = w->link_num;
 		m->delete_link.reason = be32toh(w->reason);
-		return llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_CONFIRM_RKEY: {
 		const struct llc_confirm_rkey *w = (const void *)buf;
@@ -347,7 +322,7 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 
 		memcpy(m->test_link.user_data, w->user_data,
 		       sizeof(w->user_data));
-		return llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_DELETE_RKEY: {
 		const struct llc_delete_rkey *w = (const void *)buf;
@@ -357,8 +332,8 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		d->err_mask = w->err_mask;
 		for (i = 0; i < LLC_DEL_RKEY_MAX; i++)
 			d->rkey[i] = be32toh(w->rkey[i]);
-		return llc_all_zero(w->reserved, sizeof(w->reserved)) &&
-		       llc_all_zero(w->reserved2, sizeof(w->reserved2));
+		return wire_all_zero(w->reserved, sizeof(w->reserved)) &&
+		       wire_all_zero(w->reserved2, sizeof(w->reserved2));
 	}
 	case LLC_CONN_OPEN: {
 		const struct llc_conn_open *w = (const void *)buf;
@@ -372,7 +347,7 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		memset(o->export, 0, sizeof(o->export));
 		memcpy(o->export, w->export, len);
 		return w->reserved == 0 &&
-		       llc_all_zero(w->export + len, sizeof(w->export) - len);
+		       wire_all_zero(w->export + len, sizeof(w->export) - len);
 	}
 	case LLC_CONN_ACCEPT: {
 		const struct llc_conn_accept *w = (const void *)buf;
@@ -384,7 +359,7 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		a->rmb_vaddr = be64toh(w->rmb_vaddr);
 		a->rmbe_size = w->rmbe_size;
 		memcpy(a->resume_id, w->resume_id, sizeof(a->resume_id));
-		return llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	case LLC_CONN_RESUME: {
 		const struct llc_conn_resume *w = (const void *)buf;
@@ -402,7 +377,7 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 
 		m->conn_reject.opener_token = be32toh(w->opener_token);
 		m->conn_reject.reason = be32toh(w->reason);
-		return llc_all_zero(w->reserved, sizeof(w->reserved));
+		return wire_all_zero(w->reserved, sizeof(w->reserved));
 	}
 	}
 	return false;
@@ -434,7 +409,7 @@ llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
 
 		memcpy(w->sender_mac, c->mac, sizeof(c->mac));
 		memcpy(w->sender_gid, c->gid, sizeof(c->gid));
-		llc_put24(w->sender_qp_num, c->qpn);
+		wire_put24(w->sender_qp_num, c->qpn);
 		w->link_num = c->link_num;
 		memcpy(w->link_uid, c->link_uid, sizeof(c->link_uid));
 		w->max_links = c->max_links;
@@ -448,10 +423,10 @@ llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
 		hd->reserved = a->rej_rsn;
 		memcpy(w->sender_mac, a->mac, sizeof(a->mac));
 		memcpy(w->sender_gid, a->gid, sizeof(a->gid));
-		llc_put24(w->sender_qp_num, a->qpn);
+		wire_put24(w->sender_qp_num, a->qpn);
 		w->link_num = a->link_num;
 		w->mtu = a->mtu;
-		llc_put24(w->initial_psn, a->psn);
+		wire_put24(w->initial_psn, a->psn);
 		break;
 	}
 	case LLC_ADD_LINK_CONT: {

@@ -27,6 +27,7 @@
 
 #include "session_rdma.h"
 #include "fallback_wire.h"
+#include "wire.h"
 
 #define RESUME_TICK_MS 1000   /* rule side: next try for a group */
 #define RESUME_ANSWER_MS 5000 /* a CONN_RESUME unanswered: ask again */
@@ -51,9 +52,7 @@ static void resume_tcp_start(struct session_rdma *sr);
 bool
 resume_id_set(const struct session_rdma *sr)
 {
-	static const uint8_t zero[LLC_RESUME_ID_LEN];
-
-	return memcmp(sr->resume_id, zero, sizeof(zero)) != 0;
+	return !wire_all_zero(sr->resume_id, sizeof(sr->resume_id));
 }
 
 static void

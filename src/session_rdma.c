@@ -262,15 +262,13 @@ session_rdma_told_set(struct session_rdma *sr, uint8_t link_id)
 	sr->told[i < LGR_LINK_SLOTS ? i : 0] = link_id;
 }
 
-/* Compressed RMB element size of the wire: 1 << (n + 14), rounded down. */
+/* An RMB element's size as the wire has it (never below 16 KiB). */
 static uint8_t
 session_rdma_rmbe_size(size_t size)
 {
-	uint8_t n = 0;
+	int n = clc_rmbe_compress(size);
 
-	while (n < 15 && ((size_t)1 << (n + 15)) <= size)
-		n++;
-	return n;
+	return n > 0 ? (uint8_t)n : 0;
 }
 
 /* The connection of lgr with our token, accepted or not; NULL if none. */
