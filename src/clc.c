@@ -161,28 +161,6 @@ clc_msg_check(const void *buf, size_t len, enum clc_type expect,
 	return 0;
 }
 
-/*
- * Whether s[0..len) is a daemon or export name: 1..CLC_NAME_MAX of
- * [A-Za-z0-9._-], the same rule as the fallback hello.
- */
-bool
-clc_name_valid(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > CLC_NAME_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
-}
-
 /* Bytes of a compressed RMB element size (1 << (n + 14)); 0 if invalid. */
 uint64_t
 clc_rmbe_bytes(uint8_t compressed)
@@ -258,7 +236,7 @@ clc_proposal_check(const struct clc_proposal_info *p)
 	uint32_t decl;
 	size_t nl = strnlen(p->name, sizeof(p->name));
 
-	if (nl == sizeof(p->name) || !clc_name_valid(p->name, nl))
+	if (nl == sizeof(p->name) || !conf_name_valid_len(p->name, nl))
 		return CLC_DECL_BADMSG;
 	decl = clc_link_check(&p->link);
 	if (decl == 0)

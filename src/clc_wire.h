@@ -260,7 +260,6 @@ int clc_decline_encode(void *buf, size_t size,
 int clc_decline_decode(const void *buf, size_t len,
 		       struct clc_decline_info *out, uint32_t *decline);
 const char *clc_decline_name(uint32_t code);
-bool clc_name_valid(const char *s, size_t len);
 uint64_t clc_rmbe_bytes(uint8_t compressed);
 int clc_rmbe_compress(uint64_t bytes);
 

@@ -275,23 +275,33 @@ conf_quote(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-/* [A-Za-z0-9._-]{1,CONF_NAME_MAX}: safe in logs, JSON and on the wire. */
-static bool
-conf_name_valid(const char *s)
+/*
+ * Whether s[0..len) is a name: 1..CONF_NAME_MAX of [A-Za-z0-9._-], safe
+ * in logs, JSON and on the wire.  The one rule for rule, peer, export and
+ * daemon names, in the config and in every codec that carries one.
+ */
+bool
+conf_name_valid_len(const char *s, size_t len)
 {
-	size_t n;
+	size_t i;
 
-	for (n = 0; s[n] != '\0'; n++) {
-		char c = s[n];
+	if (len == 0 || len > CONF_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
 
-		if (n >= CONF_NAME_MAX)
-			return false;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 		      c == '-'))
 			return false;
 	}
-	return n > 0;
+	return true;
+}
+
+static bool
+conf_name_valid(const char *s)
+{
+	return conf_name_valid_len(s, strnlen(s, CONF_NAME_MAX + 1));
 }
 
 static const char *

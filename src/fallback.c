@@ -146,24 +146,6 @@ fb_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length)
 	return 0;
 }
 
-static bool
-fb_name_ok(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > CONF_NAME_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
-}
-
 /* Build a HELLO into buf (FB_HELLO_MAX bytes); returns its length. */
 size_t
 fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
@@ -256,8 +238,8 @@ fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
 		    len ||
 	    h->reserved != 0 || (h->flags & ~(FB_FLAG_AUTH | FB_FLAG_RESUME)))
 		return -EPROTO;
-	if (!fb_name_ok(names, h->name_len) ||
-	    !fb_name_ok(names + h->name_len, h->export_len))
+	if (!conf_name_valid_len(names, h->name_len) ||
+	    !conf_name_valid_len(names + h->name_len, h->export_len))
 		return -EPROTO;
 	memset(out, 0, sizeof(*out));
 	if (h->flags & FB_FLAG_RESUME) {

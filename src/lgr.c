@@ -959,6 +959,36 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 }
 
 /*
+ * A client group to peer on the peer's worker with CLC number worker (a
+ * group lands on any worker unless it asks): an active one with room for
+ * one more connection, or NULL with *coming set if one for that worker is
+ * being set up.
+ */
+struct lgr *
+lgr_client_on(struct lgr_ctx *ctx, const struct conf_peer *peer, uint8_t worker,
+	      bool *coming)
+{
+	struct lgr *lgr;
+
+	*coming = false;
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+		if (lgr->role != LGR_ROLE_CLIENT ||
+		    strcmp(lgr->peer->name, peer->name) != 0)
+			continue;
+		if (lgr->state == LGR_STATE_CLC ||
+		    lgr->state == LGR_STATE_CONFIRMING) {
+			*coming |= lgr->want_worker == worker;
+			continue;
+		}
+		if (lgr->state == LGR_STATE_ACTIVE &&
+		    lgr->peer_worker == worker &&
+		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
+			return lgr;
+	}
+	return NULL;
+}
+
+/*
  * An active client-side group to peer with room for one more
  * connection, or NULL (then use the fallback).  Without one, a new group
  * is set up in the background unless one is on its way or the peer is

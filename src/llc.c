@@ -220,7 +220,8 @@ llc_info_ok(const struct llc_info *m)
 
 		return o->token != 0 &&
 		       llc_rmbe_ok(o->rmb_vaddr, o->rmbe_size) &&
-		       len <= LLC_EXPORT_MAX && clc_name_valid(o->export, len);
+		       len <= LLC_EXPORT_MAX &&
+		       conf_name_valid_len(o->export, len);
 	}
 	case LLC_CONN_ACCEPT: {
 		const struct llc_conn_accept_info *a = &m->conn_accept;

@@ -307,36 +307,6 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 }
 
 /*
- * A client group to sr's peer, on the peer's worker that has sr's other
- * end (a group lands on any worker unless it asks, and the connection
- * can only move within one): an active one with room, or NULL with
- * *coming set if one is being set up.
- */
-static struct lgr *
-resume_lgr(struct session_rdma_worker *srw, const struct session_rdma *sr,
-	   bool *coming)
-{
-	struct lgr *lgr;
-
-	*coming = false;
-	TAILQ_FOREACH(lgr, &srw->ctx->lgrs, entry) {
-		if (lgr->role != LGR_ROLE_CLIENT ||
-		    strcmp(lgr->peer->name, sr->s->peer->name) != 0)
-			continue;
-		if (lgr->state == LGR_STATE_CLC ||
-		    lgr->state == LGR_STATE_CONFIRMING) {
-			*coming |= lgr->want_worker == sr->res->peer_worker;
-			continue;
-		}
-		if (lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->peer_worker == sr->res->peer_worker &&
-		    lgr->nconns < lgr->max_conns && lgr_links_active(lgr) > 0)
-			return lgr;
-	}
-	return NULL;
-}
-
-/*
  * Opener: the CONN_RESUME out for longer than RESUME_ANSWER_MS (the
  * peer holds its answer, or it was lost with a link): leave the group
  * and ask again at the next try.
@@ -365,7 +335,8 @@ resume_try(struct session_rdma_worker *srw, struct session_rdma *sr)
 		resume_unanswered(sr);
 	if (res->sent)
 		return;
-	lgr = resume_lgr(srw, sr, &coming);
+	/* the connection can only move within the peer's worker */
+	lgr = lgr_client_on(srw->ctx, sr->s->peer, res->peer_worker, &coming);
 	if (lgr == NULL) {
 		if (!coming &&
 		    lgr_client_new_on(srw->ctx, sr->s->peer, -1,

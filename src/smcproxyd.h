@@ -195,6 +195,7 @@ struct conf {
 
 struct conf *conf_load(const char *path, FILE *errors);
 struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
+bool conf_name_valid_len(const char *s, size_t len);
 void conf_free(struct conf *conf);
 const struct conf_peer *conf_peer_find(const struct conf *conf,
 				       const char *name);
@@ -1115,6 +1116,8 @@ struct lgr_ctx *lgr_worker_new(struct worker *w);
 struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
+struct lgr *lgr_client_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
+			  uint8_t worker, bool *coming);
 bool lgr_on_its_way(const struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 			   int fd);
