@@ -13,15 +13,17 @@
  * Modes 1 and 2 drive daemon A in a real worker thread, as
  * tests/unit/check_session_rdma.c does (impostor_gets_nothing): a client
  * connects to one of A's rules, and this harness is the peer port.  A's
- * peers: b with a key (the harness knows it, so it can answer a CHALLENGE
- * correctly or not), c without one.  In mode 2 the connection first
- * relays over a link group to "daemon" b (a server-side lgr_ctx on A's
- * event base, over loopdev), the group ends under A, the harness declines
- * the next group's CLC, and A resumes over TCP with a HELLO that names
- * the connection.
+ * peers: b and d with a key (the harness knows it, so it can answer a
+ * CHALLENGE correctly or not), c without one; mode 1 reaches d or c
+ * (their rules' exports are too long for CONN_OPEN, so they take the
+ * fallback at once), mode 2 b, whose groups nothing else sets up.  In
+ * mode 2 the connection first relays over a link group to "daemon" b (a
+ * server-side lgr_ctx on A's event base, over loopdev), the group ends
+ * under A, the harness declines the next group's CLC, and A resumes over
+ * TCP with a HELLO that names the connection.
  *
  * Then the input is the peer's side of the handshake: a byte of flags
- * (bit 0: in mode 1 the keyed peer b, else c; bit 1: end with a reset
+ * (bit 0: in mode 1 the keyed peer d, else c; bit 1: end with a reset
  * instead of a FIN) and records, op & 7:
  *
  *   0  CHALLENGE with the right MAC over A's HELLO (nonce: 1 byte, spread)
@@ -69,32 +71,33 @@
 #include "llc_wire.h"
 #include "fuzz.h"
 
-#define FUZZ_WAIT_MS 10000 /* an answer from A; far more than it takes */
-#define FUZZ_FLUSH_MS 20   /* record 7: A's PROOF */
+#define FUZZ_WAIT_MS 5000 /* an answer from A; far more than it takes */
+#define FUZZ_FLUSH_MS 20  /* record 7: A's PROOF */
 #define FUZZ_SCRIPT_MAX 4096
 /* rules o and u never try RDMA: their export is too long for CONN_OPEN */
 #define FUZZ_LONG_EXPORT "export-with-a-name-longer-than-conn-open"
 
 /* abort, saying where: the compiler merges the calls of abort() */
-#define FUZZ_FAIL()                                                      \
-	do {                                                             \
+#define FUZZ_FAIL()                                                        \
+	do {                                                               \
 		fprintf(stderr, "fuzz_fallback.c:%d: failed\n", __LINE__); \
-		abort();                                                 \
+		abort();                                                   \
 	} while (0)
 
 int fuzz_decoded;
 
 enum fuzz_mode { FUZZ_CODEC, FUZZ_OPEN, FUZZ_RESUME };
 
-/* A: the daemon under test.  b: its keyed peer; c: its peer without. */
+/* A: the daemon under test.  b, d: its keyed peers; c: one without. */
 static struct conf *conf_a, *conf_b;
 static struct worker *w;
 static struct lgr_ctx *ctx_b;
 static struct stats st_b;
 static struct auth_limit al_b;
 static struct dev *dev_a, *dev_b;
-static int port_b = -1, port_c = -1; /* listening: the peer ports */
-static int rule_o, rule_u, rule_r;   /* A's rules: open b, open c, RDMA b */
+/* listening: the peer ports of b, c and d */
+static int port_b = -1, port_c = -1, port_d = -1;
+static int rule_o, rule_u, rule_r; /* A's rules: open d, open c, RDMA b */
 static char key_path[64];
 static unsigned char key[32];
 
@@ -225,6 +228,8 @@ fuzz_peer_drain(void)
 		close(fd);
 	while ((fd = accept4(port_c, NULL, NULL, SOCK_CLOEXEC)) >= 0)
 		close(fd);
+	while ((fd = accept4(port_d, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(fd);
 }
 
 /* One whole fallback message from fd within FUZZ_WAIT_MS; its length. */
@@ -318,8 +323,8 @@ fuzz_gone_cb(struct worker *wk, void *arg)
 static void
 fuzz_groups_cb(struct worker *wk, void *arg)
 {
-	*(bool *)arg = TAILQ_EMPTY(&worker_lgr(wk)->lgrs) &&
-		       TAILQ_EMPTY(&ctx_b->lgrs);
+	*(bool *)arg =
+		TAILQ_EMPTY(&worker_lgr(wk)->lgrs) && TAILQ_EMPTY(&ctx_b->lgrs);
 }
 
 /* The devices go with the harness, not with A's context. */
@@ -403,6 +408,7 @@ fuzz_world_free(void)
 	worker_join_all();
 	close(port_b);
 	close(port_c);
+	close(port_d);
 	conf_drop(conf_a);
 	conf_drop(conf_b);
 	unlink(key_path);
@@ -413,7 +419,7 @@ fuzz_world(void)
 {
 	static bool made;
 	char text[2048];
-	int fd, pb, pc;
+	int fd, pb, pc, pd;
 
 	if (made)
 		return;
@@ -429,6 +435,7 @@ fuzz_world(void)
 	close(fd);
 	port_b = fuzz_listen(&pb);
 	port_c = fuzz_listen(&pc);
+	port_d = fuzz_listen(&pd);
 	close(fuzz_listen(&rule_o));
 	close(fuzz_listen(&rule_u));
 	close(fuzz_listen(&rule_r));
@@ -437,15 +444,17 @@ fuzz_world(void)
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
 		 " key_file = \"%s\"; any_source = true; },\n"
 		 " { name = \"c\"; address = \"127.0.0.1:%d\";"
-		 " insecure = true; any_source = true; } );\n"
+		 " insecure = true; any_source = true; },\n"
+		 " { name = \"d\"; address = \"127.0.0.1:%d\";"
+		 " key_file = \"%s\"; any_source = true; } );\n"
 		 "rules = ( { name = \"o\"; listen = \"127.0.0.1:%d\";"
-		 " peer = \"b\"; export = \"" FUZZ_LONG_EXPORT "\"; },\n"
+		 " peer = \"d\"; export = \"" FUZZ_LONG_EXPORT "\"; },\n"
 		 " { name = \"u\"; listen = \"127.0.0.1:%d\";"
 		 " peer = \"c\"; export = \"" FUZZ_LONG_EXPORT "\"; },\n"
 		 " { name = \"r\"; listen = \"127.0.0.1:%d\";"
 		 " peer = \"b\"; export = \"e\"; } );\n"
 		 "rdma: { max_links = 1; };\n",
-		 pb, key_path, pc, rule_o, rule_u, rule_r);
+		 pb, key_path, pc, pd, key_path, rule_o, rule_u, rule_r);
 	conf_a = conf_load_string(text, "a.conf", stderr);
 	snprintf(text, sizeof(text),
 		 "smcproxyd: { name = \"b\"; workers = 1; };\n"
@@ -618,7 +627,8 @@ fuzz_answer(int fd, const unsigned char *hello, size_t hello_len,
 			n = 1;
 			break;
 		case 3:
-			len += fb_result_encode(out + len, size > 0 ? data[0] : 0);
+			len += fb_result_encode(out + len,
+						size > 0 ? data[0] : 0);
 			if (op & 8)
 				out[len - 1] = 1;
 			n = 1;
@@ -749,7 +759,7 @@ fuzz_client(enum fuzz_mode mode, const uint8_t *data, size_t size)
 	fuzz_peer_drain();
 	if (mode == FUZZ_OPEN) {
 		client = fuzz_connect(keyed ? rule_o : rule_u);
-		fd = fuzz_peer_accept(keyed ? port_b : port_c, false);
+		fd = fuzz_peer_accept(keyed ? port_d : port_c, false);
 		if (fd < 0)
 			FUZZ_FAIL();
 		hello_len = fuzz_msg_read(fd, hello);
@@ -774,9 +784,8 @@ fuzz_client(enum fuzz_mode mode, const uint8_t *data, size_t size)
 		}
 		if (i == FUZZ_WAIT_MS)
 			FUZZ_FAIL(); /* the handshake neither failed nor ended */
-		believed = mode == FUZZ_OPEN ?
-				   after.relayed != before.relayed :
-				   after.failed == before.failed;
+		believed = mode == FUZZ_OPEN ? after.relayed != before.relayed :
+					       after.failed == before.failed;
 		/* the rule: nothing believed before the proof */
 		if (believed && !allowed)
 			FUZZ_FAIL();
