@@ -269,7 +269,7 @@ def fb_hdr(mtype, length):
     return FB_EYE + struct.pack(">BBH", 1, mtype, length)
 
 
-def fb_msgs():
+def fb_codec_msgs():
     name, export = b"peer-a", b"redis"
     yield "ok-hello", (fb_hdr(1, 44 + len(name) + len(export))
                        + bytes(range(32)) + bytes([1, len(name),
@@ -290,6 +290,89 @@ def fb_msgs():
                               + bytes([0, 2, 2, 0]) + b"abc")
     yield "bad-version", FB_EYE + struct.pack(">BBH", 2, 4, 16) + bytes(8)
     yield "bad-clc-eyecatcher", clc_decline(0x03030002)[:16]
+
+
+
+# fuzz_fallback's peer records (tests/fuzz/fuzz_fallback.c), answering A's
+# HELLO: op & 7 the kind.
+def fb_challenge_ok(n=0x11):
+    return bytes([0, n])
+
+
+def fb_challenge_raw(nonce=b"N" * 32, mac=b"M" * 32):
+    return bytes([1]) + nonce + mac
+
+
+def fb_challenge_reflected(other_hello=False):
+    return bytes([2 | (8 if other_hello else 0), 0x22])
+
+
+def fb_result(code=0, reserved=False):
+    return bytes([3 | (8 if reserved else 0), code])
+
+
+def fb_resumed(drx=0, dfin=0):
+    return bytes([4]) + struct.pack(">hh", drx, dfin)
+
+
+def fb_resumed_raw(rx, fin):
+    return bytes([5]) + struct.pack(">QQ", rx, fin)
+
+
+def fb_raw(data):
+    return bytes([6, len(data)]) + data
+
+
+FB_FLUSH = b"\7"
+
+
+def fb_msgs():
+    """Mode byte 0: one message for the codec.  1: the peer port's answers
+    to a fallback connection (flags bit 0: the keyed peer; bit 1: end with
+    a reset); 2: to a resume over TCP (always keyed).  seed-ok-* must be
+    believed by A, seed-bad-* must not."""
+    for name, data in fb_codec_msgs():
+        yield name, b"\0" + data
+    keyed, plain, reset = b"\1\1", b"\1\0", b"\1\3"
+    ch, ok = fb_challenge_ok(), fb_result(0)
+    yield "ok-open-keyed", keyed + ch + FB_FLUSH + ok
+    yield "ok-open-keyed-at-once", keyed + ch + ok
+    yield "ok-open-plain", plain + ok
+    yield "bad-open-result-without-challenge", keyed + ok
+    yield "bad-open-wrong-mac", keyed + fb_challenge_raw() + ok
+    yield "bad-open-reflected-mac", keyed + fb_challenge_reflected() + ok
+    yield "bad-open-other-hello", keyed + fb_challenge_reflected(True) + ok
+    yield "bad-open-challenge-without-key", plain + ch + ok
+    yield "bad-open-refused", keyed + ch + fb_result(4)
+    yield "bad-open-two-challenges", keyed + ch + ch + ok
+    yield "bad-open-resumed", keyed + ch + fb_resumed() + ok
+    yield "bad-open-reserved", keyed + ch + fb_result(0, reserved=True)
+    yield "bad-open-garbage", keyed + fb_raw(b"GET / HTTP/1.0\r\n\r\n")
+    yield "bad-open-cut", keyed + ch + fb_raw(
+        fb_hdr(4, 16) + b"\0\0")
+    yield "bad-open-reset", reset + ch + FB_FLUSH
+    resume = b"\2\0"
+    yield "ok-resume", resume + ch + FB_FLUSH + ok + fb_resumed()
+    yield "ok-resume-at-once", resume + ch + ok + fb_resumed()
+    # believed (the peer proved its key), then its offsets are refused
+    yield "ok-resume-offsets-out-of-range", resume + ch + ok + fb_resumed(
+        300, -2)
+    yield "ok-resume-raw-offsets", resume + ch + ok + fb_resumed_raw(
+        1 << 63, 0xffffffffffffffff)
+    yield "bad-resume-resumed-only", resume + fb_resumed()
+    yield "bad-resume-result-then-resumed", resume + ok + fb_resumed()
+    yield "bad-resume-wrong-mac", resume + fb_challenge_raw() + ok + \
+        fb_resumed()
+    yield "bad-resume-reflected-mac", resume + fb_challenge_reflected() + \
+        ok + fb_resumed()
+    yield "bad-resume-resumed-before-result", resume + ch + fb_resumed() + \
+        ok
+    yield "bad-resume-refused", resume + ch + fb_result(11)
+    yield "bad-resume-no-resumed", resume + ch + ok
+    yield "bad-resume-second-result", resume + ch + ok + ok + fb_resumed()
+    yield "bad-resume-garbage", resume + ch + fb_raw(b"\xe2\xd4\xc3\xc6"
+                                                    + bytes(12))
+    yield "bad-resume-reset", b"\2\2" + ch + ok
 
 
 def clc_msgs():
