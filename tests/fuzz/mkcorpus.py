@@ -375,6 +375,69 @@ def fb_msgs():
     yield "bad-resume-reset", b"\2\2" + ch + ok
 
 
+# fuzz_resume's records (tests/fuzz/fuzz_resume.c): peer b's side while
+# daemon A's CONN_RESUME waits; op & 7 the kind.
+def rs_answer(sel=0, drx=0, dfin=0):
+    return bytes([0, sel]) + struct.pack(">hh", drx, dfin)
+
+
+def rs_answer_raw(rx, fin):
+    return bytes([1]) + struct.pack(">QQ", rx, fin)
+
+
+def rs_reject(sel=0, reason=4):
+    return bytes([2, sel, reason])
+
+
+def rs_drop(req_link=True):
+    return bytes([3, 1 if req_link else 0])
+
+
+def rs_delete(req_link=True, own=False, all_links=False):
+    return bytes([4, (1 if req_link else 0) | (2 if own else 0)
+                  | (4 if all_links else 0)])
+
+
+def rs_wait(ms=0, asked=False):
+    return bytes([5, 0x80 if asked else ms & 31])
+
+
+def rs_write(n):
+    return bytes([6, n])
+
+
+RS_END_GROUP = b"\7"
+
+
+def resume_msgs():
+    """The first byte: client bytes (times 8) before the group ends; then
+    b's records.  seed-ok-* must resume, seed-bad-* must not (held, lied
+    to, refused, or reset).  m1-*: a link of the new group goes while the
+    answer is held (finding M1 of issue 29), then b answers on the link
+    that is left once A asked again."""
+    yield "ok-answer", b"\x10" + rs_answer() + rs_wait(8) + rs_write(4)
+    yield "ok-answer-nothing-sent", b"\0" + rs_answer() + rs_wait(8)
+    yield "ok-answer-rx-behind", b"\x20" + rs_answer(drx=-100) + \
+        rs_wait(8) + rs_write(4)
+    yield "ok-answer-twice", b"\x10" + rs_answer() + rs_answer() + \
+        rs_wait(8)
+    yield "ok-m1-drop", b"\x10" + rs_drop() + rs_wait(asked=True) + \
+        rs_answer() + rs_wait(8) + rs_write(2)
+    yield "ok-m1-delete-link", b"\x10" + rs_delete(own=True) + \
+        rs_wait(asked=True) + rs_answer() + rs_wait(8)
+    yield "bad-held", b"\x10" + rs_wait(8)
+    yield "bad-wrong-id", b"\x10" + rs_answer(sel=1) + rs_wait(8)
+    yield "bad-rx-past-sent", b"\x10" + rs_answer(drx=1) + rs_wait(8)
+    yield "bad-fin-past-window", b"\x10" + rs_answer_raw(
+        0x80, 1 << 20) + rs_wait(8)
+    yield "bad-reject", b"\x10" + rs_reject() + rs_wait(8)
+    yield "bad-request-to-client", b"\x10" + rs_answer(sel=0x10) + \
+        rs_wait(8)
+    yield "bad-m1-drop-held", b"\x10" + rs_drop() + rs_wait(asked=True)
+    yield "bad-m1-delete-held", b"\x10" + rs_delete() + rs_wait(asked=True)
+    yield "bad-group-ends-held", b"\x10" + RS_END_GROUP + rs_wait(8)
+
+
 def clc_msgs():
     yield "ok-proposal", clc_proposal()
     yield "ok-proposal-longest-name", clc_proposal(name=b"n" * 63)
@@ -728,7 +791,7 @@ def main():
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),
                         ("control", lambda: control_msgs(top)),
                         ("conf", lambda: conf_msgs(top)),
-                        ("link", link_msgs)):
+                        ("link", link_msgs), ("resume", resume_msgs)):
         d = os.path.join(top, "tests", "fuzz", "corpus", target)
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):
