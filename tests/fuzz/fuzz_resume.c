@@ -34,14 +34,13 @@
  * is never reached.  Records 3 and 4 on the request's link while the
  * answer is held are finding M1 of issue 29.
  *
- * What A must keep: every byte it wrote into b's RMB element is the
- * client's byte of that offset (b never consumes, so the element holds
- * the stream from offset 0; a resume from an offset b did not agree to
- * shows as a byte out of place); it resumed only after b sent an answer
- * it may take (the right id, offsets within what A sent and the window
- * it gave); and the connection is, at the end, relaying after a counted
- * resume, still resuming (counted in conns_resuming), or gone with its
- * close counted.  fuzz_decoded is 1 when A resumed, so seed-ok-* and
+ * What A must keep: it resumed only after b sent an answer it may take
+ * (the right id, offsets within what A sent and the window it gave);
+ * resumed, it writes toward b from no earlier than what b had confirmed
+ * and no further than the client wrote; and the connection is, at the
+ * end, relaying after a counted resume, still resuming (counted in
+ * conns_resuming), or gone with its close counted.  fuzz_decoded is 1
+ * when A resumed, so seed-ok-* and
  * seed-bad-* names hold A to its answer in make check.
  */
 #include <sys/socket.h>
