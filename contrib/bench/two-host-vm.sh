@@ -5,14 +5,18 @@
 # same loads between host a (clients) and host b (servers) over raw verbs,
 # direct TCP across the link, a smcproxyd pair over RDMA (R), the same
 # with 1 MiB buffers for the stream (W) and a pair over the TCP fallback
-# (F), measured interleaved, round by round.  Host a
+# (F), and with RXE_TH_KSMC=1 (Linux 6.12) Linux's own SMC-R between the
+# hosts: the same client and server programs as direct TCP under
+# tests/tools/smcpreload.so (ksmc), and the same with the kernel's
+# autocorking off, net.smc.autocorking_size = 0 on both hosts for the
+# sample (ksmc-nocork); measured interleaved, round by round.  Host a
 # drives: what needs b (a perftest server, a loopback sample there) it
 # asks for (lib.sh: rxe_on_peer), and b does it and answers (rxe_serve).  Every
 # sample is one line in $RXE_OUT/raw.tsv:
 #   path round metric size tool-output-on-one-line
 # and the host side turns both hosts' lines into medians and ratios.
 # Knobs (env): RXE_TH_ROUNDS RXE_TH_ITERS RXE_TH_SECONDS RXE_TH_SIZES
-#   RXE_TH_REDIS_N RXE_TH_PAIRN_CONF
+#   RXE_TH_REDIS_N RXE_TH_PAIRN_CONF RXE_TH_KSMC RXE_TH_WSIZES RXE_TH_CONNS
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_TH_ROUNDS:-3}
@@ -20,6 +24,9 @@ iters=${RXE_TH_ITERS:-500}
 secs=${RXE_TH_SECONDS:-3}
 sizes=${RXE_TH_SIZES:-1 64 1024}
 redis_n=${RXE_TH_REDIS_N:-2000}
+ksmc_on=${RXE_TH_KSMC:-0}
+wsizes=${RXE_TH_WSIZES:-1 64 1024 65536}	# the stream by write size
+nconns=${RXE_TH_CONNS:-100}		# short connections, this many at once
 
 rxe_host_setup
 rxe_pair_tools
@@ -33,8 +40,20 @@ PORT_RD=16603		# redis-server on b, loopback and link address
 PORT_PP=18515		# perftest and ibv_rc_pingpong servers on b
 PORT_HA=17501		# the HAProxy pair: a listens on 17501 (xfer) and 17502
 			# (redis), b on its link address 17503 and 17504
+PORT_XK=16604		# xfer server on b's link address over kernel SMC
+PORT_RK=16605		# redis-server on b's link address over kernel SMC
 GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
 { echo "gid_index $GIDX"; uname -r; nproc; } >"$RXE_OUT/vm.txt"
+# Kernel SMC-R: the smc module, the user EID both hosts share, and KS, the
+# prefix that runs a program with its TCP sockets as SMC sockets (rec runs
+# it under timeout, so a command, not a shell function)
+if [ "$ksmc_on" = 1 ]; then
+	ksmc_setup
+	KS="env LD_PRELOAD=$SMCPRELOAD"
+	cork0=$(sysctl -n net.smc.autocorking_size) ||
+		rxe_die "no net.smc.autocorking_size (Linux $(uname -r))"
+	echo "autocorking_size $cork0" >>"$RXE_OUT/vm.txt"
+fi
 
 cmd() {	# log a command line once per kind
 	grep -qxF -- "$*" "$RXE_OUT/commands.txt" 2>/dev/null ||
@@ -128,6 +147,15 @@ if [ "$RXE_HOST" = b ]; then
 		--logfile "$RXE_OUT/redis.log" &
 	rxe_wait 20 listening $PORT_XF && rxe_wait 20 listening $PORT_XD &&
 		rxe_wait 20 listening $PORT_RD || rxe_die "servers on b"
+	if [ "$ksmc_on" = 1 ]; then
+		$KS "$XFER" server -q -l "$RXE_IP0:$PORT_XK" \
+			>"$RXE_OUT/xfer-ksmc.log" 2>&1 &
+		$KS redis-server --port $PORT_RK --bind "$RXE_IP0" --save '' \
+			--appendonly no --dir "$R" --protected-mode no \
+			--logfile "$RXE_OUT/redis-ksmc.log" &
+		rxe_wait 20 listening $PORT_XK && rxe_wait 20 listening $PORT_RK ||
+			rxe_die "kernel SMC servers on b"
+	fi
 	for n in 1 2 3 4; do
 		dev=$RXE_DEV0
 		[ $n = 2 ] && dev=nosuchdev
@@ -145,6 +173,7 @@ CONF
 		"$RXE_IP0:$((PORT_HA + 3))" "127.0.0.1:$PORT_RD"
 	rxe_signal b-ready
 	rxe_serve || rxe_log "host a stopped asking"
+	[ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
 	for d in b1 b2 b3 b4; do
 		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
 			>"$RXE_OUT/$d.stats.json"
@@ -185,6 +214,35 @@ haproxy_start a "127.0.0.1:$PORT_HA" "$RXE_PEER_IP:$((PORT_HA + 2))" \
 for n in 1 2 3 4; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
+# The kernel's link group comes up with the first connection (0.2-0.3 s
+# under TCG), as the pairs' do above; and it must be SMC-R, not the
+# kernel's silent fallback to TCP
+if [ "$ksmc_on" = 1 ]; then
+	$KS "$XFER" client -c "$RXE_PEER_IP:$PORT_XK" -n 1 -b 4K -T 60 \
+		>/dev/null 2>&1 || rxe_die "first kernel SMC connection failed"
+	[ "$(ksmc_stat clnt_v2_succ)" -ge 1 ] && [ "$(ksmc_stat fback_clnt)" = 0 ] ||
+		rxe_die "kernel SMC fell back to TCP: $("$SMCNL" stats | tr '\n' ' ')"
+	"$SMCNL" stats >"$RXE_OUT/smc-stats.before.txt" 2>&1
+fi
+
+# cork_set VALUE: net.smc.autocorking_size on both hosts (ksmc-nocork runs
+# with 0, everything else with the kernel's default)
+cork_set() {
+	sysctl -qw net.smc.autocorking_size="$1" || rxe_die "sysctl on a"
+	on_b "sysctl -qw net.smc.autocorking_size=$1"
+}
+
+# ksmc_rec PATH ROUND METRIC SIZE CMD...: rec over kernel SMC-R (CMD under
+# the library), ksmc-nocork with autocorking off on both hosts
+ksmc_rec() {
+	[ "$ksmc_on" = 1 ] || return 0
+	[ "$1" = ksmc-nocork ] && cork_set 0
+	_kp=$1 _kr=$2 _km=$3 _ks=$4
+	shift 4
+	rec "$_kp" "$_kr" "$_km" "$_ks" $KS "$@"
+	[ "$_kp" = ksmc-nocork ] && cork_set "$cork0"
+	return 0
+}
 
 # pp_tcp PATH ROUND SIZE HOST:PORT: an xfer ping-pong sample.
 pp_tcp() {
@@ -236,7 +294,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	echo "== round $r"
 	for s in $sizes; do
-		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH"); do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH ksmc ksmc-nocork"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
 			raw_e)
@@ -261,10 +319,18 @@ while [ $r -le "$rounds" ]; do
 				pkts_of pairN $r after $s ;;
 			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
 			pairH) pp_tcp pairH $r $s 127.0.0.1:$PORT_HA ;;
+			ksmc | ksmc-nocork)
+				[ "$ksmc_on" = 1 ] || continue
+				cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XK -m pingpong -s SIZE -i $iters --json -T 120 ($p)"
+				pkts_of $p $r before $s
+				ksmc_rec $p $r xfer_pp $s "$XFER" client \
+					-c "$RXE_PEER_IP:$PORT_XK" -m pingpong \
+					-s "$s" -i "$iters" --json -T 120
+				pkts_of $p $r after $s ;;
 			esac
 		done
 	done
-	for p in $(order $r "raw direct pairR pairW pairF pairH"); do
+	for p in $(order $r "raw direct pairR pairW pairF pairH ksmc ksmc-nocork"); do
 		case $p in
 		raw)
 			_p=$((PORT_PP + rxe_req % 500))
@@ -277,6 +343,11 @@ while [ $r -le "$rounds" ]; do
 			rec raw $r ib_write_bw 65536 ib_write_bw -d "$RXE_DEV0" \
 				-x "$GIDX" $_opt "$RXE_PEER_IP"
 			sleep 0.5 ;;
+		ksmc | ksmc-nocork)
+			cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XK -m stream -t $secs --json -T 120 ($p)"
+			ksmc_rec $p $r xfer_stream 65536 "$XFER" client \
+				-c "$RXE_PEER_IP:$PORT_XK" -m stream -t "$secs" \
+				--json -T 120 ;;
 		*)
 			case $p in
 			direct) hp=$RXE_PEER_IP:$PORT_XD ;;
@@ -290,12 +361,52 @@ while [ $r -le "$rounds" ]; do
 				-m stream -t "$secs" --json -T 120 ;;
 		esac
 	done
-	for p in $(order $r "direct pairR pairF pairH"); do
+	# one stream by write size (the seeds' autocork table): xfer
+	# --write-size, one write() per SIZE bytes
+	for ws in $wsizes; do
+		for p in $(order $r "direct pairR pairF ksmc ksmc-nocork"); do
+			cmd "xfer client -c HOST:PORT -m stream -t $secs --write-size SIZE --json -T 120 ($p)"
+			case $p in
+			direct) rec direct $r xfer_ws $ws "$XFER" client \
+				-c "$RXE_PEER_IP:$PORT_XD" -m stream -t "$secs" \
+				--write-size $ws --json -T 120 ;;
+			pairR | pairF)
+				[ $p = pairR ] && hp=127.0.0.1:17101 || hp=127.0.0.1:17201
+				rec $p $r xfer_ws $ws "$XFER" client -c "$hp" \
+					-m stream -t "$secs" --write-size $ws \
+					--json -T 120 ;;
+			*) ksmc_rec $p $r xfer_ws $ws "$XFER" client \
+				-c "$RXE_PEER_IP:$PORT_XK" -m stream -t "$secs" \
+				--write-size $ws --json -T 120 ;;
+			esac
+		done
+	done
+	# short connections: connect, 64 B each way, close, $nconns at once
+	for p in $(order $r "direct pairR pairF ksmc ksmc-nocork"); do
+		cmd "xfer client -c HOST:PORT -n $nconns -b 64 -B 64 --json -T 120 ($p)"
+		case $p in
+		direct) rec direct $r xfer_conn $nconns "$XFER" client \
+			-c "$RXE_PEER_IP:$PORT_XD" -n "$nconns" -b 64 -B 64 \
+			--json -T 120 ;;
+		pairR | pairF)
+			[ $p = pairR ] && hp=127.0.0.1:17101 || hp=127.0.0.1:17201
+			rec $p $r xfer_conn $nconns "$XFER" client -c "$hp" \
+				-n "$nconns" -b 64 -B 64 --json -T 120 ;;
+		*) ksmc_rec $p $r xfer_conn $nconns "$XFER" client \
+			-c "$RXE_PEER_IP:$PORT_XK" -n "$nconns" -b 64 -B 64 \
+			--json -T 120 ;;
+		esac
+	done
+	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork"); do
 		case $p in
 		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
 		pairR) redis_one pairR $r 17102 ;;
 		pairF) redis_one pairF $r 17202 ;;
 		pairH) redis_one pairH $r $((PORT_HA + 1)) ;;
+		ksmc | ksmc-nocork)
+			cmd "LD_PRELOAD=smcpreload.so redis-benchmark -h B -p $PORT_RK -n $redis_n -c 8 -t ping,set,get -d 64 -q ($p)"
+			ksmc_rec $p $r redis 64 redis-benchmark -h "$RXE_PEER_IP" \
+				-p $PORT_RK -n "$redis_n" -c 8 -t ping,set,get -d 64 -q ;;
 		esac
 	done
 	r=$((r + 1))
@@ -333,6 +444,7 @@ fi
 for d in a1 a2 a3 a4; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
+[ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
 rxe_serve_end
 for d in a1 a2 a3 a4; do
 	daemon_stop $d || rxe_log "$d exited with $?"

@@ -668,3 +668,52 @@ rxe_no_lgrs() {
 	"$CTL" -s "$R/$1.sock" -j show lgrs >"$RXE_OUT/$1.lgrs.json" 2>&1 &&
 		! grep -q '"state"' "$RXE_OUT/$1.lgrs.json"
 }
+
+# Linux's own SMC-R between the two hosts (ksmc.rxe; Linux 6.12: 6.1's rxe
+# hangs kernel SMC-R at link setup), after rxe_host_setup:
+#
+#   ksmc_setup            modprobe smc, and the user EID both hosts share
+#                         (SMC-Rv2, the only version rxe's RoCE v2 GIDs
+#                         allow, needs one); $SMCNL, $SMCPRELOAD
+#   ksmc CMD...           CMD with its TCP sockets as kernel SMC sockets
+#                         (LD_PRELOAD tests/tools/smcpreload.so)
+#   ksmc_stat NAME        a counter of the kernel's SMC statistics (smcnl)
+#   rxe_hwc NAME          a counter of rxe0's port (sent_pkts, rcvd_pkts)
+#   rxe_active_mtu        rxe0's active RoCE MTU in bytes
+#   tcp_out_segs          the TCP segments this host sent (/proc/net/snmp)
+RXE_KSMC_UEID=${RXE_KSMC_UEID:-SMCPROXYD-TEST-LAB}
+
+ksmc_setup() {
+	SMCNL=$abs_top_builddir/tests/tools/smcnl
+	SMCPRELOAD=$abs_top_builddir/tests/tools/smcpreload.so
+	[ -x "$SMCNL" ] && [ -f "$SMCPRELOAD" ] ||
+		rxe_die "$SMCNL or $SMCPRELOAD is not built (make check builds them)"
+	modprobe smc || rxe_die "modprobe smc failed (Linux $(uname -r))"
+	"$SMCNL" ueid add "$RXE_KSMC_UEID" ||
+		rxe_die "cannot set the user EID $RXE_KSMC_UEID"
+}
+
+# A sanitized program (xfer of an --enable-sanitizers build) would refuse
+# to run with the library before its runtime in the list.
+ksmc() {
+	LD_PRELOAD=$SMCPRELOAD \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$@"
+}
+
+ksmc_stat() {
+	"$SMCNL" stats "$1"
+}
+
+rxe_hwc() {
+	cat "/sys/class/infiniband/$RXE_DEV0/ports/1/hw_counters/$1"
+}
+
+rxe_active_mtu() {
+	ibv_devinfo -d "$RXE_DEV0" | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p'
+}
+
+tcp_out_segs() {
+	awk '$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) if ($i == "OutSegs") c = i; h = 1; next }
+	     $1 == "Tcp:" { print $c }' /proc/net/snmp
+}

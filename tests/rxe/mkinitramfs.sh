@@ -15,7 +15,7 @@ output=$2
 here=$(cd "$(dirname "$0")" && pwd)
 moddir=/lib/modules/$kver
 busybox=${RXE_BUSYBOX:-/bin/busybox}
-# Leaves of the dependency graph; modules.dep supplies the rest, in order.
+# Leaves of the dependency graph; modprobe supplies the rest, in order.
 wanted="virtio_pci 9pnet_virtio 9p overlay"
 
 die() {
@@ -38,55 +38,29 @@ cp "$busybox" "$work/bin/busybox"
 cp "$here/init" "$work/init"
 chmod 755 "$work/init" "$work/bin/busybox"
 
-# Resolve dependencies depth first so each module follows what it needs.
-order=$(awk -v wanted="$wanted" '
-	{
-		name = $1
-		sub(":$", "", name)
-		short = name
-		sub(".*/", "", short)
-		sub("\\.ko(\\..*)?$", "", short)
-		path[short] = name
-		deps[short] = ""
-		for (i = NF; i >= 2; i--) {
-			d = $i
-			sub(".*/", "", d)
-			sub("\\.ko(\\..*)?$", "", d)
-			deps[short] = deps[short] " " d
-		}
-	}
-	function visit(m,    n, list, i) {
-		if (m in seen)
-			return
-		seen[m] = 1
-		if (!(m in path)) {
-			missing = missing " " m
-			return
-		}
-		n = split(deps[m], list, " ")
-		for (i = 1; i <= n; i++)
-			visit(list[i])
-		print path[m]
-	}
-	END {
-		n = split(wanted, w, " ")
-		for (i = 1; i <= n; i++)
-			visit(w[i])
-		if (missing != "")
-			print "MISSING" missing
-	}' "$moddir/modules.dep")
+# modprobe resolves each leaf's dependencies for this kernel (6.1 and 6.12
+# differ: netfs and fscache, say), dependencies first; a module built into
+# the kernel needs nothing.  A module two leaves share is taken once.
+order=
+for w in $wanted; do
+	deps=$(modprobe --show-depends -S "$kver" "$w" 2>&1) ||
+		die "modprobe --show-depends -S $kver $w: $deps"
+	for m in $(printf '%s\n' "$deps" | sed -n 's|^insmod \([^ ]*\).*|\1|p'); do
+		case " $order " in
+		*" $m "*) ;;
+		*) order="$order $m" ;;
+		esac
+	done
+done
 
 : >"$work/modules/order"
 for m in $order; do
-	case $m in
-	MISSING*) die "modules not in $moddir: ${order#*MISSING }" ;;
-	esac
 	base=$(basename "$m")
 	case $base in
-	*.ko) cp "$moddir/$m" "$work/modules/$base" ;;
-	*.ko.xz) xz -dc "$moddir/$m" >"$work/modules/${base%.xz}" ;;
-	*.ko.zst) zstd -qdc "$moddir/$m" >"$work/modules/${base%.zst}" ;;
-	*.ko.gz) gzip -dc "$moddir/$m" >"$work/modules/${base%.gz}" ;;
+	*.ko) cp "$m" "$work/modules/$base" ;;
+	*.ko.xz) xz -dc "$m" >"$work/modules/${base%.xz}" ;;
+	*.ko.zst) zstd -qdc "$m" >"$work/modules/${base%.zst}" ;;
+	*.ko.gz) gzip -dc "$m" >"$work/modules/${base%.gz}" ;;
 	*) die "unknown module format: $m" ;;
 	esac
 	base=${base%.ko*}.ko

@@ -189,7 +189,8 @@ struct opts {
 	long long rst_after, server_rst_after;
 	bool expect_close;
 	uint32_t ping_size, ping_iters, warmup;
-	uint32_t gap_us; /* pingpong: idle time between pings */
+	uint32_t gap_us;     /* pingpong: idle time between pings */
+	uint32_t write_size; /* stream: at most this much per write() */
 	double seconds;
 	double timeout;
 	double rst_max_ms;
@@ -1184,7 +1185,8 @@ client_fill(struct conn *c, uint64_t now)
 	}
 	if (opt.mode == MODE_STREAM && opt.seconds > 0) {
 		if (since(now, c->t_start) < (uint64_t)(opt.seconds * NSEC)) {
-			c->tx_limit = c->tx_done + CHUNK;
+			c->tx_limit = c->tx_done +
+				      (opt.write_size ? opt.write_size : CHUNK);
 			goto data;
 		}
 		c->tx_limit = c->tx_done;
@@ -1197,6 +1199,8 @@ data:
 	n = c->tx_limit - c->tx_done < CHUNK ?
 		    (size_t)(c->tx_limit - c->tx_done) :
 		    CHUNK;
+	if (opt.write_size && n > opt.write_size)
+		n = opt.write_size;
 	if (c->verify) {
 		prng_fill(c->tx_seed, c->tx_done, c->obuf, n);
 		EVP_DigestUpdate(c->tx_sha, c->obuf, n);
@@ -1326,9 +1330,16 @@ static void
 conn_write(struct conn *c, uint64_t now)
 {
 	ssize_t w;
-	int rounds;
+	int rounds, max_rounds;
 
-	for (rounds = 0; rounds < 16; rounds++) {
+	/*
+	 * Small writes (--write-size) measure the write path, not epoll: many
+	 * of them per wake-up, as a program that writes in a loop would.
+	 */
+	max_rounds = c->client && opt.write_size && opt.write_size < 4096 ?
+			     4096 :
+			     16;
+	for (rounds = 0; rounds < max_rounds; rounds++) {
 		if (c->state != CS_RUN)
 			return;
 		if (c->client)
@@ -1496,7 +1507,7 @@ usage(void)
 	      "[--seed N]\n"
 	      "            [--rst-max-ms MS] [--pause-read MS] [--sndbuf N] "
 	      "[--rcvbuf N]\n"
-	      "            [-q] [--json]\n"
+	      "            [--write-size N] [-q] [--json]\n"
 	      "\n"
 	      "duplex (default): -b bytes client->server, -B bytes back "
 	      "(default -b),\n"
@@ -1520,6 +1531,8 @@ usage(void)
 	      "  --pause-read MS  stop reading for MS ms at half the answer\n"
 	      "stream: client->server bulk for -t seconds or -b bytes "
 	      "(--verify checks)\n"
+	      "  --write-size N  at most N bytes per write() (default 256 "
+	      "KiB)\n"
 	      "pingpong: -s SIZE bytes echoed -i ITER times; RTT percentiles "
 	      "in us;\n"
 	      "  --gap-us US  idle this long between pings (not counted; "
@@ -1935,6 +1948,7 @@ enum long_only {
 	OPT_RCVBUF,
 	OPT_PAUSE_READ,
 	OPT_GAP_US,
+	OPT_WRITE_SIZE,
 };
 
 static const struct option longopts[] = {
@@ -1963,6 +1977,7 @@ static const struct option longopts[] = {
 	{"rcvbuf", required_argument, NULL, OPT_RCVBUF},
 	{"pause-read", required_argument, NULL, OPT_PAUSE_READ},
 	{"gap-us", required_argument, NULL, OPT_GAP_US},
+	{"write-size", required_argument, NULL, OPT_WRITE_SIZE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -2078,6 +2093,11 @@ main(int argc, char **argv)
 			break;
 		case OPT_GAP_US:
 			opt.gap_us = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case OPT_WRITE_SIZE:
+			opt.write_size = (uint32_t)parse_size(optarg);
+			if (opt.write_size == 0 || opt.write_size > CHUNK)
+				die("--write-size must be 1..%d", CHUNK);
 			break;
 		default:
 			usage();
