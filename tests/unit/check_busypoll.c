@@ -84,6 +84,24 @@ teardown(void)
 	event_base_free(base);
 }
 
+/*
+ * The scenarios below run on real timers: a loaded machine can hold a
+ * timer back past a budget.  Such a scenario runs again, in a fresh loop,
+ * up to TIMED_TRIES times until what it shows holds; the assertions then
+ * judge the last run, so a property that never holds still fails.
+ */
+#define TIMED_TRIES 3
+
+static bool
+timed_retry(bool held, int *try)
+{
+	if (held || ++*try > TIMED_TRIES)
+		return false;
+	teardown();
+	setup();
+	return true;
+}
+
 /* Timers fire and the loop ends, but nothing noted work: no spinning. */
 START_TEST(idle_does_not_spin)
 {
@@ -119,12 +137,18 @@ END_TEST
  * after work at 10 and 60 ms with a 50 ms budget. */
 START_TEST(work_extends_budget)
 {
-	busy_poll_init(&bp, CONF_BUSY_POLL_ALWAYS, 50000, 2, &st);
-	at_ms(work_cb, 10);
-	at_ms(work_cb, 60);
-	at_ms(mid_cb, 80);
-	at_ms(exit_cb, 400);
-	busy_poll_loop(base, &bp);
+	int try = 1;
+
+	do {
+		busy_poll_init(&bp, CONF_BUSY_POLL_ALWAYS, 50000, 2, &st);
+		at_ms(work_cb, 10);
+		at_ms(work_cb, 60);
+		at_ms(mid_cb, 80);
+		at_ms(exit_cb, 400);
+		busy_poll_loop(base, &bp);
+	} while (timed_retry(spins_mid > 0 && bp.spins > spins_mid &&
+				     stats_read(&st, STAT_busy_poll_hits) == 1,
+			     &try));
 	ck_assert_uint_gt(spins_mid, 0);
 	ck_assert_uint_gt(bp.spins, spins_mid);
 	ck_assert_uint_eq(stats_read(&st, STAT_busy_poll_hits), 1);
@@ -262,7 +286,13 @@ END_TEST
  * finds the next one: hits, no sleep between bursts. */
 START_TEST(adaptive_loop_short_gaps_hit)
 {
-	run_bursts(50000, 5);
+	int try = 1;
+
+	do
+		run_bursts(50000, 5);
+	while (timed_retry(stats_read(&st, STAT_busy_poll_hits) >= 10 &&
+				   bp.budget_us[BUSY_WAIT_PEER] > 0,
+			   &try));
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_hits), 10);
 	ck_assert_uint_gt(bp.budget_us[BUSY_WAIT_PEER], 0);
 }
@@ -290,15 +320,21 @@ END_TEST
  * wait, and every poll missed. */
 START_TEST(adaptive_loop_waits_apart)
 {
-	int i;
+	int i, try = 1;
 
-	busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 20000, 2, &st);
-	for (i = 0; i < 8; i++) {
-		at_ms(local_cb, 10 + 100 * i);
-		at_ms(peer_cb, 22 + 100 * i);
-	}
-	at_ms(exit_cb, 10 + 100 * 8);
-	busy_poll_loop(base, &bp);
+	do {
+		busy_poll_init(&bp, CONF_BUSY_POLL_ADAPTIVE, 20000, 2, &st);
+		for (i = 0; i < 8; i++) {
+			at_ms(local_cb, 10 + 100 * i);
+			at_ms(peer_cb, 22 + 100 * i);
+		}
+		at_ms(exit_cb, 10 + 100 * 8);
+		busy_poll_loop(base, &bp);
+	} while (timed_retry(stats_read(&st, STAT_busy_poll_hits) >= 5 &&
+				     bp.budget_us[BUSY_WAIT_PEER] <=
+					     20000 / 32 &&
+				     bp.budget_us[BUSY_WAIT_LOCAL] == 20000,
+			     &try));
 	ck_assert_uint_ge(stats_read(&st, STAT_busy_poll_hits), 5);
 	/* halved by each of the 8 misses, 20000 / 2^8 */
 	ck_assert_uint_le(bp.budget_us[BUSY_WAIT_PEER], 20000 / 32);
