@@ -11,25 +11,38 @@ idx=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index for $RXE_IP
 port=18515
 args="-d $RXE_DEV0 -x $idx -s 65536 -n 500 -F -p $port"
 
-# shellcheck disable=SC2086 # $args is a word list on purpose
-timeout 60 ib_write_bw $args >"$RXE_OUT/server.txt" 2>&1 &
-server=$!
-rxe_wait 20 sh -c "ss -ltn | grep -q ':$port '" ||
-	rxe_die "ib_write_bw server did not listen on port $port"
-# shellcheck disable=SC2086
-timeout 60 ib_write_bw $args "$RXE_IP0" >"$RXE_OUT/client.txt" 2>&1
-crc=$?
-wait $server
-src=$?
-echo "--- client (exit $crc)"
-cat "$RXE_OUT/client.txt"
-echo "--- server (exit $src)"
-cat "$RXE_OUT/server.txt"
-if [ $crc != 0 ] || [ $src != 0 ]; then
-	rxe_die "ib_write_bw failed"
-fi
-# The result row: bytes, iterations, BW peak, BW average (MB/sec), MsgRate.
-bw=$(awk '$1 == 65536 && $2 == 500 { print $4 }' "$RXE_OUT/client.txt")
-awk -v bw="$bw" 'BEGIN { exit !(bw > 0) }' ||
-	rxe_die "no bandwidth reported"
+# One run of server and client; its result row's BW average, or "".
+# perftest derives MB/s from the CPU clock it estimates first; on a loaded
+# host under emulation that estimate can fail ("Correlation coefficient
+# r^2 < 0.9") and a run that moved every byte reports 0.00: run again, up
+# to three times.
+bw_run() {
+	# shellcheck disable=SC2086 # $args is a word list on purpose
+	timeout 60 ib_write_bw $args >"$RXE_OUT/server.txt" 2>&1 &
+	server=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$port '" ||
+		rxe_die "ib_write_bw server did not listen on port $port"
+	# shellcheck disable=SC2086
+	timeout 60 ib_write_bw $args "$RXE_IP0" >"$RXE_OUT/client.txt" 2>&1
+	crc=$?
+	wait $server
+	src=$?
+	echo "--- client (exit $crc)"
+	cat "$RXE_OUT/client.txt"
+	echo "--- server (exit $src)"
+	cat "$RXE_OUT/server.txt"
+	if [ $crc != 0 ] || [ $src != 0 ]; then
+		rxe_die "ib_write_bw failed"
+	fi
+	# The result row: bytes, iterations, BW peak, BW average, MsgRate.
+	bw=$(awk '$1 == 65536 && $2 == 500 { print $4 }' "$RXE_OUT/client.txt")
+}
+
+for try in 1 2 3; do
+	bw_run
+	awk -v bw="$bw" 'BEGIN { exit !(bw > 0) }' && break
+	echo "# run $try: no bandwidth reported (perftest's clock estimate?)"
+	bw=
+done
+[ -n "$bw" ] || rxe_die "no bandwidth reported in 3 runs"
 echo "ok: ib_write_bw -x $idx, 64 KiB writes: $bw MB/s average"
