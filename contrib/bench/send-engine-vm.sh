@@ -9,7 +9,14 @@
 # daemons and every client run on host a, the pairs' links cross the link.
 # Every sample is one line in $RXE_OUT/raw.tsv:
 #   exp variant round metric size tool-output-on-one-line
-# and the host side turns them into medians and ratios.  Knobs (env):
+# and the host side turns them into medians and ratios.
+# With two hosts on Linux 6.12 and RXE_SE_KSMC=1 (send-engine --two-host,
+# --kernel backports), autocork and inline also measure Linux's own SMC-R
+# between the hosts, interleaved with the pairs, as the seeds compare
+# against it: variant K, the programs' TCP sockets made kernel SMC sockets
+# by tests/tools/smcpreload.so (sockperf and xfer servers on b's link
+# address), and variant N (autocork only), the same with
+# net.smc.autocorking_size = 0 on both hosts for the sample.  Knobs (env):
 #   RXE_SE_ROUNDS RXE_SE_SECONDS RXE_SE_ITERS RXE_SE_BW_SIZES RXE_SE_LAT_SIZES RXE_SE_INL_SIZES
 #   RXE_SE_SLOT_CONNS RXE_SE_SLOT_OUT RXE_SE_SLOT_BACK RXE_SE_EXPS
 #   RXE_SE_BUSY_MODE RXE_SE_GAP_US
@@ -38,6 +45,8 @@ gap_us=${RXE_SE_GAP_US:-0}		# busymode: xfer --gap-us of its ping-pongs
 rt_sizes=${RXE_SE_RT_SIZES:-1 64 1024}	# round trips of busypoll, short, busyfb
 strace_iters=${RXE_SE_STRACE_ITERS:-200} # round trips under strace -c; 0: none
 base_daemon=${RXE_SE_BASE_DAEMON:-}	# build: the B pair's smcproxyd
+ksmc_on=${RXE_SE_KSMC:-0}		# kernel SMC-R rows (two hosts, 6.12)
+[ -n "${RXE_HOST:-}" ] || ksmc_on=0
 
 if [ -n "${RXE_HOST:-}" ]; then
 	rxe_host_setup
@@ -56,10 +65,22 @@ RAW=$RXE_OUT/raw.tsv
 : >"$RAW"
 PORT_SP=16389		# sockperf server (target of every pair)
 PORT_XF=16388		# xfer server
+PORT_SPK=16390		# sockperf server on b's link address over kernel SMC
+PORT_XFK=16391		# xfer server on b's link address over kernel SMC
 GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
 echo "gid_index $GIDX" >"$RXE_OUT/vm.txt"
 uname -r >>"$RXE_OUT/vm.txt"
 nproc >>"$RXE_OUT/vm.txt"
+# Kernel SMC-R: the smc module and the user EID both hosts share (lib.sh),
+# and KS, the prefix that runs a program with its TCP sockets as SMC
+# sockets (rec runs it under timeout: a command, not a shell function)
+if [ "$ksmc_on" = 1 ]; then
+	ksmc_setup
+	KS="env LD_PRELOAD=$SMCPRELOAD ASAN_OPTIONS=verify_asan_link_order=0"
+	cork0=$(sysctl -n net.smc.autocorking_size) ||
+		rxe_die "no net.smc.autocorking_size (Linux $(uname -r))"
+	echo "autocorking_size $cork0" >>"$RXE_OUT/vm.txt"
+fi
 
 # on_b SNIPPET: run SNIPPET where the b daemons are (host b, or here).
 on_b() {
@@ -86,6 +107,15 @@ if [ "${RXE_HOST:-b}" = b ]; then
 	"$XFER" server -q -l "127.0.0.1:$PORT_XF" >"$RXE_OUT/xfer-server.log" 2>&1 &
 	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_XF '" || rxe_die "xfer server"
 	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_SP '" || rxe_die "sockperf server"
+	if [ "$ksmc_on" = 1 ]; then
+		$KS sockperf server --tcp -i "$B_IP" -p $PORT_SPK \
+			>"$RXE_OUT/sockperf-server-ksmc.log" 2>&1 &
+		$KS "$XFER" server -q -l "$B_IP:$PORT_XFK" \
+			>"$RXE_OUT/xfer-server-ksmc.log" 2>&1 &
+		rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_XFK '" &&
+			rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_SPK '" ||
+			rxe_die "kernel SMC servers on b"
+	fi
 fi
 
 cmd() {	# log a command line once per kind
@@ -127,6 +157,7 @@ b_down() {
 # server), then end.
 if [ "${RXE_HOST:-a}" = b ]; then
 	rxe_serve || rxe_log "host a stopped asking"
+	[ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
 	echo "== done"
 	exit 0
 fi
@@ -216,14 +247,56 @@ links_of() {
 		"$("$CTL" -s "$R/$_d$5.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
 }
 
-order() {	# variants in the order of round $1: A B, then B A, ...
-	if [ $(($1 % 2)) = 1 ]; then echo "A B"; else echo "B A"; fi
+order() {	# variants (default A B) in the order of round $1: as given,
+	# then reversed, ...
+	_vs=${2:-A B}
+	if [ $(($1 % 2)) = 1 ]; then echo "$_vs"; else
+		echo "$_vs" | tr ' ' '\n' | tac | tr '\n' ' '; fi
 }
 port() {	# port VARIANT KIND(0 sockperf, 1 xfer)
 	if [ "$1" = A ]; then echo "1710$2"; else echo "1720$2"; fi
 }
 
+# Kernel SMC-R (variants K and N): cork_set VALUE sets
+# net.smc.autocorking_size on both hosts; ksmc_check says once that the
+# kernel's connections are SMC-R, not its silent fallback to TCP
+cork_set() {
+	sysctl -qw net.smc.autocorking_size="$1" || rxe_die "sysctl on a"
+	on_b "sysctl -qw net.smc.autocorking_size=$1"
+}
+ksmc_checked=0
+ksmc_check() {
+	[ "$ksmc_on" = 1 ] && [ $ksmc_checked = 0 ] || return 0
+	$KS "$XFER" client -c "$B_IP:$PORT_XFK" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+		rxe_die "first kernel SMC connection failed"
+	[ "$(ksmc_stat clnt_v2_succ)" -ge 1 ] && [ "$(ksmc_stat fback_clnt)" = 0 ] ||
+		rxe_die "kernel SMC fell back to TCP: $("$SMCNL" stats | tr '\n' ' ')"
+	"$SMCNL" stats >"$RXE_OUT/smc-stats.before.txt" 2>&1
+	ksmc_checked=1
+}
+# krec EXP V ROUND METRIC SIZE CMD...: rec of CMD over kernel SMC-R, with
+# autocorking off on both hosts for variant N
+krec() {
+	[ "$2" = N ] && cork_set 0
+	_kv=$2
+	_kk="$1 $2 $3 $4 $5"
+	shift 5
+	# shellcheck disable=SC2086
+	rec $_kk $KS "$@"
+	[ "$_kv" = N ] && cork_set "$cork0"
+	return 0
+}
+kvariant() {	# V: K or N, kernel SMC-R
+	[ "$1" = K ] || [ "$1" = N ]
+}
+
 bw_one() {	# EXP V ROUND SIZE; links around it: WRs posted per byte sent
+	if kvariant "$2"; then
+		cmd "LD_PRELOAD=smcpreload.so sockperf throughput --tcp -i B_IP -p $PORT_SPK -t $secs -m SIZE (kernel SMC-R)"
+		krec "$1" "$2" "$3" sockperf_bw "$4" sockperf throughput --tcp \
+			-i "$B_IP" -p $PORT_SPK -t "$secs" -m "$4"
+		return
+	fi
 	_n=1; [ "$2" = B ] && _n=2
 	cmd "sockperf throughput --tcp -i 127.0.0.1 -p PORT -t $secs -m SIZE"
 	links "$1" "$2" "$3" before $_n "$4"
@@ -232,6 +305,12 @@ bw_one() {	# EXP V ROUND SIZE; links around it: WRs posted per byte sent
 	links "$1" "$2" "$3" after $_n "$4"
 }
 lat_one() {	# EXP V ROUND SIZE
+	if kvariant "$2"; then
+		cmd "LD_PRELOAD=smcpreload.so xfer client -c B_IP:$PORT_XFK -m pingpong -s SIZE -i $iters --json -T 60 (kernel SMC-R)"
+		krec "$1" "$2" "$3" xfer_pp "$4" "$XFER" client -c "$B_IP:$PORT_XFK" \
+			-m pingpong -s "$4" -i "$iters" --json -T 60
+		return
+	fi
 	_g=
 	[ "$1" = busymode ] && [ "$gap_us" -gt 0 ] && _g="--gap-us $gap_us"
 	cmd "xfer client -c 127.0.0.1:PORT -m pingpong -s SIZE -i $iters${_g:+ $_g} --json -T 60"
@@ -291,19 +370,28 @@ for e in $exps; do
 	build) pair_up 2 "" base ;;
 	*) pair_up 2 "$kb" ;;
 	esac
+	# the variants measured: with kernel SMC-R, autocork's K and N and
+	# inline's K too
+	vs="A B"
+	if [ "$ksmc_on" = 1 ]; then
+		case $e in
+		autocork) vs="A B K N"; ksmc_check ;;
+		inline) vs="A B K"; ksmc_check ;;
+		esac
+	fi
 	r=1
 	while [ $r -le "$rounds" ]; do
 		case $e in
 		autocork)
 			for s in $bw_sizes; do
-				for v in $(order $r); do bw_one $e $v $r $s; done
+				for v in $(order $r "$vs"); do bw_one $e $v $r $s; done
 			done
 			for s in $lat_sizes; do
-				for v in $(order $r); do lat_one $e $v $r $s; done
+				for v in $(order $r "$vs"); do lat_one $e $v $r $s; done
 			done ;;
 		inline)
 			for s in $inl_sizes; do
-				for v in $(order $r); do lat_one $e $v $r $s; done
+				for v in $(order $r "$vs"); do lat_one $e $v $r $s; done
 			done ;;
 		slot)
 			for v in $(order $r); do
@@ -378,5 +466,6 @@ for e in $exps; do
 		[ -f "$RXE_OUT/$f.log" ] && mv "$RXE_OUT/$f.log" "$RXE_OUT/$e.$f.log"
 	done
 done
+[ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
 [ -n "${RXE_HOST:-}" ] && rxe_serve_end
 echo "== done"
