@@ -551,7 +551,7 @@ session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
 /*
  * lgr.c: our link went down; to is where we are now, NULL: none left.
  * With none left a connection that relays resumes on a new group if it
- * can (session_rdma_resume_begin); one waiting for its resume answer
+ * can (resume_begin, resume.c); one waiting for its resume answer
  * tries again.
  */
 static void
