@@ -88,9 +88,10 @@ export_connect(struct session *s)
 		return SESSION_NREASONS;
 	}
 	errno = -rc;
-	log_warn("conn 0x%llx: export %s: connect to %s",
-		 (unsigned long long)s->id, s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warn_rl("connect to target", buf,
+		    "conn 0x%llx: export %s: connect to %s",
+		    (unsigned long long)s->id, s->export->name, buf);
 	return fallback_connect_reason(-rc, true);
 }
 
@@ -109,9 +110,10 @@ export_connected(struct session *s)
 	if (err == 0)
 		return SESSION_NREASONS;
 	errno = err;
-	log_warn("conn 0x%llx: export %s: target %s", (unsigned long long)s->id,
-		 s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warn_rl("connect to target", buf,
+		    "conn 0x%llx: export %s: target %s",
+		    (unsigned long long)s->id, s->export->name, buf);
 	return fallback_connect_reason(err, true);
 }
 
@@ -119,8 +121,12 @@ export_connected(struct session *s)
 enum session_reason
 export_timed_out(struct session *s)
 {
-	log_warnx("conn 0x%llx: export %s: target connect timed out",
-		  (unsigned long long)s->id, s->export->name);
+	char buf[ADDR_STRLEN];
+
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warnx_rl("connect to target", buf,
+		     "conn 0x%llx: export %s: target connect timed out",
+		     (unsigned long long)s->id, s->export->name);
 	return SESSION_TARGET_TIMEOUT;
 }
 

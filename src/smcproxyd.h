@@ -72,6 +72,13 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define LOG_RL_INTERVAL_MS 5000 /* log_warn_rl's window */
+#define LOG_RL_BURST 10		/* lines of a kind and source per window */
+void log_warn_rl(const char *kind, const char *source, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_rl_limits(uint64_t interval_ms, unsigned int burst);
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...)
@@ -89,6 +96,7 @@ struct addr {
 int addr_parse(const char *s, struct addr *out);
 int addr_parse_host(const char *s, struct addr *out);
 const char *addr_str(const struct addr *a, char *buf, size_t len);
+const char *addr_host_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
 bool addr_equal(const struct addr *a, const struct addr *b);
 #define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
