@@ -227,13 +227,20 @@ metrics_peers(FILE *f, const json_t *peers)
 	const json_t *p;
 	size_t i, m;
 
-	prom_family(
-		f, "smcproxyd_peer_up", "gauge",
-		"1 while an active RDMA link group reaches the peer, else 0");
-	json_array_foreach(peers, i, p)
+	prom_family(f, "smcproxyd_peer_up", "gauge",
+		    "1 while the peer is reached over the transport: rdma, "
+		    "an active RDMA link group; fallback, connections go over "
+		    "TCP and the last try reached the peer");
+	json_array_foreach(peers, i, p) {
 		metrics_sample(f, "smcproxyd_peer_up", "peer",
-			       metrics_str(p, "name"), NULL, NULL,
+			       metrics_str(p, "name"), "transport", "rdma",
 			       metrics_is(p, "mode", "rdma"));
+		metrics_sample(
+			f, "smcproxyd_peer_up", "peer", metrics_str(p, "name"),
+			"transport", "fallback",
+			metrics_is(p, "mode", "fallback") &&
+				json_is_true(json_object_get(p, "reachable")));
+	}
 	prom_family(f, "smcproxyd_peer_mode", "gauge",
 		    "how connections to the peer are carried now: 1 for that "
 		    "mode, 0 for the other");
