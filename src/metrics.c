@@ -264,27 +264,53 @@ metrics_peers(FILE *f, const json_t *peers)
 			       metrics_int(p, "conns"));
 }
 
+/* The sample name{lgr=..,link=..,device=..} of link l, without value. */
+static void
+metrics_link_sample(FILE *f, const char *name, const json_t *l)
+{
+	fprintf(f, "%s{lgr=\"%lld\",link=\"%lld\",device=\"", name,
+		metrics_int(l, "lgr"), metrics_int(l, "link"));
+	prom_escape(f,
+		    metrics_str(l, "device") != NULL ?
+			    metrics_str(l, "device") :
+			    "",
+		    true);
+	fputs("\"} ", f);
+}
+
 static void
 metrics_links(FILE *f, const json_t *links)
 {
 	const json_t *l;
-	char id[32];
 	size_t i;
 
 	prom_family(f, "smcproxyd_link_active", "gauge",
 		    "1 while the RDMA link is active, else 0");
 	json_array_foreach(links, i, l) {
-		snprintf(id, sizeof(id), "%lld", metrics_int(l, "link"));
-		fprintf(f,
-			"smcproxyd_link_active{lgr=\"%lld\",link=\"%s\","
-			"device=\"",
-			metrics_int(l, "lgr"), id);
-		prom_escape(f,
-			    metrics_str(l, "device") != NULL ?
-				    metrics_str(l, "device") :
-				    "",
-			    true);
-		fprintf(f, "\"} %d\n", metrics_is(l, "state", "active"));
+		metrics_link_sample(f, "smcproxyd_link_active", l);
+		fprintf(f, "%d\n", metrics_is(l, "state", "active"));
+	}
+	prom_family(f, "smcproxyd_link_test_link_rtt_seconds", "gauge",
+		    "round trip of the link's last answered TEST_LINK "
+		    "keepalive (0 before one was answered)");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_test_link_rtt_seconds",
+				    l);
+		fprintf(f, "%.6f\n",
+			(double)metrics_int(l, "test_link_rtt_us") / 1e6);
+	}
+	prom_family(f, "smcproxyd_link_completions_total", "counter",
+		    "work completions polled on the link since it was set up");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_completions_total", l);
+		fprintf(f, "%lld\n", metrics_int(l, "completions"));
+	}
+	prom_family(
+		f, "smcproxyd_link_errors_total", "counter",
+		"work completions in error on the link since it was set up");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_errors_total", l);
+		fprintf(f, "%lld\n", metrics_int(l, "errors"));
 	}
 }
 

@@ -774,6 +774,7 @@ ctl_show_links(struct ctl_conn *conn, json_t *data)
 		{"DATA-SENDS", "data_sends", CTL_COL_NUM, true},
 		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM, true},
 		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM, true},
+		{"TEST-LINK-RTT-US", "test_link_rtt_us", CTL_COL_NUM, true},
 		{"UP", "up_s", CTL_COL_SECONDS, false},
 	};
 

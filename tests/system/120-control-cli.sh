@@ -263,7 +263,7 @@ for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
 	max_inline wrs_posted writes inline_wrs completions errors slot_waits wakeups \
 	slot_wait_timeouts rx_unknown rx_bad_opcode drained cq_events lazy_posts lazy_wanted \
 	data_sends test_link_sent \
-	test_link_answered up_s; do
+	test_link_answered test_link_rtt_us up_s; do
 	run_ctl 0 -s "$SOCK" -o "$col" show links
 done
 run_ctl 0 -s "$SOCK" -o up,wakeups,slot-wait-timeouts,rx-unknown,test-link-sent,test-link-answered show links
