@@ -334,8 +334,42 @@ metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
 			       metrics_int(r, "conns"));
 }
 
+/*
+ * The setup time histogram of rule or export t: cumulative buckets by
+ * their upper bound in seconds, then +Inf, the sum and the count.
+ */
+static void
+metrics_setup(FILE *f, const char *kind, const struct tally *t)
+{
+	char name[64], le[32];
+	uint64_t n = 0;
+	int i;
+
+	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_bucket", kind);
+	for (i = 0; i <= TALLY_SETUP_BUCKETS; i++) {
+		n += t->setup[i];
+		if (i < TALLY_SETUP_BUCKETS)
+			snprintf(le, sizeof(le), "%g",
+				 tally_setup_le_ms[i] / 1000.0);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		metrics_sample(f, name, kind, t->name, "le", le, (long long)n);
+	}
+	fprintf(f, "smcproxyd_%s_setup_seconds_sum{%s=\"", kind, kind);
+	prom_escape(f, t->name, true);
+	fprintf(f, "\"} %.3f\n", (double)t->setup_sum_ms / 1000.0);
+	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_count", kind);
+	metrics_sample(f, name, kind, t->name, NULL, NULL,
+		       (long long)t->setup_count);
+}
+
 /* What one family of per-rule (or per-export) totals prints. */
-enum metrics_tally_what { METRICS_T_CONNS, METRICS_T_BYTES, METRICS_T_CLOSES };
+enum metrics_tally_what {
+	METRICS_T_CONNS,
+	METRICS_T_BYTES,
+	METRICS_T_CLOSES,
+	METRICS_T_SETUP
+};
 
 struct metrics_tally_walk {
 	FILE *f;
@@ -377,6 +411,9 @@ metrics_tally_one(const struct tally *t, void *arg)
 					       "reason", session_reason_name(r),
 					       (long long)t->closes[r]);
 		break;
+	case METRICS_T_SETUP:
+		metrics_setup(mw->f, kind, t);
+		break;
 	}
 }
 
@@ -414,6 +451,16 @@ metrics_tallies(FILE *f)
 			prom_family(f, name, "counter", text);
 			tally_foreach(metrics_tally_one, &mw);
 		}
+		mw.what = METRICS_T_SETUP;
+		snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds",
+			 k ? "export" : "rule");
+		prom_family(f, name, "histogram",
+			    k ? "per export: time from a peer's open to "
+				"relaying (the target connected)" :
+				"per rule: time from accepting a client to "
+				"relaying (the peer reached, over RDMA or the "
+				"fallback)");
+		tally_foreach(metrics_tally_one, &mw);
 	}
 }
 

@@ -464,6 +464,7 @@ void connlog_close(const struct session *s, enum session_reason reason);
 
 /* tally.c: per rule, export and peer, open now and totals (metrics) */
 enum tally_kind { TALLY_RULE, TALLY_EXPORT, TALLY_PEER };
+#define TALLY_SETUP_BUCKETS 13
 struct tally {
 	SLIST_ENTRY(tally) entry;
 	enum tally_kind kind;
@@ -472,8 +473,15 @@ struct tally {
 	uint64_t conns[2];	      /* ended, by transport: fallback, rdma */
 	uint64_t bytes_in, bytes_out; /* from the client or peer, to it */
 	uint64_t closes[SESSION_NREASONS];
+	/* time from accept (or a peer's open) to relaying, by bucket: the
+	 * first TALLY_SETUP_BUCKETS up to tally_setup_le_ms[i], then the
+	 * rest; their count, and their sum in ms */
+	uint64_t setup[TALLY_SETUP_BUCKETS + 1];
+	uint64_t setup_count, setup_sum_ms;
 };
+extern const unsigned int tally_setup_le_ms[TALLY_SETUP_BUCKETS];
 void tally_open(struct session *s);
+void tally_setup(const struct session *s, uint64_t ms);
 int64_t tally_conns(enum tally_kind kind, const char *name);
 void tally_close(const struct session *s, enum session_reason reason);
 void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);

@@ -152,6 +152,19 @@ eq(total(b, "smcproxyd_export_conns_ended", export="x", transport="fallback"),
    3, "B export x ended over the fallback")
 if total(b, "smcproxyd_export_bytes", export="x", direction="in") < 3 * 65536:
     sys.exit("B export x bytes in below the 3 x 64 KiB received")
+# setup time histograms: one observation per connection that relayed
+for fams, kind in ((a, "rule"), (b, "export")):
+    fam = "smcproxyd_%s_setup_seconds" % kind
+    eq(fams[fam].type, "histogram", fam + " type")
+    eq(sample(fams, fam, fam + "_count", **{kind: "x"}), 3, fam + " count")
+    bk = sorted((float(s.labels["le"]), s.value) for s in fams[fam].samples
+                if s.name == fam + "_bucket" and s.labels.get(kind) == "x")
+    eq(len(bk), 14, fam + " buckets")
+    eq(bk[-1], (float("inf"), 3), fam + " +Inf bucket")
+    if any(x[1] > y[1] for x, y in zip(bk, bk[1:])):
+        sys.exit("%s buckets not cumulative: %r" % (fam, bk))
+    if not 0 <= sample(fams, fam, fam + "_sum", **{kind: "x"}) < 60:
+        sys.exit("%s sum: %r" % (fam, fams[fam].samples))
 
 # one connection held open shows per rule, peer and export
 held = socket.create_connection(("127.0.0.1", int(rule)))
