@@ -689,6 +689,8 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 	static const struct ctl_col cols[] = {
 		{"PEER", "name", CTL_COL_TEXT},
 		{"ADDRESS", "address", CTL_COL_TEXT},
+		{"SOURCE", "source", CTL_COL_TEXT},
+		{"DSCP", "dscp", CTL_COL_NUM},
 		{"AUTH", "auth", CTL_COL_TEXT},
 		{"MODE", "mode", CTL_COL_TEXT},
 		{"CONNS", "conns", CTL_COL_NUM},

@@ -384,6 +384,56 @@ START_TEST(handshake_confirmed)
 }
 END_TEST
 
+/*
+ * Routed RoCE v2: each side's QPs are connected along its peer's path
+ * (rdma's DSCP, priority, timeout and retry counts, or the peer's own),
+ * on the peer's device when it names one.
+ */
+START_TEST(links_take_the_peers_path)
+{
+	const struct dev_path *pa, *pb;
+	struct lgr_link *ka, *kb;
+	json_t *lgrs, *links;
+
+	side_init(&A, "a", "b", 2,
+		  "max_links = 1; dscp = 26; priority = 3; qp_timeout = 18; "
+		  "retry_count = 5; rnr_retry = 6;",
+		  NULL);
+	side_init(&B, "b", "a", 1, "max_links = 1; dscp = 26;", NULL);
+	snprintf(side_peer(&A)->device, sizeof(side_peer(&A)->device), "loop1");
+	side_peer(&B)->route.dscp = 46;
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ka = link_n(&A, 1);
+	kb = link_n(&B, 1);
+	ck_assert_ptr_nonnull(ka);
+	ck_assert_ptr_nonnull(kb);
+	pa = loopdev_qp_path(wr_link_qp(ka->wr));
+	ck_assert_uint_eq(pa->traffic_class, 26 << 2);
+	ck_assert_uint_eq(pa->sl, 3);
+	ck_assert_uint_eq(pa->timeout, 18);
+	ck_assert_uint_eq(pa->retry_cnt, 5);
+	ck_assert_uint_eq(pa->rnr_retry, 6);
+	pb = loopdev_qp_path(wr_link_qp(kb->wr));
+	ck_assert_uint_eq(pb->traffic_class, 46 << 2);
+	ck_assert_uint_eq(pb->sl, 0);
+	ck_assert_uint_eq(pb->timeout, 15);
+	ck_assert_uint_eq(pb->retry_cnt, 7);
+	ck_assert_uint_eq(pb->rnr_retry, 7);
+
+	/* peers[].device: loop1, not the first device */
+	lgrs = json_array();
+	links = json_array();
+	lgr_json(A.ctx, lgrs, links);
+	ck_assert_uint_eq(json_array_size(links), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(links, 0), "device")),
+			 "loop1");
+	json_decref(lgrs);
+	json_decref(links);
+}
+END_TEST
+
 /* With the right pre-shared key on both sides the MACs verify. */
 START_TEST(handshake_with_key)
 {
@@ -1324,6 +1374,7 @@ lgr_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
+	tcase_add_test(tc, links_take_the_peers_path);
 	tcase_add_test(tc, handshake_with_key);
 	tcase_add_test(tc, second_link);
 	tcase_add_test(tc, add_link_rejected);
