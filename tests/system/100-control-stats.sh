@@ -235,7 +235,9 @@ for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     w = {"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
          "mode": "fallback", "declined_by_peer": False, "lgrs": 0, "conns": 2,
          "last_error": "", "last_error_code": "", "last_error_at": "",
-         "last_error_age_s": None, "draining": False}
+         "last_error_age_s": None, "draining": False,
+         "device": "", "source": "", "dscp": 0, "priority": 0,
+         "qp_timeout": 15, "retry_count": 7, "rnr_retry": 7}
     w.update(want[name])
     eq(peers, [w], "peers")
 EOF
@@ -243,7 +245,7 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2 +yes +yes$' "$T/a.rules.tx
 	fail "show rules table on a: $(cat "$T/a.rules.txt")"
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
 	fail "show rules table on b: $(cat "$T/b.rules.txt")"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +- +0 +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
 
 # Connection 0 ends in order; both daemons count it.

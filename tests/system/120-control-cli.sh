@@ -194,7 +194,7 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
-head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +SOURCE +DSCP +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
 
 # The mutating commands print nothing in a table and {} in JSON.
