@@ -1236,17 +1236,38 @@ lgr_clc_done(struct lgr *lgr)
 /*
  * The control connection ended (code 0), the peer declined (code, by_peer)
  * or sent something we refused (code): before the group is active this
- * fails the handshake; after, it ends the group.
+ * fails the handshake; after, it ends the group.  A client's group the
+ * server declines was never active there: the server got no answer to its
+ * CONFIRM_LINK (a path that works one way only: a route whose hop limit
+ * dies at a router, a firewall).  The setup failed: the peer goes on the
+ * fallback's back-off, as for any decline, and the group ends.
  */
 void
 lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 {
+	uint64_t period;
+
 	switch (lgr->state) {
 	case LGR_STATE_CLC:
 	case LGR_STATE_CONFIRMING:
 		lgr_fail(lgr, code ? code : CLC_DECL_PEERDECL, by_peer, false);
 		break;
 	case LGR_STATE_ACTIVE:
+		if (lgr->role == LGR_ROLE_CLIENT && by_peer && code != 0) {
+			STATS_INC(lgr_stats(lgr), clnt_hshake_err_cnt);
+			period =
+				lgr_peer_fallback(lgr->ctx, lgr->peer->name,
+						  code, true, !lgr->for_resume);
+			log_warnx("lgr %u: peer %s: link group setup failed: "
+				  "peer declined, %s (0x%08x) after our "
+				  "CONFIRM_LINK response; TCP fallback for "
+				  "%llu s",
+				  lgr->id, lgr->peer->name,
+				  clc_decline_name(code), code,
+				  (unsigned long long)(period / 1000));
+			lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, false);
+			break;
+		}
 		log_warnx("lgr %u: peer %s: control connection %s", lgr->id,
 			  lgr->peer->name, code ? "broke" : "closed");
 		lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, false);

@@ -434,6 +434,43 @@ START_TEST(links_take_the_peers_path)
 }
 END_TEST
 
+/*
+ * A path that works one way only (a route whose hop limit dies at a
+ * router, a firewall dropping RoCE one way): the client gets the
+ * server's CONFIRM_LINK and takes its group for active, but its response
+ * never arrives and the server declines TIMEOUT_CL on the control
+ * connection.  That is a failed setup, not a lost path: the peer goes on
+ * the fallback's back-off, as for any decline, and no new group is tried
+ * for each connection (before, each one tried four and was reset).
+ */
+START_TEST(decline_after_client_confirmed)
+{
+	struct lgr_link *ka;
+	struct peer_info info;
+	uint32_t reason = 0;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert_ptr_nonnull(lgr_of(&A));
+	ka = &lgr_of(&A)->link[0]; /* its first, not yet confirmed */
+	ck_assert_ptr_nonnull(ka->wr);
+	loopdev_hold(wr_link_qp(ka->wr), true); /* a's sends never arrive */
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(clc_decline_name(reason), "TIMEOUT_CL");
+	ck_assert_int_eq(peer_info("b", &info), 0);
+	ck_assert(info.by_peer);
+	ck_assert_uint_gt(info.backoff_left_ms, 0);
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
+	/* backed off: the next connection does not try again */
+	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert_ptr_null(lgr_of(&A));
+}
+END_TEST
+
 /* With the right pre-shared key on both sides the MACs verify. */
 START_TEST(handshake_with_key)
 {
@@ -1375,6 +1412,7 @@ lgr_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
 	tcase_add_test(tc, links_take_the_peers_path);
+	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);
 	tcase_add_test(tc, second_link);
 	tcase_add_test(tc, add_link_rejected);
