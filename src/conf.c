@@ -1504,15 +1504,23 @@ conf_check_peer_routes(struct conf_parse *p)
 			pr->retry_count = r->retry_count;
 		if (pr->rnr_retry < 0)
 			pr->rnr_retry = r->rnr_retry;
-		if (peer->source.len == 0 || peer->addr.len == 0 ||
-		    conf_addr_is_v4(&peer->source) ==
-			    conf_addr_is_v4(&peer->addr))
+		if (peer->source.len == 0)
 			continue;
 		snprintf(path, sizeof(path), "peers[%d].source", i);
-		conf_err(p, locs[(size_t)i * nk + si], path,
-			 "peer %s: an IPv%c source for an IPv%c address",
-			 peer->name, conf_addr_is_v4(&peer->source) ? '4' : '6',
-			 conf_addr_is_v4(&peer->addr) ? '4' : '6');
+		if (conf->rdma.gid_index >= 0)
+			conf_err(p, locs[(size_t)i * nk + si], path,
+				 "peer %s: rdma.gid_index %d fixes the GID, "
+				 "whatever the source; set it to -1",
+				 peer->name, conf->rdma.gid_index);
+		else if (peer->addr.len != 0 &&
+			 conf_addr_is_v4(&peer->source) !=
+				 conf_addr_is_v4(&peer->addr))
+			conf_err(p, locs[(size_t)i * nk + si], path,
+				 "peer %s: an IPv%c source for an IPv%c "
+				 "address",
+				 peer->name,
+				 conf_addr_is_v4(&peer->source) ? '4' : '6',
+				 conf_addr_is_v4(&peer->addr) ? '4' : '6');
 	}
 }
 

@@ -407,6 +407,12 @@ static const struct {
 	 "t.conf:3: peers[0].source: peer b: an IPv6 source for an IPv4 "
 	 "address\n",
 	 1},
+	{"rdma: { gid_index = 3; };\n"
+	 "peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; source = \"10.0.0.1\"; } );\n",
+	 "t.conf:3: peers[0].source: peer b: rdma.gid_index 3 fixes the GID, "
+	 "whatever the source; set it to -1\n",
+	 1},
 	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
 	 "  insecure = true; device = \"mlx5 0\"; } );\n",
 	 "t.conf:2: peers[0].device: invalid name \"mlx5 0\"", 1},
