@@ -153,6 +153,23 @@ addr_same_host(const struct addr *a, const struct addr *b)
 		      sizeof(struct in6_addr)) == 0;
 }
 
+/* The host part of a alone ("192.0.2.1", "2001:db8::1"); false if none. */
+bool
+addr_host(const struct addr *a, char *buf, size_t len)
+{
+	if (a->ss.ss_family == AF_INET)
+		return inet_ntop(
+			       AF_INET,
+			       &((const struct sockaddr_in *)&a->ss)->sin_addr,
+			       buf, (socklen_t)len) != NULL;
+	if (a->ss.ss_family == AF_INET6)
+		return inet_ntop(AF_INET6,
+				 &((const struct sockaddr_in6 *)&a->ss)
+					  ->sin6_addr,
+				 buf, (socklen_t)len) != NULL;
+	return false;
+}
+
 /* Same address and port. */
 bool
 addr_equal(const struct addr *a, const struct addr *b)
@@ -164,4 +181,21 @@ addr_equal(const struct addr *a, const struct addr *b)
 		return false;
 	/* sin_port and sin6_port sit at the same offset */
 	return a4->sin_port == b4->sin_port;
+}
+
+/*
+ * Bind socket fd to the host of a, any port, before it connects: the
+ * source address a peer's connections leave from.  0 or -errno.
+ */
+int
+addr_bind_source(int fd, const struct addr *a)
+{
+	struct addr any = *a;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&any.ss;
+
+	/* sin_port and sin6_port sit at the same offset */
+	sin->sin_port = 0;
+	if (bind(fd, (const struct sockaddr *)&any.ss, any.len) == -1)
+		return -errno;
+	return 0;
 }

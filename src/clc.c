@@ -1332,6 +1332,15 @@ clc_client_start(struct lgr *lgr, int fd)
 			lgr_clc_end(lgr, CLC_DECL_MEM, false);
 			return rc;
 		}
+		if (peer->source.len != 0 &&
+		    (rc = addr_bind_source(fd, &peer->source)) < 0) {
+			errno = -rc;
+			log_warn("lgr %u: peer %s: source address", lgr->id,
+				 peer->name);
+			close(fd);
+			lgr_clc_end(lgr, CLC_DECL_NOSMCRDEV, false);
+			return rc;
+		}
 		if (connect(fd, (const struct sockaddr *)&peer->addr.ss,
 			    peer->addr.len) == -1) {
 			if (errno != EINPROGRESS) {

@@ -38,6 +38,7 @@ enum conf_type {
 	CONF_T_ADDR,  /* struct addr, "ip:port" */
 	CONF_T_ENUM,  /* an enum stored as int, parsed by parse() */
 	CONF_T_PEER,  /* const struct conf_peer *, named in peers */
+	CONF_T_HOST,  /* struct addr, "ip" (port 0) */
 };
 
 static const char *const conf_type_names[] = {
@@ -45,7 +46,7 @@ static const char *const conf_type_names[] = {
 	[CONF_T_BOOL] = "boolean", [CONF_T_PATH] = "path",
 	[CONF_T_NAME] = "name",	   [CONF_T_NAMES] = "names",
 	[CONF_T_ADDR] = "address", [CONF_T_ENUM] = "string",
-	[CONF_T_PEER] = "name",
+	[CONF_T_PEER] = "name",	   [CONF_T_HOST] = "address",
 };
 
 static const char *const conf_type_expected[] = {
@@ -58,6 +59,7 @@ static const char *const conf_type_expected[] = {
 	[CONF_T_ADDR] = "a string \"ip:port\"",
 	[CONF_T_ENUM] = "a string",
 	[CONF_T_PEER] = "a string",
+	[CONF_T_HOST] = "a string \"ip\"",
 };
 
 #define CONF_REQUIRED 0x1 /* no default: the key must be there */
@@ -427,6 +429,25 @@ conf_check_specific(struct conf_parse *p, const void *field, char *msg,
 }
 
 static int
+conf_check_source(struct conf_parse *p, const void *field, char *msg,
+		  size_t len)
+{
+	const struct addr *a = field;
+	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
+
+	if (conf_addr_unspecified(a))
+		snprintf(msg, len, "a wildcard; give a local address");
+	else if (a->ss.ss_family == AF_INET6 &&
+		 (IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr) ||
+		  IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr)))
+		snprintf(msg, len,
+			 "not a routable unicast address (a RoCE v2 GID)");
+	else
+		return 0;
+	return -EINVAL;
+}
+
+static int
 conf_check_peers_exist(struct conf_parse *p, const void *field, char *msg,
 		       size_t len)
 {
@@ -616,6 +637,25 @@ static const struct conf_key conf_peer_keys[] = {
 		1000000, NULL, R,
 		"connections of one worker whose link group ended that may "
 		"wait to resume at once; more are reset"),
+	KEY(struct conf_peer, device, "device", CONF_T_NAME, NULL, 0, 0, NULL,
+	    R,
+	    "RDMA device for its link groups' first link, e.g. \"mlx5_1\"; "
+	    "none: one of rdma.devices"),
+	KEY(struct conf_peer, source, "source", CONF_T_HOST, NULL, 0, 0,
+	    conf_check_source, R,
+	    "local address its link groups use (the GID of RoCE v2 and "
+	    "the control connection's source); none: the one the kernel "
+	    "routes from"),
+	KEY_INT(struct conf_peer, route.dscp, "dscp", "-1", -1, 63, NULL, R,
+		"-1: rdma.dscp"),
+	KEY_INT(struct conf_peer, route.priority, "priority", "-1", -1, 7, NULL,
+		R, "-1: rdma.priority"),
+	KEY_INT(struct conf_peer, route.qp_timeout, "qp_timeout", "-1", -1, 31,
+		NULL, R, "-1: rdma.qp_timeout"),
+	KEY_INT(struct conf_peer, route.retry_count, "retry_count", "-1", -1, 7,
+		NULL, R, "-1: rdma.retry_count"),
+	KEY_INT(struct conf_peer, route.rnr_retry, "rnr_retry", "-1", -1, 7,
+		NULL, R, "-1: rdma.rnr_retry"),
 };
 
 static const struct conf_key conf_export_keys[] = {
@@ -656,6 +696,24 @@ static const struct conf_key conf_rdma_keys[] = {
 		  "RDMA devices to use, e.g. [ \"mlx5_0\" ]; empty: all"),
 	KEY_INT(struct conf_rdma, gid_index, "gid_index", "-1", -1, 255, NULL,
 		0, "RoCE GID index; -1: pick the one for the IPv4 address"),
+	KEY_INT(struct conf_rdma, route.dscp, "dscp", "0", 0, 63, NULL, R,
+		"DSCP of RoCE v2 packets (the GRH traffic class is DSCP * 4): "
+		"the fabric's lossless class, often 26"),
+	KEY_INT(struct conf_rdma, route.priority, "priority", "0", 0, 7, NULL,
+		R,
+		"service level: the 802.1p priority (PFC class) of RoCE "
+		"packets where the device maps one (not rxe)"),
+	KEY_INT(struct conf_rdma, route.qp_timeout, "qp_timeout", "15", 0, 31,
+		NULL, R,
+		"QP ACK timeout, 4.096 us * 2^n (15: 134 ms); 0: none"),
+	KEY_INT(struct conf_rdma, route.retry_count, "retry_count", "7", 0, 7,
+		NULL, R,
+		"times a QP sends a packet again for want of an ACK before "
+		"its link fails"),
+	KEY_INT(struct conf_rdma, route.rnr_retry, "rnr_retry", "7", 0, 7, NULL,
+		R,
+		"times a QP retries a SEND the peer had no receive for; 7: "
+		"without end"),
 	KEY_INT(struct conf_rdma, max_links, "max_links", "2", 1, 2, NULL, 0,
 		"links (QP pairs) per link group"),
 	KEY_INT(struct conf_rdma, max_conns_per_lgr, "max_conns_per_lgr", "255",
@@ -1023,6 +1081,15 @@ conf_store_str(struct conf_parse *p, const struct conf_key *k, const char *s,
 			conf_err(p, loc, path,
 				 "invalid address %s: use IPv4:port or "
 				 "[IPv6]:port, numeric, port 1-65535",
+				 conf_quote(s, q, sizeof(q)));
+			return -EINVAL;
+		}
+		return 0;
+	case CONF_T_HOST:
+		if (addr_parse_host(s, field) < 0) {
+			conf_err(p, loc, path,
+				 "invalid address %s: use a numeric IPv4 or "
+				 "IPv6 address, no port",
 				 conf_quote(s, q, sizeof(q)));
 			return -EINVAL;
 		}
@@ -1407,6 +1474,56 @@ conf_parse_list(struct conf_parse *p, enum conf_sect_id id,
 	conf_check_unique(p, id, arr, n);
 }
 
+/*
+ * A peer's route keys left at -1 take rdma's values; its source must be
+ * of its address's family.
+ */
+static void
+conf_check_peer_routes(struct conf_parse *p)
+{
+	struct conf *conf = p->conf;
+	const struct conf_route *r = &conf->rdma.route;
+	const struct conf_loc *locs = p->src->keys[CONF_SECT_PEERS];
+	const size_t nk = CONF_NELEM(conf_peer_keys);
+	const size_t si = conf_key_index(conf_peer_keys, nk, "source");
+	struct conf_route *pr;
+	struct conf_peer *peer;
+	char path[CONF_PATH_LEN];
+	int i;
+
+	for (i = 0; i < conf->npeers; i++) {
+		peer = &conf->peers[i];
+		pr = &peer->route;
+		if (pr->dscp < 0)
+			pr->dscp = r->dscp;
+		if (pr->priority < 0)
+			pr->priority = r->priority;
+		if (pr->qp_timeout < 0)
+			pr->qp_timeout = r->qp_timeout;
+		if (pr->retry_count < 0)
+			pr->retry_count = r->retry_count;
+		if (pr->rnr_retry < 0)
+			pr->rnr_retry = r->rnr_retry;
+		if (peer->source.len == 0)
+			continue;
+		snprintf(path, sizeof(path), "peers[%d].source", i);
+		if (conf->rdma.gid_index >= 0)
+			conf_err(p, locs[(size_t)i * nk + si], path,
+				 "peer %s: rdma.gid_index %d fixes the GID, "
+				 "whatever the source; set it to -1",
+				 peer->name, conf->rdma.gid_index);
+		else if (peer->addr.len != 0 &&
+			 conf_addr_is_v4(&peer->source) !=
+				 conf_addr_is_v4(&peer->addr))
+			conf_err(p, locs[(size_t)i * nk + si], path,
+				 "peer %s: an IPv%c source for an IPv%c "
+				 "address",
+				 peer->name,
+				 conf_addr_is_v4(&peer->source) ? '4' : '6',
+				 conf_addr_is_v4(&peer->addr) ? '4' : '6');
+	}
+}
+
 /* Checks across sections, once every section is in. */
 static void
 conf_check_all(struct conf_parse *p)
@@ -1418,6 +1535,7 @@ conf_check_all(struct conf_parse *p)
 	char path[CONF_PATH_LEN], a[ADDR_STRLEN];
 	int i;
 
+	conf_check_peer_routes(p);
 	if (conf->nexports > 0 && !conf->has_peer_listen)
 		conf_err(p, p->src->sect[CONF_SECT_EXPORTS], "exports",
 			 "peers cannot reach exports without a peer_listen "
@@ -1690,6 +1808,7 @@ conf_field_equal(const struct conf_key *k, const void *a, const void *b)
 	case CONF_T_NAME:
 		return strcmp(a, b) == 0;
 	case CONF_T_ADDR:
+	case CONF_T_HOST:
 		return addr_equal(a, b);
 	case CONF_T_NAMES:
 		na = *(char **const *)a;
@@ -1795,6 +1914,9 @@ conf_print_range(FILE *out, const struct conf_key *k)
 		break;
 	case CONF_T_ADDR:
 		fputs("ip:port", out);
+		break;
+	case CONF_T_HOST:
+		fputs("ip", out);
 		break;
 	default:
 		fputs("-", out);

@@ -535,16 +535,20 @@ static json_t *
 control_peer_json(const struct conf_peer *p)
 {
 	struct peer_info info;
-	char code[16], at[32] = "";
+	char code[16], at[32] = "", source[INET6_ADDRSTRLEN] = "";
 	const char *name;
 	struct tm tm;
+	json_t *o, *route;
 
 	peer_info(p->name, &info);
 	snprintf(code, sizeof(code), "0x%08x", info.reason);
 	name = info.reason ? clc_decline_name(info.reason) : "";
 	if (info.error_at != 0 && gmtime_r(&info.error_at, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack(
+	if (p->source.len != 0 &&
+	    !addr_host(&p->source, source, sizeof(source)))
+		source[0] = '\0';
+	o = json_pack(
 		"{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:i,"
 		" s:I, s:o, s:s, s:s, s:s, s:o, s:b}",
 		"name", p->name, "address", control_addr(&p->addr), "auth",
@@ -565,6 +569,19 @@ control_peer_json(const struct conf_peer *p)
 			json_integer((json_int_t)(info.error_age_ms / 1000)) :
 			json_null(),
 		"draining", info.draining);
+	/* how its link groups travel: routed RoCE v2 */
+	route = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i}", "device",
+			  p->device, "source", source, "dscp", p->route.dscp,
+			  "priority", p->route.priority, "qp_timeout",
+			  p->route.qp_timeout, "retry_count",
+			  p->route.retry_count, "rnr_retry",
+			  p->route.rnr_retry);
+	if (o == NULL || route == NULL || json_object_update(o, route) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	json_decref(route);
+	return o;
 }
 
 static json_t *

@@ -45,6 +45,35 @@ struct dev_qp_addr {
 	int mtu;      /* IB MTU enum: 1 = 256 ... 5 = 4096 */
 };
 
+/*
+ * How a QP's packets travel to its peer: the traffic class (DSCP << 2)
+ * and service level (the priority, where the device maps one) put them in
+ * the fabric's lossless class; timeout, retry_cnt and rnr_retry are the
+ * RC transport's, as ibv_modify_qp takes them.  The hop limit is not
+ * ours to choose: the kernel takes the route's (ib.c).
+ */
+struct dev_path {
+	uint8_t traffic_class; /* DSCP << 2 | ECN (0) */
+	uint8_t sl;	       /* 0..7 */
+	uint8_t timeout;       /* 4.096 us * 2^timeout; 0: infinite */
+	uint8_t retry_cnt;     /* 0..7 */
+	uint8_t rnr_retry;     /* 0..7, 7: infinite */
+};
+
+/* SMC's own: DSCP 0, timeout 15 (134 ms), retry and RNR retry 7. */
+#define DEV_PATH_SMC                                          \
+	{                                                     \
+		.timeout = 15, .retry_cnt = 7, .rnr_retry = 7 \
+	}
+
+/* What verbs can carry: the field widths of ibv_qp_attr's. */
+static inline bool
+dev_path_valid(const struct dev_path *p)
+{
+	return p->sl <= 7 && p->timeout <= 31 && p->retry_cnt <= 7 &&
+	       p->rnr_retry <= 7;
+}
+
 struct dev_qp_caps {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
@@ -159,8 +188,9 @@ struct dev_ops {
 				    struct dev_qp_caps *got,
 				    const struct dev_qp_cb *cb);
 	int (*qp_addr)(struct dev_qp *qp, struct dev_qp_addr *out);
-	/* RESET -> INIT -> RTR -> RTS towards peer */
-	int (*qp_connect)(struct dev_qp *qp, const struct dev_qp_addr *peer);
+	/* RESET -> INIT -> RTR -> RTS towards peer, along path */
+	int (*qp_connect)(struct dev_qp *qp, const struct dev_qp_addr *peer,
+			  const struct dev_path *path);
 	/* move to ERROR: outstanding WRs complete with DEV_WC_FLUSH_ERR */
 	int (*qp_error)(struct dev_qp *qp);
 	void (*qp_destroy)(struct dev_qp *qp);
@@ -202,5 +232,6 @@ void loopdev_hold(struct dev_qp *qp, bool on);
 void loopdev_async_event(struct dev_qp *qp, enum dev_event ev);
 void loopdev_port_active(struct dev *d);
 unsigned int loopdev_rnr_waits(const struct dev_qp *qp);
+const struct dev_path *loopdev_qp_path(const struct dev_qp *qp);
 
 #endif /* SMCPROXYD_DEV_H */

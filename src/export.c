@@ -82,7 +82,7 @@ export_connect(struct session *s)
 	s->peer_held = true;
 	tally_open(s);
 	s->state = SESSION_CONNECT_TARGET;
-	rc = session_connect(s, &s->export->target);
+	rc = session_connect(s, &s->export->target, NULL);
 	if (rc == 0) {
 		session_timer(s, s->export->connect_timeout);
 		return SESSION_NREASONS;

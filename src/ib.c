@@ -33,13 +33,19 @@
 #include "dev.h"
 #include "smcproxyd.h"
 
-/* SMC's QP parameters (reference/smc-r.md section 6). */
+/* SMC's QP parameters (reference/smc-r.md section 6); timeout and the
+ * retry counts come with the path (rdma.qp_timeout ...). */
 #define IB_MIN_RNR_TIMER 5 /* 0.96 ms */
-#define IB_TIMEOUT 15	   /* 4.096 us * 2^15, about 134 ms */
-#define IB_RETRY_CNT 7
-#define IB_RNR_RETRY 7	/* infinite */
-#define IB_HELD_MS 3000 /* ib_qp_destroy: after the port came back */
-#define IB_HOP_LIMIT 1	/* RoCE: one subnet */
+#define IB_HELD_MS 3000	   /* ib_qp_destroy: after the port came back */
+/*
+ * The GRH hop limit asked for.  Linux does not use it: on a RoCE port
+ * ibv_modify_qp to RTR resolves the next hop's MAC through the IP route
+ * to the destination GID, and the hop limit with it (ib_core's
+ * ib_resolve_eth_dmac: the route's hoplimit metric, else
+ * net.ipv4.ip_default_ttl / net.ipv6.conf.*.hop_limit), whatever this
+ * says.  So one that crosses routers, should a kernel ever keep it.
+ */
+#define IB_HOP_LIMIT 64
 
 /* ib_post_send()/ib_post_recv() convert a chain in batches of this. */
 #define IB_POST_WRS 16
@@ -1259,60 +1265,81 @@ ib_qp_addr(struct dev_qp *qp, struct dev_qp_addr *out)
 }
 
 /*
- * dev_ops.qp_connect: INIT -> RTR -> RTS towards peer with SMC's
- * parameters: path MTU the smaller of both ports', GRH with our GID entry
- * and hop limit 1, min RNR timer 5, timeout 15, retry and RNR retry 7
- * (infinite), one outstanding RDMA read/atomic each way.
+ * The attributes of qp_connect's two steps from our port (its GID entry
+ * gid_index, active MTU mtu, our send PSN psn) towards peer along path,
+ * with SMC's parameters: path MTU the smaller of both ports', GRH with
+ * our GID entry (the kernel resolves the next hop's MAC and the hop limit
+ * through the route to the peer's GID), traffic class and service level,
+ * min RNR timer 5, the path's timeout and retry counts, one outstanding
+ * RDMA read/atomic each way.  0, or -EINVAL for what verbs cannot take.
  */
-static int
-ib_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer)
+int
+ib_qp_attrs(uint8_t port, int gid_index, int mtu, uint32_t psn,
+	    const struct dev_qp_addr *peer, const struct dev_path *path,
+	    struct ibv_qp_attr *rtr, struct ibv_qp_attr *rts)
 {
-	struct ib_qp *q = ib_qp_of(qp);
-	struct ibv_qp_attr attr;
-	int ret;
-
-	if (q->state != IBV_QPS_INIT || peer->mtu < IBV_MTU_256 ||
-	    peer->mtu > IBV_MTU_4096 || peer->qpn > 0xffffff ||
-	    peer->psn > 0xffffff)
+	if (peer->mtu < IBV_MTU_256 || peer->mtu > IBV_MTU_4096 ||
+	    peer->qpn > 0xffffff || peer->psn > 0xffffff || psn > 0xffffff ||
+	    gid_index < 0 || gid_index > 255 || !dev_path_valid(path))
 		return -EINVAL;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = (enum ibv_mtu)peer->mtu < q->dev->active_mtu ?
-				(enum ibv_mtu)peer->mtu :
-				q->dev->active_mtu;
-	attr.dest_qp_num = peer->qpn;
-	attr.rq_psn = peer->psn;
-	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = IB_MIN_RNR_TIMER;
-	attr.ah_attr.is_global = 1;
-	memcpy(attr.ah_attr.grh.dgid.raw, peer->gid, sizeof(peer->gid));
-	attr.ah_attr.grh.sgid_index = (uint8_t)q->dev->gid_index;
-	attr.ah_attr.grh.hop_limit = IB_HOP_LIMIT;
-	attr.ah_attr.port_num = q->dev->port;
-	ret = ib_qp_modify(q, &attr,
+	memset(rtr, 0, sizeof(*rtr));
+	rtr->qp_state = IBV_QPS_RTR;
+	rtr->path_mtu = (enum ibv_mtu)(peer->mtu < mtu ? peer->mtu : mtu);
+	rtr->dest_qp_num = peer->qpn;
+	rtr->rq_psn = peer->psn;
+	rtr->max_dest_rd_atomic = 1;
+	rtr->min_rnr_timer = IB_MIN_RNR_TIMER;
+	rtr->ah_attr.is_global = 1;
+	memcpy(rtr->ah_attr.grh.dgid.raw, peer->gid, sizeof(peer->gid));
+	rtr->ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	rtr->ah_attr.grh.hop_limit = IB_HOP_LIMIT;
+	rtr->ah_attr.grh.traffic_class = path->traffic_class;
+	rtr->ah_attr.sl = path->sl;
+	rtr->ah_attr.port_num = port;
+
+	memset(rts, 0, sizeof(*rts));
+	rts->qp_state = IBV_QPS_RTS;
+	rts->timeout = path->timeout;
+	rts->retry_cnt = path->retry_cnt;
+	rts->rnr_retry = path->rnr_retry;
+	rts->sq_psn = psn;
+	rts->max_rd_atomic = 1;
+	return 0;
+}
+
+/* dev_ops.qp_connect: INIT -> RTR -> RTS (ib_qp_attrs). */
+static int
+ib_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer,
+	      const struct dev_path *path)
+{
+	struct ib_qp *q = ib_qp_of(qp);
+	struct ibv_qp_attr rtr, rts;
+	int ret;
+
+	if (q->state != IBV_QPS_INIT)
+		return -EINVAL;
+	ret = ib_qp_attrs(q->dev->port, q->dev->gid_index,
+			  (int)q->dev->active_mtu, q->psn, peer, path, &rtr,
+			  &rts);
+	if (ret < 0)
+		return ret;
+	ret = ib_qp_modify(q, &rtr,
 			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				   IBV_QP_MAX_DEST_RD_ATOMIC |
 				   IBV_QP_MIN_RNR_TIMER);
 	if (ret < 0)
 		return ret;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = IB_TIMEOUT;
-	attr.retry_cnt = IB_RETRY_CNT;
-	attr.rnr_retry = IB_RNR_RETRY;
-	attr.sq_psn = q->psn;
-	attr.max_rd_atomic = 1;
-	ret = ib_qp_modify(q, &attr,
+	ret = ib_qp_modify(q, &rts,
 			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				   IBV_QP_MAX_QP_RD_ATOMIC);
 	if (ret < 0)
 		return ret;
-	log_debug("%s: %s qp %u -> qpn %u, mtu %d", __func__, q->dev->name,
-		  q->qp->qp_num, peer->qpn, ib_mtu_bytes(attr.path_mtu));
+	log_debug("%s: %s qp %u -> qpn %u, mtu %d, tclass %u, sl %u", __func__,
+		  q->dev->name, q->qp->qp_num, peer->qpn,
+		  ib_mtu_bytes(rtr.path_mtu), path->traffic_class, path->sl);
 	return 0;
 }
 

@@ -351,22 +351,6 @@ lgr_idle_ms(const struct lgr *lgr)
 /* ---- devices ---- */
 
 static bool
-lgr_addr_host(const struct addr *a, char *buf, size_t len)
-{
-	if (a->ss.ss_family == AF_INET)
-		return inet_ntop(
-			       AF_INET,
-			       &((const struct sockaddr_in *)&a->ss)->sin_addr,
-			       buf, (socklen_t)len) != NULL;
-	if (a->ss.ss_family == AF_INET6)
-		return inet_ntop(AF_INET6,
-				 &((const struct sockaddr_in6 *)&a->ss)
-					  ->sin6_addr,
-				 buf, (socklen_t)len) != NULL;
-	return false;
-}
-
-static bool
 lgr_addr_loopback(const struct addr *a)
 {
 	if (a->ss.ss_family == AF_INET)
@@ -380,12 +364,13 @@ lgr_addr_loopback(const struct addr *a)
 }
 
 /*
- * A device of ctx for traffic from local (NULL: any) that is not skip's
- * device.  Devices added for tests serve any address.
+ * A device of ctx for traffic from local (NULL: any), named want ("":
+ * any), that is not skip's device.  Devices added for tests serve any
+ * address.
  */
 static const struct lgr_dev *
 lgr_dev_find(const struct lgr_ctx *ctx, const struct addr *local,
-	     const struct lgr_dev *skip)
+	     const char *want, const struct lgr_dev *skip)
 {
 	const struct lgr_dev *d;
 	int i;
@@ -393,6 +378,8 @@ lgr_dev_find(const struct lgr_ctx *ctx, const struct addr *local,
 	for (i = 0; i < ctx->ndevs; i++) {
 		d = &ctx->devs[i];
 		if (skip != NULL && strcmp(d->name, skip->name) == 0)
+			continue;
+		if (want[0] != '\0' && strcmp(d->name, want) != 0)
 			continue;
 		if (local == NULL || d->local.len == 0 ||
 		    addr_same_host(&d->local, local))
@@ -402,12 +389,13 @@ lgr_dev_find(const struct lgr_ctx *ctx, const struct addr *local,
 }
 
 /*
- * Open a device for local (a worker's context): one of rdma.devices, or
- * any, with a RoCE GID for that address.  An address no device serves is
- * not asked about again for the longest back-off period.
+ * Open a device for local (a worker's context): want (a peer's device),
+ * else one of rdma.devices, or any, with a RoCE GID for that address.
+ * An address no device serves is not asked about again for the longest
+ * back-off period.
  */
 static const struct lgr_dev *
-lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
+lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local, const char *want)
 {
 	const struct conf *conf = lgr_ctx_conf(ctx);
 	uint64_t now = now_ms();
@@ -417,25 +405,32 @@ lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
 	int i;
 
 	if (!ctx->probe || ctx->ndevs == LGR_DEVS_MAX ||
-	    lgr_addr_loopback(local) || !lgr_addr_host(local, ip, sizeof(ip)))
+	    lgr_addr_loopback(local) || !addr_host(local, ip, sizeof(ip)))
 		return NULL;
 	for (i = 0; i < ctx->ntried; i++)
 		if (addr_same_host(&ctx->tried[i].local, local) &&
+		    strcmp(ctx->tried[i].device, want) == 0 &&
 		    now < ctx->tried[i].until_ms)
 			return NULL;
-	if (conf->rdma.ndevices == 0)
+	if (want[0] != '\0')
+		dev = ib_dev_open(want, 0, ip, conf->rdma.gid_index);
+	else if (conf->rdma.ndevices == 0)
 		dev = ib_dev_open(NULL, 0, ip, conf->rdma.gid_index);
-	for (i = 0; i < conf->rdma.ndevices && dev == NULL; i++)
+	for (i = 0; want[0] == '\0' && i < conf->rdma.ndevices && dev == NULL;
+	     i++)
 		dev = ib_dev_open(conf->rdma.devices[i], 0, ip,
 				  conf->rdma.gid_index);
 	if (dev == NULL) {
 		for (i = 0; i < ctx->ntried; i++)
-			if (addr_same_host(&ctx->tried[i].local, local))
+			if (addr_same_host(&ctx->tried[i].local, local) &&
+			    strcmp(ctx->tried[i].device, want) == 0)
 				break;
 		if (i == ctx->ntried && ctx->ntried < LGR_DEVS_MAX)
 			ctx->ntried++;
 		if (i < ctx->ntried) {
 			ctx->tried[i].local = *local;
+			snprintf(ctx->tried[i].device,
+				 sizeof(ctx->tried[i].device), "%s", want);
 			ctx->tried[i].until_ms = now + ctx->t.backoff_max_ms;
 		}
 		return NULL;
@@ -451,12 +446,15 @@ lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local)
 	return d;
 }
 
+/* The device for a group with peer from local: the peer's own, or any. */
 static const struct lgr_dev *
-lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local)
+lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local,
+	    const struct conf_peer *peer)
 {
-	const struct lgr_dev *d = lgr_dev_find(ctx, local, NULL);
+	const struct lgr_dev *d;
 
-	return d != NULL ? d : lgr_dev_open(ctx, local);
+	d = lgr_dev_find(ctx, local, peer->device, NULL);
+	return d != NULL ? d : lgr_dev_open(ctx, local, peer->device);
 }
 
 /*
@@ -466,7 +464,7 @@ lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local)
 static const struct lgr_dev *
 lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *skip)
 {
-	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, skip);
+	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, "", skip);
 	struct ifaddrs *ifa, *all = NULL;
 	struct addr a;
 
@@ -489,9 +487,9 @@ lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *skip)
 		memcpy(&a.ss, ifa->ifa_addr, a.len);
 		if (skip->local.len && addr_same_host(&a, &skip->local))
 			continue;
-		d = lgr_dev_find(ctx, &a, NULL);
+		d = lgr_dev_find(ctx, &a, "", NULL);
 		if (d == NULL)
-			d = lgr_dev_open(ctx, &a);
+			d = lgr_dev_open(ctx, &a, "");
 		if (d != NULL && strcmp(d->name, skip->name) == 0)
 			d = NULL;
 	}
@@ -639,17 +637,33 @@ lgr_link_release(struct lgr_link *link)
 	memset(link, 0, sizeof(*link));
 }
 
+/* The path the group's QPs take to its peer (its route keys). */
+static void
+lgr_path(const struct lgr *lgr, struct dev_path *path)
+{
+	const struct conf_route *r = &lgr->peer->route;
+
+	memset(path, 0, sizeof(*path));
+	path->traffic_class = (uint8_t)(r->dscp << 2);
+	path->sl = (uint8_t)r->priority;
+	path->timeout = (uint8_t)r->qp_timeout;
+	path->retry_cnt = (uint8_t)r->retry_count;
+	path->rnr_retry = (uint8_t)r->rnr_retry;
+}
+
 /* Connect the link's QP (RTR, RTS) to the peer's.  0 or -errno. */
 static int
 lgr_link_connect(struct lgr_link *link, const struct dev_qp_addr *peer)
 {
 	struct dev_qp_addr p = *peer;
+	struct dev_path path;
 
 	if (p.mtu > link->local.mtu)
 		p.mtu = link->local.mtu;
 	link->peer = *peer;
+	lgr_path(link->lgr, &path);
 	wr_link_cdc_data(link->wr, link->lgr->features & CLC_FEAT_CDC_DATA);
-	return wr_link_connect(link->wr, &p);
+	return wr_link_connect(link->wr, &p, &path);
 }
 
 /* The link with wire id, in any state but free/down; NULL if none. */
@@ -915,20 +929,22 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 		return NULL;
 	}
 	memset(&local, 0, sizeof(local));
-	if (fd >= 0 ? getsockname(fd, (struct sockaddr *)&local.ss, &len) :
-		      lgr_local_addr(&peer->addr, &local))
+	if (peer->source.len != 0)
+		local = peer->source;
+	else if (fd >= 0 ? getsockname(fd, (struct sockaddr *)&local.ss, &len) :
+			   lgr_local_addr(&peer->addr, &local))
 		memset(&local, 0, sizeof(local));
 	else if (fd >= 0)
 		local.len = len;
-	dev = lgr_dev_for(ctx, &local);
+	dev = lgr_dev_for(ctx, &local, peer);
 	if (dev == NULL) {
 		period = lgr_peer_fallback(ctx, peer->name, CLC_DECL_NOSMCRDEV,
 					   false, !resume);
 		log_info("peer %s: no RDMA device for %s: TCP fallback "
 			 "(NOSMCRDEV) for %llu s",
 			 peer->name,
-			 lgr_addr_host(&local, ip, sizeof(ip)) ? ip :
-								 "this address",
+			 addr_host(&local, ip, sizeof(ip)) ? ip :
+							     "this address",
 			 (unsigned long long)(period / 1000));
 		if (fd >= 0)
 			close(fd);
@@ -1080,7 +1096,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	struct lgr *lgr;
 	uint32_t ours = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME;
 
-	dev = lgr_dev_for(ctx, local);
+	dev = lgr_dev_for(ctx, peer->source.len != 0 ? &peer->source : local,
+			  peer);
 	if (dev == NULL) {
 		lgr_peer_fallback(ctx, peer->name, CLC_DECL_NOSMCRDEV, false,
 				  false);
@@ -1219,17 +1236,38 @@ lgr_clc_done(struct lgr *lgr)
 /*
  * The control connection ended (code 0), the peer declined (code, by_peer)
  * or sent something we refused (code): before the group is active this
- * fails the handshake; after, it ends the group.
+ * fails the handshake; after, it ends the group.  A client's group the
+ * server declines was never active there: the server got no answer to its
+ * CONFIRM_LINK (a path that works one way only: a route whose hop limit
+ * dies at a router, a firewall).  The setup failed: the peer goes on the
+ * fallback's back-off, as for any decline, and the group ends.
  */
 void
 lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 {
+	uint64_t period;
+
 	switch (lgr->state) {
 	case LGR_STATE_CLC:
 	case LGR_STATE_CONFIRMING:
 		lgr_fail(lgr, code ? code : CLC_DECL_PEERDECL, by_peer, false);
 		break;
 	case LGR_STATE_ACTIVE:
+		if (lgr->role == LGR_ROLE_CLIENT && by_peer && code != 0) {
+			STATS_INC(lgr_stats(lgr), clnt_hshake_err_cnt);
+			period =
+				lgr_peer_fallback(lgr->ctx, lgr->peer->name,
+						  code, true, !lgr->for_resume);
+			log_warnx("lgr %u: peer %s: link group setup failed: "
+				  "peer declined, %s (0x%08x) after our "
+				  "CONFIRM_LINK response; TCP fallback for "
+				  "%llu s",
+				  lgr->id, lgr->peer->name,
+				  clc_decline_name(code), code,
+				  (unsigned long long)(period / 1000));
+			lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, false);
+			break;
+		}
 		log_warnx("lgr %u: peer %s: control connection %s", lgr->id,
 			  lgr->peer->name, code ? "broke" : "closed");
 		lgr_terminate(lgr, LLC_DEL_LOST_PATH, false, false);

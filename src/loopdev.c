@@ -126,6 +126,7 @@ struct loopdev_qp {
 	uint32_t remote_qpn;
 	uint32_t rq_psn;
 	uint8_t remote_gid[16];
+	struct dev_path path;
 	struct loopdev_qp *peer; /* remote_qpn's QP while it exists */
 	TAILQ_HEAD(, loopdev_swr) sq;
 	unsigned int sq_used;
@@ -926,13 +927,22 @@ loopdev_qp_addr(struct dev_qp *qp, struct dev_qp_addr *out)
 	return 0;
 }
 
+/* The path qp_connect was given (zeros before it was). */
+const struct dev_path *
+loopdev_qp_path(const struct dev_qp *qp)
+{
+	return &((const struct loopdev_qp *)qp)->path;
+}
+
 static int
-loopdev_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer)
+loopdev_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer,
+		   const struct dev_path *path)
 {
 	struct loopdev_qp *q = loopdev_qp_of(qp), *p;
 
 	if (q->state != LOOPDEV_INIT || peer->mtu < 1 || peer->mtu > 5 ||
-	    peer->qpn > 0xffffff || peer->psn > 0xffffff)
+	    peer->qpn > 0xffffff || peer->psn > 0xffffff ||
+	    !dev_path_valid(path))
 		return -EINVAL;
 	pthread_mutex_lock(&loopdev_lock);
 	for (p = LIST_FIRST(&loopdev_registry); p != NULL;
@@ -945,6 +955,7 @@ loopdev_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer)
 	q->remote_qpn = peer->qpn;
 	q->rq_psn = peer->psn;
 	memcpy(q->remote_gid, peer->gid, sizeof(q->remote_gid));
+	q->path = *path;
 	q->peer = p;
 	q->state = LOOPDEV_RTS;
 	/* the peer may have traffic waiting for us */

@@ -439,12 +439,14 @@ session_watch_relay(struct session *s, int i)
 }
 
 /*
- * Connect a new upstream socket fd[1] to to, without waiting: EV_WRITE
- * on fd[1] says when it is done (session_connect_error).  Out of
+ * Connect a new upstream socket fd[1] to to, from the local address from
+ * (NULL or len 0: the kernel's choice), without waiting: EV_WRITE on
+ * fd[1] says when it is done (session_connect_error).  Out of
  * descriptors, accepting pauses.  0 or -errno.
  */
 int
-session_connect(struct session *s, const struct addr *to)
+session_connect(struct session *s, const struct addr *to,
+		const struct addr *from)
 {
 	int fd, one = 1;
 
@@ -457,8 +459,10 @@ session_connect(struct session *s, const struct addr *to)
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	session_tcp_liveness(fd, s->conf);
-	if (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
-	    errno != EINPROGRESS) {
+	if ((from != NULL && from->len != 0 &&
+	     addr_bind_source(fd, from) < 0) ||
+	    (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
+	     errno != EINPROGRESS)) {
 		one = -errno;
 		close(fd);
 		return one;

@@ -700,6 +700,8 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 	static const struct ctl_col cols[] = {
 		{"PEER", "name", CTL_COL_TEXT, false},
 		{"ADDRESS", "address", CTL_COL_TEXT, false},
+		{"SOURCE", "source", CTL_COL_TEXT, true},
+		{"DSCP", "dscp", CTL_COL_NUM, true},
 		{"AUTH", "auth", CTL_COL_TEXT, false},
 		{"MODE", "mode", CTL_COL_TEXT, false},
 		{"CONNS", "conns", CTL_COL_NUM, false},

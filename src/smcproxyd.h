@@ -99,6 +99,8 @@ const char *addr_str(const struct addr *a, char *buf, size_t len);
 const char *addr_host_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
 bool addr_equal(const struct addr *a, const struct addr *b);
+int addr_bind_source(int fd, const struct addr *a);
+bool addr_host(const struct addr *a, char *buf, size_t len);
 #define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
 
 /* conf.c */
@@ -107,6 +109,15 @@ enum conf_busy_poll {
 	CONF_BUSY_POLL_OFF,
 	CONF_BUSY_POLL_ADAPTIVE,
 	CONF_BUSY_POLL_ALWAYS
+};
+
+/* Routed RoCE v2: the path a link group's QPs take (dev.h dev_path). */
+struct conf_route {
+	int dscp;
+	int priority;
+	int qp_timeout;
+	int retry_count;
+	int rnr_retry;
 };
 
 struct conf_peer {
@@ -121,6 +132,10 @@ struct conf_peer {
 	int buffer_share; /* percent of max_buffer_memory it may hold */
 	int max_conns;	  /* connections it may hold on our exports; 0: any */
 	int max_resuming; /* per worker, at once */
+	/* how its links travel: rdma's values unless it sets its own */
+	struct conf_route route;
+	char device[CONF_NAME_MAX + 1]; /* "": rdma.devices */
+	struct addr source;		/* len 0: the kernel's choice */
 	int line;
 };
 
@@ -149,6 +164,7 @@ struct conf_rdma {
 	char **devices;
 	int ndevices;
 	int gid_index;
+	struct conf_route route;
 	int max_links;
 	int max_conns_per_lgr;
 	int max_send_wr;
@@ -428,7 +444,8 @@ int session_watch_relay(struct session *s, int i);
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
 		       void *arg);
-int session_connect(struct session *s, const struct addr *to);
+int session_connect(struct session *s, const struct addr *to,
+		    const struct addr *from);
 int session_connect_error(const struct session *s);
 enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
@@ -512,6 +529,10 @@ struct ib_gid {
 int ib_list_devices(FILE *out, const char *local_ip);
 int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
+struct ibv_qp_attr;
+int ib_qp_attrs(uint8_t port, int gid_index, int mtu, uint32_t psn,
+		const struct dev_qp_addr *peer, const struct dev_path *path,
+		struct ibv_qp_attr *rtr, struct ibv_qp_attr *rts);
 
 /* fallback.c */
 struct fallback_hs;
@@ -603,7 +624,8 @@ struct wr_link *wr_link_new(const struct dev_ops *ops, struct dev *dev,
 			    struct event_base *base,
 			    const struct wr_params *params,
 			    const struct wr_link_cb *cb);
-int wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer);
+int wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer,
+		    const struct dev_path *path);
 void wr_link_down(struct wr_link *l, const char *why);
 void wr_link_free(struct wr_link *l);
 void wr_link_poll(struct wr_link *l);
@@ -1102,6 +1124,7 @@ struct lgr_ctx {
 	bool probe; /* open ib devices on demand */
 	struct {
 		struct addr local;
+		char device[CONF_NAME_MAX + 1]; /* asked of it; "": any */
 		uint64_t until_ms;
 	} tried[LGR_DEVS_MAX]; /* addresses no device served */
 	int ntried;

@@ -770,11 +770,12 @@ fail:
 	return NULL;
 }
 
-/* Connect the link's QP to the peer's (RTR, RTS). */
+/* Connect the link's QP to the peer's (RTR, RTS) along path. */
 int
-wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer)
+wr_link_connect(struct wr_link *l, const struct dev_qp_addr *peer,
+		const struct dev_path *path)
 {
-	int rc = l->ops->qp_connect(l->qp, peer);
+	int rc = l->ops->qp_connect(l->qp, peer, path);
 
 	if (rc)
 		wr_link_fault(l, "QP connect failed");

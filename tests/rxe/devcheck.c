@@ -26,6 +26,8 @@
 #include "dev.h"
 #include "smcproxyd.h"
 
+static const struct dev_path smc_path = DEV_PATH_SMC;
+
 #define BUF_SIZE 65536
 #define RX_SIZE 64
 #define WAIT_MS 5000
@@ -164,8 +166,8 @@ pair_new(struct end *x, struct end *y, const char *nx, const char *ny)
 		return false;
 	ops->qp_addr(x->qp, &ax);
 	ops->qp_addr(y->qp, &ay);
-	rx = ops->qp_connect(x->qp, &ay);
-	ry = ops->qp_connect(y->qp, &ax);
+	rx = ops->qp_connect(x->qp, &ay, &smc_path);
+	ry = ops->qp_connect(y->qp, &ax, &smc_path);
 	check(rx == 0 && ry == 0,
 	      "%s qpn %u psn 0x%06x <-> %s qpn %u psn 0x%06x connected "
 	      "(mtu enum %d)",

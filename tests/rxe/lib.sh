@@ -561,7 +561,8 @@ rxe_pair_stop() {
 #
 #   rxe2_pair_confs RDMA [MORE_RULES [MORE_EXPORTS]]
 #                         this host's $R/NAME.conf (a or b); RDMA goes into
-#                         the rdma section on both
+#                         the rdma section on both, RXE_PEER_EXTRA into
+#                         this host's one peer entry
 #   rxe2_pair_start RDMA [MORE_RULES [MORE_EXPORTS]]
 #                         b: key, confs, the xfer server, daemon b; a:
 #                         daemon a, a first connection that must verify,
@@ -580,14 +581,14 @@ rxe2_pair_confs() {
 		cat >"$R/b.conf" <<EOF
 smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; ${RXE2_GLOBAL:-} };
 peer_listen: { address = "$RXE_IP0:$PORT_B"; };
-peers = ( { name = "a"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
+peers = ( { name = "a"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; ${RXE_PEER_EXTRA:-} } );
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; }${3:-} );
 rdma: { $1 };
 EOF
 	else
 		cat >"$R/a.conf" <<EOF
 smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; ${RXE2_GLOBAL:-} };
-peers = ( { name = "b"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; } );
+peers = ( { name = "b"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; ${RXE_PEER_EXTRA:-} } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; }${2:-} );
 rdma: { $1 };

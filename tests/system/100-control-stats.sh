@@ -235,7 +235,9 @@ for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     w = {"name": name, "address": "127.0.0.1:" + port, "auth": "insecure",
          "mode": "fallback", "declined_by_peer": False, "lgrs": 0, "conns": 2,
          "last_error": "", "last_error_code": "", "last_error_at": "",
-         "last_error_age_s": None, "draining": False}
+         "last_error_age_s": None, "draining": False,
+         "device": "", "source": "", "dscp": 0, "priority": 0,
+         "qp_timeout": 15, "retry_count": 7, "rnr_retry": 7}
     w.update(want[name])
     eq(peers, [w], "peers")
 EOF
@@ -247,7 +249,7 @@ grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +ye
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
 ctl a -o all show peers >"$T/a.peers-all.txt" ||
 	fail "show peers -o all on a"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +- +0 +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
 	"$T/a.peers-all.txt" || fail "show peers -o all on a: $(cat "$T/a.peers-all.txt")"
 
 # Connection 0 ends in order; both daemons count it.

@@ -204,7 +204,7 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules
 head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +REACHABLE +DRAINING +LAST-ERROR +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
 run_ctl 0 -s "$SOCK" -o all show peers
-head -n 1 "$T/out" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/out" | grep -Eq '^PEER +ADDRESS +SOURCE +DSCP +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
 	fail "show peers -o all header: $(head -n 1 "$T/out")"
 run_ctl 0 -s "$SOCK" -o +code,draining show peers
 head -n 1 "$T/out" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +REACHABLE +DRAINING +LAST-ERROR +ERROR-AGE +CODE$' ||

@@ -17,6 +17,8 @@
 
 #include "smcproxyd.h"
 
+static const struct dev_path smc_path = DEV_PATH_SMC;
+
 #define K16 16384u
 
 START_TEST(sizes_are_powers_of_two_from_16k)
@@ -213,8 +215,8 @@ reach_links(struct reach *r)
 	ck_assert_ptr_nonnull(r->b);
 	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(r->a), &aa), 0);
 	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(r->b), &ba), 0);
-	ck_assert_int_eq(wr_link_connect(r->a, &ba), 0);
-	ck_assert_int_eq(wr_link_connect(r->b, &aa), 0);
+	ck_assert_int_eq(wr_link_connect(r->a, &ba, &smc_path), 0);
+	ck_assert_int_eq(wr_link_connect(r->b, &aa, &smc_path), 0);
 	wr_rx_register(r->b, 0x42, reach_rx);
 }
 

@@ -372,6 +372,54 @@ static const struct {
 	 "012345678901234567890123456789012345678901234567890123456789012345678"
 	 "90\"; };\n",
 	 "t.conf:1: smcproxyd.control_socket: longer than 107 bytes", 1},
+	/* routed RoCE v2: the rdma defaults and each peer's own */
+	{"rdma: { dscp = 64; };\n",
+	 "t.conf:1: rdma.dscp: 64 is out of range 0..63\n", 1},
+	{"rdma: { priority = 8; };\n",
+	 "t.conf:1: rdma.priority: 8 is out of range 0..7\n", 1},
+	{"rdma: {\n  qp_timeout = 32; };\n",
+	 "t.conf:2: rdma.qp_timeout: 32 is out of range 0..31\n", 1},
+	{"rdma: { retry_count = -1; };\n",
+	 "t.conf:1: rdma.retry_count: -1 is out of range 0..7\n", 1},
+	{"rdma: { rnr_retry = 8; };\n",
+	 "t.conf:1: rdma.rnr_retry: 8 is out of range 0..7\n", 1},
+	{"rdma: { hop_limit = 64; };\n",
+	 "t.conf:1: rdma.hop_limit: unknown key", 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true;\n  dscp = 99; } );\n",
+	 "t.conf:3: peers[0].dscp: 99 is out of range -1..63\n", 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; retry_count = 8; } );\n",
+	 "t.conf:2: peers[0].retry_count: 8 is out of range -1..7\n", 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; source = \"10.0.0.1:7000\"; } );\n",
+	 "t.conf:2: peers[0].source: invalid address \"10.0.0.1:7000\": use a "
+	 "numeric IPv4 or IPv6 address, no port\n",
+	 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; source = \"0.0.0.0\"; } );\n",
+	 "t.conf:2: peers[0].source: a wildcard; give a local address\n", 1},
+	{"peers = ( { name = \"b\"; address = \"[2001:db8::2]:7102\";\n"
+	 "  insecure = true; source = \"fe80::1\"; } );\n",
+	 "t.conf:2: peers[0].source: not a routable unicast address", 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true;\n  source = \"2001:db8::1\"; } );\n",
+	 "t.conf:3: peers[0].source: peer b: an IPv6 source for an IPv4 "
+	 "address\n",
+	 1},
+	{"rdma: { gid_index = 3; };\n"
+	 "peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; source = \"10.0.0.1\"; } );\n",
+	 "t.conf:3: peers[0].source: peer b: rdma.gid_index 3 fixes the GID, "
+	 "whatever the source; set it to -1\n",
+	 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; device = \"mlx5 0\"; } );\n",
+	 "t.conf:2: peers[0].device: invalid name \"mlx5 0\"", 1},
+	{"peers = ( { name = \"b\"; address = \"10.0.0.2:7102\";\n"
+	 "  insecure = true; source = 10; } );\n",
+	 "t.conf:2: peers[0].source: must be a string \"ip\", not an integer\n",
+	 1},
 };
 
 START_TEST(test_error_case)
@@ -454,6 +502,11 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(conf->rdma.slot_wait, CONF_SLOT_WAIT_EXCLUSIVE);
 	ck_assert_int_eq(conf->rdma.lgr_idle_timeout, 600);
 	ck_assert_int_eq(conf->rdma.test_link_time, 30);
+	ck_assert_int_eq(conf->rdma.route.dscp, 0);
+	ck_assert_int_eq(conf->rdma.route.priority, 0);
+	ck_assert_int_eq(conf->rdma.route.qp_timeout, 15);
+	ck_assert_int_eq(conf->rdma.route.retry_count, 7);
+	ck_assert_int_eq(conf->rdma.route.rnr_retry, 7);
 	ck_assert_int_eq(gethostname(host, sizeof(host)), 0);
 	host[strcspn(host, ".")] = '\0';
 	ck_assert_str_eq(conf->name, host);
@@ -929,7 +982,7 @@ START_TEST(test_reload_ok)
 		      "rules = ( { name = \"s\"; listen = \"127.0.0.1:6390\"; "
 		      "peer = \"c\"; export = \"x\"; } );\n"
 		      "rdma: { sndbuf = 131072; autocork = false; "
-		      "lgr_idle_timeout = 5; };\n");
+		      "lgr_idle_timeout = 5; dscp = 26; qp_timeout = 18; };\n");
 	f = open_memstream(&out, &len);
 	ck_assert_int_eq(conf_reload_check(old, new, f), 0);
 	fclose(f);
@@ -1035,6 +1088,52 @@ man_section(const char *man, const char *name)
 	return end != NULL ? strndup(start, (size_t)(end - start)) :
 			     strdup(start);
 }
+
+/*
+ * Routed RoCE v2: a peer takes rdma's DSCP, priority, timeout and retry
+ * counts unless it sets its own, and may name its device and source.
+ */
+START_TEST(test_peer_routes)
+{
+	struct conf *conf = load_ok(
+		"rdma: { dscp = 26; priority = 3; qp_timeout = 18; "
+		"retry_count = 5; rnr_retry = 6; };\n"
+		"peers = ( { name = \"near\"; address = \"10.0.0.2:7102\"; "
+		"insecure = true; },\n"
+		"  { name = \"far\"; address = \"10.9.0.2:7102\"; "
+		"insecure = true; dscp = 0; priority = 0; qp_timeout = 0; "
+		"retry_count = 0; rnr_retry = 0; device = \"mlx5_1\"; "
+		"source = \"10.8.0.1\"; },\n"
+		"  { name = \"six\"; address = \"[2001:db8::2]:7102\"; "
+		"insecure = true; dscp = 46; source = \"2001:db8::1\"; } );\n");
+	const struct conf_peer *near = conf_peer_find(conf, "near");
+	const struct conf_peer *far = conf_peer_find(conf, "far");
+	const struct conf_peer *six = conf_peer_find(conf, "six");
+	struct addr want;
+
+	ck_assert_int_eq(near->route.dscp, 26);
+	ck_assert_int_eq(near->route.priority, 3);
+	ck_assert_int_eq(near->route.qp_timeout, 18);
+	ck_assert_int_eq(near->route.retry_count, 5);
+	ck_assert_int_eq(near->route.rnr_retry, 6);
+	ck_assert_str_eq(near->device, "");
+	ck_assert_uint_eq(near->source.len, 0);
+	/* 0 is a value of its own, not "rdma's" */
+	ck_assert_int_eq(far->route.dscp, 0);
+	ck_assert_int_eq(far->route.priority, 0);
+	ck_assert_int_eq(far->route.qp_timeout, 0);
+	ck_assert_int_eq(far->route.retry_count, 0);
+	ck_assert_int_eq(far->route.rnr_retry, 0);
+	ck_assert_str_eq(far->device, "mlx5_1");
+	ck_assert_int_eq(addr_parse_host("10.8.0.1", &want), 0);
+	ck_assert(addr_equal(&far->source, &want));
+	ck_assert_int_eq(six->route.dscp, 46);
+	ck_assert_int_eq(six->route.priority, 3);
+	ck_assert_int_eq(addr_parse_host("2001:db8::1", &want), 0);
+	ck_assert(addr_equal(&six->source, &want));
+	conf_free(conf);
+}
+END_TEST
 
 START_TEST(test_schema)
 {
@@ -1181,6 +1280,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_control_mode_forms);
 	tcase_add_test(tc, test_resolved);
 	tcase_add_test(tc, test_listen_overlap_allowed);
+	tcase_add_test(tc, test_peer_routes);
 	tcase_add_test(tc, test_free_null);
 	suite_add_tcase(s, tc);
 

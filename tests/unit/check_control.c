@@ -234,7 +234,8 @@ setup(void)
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:17100\";"
 		 " insecure = true; },\n"
 		 "          { name = \"c\"; address = \"127.0.0.1:17101\";"
-		 " insecure = true; } );\n"
+		 " insecure = true; source = \"127.0.0.1\";"
+		 " device = \"rxe1\"; dscp = 26; } );\n"
 		 "rules = ( { name = \"r1\"; listen = \"127.0.0.1:16380\";"
 		 " peer = \"b\"; export = \"e1\"; idle_timeout = 30; } );\n"
 		 "exports = ( { name = \"e1\"; target = \"127.0.0.1:16379\";"
@@ -778,9 +779,25 @@ START_TEST(test_rules_peers)
 	ck_assert_str_eq(
 		json_string_value(json_object_get(e, "last_error_code")),
 		"0x03030002");
+	/* routed RoCE v2: rdma's defaults, or the peer's own keys */
+	ck_assert_str_eq(json_string_value(json_object_get(e, "source")), "");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "device")), "");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "dscp")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "qp_timeout")),
+			 15);
 	e = json_array_get(json_object_get(json_object_get(r, "data"), "peers"),
 			   1);
 	ck_assert_int_eq(json_integer_value(json_object_get(e, "conns")), 3);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "source")),
+			 "127.0.0.1");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "device")),
+			 "rxe1");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "dscp")), 26);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "priority")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "retry_count")),
+			 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "rnr_retry")),
+			 7);
 	ck_assert(json_is_null(json_object_get(e, "reachable")));
 	ck_assert(json_is_null(json_object_get(e, "last_error_age_s")));
 	ck_assert_str_eq(json_string_value(json_object_get(e, "last_error")),

@@ -384,6 +384,93 @@ START_TEST(handshake_confirmed)
 }
 END_TEST
 
+/*
+ * Routed RoCE v2: each side's QPs are connected along its peer's path
+ * (rdma's DSCP, priority, timeout and retry counts, or the peer's own),
+ * on the peer's device when it names one.
+ */
+START_TEST(links_take_the_peers_path)
+{
+	const struct dev_path *pa, *pb;
+	struct lgr_link *ka, *kb;
+	json_t *lgrs, *links;
+
+	side_init(&A, "a", "b", 2,
+		  "max_links = 1; dscp = 26; priority = 3; qp_timeout = 18; "
+		  "retry_count = 5; rnr_retry = 6;",
+		  NULL);
+	side_init(&B, "b", "a", 1, "max_links = 1; dscp = 26;", NULL);
+	snprintf(side_peer(&A)->device, sizeof(side_peer(&A)->device), "loop1");
+	side_peer(&B)->route.dscp = 46;
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ka = link_n(&A, 1);
+	kb = link_n(&B, 1);
+	ck_assert_ptr_nonnull(ka);
+	ck_assert_ptr_nonnull(kb);
+	pa = loopdev_qp_path(wr_link_qp(ka->wr));
+	ck_assert_uint_eq(pa->traffic_class, 26 << 2);
+	ck_assert_uint_eq(pa->sl, 3);
+	ck_assert_uint_eq(pa->timeout, 18);
+	ck_assert_uint_eq(pa->retry_cnt, 5);
+	ck_assert_uint_eq(pa->rnr_retry, 6);
+	pb = loopdev_qp_path(wr_link_qp(kb->wr));
+	ck_assert_uint_eq(pb->traffic_class, 46 << 2);
+	ck_assert_uint_eq(pb->sl, 0);
+	ck_assert_uint_eq(pb->timeout, 15);
+	ck_assert_uint_eq(pb->retry_cnt, 7);
+	ck_assert_uint_eq(pb->rnr_retry, 7);
+
+	/* peers[].device: loop1, not the first device */
+	lgrs = json_array();
+	links = json_array();
+	lgr_json(A.ctx, lgrs, links);
+	ck_assert_uint_eq(json_array_size(links), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(links, 0), "device")),
+			 "loop1");
+	json_decref(lgrs);
+	json_decref(links);
+}
+END_TEST
+
+/*
+ * A path that works one way only (a route whose hop limit dies at a
+ * router, a firewall dropping RoCE one way): the client gets the
+ * server's CONFIRM_LINK and takes its group for active, but its response
+ * never arrives and the server declines TIMEOUT_CL on the control
+ * connection.  That is a failed setup, not a lost path: the peer goes on
+ * the fallback's back-off, as for any decline, and no new group is tried
+ * for each connection (before, each one tried four and was reset).
+ */
+START_TEST(decline_after_client_confirmed)
+{
+	struct lgr_link *ka;
+	struct peer_info info;
+	uint32_t reason = 0;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert_ptr_nonnull(lgr_of(&A));
+	ka = &lgr_of(&A)->link[0]; /* its first, not yet confirmed */
+	ck_assert_ptr_nonnull(ka->wr);
+	loopdev_hold(wr_link_qp(ka->wr), true); /* a's sends never arrive */
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
+	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
+	ck_assert_str_eq(clc_decline_name(reason), "TIMEOUT_CL");
+	ck_assert_int_eq(peer_info("b", &info), 0);
+	ck_assert(info.by_peer);
+	ck_assert_uint_gt(info.backoff_left_ms, 0);
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
+	/* backed off: the next connection does not try again */
+	ck_assert_ptr_null(lgr_get(A.ctx, side_peer(&A)));
+	ck_assert_ptr_null(lgr_of(&A));
+}
+END_TEST
+
 /* With the right pre-shared key on both sides the MACs verify. */
 START_TEST(handshake_with_key)
 {
@@ -1327,6 +1414,8 @@ lgr_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
+	tcase_add_test(tc, links_take_the_peers_path);
+	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);
 	tcase_add_test(tc, second_link);
 	tcase_add_test(tc, add_link_rejected);

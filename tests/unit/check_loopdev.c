@@ -13,6 +13,8 @@
 
 #include "dev.h"
 
+static const struct dev_path smc_path = DEV_PATH_SMC;
+
 #define BUF 4096
 
 /* One end: a QP, its buffers and what its callbacks saw. */
@@ -129,7 +131,7 @@ connect_to(struct side *s, const struct side *peer)
 	struct dev_qp_addr addr;
 
 	ck_assert_int_eq(loopdev_ops.qp_addr(peer->qp, &addr), 0);
-	ck_assert_int_eq(loopdev_ops.qp_connect(s->qp, &addr), 0);
+	ck_assert_int_eq(loopdev_ops.qp_connect(s->qp, &addr, &smc_path), 0);
 }
 
 /* a and b on dev, connected to each other. */
@@ -274,9 +276,10 @@ START_TEST(connect_like_peers)
 	/* b was told a wrong PSN for a: it drops a's packets, a gives up */
 	bad = aa;
 	bad.psn = (aa.psn + 1) & 0xffffff;
-	ck_assert_int_eq(loopdev_ops.qp_connect(b->qp, &bad), 0);
-	ck_assert_int_eq(loopdev_ops.qp_connect(a->qp, &ba), 0);
-	ck_assert_int_eq(loopdev_ops.qp_connect(a->qp, &ba), -EINVAL);
+	ck_assert_int_eq(loopdev_ops.qp_connect(b->qp, &bad, &smc_path), 0);
+	ck_assert_int_eq(loopdev_ops.qp_connect(a->qp, &ba, &smc_path), 0);
+	ck_assert_int_eq(loopdev_ops.qp_connect(a->qp, &ba, &smc_path),
+			 -EINVAL);
 	ck_assert_int_eq(post_send(a, 2, 0, 8, DEV_SEND_SIGNALED), 0);
 	loopdev_run(dev);
 	collect(a);

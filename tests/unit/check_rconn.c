@@ -20,6 +20,8 @@
 
 #include "smcproxyd.h"
 
+static const struct dev_path smc_path = DEV_PATH_SMC;
+
 #define K16 16384u
 #define NCONN 40
 #define TOKEN_A 0x1000
@@ -294,8 +296,10 @@ h_open3(struct harness *h, int nlinks, uint32_t slots, enum wr_slot_wait mode,
 		ck_assert_int_eq(loopdev_ops.qp_addr(
 					 wr_link_qp(h->side[1].link[i]), &ba),
 				 0);
-		ck_assert_int_eq(wr_link_connect(h->side[0].link[i], &ba), 0);
-		ck_assert_int_eq(wr_link_connect(h->side[1].link[i], &aa), 0);
+		ck_assert_int_eq(
+			wr_link_connect(h->side[0].link[i], &ba, &smc_path), 0);
+		ck_assert_int_eq(
+			wr_link_connect(h->side[1].link[i], &aa, &smc_path), 0);
 	}
 	h_cdc_data(h, true);
 }

@@ -13,6 +13,8 @@
 
 #include "smcproxyd.h"
 
+static const struct dev_path smc_path = DEV_PATH_SMC;
+
 /* pair_open: wr_params.reap_lazily of both links */
 static bool lazy_links;
 
@@ -73,8 +75,8 @@ pair_open(struct pair *p, uint32_t slots, uint32_t recvs, bool inl,
 	ck_assert_ptr_nonnull(p->b);
 	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(p->a), &aa), 0);
 	ck_assert_int_eq(loopdev_ops.qp_addr(wr_link_qp(p->b), &ba), 0);
-	ck_assert_int_eq(wr_link_connect(p->a, &ba), 0);
-	ck_assert_int_eq(wr_link_connect(p->b, &aa), 0);
+	ck_assert_int_eq(wr_link_connect(p->a, &ba, &smc_path), 0);
+	ck_assert_int_eq(wr_link_connect(p->b, &aa, &smc_path), 0);
 	wr_rx_register(p->b, 0x42, rx_cb);
 	wr_rx_register(p->a, 0x42, rx_cb);
 }
