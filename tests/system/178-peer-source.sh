@@ -19,8 +19,9 @@ start_server "$PORT_TARGET"
 start_pair
 
 xfer_client -n 4 -b 1M || fail "no traffic from source 127.0.0.2"
-ctl a show peers >"$T/a.peers.txt" || fail "show peers on a"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +127\.0\.0\.2 +0 ' "$T/a.peers.txt" ||
+ctl a -o peer,address,source,dscp show peers >"$T/a.peers.txt" ||
+	fail "show peers on a"
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +127\.0\.0\.2 +0$' "$T/a.peers.txt" ||
 	fail "show peers does not give source 127.0.0.2: $(cat "$T/a.peers.txt")"
 
 # Without the key A leaves from 127.0.0.1: B does not take it for A.
