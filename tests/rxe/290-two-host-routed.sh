@@ -195,7 +195,7 @@ if grep -q "\"peer_gid\": *\"$want_gid\"" "$RXE_OUT/links.json"; then
 else
 	bad "show links does not name $want_gid: $(head -c 600 "$RXE_OUT/links.json")"
 fi
-"$CTL" -s "$R/$RXE_HOST.sock" show peers >"$RXE_OUT/peers.out" 2>&1
+"$CTL" -s "$R/$RXE_HOST.sock" -o all show peers >"$RXE_OUT/peers.out" 2>&1
 sed 's/^/# /' "$RXE_OUT/peers.out"
 rxe2_pair_stop
 if [ "$RXE_HOST" = a ]; then
