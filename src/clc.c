@@ -658,7 +658,7 @@ clc_conn_new(struct lgr_ctx *ctx, int fd, enum clc_step step)
 	c->step = step;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* a group's control connection lives as long as the group */
-	session_tcp_liveness(fd, lgr_ctx_conf(ctx));
+	sock_tcp_liveness(fd, lgr_ctx_conf(ctx));
 	len = sizeof(c->local.ss);
 	if (getsockname(fd, (struct sockaddr *)&c->local.ss, &len) == 0)
 		c->local.len = len;
@@ -957,7 +957,7 @@ clc_hop(struct clc_conn *c)
 	clc_conn_free(c);
 	if (worker_pass(ctx->w, worker_get(want), clc_hop_arrive, h)) {
 		/* that worker is flooded: the peer tries again */
-		session_reset_fd(h->fd);
+		sock_reset(h->fd);
 		free(h);
 	}
 	return true;
@@ -1325,24 +1325,18 @@ clc_client_start(struct lgr *lgr, int fd)
 	int rc;
 
 	if (fd < 0) {
-		fd = socket(peer->addr.ss.ss_family,
-			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		rc = sock_connect(&peer->addr, lgr_ctx_conf(lgr->ctx), &fd);
 		if (fd == -1) {
-			rc = -errno;
 			lgr_clc_end(lgr, CLC_DECL_MEM, false);
 			return rc;
 		}
-		if (connect(fd, (const struct sockaddr *)&peer->addr.ss,
-			    peer->addr.len) == -1) {
-			if (errno != EINPROGRESS) {
-				rc = -errno;
-				close(fd);
-				lgr->refused = rc == -ECONNREFUSED;
-				lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
-				return rc;
-			}
-			connecting = true;
+		if (rc != 0 && rc != -EINPROGRESS) {
+			close(fd);
+			lgr->refused = rc == -ECONNREFUSED;
+			lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
+			return rc;
 		}
+		connecting = rc == -EINPROGRESS;
 	}
 	c = clc_conn_new(lgr->ctx, fd, CLC_STEP_CONNECT);
 	if (c == NULL) {

@@ -58,43 +58,6 @@ struct fallback_hs {
 	struct event *timer;	 /* connect and answer deadlines */
 };
 
-/* Result codes on the wire; stable, independent of the enum's order. */
-static const struct {
-	uint32_t code;
-	enum session_reason reason;
-} fb_codes[] = {
-	{1, SESSION_TARGET_REFUSED},	 {2, SESSION_TARGET_TIMEOUT},
-	{3, SESSION_TARGET_UNREACHABLE}, {4, SESSION_EXPORT_DENIED},
-	{5, SESSION_UNKNOWN_EXPORT},	 {6, SESSION_UNKNOWN_PEER},
-	{7, SESSION_AUTH_FAILED},	 {8, SESSION_PROTOCOL_ERROR},
-	{9, SESSION_SHUTDOWN},		 {10, SESSION_RESOURCE},
-	{11, SESSION_RESUME_FAILED},
-};
-
-/* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
-uint32_t
-fallback_reason_code(enum session_reason r)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
-		if (fb_codes[i].reason == r)
-			return fb_codes[i].code;
-	return 8;
-}
-
-/* The close reason a peer's refusal code stands for. */
-enum session_reason
-fallback_code_reason(uint32_t code)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
-		if (fb_codes[i].code == code)
-			return fb_codes[i].reason;
-	return SESSION_PROTOCOL_ERROR;
-}
-
 static void
 fb_hdr_fill(struct fb_hdr *h, enum fb_type type, size_t len)
 {
@@ -1064,7 +1027,7 @@ fb_client_result(struct session *s)
 		return false;
 	}
 	if (code != 0) {
-		r = fallback_code_reason(code);
+		r = session_code_reason(code);
 		fb_client_fail(s, r, true, session_reason_desc(r));
 		return false;
 	}
@@ -1216,7 +1179,7 @@ static void
 fb_export_refuse(struct session *s, enum session_reason r)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	size_t len = fb_result_encode(msg, fallback_reason_code(r));
+	size_t len = fb_result_encode(msg, session_reason_code(r));
 
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED)

@@ -1367,23 +1367,6 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 
 /* ---- CDCs: the peer's messages for our connections ---- */
 
-struct lgr_cdc_lookup {
-	struct lgr *lgr;
-	uint32_t token;
-	bool known; /* a connection has it, relaying (rc) or not yet */
-};
-
-static struct rconn *
-lgr_cdc_rconn(uint32_t token, void *arg)
-{
-	struct lgr_cdc_lookup *lk = arg;
-	struct lgr_conn *c = lgr_conn_find(lk->lgr, token);
-
-	lk->token = token;
-	lk->known = c != NULL;
-	return c != NULL ? c->rc : NULL;
-}
-
 /*
  * Before a failover validation CDC on link: every CDC the peer saw
  * complete on another link (the one it failed over from) is in that
@@ -1416,10 +1399,11 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 {
 	struct lgr_link *link = arg;
 	struct lgr *lgr = link->lgr;
-	struct lgr_cdc_lookup lk = {lgr, 0, false};
+	struct lgr_conn *c;
+	struct cdc_info m;
 	const char *why;
+	uint32_t token = 0;
 	char buf[80];
-	int err;
 
 	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
 		return;
@@ -1427,18 +1411,23 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	lgr_cdc_drain_others(link, msg, len);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
-	err = rx_cdc_recv(msg, len,
+	if (cdc_msg_check(msg, len,
 			  lgr->features & CLC_FEAT_CDC_DATA ? CDC_DATA_MAX : 0,
-			  lgr_cdc_rconn, &lk, &why);
-	if (err == 0)
-		return;
-	/* before its relay starts, or crossing our close (tokens are never
-	 * handed out twice) */
-	if (err == -ENOENT &&
-	    (lk.known || (lk.token != 0 && lk.token <= lgr->ctx->last_token)))
-		return;
+			  &m, &why) == 0) {
+		token = m.token;
+		c = lgr_conn_find(lgr, token);
+		/* before its relay starts, or crossing our close (tokens
+		 * are never handed out twice) */
+		if (c != NULL ? c->rc == NULL : token <= lgr->ctx->last_token)
+			return;
+		why = "CDC for an unknown token";
+		if (c != NULL &&
+		    rx_cdc_recv(c->rc, &m, (const uint8_t *)msg + CDC_MSG_LEN,
+				&why) == 0)
+			return;
+	}
 	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
-		 why != NULL ? why : "bad CDC", lk.token, link->id);
+		 why != NULL ? why : "bad CDC", token, link->id);
 	lgr_protocol_error(lgr, buf);
 }
 

@@ -170,7 +170,7 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 							s->export->name,
 			 from->id, ended ? "ended" : "is left",
 			 (unsigned long long)tx_fin_off(sr->rc),
-			 (unsigned long long)sr->rc->rx_off);
+			 (unsigned long long)rx_received_off(sr->rc));
 	}
 	tx_detach(sr->rc);
 	lgr_conn_del(&sr->lc);
@@ -244,7 +244,7 @@ resume_done(struct session_rdma *sr, struct lgr_link *link)
 		 session_rdma_id(sr), link->lgr->id, link->id,
 		 (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
+		 (unsigned long long)rx_received_off(sr->rc));
 	session_rdma_told_set(sr, link->id);
 	session_rdma_rkeys_announce(sr);
 	session_rdma_kick(sr);
@@ -262,11 +262,11 @@ resume_join(struct session_rdma *sr, struct lgr *lgr, struct lgr_link *link)
 
 	if (lgr_conn_add_on(lgr, &sr->lc, link))
 		return NULL;
-	buf_mr_drop(sr->rc->sndbuf);
-	buf_mr_drop(sr->rc->rmb);
-	mr = session_rdma_mr(sr->srw, sr->rc->rmb, sr->lc.link);
+	buf_mr_drop(tx_sndbuf(sr->rc));
+	buf_mr_drop(rx_rmb(sr->rc));
+	mr = session_rdma_mr(sr->srw, rx_rmb(sr->rc), sr->lc.link);
 	if (mr == NULL ||
-	    session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link) == NULL) {
+	    session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link) == NULL) {
 		lgr_conn_del(&sr->lc);
 		return NULL;
 	}
@@ -288,7 +288,7 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
 	m.conn_resume.token = sr->lc.token;
 	m.conn_resume.rmb_rkey = mr->rkey;
-	m.conn_resume.rx_off = sr->rc->rx_off;
+	m.conn_resume.rx_off = rx_received_off(sr->rc);
 	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
 	rc = session_rdma_llc_send(sr, sr->lc.link, &m,
 				   SESSION_RDMA_LLC_RESUME);
@@ -491,7 +491,7 @@ resume_answer_sent(struct session_rdma *sr, int status)
 		lgr_conn_del(&sr->lc);
 		return;
 	}
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, link);
+	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), link);
 	rc = mr != NULL ? tx_resume(sr->rc, link->wr, mr->lkey, res->res_rkey,
 				    res->res_rx, res->res_fin, &why) :
 			  -ENOKEY;
@@ -609,7 +609,7 @@ resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
 	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link);
+	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link);
 	rc = mr != NULL ? tx_resume(sr->rc, sr->lc.link->wr, mr->lkey,
 				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
 			  -ENOKEY;
@@ -694,7 +694,7 @@ resume_tcp_start(struct session_rdma *sr)
 		return;
 	memset(&ri, 0, sizeof(ri));
 	memcpy(ri.resume_id, sr->resume_id, sizeof(ri.resume_id));
-	ri.rx_off = sr->rc->rx_off;
+	ri.rx_off = rx_received_off(sr->rc);
 	ri.tx_fin = tx_fin_off(sr->rc);
 	ri.worker = res->peer_worker;
 	res->sent = true;
@@ -716,8 +716,8 @@ resume_tcp_relay_start(struct session_rdma *sr)
 	sr->over_tcp = true;
 	sr->rd_blocked = false;
 	/* no WRITE goes to the old group's keys again */
-	buf_mr_drop(sr->rc->sndbuf);
-	buf_mr_drop(sr->rc->rmb);
+	buf_mr_drop(tx_sndbuf(sr->rc));
+	buf_mr_drop(rx_rmb(sr->rc));
 	if (session_relay_begin(s, resume_u(sr), STAT_conns_resumed_tcp)) {
 		session_rdma_fail(sr, SESSION_RESOURCE);
 		return;
@@ -726,7 +726,7 @@ resume_tcp_relay_start(struct session_rdma *sr)
 		 "sent, %llu received)",
 		 session_rdma_id(sr), (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
+		 (unsigned long long)rx_received_off(sr->rc));
 	session_rdma_kick(sr);
 }
 
@@ -896,7 +896,7 @@ resume_tcp_adopt(struct session_rdma *sr, int fd,
 
 	if (tx_resume_check(sr->rc, hi->rx_off, hi->tx_fin, &rx, &fin, &why)) {
 		len = fb_result_encode(
-			msg, fallback_reason_code(SESSION_PROTOCOL_ERROR));
+			msg, session_reason_code(SESSION_PROTOCOL_ERROR));
 		(void)send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		resume_fail(sr, STAT_resume_failed_protocol, why);
@@ -943,7 +943,7 @@ resume_tcp_arrive(struct worker *w, void *arg)
 		(void)send(h->fd, msg,
 			   fb_result_encode(
 				   msg,
-				   fallback_reason_code(SESSION_RESUME_FAILED)),
+				   session_reason_code(SESSION_RESUME_FAILED)),
 			   MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(h->fd);
 	}
@@ -987,7 +987,7 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
 	w = fs->w;
 	h->fd = session_detach(fs);
 	if (worker_pass(w, worker_get(want), resume_tcp_arrive, h)) {
-		session_reset_fd(h->fd); /* that worker is flooded */
+		sock_reset(h->fd); /* that worker is flooded */
 		free(h);
 	}
 	return SESSION_NREASONS;

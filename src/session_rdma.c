@@ -13,8 +13,10 @@
  * Nothing is read from the client before the peer accepted: its bytes
  * wait in the kernel.  A FIN goes on as peer_done_writing after every
  * earlier byte, a reset as an abort; a link that fails moves the
- * connection to the group's other link (tx_failover), and with no link
- * left the connection is reset with reason link_failed.
+ * connection to the group's other link (tx_failover); when the whole
+ * group ends, the connection resumes from the exact byte on a new group
+ * or over TCP (resume.c), and is reset (reason resume_failed) only when
+ * that cannot be done in time.
  *
  * Keys per link: the send ring and the RMB element are registered in the
  * protection domain of each link of the connection's group they are
@@ -190,7 +192,7 @@ session_rdma_mr(struct session_rdma_worker *srw, struct buf *b,
 static struct buf *
 session_rdma_rmb(const struct session_rdma *sr)
 {
-	return sr->rc != NULL ? sr->rc->rmb : sr->rmb;
+	return sr->rc != NULL ? rx_rmb(sr->rc) : sr->rmb;
 }
 
 /* The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told. */
@@ -713,7 +715,8 @@ session_rdma_done(struct session_rdma *sr)
 static int
 session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 {
-	const struct dev_mr *mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, to);
+	const struct dev_mr *mr =
+		session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), to);
 	uint32_t rkey;
 
 	if (mr == NULL || session_rdma_peer_rkey(sr, to->id, &rkey)) {
@@ -748,7 +751,7 @@ session_rdma_round(void *arg)
 	if (sr->failover_to != NULL && !sr->closing) {
 		to = sr->failover_to;
 		sr->failover_to = NULL;
-		if (sr->rc->link != NULL && to->wr != sr->rc->link &&
+		if (tx_link(sr->rc) != NULL && to->wr != tx_link(sr->rc) &&
 		    session_rdma_failover(sr, to) != 0)
 			session_rdma_fail(sr, SESSION_LINK_FAILED);
 	}
@@ -1171,7 +1174,7 @@ session_rdma_rejected(struct lgr_link *link,
 			  link->lgr->id, rj->opener_token);
 		return;
 	}
-	r = fallback_code_reason(rj->reason);
+	r = session_code_reason(rj->reason);
 	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_id(sr),
 		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
 	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
@@ -1199,7 +1202,7 @@ session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 	m.type = LLC_CONN_REJECT;
 	m.flags = LLC_FLAG_RESP;
 	m.conn_reject.opener_token = opener_token;
-	m.conn_reject.reason = fallback_reason_code(r);
+	m.conn_reject.reason = session_reason_code(r);
 	return llc_send_detached(link, &m);
 }
 
@@ -1388,9 +1391,9 @@ session_rdma_stuck(struct session_rdma *sr, uint64_t now, uint64_t bound)
 {
 	const struct rconn *rc = sr->rc;
 
-	if (tx_unsent(rc) == 0 || rc->peer_rmbe_space > 0 ||
-	    rc->peer_cons_off != sr->stuck_cons || sr->stuck_since_ms == 0) {
-		sr->stuck_cons = rc->peer_cons_off;
+	if (tx_unsent(rc) == 0 || tx_peer_window(rc) > 0 ||
+	    tx_peer_cons_off(rc) != sr->stuck_cons || sr->stuck_since_ms == 0) {
+		sr->stuck_cons = tx_peer_cons_off(rc);
 		sr->stuck_since_ms = tx_unsent(rc) > 0 ? now : 0;
 		return false;
 	}

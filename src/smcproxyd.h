@@ -223,6 +223,11 @@ conf_drop(struct conf *conf)
 		conf_free(conf);
 }
 
+/* sock.c */
+void sock_tcp_liveness(int fd, const struct conf *conf);
+int sock_connect(const struct addr *to, const struct conf *conf, int *fd);
+void sock_reset(int fd);
+
 /* notify.c */
 void notify_send(const char *state);
 void notify_ready(const struct conf *conf);
@@ -409,12 +414,13 @@ struct session {
 
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
+uint32_t session_reason_code(enum session_reason r);
+enum session_reason session_code_reason(uint32_t code);
 struct session *session_new(struct worker *w, int fd, enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
-void session_tcp_liveness(int fd, const struct conf *conf);
 int session_watch_relay(struct session *s, int i);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
@@ -425,7 +431,6 @@ int session_connect_error(const struct session *s);
 enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
 void session_account(struct session *s, int i, size_t n);
-void session_reset_fd(int fd);
 int session_detach(struct session *s);
 int session_attach_upstream(struct session *s, int fd);
 int session_attach(struct session *s, int i, int fd);
@@ -509,8 +514,6 @@ void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
-uint32_t fallback_reason_code(enum session_reason r);
-enum session_reason fallback_code_reason(uint32_t code);
 enum session_reason fallback_connect_reason(int err, bool target);
 struct fb_proof;
 enum session_reason fallback_answer(const struct conf_peer *p,
@@ -677,7 +680,6 @@ void buf_written(struct buf *b, size_t n);
  * rx_cdc_recv() and from rx_consumed(); the owner may call any rconn
  * function from them, tx_conn_free() included.
  */
-#define RCONN_PEND_MAX 32 /* CDCs of one connection in flight */
 
 struct rconn;
 
@@ -730,36 +732,6 @@ struct rconn_peer_rmb {
 	uint32_t size;
 };
 
-/* A CDC of the connection in flight (smc_cdc_tx_pend). */
-struct rconn_pend {
-	struct cdc_cursor sent; /* tx_curs_sent after it */
-	struct cdc_cursor prod; /* local_tx_ctrl.prod after it */
-	uint16_t seqno;
-	bool validation;
-};
-
-/* what the connection owes the peer: reasons to post a CDC */
-#define RCONN_OWE_PUSH 0x1     /* data, not to be corked */
-#define RCONN_OWE_CONS 0x2     /* our consumer cursor */
-#define RCONN_OWE_VALIDATE 0x4 /* failover validation CDC */
-#define RCONN_OWE_CDC 0x8      /* one CDC even without data */
-#define RCONN_OWE_LAST 0x10    /* pushed by the last completion */
-
-/* rconn flags */
-#define RCONN_F_CLOSE_WR 0x001	 /* tx_close: done writing asked */
-#define RCONN_F_CLOSE 0x002	 /* tx_close: closed asked */
-#define RCONN_F_ABORT 0x004	 /* tx_close: abort asked */
-#define RCONN_F_ABORT_SENT 0x008 /* no CDC after that one */
-#define RCONN_F_PEER_DONE 0x010	 /* the peer's flags, sticky */
-#define RCONN_F_PEER_CLOSED 0x020
-#define RCONN_F_PEER_ABORT 0x040
-#define RCONN_F_DONE_TOLD 0x080	  /* peer_done_writing called */
-#define RCONN_F_CLOSED_TOLD 0x100 /* peer_closed called */
-#define RCONN_F_LINK_FAILED 0x200 /* link_failed told for this link */
-#define RCONN_F_TX_BLOCKED 0x400  /* owner found the ring full */
-#define RCONN_F_FREEING 0x800	  /* tx_conn_free ran: free when idle */
-#define RCONN_F_OUT_OF_SYNC 0x1000
-
 struct rconn_init {
 	uint64_t id; /* for logs */
 	struct wr_link *link;
@@ -774,58 +746,6 @@ struct rconn_init {
 	void *arg;
 	struct rconn_stats *sum; /* the owner's totals, or NULL */
 };
-
-struct rconn {
-	uint64_t id;
-	struct wr_link *link;
-	uint32_t token;
-	uint32_t peer_token;
-	const struct rconn_ops *ops;
-	void *arg;
-	struct tx_params params;
-	struct rconn_stats stats;
-	struct rconn_stats *sum;
-	unsigned int flags; /* RCONN_F_* */
-	int nest;	    /* callbacks under way: free later */
-
-	/* send side: ring cursors, then the peer's RMB */
-	struct buf *sndbuf;
-	uint32_t lkey;			/* of sndbuf on link's device */
-	struct cdc_cursor tx_curs_prep; /* produced into the ring */
-	struct cdc_cursor tx_curs_sent; /* RDMA-written */
-	struct cdc_cursor tx_curs_fin;	/* its CDC completed: space again */
-	struct rconn_peer_rmb peer_rmb;
-	struct cdc_info local_tx_ctrl; /* next CDC: prod, our cons, flags */
-	struct cdc_cursor tx_prod_fin; /* prod of the last completed CDC */
-	struct cdc_cursor tx_prod_hi;  /* furthest prod ever posted */
-	size_t peer_rmbe_space;	       /* the peer's window */
-	uint16_t tx_seq_fin;	       /* seqno of the last completed CDC */
-	int cdc_pend_tx_wr;	       /* CDCs in flight on link */
-	int cdc_pend_old;	       /* ... on links failed over from */
-	struct rconn_pend pend[RCONN_PEND_MAX];
-	int pend_head, pend_len;
-	unsigned int tx_owe;	 /* RCONN_OWE_* */
-	struct wr_waiter waiter; /* parked for a TX slot */
-
-	/* receive side */
-	struct buf *rmb;
-	struct cdc_info local_rx_ctrl;	     /* last CDC accepted */
-	struct cdc_cursor rx_curs_confirmed; /* our cons last posted */
-
-	/* stream offsets since the open, both ways (tx_resume) */
-	uint64_t tx_prep_off;	 /* bytes produced into the ring */
-	uint64_t tx_sent_hi_off; /* furthest ever RDMA-written */
-	uint64_t rx_off;	 /* bytes the peer announced to us */
-	uint64_t peer_cons_off;	 /* bytes the peer said it consumed */
-};
-
-/* count n in the connection's stats and the owner's totals */
-#define RCONN_STAT(rc, field, n)                 \
-	do {                                     \
-		(rc)->stats.field += (n);        \
-		if ((rc)->sum != NULL)           \
-			(rc)->sum->field += (n); \
-	} while (0)
 
 struct rconn *tx_conn_new(const struct rconn_init *init);
 void tx_conn_free(struct rconn *rc);
@@ -854,28 +774,24 @@ size_t tx_unsent(const struct rconn *rc);
 bool tx_fin_confirmed(struct rconn *rc);
 void tx_peer_token_set(struct rconn *rc, uint32_t token);
 void tx_json(const struct rconn *rc, void *json_obj);
-/* for rx.c */
-int tx_kick(struct rconn *rc, unsigned int owe);
-void tx_link_failed(struct rconn *rc);
-void tx_peer_consumed(struct rconn *rc);
+struct buf *tx_sndbuf(const struct rconn *rc);
+struct wr_link *tx_link(const struct rconn *rc);
+size_t tx_peer_window(const struct rconn *rc);
+uint64_t tx_peer_cons_off(const struct rconn *rc);
+uint64_t tx_sent_hi_off(const struct rconn *rc);
 
 int rx_data(struct rconn *rc, struct iovec iov[2]);
 void rx_consumed(struct rconn *rc, size_t n);
 size_t rx_readable(const struct rconn *rc);
 void rx_json(const struct rconn *rc, void *json_obj);
-int rx_cdc_recv(const void *msg, size_t len, size_t data_max,
-		struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
+struct buf *rx_rmb(const struct rconn *rc);
+uint64_t rx_received_off(const struct rconn *rc);
+int rx_cdc_recv(struct rconn *rc, const struct cdc_info *m, const void *data,
 		const char **why);
 
-/* cdc.c: the data path's side of the CDC messages (tx.c, rx.c) */
-int cdc_conn_build(const struct rconn *rc, uint16_t seqno,
-		   const struct cdc_cursor *prod, uint8_t prod_flags,
-		   uint8_t conn_state_flags, uint16_t data_len, void *buf,
-		   size_t size);
-int cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
-		   const char **why);
-int cdc_ring_spans(void *base, size_t size, size_t start, size_t n,
-		   struct iovec iov[2]);
+/* cdc.c, for lgr.c: a received CDC decoded */
+int cdc_msg_check(const void *msg, size_t len, size_t data_max,
+		  struct cdc_info *m, const char **why);
 
 /* clc.c: the link-group handshake on a TCP control connection */
 struct clc_conn;

@@ -399,9 +399,9 @@ fuzz_view_cb(struct worker *wk, void *arg)
 	memset(v, 0, sizeof(*v));
 	v->state = s != NULL ? (int)s->state : -1;
 	if (s != NULL && s->rdma != NULL && s->rdma->rc != NULL) {
-		v->window = s->rdma->rc->rmb->size;
+		v->window = rx_rmb(s->rdma->rc)->size;
 		v->fin = tx_fin_off(s->rdma->rc);
-		v->sent_hi = s->rdma->rc->tx_sent_hi_off;
+		v->sent_hi = tx_sent_hi_off(s->rdma->rc);
 	}
 	v->nreq = b_nreq;
 	TAILQ_FOREACH(lgr, &worker_lgr(wk)->lgrs, entry) {
