@@ -764,7 +764,7 @@ fb_relay_start(struct session *s)
  * the HELLO it sent: the peer's MAC checked, *proof built.
  * SESSION_NREASONS when good, else the reason with *why.
  */
-enum session_reason
+static enum session_reason
 fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 		const void *msg, size_t len, struct fb_proof *proof,
 		const char **why)

@@ -67,7 +67,7 @@ static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
 
-const char *
+static const char *
 lgr_state_name(enum lgr_state st)
 {
 	switch (st) {
@@ -83,7 +83,7 @@ lgr_state_name(enum lgr_state st)
 	return "unknown";
 }
 
-const char *
+static const char *
 lgr_link_state_name(enum lgr_link_state st)
 {
 	switch (st) {

@@ -49,7 +49,7 @@ struct resume {
 
 static void resume_tcp_start(struct session_rdma *sr);
 
-bool
+static bool
 resume_id_set(const struct session_rdma *sr)
 {
 	return !wire_all_zero(sr->resume_id, sizeof(sr->resume_id));

@@ -146,7 +146,7 @@ session_timer(struct session *s, int seconds)
 }
 
 /* Take over fd as fd[i], with level-triggered events.  0 or -ENOMEM. */
-int
+static int
 session_attach(struct session *s, int i, int fd)
 {
 	struct event_base *base = worker_base(s->w);
@@ -406,7 +406,7 @@ session_preauth_done(struct session *s)
 }
 
 /* Take over fd as fd[1] (the upstream socket). */
-int
+static int
 session_attach_upstream(struct session *s, int fd)
 {
 	return session_attach(s, 1, fd);
@@ -416,7 +416,7 @@ session_attach_upstream(struct session *s, int fd)
  * Relay mode for fd[i]: one edge-triggered event from here on, readiness
  * remembered in rd_ready/wr_ready.  0 or -ENOMEM.
  */
-int
+static int
 session_watch_relay(struct session *s, int i)
 {
 	if (s->rev[i] != NULL)

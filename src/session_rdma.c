@@ -58,6 +58,8 @@ static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
+static void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
+				void *arg);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
@@ -1349,7 +1351,7 @@ session_rdma_target_connected(struct session_rdma *sr)
  * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT, CONFIRM_RKEY.
  * Anything else is a protocol error.
  */
-void
+static void
 session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
 	struct session_rdma_worker *srw = arg;

@@ -63,7 +63,6 @@ enum log_level {
 void log_init(int foreground, enum log_level level);
 void log_set_level(enum log_level level);
 int log_level_parse(const char *name, enum log_level *out);
-bool log_debug_enabled(void);
 bool log_info_enabled(void);
 #define LOG_FIELDS_MAX 16
 void log_info_fields(const char *const *fields, int nfields, const char *fmt,
@@ -309,7 +308,6 @@ struct session_rdma_worker;
 struct lgr_ctx *worker_lgr(struct worker *w);
 struct session_rdma_worker *worker_rdma(struct worker *w);
 bool worker_has_room(const struct worker *w);
-bool worker_preauth_room(struct worker *w);
 int worker_preauth_get(struct worker *w, const struct addr *src);
 void worker_preauth_put(struct worker *w, const struct addr *src);
 void worker_fd_exhausted(struct worker *w);
@@ -421,7 +419,6 @@ void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
-int session_watch_relay(struct session *s, int i);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
@@ -432,8 +429,6 @@ enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
 void session_account(struct session *s, int i, size_t n);
 int session_detach(struct session *s);
-int session_attach_upstream(struct session *s, int fd);
-int session_attach(struct session *s, int i, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
@@ -516,10 +511,6 @@ void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
 enum session_reason fallback_connect_reason(int err, bool target);
 struct fb_proof;
-enum session_reason fallback_answer(const struct conf_peer *p,
-				    const void *hello, size_t hello_len,
-				    const void *msg, size_t len,
-				    struct fb_proof *proof, const char **why);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;
@@ -1045,8 +1036,6 @@ void lgr_conn_del(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
-const char *lgr_state_name(enum lgr_state st);
-const char *lgr_link_state_name(enum lgr_link_state st);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
 /* for clc.c and llc.c */
@@ -1112,8 +1101,6 @@ void session_rdma_io(struct session *s, int i, short what);
 void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
-void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
-			 void *arg);
 enum session_reason session_rdma_resume_tcp(struct session *fs,
 					    const struct fb_hello_info *hi);
 /* resume.c: the client handshake's outcome for a resume (fallback.c) */

@@ -340,7 +340,7 @@ worker_has_room(const struct worker *w)
 }
 
 /* Whether the peer port may accept another stranger now. */
-bool
+static bool
 worker_preauth_room(struct worker *w)
 {
 	return w->npreauth < w->conf->preauth_max;

@@ -62,9 +62,9 @@
 #include "llc_wire.h"
 #include "fuzz.h"
 
-#define FUZZ_WAIT_MS 5000   /* an answer from A; far more than it takes */
-#define FUZZ_ASKED_MS 1000  /* record 5: A asks again */
-#define FUZZ_SETTLE_MS 30   /* after the records */
+#define FUZZ_WAIT_MS 5000    /* an answer from A; far more than it takes */
+#define FUZZ_ASKED_MS 1000   /* record 5: A asks again */
+#define FUZZ_SETTLE_MS 30    /* after the records */
 #define FUZZ_STREAM_MAX 8192 /* client bytes: within b's 16 KiB element */
 #define FUZZ_RECORDS 64
 #define FUZZ_B_TOKEN 0x99
@@ -164,8 +164,7 @@ b_link(bool req)
 		return NULL;
 	for (i = 0; i < LGR_LINK_SLOTS; i++) {
 		k = &lgr->link[i];
-		if (k->state == LGR_LINK_ACTIVE &&
-		    (k->id == b_req_link) == req)
+		if (k->state == LGR_LINK_ACTIVE && (k->id == b_req_link) == req)
 			return k;
 	}
 	return NULL;
@@ -369,16 +368,16 @@ fuzz_devs_cb(struct worker *wk, void *arg)
 
 /* Where A and b stand, read on the worker. */
 struct fuzz_view {
-	int state;	  /* A's session's; -1: gone */
-	int nreq;	  /* CONN_RESUMEs b got */
+	int state;	   /* A's session's; -1: gone */
+	int nreq;	   /* CONN_RESUMEs b got */
 	int links, groups; /* A's: active links of its active group; groups */
-	uint64_t window;  /* A's RMB element size */
-	uint64_t resumed; /* conns_resumed_rdma */
+	uint64_t window;   /* A's RMB element size */
+	uint64_t resumed;  /* conns_resumed_rdma */
 	uint64_t resuming; /* conns_resuming (a gauge) */
-	uint64_t failed;  /* resume_failed_* together */
-	uint64_t closed;  /* closes, every reason */
-	uint64_t fin;	  /* A's tx_fin_off: confirmed in b's element */
-	uint64_t sent_hi; /* A's tx_sent_hi_off: furthest written */
+	uint64_t failed;   /* resume_failed_* together */
+	uint64_t closed;   /* closes, every reason */
+	uint64_t fin;	   /* A's tx_fin_off: confirmed in b's element */
+	uint64_t sent_hi;  /* A's tx_sent_hi_off: furthest written */
 };
 
 static uint8_t
@@ -559,8 +558,7 @@ fuzz_write(int client, size_t n)
 }
 
 static bool
-fuzz_wait(bool (*done)(const struct fuzz_view *), struct fuzz_view *v,
-	  int ms)
+fuzz_wait(bool (*done)(const struct fuzz_view *), struct fuzz_view *v, int ms)
 {
 	int i;
 
@@ -692,8 +690,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			a.sel = (uint8_t)fuzz_u8(&data, &size);
 			a.rx = before + (uint64_t)(int64_t)(int16_t)fuzz_take(
 						&data, &size, 2);
-			a.fin = (uint64_t)(int64_t)(int16_t)fuzz_take(
-				&data, &size, 2);
+			a.fin = (uint64_t)(int64_t)(int16_t)fuzz_take(&data,
+								      &size, 2);
 			break;
 		case 1:
 			a.sel = op & 0xf8;
