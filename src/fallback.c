@@ -761,10 +761,10 @@ fb_relay_start(struct session *s)
 
 /*
  * The rule side's answer to the peer's CHALLENGE (len bytes at msg) to
- * the HELLO it sent: the peer's MAC checked, *proof built.
- * SESSION_NREASONS when good, else the reason with *why.
+ * the HELLO it sent: the peer's MAC checked, *proof built.  0 when good,
+ * else -EPROTO (a bad challenge) or -EACCES with *why.
  */
-static enum session_reason
+static int
 fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 		const void *msg, size_t len, struct fb_proof *proof,
 		const char **why)
@@ -774,22 +774,22 @@ fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 
 	if (fb_challenge_decode(msg, len, &nonce, &their)) {
 		*why = "bad challenge";
-		return SESSION_PROTOCOL_ERROR;
+		return -EPROTO;
 	}
 	if (p->key_len == 0) {
 		*why = "peer asks for a key we do not have";
-		return SESSION_AUTH_FAILED;
+		return -EACCES;
 	}
 	auth_mac(p->key, p->key_len, "s", hello, hello_len, nonce, 32, mac);
 	if (!auth_mac_equal(mac, their)) {
 		*why = "peer failed authentication (wrong key?)";
-		return SESSION_AUTH_FAILED;
+		return -EACCES;
 	}
 	memset(proof, 0, sizeof(*proof));
 	fb_hdr_fill(&proof->hdr, FB_PROOF, sizeof(*proof));
 	auth_mac(p->key, p->key_len, "c", hello, hello_len, msg, len,
 		 proof->mac);
-	return SESSION_NREASONS;
+	return 0;
 }
 
 /* ---- the client side of every TCP connection to a peer ---- */
@@ -1001,7 +1001,7 @@ fb_client_challenge(struct session *s)
 		return false;
 	}
 	if (fallback_answer(s->peer, hs->hello, hs->hello_len, hs->in,
-			    hs->in_len, &proof, &why) != SESSION_NREASONS) {
+			    hs->in_len, &proof, &why) != 0) {
 		fb_client_fail(s, SESSION_AUTH_FAILED, false, why);
 		return false;
 	}
@@ -1198,6 +1198,7 @@ fb_export_open(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	enum session_reason r;
 	char who[32];
+	int err;
 
 	if (hs->hello_len > sizeof(struct fb_hello) &&
 	    (((const struct fb_hello *)hs->hello)->flags & FB_FLAG_RESUME)) {
@@ -1207,9 +1208,8 @@ fb_export_open(struct session *s)
 		session_preauth_done(s);
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
-		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) == 0)
-			r = session_rdma_resume_tcp(s, &hi);
-		if (r != SESSION_NREASONS)
+		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) != 0 ||
+		    session_rdma_resume_tcp(s, &hi, &r) != 0)
 			fb_export_refuse(s, r);
 		return;
 	}
@@ -1217,16 +1217,14 @@ fb_export_open(struct session *s)
 	s->export = export_find(s->w, s->conf, who, s->peer->name,
 				s->export_name, &r);
 	/* asked while s is a stranger's, which max_conns does not count */
-	if (s->export != NULL)
-		r = export_room(s->w);
+	err = s->export != NULL ? export_room(s->w, &r) : -ENOENT;
 	session_preauth_done(s);
-	if (r != SESSION_NREASONS) {
+	if (err) {
 		fb_export_refuse(s, r);
 		return;
 	}
 	session_want(s, 0, EV_READ, false);
-	r = export_connect(s);
-	if (r != SESSION_NREASONS)
+	if (export_connect(s, &r) != 0)
 		fb_export_refuse(s, r);
 }
 
@@ -1308,9 +1306,9 @@ static void
 fb_export_connected(struct session *s)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	enum session_reason r = export_connected(s);
+	enum session_reason r;
 
-	if (r != SESSION_NREASONS) {
+	if (export_connected(s, &r) != 0) {
 		fb_export_refuse(s, r);
 		return;
 	}

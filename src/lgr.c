@@ -261,6 +261,173 @@ lgr_ctx_conf(const struct lgr_ctx *ctx)
 	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
 }
 
+/* The data path's handlers of ctx's groups (each may be NULL), with arg. */
+void
+lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops, void *arg)
+{
+	ctx->ops = *ops;
+	ctx->ops_arg = arg;
+}
+
+/* ctx's groups, newest first: the one after prev (NULL: the first). */
+struct lgr *
+lgr_next(struct lgr_ctx *ctx, struct lgr *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&ctx->lgrs) : TAILQ_NEXT(prev, entry);
+}
+
+/* ---- what the sessions know of a group and its links ---- */
+
+uint32_t
+lgr_id(const struct lgr *lgr)
+{
+	return lgr->id;
+}
+
+enum lgr_role
+lgr_role(const struct lgr *lgr)
+{
+	return lgr->role;
+}
+
+bool
+lgr_is_active(const struct lgr *lgr)
+{
+	return lgr->state == LGR_STATE_ACTIVE;
+}
+
+const struct conf_peer *
+lgr_peer(const struct lgr *lgr)
+{
+	return lgr->peer;
+}
+
+/* Whether the group negotiated feature (CLC_FEAT_*). */
+bool
+lgr_has_feature(const struct lgr *lgr, uint32_t feature)
+{
+	return (lgr->features & feature) != 0;
+}
+
+/* Whether the peer daemon of lgr is the instance with system id sysid. */
+bool
+lgr_peer_is(const struct lgr *lgr, const uint8_t sysid[8])
+{
+	return memcmp(lgr->peer_system_id, sysid,
+		      sizeof(lgr->peer_system_id)) == 0;
+}
+
+/* The peer daemon's system id (8 bytes). */
+const uint8_t *
+lgr_peer_system_id(const struct lgr *lgr)
+{
+	return lgr->peer_system_id;
+}
+
+/* A client group whose setup failed: the peer port refused the connect. */
+bool
+lgr_refused(const struct lgr *lgr)
+{
+	return lgr->refused;
+}
+
+/*
+ * It ended in a way its connections may resume from (not orderly, no
+ * protocol violation: the peer daemon may still have them).
+ */
+bool
+lgr_resumable(const struct lgr *lgr)
+{
+	return lgr->resumable;
+}
+
+/* The server's worker + 1 (0: unknown). */
+uint8_t
+lgr_peer_worker(const struct lgr *lgr)
+{
+	return lgr->peer_worker;
+}
+
+/* A client group: the peer port answered (whatever RDMA did after). */
+bool
+lgr_tcp_connected(const struct lgr *lgr)
+{
+	return lgr->tcp_connected;
+}
+
+struct lgr *
+lgr_link_group(const struct lgr_link *link)
+{
+	return link->lgr;
+}
+
+/* The link's id on the wire (0 until known). */
+uint8_t
+lgr_link_id(const struct lgr_link *link)
+{
+	return link->id;
+}
+
+const char *
+lgr_link_dev_name(const struct lgr_link *link)
+{
+	return link->dev->name;
+}
+
+bool
+lgr_link_is_active(const struct lgr_link *link)
+{
+	return link->state == LGR_LINK_ACTIVE;
+}
+
+struct wr_link *
+lgr_link_wr(const struct lgr_link *link)
+{
+	return link->wr;
+}
+
+/*
+ * The MR of b in link's protection domain (its group's on its device),
+ * registered there now if need be; NULL when it cannot be.
+ */
+const struct dev_mr *
+lgr_link_mr(const struct lgr_link *link, struct buf *b)
+{
+	if (b == NULL || link->pd == NULL)
+		return NULL;
+	return buf_mr(b, link->dev->ops, link->pd);
+}
+
+/* Whether buffers can be registered for link (it has its PD). */
+bool
+lgr_link_has_pd(const struct lgr_link *link)
+{
+	return link->pd != NULL;
+}
+
+/*
+ * The group's active links: the one after prev (NULL: the first), NULL
+ * after the last.
+ */
+struct lgr_link *
+lgr_link_next_active(struct lgr *lgr, const struct lgr_link *prev)
+{
+	int i = prev == NULL ? 0 : prev->slot + 1;
+
+	for (; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_ACTIVE)
+			return &lgr->link[i];
+	return NULL;
+}
+
+/* The group's connections: the one after prev (NULL: the first). */
+struct lgr_conn *
+lgr_conn_next(struct lgr *lgr, const struct lgr_conn *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&lgr->conns) :
+			      TAILQ_NEXT(prev, entry);
+}
+
 static void lgr_free(struct lgr *lgr);
 
 /*
@@ -867,8 +1034,8 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 			  clc_decline_name(code), code);
 	}
 	lgr_dead(lgr);
-	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->setup_failed != NULL)
-		lgr->ctx->setup_failed(lgr, lgr->ctx->llc_arg);
+	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->ops.setup_failed != NULL)
+		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
 
 /*
@@ -1451,8 +1618,8 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
 		 link->peer.qpn);
 	if (lgr->state != LGR_STATE_CONFIRMING) {
-		if (lgr->ctx->link_up != NULL)
-			lgr->ctx->link_up(link, lgr->ctx->llc_arg);
+		if (lgr->ctx->ops.link_up != NULL)
+			lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
 		return;
 	}
 	lgr->state = LGR_STATE_ACTIVE;
@@ -1466,8 +1633,8 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
-	if (lgr->ctx->link_up != NULL)
-		lgr->ctx->link_up(link, lgr->ctx->llc_arg);
+	if (lgr->ctx->ops.link_up != NULL)
+		lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
 }
 
 /*

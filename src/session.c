@@ -538,7 +538,7 @@ session_account(struct session *s, int i, size_t n)
 {
 	struct stats *st = worker_stats(s->w);
 
-	s->pump[i].bytes += n;
+	s->bytes[i] += n;
 	s->active_ms = now_ms();
 	/* bytes read downstream on the rule side go to the peer daemon */
 	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
@@ -621,14 +621,14 @@ session_close(struct session *s, enum session_reason reason)
 			"conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
 			(unsigned long long)s->id, session_reason_name(reason),
 			session_reason_desc(reason),
-			(unsigned long long)s->pump[0].bytes,
-			(unsigned long long)s->pump[1].bytes);
+			(unsigned long long)s->bytes[0],
+			(unsigned long long)s->bytes[1]);
 	else
 		log_debug("conn 0x%llx: closed: %s, %llu bytes in, %llu out",
 			  (unsigned long long)s->id,
 			  session_reason_name(reason),
-			  (unsigned long long)s->pump[0].bytes,
-			  (unsigned long long)s->pump[1].bytes);
+			  (unsigned long long)s->bytes[0],
+			  (unsigned long long)s->bytes[1]);
 	session_rdma_close(s, reason);
 	session_free(s, abort);
 }
@@ -738,6 +738,8 @@ session_state_name(enum session_state st)
 		[SESSION_CONNECT_TARGET] = "connect_target",
 		[SESSION_RDMA_WAIT] = "rdma_wait",
 		[SESSION_RDMA_OPEN] = "rdma_open",
+		/* waits for a group again: outside, it is rdma_wait */
+		[SESSION_RDMA_REOPEN] = "rdma_wait",
 		[SESSION_RELAY] = "relay",
 		[SESSION_RESUMING] = "resuming",
 		[SESSION_CLOSED] = "closed",
@@ -768,8 +770,8 @@ session_json_add(const struct session *s, void *json_array)
 			     (s->export ? s->export->name : ""),
 		      "peer", s->peer ? s->peer->name : "", "state",
 		      session_state_name(s->state), "downstream", a0,
-		      "upstream", a1, "bytes_in", (json_int_t)s->pump[0].bytes,
-		      "bytes_out", (json_int_t)s->pump[1].bytes, "age_s",
+		      "upstream", a1, "bytes_in", (json_int_t)s->bytes[0],
+		      "bytes_out", (json_int_t)s->bytes[1], "age_s",
 		      (double)(now - s->started_ms) / 1000.0, "idle_s",
 		      (double)(now - s->active_ms) / 1000.0, "worker",
 		      (json_int_t)worker_id(s->w));

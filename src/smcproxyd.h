@@ -355,6 +355,8 @@ enum session_state {
 	SESSION_CONNECT_TARGET, /* export side: connecting to the target */
 	SESSION_RDMA_WAIT,	/* rule side: for a link group on its way */
 	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
+	SESSION_RDMA_REOPEN,	/* rule side: that open was lost with its
+				 * group; opens again on its timer */
 	SESSION_RELAY,
 	SESSION_RESUMING, /* RDMA: its link group ended; to a new one */
 	SESSION_CLOSED,
@@ -373,7 +375,6 @@ struct session_pump {
 	bool done;    /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
 	bool bulk;    /* a stream: splice, not copy (fb_pump_copy) */
 	size_t burst; /* bytes read since fd[i] was last found empty */
-	uint64_t bytes;
 };
 
 struct session {
@@ -392,6 +393,7 @@ struct session {
 	struct event *timer;
 	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
+	uint64_t bytes[2]; /* read from fd[i] and passed on, either transport */
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
@@ -445,9 +447,9 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 				      const char *who, const char *peer,
 				      const char *name,
 				      enum session_reason *why);
-enum session_reason export_room(struct worker *w);
-enum session_reason export_connect(struct session *s);
-enum session_reason export_connected(struct session *s);
+int export_room(struct worker *w, enum session_reason *why);
+int export_connect(struct session *s, enum session_reason *why);
+int export_connected(struct session *s, enum session_reason *why);
 enum session_reason export_timed_out(struct session *s);
 void export_release(struct session *s);
 
@@ -977,6 +979,17 @@ struct lgr {
 	uint8_t peer_worker, want_worker;
 };
 
+/* What the data path (session_rdma.c) hears of a context's groups. */
+struct lgr_data_ops {
+	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
+	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,
+		       void *arg);
+	/* link became active (announce its rkeys there) */
+	void (*link_up)(struct lgr_link *link, void *arg);
+	/* a client group's setup failed (nothing waits) */
+	void (*setup_failed)(struct lgr *lgr, void *arg);
+};
+
 /* One daemon's link groups on one event_base (a worker; a test side). */
 struct lgr_ctx {
 	struct event_base *base;
@@ -1002,14 +1015,8 @@ struct lgr_ctx {
 	TAILQ_HEAD(lgr_list, lgr) lgrs; /* newest first */
 	LIST_HEAD(, clc_conn) clcs;	/* server handshakes without a group */
 	int nclcs;
-	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
-	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,
-		       void *arg);
-	/* the data path's: link became active (announce its rkeys there) */
-	void (*link_up)(struct lgr_link *link, void *arg);
-	/* the data path's: a client group's setup failed (nothing waits) */
-	void (*setup_failed)(struct lgr *lgr, void *arg);
-	void *llc_arg;	     /* of all three */
+	struct lgr_data_ops ops; /* lgr_ctx_set_ops */
+	void *ops_arg;
 	uint32_t last_token; /* 1..last_token were handed out */
 };
 
@@ -1021,6 +1028,30 @@ int lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
 void lgr_ctx_free(struct lgr_ctx *ctx);
 struct lgr_ctx *lgr_worker_new(struct worker *w);
 struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
+void lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops,
+		     void *arg);
+struct lgr *lgr_next(struct lgr_ctx *ctx, struct lgr *prev);
+uint32_t lgr_id(const struct lgr *lgr);
+enum lgr_role lgr_role(const struct lgr *lgr);
+bool lgr_is_active(const struct lgr *lgr);
+const struct conf_peer *lgr_peer(const struct lgr *lgr);
+bool lgr_has_feature(const struct lgr *lgr, uint32_t feature);
+bool lgr_peer_is(const struct lgr *lgr, const uint8_t sysid[8]);
+const uint8_t *lgr_peer_system_id(const struct lgr *lgr);
+bool lgr_refused(const struct lgr *lgr);
+bool lgr_resumable(const struct lgr *lgr);
+uint8_t lgr_peer_worker(const struct lgr *lgr);
+bool lgr_tcp_connected(const struct lgr *lgr);
+struct lgr *lgr_link_group(const struct lgr_link *link);
+uint8_t lgr_link_id(const struct lgr_link *link);
+const char *lgr_link_dev_name(const struct lgr_link *link);
+bool lgr_link_is_active(const struct lgr_link *link);
+struct wr_link *lgr_link_wr(const struct lgr_link *link);
+const struct dev_mr *lgr_link_mr(const struct lgr_link *link, struct buf *b);
+bool lgr_link_has_pd(const struct lgr_link *link);
+struct lgr_link *lgr_link_next_active(struct lgr *lgr,
+				      const struct lgr_link *prev);
+struct lgr_conn *lgr_conn_next(struct lgr *lgr, const struct lgr_conn *prev);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
@@ -1101,8 +1132,8 @@ void session_rdma_io(struct session *s, int i, short what);
 void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
-enum session_reason session_rdma_resume_tcp(struct session *fs,
-					    const struct fb_hello_info *hi);
+int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
+			    enum session_reason *why);
 /* resume.c: the client handshake's outcome for a resume (fallback.c) */
 void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
 				     uint64_t fin);

@@ -152,6 +152,8 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	(void)llc_send(link, &a, NULL, NULL);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 static int
 fuzz_listen(int *port)
 {
@@ -273,7 +275,7 @@ fuzz_setup_cb(struct worker *wk, void *arg)
 	if (ctx_b == NULL ||
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb") != 0)
 		FUZZ_FAIL();
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 }
 
 static void

@@ -222,6 +222,8 @@ fuzz_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	s->llc_data++;
 }
 
+static const struct lgr_data_ops fuzz_ops = {.llc_rx = fuzz_llc_rx};
+
 static void
 fuzz_turn(void)
 {
@@ -255,8 +257,7 @@ fuzz_side_init(struct fuzz_side *s, const char *name, const char *peer,
 	s->ctx = lgr_ctx_new(fuzz_base, s->conf, &s->st, &s->al, t);
 	if (s->ctx == NULL)
 		return -1;
-	s->ctx->llc_rx = fuzz_llc_rx;
-	s->ctx->llc_arg = s;
+	lgr_ctx_set_ops(s->ctx, &fuzz_ops, s);
 	for (i = 0; i < ndev; i++) {
 		s->dev[i] = loopdev_new(fuzz_base);
 		if (s->dev[i] == NULL)

@@ -144,6 +144,8 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	(void)llc_send(link, &a, NULL, NULL);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 /*
  * An active link of b's group that A's last CONN_RESUME came on: that
  * link (req) or another one; NULL if there is none.
@@ -286,7 +288,7 @@ fuzz_setup_cb(struct worker *wk, void *arg)
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb") ||
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b2, "loopb2"))
 		FUZZ_FAIL();
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 	b_pool = buf_pool_new(NULL, NULL, 0);
 	if (b_pool == NULL || buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb))
 		FUZZ_FAIL();

@@ -123,6 +123,8 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 static int
 listen_any(int *port)
 {
@@ -209,7 +211,7 @@ setup_cb(struct worker *wk, void *arg)
 	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 	ck_assert_int_eq(lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb"),
 			 0);
 	if (ndevs == 2) {
