@@ -32,6 +32,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "wire.h"
 #include "clc_wire.h"
 

@@ -47,6 +47,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 
@@ -294,6 +295,13 @@ bool
 lgr_is_active(const struct lgr *lgr)
 {
 	return lgr->state == LGR_STATE_ACTIVE;
+}
+
+/* Terminating: DELETE_LINK went, it is freed soon. */
+bool
+lgr_is_ending(const struct lgr *lgr)
+{
+	return lgr->state == LGR_STATE_TERMINATING;
 }
 
 const struct conf_peer *

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "wire.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"

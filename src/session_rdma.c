@@ -547,7 +547,7 @@ session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
 		return false;
 	log_info("conn 0x%llx: rule %s: lgr %u ended before the peer answered "
 		 "CONN_OPEN: opening again",
-		 session_rdma_id(sr), s->rule->name, ended->id);
+		 session_rdma_id(sr), s->rule->name, lgr_id(ended));
 	s->rdma_reopens++;
 	s->rdma = NULL;
 	s->state = SESSION_RDMA_REOPEN;

@@ -65,6 +65,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "fallback_wire.h"

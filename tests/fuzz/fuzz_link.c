@@ -44,6 +44,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "rconn.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 

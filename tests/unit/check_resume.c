@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "llc_wire.h"
 
 #define WAIT_MS 5000

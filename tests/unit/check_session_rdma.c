@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "session_rdma.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "fallback_wire.h"
