@@ -96,7 +96,7 @@ export_connect(struct session *s, enum session_reason *why)
 	log_warn("conn 0x%llx: export %s: connect to %s",
 		 (unsigned long long)s->id, s->export->name,
 		 addr_str(&s->export->target, buf, sizeof(buf)));
-	*why = fallback_connect_reason(-rc, true);
+	*why = session_connect_reason(-rc, true);
 	return rc;
 }
 
@@ -118,7 +118,7 @@ export_connected(struct session *s, enum session_reason *why)
 	log_warn("conn 0x%llx: export %s: target %s", (unsigned long long)s->id,
 		 s->export->name,
 		 addr_str(&s->export->target, buf, sizeof(buf)));
-	*why = fallback_connect_reason(err, true);
+	*why = session_connect_reason(err, true);
 	return -err;
 }
 

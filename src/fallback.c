@@ -444,27 +444,6 @@ fb_send(struct session *s, int i, const void *msg, size_t len)
 	return fb_flush(s, i);
 }
 
-/* The close reason of a failed connect (errno err) to a target or peer. */
-enum session_reason
-fallback_connect_reason(int err, bool target)
-{
-	switch (err) {
-	case ECONNREFUSED:
-		return target ? SESSION_TARGET_REFUSED :
-				SESSION_PEER_UNREACHABLE;
-	case ETIMEDOUT:
-		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
-	case EMFILE:
-	case ENFILE:
-	case ENOBUFS:
-	case ENOMEM:
-		return SESSION_RESOURCE;
-	default:
-		return target ? SESSION_TARGET_UNREACHABLE :
-				SESSION_PEER_UNREACHABLE;
-	}
-}
-
 /*
  * s's handshake state, made on first use (a relayed connection holds
  * none).  NULL when out of memory.
@@ -863,7 +842,7 @@ fb_client_connect_failed(struct session *s, int err)
 
 	snprintf(why, sizeof(why), "connect to %s: %s",
 		 addr_str(&s->peer->addr, buf, sizeof(buf)), strerror(err));
-	fb_client_fail_code(s, fallback_connect_reason(err, false), false,
+	fb_client_fail_code(s, session_connect_reason(err, false), false,
 			    strerrorname_np(err), why);
 }
 

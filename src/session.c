@@ -81,6 +81,27 @@ session_code_reason(uint32_t code)
 	return SESSION_PROTOCOL_ERROR;
 }
 
+/* The close reason of a failed connect (errno err) to a target or peer. */
+enum session_reason
+session_connect_reason(int err, bool target)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return target ? SESSION_TARGET_REFUSED :
+				SESSION_PEER_UNREACHABLE;
+	case ETIMEDOUT:
+		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+	case ENOMEM:
+		return SESSION_RESOURCE;
+	default:
+		return target ? SESSION_TARGET_UNREACHABLE :
+				SESSION_PEER_UNREACHABLE;
+	}
+}
+
 uint64_t
 session_id(const struct session *s)
 {

@@ -416,6 +416,7 @@ const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
 uint32_t session_reason_code(enum session_reason r);
 enum session_reason session_code_reason(uint32_t code);
+enum session_reason session_connect_reason(int err, bool target);
 struct session *session_new(struct worker *w, int fd, enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
@@ -511,7 +512,6 @@ void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
-enum session_reason fallback_connect_reason(int err, bool target);
 struct fb_proof;
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
