@@ -93,9 +93,10 @@ export_connect(struct session *s, enum session_reason *why)
 		return 0;
 	}
 	errno = -rc;
-	log_warn("conn 0x%llx: export %s: connect to %s",
-		 (unsigned long long)s->id, s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warn_rl("connect to target", buf,
+		    "conn 0x%llx: export %s: connect to %s",
+		    (unsigned long long)s->id, s->export->name, buf);
 	*why = session_connect_reason(-rc, true);
 	return rc;
 }
@@ -115,9 +116,10 @@ export_connected(struct session *s, enum session_reason *why)
 	if (err == 0)
 		return 0;
 	errno = err;
-	log_warn("conn 0x%llx: export %s: target %s", (unsigned long long)s->id,
-		 s->export->name,
-		 addr_str(&s->export->target, buf, sizeof(buf)));
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warn_rl("connect to target", buf,
+		    "conn 0x%llx: export %s: target %s",
+		    (unsigned long long)s->id, s->export->name, buf);
 	*why = session_connect_reason(err, true);
 	return -err;
 }
@@ -126,8 +128,12 @@ export_connected(struct session *s, enum session_reason *why)
 enum session_reason
 export_timed_out(struct session *s)
 {
-	log_warnx("conn 0x%llx: export %s: target connect timed out",
-		  (unsigned long long)s->id, s->export->name);
+	char buf[ADDR_STRLEN];
+
+	addr_str(&s->export->target, buf, sizeof(buf));
+	log_warnx_rl("connect to target", buf,
+		     "conn 0x%llx: export %s: target connect timed out",
+		     (unsigned long long)s->id, s->export->name);
 	return SESSION_TARGET_TIMEOUT;
 }
 

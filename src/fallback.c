@@ -811,9 +811,10 @@ fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
 {
 	bool resume = s->hs->resume;
 
-	log_warnx("conn 0x%llx: rule %s: peer %s: %s%s",
-		  (unsigned long long)s->id, s->rule->name, s->peer->name,
-		  resume ? "resume over TCP: " : "", why);
+	log_warnx_rl("reaching peer", s->peer->name,
+		     "conn 0x%llx: rule %s: peer %s: %s%s",
+		     (unsigned long long)s->id, s->rule->name, s->peer->name,
+		     resume ? "resume over TCP: " : "", why);
 	peer_error(s->peer->name,
 		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
 		   code != NULL ? code : session_reason_name(r), "%s", why);
@@ -1213,7 +1214,7 @@ fb_export_hello(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	struct fb_challenge ch;
 	struct fb_hello_info hi;
-	char buf[ADDR_STRLEN];
+	char buf[ADDR_STRLEN], host[ADDR_STRLEN];
 
 	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
 		fb_preauth_malformed(s, "malformed hello");
@@ -1226,18 +1227,23 @@ fb_export_hello(struct session *s)
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
-		log_warnx("conn 0x%llx: hello from unknown peer \"%s\" at %s",
-			  (unsigned long long)s->id, hi.name,
-			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		log_warnx_rl(
+			"peer port refused",
+			addr_host_str(&s->addr[0], host, sizeof(host)),
+			"conn 0x%llx: hello from unknown peer \"%s\" at %s",
+			(unsigned long long)s->id, hi.name,
+			addr_str(&s->addr[0], buf, sizeof(buf)));
 		fb_export_refuse(s, SESSION_UNKNOWN_PEER);
 		return;
 	}
 	if (!s->peer->any_source &&
 	    !addr_same_host(&s->peer->addr, &s->addr[0])) {
-		log_warnx("conn 0x%llx: peer %s connected from %s, not its "
-			  "configured address",
-			  (unsigned long long)s->id, s->peer->name,
-			  addr_str(&s->addr[0], buf, sizeof(buf)));
+		log_warnx_rl("peer port refused",
+			     addr_host_str(&s->addr[0], host, sizeof(host)),
+			     "conn 0x%llx: peer %s connected from %s, not its "
+			     "configured address",
+			     (unsigned long long)s->id, s->peer->name,
+			     addr_str(&s->addr[0], buf, sizeof(buf)));
 		fb_export_refuse(s, SESSION_AUTH_FAILED);
 		return;
 	}
@@ -1262,6 +1268,7 @@ fb_export_proof(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *their;
+	char host[ADDR_STRLEN];
 
 	if (hs->challenge_len == 0 ||
 	    fb_proof_decode(hs->in, hs->in_len, &their)) {
@@ -1272,9 +1279,11 @@ fb_export_proof(struct session *s)
 	auth_mac(s->peer->key, s->peer->key_len, "c", hs->hello, hs->hello_len,
 		 hs->challenge, hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
-		log_warnx("conn 0x%llx: peer %s failed authentication "
-			  "(wrong key?)",
-			  (unsigned long long)s->id, s->peer->name);
+		log_warnx_rl("peer port refused",
+			     addr_host_str(&s->addr[0], host, sizeof(host)),
+			     "conn 0x%llx: peer %s failed authentication "
+			     "(wrong key?)",
+			     (unsigned long long)s->id, s->peer->name);
 		fb_export_refuse(s, SESSION_AUTH_FAILED);
 		return;
 	}

@@ -1957,7 +1957,7 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	return json_pack(
 		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
 		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
 		"state", lgr_link_state_name(link->state), "device",
 		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
@@ -1978,7 +1978,8 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 		(json_int_t)ws->lazy_wanted, "data_sends",
 		(json_int_t)ws->data_sends, "test_link_sent",
 		(json_int_t)link->test_sent, "test_link_answered",
-		(json_int_t)link->test_answered, "up_s",
+		(json_int_t)link->test_answered, "test_link_rtt_us",
+		(json_int_t)link->test_rtt_us, "up_s",
 		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);
 }
 

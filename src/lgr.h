@@ -76,6 +76,8 @@ struct lgr_link {
 	uint64_t test_deadline_ms;
 	uint8_t test_data[16];
 	uint64_t test_sent, test_answered;
+	uint64_t test_sent_us; /* now_us() of the pending TEST_LINK */
+	uint64_t test_rtt_us;  /* the last answered one's round trip; 0: none */
 	int conns;
 	struct wr_waiter waiter; /* parked for a TX slot (LLC queue) */
 	struct lgr_llc_qent q[LGR_LLC_QUEUE];

@@ -899,6 +899,7 @@ llc_test_link_send(struct lgr_link *link)
 	memcpy(m.test_link.user_data, link->test_data,
 	       sizeof(m.test_link.user_data));
 	link->test_pending = true;
+	link->test_sent_us = now_us();
 	link->test_deadline_ms = now_ms() + link->lgr->ctx->t.llc_wait_ms;
 	link->test_sent++;
 	return llc_send(link, &m, NULL, NULL);
@@ -1092,6 +1093,9 @@ llc_rx_test_link(struct lgr_link *link, const struct llc_info *m)
 			   sizeof(link->test_data)) == 0) {
 			link->test_pending = false;
 			link->test_answered++;
+			link->test_rtt_us = now_us() - link->test_sent_us;
+			if (link->test_rtt_us == 0)
+				link->test_rtt_us = 1;
 		}
 		return;
 	}

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,129 @@ log_debug(const char *fmt, ...)
 
 	va_start(ap, fmt);
 	log_vwrite(LOG_LEVEL_DEBUG, 0, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Repeated warnings of one kind from one source (a target that refuses
+ * every connection, a host that fails authentication again and again)
+ * are rate limited, as the kernel's printk_ratelimit does: in each window
+ * of log_rl_interval_ms the first log_rl_burst lines of a kind and source
+ * are written, the rest only counted, and the first line written after
+ * the window is preceded by "KIND SOURCE: N similar messages suppressed".
+ * A fixed table of LOG_RL_SLOTS, shared by the threads under a lock; a
+ * kind and source that takes the slot of another says the other's count
+ * first.
+ */
+#define LOG_RL_SLOTS 64
+
+struct log_rl {
+	char key[96]; /* "KIND SOURCE", truncated; empty: free */
+	uint64_t start_ms;
+	unsigned int n;
+	unsigned long suppressed;
+};
+
+static struct log_rl log_rl_tab[LOG_RL_SLOTS];
+static pthread_mutex_t log_rl_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t log_rl_interval_ms = LOG_RL_INTERVAL_MS;
+static unsigned int log_rl_burst = LOG_RL_BURST;
+
+/* The window and burst (tests shorten the window). */
+void
+log_rl_limits(uint64_t interval_ms, unsigned int burst)
+{
+	pthread_mutex_lock(&log_rl_lock);
+	log_rl_interval_ms = interval_ms;
+	log_rl_burst = burst;
+	memset(log_rl_tab, 0, sizeof(log_rl_tab));
+	pthread_mutex_unlock(&log_rl_lock);
+}
+
+static void
+log_rl_said(const char *key, unsigned long n)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "%s: %lu similar message%s suppressed", key,
+		 n, n == 1 ? "" : "s");
+	log_emit(LOG_LEVEL_WARN, msg, NULL, 0);
+}
+
+/* Whether a line of kind and source may be written now. */
+static bool
+log_rl_pass(const char *kind, const char *source)
+{
+	char key[sizeof(log_rl_tab[0].key)], old[sizeof(key)] = "";
+	unsigned long old_n = 0, n = 0;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	struct log_rl *rl;
+	uint64_t now = now_ms();
+	const char *p;
+	bool pass;
+
+	snprintf(key, sizeof(key), "%s %s", kind, source);
+	for (p = key; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	pthread_mutex_lock(&log_rl_lock);
+	rl = &log_rl_tab[h % LOG_RL_SLOTS];
+	if (strcmp(rl->key, key) != 0) {
+		if (rl->suppressed > 0) {
+			memcpy(old, rl->key, sizeof(old));
+			old_n = rl->suppressed;
+		}
+		memcpy(rl->key, key, sizeof(rl->key));
+		rl->start_ms = now;
+		rl->n = 0;
+		rl->suppressed = 0;
+	} else if (now - rl->start_ms >= log_rl_interval_ms) {
+		n = rl->suppressed;
+		rl->start_ms = now;
+		rl->n = 0;
+		rl->suppressed = 0;
+	}
+	pass = rl->n < log_rl_burst;
+	if (pass)
+		rl->n++;
+	else
+		rl->suppressed++;
+	pthread_mutex_unlock(&log_rl_lock);
+	if (old_n > 0)
+		log_rl_said(old, old_n);
+	if (n > 0)
+		log_rl_said(key, n);
+	return pass;
+}
+
+/* log_warn, rate limited per kind and source (above). */
+void
+log_warn_rl(const char *kind, const char *source, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (LOG_LEVEL_WARN > __atomic_load_n(&log_current, __ATOMIC_RELAXED) ||
+	    !log_rl_pass(kind, source)) {
+		errno = saved;
+		return;
+	}
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_WARN, saved, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+/* log_warnx, rate limited per kind and source (above). */
+void
+log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (LOG_LEVEL_WARN > __atomic_load_n(&log_current, __ATOMIC_RELAXED) ||
+	    !log_rl_pass(kind, source))
+		return;
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_WARN, 0, fmt, ap);
 	va_end(ap);
 }
 

@@ -227,13 +227,20 @@ metrics_peers(FILE *f, const json_t *peers)
 	const json_t *p;
 	size_t i, m;
 
-	prom_family(
-		f, "smcproxyd_peer_up", "gauge",
-		"1 while an active RDMA link group reaches the peer, else 0");
-	json_array_foreach(peers, i, p)
+	prom_family(f, "smcproxyd_peer_up", "gauge",
+		    "1 while the peer is reached over the transport: rdma, "
+		    "an active RDMA link group; fallback, connections go over "
+		    "TCP and the last try reached the peer");
+	json_array_foreach(peers, i, p) {
 		metrics_sample(f, "smcproxyd_peer_up", "peer",
-			       metrics_str(p, "name"), NULL, NULL,
+			       metrics_str(p, "name"), "transport", "rdma",
 			       metrics_is(p, "mode", "rdma"));
+		metrics_sample(
+			f, "smcproxyd_peer_up", "peer", metrics_str(p, "name"),
+			"transport", "fallback",
+			metrics_is(p, "mode", "fallback") &&
+				json_is_true(json_object_get(p, "reachable")));
+	}
 	prom_family(f, "smcproxyd_peer_mode", "gauge",
 		    "how connections to the peer are carried now: 1 for that "
 		    "mode, 0 for the other");
@@ -257,27 +264,53 @@ metrics_peers(FILE *f, const json_t *peers)
 			       metrics_int(p, "conns"));
 }
 
+/* The sample name{lgr=..,link=..,device=..} of link l, without value. */
+static void
+metrics_link_sample(FILE *f, const char *name, const json_t *l)
+{
+	fprintf(f, "%s{lgr=\"%lld\",link=\"%lld\",device=\"", name,
+		metrics_int(l, "lgr"), metrics_int(l, "link"));
+	prom_escape(f,
+		    metrics_str(l, "device") != NULL ?
+			    metrics_str(l, "device") :
+			    "",
+		    true);
+	fputs("\"} ", f);
+}
+
 static void
 metrics_links(FILE *f, const json_t *links)
 {
 	const json_t *l;
-	char id[32];
 	size_t i;
 
 	prom_family(f, "smcproxyd_link_active", "gauge",
 		    "1 while the RDMA link is active, else 0");
 	json_array_foreach(links, i, l) {
-		snprintf(id, sizeof(id), "%lld", metrics_int(l, "link"));
-		fprintf(f,
-			"smcproxyd_link_active{lgr=\"%lld\",link=\"%s\","
-			"device=\"",
-			metrics_int(l, "lgr"), id);
-		prom_escape(f,
-			    metrics_str(l, "device") != NULL ?
-				    metrics_str(l, "device") :
-				    "",
-			    true);
-		fprintf(f, "\"} %d\n", metrics_is(l, "state", "active"));
+		metrics_link_sample(f, "smcproxyd_link_active", l);
+		fprintf(f, "%d\n", metrics_is(l, "state", "active"));
+	}
+	prom_family(f, "smcproxyd_link_test_link_rtt_seconds", "gauge",
+		    "round trip of the link's last answered TEST_LINK "
+		    "keepalive (0 before one was answered)");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_test_link_rtt_seconds",
+				    l);
+		fprintf(f, "%.6f\n",
+			(double)metrics_int(l, "test_link_rtt_us") / 1e6);
+	}
+	prom_family(f, "smcproxyd_link_completions_total", "counter",
+		    "work completions polled on the link since it was set up");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_completions_total", l);
+		fprintf(f, "%lld\n", metrics_int(l, "completions"));
+	}
+	prom_family(
+		f, "smcproxyd_link_errors_total", "counter",
+		"work completions in error on the link since it was set up");
+	json_array_foreach(links, i, l) {
+		metrics_link_sample(f, "smcproxyd_link_errors_total", l);
+		fprintf(f, "%lld\n", metrics_int(l, "errors"));
 	}
 }
 
@@ -301,8 +334,42 @@ metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
 			       metrics_int(r, "conns"));
 }
 
+/*
+ * The setup time histogram of rule or export t: cumulative buckets by
+ * their upper bound in seconds, then +Inf, the sum and the count.
+ */
+static void
+metrics_setup(FILE *f, const char *kind, const struct tally *t)
+{
+	char name[64], le[32];
+	uint64_t n = 0;
+	int i;
+
+	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_bucket", kind);
+	for (i = 0; i <= TALLY_SETUP_BUCKETS; i++) {
+		n += t->setup[i];
+		if (i < TALLY_SETUP_BUCKETS)
+			snprintf(le, sizeof(le), "%g",
+				 tally_setup_le_ms[i] / 1000.0);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		metrics_sample(f, name, kind, t->name, "le", le, (long long)n);
+	}
+	fprintf(f, "smcproxyd_%s_setup_seconds_sum{%s=\"", kind, kind);
+	prom_escape(f, t->name, true);
+	fprintf(f, "\"} %.3f\n", (double)t->setup_sum_ms / 1000.0);
+	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_count", kind);
+	metrics_sample(f, name, kind, t->name, NULL, NULL,
+		       (long long)t->setup_count);
+}
+
 /* What one family of per-rule (or per-export) totals prints. */
-enum metrics_tally_what { METRICS_T_CONNS, METRICS_T_BYTES, METRICS_T_CLOSES };
+enum metrics_tally_what {
+	METRICS_T_CONNS,
+	METRICS_T_BYTES,
+	METRICS_T_CLOSES,
+	METRICS_T_SETUP
+};
 
 struct metrics_tally_walk {
 	FILE *f;
@@ -344,6 +411,9 @@ metrics_tally_one(const struct tally *t, void *arg)
 					       "reason", session_reason_name(r),
 					       (long long)t->closes[r]);
 		break;
+	case METRICS_T_SETUP:
+		metrics_setup(mw->f, kind, t);
+		break;
 	}
 }
 
@@ -381,6 +451,16 @@ metrics_tallies(FILE *f)
 			prom_family(f, name, "counter", text);
 			tally_foreach(metrics_tally_one, &mw);
 		}
+		mw.what = METRICS_T_SETUP;
+		snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds",
+			 k ? "export" : "rule");
+		prom_family(f, name, "histogram",
+			    k ? "per export: time from a peer's open to "
+				"relaying (the target connected)" :
+				"per rule: time from accepting a client to "
+				"relaying (the peer reached, over RDMA or the "
+				"fallback)");
+		tally_foreach(metrics_tally_one, &mw);
 	}
 }
 

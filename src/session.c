@@ -503,6 +503,8 @@ session_relay_begin(struct session *s, int i, enum stats_id stat)
 {
 	int j;
 
+	if (s->state != SESSION_RESUMING)
+		tally_setup(s, now_ms() - s->started_ms);
 	s->state = SESSION_RELAY;
 	stats_add(worker_stats(s->w), stat, 1);
 	session_timer(s, 0);

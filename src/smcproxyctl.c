@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -74,12 +75,15 @@ struct ctl_col {
 	const char *head;
 	const char *key;
 	enum ctl_col_type type;
+	bool more; /* not in the default set: -o all, or named */
 };
 
 /* The table options, and which -o names some table of the command had. */
 struct ctl_tables {
 	bool noheadings, raw;
-	int nocols; /* 0: every column */
+	bool all;   /* -o all: every column */
+	bool plus;  /* -o +NAME...: the default set, then these */
+	int nocols; /* 0: the default set */
 	char *ocols[CTL_MAX_OCOLS];
 	bool oused[CTL_MAX_OCOLS];
 	FILE *out;   /* the command's output until it is known to be good */
@@ -435,7 +439,9 @@ ctl_col_named(const char *want, const char *name)
 
 /*
  * Print @rows (an array of objects) as a table of the columns -o picked
- * from @cols (all without -o): numbers right-aligned, text left-aligned.
+ * from @cols (without -o the default set, those not marked "more", which
+ * fits 120 columns; -o all: every one; -o +NAME...: the default set, then
+ * these): numbers right-aligned, text left-aligned.
  * No rows: @empty, unless --noheadings.  A table none of whose columns
  * -o names is left out.  Tables after the first are set off by a blank
  * line.
@@ -457,16 +463,20 @@ ctl_table(const json_t *rows, const struct ctl_col *cols, int ncols,
 	for (c = 0; c < ncols; c++)
 		fprintf(ctl_tab.validf, "%s%s",
 			ftell(ctl_tab.validf) ? "," : "", cols[c].head);
+	for (c = 0; c < ncols; c++)
+		if (ctl_tab.all ||
+		    ((ctl_tab.nocols == 0 || ctl_tab.plus) && !cols[c].more))
+			pick[npick++] = c;
 	for (o = 0; o < ctl_tab.nocols; o++)
 		for (c = 0; c < ncols; c++)
 			if (ctl_col_named(ctl_tab.ocols[o], cols[c].head) ||
 			    ctl_col_named(ctl_tab.ocols[o], cols[c].key)) {
-				pick[npick++] = c;
+				if (!ctl_tab.all &&
+				    !(ctl_tab.plus && !cols[c].more))
+					pick[npick++] = c;
 				ctl_tab.oused[o] = true;
 				break;
 			}
-	for (c = 0; ctl_tab.nocols == 0 && c < ncols; c++)
-		pick[npick++] = c;
 	if (npick == 0)
 		goto out;
 	if (ntables++ > 0 && !ctl_tab.noheadings)
@@ -561,6 +571,7 @@ ctl_table_more(const json_t *rows, const struct ctl_col *cols, int ncols,
 		all[ncols + (int)n].head = heads[n];
 		all[ncols + (int)n].key = key;
 		all[ncols + (int)n].type = ctl_key_type(key, v);
+		all[ncols + (int)n].more = true;
 		n++;
 	}
 	ctl_table(rows, all, ncols + (int)n, empty);
@@ -575,8 +586,8 @@ static void
 ctl_show_kv(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"KEY", "key", CTL_COL_TEXT},
-		{"VALUE", "value", CTL_COL_TEXT},
+		{"KEY", "key", CTL_COL_TEXT, false},
+		{"VALUE", "value", CTL_COL_TEXT, false},
 	};
 	const char *key;
 	json_t *v, *rows;
@@ -612,10 +623,10 @@ static void
 ctl_show_stats(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"STATISTIC", "name", CTL_COL_TEXT},
-		{"VALUE", "value", CTL_COL_NUM},
-		{"UNIT", "unit", CTL_COL_TEXT},
-		{"DESCRIPTION", "description", CTL_COL_TEXT},
+		{"STATISTIC", "name", CTL_COL_TEXT, false},
+		{"VALUE", "value", CTL_COL_NUM, false},
+		{"UNIT", "unit", CTL_COL_TEXT, false},
+		{"DESCRIPTION", "description", CTL_COL_TEXT, false},
 	};
 	json_t *stats = json_object_get(data, "stats");
 	json_t *reply = NULL, *schema, *rows, *e;
@@ -661,21 +672,21 @@ static void
 ctl_show_rules(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col rule_cols[] = {
-		{"RULE", "name", CTL_COL_TEXT},
-		{"LISTEN", "listen", CTL_COL_TEXT},
-		{"PEER", "peer", CTL_COL_TEXT},
-		{"EXPORT", "export", CTL_COL_TEXT},
-		{"IDLE-TIMEOUT", "idle_timeout_s", CTL_COL_NUM},
-		{"CONNS", "conns", CTL_COL_NUM},
-		{"ENABLED", "enabled", CTL_COL_TEXT},
-		{"ACCEPTING", "accepting", CTL_COL_TEXT},
+		{"RULE", "name", CTL_COL_TEXT, false},
+		{"LISTEN", "listen", CTL_COL_TEXT, false},
+		{"PEER", "peer", CTL_COL_TEXT, false},
+		{"EXPORT", "export", CTL_COL_TEXT, false},
+		{"IDLE-TIMEOUT", "idle_timeout_s", CTL_COL_NUM, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"ENABLED", "enabled", CTL_COL_TEXT, false},
+		{"ACCEPTING", "accepting", CTL_COL_TEXT, false},
 	};
 	static const struct ctl_col export_cols[] = {
-		{"EXPORT", "name", CTL_COL_TEXT},
-		{"TARGET", "target", CTL_COL_TEXT},
-		{"CONNECT-TIMEOUT", "connect_timeout_s", CTL_COL_NUM},
-		{"CONNS", "conns", CTL_COL_NUM},
-		{"PEERS", "peers", CTL_COL_TEXT},
+		{"EXPORT", "name", CTL_COL_TEXT, false},
+		{"TARGET", "target", CTL_COL_TEXT, false},
+		{"CONNECT-TIMEOUT", "connect_timeout_s", CTL_COL_NUM, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"PEERS", "peers", CTL_COL_TEXT, false},
 	};
 
 	ctl_table(json_object_get(data, "rules"), rule_cols, 8, "no rules");
@@ -687,20 +698,20 @@ static void
 ctl_show_peers(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"PEER", "name", CTL_COL_TEXT},
-		{"ADDRESS", "address", CTL_COL_TEXT},
-		{"AUTH", "auth", CTL_COL_TEXT},
-		{"MODE", "mode", CTL_COL_TEXT},
-		{"CONNS", "conns", CTL_COL_NUM},
-		{"DECLINE", "decline_name", CTL_COL_TEXT},
-		{"CODE", "decline_code", CTL_COL_TEXT},
-		{"REASON", "fallback_reason", CTL_COL_TEXT},
-		{"BACKOFF", "backoff_left_ms", CTL_COL_MS},
-		{"REACHABLE", "reachable", CTL_COL_TEXT},
-		{"DRAINING", "draining", CTL_COL_TEXT},
-		{"LAST-ERROR", "last_error", CTL_COL_TEXT},
-		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT},
-		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS},
+		{"PEER", "name", CTL_COL_TEXT, false},
+		{"ADDRESS", "address", CTL_COL_TEXT, false},
+		{"AUTH", "auth", CTL_COL_TEXT, false},
+		{"MODE", "mode", CTL_COL_TEXT, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"DECLINE", "decline_name", CTL_COL_TEXT, false},
+		{"CODE", "decline_code", CTL_COL_TEXT, true},
+		{"REASON", "fallback_reason", CTL_COL_TEXT, true},
+		{"BACKOFF", "backoff_left_ms", CTL_COL_MS, true},
+		{"REACHABLE", "reachable", CTL_COL_TEXT, false},
+		{"DRAINING", "draining", CTL_COL_TEXT, false},
+		{"LAST-ERROR", "last_error", CTL_COL_TEXT, false},
+		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT, true},
+		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS, false},
 	};
 
 	ctl_table(json_object_get(data, "peers"), cols,
@@ -711,19 +722,19 @@ static void
 ctl_show_lgrs(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"ID", "id", CTL_COL_NUM},
-		{"WORKER", "worker", CTL_COL_NUM},
-		{"PEER", "peer", CTL_COL_TEXT},
-		{"ROLE", "role", CTL_COL_TEXT},
-		{"STATE", "state", CTL_COL_TEXT},
-		{"LINKS", "links", CTL_COL_NUM},
-		{"CONNS", "conns", CTL_COL_NUM},
-		{"MAX-CONNS", "max_conns", CTL_COL_NUM},
-		{"MAX-LINKS", "max_links", CTL_COL_NUM},
-		{"FEATURES", "features", CTL_COL_TEXT},
-		{"PEER-SYSTEM-ID", "peer_system_id", CTL_COL_TEXT},
-		{"UID", "uid", CTL_COL_TEXT},
-		{"AGE", "age_s", CTL_COL_SECONDS},
+		{"ID", "id", CTL_COL_NUM, false},
+		{"WORKER", "worker", CTL_COL_NUM, false},
+		{"PEER", "peer", CTL_COL_TEXT, false},
+		{"ROLE", "role", CTL_COL_TEXT, false},
+		{"STATE", "state", CTL_COL_TEXT, false},
+		{"LINKS", "links", CTL_COL_NUM, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"MAX-CONNS", "max_conns", CTL_COL_NUM, true},
+		{"MAX-LINKS", "max_links", CTL_COL_NUM, true},
+		{"FEATURES", "features", CTL_COL_TEXT, true},
+		{"PEER-SYSTEM-ID", "peer_system_id", CTL_COL_TEXT, true},
+		{"UID", "uid", CTL_COL_TEXT, true},
+		{"AGE", "age_s", CTL_COL_SECONDS, false},
 	};
 
 	ctl_table_more(json_object_get(data, "lgrs"), cols,
@@ -735,35 +746,36 @@ static void
 ctl_show_links(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"LGR", "lgr", CTL_COL_NUM},
-		{"LINK", "link", CTL_COL_NUM},
-		{"STATE", "state", CTL_COL_TEXT},
-		{"DEVICE", "device", CTL_COL_TEXT},
-		{"GID", "gid", CTL_COL_TEXT},
-		{"PEER-GID", "peer_gid", CTL_COL_TEXT},
-		{"QPN", "qpn", CTL_COL_NUM},
-		{"PEER-QPN", "peer_qpn", CTL_COL_NUM},
-		{"MTU", "mtu", CTL_COL_NUM},
-		{"CONNS", "conns", CTL_COL_NUM},
-		{"MAX-INLINE", "max_inline", CTL_COL_NUM},
-		{"WRS-POSTED", "wrs_posted", CTL_COL_NUM},
-		{"WRITES", "writes", CTL_COL_NUM},
-		{"INLINE-WRS", "inline_wrs", CTL_COL_NUM},
-		{"COMPLETIONS", "completions", CTL_COL_NUM},
-		{"ERRORS", "errors", CTL_COL_NUM},
-		{"SLOT-WAITS", "slot_waits", CTL_COL_NUM},
-		{"WAKEUPS", "wakeups", CTL_COL_NUM},
-		{"SLOT-WAIT-TIMEOUTS", "slot_wait_timeouts", CTL_COL_NUM},
-		{"RX-UNKNOWN", "rx_unknown", CTL_COL_NUM},
-		{"RX-BAD-OPCODE", "rx_bad_opcode", CTL_COL_NUM},
-		{"DRAINED", "drained", CTL_COL_NUM},
-		{"CQ-EVENTS", "cq_events", CTL_COL_NUM},
-		{"LAZY-POSTS", "lazy_posts", CTL_COL_NUM},
-		{"LAZY-WANTED", "lazy_wanted", CTL_COL_NUM},
-		{"DATA-SENDS", "data_sends", CTL_COL_NUM},
-		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM},
-		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM},
-		{"UP", "up_s", CTL_COL_SECONDS},
+		{"LGR", "lgr", CTL_COL_NUM, false},
+		{"LINK", "link", CTL_COL_NUM, false},
+		{"STATE", "state", CTL_COL_TEXT, false},
+		{"DEVICE", "device", CTL_COL_TEXT, false},
+		{"GID", "gid", CTL_COL_TEXT, true},
+		{"PEER-GID", "peer_gid", CTL_COL_TEXT, true},
+		{"QPN", "qpn", CTL_COL_NUM, false},
+		{"PEER-QPN", "peer_qpn", CTL_COL_NUM, false},
+		{"MTU", "mtu", CTL_COL_NUM, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"MAX-INLINE", "max_inline", CTL_COL_NUM, true},
+		{"WRS-POSTED", "wrs_posted", CTL_COL_NUM, false},
+		{"WRITES", "writes", CTL_COL_NUM, true},
+		{"INLINE-WRS", "inline_wrs", CTL_COL_NUM, false},
+		{"COMPLETIONS", "completions", CTL_COL_NUM, true},
+		{"ERRORS", "errors", CTL_COL_NUM, false},
+		{"SLOT-WAITS", "slot_waits", CTL_COL_NUM, false},
+		{"WAKEUPS", "wakeups", CTL_COL_NUM, true},
+		{"SLOT-WAIT-TIMEOUTS", "slot_wait_timeouts", CTL_COL_NUM, true},
+		{"RX-UNKNOWN", "rx_unknown", CTL_COL_NUM, true},
+		{"RX-BAD-OPCODE", "rx_bad_opcode", CTL_COL_NUM, true},
+		{"DRAINED", "drained", CTL_COL_NUM, true},
+		{"CQ-EVENTS", "cq_events", CTL_COL_NUM, true},
+		{"LAZY-POSTS", "lazy_posts", CTL_COL_NUM, true},
+		{"LAZY-WANTED", "lazy_wanted", CTL_COL_NUM, true},
+		{"DATA-SENDS", "data_sends", CTL_COL_NUM, true},
+		{"TEST-LINK-SENT", "test_link_sent", CTL_COL_NUM, true},
+		{"TEST-LINK-ANSWERED", "test_link_answered", CTL_COL_NUM, true},
+		{"TEST-LINK-RTT-US", "test_link_rtt_us", CTL_COL_NUM, true},
+		{"UP", "up_s", CTL_COL_SECONDS, false},
 	};
 
 	ctl_table_more(json_object_get(data, "links"), cols,
@@ -774,20 +786,20 @@ static void
 ctl_show_conns(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"ID", "id", CTL_COL_TEXT},
-		{"W", "worker", CTL_COL_NUM},
-		{"MODE", "mode", CTL_COL_TEXT},
-		{"ROLE", "role", CTL_COL_TEXT},
-		{"RULE", "rule", CTL_COL_TEXT},
-		{"EXPORT", "export", CTL_COL_TEXT},
-		{"PEER", "peer", CTL_COL_TEXT},
-		{"STATE", "state", CTL_COL_TEXT},
-		{"DOWNSTREAM", "downstream", CTL_COL_TEXT},
-		{"UPSTREAM", "upstream", CTL_COL_TEXT},
-		{"BYTES-IN", "bytes_in", CTL_COL_NUM},
-		{"BYTES-OUT", "bytes_out", CTL_COL_NUM},
-		{"AGE", "age_s", CTL_COL_SECONDS},
-		{"IDLE", "idle_s", CTL_COL_SECONDS},
+		{"ID", "id", CTL_COL_TEXT, false},
+		{"W", "worker", CTL_COL_NUM, true},
+		{"MODE", "mode", CTL_COL_TEXT, false},
+		{"ROLE", "role", CTL_COL_TEXT, false},
+		{"RULE", "rule", CTL_COL_TEXT, false},
+		{"EXPORT", "export", CTL_COL_TEXT, true},
+		{"PEER", "peer", CTL_COL_TEXT, false},
+		{"STATE", "state", CTL_COL_TEXT, false},
+		{"DOWNSTREAM", "downstream", CTL_COL_TEXT, false},
+		{"UPSTREAM", "upstream", CTL_COL_TEXT, true},
+		{"BYTES-IN", "bytes_in", CTL_COL_NUM, false},
+		{"BYTES-OUT", "bytes_out", CTL_COL_NUM, false},
+		{"AGE", "age_s", CTL_COL_SECONDS, false},
+		{"IDLE", "idle_s", CTL_COL_SECONDS, false},
 	};
 
 	ctl_table(json_object_get(data, "conns"), cols, 14, "no connections");
@@ -797,10 +809,10 @@ static void
 ctl_show_schema(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"STATISTIC", "name", CTL_COL_TEXT},
-		{"KIND", "kind", CTL_COL_TEXT},
-		{"UNIT", "unit", CTL_COL_TEXT},
-		{"DESCRIPTION", "description", CTL_COL_TEXT},
+		{"STATISTIC", "name", CTL_COL_TEXT, false},
+		{"KIND", "kind", CTL_COL_TEXT, false},
+		{"UNIT", "unit", CTL_COL_TEXT, false},
+		{"DESCRIPTION", "description", CTL_COL_TEXT, false},
 	};
 
 	ctl_table(json_object_get(data, "stats"), cols, 4, "no statistics");
@@ -811,9 +823,9 @@ static void
 ctl_show_help(struct ctl_conn *conn, json_t *data)
 {
 	static const struct ctl_col cols[] = {
-		{"COMMAND", "usage", CTL_COL_TEXT},
-		{"ACCESS", "access", CTL_COL_TEXT},
-		{"DESCRIPTION", "help", CTL_COL_TEXT},
+		{"COMMAND", "usage", CTL_COL_TEXT, false},
+		{"ACCESS", "access", CTL_COL_TEXT, false},
+		{"DESCRIPTION", "help", CTL_COL_TEXT, false},
 	};
 	json_t *rows, *cmd, *a, *row;
 	const char *name;
@@ -891,16 +903,27 @@ ctl_prometheus(struct ctl_conn *conn, bool om)
 
 /******** main ********/
 
-/* -o: the comma-separated column names.  0, or -1 after a message. */
+/*
+ * -o: the comma-separated column names; "all" for every column, a leading
+ * '+' for the default set and then these.  0, or -1 after a message.
+ */
 static int
 ctl_columns(const char *list)
 {
 	const char *p, *comma;
 
+	if (*list == '+') {
+		ctl_tab.plus = true;
+		list++;
+	}
 	for (p = list; *p != '\0'; p = *comma != '\0' ? comma + 1 : comma) {
 		comma = strchrnul(p, ',');
 		if (comma == p)
 			continue;
+		if (comma - p == 3 && strncasecmp(p, "all", 3) == 0) {
+			ctl_tab.all = true;
+			continue;
+		}
 		if (ctl_tab.nocols == CTL_MAX_OCOLS) {
 			ctl_warnx("-o: more than %d columns", CTL_MAX_OCOLS);
 			return -1;
@@ -911,7 +934,7 @@ ctl_columns(const char *list)
 			return -1;
 		}
 	}
-	if (ctl_tab.nocols == 0) {
+	if (ctl_tab.nocols == 0 && !ctl_tab.all) {
 		ctl_warnx("-o: no column named");
 		return -1;
 	}

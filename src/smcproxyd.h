@@ -71,6 +71,13 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define LOG_RL_INTERVAL_MS 5000 /* log_warn_rl's window */
+#define LOG_RL_BURST 10		/* lines of a kind and source per window */
+void log_warn_rl(const char *kind, const char *source, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void log_rl_limits(uint64_t interval_ms, unsigned int burst);
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...)
@@ -88,6 +95,7 @@ struct addr {
 int addr_parse(const char *s, struct addr *out);
 int addr_parse_host(const char *s, struct addr *out);
 const char *addr_str(const struct addr *a, char *buf, size_t len);
+const char *addr_host_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
 bool addr_equal(const struct addr *a, const struct addr *b);
 #define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
@@ -459,6 +467,7 @@ void connlog_close(const struct session *s, enum session_reason reason);
 
 /* tally.c: per rule, export and peer, open now and totals (metrics) */
 enum tally_kind { TALLY_RULE, TALLY_EXPORT, TALLY_PEER };
+#define TALLY_SETUP_BUCKETS 13
 struct tally {
 	SLIST_ENTRY(tally) entry;
 	enum tally_kind kind;
@@ -467,8 +476,15 @@ struct tally {
 	uint64_t conns[2];	      /* ended, by transport: fallback, rdma */
 	uint64_t bytes_in, bytes_out; /* from the client or peer, to it */
 	uint64_t closes[SESSION_NREASONS];
+	/* time from accept (or a peer's open) to relaying, by bucket: the
+	 * first TALLY_SETUP_BUCKETS up to tally_setup_le_ms[i], then the
+	 * rest; their count, and their sum in ms */
+	uint64_t setup[TALLY_SETUP_BUCKETS + 1];
+	uint64_t setup_count, setup_sum_ms;
 };
+extern const unsigned int tally_setup_le_ms[TALLY_SETUP_BUCKETS];
 void tally_open(struct session *s);
+void tally_setup(const struct session *s, uint64_t ms);
 int64_t tally_conns(enum tally_kind kind, const char *name);
 void tally_close(const struct session *s, enum session_reason reason);
 void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);

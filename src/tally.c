@@ -79,6 +79,38 @@ tally_open(struct session *s)
 	pthread_mutex_unlock(&tally_lock);
 }
 
+/* The setup time histogram's upper bounds (Prometheus' le), in ms. */
+const unsigned int tally_setup_le_ms[TALLY_SETUP_BUCKETS] = {
+	1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
+};
+
+/*
+ * s, set up in ms (from the accept, or the peer's open, to relaying),
+ * counted in its rule's or export's setup time histogram.  Any worker
+ * thread.
+ */
+void
+tally_setup(const struct session *s, uint64_t ms)
+{
+	enum tally_kind kind;
+	const char *name = tally_name(s, &kind);
+	struct tally *t;
+	int i;
+
+	if (name == NULL)
+		return;
+	for (i = 0; i < TALLY_SETUP_BUCKETS && ms > tally_setup_le_ms[i]; i++)
+		;
+	pthread_mutex_lock(&tally_lock);
+	t = tally_get(kind, name);
+	if (t != NULL) {
+		t->setup[i]++;
+		t->setup_count++;
+		t->setup_sum_ms += ms;
+	}
+	pthread_mutex_unlock(&tally_lock);
+}
+
 /* The connections open now of the rule, export or peer called name. */
 int64_t
 tally_conns(enum tally_kind kind, const char *name)

@@ -19,6 +19,7 @@ PORT_B=7111
 PORT_RULE=16390
 PORT_DENIED=16391
 PORT_T=16389
+PORT_MET=16392
 fail=0
 
 head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
@@ -27,7 +28,8 @@ head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" ||
 # One device, so the group has one link: RMB rkeys are per device and
 # are not exchanged for a second link yet.
 cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock";
+             metrics_listen = "127.0.0.1:$PORT_MET"; };
 peers = ( { name = "b"; address = "$RXE_IP0:$PORT_B"; key_file = "$R/psk"; } );
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; },
@@ -94,6 +96,28 @@ if grep -q '"mode": *"rdma"' "$RXE_OUT/a.conns.json" &&
 	ok "show conns: mode rdma with cursors"
 else
 	bad "show conns shows no rdma connection: $(head -c 400 "$RXE_OUT/a.conns.json")"
+fi
+
+# --- the link in Prometheus: active, its completions, no errors -------------
+if python3 - "http://127.0.0.1:$PORT_MET/metrics" "$RXE_DEV0" \
+	>"$RXE_OUT/metrics.out" 2>&1 <<'PY'
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+def val(name):
+    m = re.search(r'^%s\{lgr="\d+",link="\d+",device="%s"\} (\S+)$'
+                  % (name, re.escape(sys.argv[2])), text, re.M)
+    if not m:
+        sys.exit("no %s sample for %s" % (name, sys.argv[2]))
+    return float(m.group(1))
+assert val("smcproxyd_link_active") == 1, "link not active"
+assert val("smcproxyd_link_completions_total") > 0, "no completions"
+assert val("smcproxyd_link_errors_total") == 0, "errors"
+assert 0 <= val("smcproxyd_link_test_link_rtt_seconds") < 60, "rtt"
+PY
+then
+	ok "metrics: the link active, with completions, no errors, its TEST_LINK round trip"
+else
+	bad "metrics: $(tail -3 "$RXE_OUT/metrics.out")"
 fi
 
 # --- half-close and resets each way ------------------------------------------

@@ -3,6 +3,9 @@
 # The export's target is down (nothing listens): the client's connection
 # to A must be closed without data, and the reason (target_refused) must
 # be counted where the client was closed (A) and where it happened (B).
+# A dead target does not flood the log: of 30 connections refused in a
+# row B logs the first 10 (log_warn_rl's burst), and the first line after
+# its 5 s window says how many it left out.
 # When the target comes back, the same rule works again.
 . "$(dirname "$0")/lib.sh"
 smc_init
@@ -19,6 +22,18 @@ xfer_client -n 3 -b 64K --expect-close -T 15 ||
 	fail "client not closed when the target is down"
 expect_reason b target_refused "$b_before"
 expect_reason a target_refused "$a_before"
+
+refused="conn 0x[0-9a-f]+: export [^ ]+: (connect to|target) 127\.0\.0\.1:$PORT_TARGET"
+t0=$(grep -Ec "$refused" "$T/b.log")
+[ "$t0" -ge 1 ] || fail "B logged no refused target connect: $(tail -3 "$T/b.log")"
+xfer_client -n 30 -b 1K --expect-close -T 30 ||
+	fail "30 clients not closed when the target is down"
+n=$(($(grep -Ec "$refused" "$T/b.log") - t0))
+[ "$n" -le 10 ] || fail "B logged $n of 30 refused target connects (rate limit 10)"
+sleep 5.5
+xfer_client -n 1 -b 1K --expect-close -T 15 || fail "client not closed"
+grep -Eq "connect to target 127\.0\.0\.1:$PORT_TARGET: [0-9]+ similar messages suppressed" "$T/b.log" ||
+	fail "B did not say how many lines it left out: $(grep -E "$refused" "$T/b.log" | tail -3)"
 
 release_port
 start_server "$PORT_TARGET"

@@ -61,7 +61,7 @@ check_conns()
 
 	[ "$d" = a ] && role=rule || role=export
 	ctlj "$d" "$T/$d.conns.json" show conns
-	ctl "$d" show conns >"$T/$d.conns.txt" 2>"$T/ctl.err" ||
+	ctl "$d" -o all show conns >"$T/$d.conns.txt" 2>"$T/ctl.err" ||
 		fail "smcproxyctl show conns on $d: $(cat "$T/ctl.err")"
 	pycheck "show conns on $d" "$T/$d.conns.json" "$T/$d.conns.txt" $role \
 		"$c0:$n0:$m0" "$c1:$n1:$m1" "127.0.0.1:$PORT_BPEER" \
@@ -243,8 +243,12 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2 +yes +yes$' "$T/a.rules.tx
 	fail "show rules table on a: $(cat "$T/a.rules.txt")"
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
 	fail "show rules table on b: $(cat "$T/b.rules.txt")"
-grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +yes +no +- +-$' \
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"
+ctl a -o all show peers >"$T/a.peers-all.txt" ||
+	fail "show peers -o all on a"
+grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +0x03030002 +declined by us +[0-9][0-9hms]* +yes +no +- +- +-$' \
+	"$T/a.peers-all.txt" || fail "show peers -o all on a: $(cat "$T/a.peers-all.txt")"
 
 # Connection 0 ends in order; both daemons count it.
 cli close 0

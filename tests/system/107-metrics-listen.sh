@@ -123,7 +123,10 @@ eq(sample(a, "smcproxyd_conns_active", "smcproxyd_conns_active"), 0, "A active")
 start = sample(a, "smcproxyd_start_time_seconds", "smcproxyd_start_time_seconds")
 if not time.time() - 600 < start <= time.time():
     sys.exit("start time %r" % start)
-eq(sample(a, "smcproxyd_peer_up", "smcproxyd_peer_up", peer="b"), 0, "A peer_up")
+eq(sample(a, "smcproxyd_peer_up", "smcproxyd_peer_up", peer="b",
+          transport="rdma"), 0, "A peer_up over rdma")
+eq(sample(a, "smcproxyd_peer_up", "smcproxyd_peer_up", peer="b",
+          transport="fallback"), 1, "A peer_up over the fallback")
 eq(sample(a, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="b",
           mode="fallback"), 1, "A peer b fallback")
 eq(sample(a, "smcproxyd_peer_mode", "smcproxyd_peer_mode", peer="b",
@@ -149,6 +152,19 @@ eq(total(b, "smcproxyd_export_conns_ended", export="x", transport="fallback"),
    3, "B export x ended over the fallback")
 if total(b, "smcproxyd_export_bytes", export="x", direction="in") < 3 * 65536:
     sys.exit("B export x bytes in below the 3 x 64 KiB received")
+# setup time histograms: one observation per connection that relayed
+for fams, kind in ((a, "rule"), (b, "export")):
+    fam = "smcproxyd_%s_setup_seconds" % kind
+    eq(fams[fam].type, "histogram", fam + " type")
+    eq(sample(fams, fam, fam + "_count", **{kind: "x"}), 3, fam + " count")
+    bk = sorted((float(s.labels["le"]), s.value) for s in fams[fam].samples
+                if s.name == fam + "_bucket" and s.labels.get(kind) == "x")
+    eq(len(bk), 14, fam + " buckets")
+    eq(bk[-1], (float("inf"), 3), fam + " +Inf bucket")
+    if any(x[1] > y[1] for x, y in zip(bk, bk[1:])):
+        sys.exit("%s buckets not cumulative: %r" % (fam, bk))
+    if not 0 <= sample(fams, fam, fam + "_sum", **{kind: "x"}) < 60:
+        sys.exit("%s sum: %r" % (fam, fams[fam].samples))
 
 # one connection held open shows per rule, peer and export
 held = socket.create_connection(("127.0.0.1", int(rule)))
@@ -185,3 +201,16 @@ fi
 grep -q "smcproxyd.metrics_listen: cannot be changed by reload" \
 	"$T/reload.out" || fail "reload: $(cat "$T/reload.out")"
 port_listening "$PORT_AMET" || fail "the endpoint is gone after a reload"
+
+# B gone: a client's try finds it down, and A reads the peer up over
+# neither transport.
+stop_daemon b
+xfer_client -n 1 -b 1K --expect-close -T 15 >/dev/null 2>&1
+python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+	"http://127.0.0.1:$PORT_AMET/metrics" >"$T/down.prom" ||
+	fail "scrape after B stopped"
+grep -qx 'smcproxyd_peer_up{peer="b",transport="fallback"} 0' "$T/down.prom" ||
+	fail "B down, peer_up: $(grep '^smcproxyd_peer_up' "$T/down.prom")"
+grep -qx 'smcproxyd_peer_up{peer="b",transport="rdma"} 0' "$T/down.prom" ||
+	fail "B down, peer_up over rdma: $(grep '^smcproxyd_peer_up' "$T/down.prom")"

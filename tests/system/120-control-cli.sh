@@ -119,8 +119,10 @@ EOF
 [ "$(cat "$T/show_links.json")" = '{"v":1,"ok":true,"data":{"links":[]}}' ] ||
 	fail "show links -j: $(cat "$T/show_links.json")"
 
+run_ctl 0 -s "$SOCK" -o all show conns
+cp "$T/out" "$T/show_conns_all.txt"
 pycheck "show conns" "$T/show_conns.json" "$T/show_conns.txt" \
-	"127.0.0.1:$holder_port" <<'EOF'
+	"127.0.0.1:$holder_port" "$T/show_conns_all.txt" <<'EOF'
 d = load(A[0])["data"]
 eq(d["count"], 1, "count")
 c = d["conns"][0]
@@ -131,8 +133,13 @@ eq((c["downstream"], c["bytes_in"], c["bytes_out"], c["state"]),
    (A[2], 0, 0, "relay"), "the idle connection")
 rows = [l.split() for l in open(A[1]).read().splitlines()]
 eq(len(rows), 2, "table lines")
+eq(rows[0], ["ID", "MODE", "ROLE", "RULE", "PEER", "STATE", "DOWNSTREAM",
+             "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"], "table header")
+eq(rows[1][:9], [c["id"], "fallback", "rule", "x", "b", "relay", A[2], "0", "0"],
+   "table row")
+rows = [l.split() for l in open(A[3]).read().splitlines()]
 eq(rows[1][:12], [c["id"], str(c["worker"]), "fallback", "rule", "x", "x", "b",
-                  "relay", A[2], c["upstream"], "0", "0"], "table row")
+                  "relay", A[2], c["upstream"], "0", "0"], "-o all: table row")
 EOF
 
 pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
@@ -194,8 +201,20 @@ grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
-head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/show_peers.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +REACHABLE +DRAINING +LAST-ERROR +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/show_peers.txt")"
+run_ctl 0 -s "$SOCK" -o all show peers
+head -n 1 "$T/out" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+	fail "show peers -o all header: $(head -n 1 "$T/out")"
+run_ctl 0 -s "$SOCK" -o +code,draining show peers
+head -n 1 "$T/out" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +REACHABLE +DRAINING +LAST-ERROR +ERROR-AGE +CODE$' ||
+	fail "show peers -o +code,draining header: $(head -n 1 "$T/out")"
+# no default table is wider than 120 columns
+for cmd in "show peers" "show conns" "show rules"; do
+	run_ctl 0 -s "$SOCK" $cmd
+	awk -v c="$cmd" 'length > 120 { print c ": " length " columns: " $0; bad = 1 }
+		END { exit bad }' "$T/out" >&2 || fail "$cmd is wider than 120 columns"
+done
 
 # The mutating commands print nothing in a table and {} in JSON.
 run_ctl 0 -s "$SOCK" stats reset
@@ -244,7 +263,7 @@ for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
 	max_inline wrs_posted writes inline_wrs completions errors slot_waits wakeups \
 	slot_wait_timeouts rx_unknown rx_bad_opcode drained cq_events lazy_posts lazy_wanted \
 	data_sends test_link_sent \
-	test_link_answered up_s; do
+	test_link_answered test_link_rtt_us up_s; do
 	run_ctl 0 -s "$SOCK" -o "$col" show links
 done
 run_ctl 0 -s "$SOCK" -o up,wakeups,slot-wait-timeouts,rx-unknown,test-link-sent,test-link-answered show links

@@ -118,7 +118,7 @@ need(abs(time.time() - at) < 60, "last_error_at is not now: %r" % p["last_error_
 need(p["last_error_age_s"] in (0, 1, 2, 3), "last_error_age_s %r" % p["last_error_age_s"])
 EOF
 ctl a show peers >"$T/peers1.txt" || fail "show peers table"
-head -n 1 "$T/peers1.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +CODE +REASON +BACKOFF +REACHABLE +DRAINING +LAST-ERROR +ERROR-CODE +ERROR-AGE$' ||
+head -n 1 "$T/peers1.txt" | grep -Eq '^PEER +ADDRESS +AUTH +MODE +CONNS +DECLINE +REACHABLE +DRAINING +LAST-ERROR +ERROR-AGE$' ||
 	fail "show peers header: $(head -n 1 "$T/peers1.txt")"
 ctl a -n -r -o peer,reachable,error-code show peers >"$T/out" || fail "show peers -o"
 [ "$(cat "$T/out")" = "$(printf 'b no ECONNREFUSED\nc - -')" ] || fail "show peers -o peer,reachable,error-code: $(cat "$T/out")"

@@ -482,6 +482,9 @@ START_TEST(test_link)
 	connect_ab();
 	ck_assert(run_until(both_active, WAIT_MS));
 	ck_assert(run_until(tests_answered, WAIT_MS));
+	/* each answer timed: a round trip, not a time since some epoch */
+	ck_assert_uint_gt(link_n(&A, 1)->test_rtt_us, 0);
+	ck_assert_uint_lt(link_n(&A, 1)->test_rtt_us, 60 * 1000000);
 	ck_assert_uint_eq(stat(&A, STAT_link_down), 0);
 	/* B goes deaf to TEST_LINK: it neither answers nor hears answers */
 	wr_rx_register(link_n(&B, 1)->wr, LLC_TEST_LINK, NULL);
