@@ -62,6 +62,7 @@
 #include "dev.h"
 #include "llc_wire.h"
 #include "fuzz.h"
+#include "../unit/loopnet.h"
 
 #define FUZZ_WAIT_MS 5000    /* an answer from A; far more than it takes */
 #define FUZZ_ASKED_MS 1000   /* record 5: A asks again */
@@ -434,32 +435,19 @@ fuzz_view(struct fuzz_view *v)
 static int
 fuzz_listen(int *port)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loopnet_listen(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 1024) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
-	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
 static int
 fuzz_connect(int port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = loopnet_connect(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
 	return fd;
 }
