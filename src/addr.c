@@ -100,22 +100,6 @@ addr_str(const struct addr *a, char *buf, size_t len)
 	return buf;
 }
 
-/* Format the IP address alone ("ip" / "ip6") into buf; returns buf. */
-const char *
-addr_host_str(const struct addr *a, char *buf, size_t len)
-{
-	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
-	const struct sockaddr_in *sin = (const void *)&a->ss;
-
-	if ((a->ss.ss_family != AF_INET ||
-	     inet_ntop(AF_INET, &sin->sin_addr, buf, (socklen_t)len) == NULL) &&
-	    (a->ss.ss_family != AF_INET6 ||
-	     inet_ntop(AF_INET6, &sin6->sin6_addr, buf, (socklen_t)len) ==
-		     NULL))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
 /* Same IP address, ports ignored (IPv4-mapped IPv6 equals its IPv4). */
 bool
 addr_same_host(const struct addr *a, const struct addr *b)

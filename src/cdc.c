@@ -14,6 +14,7 @@
 
 #include "cdc_wire.h"
 #include "smcproxyd.h"
+#include "rconn.h"
 #include "wire.h"
 
 static bool
@@ -98,6 +99,26 @@ cdc_msg_decode(const void *buf, size_t len, struct cdc_info *out)
 	if (!cdc_info_ok(&m))
 		return -EPROTO;
 	*out = m;
+	return 0;
+}
+
+/*
+ * A CDC received on a link group that allows data_max bytes in one (0
+ * unless it negotiated CLC_FEAT_CDC_DATA): decoded into *m, the bytes it
+ * carries at (const uint8_t *)msg + CDC_MSG_LEN.  0 or -EPROTO with *why.
+ */
+int
+cdc_msg_check(const void *msg, size_t len, size_t data_max, struct cdc_info *m,
+	      const char **why)
+{
+	if (cdc_msg_decode(msg, len, m)) {
+		*why = "malformed CDC message";
+		return -EPROTO;
+	}
+	if (m->data_len > data_max) {
+		*why = "CDC carries data the group did not negotiate";
+		return -EPROTO;
+	}
 	return 0;
 }
 

@@ -32,6 +32,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "wire.h"
 #include "clc_wire.h"
 
@@ -366,23 +367,77 @@ clc_body_get(const struct clc_acc_body *w, const struct clc_hdr *h,
 	return clc_accept_check(a);
 }
 
+/*
+ * ACCEPT and CONFIRM are one message but for the server's nonce, which
+ * only ACCEPT carries: one body builds and reads both.
+ */
+_Static_assert(offsetof(struct clc_accept, body) ==
+		       offsetof(struct clc_confirm, body),
+	       "ACCEPT and CONFIRM share header and body");
+
+/* Build an ACCEPT or CONFIRM (type) into buf: its length or -errno. */
+static int
+clc_acc_encode(void *buf, size_t size, enum clc_type type,
+	       const struct clc_accept_info *in)
+{
+	struct clc_accept *a = buf;
+	struct clc_confirm *c = buf;
+	size_t len = type == CLC_ACCEPT ? sizeof(*a) : sizeof(*c);
+
+	if (size < len)
+		return -ENOSPC;
+	if (clc_accept_check(in))
+		return -EINVAL;
+	memset(buf, 0, len);
+	clc_hdr_fill(&a->hdr, type, in->first_contact);
+	clc_body_put(&a->body, in);
+	if (type == CLC_ACCEPT) {
+		memcpy(a->nonce, in->nonce, sizeof(a->nonce));
+		memcpy(a->mac, in->mac, sizeof(a->mac));
+		memcpy(a->trail.eyecatcher, CLC_EYECATCHER, 4);
+	} else {
+		memcpy(c->mac, in->mac, sizeof(c->mac));
+		memcpy(c->trail.eyecatcher, CLC_EYECATCHER, 4);
+	}
+	return (int)len;
+}
+
+/* Decode and validate a whole ACCEPT or CONFIRM (type): 0, or -EPROTO
+ * with *decline set.  A CONFIRM's out->nonce is zeroed. */
+static int
+clc_acc_decode(const void *buf, size_t len, enum clc_type type,
+	       struct clc_accept_info *out, uint32_t *decline)
+{
+	const struct clc_accept *a = buf;
+	const struct clc_confirm *c = buf;
+	struct clc_accept_info info;
+	uint32_t decl;
+	int rc;
+
+	rc = clc_msg_check(buf, len, type, decline);
+	if (rc)
+		return rc;
+	memset(&info, 0, sizeof(info));
+	decl = clc_body_get(&a->body, &a->hdr, &info);
+	if (decl) {
+		*decline = decl;
+		return -EPROTO;
+	}
+	if (type == CLC_ACCEPT) {
+		memcpy(info.nonce, a->nonce, sizeof(info.nonce));
+		memcpy(info.mac, a->mac, sizeof(info.mac));
+	} else {
+		memcpy(info.mac, c->mac, sizeof(info.mac));
+	}
+	*out = info;
+	return 0;
+}
+
 /* Build an ACCEPT into buf: its length, -ENOSPC or -EINVAL. */
 int
 clc_accept_encode(void *buf, size_t size, const struct clc_accept_info *in)
 {
-	struct clc_accept *w = buf;
-
-	if (size < sizeof(*w))
-		return -ENOSPC;
-	if (clc_accept_check(in))
-		return -EINVAL;
-	memset(w, 0, sizeof(*w));
-	clc_hdr_fill(&w->hdr, CLC_ACCEPT, in->first_contact);
-	clc_body_put(&w->body, in);
-	memcpy(w->nonce, in->nonce, sizeof(w->nonce));
-	memcpy(w->mac, in->mac, sizeof(w->mac));
-	memcpy(w->trail.eyecatcher, CLC_EYECATCHER, 4);
-	return (int)sizeof(*w);
+	return clc_acc_encode(buf, size, CLC_ACCEPT, in);
 }
 
 /* Decode and validate a whole ACCEPT.  0, or -EPROTO with *decline set. */
@@ -390,42 +445,14 @@ int
 clc_accept_decode(const void *buf, size_t len, struct clc_accept_info *out,
 		  uint32_t *decline)
 {
-	const struct clc_accept *w = buf;
-	struct clc_accept_info a;
-	uint32_t decl;
-	int rc;
-
-	rc = clc_msg_check(buf, len, CLC_ACCEPT, decline);
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	decl = clc_body_get(&w->body, &w->hdr, &a);
-	if (decl) {
-		*decline = decl;
-		return -EPROTO;
-	}
-	memcpy(a.nonce, w->nonce, sizeof(a.nonce));
-	memcpy(a.mac, w->mac, sizeof(a.mac));
-	*out = a;
-	return 0;
+	return clc_acc_decode(buf, len, CLC_ACCEPT, out, decline);
 }
 
 /* Build a CONFIRM into buf (in->nonce is not sent): length or -errno. */
 int
 clc_confirm_encode(void *buf, size_t size, const struct clc_accept_info *in)
 {
-	struct clc_confirm *w = buf;
-
-	if (size < sizeof(*w))
-		return -ENOSPC;
-	if (clc_accept_check(in))
-		return -EINVAL;
-	memset(w, 0, sizeof(*w));
-	clc_hdr_fill(&w->hdr, CLC_CONFIRM, in->first_contact);
-	clc_body_put(&w->body, in);
-	memcpy(w->mac, in->mac, sizeof(w->mac));
-	memcpy(w->trail.eyecatcher, CLC_EYECATCHER, 4);
-	return (int)sizeof(*w);
+	return clc_acc_encode(buf, size, CLC_CONFIRM, in);
 }
 
 /*
@@ -436,23 +463,7 @@ int
 clc_confirm_decode(const void *buf, size_t len, struct clc_accept_info *out,
 		   uint32_t *decline)
 {
-	const struct clc_confirm *w = buf;
-	struct clc_accept_info a;
-	uint32_t decl;
-	int rc;
-
-	rc = clc_msg_check(buf, len, CLC_CONFIRM, decline);
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	decl = clc_body_get(&w->body, &w->hdr, &a);
-	if (decl) {
-		*decline = decl;
-		return -EPROTO;
-	}
-	memcpy(a.mac, w->mac, sizeof(a.mac));
-	*out = a;
-	return 0;
+	return clc_acc_decode(buf, len, CLC_CONFIRM, out, decline);
 }
 
 /* Build a DECLINE into buf: its length, -ENOSPC, or -EINVAL for code 0. */
@@ -658,7 +669,7 @@ clc_conn_new(struct lgr_ctx *ctx, int fd, enum clc_step step)
 	c->step = step;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* a group's control connection lives as long as the group */
-	session_tcp_liveness(fd, lgr_ctx_conf(ctx));
+	sock_tcp_liveness(fd, lgr_ctx_conf(ctx));
 	len = sizeof(c->local.ss);
 	if (getsockname(fd, (struct sockaddr *)&c->local.ss, &len) == 0)
 		c->local.len = len;
@@ -957,7 +968,7 @@ clc_hop(struct clc_conn *c)
 	clc_conn_free(c);
 	if (worker_pass(ctx->w, worker_get(want), clc_hop_arrive, h)) {
 		/* that worker is flooded: the peer tries again */
-		session_reset_fd(h->fd);
+		sock_reset(h->fd);
 		free(h);
 	}
 	return true;
@@ -1325,15 +1336,13 @@ clc_client_start(struct lgr *lgr, int fd)
 	int rc;
 
 	if (fd < 0) {
-		fd = socket(peer->addr.ss.ss_family,
-			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		rc = sock_connect(&peer->addr, &peer->source,
+				  lgr_ctx_conf(lgr->ctx), &fd);
 		if (fd == -1) {
-			rc = -errno;
 			lgr_clc_end(lgr, CLC_DECL_MEM, false);
 			return rc;
 		}
-		if (peer->source.len != 0 &&
-		    (rc = addr_bind_source(fd, &peer->source)) < 0) {
+		if (rc == -EADDRNOTAVAIL && peer->source.len != 0) {
 			errno = -rc;
 			log_warn("lgr %u: peer %s: source address", lgr->id,
 				 peer->name);
@@ -1341,17 +1350,13 @@ clc_client_start(struct lgr *lgr, int fd)
 			lgr_clc_end(lgr, CLC_DECL_NOSMCRDEV, false);
 			return rc;
 		}
-		if (connect(fd, (const struct sockaddr *)&peer->addr.ss,
-			    peer->addr.len) == -1) {
-			if (errno != EINPROGRESS) {
-				rc = -errno;
-				close(fd);
-				lgr->refused = rc == -ECONNREFUSED;
-				lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
-				return rc;
-			}
-			connecting = true;
+		if (rc != 0 && rc != -EINPROGRESS) {
+			close(fd);
+			lgr->refused = rc == -ECONNREFUSED;
+			lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
+			return rc;
 		}
+		connecting = rc == -EINPROGRESS;
 	}
 	c = clc_conn_new(lgr->ctx, fd, CLC_STEP_CONNECT);
 	if (c == NULL) {

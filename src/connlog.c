@@ -71,9 +71,9 @@ connlog_close(const struct session *s, enum session_reason reason)
 			 "no");
 	snprintf(l.duration, sizeof(l.duration), "DURATION_MS=%" PRIu64, ms);
 	snprintf(l.in, sizeof(l.in), "BYTES_IN=%" PRIu64,
-		 (uint64_t)s->pump[0].bytes);
+		 (uint64_t)s->bytes[0]);
 	snprintf(l.out, sizeof(l.out), "BYTES_OUT=%" PRIu64,
-		 (uint64_t)s->pump[1].bytes);
+		 (uint64_t)s->bytes[1]);
 	snprintf(l.reason, sizeof(l.reason), "CLOSE_REASON=%s",
 		 session_reason_name(reason));
 
@@ -103,7 +103,6 @@ connlog_close(const struct session *s, enum session_reason reason)
 		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?
 			"yes" :
 			"no",
-		ms / 1000, (unsigned int)(ms % 1000),
-		(uint64_t)s->pump[0].bytes, (uint64_t)s->pump[1].bytes,
-		session_reason_name(reason));
+		ms / 1000, (unsigned int)(ms % 1000), (uint64_t)s->bytes[0],
+		(uint64_t)s->bytes[1], session_reason_name(reason));
 }

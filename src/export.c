@@ -43,30 +43,34 @@ export_find(struct worker *w, const struct conf *conf, const char *who,
 
 /*
  * Whether w may take one more connection opened by a peer (max_conns,
- * which rule clients share): SESSION_NREASONS, else the reason to refuse
- * the open with, counted.  Ask before the new connection counts towards
- * max_conns (it has no session yet, or one that is still a stranger's).
+ * which rule clients share): 0, else -ESHUTDOWN or -ENOSPC (counted) with
+ * *why, the reason to refuse the open with.  Ask before the new
+ * connection counts towards max_conns (it has no session yet, or one that
+ * is still a stranger's).
  */
-enum session_reason
-export_room(struct worker *w)
+int
+export_room(struct worker *w, enum session_reason *why)
 {
-	if (worker_draining(w))
-		return SESSION_SHUTDOWN;
+	if (worker_draining(w)) {
+		*why = SESSION_SHUTDOWN;
+		return -ESHUTDOWN;
+	}
 	if (worker_has_room(w))
-		return SESSION_NREASONS;
+		return 0;
 	STATS_INC(worker_stats(w), export_refused_limit);
-	return SESSION_RESOURCE;
+	*why = SESSION_RESOURCE;
+	return -ENOSPC;
 }
 
 /*
  * Start connecting s (export side, s->export and s->peer set) to its
  * target, within the export's connect_timeout, once its peer has a place
  * for it (peers[].max_conns: held until export_release); EV_WRITE on
- * fd[1] then goes to export_connected.  SESSION_NREASONS when under way,
- * else the reason to refuse the open with (logged).
+ * fd[1] then goes to export_connected.  0 when under way, else -errno
+ * with *why, the reason to refuse the open with (logged).
  */
-enum session_reason
-export_connect(struct session *s)
+int
+export_connect(struct session *s, enum session_reason *why)
 {
 	char buf[ADDR_STRLEN];
 	int rc;
@@ -77,7 +81,8 @@ export_connect(struct session *s)
 			  (unsigned long long)s->id, s->peer->name,
 			  s->peer->max_conns);
 		STATS_INC(worker_stats(s->w), peer_conns_limit);
-		return SESSION_RESOURCE;
+		*why = SESSION_RESOURCE;
+		return -ENOSPC;
 	}
 	s->peer_held = true;
 	tally_open(s);
@@ -85,22 +90,23 @@ export_connect(struct session *s)
 	rc = session_connect(s, &s->export->target, NULL);
 	if (rc == 0) {
 		session_timer(s, s->export->connect_timeout);
-		return SESSION_NREASONS;
+		return 0;
 	}
 	errno = -rc;
 	addr_str(&s->export->target, buf, sizeof(buf));
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: connect to %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	return fallback_connect_reason(-rc, true);
+	*why = session_connect_reason(-rc, true);
+	return rc;
 }
 
 /*
- * The target connect of s finished.  SESSION_NREASONS when connected,
- * else the reason to refuse the open with (logged).
+ * The target connect of s finished: 0 when connected, else -errno with
+ * *why, the reason to refuse the open with (logged).
  */
-enum session_reason
-export_connected(struct session *s)
+int
+export_connected(struct session *s, enum session_reason *why)
 {
 	char buf[ADDR_STRLEN];
 	int err;
@@ -108,13 +114,14 @@ export_connected(struct session *s)
 	session_want(s, 1, EV_WRITE, false);
 	err = session_connect_error(s);
 	if (err == 0)
-		return SESSION_NREASONS;
+		return 0;
 	errno = err;
 	addr_str(&s->export->target, buf, sizeof(buf));
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: target %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	return fallback_connect_reason(err, true);
+	*why = session_connect_reason(err, true);
+	return -err;
 }
 
 /* The target connect of s took too long: the reason to refuse with. */

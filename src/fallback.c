@@ -58,43 +58,6 @@ struct fallback_hs {
 	struct event *timer;	 /* connect and answer deadlines */
 };
 
-/* Result codes on the wire; stable, independent of the enum's order. */
-static const struct {
-	uint32_t code;
-	enum session_reason reason;
-} fb_codes[] = {
-	{1, SESSION_TARGET_REFUSED},	 {2, SESSION_TARGET_TIMEOUT},
-	{3, SESSION_TARGET_UNREACHABLE}, {4, SESSION_EXPORT_DENIED},
-	{5, SESSION_UNKNOWN_EXPORT},	 {6, SESSION_UNKNOWN_PEER},
-	{7, SESSION_AUTH_FAILED},	 {8, SESSION_PROTOCOL_ERROR},
-	{9, SESSION_SHUTDOWN},		 {10, SESSION_RESOURCE},
-	{11, SESSION_RESUME_FAILED},
-};
-
-/* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
-uint32_t
-fallback_reason_code(enum session_reason r)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
-		if (fb_codes[i].reason == r)
-			return fb_codes[i].code;
-	return 8;
-}
-
-/* The close reason a peer's refusal code stands for. */
-enum session_reason
-fallback_code_reason(uint32_t code)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(fb_codes) / sizeof(fb_codes[0]); i++)
-		if (fb_codes[i].code == code)
-			return fb_codes[i].reason;
-	return SESSION_PROTOCOL_ERROR;
-}
-
 static void
 fb_hdr_fill(struct fb_hdr *h, enum fb_type type, size_t len)
 {
@@ -481,27 +444,6 @@ fb_send(struct session *s, int i, const void *msg, size_t len)
 	return fb_flush(s, i);
 }
 
-/* The close reason of a failed connect (errno err) to a target or peer. */
-enum session_reason
-fallback_connect_reason(int err, bool target)
-{
-	switch (err) {
-	case ECONNREFUSED:
-		return target ? SESSION_TARGET_REFUSED :
-				SESSION_PEER_UNREACHABLE;
-	case ETIMEDOUT:
-		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
-	case EMFILE:
-	case ENFILE:
-	case ENOBUFS:
-	case ENOMEM:
-		return SESSION_RESOURCE;
-	default:
-		return target ? SESSION_TARGET_UNREACHABLE :
-				SESSION_PEER_UNREACHABLE;
-	}
-}
-
 /*
  * s's handshake state, made on first use (a relayed connection holds
  * none).  NULL when out of memory.
@@ -798,10 +740,10 @@ fb_relay_start(struct session *s)
 
 /*
  * The rule side's answer to the peer's CHALLENGE (len bytes at msg) to
- * the HELLO it sent: the peer's MAC checked, *proof built.
- * SESSION_NREASONS when good, else the reason with *why.
+ * the HELLO it sent: the peer's MAC checked, *proof built.  0 when good,
+ * else -EPROTO (a bad challenge) or -EACCES with *why.
  */
-enum session_reason
+static int
 fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 		const void *msg, size_t len, struct fb_proof *proof,
 		const char **why)
@@ -811,22 +753,22 @@ fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 
 	if (fb_challenge_decode(msg, len, &nonce, &their)) {
 		*why = "bad challenge";
-		return SESSION_PROTOCOL_ERROR;
+		return -EPROTO;
 	}
 	if (p->key_len == 0) {
 		*why = "peer asks for a key we do not have";
-		return SESSION_AUTH_FAILED;
+		return -EACCES;
 	}
 	auth_mac(p->key, p->key_len, "s", hello, hello_len, nonce, 32, mac);
 	if (!auth_mac_equal(mac, their)) {
 		*why = "peer failed authentication (wrong key?)";
-		return SESSION_AUTH_FAILED;
+		return -EACCES;
 	}
 	memset(proof, 0, sizeof(*proof));
 	fb_hdr_fill(&proof->hdr, FB_PROOF, sizeof(*proof));
 	auth_mac(p->key, p->key_len, "c", hello, hello_len, msg, len,
 		 proof->mac);
-	return SESSION_NREASONS;
+	return 0;
 }
 
 /* ---- the client side of every TCP connection to a peer ---- */
@@ -901,7 +843,7 @@ fb_client_connect_failed(struct session *s, int err)
 
 	snprintf(why, sizeof(why), "connect to %s: %s",
 		 addr_str(&s->peer->addr, buf, sizeof(buf)), strerror(err));
-	fb_client_fail_code(s, fallback_connect_reason(err, false), false,
+	fb_client_fail_code(s, session_connect_reason(err, false), false,
 			    strerrorname_np(err), why);
 }
 
@@ -1039,7 +981,7 @@ fb_client_challenge(struct session *s)
 		return false;
 	}
 	if (fallback_answer(s->peer, hs->hello, hs->hello_len, hs->in,
-			    hs->in_len, &proof, &why) != SESSION_NREASONS) {
+			    hs->in_len, &proof, &why) != 0) {
 		fb_client_fail(s, SESSION_AUTH_FAILED, false, why);
 		return false;
 	}
@@ -1065,7 +1007,7 @@ fb_client_result(struct session *s)
 		return false;
 	}
 	if (code != 0) {
-		r = fallback_code_reason(code);
+		r = session_code_reason(code);
 		fb_client_fail(s, r, true, session_reason_desc(r));
 		return false;
 	}
@@ -1217,7 +1159,7 @@ static void
 fb_export_refuse(struct session *s, enum session_reason r)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	size_t len = fb_result_encode(msg, fallback_reason_code(r));
+	size_t len = fb_result_encode(msg, session_reason_code(r));
 
 	STATS_INC(worker_stats(s->w), srv_hshake_err_cnt);
 	if (r == SESSION_AUTH_FAILED)
@@ -1236,6 +1178,7 @@ fb_export_open(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	enum session_reason r;
 	char who[32];
+	int err;
 
 	if (hs->hello_len > sizeof(struct fb_hello) &&
 	    (((const struct fb_hello *)hs->hello)->flags & FB_FLAG_RESUME)) {
@@ -1245,9 +1188,8 @@ fb_export_open(struct session *s)
 		session_preauth_done(s);
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
-		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) == 0)
-			r = session_rdma_resume_tcp(s, &hi);
-		if (r != SESSION_NREASONS)
+		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) != 0 ||
+		    session_rdma_resume_tcp(s, &hi, &r) != 0)
 			fb_export_refuse(s, r);
 		return;
 	}
@@ -1255,16 +1197,14 @@ fb_export_open(struct session *s)
 	s->export = export_find(s->w, s->conf, who, s->peer->name,
 				s->export_name, &r);
 	/* asked while s is a stranger's, which max_conns does not count */
-	if (s->export != NULL)
-		r = export_room(s->w);
+	err = s->export != NULL ? export_room(s->w, &r) : -ENOENT;
 	session_preauth_done(s);
-	if (r != SESSION_NREASONS) {
+	if (err) {
 		fb_export_refuse(s, r);
 		return;
 	}
 	session_want(s, 0, EV_READ, false);
-	r = export_connect(s);
-	if (r != SESSION_NREASONS)
+	if (export_connect(s, &r) != 0)
 		fb_export_refuse(s, r);
 }
 
@@ -1274,8 +1214,9 @@ fb_export_hello(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	struct fb_challenge ch;
 	struct fb_hello_info hi;
-	char buf[ADDR_STRLEN], host[ADDR_STRLEN];
+	char buf[ADDR_STRLEN], host[ADDR_STRLEN] = "?";
 
+	addr_host(&s->addr[0], host, sizeof(host));
 	if (fb_hello_decode(hs->in, hs->in_len, &hi)) {
 		fb_preauth_malformed(s, "malformed hello");
 		fb_export_refuse(s, SESSION_PROTOCOL_ERROR);
@@ -1288,8 +1229,7 @@ fb_export_hello(struct session *s)
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
 		log_warnx_rl(
-			"peer port refused",
-			addr_host_str(&s->addr[0], host, sizeof(host)),
+			"peer port refused", host,
 			"conn 0x%llx: hello from unknown peer \"%s\" at %s",
 			(unsigned long long)s->id, hi.name,
 			addr_str(&s->addr[0], buf, sizeof(buf)));
@@ -1298,8 +1238,7 @@ fb_export_hello(struct session *s)
 	}
 	if (!s->peer->any_source &&
 	    !addr_same_host(&s->peer->addr, &s->addr[0])) {
-		log_warnx_rl("peer port refused",
-			     addr_host_str(&s->addr[0], host, sizeof(host)),
+		log_warnx_rl("peer port refused", host,
 			     "conn 0x%llx: peer %s connected from %s, not its "
 			     "configured address",
 			     (unsigned long long)s->id, s->peer->name,
@@ -1328,8 +1267,9 @@ fb_export_proof(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	unsigned char mac[AUTH_MAC_LEN];
 	const uint8_t *their;
-	char host[ADDR_STRLEN];
+	char host[ADDR_STRLEN] = "?";
 
+	addr_host(&s->addr[0], host, sizeof(host));
 	if (hs->challenge_len == 0 ||
 	    fb_proof_decode(hs->in, hs->in_len, &their)) {
 		fb_preauth_malformed(s, "proof out of order or malformed");
@@ -1339,8 +1279,7 @@ fb_export_proof(struct session *s)
 	auth_mac(s->peer->key, s->peer->key_len, "c", hs->hello, hs->hello_len,
 		 hs->challenge, hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
-		log_warnx_rl("peer port refused",
-			     addr_host_str(&s->addr[0], host, sizeof(host)),
+		log_warnx_rl("peer port refused", host,
 			     "conn 0x%llx: peer %s failed authentication "
 			     "(wrong key?)",
 			     (unsigned long long)s->id, s->peer->name);
@@ -1354,9 +1293,9 @@ static void
 fb_export_connected(struct session *s)
 {
 	uint8_t msg[sizeof(struct fb_result)];
-	enum session_reason r = export_connected(s);
+	enum session_reason r;
 
-	if (r != SESSION_NREASONS) {
+	if (export_connected(s, &r) != 0) {
 		fb_export_refuse(s, r);
 		return;
 	}

@@ -47,6 +47,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 
@@ -67,7 +68,7 @@ static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
 
-const char *
+static const char *
 lgr_state_name(enum lgr_state st)
 {
 	switch (st) {
@@ -83,7 +84,7 @@ lgr_state_name(enum lgr_state st)
 	return "unknown";
 }
 
-const char *
+static const char *
 lgr_link_state_name(enum lgr_link_state st)
 {
 	switch (st) {
@@ -259,6 +260,180 @@ struct conf *
 lgr_ctx_conf(const struct lgr_ctx *ctx)
 {
 	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
+}
+
+/* The data path's handlers of ctx's groups (each may be NULL), with arg. */
+void
+lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops, void *arg)
+{
+	ctx->ops = *ops;
+	ctx->ops_arg = arg;
+}
+
+/* ctx's groups, newest first: the one after prev (NULL: the first). */
+struct lgr *
+lgr_next(struct lgr_ctx *ctx, struct lgr *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&ctx->lgrs) : TAILQ_NEXT(prev, entry);
+}
+
+/* ---- what the sessions know of a group and its links ---- */
+
+uint32_t
+lgr_id(const struct lgr *lgr)
+{
+	return lgr->id;
+}
+
+enum lgr_role
+lgr_role(const struct lgr *lgr)
+{
+	return lgr->role;
+}
+
+bool
+lgr_is_active(const struct lgr *lgr)
+{
+	return lgr->state == LGR_STATE_ACTIVE;
+}
+
+/* Terminating: DELETE_LINK went, it is freed soon. */
+bool
+lgr_is_ending(const struct lgr *lgr)
+{
+	return lgr->state == LGR_STATE_TERMINATING;
+}
+
+const struct conf_peer *
+lgr_peer(const struct lgr *lgr)
+{
+	return lgr->peer;
+}
+
+/* Whether the group negotiated feature (CLC_FEAT_*). */
+bool
+lgr_has_feature(const struct lgr *lgr, uint32_t feature)
+{
+	return (lgr->features & feature) != 0;
+}
+
+/* Whether the peer daemon of lgr is the instance with system id sysid. */
+bool
+lgr_peer_is(const struct lgr *lgr, const uint8_t sysid[8])
+{
+	return memcmp(lgr->peer_system_id, sysid,
+		      sizeof(lgr->peer_system_id)) == 0;
+}
+
+/* The peer daemon's system id (8 bytes). */
+const uint8_t *
+lgr_peer_system_id(const struct lgr *lgr)
+{
+	return lgr->peer_system_id;
+}
+
+/* A client group whose setup failed: the peer port refused the connect. */
+bool
+lgr_refused(const struct lgr *lgr)
+{
+	return lgr->refused;
+}
+
+/*
+ * It ended in a way its connections may resume from (not orderly, no
+ * protocol violation: the peer daemon may still have them).
+ */
+bool
+lgr_resumable(const struct lgr *lgr)
+{
+	return lgr->resumable;
+}
+
+/* The server's worker + 1 (0: unknown). */
+uint8_t
+lgr_peer_worker(const struct lgr *lgr)
+{
+	return lgr->peer_worker;
+}
+
+/* A client group: the peer port answered (whatever RDMA did after). */
+bool
+lgr_tcp_connected(const struct lgr *lgr)
+{
+	return lgr->tcp_connected;
+}
+
+struct lgr *
+lgr_link_group(const struct lgr_link *link)
+{
+	return link->lgr;
+}
+
+/* The link's id on the wire (0 until known). */
+uint8_t
+lgr_link_id(const struct lgr_link *link)
+{
+	return link->id;
+}
+
+const char *
+lgr_link_dev_name(const struct lgr_link *link)
+{
+	return link->dev->name;
+}
+
+bool
+lgr_link_is_active(const struct lgr_link *link)
+{
+	return link->state == LGR_LINK_ACTIVE;
+}
+
+struct wr_link *
+lgr_link_wr(const struct lgr_link *link)
+{
+	return link->wr;
+}
+
+/*
+ * The MR of b in link's protection domain (its group's on its device),
+ * registered there now if need be; NULL when it cannot be.
+ */
+const struct dev_mr *
+lgr_link_mr(const struct lgr_link *link, struct buf *b)
+{
+	if (b == NULL || link->pd == NULL)
+		return NULL;
+	return buf_mr(b, link->dev->ops, link->pd);
+}
+
+/* Whether buffers can be registered for link (it has its PD). */
+bool
+lgr_link_has_pd(const struct lgr_link *link)
+{
+	return link->pd != NULL;
+}
+
+/*
+ * The group's active links: the one after prev (NULL: the first), NULL
+ * after the last.
+ */
+struct lgr_link *
+lgr_link_next_active(struct lgr *lgr, const struct lgr_link *prev)
+{
+	int i = prev == NULL ? 0 : prev->slot + 1;
+
+	for (; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].state == LGR_LINK_ACTIVE)
+			return &lgr->link[i];
+	return NULL;
+}
+
+/* The group's connections: the one after prev (NULL: the first). */
+struct lgr_conn *
+lgr_conn_next(struct lgr *lgr, const struct lgr_conn *prev)
+{
+	return prev == NULL ? TAILQ_FIRST(&lgr->conns) :
+			      TAILQ_NEXT(prev, entry);
 }
 
 static void lgr_free(struct lgr *lgr);
@@ -881,8 +1056,8 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 			  clc_decline_name(code), code);
 	}
 	lgr_dead(lgr);
-	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->setup_failed != NULL)
-		lgr->ctx->setup_failed(lgr, lgr->ctx->llc_arg);
+	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->ops.setup_failed != NULL)
+		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
 
 /*
@@ -1405,23 +1580,6 @@ lgr_conns_move(struct lgr *lgr, struct lgr_link *from, struct lgr_link *to)
 
 /* ---- CDCs: the peer's messages for our connections ---- */
 
-struct lgr_cdc_lookup {
-	struct lgr *lgr;
-	uint32_t token;
-	bool known; /* a connection has it, relaying (rc) or not yet */
-};
-
-static struct rconn *
-lgr_cdc_rconn(uint32_t token, void *arg)
-{
-	struct lgr_cdc_lookup *lk = arg;
-	struct lgr_conn *c = lgr_conn_find(lk->lgr, token);
-
-	lk->token = token;
-	lk->known = c != NULL;
-	return c != NULL ? c->rc : NULL;
-}
-
 /*
  * Before a failover validation CDC on link: every CDC the peer saw
  * complete on another link (the one it failed over from) is in that
@@ -1454,10 +1612,11 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 {
 	struct lgr_link *link = arg;
 	struct lgr *lgr = link->lgr;
-	struct lgr_cdc_lookup lk = {lgr, 0, false};
+	struct lgr_conn *c;
+	struct cdc_info m;
 	const char *why;
+	uint32_t token = 0;
 	char buf[80];
-	int err;
 
 	if (link->state == LGR_LINK_FREE || lgr->state == LGR_STATE_TERMINATING)
 		return;
@@ -1465,18 +1624,23 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	lgr_cdc_drain_others(link, msg, len);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
-	err = rx_cdc_recv(msg, len,
+	if (cdc_msg_check(msg, len,
 			  lgr->features & CLC_FEAT_CDC_DATA ? CDC_DATA_MAX : 0,
-			  lgr_cdc_rconn, &lk, &why);
-	if (err == 0)
-		return;
-	/* before its relay starts, or crossing our close (tokens are never
-	 * handed out twice) */
-	if (err == -ENOENT &&
-	    (lk.known || (lk.token != 0 && lk.token <= lgr->ctx->last_token)))
-		return;
+			  &m, &why) == 0) {
+		token = m.token;
+		c = lgr_conn_find(lgr, token);
+		/* before its relay starts, or crossing our close (tokens
+		 * are never handed out twice) */
+		if (c != NULL ? c->rc == NULL : token <= lgr->ctx->last_token)
+			return;
+		why = "CDC for an unknown token";
+		if (c != NULL &&
+		    rx_cdc_recv(c->rc, &m, (const uint8_t *)msg + CDC_MSG_LEN,
+				&why) == 0)
+			return;
+	}
 	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
-		 why != NULL ? why : "bad CDC", lk.token, link->id);
+		 why != NULL ? why : "bad CDC", token, link->id);
 	lgr_protocol_error(lgr, buf);
 }
 
@@ -1500,8 +1664,8 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
 		 link->peer.qpn);
 	if (lgr->state != LGR_STATE_CONFIRMING) {
-		if (lgr->ctx->link_up != NULL)
-			lgr->ctx->link_up(link, lgr->ctx->llc_arg);
+		if (lgr->ctx->ops.link_up != NULL)
+			lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
 		return;
 	}
 	lgr->state = LGR_STATE_ACTIVE;
@@ -1515,8 +1679,8 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
-	if (lgr->ctx->link_up != NULL)
-		lgr->ctx->link_up(link, lgr->ctx->llc_arg);
+	if (lgr->ctx->ops.link_up != NULL)
+		lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
 }
 
 /*

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "wire.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"
@@ -1142,8 +1143,8 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 		return;
 	}
 	/* connections and their RMBs: the data path's business */
-	if (ctx->llc_rx != NULL && link->state == LGR_LINK_ACTIVE)
-		ctx->llc_rx(link, &m, ctx->llc_arg);
+	if (ctx->ops.llc_rx != NULL && link->state == LGR_LINK_ACTIVE)
+		ctx->ops.llc_rx(link, &m, ctx->ops_arg);
 	else
 		llc_violation(link, &m, "not handled here");
 }

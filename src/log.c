@@ -88,14 +88,6 @@ log_level_parse(const char *name, enum log_level *out)
 	}
 	return -EINVAL;
 }
-
-bool
-log_debug_enabled(void)
-{
-	return __atomic_load_n(&log_current, __ATOMIC_RELAXED) >=
-	       LOG_LEVEL_DEBUG;
-}
-
 bool
 log_info_enabled(void)
 {

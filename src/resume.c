@@ -49,7 +49,7 @@ struct resume {
 
 static void resume_tcp_start(struct session_rdma *sr);
 
-bool
+static bool
 resume_id_set(const struct session_rdma *sr)
 {
 	return !wire_all_zero(sr->resume_id, sizeof(sr->resume_id));
@@ -135,7 +135,7 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 
 	if (s->conf->resume_timeout <= 0 || !resume_id_set(sr) ||
 	    worker_draining(s->w) || (res == NULL && from == NULL) ||
-	    (from != NULL && ended && !from->resumable))
+	    (from != NULL && ended && !lgr_resumable(from)))
 		return false;
 	if (res == NULL) {
 		if (sr->share != NULL &&
@@ -153,9 +153,9 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 			return false;
 		res->sr = sr;
 		res->since_ms = now_ms();
-		memcpy(res->peer_sysid, from->peer_system_id,
+		memcpy(res->peer_sysid, lgr_peer_system_id(from),
 		       sizeof(res->peer_sysid));
-		res->peer_worker = from->peer_worker;
+		res->peer_worker = lgr_peer_worker(from);
 		sr->res = res;
 		TAILQ_INSERT_HEAD(&srw->resuming, res, entry);
 		srw->nresuming++;
@@ -168,9 +168,9 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 			 s->role == SESSION_ROLE_RULE ? "rule" : "export",
 			 s->role == SESSION_ROLE_RULE ? s->rule->name :
 							s->export->name,
-			 from->id, ended ? "ended" : "is left",
+			 lgr_id(from), ended ? "ended" : "is left",
 			 (unsigned long long)tx_fin_off(sr->rc),
-			 (unsigned long long)sr->rc->rx_off);
+			 (unsigned long long)rx_received_off(sr->rc));
 	}
 	tx_detach(sr->rc);
 	lgr_conn_del(&sr->lc);
@@ -241,11 +241,11 @@ resume_done(struct session_rdma *sr, struct lgr_link *link)
 		session_timer(s, session_idle_timeout(s));
 	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
 		 "(from byte %llu sent, %llu received)",
-		 session_rdma_id(sr), link->lgr->id, link->id,
-		 (unsigned long long)(now_ms() - since),
+		 session_rdma_id(sr), lgr_id(lgr_link_group(link)),
+		 lgr_link_id(link), (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
-	session_rdma_told_set(sr, link->id);
+		 (unsigned long long)rx_received_off(sr->rc));
+	session_rdma_told_set(sr, lgr_link_id(link));
 	session_rdma_rkeys_announce(sr);
 	session_rdma_kick(sr);
 }
@@ -262,11 +262,11 @@ resume_join(struct session_rdma *sr, struct lgr *lgr, struct lgr_link *link)
 
 	if (lgr_conn_add_on(lgr, &sr->lc, link))
 		return NULL;
-	buf_mr_drop(sr->rc->sndbuf);
-	buf_mr_drop(sr->rc->rmb);
-	mr = session_rdma_mr(sr->srw, sr->rc->rmb, sr->lc.link);
+	buf_mr_drop(tx_sndbuf(sr->rc));
+	buf_mr_drop(rx_rmb(sr->rc));
+	mr = session_rdma_mr(sr->srw, rx_rmb(sr->rc), sr->lc.link);
 	if (mr == NULL ||
-	    session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link) == NULL) {
+	    session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link) == NULL) {
 		lgr_conn_del(&sr->lc);
 		return NULL;
 	}
@@ -288,7 +288,7 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 	memcpy(m.conn_resume.resume_id, sr->resume_id, sizeof(sr->resume_id));
 	m.conn_resume.token = sr->lc.token;
 	m.conn_resume.rmb_rkey = mr->rkey;
-	m.conn_resume.rx_off = sr->rc->rx_off;
+	m.conn_resume.rx_off = rx_received_off(sr->rc);
 	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
 	rc = session_rdma_llc_send(sr, sr->lc.link, &m,
 				   SESSION_RDMA_LLC_RESUME);
@@ -300,7 +300,7 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 	sr->res->sent_ms = now_ms();
 	log_debug("conn 0x%llx: CONN_RESUME on lgr %u link %u (received "
 		  "%llu, sent %llu)",
-		  session_rdma_id(sr), lgr->id, sr->lc.link->id,
+		  session_rdma_id(sr), lgr_id(lgr), lgr_link_id(sr->lc.link),
 		  (unsigned long long)m.conn_resume.rx_off,
 		  (unsigned long long)m.conn_resume.tx_fin);
 	return 0;
@@ -345,15 +345,14 @@ resume_try(struct session_rdma_worker *srw, struct session_rdma *sr)
 			resume_tcp_start(sr);
 		return;
 	}
-	if (memcmp(lgr->peer_system_id, res->peer_sysid,
-		   sizeof(res->peer_sysid)) != 0) {
+	if (!lgr_peer_is(lgr, res->peer_sysid)) {
 		resume_fail(sr, STAT_resume_failed_peer_gone,
 			    "the peer daemon restarted");
 		return;
 	}
 	if (resume_send(sr, lgr) != 0)
 		log_debug("conn 0x%llx: CONN_RESUME on lgr %u: later",
-			  session_rdma_id(sr), lgr->id);
+			  session_rdma_id(sr), lgr_id(lgr));
 }
 
 /*
@@ -400,7 +399,7 @@ restart:
 void
 resume_peer(struct session_rdma_worker *srw, struct lgr *lgr, bool failed)
 {
-	enum session_role role = lgr->role == LGR_ROLE_CLIENT ?
+	enum session_role role = lgr_role(lgr) == LGR_ROLE_CLIENT ?
 					 SESSION_ROLE_RULE :
 					 SESSION_ROLE_EXPORT;
 	struct session_rdma *sr;
@@ -412,17 +411,16 @@ restart:
 	TAILQ_FOREACH(res, &srw->resuming, entry) {
 		sr = res->sr;
 		if (sr->s->role != role || sr->closing ||
-		    strcmp(sr->s->peer->name, lgr->peer->name) != 0)
+		    strcmp(sr->s->peer->name, lgr_peer(lgr)->name) != 0)
 			continue;
-		if (failed && lgr->refused)
+		if (failed && lgr_refused(lgr))
 			resume_fail(sr, STAT_resume_failed_peer_gone,
 				    "the peer daemon does not listen on its "
 				    "peer port");
-		else if (failed && lgr->tcp_connected && !res->sent)
+		else if (failed && lgr_tcp_connected(lgr) && !res->sent)
 			/* its daemon answers, RDMA does not: over TCP */
 			resume_tcp_start(sr);
-		else if (!failed && memcmp(lgr->peer_system_id, res->peer_sysid,
-					   sizeof(res->peer_sysid)) != 0)
+		else if (!failed && !lgr_peer_is(lgr, res->peer_sysid))
 			resume_fail(sr, STAT_resume_failed_peer_gone,
 				    "the peer daemon restarted");
 		if (srw->resume_ends != ends)
@@ -453,12 +451,14 @@ resume_find(struct session_rdma_worker *srw, const char *peer,
 			return sr;
 	}
 	/* its old group may not have noticed yet that it is gone */
-	TAILQ_FOREACH(old, &srw->ctx->lgrs, entry) {
-		if (old == lgr || old->role != LGR_ROLE_SERVER ||
-		    old->state != LGR_STATE_ACTIVE ||
-		    strcmp(old->peer->name, peer) != 0)
+	for (old = lgr_next(srw->ctx, NULL); old != NULL;
+	     old = lgr_next(srw->ctx, old)) {
+		if (old == lgr || lgr_role(old) != LGR_ROLE_SERVER ||
+		    !lgr_is_active(old) ||
+		    strcmp(lgr_peer(old)->name, peer) != 0)
 			continue;
-		TAILQ_FOREACH(c, &old->conns, entry) {
+		for (c = lgr_conn_next(old, NULL); c != NULL;
+		     c = lgr_conn_next(old, c)) {
 			sr = c->arg;
 			if (sr->rc != NULL && sr->s->state == SESSION_RELAY &&
 			    memcmp(sr->resume_id, id, LLC_RESUME_ID_LEN) == 0)
@@ -491,10 +491,11 @@ resume_answer_sent(struct session_rdma *sr, int status)
 		lgr_conn_del(&sr->lc);
 		return;
 	}
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, link);
-	rc = mr != NULL ? tx_resume(sr->rc, link->wr, mr->lkey, res->res_rkey,
-				    res->res_rx, res->res_fin, &why) :
-			  -ENOKEY;
+	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), link);
+	rc = mr != NULL ?
+		     tx_resume(sr->rc, lgr_link_wr(link), mr->lkey,
+			       res->res_rkey, res->res_rx, res->res_fin, &why) :
+		     -ENOKEY;
 	if (rc) {
 		resume_fail(sr, STAT_resume_failed_protocol,
 			    rc == -EPROTO ? why : strerror(-rc));
@@ -508,9 +509,9 @@ static void
 resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	     const struct llc_conn_resume_info *r)
 {
-	struct lgr *lgr = link->lgr;
+	struct lgr *lgr = lgr_link_group(link);
 	struct session_rdma *sr =
-		resume_find(srw, lgr->peer->name, lgr, r->resume_id);
+		resume_find(srw, lgr_peer(lgr)->name, lgr, r->resume_id);
 	const struct dev_mr *mr;
 	struct llc_info m;
 	uint64_t rx, fin;
@@ -520,7 +521,7 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	if (sr == NULL) {
 		log_info("lgr %u: peer %s: CONN_RESUME for a connection we do "
 			 "not have (token %u): refused",
-			 lgr->id, lgr->peer->name, r->token);
+			 lgr_id(lgr), lgr_peer(lgr)->name, r->token);
 		(void)session_rdma_reject_send(link, r->token,
 					       SESSION_RESUME_FAILED);
 		return;
@@ -533,11 +534,10 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	if (sr->lc.lgr != NULL || sr->over_tcp ||
-	    memcmp(lgr->peer_system_id, sr->res->peer_sysid,
-		   sizeof(sr->res->peer_sysid)) != 0) {
+	    !lgr_peer_is(lgr, sr->res->peer_sysid)) {
 		log_info("lgr %u: peer %s: CONN_RESUME for conn 0x%llx: "
 			 "refused (%s)",
-			 lgr->id, lgr->peer->name, session_rdma_id(sr),
+			 lgr_id(lgr), lgr_peer(lgr)->name, session_rdma_id(sr),
 			 sr->lc.lgr != NULL || sr->over_tcp ?
 				 "it is moving already" :
 				 "another daemon instance");
@@ -561,7 +561,7 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
+	session_rdma_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
 	sr->res->res_rkey = r->rmb_rkey;
 	sr->res->res_rx = r->rx_off;
 	sr->res->res_fin = r->tx_fin;
@@ -588,13 +588,15 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 static void
 resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 {
+	struct lgr *lgr = lgr_link_group(link);
 	struct lgr_conn *c;
 	struct session_rdma *sr = NULL;
 	const struct dev_mr *mr;
 	const char *why;
 	int rc;
 
-	TAILQ_FOREACH(c, &link->lgr->conns, entry) {
+	for (c = lgr_conn_next(lgr, NULL); c != NULL;
+	     c = lgr_conn_next(lgr, c)) {
 		sr = c->arg;
 		if (resume_waiting(sr) && !sr->res->tcp &&
 		    memcmp(sr->resume_id, r->resume_id, LLC_RESUME_ID_LEN) == 0)
@@ -603,19 +605,19 @@ resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 	if (c == NULL) {
 		log_warnx("lgr %u: CONN_RESUME answer for no connection "
 			  "waiting: ignored",
-			  link->lgr->id);
+			  lgr_id(lgr));
 		return;
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, link->id, r->rmb_rkey);
-	mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, sr->lc.link);
-	rc = mr != NULL ? tx_resume(sr->rc, sr->lc.link->wr, mr->lkey,
+	session_rdma_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
+	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link);
+	rc = mr != NULL ? tx_resume(sr->rc, lgr_link_wr(sr->lc.link), mr->lkey,
 				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
 			  -ENOKEY;
 	if (rc == -EPROTO) {
 		resume_fail(sr, STAT_resume_failed_protocol, why);
-		lgr_protocol_error(link->lgr, why);
+		lgr_protocol_error(lgr, why);
 		return;
 	}
 	if (rc) {
@@ -632,22 +634,24 @@ void
 resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,
 	  const struct llc_info *m)
 {
-	if (!(link->lgr->features & CLC_FEAT_RESUME)) {
-		lgr_protocol_error(link->lgr, "CONN_RESUME not negotiated");
+	struct lgr *lgr = lgr_link_group(link);
+
+	if (!lgr_has_feature(lgr, CLC_FEAT_RESUME)) {
+		lgr_protocol_error(lgr, "CONN_RESUME not negotiated");
 		return;
 	}
 	if (m->flags & LLC_FLAG_RESP) {
-		if (link->lgr->role == LGR_ROLE_CLIENT)
+		if (lgr_role(lgr) == LGR_ROLE_CLIENT)
 			resume_answered(link, &m->conn_resume);
 		else
-			lgr_protocol_error(link->lgr,
+			lgr_protocol_error(lgr,
 					   "CONN_RESUME answer to a server");
 		return;
 	}
-	if (link->lgr->role == LGR_ROLE_SERVER)
+	if (lgr_role(lgr) == LGR_ROLE_SERVER)
 		resume_asked(srw, link, &m->conn_resume);
 	else
-		lgr_protocol_error(link->lgr, "CONN_RESUME asked of a client");
+		lgr_protocol_error(lgr, "CONN_RESUME asked of a client");
 }
 
 /* ---- resuming over TCP (docs/protocol.md) ---- */
@@ -694,7 +698,7 @@ resume_tcp_start(struct session_rdma *sr)
 		return;
 	memset(&ri, 0, sizeof(ri));
 	memcpy(ri.resume_id, sr->resume_id, sizeof(ri.resume_id));
-	ri.rx_off = sr->rc->rx_off;
+	ri.rx_off = rx_received_off(sr->rc);
 	ri.tx_fin = tx_fin_off(sr->rc);
 	ri.worker = res->peer_worker;
 	res->sent = true;
@@ -716,8 +720,8 @@ resume_tcp_relay_start(struct session_rdma *sr)
 	sr->over_tcp = true;
 	sr->rd_blocked = false;
 	/* no WRITE goes to the old group's keys again */
-	buf_mr_drop(sr->rc->sndbuf);
-	buf_mr_drop(sr->rc->rmb);
+	buf_mr_drop(tx_sndbuf(sr->rc));
+	buf_mr_drop(rx_rmb(sr->rc));
 	if (session_relay_begin(s, resume_u(sr), STAT_conns_resumed_tcp)) {
 		session_rdma_fail(sr, SESSION_RESOURCE);
 		return;
@@ -726,7 +730,7 @@ resume_tcp_relay_start(struct session_rdma *sr)
 		 "sent, %llu received)",
 		 session_rdma_id(sr), (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
-		 (unsigned long long)sr->rc->rx_off);
+		 (unsigned long long)rx_received_off(sr->rc));
 	session_rdma_kick(sr);
 }
 
@@ -896,7 +900,7 @@ resume_tcp_adopt(struct session_rdma *sr, int fd,
 
 	if (tx_resume_check(sr->rc, hi->rx_off, hi->tx_fin, &rx, &fin, &why)) {
 		len = fb_result_encode(
-			msg, fallback_reason_code(SESSION_PROTOCOL_ERROR));
+			msg, session_reason_code(SESSION_PROTOCOL_ERROR));
 		(void)send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
 		resume_fail(sr, STAT_resume_failed_protocol, why);
@@ -943,7 +947,7 @@ resume_tcp_arrive(struct worker *w, void *arg)
 		(void)send(h->fd, msg,
 			   fb_result_encode(
 				   msg,
-				   fallback_reason_code(SESSION_RESUME_FAILED)),
+				   session_reason_code(SESSION_RESUME_FAILED)),
 			   MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(h->fd);
 	}
@@ -954,10 +958,11 @@ resume_tcp_arrive(struct worker *w, void *arg)
  * Export side (fallback.c): fs, an authenticated connection on our peer
  * port, asks with HELLO hi to resume a connection of ours over it.  The
  * connection takes fs's socket (fs goes), here or on the worker hi names.
- * SESSION_NREASONS when taken, else why fs is to be refused.
+ * 0 when taken, else -errno with *why, the reason fs is to be refused.
  */
-enum session_reason
-session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
+int
+session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
+			enum session_reason *why)
 {
 	struct session_rdma_worker *srw = worker_rdma(fs->w);
 	struct resume_tcp_hop *h;
@@ -965,32 +970,35 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi)
 	struct worker *w;
 	int want = hi->worker - 1;
 
+	*why = SESSION_RESUME_FAILED;
 	if (srw == NULL || fs->peer == NULL)
-		return SESSION_RESUME_FAILED;
+		return -ENOENT;
 	sr = resume_tcp_find(srw, fs->peer->name, hi);
 	if (sr != NULL) {
 		resume_tcp_adopt(sr, session_detach(fs), hi);
-		return SESSION_NREASONS;
+		return 0;
 	}
 	if (hi->worker == 0 || want == worker_id(fs->w) ||
 	    want >= worker_count()) {
 		log_info("conn 0x%llx: peer %s asks to resume a connection we "
 			 "do not have: refused",
 			 (unsigned long long)fs->id, fs->peer->name);
-		return SESSION_RESUME_FAILED;
+		return -ENOENT;
 	}
 	h = calloc(1, sizeof(*h));
-	if (h == NULL)
-		return SESSION_RESOURCE;
+	if (h == NULL) {
+		*why = SESSION_RESOURCE;
+		return -ENOMEM;
+	}
 	snprintf(h->peer, sizeof(h->peer), "%s", fs->peer->name);
 	h->hi = *hi;
 	w = fs->w;
 	h->fd = session_detach(fs);
 	if (worker_pass(w, worker_get(want), resume_tcp_arrive, h)) {
-		session_reset_fd(h->fd); /* that worker is flooded */
+		sock_reset(h->fd); /* that worker is flooded */
 		free(h);
 	}
-	return SESSION_NREASONS;
+	return 0;
 }
 
 /* sr's resume in its JSON object (show conns). */

@@ -4,10 +4,11 @@
  * smc_rx.c and the CDC receive half of smc_cdc.c).
  *
  * The peer RDMA-writes into our RMB element and then sends a CDC with its
- * producer cursor.  rx_cdc_recv() believes nothing in it before it has
- * passed every check: the message's length, type and reserved bits
- * (cdc_msg_decode), a known token, a fresh seqno, and cursors consistent
- * with the connection's state (cdc_conn_check).  Every span handed out
+ * producer cursor.  Nothing in it is believed before it has passed every
+ * check: the message's length, type and reserved bits (cdc_msg_check, in
+ * the group's handler lgr_cdc_rx, which then finds the connection by its
+ * token), and here a fresh seqno and cursors consistent with the
+ * connection's state (cdc_conn_check).  Every span handed out
  * is computed from cursors that passed those checks, so a hostile peer
  * can make us refuse its CDCs but never read or write outside the RMB.
  *
@@ -23,6 +24,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "rconn.h"
 
 #define RX_UPDATE_MIN 1024 /* never announce less window than this */
 
@@ -32,6 +34,20 @@ rx_readable(const struct rconn *rc)
 {
 	return cdc_curs_diff(rc->rmb->size, &rc->local_tx_ctrl.cons,
 			     &rc->local_rx_ctrl.prod);
+}
+
+/* The RMB element (its memory registered on each link the owner moves to). */
+struct buf *
+rx_rmb(const struct rconn *rc)
+{
+	return rc->rmb;
+}
+
+/* Bytes the peer announced to us, since the open (tx_resume). */
+uint64_t
+rx_received_off(const struct rconn *rc)
+{
+	return rc->rx_off;
 }
 
 /* Add rc's receive side (RMB element, consumer cursor) to JSON object o. */
@@ -257,61 +273,42 @@ rx_cdc_data(struct rconn *rc, const struct cdc_info *m, const uint8_t *data)
 }
 
 /*
- * Handle a CDC message (len bytes at msg) received on any link of the
- * connection's link group: the owner's wr_rx_fn for CDC_MSG_TYPE calls
- * this, with lookup finding a connection by our token.  data_max: the
- * most bytes a CDC may carry on this group (0 unless it negotiated
- * CLC_FEAT_CDC_DATA).  0 when it was applied, or dropped as stale
- * (counted; a failover validation is handled here too); -ENOENT when no
- * connection has that token (a protocol error unless the owner knows the
- * token was closed just now); -EPROTO for anything malformed or
- * inconsistent (the owner takes the link group down).  *why says what.
+ * Handle CDC m, the next of rc's on any link of its link group (the
+ * group decoded it with cdc_msg_check() and found rc by its token); data:
+ * the m->data_len bytes it carries.  0 when it was applied, or dropped
+ * as stale (counted; a failover validation is handled here too); -EPROTO
+ * with *why for anything inconsistent with the connection's state (the
+ * group ends then).
  */
 int
-rx_cdc_recv(const void *msg, size_t len, size_t data_max,
-	    struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
+rx_cdc_recv(struct rconn *rc, const struct cdc_info *m, const void *data,
 	    const char **why)
 {
-	struct cdc_info m;
-	struct rconn *rc;
 	int err = 0;
 
 	*why = NULL;
-	if (cdc_msg_decode(msg, len, &m)) {
-		*why = "malformed CDC message";
-		return -EPROTO;
-	}
-	if (m.data_len > data_max) {
-		*why = "CDC carries data the group did not negotiate";
-		return -EPROTO;
-	}
-	rc = lookup(m.token, arg);
-	if (rc == NULL) {
-		*why = "CDC for an unknown token";
-		return -ENOENT;
-	}
 	if (rc->flags & RCONN_F_FREEING)
 		return 0;
 	tx_conn_hold(rc);
-	if (m.prod_flags & CDC_PF_FAILOVER_VALIDATION) {
-		rx_validate(rc, &m);
+	if (m->prod_flags & CDC_PF_FAILOVER_VALIDATION) {
+		rx_validate(rc, m);
 		goto out;
 	}
-	if (!cdc_seq_newer(m.seqno, rc->local_rx_ctrl.seqno)) {
+	if (!cdc_seq_newer(m->seqno, rc->local_rx_ctrl.seqno)) {
 		RCONN_STAT(rc, rx_stale, 1);
 		goto out;
 	}
 	/* after an abort either way nothing of it matters any more */
 	if (rc->flags & (RCONN_F_PEER_ABORT | RCONN_F_ABORT))
 		goto out;
-	err = cdc_conn_check(rc, &m, why);
+	err = cdc_conn_check(rc, m, why);
 	if (err) {
 		RCONN_STAT(rc, proto_errors, 1);
 		goto out;
 	}
-	if (m.data_len > 0)
-		rx_cdc_data(rc, &m, (const uint8_t *)msg + CDC_MSG_LEN);
-	rx_apply(rc, &m);
+	if (m->data_len > 0)
+		rx_cdc_data(rc, m, data);
+	rx_apply(rc, m);
 out:
 	tx_conn_put(rc);
 	return err;

@@ -44,6 +44,64 @@ session_reason_desc(enum session_reason r)
 	return r < SESSION_NREASONS ? session_reasons[r].desc : "unknown";
 }
 
+/* Result codes on the wire; stable, independent of the enum's order. */
+static const struct {
+	uint32_t code;
+	enum session_reason reason;
+} session_codes[] = {
+	{1, SESSION_TARGET_REFUSED},	 {2, SESSION_TARGET_TIMEOUT},
+	{3, SESSION_TARGET_UNREACHABLE}, {4, SESSION_EXPORT_DENIED},
+	{5, SESSION_UNKNOWN_EXPORT},	 {6, SESSION_UNKNOWN_PEER},
+	{7, SESSION_AUTH_FAILED},	 {8, SESSION_PROTOCOL_ERROR},
+	{9, SESSION_SHUTDOWN},		 {10, SESSION_RESOURCE},
+	{11, SESSION_RESUME_FAILED},
+};
+
+/* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
+uint32_t
+session_reason_code(enum session_reason r)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(session_codes) / sizeof(session_codes[0]); i++)
+		if (session_codes[i].reason == r)
+			return session_codes[i].code;
+	return 8;
+}
+
+/* The close reason a peer's refusal code stands for. */
+enum session_reason
+session_code_reason(uint32_t code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(session_codes) / sizeof(session_codes[0]); i++)
+		if (session_codes[i].code == code)
+			return session_codes[i].reason;
+	return SESSION_PROTOCOL_ERROR;
+}
+
+/* The close reason of a failed connect (errno err) to a target or peer. */
+enum session_reason
+session_connect_reason(int err, bool target)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return target ? SESSION_TARGET_REFUSED :
+				SESSION_PEER_UNREACHABLE;
+	case ETIMEDOUT:
+		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+	case ENOMEM:
+		return SESSION_RESOURCE;
+	default:
+		return target ? SESSION_TARGET_UNREACHABLE :
+				SESSION_PEER_UNREACHABLE;
+	}
+}
+
 uint64_t
 session_id(const struct session *s)
 {
@@ -109,7 +167,7 @@ session_timer(struct session *s, int seconds)
 }
 
 /* Take over fd as fd[i], with level-triggered events.  0 or -ENOMEM. */
-int
+static int
 session_attach(struct session *s, int i, int fd)
 {
 	struct event_base *base = worker_base(s->w);
@@ -176,7 +234,7 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 
 	STATS_INC(worker_stats(w), conns_accepted);
 	if (!worker_has_room(w)) {
-		session_reset_fd(fd);
+		sock_reset(fd);
 		STATS_INC(worker_stats(w), conns_refused_limit);
 		return;
 	}
@@ -315,15 +373,15 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 	src.len = len;
 	if (auth_rate_limited(worker_auth(w), &src, now_ms())) {
 		STATS_INC(worker_stats(w), auth_rate_limited);
-		session_reset_fd(fd);
+		sock_reset(fd);
 		return;
 	}
 	if (worker_preauth_get(w, &src)) {
 		STATS_INC(worker_stats(w), preauth_refused);
-		session_reset_fd(fd);
+		sock_reset(fd);
 		return;
 	}
-	session_tcp_liveness(fd, conf);
+	sock_tcp_liveness(fd, conf);
 	st = calloc(1, sizeof(*st));
 	if (st == NULL) {
 		worker_preauth_put(w, &src);
@@ -349,36 +407,6 @@ session_accept_peer(struct worker *w, int fd, void *unused)
 	}
 }
 
-/*
- * fd is a TCP connection to a peer daemon or a target: a far end that
- * vanishes without a FIN or reset (host down, cable, NAT state gone)
- * must not pin it forever.  Keepalive after tcp_keepalive seconds of
- * silence (3 probes, a third of that apart) and TCP_USER_TIMEOUT for
- * data that is never acknowledged.  Best effort: a socket that is not
- * TCP ignores it.
- */
-void
-session_tcp_liveness(int fd, const struct conf *conf)
-{
-	int one = 1, idle = conf->tcp_keepalive, cnt = 3, intvl;
-	unsigned int ms = (unsigned int)conf->tcp_user_timeout * 1000;
-
-	if (idle > 0) {
-		intvl = idle / 3 > 0 ? idle / 3 : 1;
-		(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one,
-				 sizeof(one));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
-				 sizeof(idle));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
-				 sizeof(intvl));
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
-				 sizeof(cnt));
-	}
-	if (ms > 0)
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms,
-				 sizeof(ms));
-}
-
 /* s holds the place among strangers its socket was given at accept. */
 void
 session_preauth_take(struct session *s)
@@ -398,20 +426,8 @@ session_preauth_done(struct session *s)
 	worker_preauth_put(s->w, &s->addr[0]);
 }
 
-/* Close fd so that the other end sees a reset, not a FIN. */
-void
-session_reset_fd(int fd)
-{
-	struct linger lg = {1, 0};
-
-	if (fd < 0)
-		return;
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
-}
-
 /* Take over fd as fd[1] (the upstream socket). */
-int
+static int
 session_attach_upstream(struct session *s, int fd)
 {
 	return session_attach(s, 1, fd);
@@ -421,7 +437,7 @@ session_attach_upstream(struct session *s, int fd)
  * Relay mode for fd[i]: one edge-triggered event from here on, readiness
  * remembered in rd_ready/wr_ready.  0 or -ENOMEM.
  */
-int
+static int
 session_watch_relay(struct session *s, int i)
 {
 	if (s->rev[i] != NULL)
@@ -448,24 +464,17 @@ int
 session_connect(struct session *s, const struct addr *to,
 		const struct addr *from)
 {
-	int fd, one = 1;
+	int fd, rc;
 
-	fd = socket(to->ss.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	rc = sock_connect(to, from, s->conf, &fd);
 	if (fd == -1) {
-		if (errno == EMFILE || errno == ENFILE)
+		if (rc == -EMFILE || rc == -ENFILE)
 			worker_fd_exhausted(s->w);
-		return -errno;
+		return rc;
 	}
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	session_tcp_liveness(fd, s->conf);
-	if ((from != NULL && from->len != 0 &&
-	     addr_bind_source(fd, from) < 0) ||
-	    (connect(fd, (const struct sockaddr *)&to->ss, to->len) == -1 &&
-	     errno != EINPROGRESS)) {
-		one = -errno;
+	if (rc != 0 && rc != -EINPROGRESS) {
 		close(fd);
-		return one;
+		return rc;
 	}
 	s->addr[1] = *to;
 	if (session_attach_upstream(s, fd))
@@ -554,7 +563,7 @@ session_account(struct session *s, int i, size_t n)
 {
 	struct stats *st = worker_stats(s->w);
 
-	s->pump[i].bytes += n;
+	s->bytes[i] += n;
 	s->active_ms = now_ms();
 	/* bytes read downstream on the rule side go to the peer daemon */
 	if ((s->role == SESSION_ROLE_RULE) == (i == 0)) {
@@ -637,14 +646,14 @@ session_close(struct session *s, enum session_reason reason)
 			"conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
 			(unsigned long long)s->id, session_reason_name(reason),
 			session_reason_desc(reason),
-			(unsigned long long)s->pump[0].bytes,
-			(unsigned long long)s->pump[1].bytes);
+			(unsigned long long)s->bytes[0],
+			(unsigned long long)s->bytes[1]);
 	else
 		log_debug("conn 0x%llx: closed: %s, %llu bytes in, %llu out",
 			  (unsigned long long)s->id,
 			  session_reason_name(reason),
-			  (unsigned long long)s->pump[0].bytes,
-			  (unsigned long long)s->pump[1].bytes);
+			  (unsigned long long)s->bytes[0],
+			  (unsigned long long)s->bytes[1]);
 	session_rdma_close(s, reason);
 	session_free(s, abort);
 }
@@ -667,7 +676,7 @@ session_free(struct session *s, bool abort)
 		if (s->wev[i])
 			event_free(s->wev[i]);
 		if (abort && !(i == 0 && s->fin_downstream))
-			session_reset_fd(s->fd[i]);
+			sock_reset(s->fd[i]);
 		else if (s->fd[i] >= 0)
 			close(s->fd[i]);
 		worker_pipe_put(s->w, s->pump[i].pipe, s->pump[i].cap,
@@ -714,7 +723,7 @@ session_close_all(struct worker *w, enum session_reason reason)
 		fd = st->fd;
 		worker_preauth_put(w, &st->src);
 		session_stranger_free(st);
-		session_reset_fd(fd);
+		sock_reset(fd);
 	}
 	while ((s = worker_sessions(w)) != NULL)
 		session_close(s, reason);
@@ -754,6 +763,8 @@ session_state_name(enum session_state st)
 		[SESSION_CONNECT_TARGET] = "connect_target",
 		[SESSION_RDMA_WAIT] = "rdma_wait",
 		[SESSION_RDMA_OPEN] = "rdma_open",
+		/* waits for a group again: outside, it is rdma_wait */
+		[SESSION_RDMA_REOPEN] = "rdma_wait",
 		[SESSION_RELAY] = "relay",
 		[SESSION_RESUMING] = "resuming",
 		[SESSION_CLOSED] = "closed",
@@ -784,8 +795,8 @@ session_json_add(const struct session *s, void *json_array)
 			     (s->export ? s->export->name : ""),
 		      "peer", s->peer ? s->peer->name : "", "state",
 		      session_state_name(s->state), "downstream", a0,
-		      "upstream", a1, "bytes_in", (json_int_t)s->pump[0].bytes,
-		      "bytes_out", (json_int_t)s->pump[1].bytes, "age_s",
+		      "upstream", a1, "bytes_in", (json_int_t)s->bytes[0],
+		      "bytes_out", (json_int_t)s->bytes[1], "age_s",
 		      (double)(now - s->started_ms) / 1000.0, "idle_s",
 		      (double)(now - s->active_ms) / 1000.0, "worker",
 		      (json_int_t)worker_id(s->w));

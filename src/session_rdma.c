@@ -13,8 +13,10 @@
  * Nothing is read from the client before the peer accepted: its bytes
  * wait in the kernel.  A FIN goes on as peer_done_writing after every
  * earlier byte, a reset as an abort; a link that fails moves the
- * connection to the group's other link (tx_failover), and with no link
- * left the connection is reset with reason link_failed.
+ * connection to the group's other link (tx_failover); when the whole
+ * group ends, the connection resumes from the exact byte on a new group
+ * or over TCP (resume.c), and is reset (reason resume_failed) only when
+ * that cannot be done in time.
  *
  * Keys per link: the send ring and the RMB element are registered in the
  * protection domain of each link of the connection's group they are
@@ -56,10 +58,19 @@ static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
+static void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
+				void *arg);
 static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 				     const struct conf_peer *peer);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
+
+static const struct lgr_data_ops session_rdma_lgr_ops = {
+	.llc_rx = session_rdma_llc_rx,
+	.link_up = session_rdma_link_up,
+	.setup_failed = session_rdma_setup_failed,
+};
+static const struct lgr_data_ops session_rdma_no_ops;
 
 unsigned long long
 session_rdma_id(const struct session_rdma *sr)
@@ -116,10 +127,7 @@ session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 		free(srw);
 		return NULL;
 	}
-	ctx->llc_rx = session_rdma_llc_rx;
-	ctx->link_up = session_rdma_link_up;
-	ctx->setup_failed = session_rdma_setup_failed;
-	ctx->llc_arg = srw;
+	lgr_ctx_set_ops(ctx, &session_rdma_lgr_ops, srw);
 	return srw;
 }
 
@@ -159,10 +167,7 @@ session_rdma_worker_free(struct session_rdma_worker *srw)
 		LIST_REMOVE(sh, entry);
 		free(sh);
 	}
-	srw->ctx->llc_rx = NULL;
-	srw->ctx->link_up = NULL;
-	srw->ctx->setup_failed = NULL;
-	srw->ctx->llc_arg = NULL;
+	lgr_ctx_set_ops(srw->ctx, &session_rdma_no_ops, NULL);
 	free(srw);
 }
 
@@ -175,7 +180,7 @@ static int
 session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 {
 	(void)srw;
-	return link->pd != NULL ? 0 : -ENODEV;
+	return lgr_link_has_pd(link) ? 0 : -ENODEV;
 }
 
 /* The MR of b in link's PD, registered there now if need be; or NULL. */
@@ -184,13 +189,13 @@ session_rdma_mr(struct session_rdma_worker *srw, struct buf *b,
 		const struct lgr_link *link)
 {
 	(void)srw;
-	return b != NULL ? buf_mr(b, link->dev->ops, link->pd) : NULL;
+	return lgr_link_mr(link, b);
 }
 
 static struct buf *
 session_rdma_rmb(const struct session_rdma *sr)
 {
-	return sr->rc != NULL ? sr->rc->rmb : sr->rmb;
+	return sr->rc != NULL ? rx_rmb(sr->rc) : sr->rmb;
 }
 
 /* The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told. */
@@ -351,10 +356,11 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 	const struct dev_mr *cur, *mr;
 	struct buf *rmb = session_rdma_rmb(sr);
 	struct llc_info m;
-	int i, rc;
+	uint8_t id;
+	int rc;
 
 	if (!sr->opened || lgr == NULL || via == NULL || rmb == NULL ||
-	    via->state != LGR_LINK_ACTIVE)
+	    !lgr_link_is_active(via))
 		return;
 	if (llc_pending_waits(&sr->llc)) {
 		sr->rkeys_owed = true;
@@ -364,10 +370,10 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 	cur = session_rdma_mr(sr->srw, rmb, via);
 	if (cur == NULL)
 		return;
-	for (i = 0; i < LGR_LINK_SLOTS; i++) {
-		l = &lgr->link[i];
-		if (l == via || l->state != LGR_LINK_ACTIVE || l->id == 0 ||
-		    session_rdma_told(sr, l->id))
+	for (l = lgr_link_next_active(lgr, NULL); l != NULL;
+	     l = lgr_link_next_active(lgr, l)) {
+		id = lgr_link_id(l);
+		if (l == via || id == 0 || session_rdma_told(sr, id))
 			continue;
 		mr = session_rdma_mr(sr->srw, rmb, l);
 		if (mr == NULL)
@@ -377,16 +383,16 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 		m.confirm_rkey.num_rkeys = 1;
 		m.confirm_rkey.rt[0].rkey = cur->rkey;
 		m.confirm_rkey.rt[0].vaddr = (uint64_t)(uintptr_t)rmb->addr;
-		m.confirm_rkey.rt[1].link_id = l->id;
+		m.confirm_rkey.rt[1].link_id = id;
 		m.confirm_rkey.rt[1].rkey = mr->rkey;
 		m.confirm_rkey.rt[1].vaddr = (uint64_t)(uintptr_t)rmb->addr;
 		rc = session_rdma_llc_send(sr, via, &m, SESSION_RDMA_LLC_RKEY);
 		if (rc < 0) {
 			log_debug("conn 0x%llx: CONFIRM_RKEY for link %u: %s",
-				  session_rdma_id(sr), l->id, strerror(-rc));
+				  session_rdma_id(sr), id, strerror(-rc));
 			return;
 		}
-		session_rdma_told_set(sr, l->id);
+		session_rdma_told_set(sr, id);
 		if (rc == 1) {
 			sr->rkeys_owed = true; /* the rest after this one */
 			return;
@@ -404,6 +410,7 @@ static void
 session_rdma_link_up(struct lgr_link *link, void *arg)
 {
 	struct session_rdma_worker *srw = arg;
+	struct lgr *lgr = lgr_link_group(link);
 	struct lgr_conn *c;
 	int di;
 
@@ -412,17 +419,16 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	di = session_rdma_devi(srw, link);
 	if (di < 0) {
 		log_warnx("lgr %u link %u: %s: no buffers on it: %s",
-			  link->lgr->id, link->id, link->dev->name,
-			  strerror(-di));
+			  lgr_id(lgr), lgr_link_id(link),
+			  lgr_link_dev_name(link), strerror(-di));
 		return;
 	}
-	TAILQ_FOREACH(c, &link->lgr->conns, entry)
+	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
 		session_rdma_rkeys_announce(c->arg);
-	if (link->lgr->state == LGR_STATE_ACTIVE && srw->nresuming > 0)
-		resume_peer(srw, link->lgr, false);
-	if (link->lgr->role == LGR_ROLE_CLIENT &&
-	    link->lgr->state == LGR_STATE_ACTIVE)
-		session_rdma_unpark_peer(srw, link->lgr->peer);
+	if (lgr_is_active(lgr) && srw->nresuming > 0)
+		resume_peer(srw, lgr, false);
+	if (lgr_role(lgr) == LGR_ROLE_CLIENT && lgr_is_active(lgr))
+		session_rdma_unpark_peer(srw, lgr_peer(lgr));
 }
 
 /*
@@ -434,6 +440,8 @@ static void
 session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 {
 	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
+	struct lgr *lgr = lgr_link_group(link);
+	uint8_t link_id = lgr_link_id(link);
 	struct lgr_conn *lc;
 	struct session_rdma *sr = NULL;
 	uint32_t rkey;
@@ -442,17 +450,18 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 
 	if (m->flags & LLC_FLAG_RESP)
 		return; /* we ask for no answers */
-	TAILQ_FOREACH(lc, &link->lgr->conns, entry) {
+	for (lc = lgr_conn_next(lgr, NULL); lc != NULL;
+	     lc = lgr_conn_next(lgr, lc)) {
 		sr = lc->arg;
 		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
-		    session_rdma_peer_rkey(sr, link->id, &rkey) == 0 &&
+		    session_rdma_peer_rkey(sr, link_id, &rkey) == 0 &&
 		    rkey == c->rt[0].rkey)
 			break;
 	}
 	if (lc == NULL) {
 		log_debug("lgr %u link %u: CONFIRM_RKEY for rkey 0x%x: no "
 			  "such connection (closed)",
-			  link->lgr->id, link->id, c->rt[0].rkey);
+			  lgr_id(lgr), link_id, c->rt[0].rkey);
 		return;
 	}
 	for (i = 1; i <= c->num_rkeys; i++) {
@@ -460,8 +469,8 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 			snprintf(why, sizeof(why),
 				 "CONFIRM_RKEY on link %u: rtoken %d is not "
 				 "for the same RMB element",
-				 link->id, i);
-			lgr_protocol_error(link->lgr, why);
+				 link_id, i);
+			lgr_protocol_error(lgr, why);
 			return;
 		}
 		session_rdma_peer_rkey_set(sr, c->rt[i].link_id, c->rt[i].rkey);
@@ -538,10 +547,10 @@ session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
 		return false;
 	log_info("conn 0x%llx: rule %s: lgr %u ended before the peer answered "
 		 "CONN_OPEN: opening again",
-		 session_rdma_id(sr), s->rule->name, ended->id);
+		 session_rdma_id(sr), s->rule->name, lgr_id(ended));
 	s->rdma_reopens++;
 	s->rdma = NULL;
-	s->state = SESSION_RDMA_WAIT;
+	s->state = SESSION_RDMA_REOPEN;
 	session_rdma_free(sr);
 	STATS_INC(worker_stats(s->w), conns_reopened);
 	session_timer_ms(s, 0);
@@ -713,21 +722,23 @@ session_rdma_done(struct session_rdma *sr)
 static int
 session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 {
-	const struct dev_mr *mr = session_rdma_mr(sr->srw, sr->rc->sndbuf, to);
+	const struct dev_mr *mr =
+		session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), to);
 	uint32_t rkey;
 
-	if (mr == NULL || session_rdma_peer_rkey(sr, to->id, &rkey)) {
+	if (mr == NULL || session_rdma_peer_rkey(sr, lgr_link_id(to), &rkey)) {
 		STATS_INC(worker_stats(sr->s->w), conn_failover_failed);
 		log_warnx("conn 0x%llx: cannot move to lgr %u link %u: %s",
-			  session_rdma_id(sr), to->lgr->id, to->id,
+			  session_rdma_id(sr), lgr_id(lgr_link_group(to)),
+			  lgr_link_id(to),
 			  mr == NULL ? "buffers not registered on its device" :
 				       "the peer's rkey for it is unknown");
 		return -ENOKEY;
 	}
 	log_debug("conn 0x%llx: moves to lgr %u link %u", session_rdma_id(sr),
-		  to->lgr->id, to->id);
+		  lgr_id(lgr_link_group(to)), lgr_link_id(to));
 	STATS_INC(worker_stats(sr->s->w), conn_failovers);
-	return tx_failover(sr->rc, to->wr, mr->lkey, rkey);
+	return tx_failover(sr->rc, lgr_link_wr(to), mr->lkey, rkey);
 }
 
 /*
@@ -748,7 +759,8 @@ session_rdma_round(void *arg)
 	if (sr->failover_to != NULL && !sr->closing) {
 		to = sr->failover_to;
 		sr->failover_to = NULL;
-		if (sr->rc->link != NULL && to->wr != sr->rc->link &&
+		if (tx_link(sr->rc) != NULL &&
+		    lgr_link_wr(to) != tx_link(sr->rc) &&
 		    session_rdma_failover(sr, to) != 0)
 			session_rdma_fail(sr, SESSION_LINK_FAILED);
 	}
@@ -817,16 +829,17 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 
 	memset(&in, 0, sizeof(in));
 	in.id = s->id;
-	in.link = link->wr;
+	in.link = lgr_link_wr(link);
 	in.token = sr->lc.token;
 	in.peer_token = sr->peer_token;
 	in.sndbuf = sr->sndbuf;
 	in.rmb = sr->rmb;
 	in.peer_rmb = sr->peer_rmb;
 	if (mr == NULL ||
-	    session_rdma_peer_rkey(sr, link->id, &in.peer_rmb.rkey)) {
+	    session_rdma_peer_rkey(sr, lgr_link_id(link), &in.peer_rmb.rkey)) {
 		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
-			  session_rdma_id(sr), link->lgr->id, link->id);
+			  session_rdma_id(sr), lgr_id(lgr_link_group(link)),
+			  lgr_link_id(link));
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
@@ -849,7 +862,8 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		return;
 	}
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
-		  session_rdma_id(sr), link->lgr->id, link->id,
+		  session_rdma_id(sr), lgr_id(lgr_link_group(link)),
+		  lgr_link_id(link),
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name);
 	session_rdma_kick(sr);
@@ -921,23 +935,24 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 {
 	const struct conf_rdma *r = &sr->s->conf->rdma;
 	struct buf_pool *pool = sr->srw->pool;
-	int i, rc;
+	struct lgr_link *l;
+	int rc;
 
 	rc = lgr_conn_add_on(lgr, &sr->lc, link);
 	if (rc)
 		return rc;
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].state == LGR_LINK_ACTIVE &&
-		    (rc = session_rdma_devi(sr->srw, &lgr->link[i])) < 0)
+	for (l = lgr_link_next_active(lgr, NULL); l != NULL;
+	     l = lgr_link_next_active(lgr, l))
+		if ((rc = session_rdma_devi(sr->srw, l)) < 0)
 			return rc;
-	rc = session_rdma_charge(sr, lgr->peer,
+	rc = session_rdma_charge(sr, lgr_peer(lgr),
 				 (size_t)r->sndbuf + (size_t)r->rmb);
 	if (rc)
 		return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
 	if (rc == 0)
-		rc = buf_get_for(pool, BUF_RMB, (size_t)r->rmb, lgr->peer->name,
-				 &sr->rmb);
+		rc = buf_get_for(pool, BUF_RMB, (size_t)r->rmb,
+				 lgr_peer(lgr)->name, &sr->rmb);
 	/* the cap, or the device refused a registration in the group's PD
 	 * (memlock limit: ib.c says) */
 	if (rc == 0 &&
@@ -1064,7 +1079,7 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 		return;
 	if (srw->nresuming > 0)
 		resume_peer(srw, lgr, true);
-	session_rdma_unpark_peer(srw, lgr->peer);
+	session_rdma_unpark_peer(srw, lgr_peer(lgr));
 }
 
 /*
@@ -1108,17 +1123,17 @@ session_rdma_connect(struct session *s)
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_OPEN;
 	sr->opened = true;
-	session_rdma_told_set(sr, sr->lc.link->id);
+	session_rdma_told_set(sr, lgr_link_id(sr->lc.link));
 	session_rdma_rkeys_announce(sr);
 	session_timer(s, SESSION_RDMA_OPEN_TIMEOUT);
 	log_debug("conn 0x%llx: rule %s: CONN_OPEN %s on lgr %u link %u, "
 		  "token %u",
-		  session_rdma_id(sr), s->rule->name, s->export_name, lgr->id,
-		  sr->lc.link->id, sr->lc.token);
+		  session_rdma_id(sr), s->rule->name, s->export_name,
+		  lgr_id(lgr), lgr_link_id(sr->lc.link), sr->lc.token);
 	return true;
 fallback:
 	log_debug("conn 0x%llx: rule %s: lgr %u: %s: fallback",
-		  (unsigned long long)s->id, s->rule->name, lgr->id,
+		  (unsigned long long)s->id, s->rule->name, lgr_id(lgr),
 		  strerror(-rc));
 	session_rdma_free(sr);
 	return false;
@@ -1128,20 +1143,21 @@ static void
 session_rdma_accepted(struct lgr_link *link,
 		      const struct llc_conn_accept_info *a)
 {
-	struct session_rdma *sr = session_rdma_find(link->lgr, a->opener_token);
+	struct session_rdma *sr =
+		session_rdma_find(lgr_link_group(link), a->opener_token);
 
 	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
 		log_warnx("lgr %u: CONN_ACCEPT for token %u, not waiting: "
 			  "ignored",
-			  link->lgr->id, a->opener_token);
+			  lgr_id(lgr_link_group(link)), a->opener_token);
 		return;
 	}
 	sr->peer_token = a->token;
 	sr->peer_rmb.rkey = a->rmb_rkey;
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
-	session_rdma_peer_rkey_set(sr, link->id, a->rmb_rkey);
-	if (link->lgr->features & CLC_FEAT_RESUME)
+	session_rdma_peer_rkey_set(sr, lgr_link_id(link), a->rmb_rkey);
+	if (lgr_has_feature(lgr_link_group(link), CLC_FEAT_RESUME))
 		memcpy(sr->resume_id, a->resume_id, sizeof(sr->resume_id));
 	session_rdma_relay_start(sr, sr->lc.link);
 }
@@ -1151,7 +1167,7 @@ session_rdma_rejected(struct lgr_link *link,
 		      const struct llc_conn_reject_info *rj)
 {
 	struct session_rdma *sr =
-		session_rdma_find(link->lgr, rj->opener_token);
+		session_rdma_find(lgr_link_group(link), rj->opener_token);
 	enum session_reason r;
 
 	if (sr != NULL && resume_waiting(sr) && sr->rc != NULL) {
@@ -1168,10 +1184,10 @@ session_rdma_rejected(struct lgr_link *link,
 	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
 		log_warnx("lgr %u: CONN_REJECT for token %u, not waiting: "
 			  "ignored",
-			  link->lgr->id, rj->opener_token);
+			  lgr_id(lgr_link_group(link)), rj->opener_token);
 		return;
 	}
-	r = fallback_code_reason(rj->reason);
+	r = session_code_reason(rj->reason);
 	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_id(sr),
 		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
 	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
@@ -1199,7 +1215,7 @@ session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 	m.type = LLC_CONN_REJECT;
 	m.flags = LLC_FLAG_RESP;
 	m.conn_reject.opener_token = opener_token;
-	m.conn_reject.reason = fallback_reason_code(r);
+	m.conn_reject.reason = session_reason_code(r);
 	return llc_send_detached(link, &m);
 }
 
@@ -1228,7 +1244,7 @@ static void
 session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		  const struct llc_conn_open_info *o)
 {
-	struct lgr *lgr = link->lgr;
+	struct lgr *lgr = lgr_link_group(link);
 	struct worker *w = srw->w;
 	const struct conf *conf = worker_conf(w);
 	enum session_reason r;
@@ -1238,13 +1254,13 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	int rc;
 
 	STATS_INC(worker_stats(w), conns_from_peers);
-	snprintf(who, sizeof(who), "lgr %u", lgr->id);
-	if (export_find(w, conf, who, lgr->peer->name, o->export, &r) == NULL) {
+	snprintf(who, sizeof(who), "lgr %u", lgr_id(lgr));
+	if (export_find(w, conf, who, lgr_peer(lgr)->name, o->export, &r) ==
+	    NULL) {
 		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
-	r = export_room(w);
-	if (r != SESSION_NREASONS) {
+	if (export_room(w, &r) != 0) {
 		session_rdma_refuse_open(srw, link, o->token, r);
 		return;
 	}
@@ -1254,7 +1270,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	s->export = conf_export_find(s->conf, o->export);
-	s->peer = conf_peer_find(s->conf, lgr->peer->name);
+	s->peer = conf_peer_find(s->conf, lgr_peer(lgr)->name);
 	snprintf(s->export_name, sizeof(s->export_name), "%s", o->export);
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL || s->export == NULL) {
@@ -1271,24 +1287,23 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.rkey = o->rmb_rkey;
 	sr->peer_rmb.vaddr = o->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (o->rmbe_size + 14);
-	session_rdma_peer_rkey_set(sr, link->id, o->rmb_rkey);
+	session_rdma_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
 	rc = session_rdma_join(sr, lgr, link);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
-			  session_rdma_id(sr), s->export->name, lgr->id,
+			  session_rdma_id(sr), s->export->name, lgr_id(lgr),
 			  strerror(-rc));
 		session_rdma_refuse(sr, SESSION_RESOURCE);
 		return;
 	}
-	r = export_connect(s);
-	if (r != SESSION_NREASONS) {
+	if (export_connect(s, &r) != 0) {
 		session_rdma_refuse(sr, r);
 		return;
 	}
 	log_debug("conn 0x%llx: peer %s: CONN_OPEN %s (token %u) on lgr %u",
-		  session_rdma_id(sr), lgr->peer->name, o->export, o->token,
-		  lgr->id);
+		  session_rdma_id(sr), lgr_peer(lgr)->name, o->export, o->token,
+		  lgr_id(lgr));
 }
 
 /* Export side: the target connect finished; accept or refuse the open. */
@@ -1296,11 +1311,11 @@ static void
 session_rdma_target_connected(struct session_rdma *sr)
 {
 	struct session *s = sr->s;
-	enum session_reason r = export_connected(s);
+	enum session_reason r;
 	struct llc_info m;
 	int rc;
 
-	if (r != SESSION_NREASONS) {
+	if (export_connected(s, &r) != 0) {
 		session_rdma_refuse(sr, r);
 		return;
 	}
@@ -1313,7 +1328,8 @@ session_rdma_target_connected(struct session_rdma *sr)
 		session_rdma_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
-	if (sr->lc.lgr != NULL && (sr->lc.lgr->features & CLC_FEAT_RESUME)) {
+	if (sr->lc.lgr != NULL &&
+	    lgr_has_feature(sr->lc.lgr, CLC_FEAT_RESUME)) {
 		unsigned char id[AUTH_NONCE_LEN];
 
 		auth_nonce(id);
@@ -1331,7 +1347,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 		return;
 	}
 	sr->opened = true;
-	session_rdma_told_set(sr, sr->lc.link->id);
+	session_rdma_told_set(sr, lgr_link_id(sr->lc.link));
 	if (rc == 0) {
 		session_rdma_rkeys_announce(sr);
 		session_rdma_relay_start(sr, sr->lc.link);
@@ -1346,7 +1362,7 @@ session_rdma_target_connected(struct session_rdma *sr)
  * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT, CONFIRM_RKEY.
  * Anything else is a protocol error.
  */
-void
+static void
 session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
 	struct session_rdma_worker *srw = arg;
@@ -1372,8 +1388,8 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 		return;
 	}
 	snprintf(why, sizeof(why), "unexpected LLC %s on link %u",
-		 llc_type_name(m->type), link->id);
-	lgr_protocol_error(link->lgr, why);
+		 llc_type_name(m->type), lgr_link_id(link));
+	lgr_protocol_error(lgr_link_group(link), why);
 }
 
 /*
@@ -1388,9 +1404,9 @@ session_rdma_stuck(struct session_rdma *sr, uint64_t now, uint64_t bound)
 {
 	const struct rconn *rc = sr->rc;
 
-	if (tx_unsent(rc) == 0 || rc->peer_rmbe_space > 0 ||
-	    rc->peer_cons_off != sr->stuck_cons || sr->stuck_since_ms == 0) {
-		sr->stuck_cons = rc->peer_cons_off;
+	if (tx_unsent(rc) == 0 || tx_peer_window(rc) > 0 ||
+	    tx_peer_cons_off(rc) != sr->stuck_cons || sr->stuck_since_ms == 0) {
+		sr->stuck_cons = tx_peer_cons_off(rc);
 		sr->stuck_since_ms = tx_unsent(rc) > 0 ? now : 0;
 		return false;
 	}
@@ -1460,8 +1476,7 @@ session_rdma_timeout(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
 
-	if (s->state == SESSION_RDMA_WAIT && !s->parked && !s->woken) {
-		/* session_rdma_reopen */
+	if (s->state == SESSION_RDMA_REOPEN) {
 		s->mode = SESSION_MODE_FALLBACK;
 		if (!session_rdma_connect(s))
 			fallback_connect(s);
@@ -1542,9 +1557,9 @@ session_rdma_json(const struct session *s, void *json_obj)
 	session_rdma_json_int(o, "token", sr->lc.token);
 	session_rdma_json_int(o, "peer_token", sr->peer_token);
 	session_rdma_json_int(o, "lgr",
-			      sr->lc.lgr != NULL ? sr->lc.lgr->id : 0);
-	session_rdma_json_int(o, "link",
-			      sr->lc.link != NULL ? sr->lc.link->id : 0);
+			      sr->lc.lgr != NULL ? lgr_id(sr->lc.lgr) : 0);
+	session_rdma_json_int(
+		o, "link", sr->lc.link != NULL ? lgr_link_id(sr->lc.link) : 0);
 	resume_json(sr, o);
 	if (sr->rc != NULL) {
 		tx_json(sr->rc, o);

@@ -130,7 +130,6 @@ int session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
 			     enum session_reason r);
 
 /* resume.c */
-bool resume_id_set(const struct session_rdma *sr);
 bool resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended);
 void resume_end(struct session_rdma *sr);
 void resume_fail(struct session_rdma *sr, enum stats_id stat, const char *why);

@@ -63,7 +63,6 @@ enum log_level {
 void log_init(int foreground, enum log_level level);
 void log_set_level(enum log_level level);
 int log_level_parse(const char *name, enum log_level *out);
-bool log_debug_enabled(void);
 bool log_info_enabled(void);
 #define LOG_FIELDS_MAX 16
 void log_info_fields(const char *const *fields, int nfields, const char *fmt,
@@ -96,7 +95,6 @@ struct addr {
 int addr_parse(const char *s, struct addr *out);
 int addr_parse_host(const char *s, struct addr *out);
 const char *addr_str(const struct addr *a, char *buf, size_t len);
-const char *addr_host_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
 bool addr_equal(const struct addr *a, const struct addr *b);
 int addr_bind_source(int fd, const struct addr *a);
@@ -247,6 +245,12 @@ conf_drop(struct conf *conf)
 		conf_free(conf);
 }
 
+/* sock.c */
+void sock_tcp_liveness(int fd, const struct conf *conf);
+int sock_connect(const struct addr *to, const struct addr *from,
+		 const struct conf *conf, int *fd);
+void sock_reset(int fd);
+
 /* notify.c */
 void notify_send(const char *state);
 void notify_ready(const struct conf *conf);
@@ -328,7 +332,6 @@ struct session_rdma_worker;
 struct lgr_ctx *worker_lgr(struct worker *w);
 struct session_rdma_worker *worker_rdma(struct worker *w);
 bool worker_has_room(const struct worker *w);
-bool worker_preauth_room(struct worker *w);
 int worker_preauth_get(struct worker *w, const struct addr *src);
 void worker_preauth_put(struct worker *w, const struct addr *src);
 void worker_fd_exhausted(struct worker *w);
@@ -376,6 +379,8 @@ enum session_state {
 	SESSION_CONNECT_TARGET, /* export side: connecting to the target */
 	SESSION_RDMA_WAIT,	/* rule side: for a link group on its way */
 	SESSION_RDMA_OPEN,	/* rule side: CONN_OPEN sent, awaiting answer */
+	SESSION_RDMA_REOPEN,	/* rule side: that open was lost with its
+				 * group; opens again on its timer */
 	SESSION_RELAY,
 	SESSION_RESUMING, /* RDMA: its link group ended; to a new one */
 	SESSION_CLOSED,
@@ -394,7 +399,6 @@ struct session_pump {
 	bool done;    /* FIN passed on: shutdown(fd[1 - i], SHUT_WR) */
 	bool bulk;    /* a stream: splice, not copy (fb_pump_copy) */
 	size_t burst; /* bytes read since fd[i] was last found empty */
-	uint64_t bytes;
 };
 
 struct session {
@@ -413,6 +417,7 @@ struct session {
 	struct event *timer;
 	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
+	uint64_t bytes[2]; /* read from fd[i] and passed on, either transport */
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
 	struct addr addr[2];
 	uint64_t started_ms, active_ms;
@@ -433,13 +438,14 @@ struct session {
 
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
+uint32_t session_reason_code(enum session_reason r);
+enum session_reason session_code_reason(uint32_t code);
+enum session_reason session_connect_reason(int err, bool target);
 struct session *session_new(struct worker *w, int fd, enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
-void session_tcp_liveness(int fd, const struct conf *conf);
-int session_watch_relay(struct session *s, int i);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
@@ -450,10 +456,7 @@ int session_connect_error(const struct session *s);
 enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
 void session_account(struct session *s, int i, size_t n);
-void session_reset_fd(int fd);
 int session_detach(struct session *s);
-int session_attach_upstream(struct session *s, int fd);
-int session_attach(struct session *s, int i, int fd);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
@@ -470,9 +473,9 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 				      const char *who, const char *peer,
 				      const char *name,
 				      enum session_reason *why);
-enum session_reason export_room(struct worker *w);
-enum session_reason export_connect(struct session *s);
-enum session_reason export_connected(struct session *s);
+int export_room(struct worker *w, enum session_reason *why);
+int export_connect(struct session *s, enum session_reason *why);
+int export_connected(struct session *s, enum session_reason *why);
 enum session_reason export_timed_out(struct session *s);
 void export_release(struct session *s);
 
@@ -546,14 +549,7 @@ void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
 void fallback_timeout(struct session *s);
-uint32_t fallback_reason_code(enum session_reason r);
-enum session_reason fallback_code_reason(uint32_t code);
-enum session_reason fallback_connect_reason(int err, bool target);
 struct fb_proof;
-enum session_reason fallback_answer(const struct conf_peer *p,
-				    const void *hello, size_t hello_len,
-				    const void *msg, size_t len,
-				    struct fb_proof *proof, const char **why);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;
@@ -715,7 +711,6 @@ void buf_written(struct buf *b, size_t n);
  * rx_cdc_recv() and from rx_consumed(); the owner may call any rconn
  * function from them, tx_conn_free() included.
  */
-#define RCONN_PEND_MAX 32 /* CDCs of one connection in flight */
 
 struct rconn;
 
@@ -768,36 +763,6 @@ struct rconn_peer_rmb {
 	uint32_t size;
 };
 
-/* A CDC of the connection in flight (smc_cdc_tx_pend). */
-struct rconn_pend {
-	struct cdc_cursor sent; /* tx_curs_sent after it */
-	struct cdc_cursor prod; /* local_tx_ctrl.prod after it */
-	uint16_t seqno;
-	bool validation;
-};
-
-/* what the connection owes the peer: reasons to post a CDC */
-#define RCONN_OWE_PUSH 0x1     /* data, not to be corked */
-#define RCONN_OWE_CONS 0x2     /* our consumer cursor */
-#define RCONN_OWE_VALIDATE 0x4 /* failover validation CDC */
-#define RCONN_OWE_CDC 0x8      /* one CDC even without data */
-#define RCONN_OWE_LAST 0x10    /* pushed by the last completion */
-
-/* rconn flags */
-#define RCONN_F_CLOSE_WR 0x001	 /* tx_close: done writing asked */
-#define RCONN_F_CLOSE 0x002	 /* tx_close: closed asked */
-#define RCONN_F_ABORT 0x004	 /* tx_close: abort asked */
-#define RCONN_F_ABORT_SENT 0x008 /* no CDC after that one */
-#define RCONN_F_PEER_DONE 0x010	 /* the peer's flags, sticky */
-#define RCONN_F_PEER_CLOSED 0x020
-#define RCONN_F_PEER_ABORT 0x040
-#define RCONN_F_DONE_TOLD 0x080	  /* peer_done_writing called */
-#define RCONN_F_CLOSED_TOLD 0x100 /* peer_closed called */
-#define RCONN_F_LINK_FAILED 0x200 /* link_failed told for this link */
-#define RCONN_F_TX_BLOCKED 0x400  /* owner found the ring full */
-#define RCONN_F_FREEING 0x800	  /* tx_conn_free ran: free when idle */
-#define RCONN_F_OUT_OF_SYNC 0x1000
-
 struct rconn_init {
 	uint64_t id; /* for logs */
 	struct wr_link *link;
@@ -812,58 +777,6 @@ struct rconn_init {
 	void *arg;
 	struct rconn_stats *sum; /* the owner's totals, or NULL */
 };
-
-struct rconn {
-	uint64_t id;
-	struct wr_link *link;
-	uint32_t token;
-	uint32_t peer_token;
-	const struct rconn_ops *ops;
-	void *arg;
-	struct tx_params params;
-	struct rconn_stats stats;
-	struct rconn_stats *sum;
-	unsigned int flags; /* RCONN_F_* */
-	int nest;	    /* callbacks under way: free later */
-
-	/* send side: ring cursors, then the peer's RMB */
-	struct buf *sndbuf;
-	uint32_t lkey;			/* of sndbuf on link's device */
-	struct cdc_cursor tx_curs_prep; /* produced into the ring */
-	struct cdc_cursor tx_curs_sent; /* RDMA-written */
-	struct cdc_cursor tx_curs_fin;	/* its CDC completed: space again */
-	struct rconn_peer_rmb peer_rmb;
-	struct cdc_info local_tx_ctrl; /* next CDC: prod, our cons, flags */
-	struct cdc_cursor tx_prod_fin; /* prod of the last completed CDC */
-	struct cdc_cursor tx_prod_hi;  /* furthest prod ever posted */
-	size_t peer_rmbe_space;	       /* the peer's window */
-	uint16_t tx_seq_fin;	       /* seqno of the last completed CDC */
-	int cdc_pend_tx_wr;	       /* CDCs in flight on link */
-	int cdc_pend_old;	       /* ... on links failed over from */
-	struct rconn_pend pend[RCONN_PEND_MAX];
-	int pend_head, pend_len;
-	unsigned int tx_owe;	 /* RCONN_OWE_* */
-	struct wr_waiter waiter; /* parked for a TX slot */
-
-	/* receive side */
-	struct buf *rmb;
-	struct cdc_info local_rx_ctrl;	     /* last CDC accepted */
-	struct cdc_cursor rx_curs_confirmed; /* our cons last posted */
-
-	/* stream offsets since the open, both ways (tx_resume) */
-	uint64_t tx_prep_off;	 /* bytes produced into the ring */
-	uint64_t tx_sent_hi_off; /* furthest ever RDMA-written */
-	uint64_t rx_off;	 /* bytes the peer announced to us */
-	uint64_t peer_cons_off;	 /* bytes the peer said it consumed */
-};
-
-/* count n in the connection's stats and the owner's totals */
-#define RCONN_STAT(rc, field, n)                 \
-	do {                                     \
-		(rc)->stats.field += (n);        \
-		if ((rc)->sum != NULL)           \
-			(rc)->sum->field += (n); \
-	} while (0)
 
 struct rconn *tx_conn_new(const struct rconn_init *init);
 void tx_conn_free(struct rconn *rc);
@@ -892,28 +805,24 @@ size_t tx_unsent(const struct rconn *rc);
 bool tx_fin_confirmed(struct rconn *rc);
 void tx_peer_token_set(struct rconn *rc, uint32_t token);
 void tx_json(const struct rconn *rc, void *json_obj);
-/* for rx.c */
-int tx_kick(struct rconn *rc, unsigned int owe);
-void tx_link_failed(struct rconn *rc);
-void tx_peer_consumed(struct rconn *rc);
+struct buf *tx_sndbuf(const struct rconn *rc);
+struct wr_link *tx_link(const struct rconn *rc);
+size_t tx_peer_window(const struct rconn *rc);
+uint64_t tx_peer_cons_off(const struct rconn *rc);
+uint64_t tx_sent_hi_off(const struct rconn *rc);
 
 int rx_data(struct rconn *rc, struct iovec iov[2]);
 void rx_consumed(struct rconn *rc, size_t n);
 size_t rx_readable(const struct rconn *rc);
 void rx_json(const struct rconn *rc, void *json_obj);
-int rx_cdc_recv(const void *msg, size_t len, size_t data_max,
-		struct rconn *(*lookup)(uint32_t token, void *arg), void *arg,
+struct buf *rx_rmb(const struct rconn *rc);
+uint64_t rx_received_off(const struct rconn *rc);
+int rx_cdc_recv(struct rconn *rc, const struct cdc_info *m, const void *data,
 		const char **why);
 
-/* cdc.c: the data path's side of the CDC messages (tx.c, rx.c) */
-int cdc_conn_build(const struct rconn *rc, uint16_t seqno,
-		   const struct cdc_cursor *prod, uint8_t prod_flags,
-		   uint8_t conn_state_flags, uint16_t data_len, void *buf,
-		   size_t size);
-int cdc_conn_check(const struct rconn *rc, const struct cdc_info *m,
-		   const char **why);
-int cdc_ring_spans(void *base, size_t size, size_t start, size_t n,
-		   struct iovec iov[2]);
+/* cdc.c, for lgr.c: a received CDC decoded */
+int cdc_msg_check(const void *msg, size_t len, size_t data_max,
+		  struct cdc_info *m, const char **why);
 
 /* clc.c: the link-group handshake on a TCP control connection */
 struct clc_conn;
@@ -960,35 +869,8 @@ void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
 /* lgr.c: link groups, their links, and the peers they reach (DESIGN §3) */
 #define LGR_LINKS_MAX 2	 /* active links per group (SMC-R v2.1: 1..2) */
 #define LGR_LINK_SLOTS 3 /* one more: a link going while another comes */
-#define LGR_DEVS_MAX 8
-#define LGR_LLC_QUEUE 8	     /* LLC messages waiting for a TX slot */
-#define LGR_TOKEN_BUCKETS 64 /* connection lookup by token (<= 255 each) */
 
 enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
-
-enum lgr_state {
-	LGR_STATE_CLC,	      /* CLC handshake on the control connection */
-	LGR_STATE_CONFIRMING, /* first link: CONFIRM_LINK under way */
-	LGR_STATE_ACTIVE,
-	LGR_STATE_TERMINATING, /* DELETE_LINK sent; freed soon */
-};
-
-enum lgr_link_state {
-	LGR_LINK_FREE,	     /* slot unused */
-	LGR_LINK_INIT,	     /* QP created, not connected */
-	LGR_LINK_ADDING,     /* server: ADD_LINK sent, awaiting the answer */
-	LGR_LINK_CONFIRMING, /* QP connected, CONFIRM_LINK under way */
-	LGR_LINK_ACTIVE,
-	LGR_LINK_DOWN, /* failed or deleted; freed soon */
-};
-
-/* What an LLC flow on a link waits for (link->deadline_ms bounds it). */
-enum lgr_link_wait {
-	LGR_WAIT_NONE,
-	LGR_WAIT_CONFIRM_REQ,  /* client: CONFIRM_LINK request */
-	LGR_WAIT_CONFIRM_RESP, /* server: CONFIRM_LINK response */
-	LGR_WAIT_ADD_RESP,     /* server: ADD_LINK response */
-};
 
 /*
  * Protocol timers in milliseconds.  lgr_ctx_new() fills in SMC's values
@@ -1003,48 +885,6 @@ struct lgr_timeouts {
 	unsigned int backoff_ms;	/* first fallback period: 60000 */
 	unsigned int backoff_max_ms;	/* doubling up to: 600000 */
 	unsigned int add_link_retry_ms; /* server: next ADD_LINK try: 60000 */
-};
-
-/* A device port links can use; local.len == 0: for any local address. */
-struct lgr_dev {
-	const struct dev_ops *ops;
-	struct dev *dev;
-	char name[32];
-	struct addr local;
-	bool owned; /* opened by us (ib_dev_open): closed by us */
-};
-
-struct lgr_llc_qent {
-	uint8_t msg[LLC_MSG_LEN];
-	wr_tx_done_fn done;
-	void *arg;
-};
-
-struct lgr_link {
-	struct lgr *lgr;
-	enum lgr_link_state state;
-	enum lgr_link_wait wait;
-	uint8_t id; /* link_num on the wire; 0 until known */
-	int slot;
-	const struct lgr_dev *dev;
-	struct dev *pd; /* its group's protection domain on dev */
-	struct wr_link *wr;
-	struct dev_qp_addr local, peer;
-	uint64_t deadline_ms; /* of wait */
-	uint64_t up_ms;
-	uint64_t down_ms; /* freed once its sends have flushed */
-	uint64_t act_ms;  /* last sign of life (completions moved) */
-	uint64_t act_completions;
-	bool test_pending;
-	uint64_t test_deadline_ms;
-	uint8_t test_data[16];
-	uint64_t test_sent, test_answered;
-	uint64_t test_sent_us; /* now_us() of the pending TEST_LINK */
-	uint64_t test_rtt_us;  /* the last answered one's round trip; 0: none */
-	int conns;
-	struct wr_waiter waiter; /* parked for a TX slot (LLC queue) */
-	struct lgr_llc_qent q[LGR_LLC_QUEUE];
-	int q_head, q_len;
 };
 
 /*
@@ -1066,85 +906,15 @@ struct lgr_conn {
 	void *arg;
 };
 
-TAILQ_HEAD(lgr_conns, lgr_conn);
-LIST_HEAD(lgr_conn_bucket, lgr_conn);
-
-struct lgr {
-	TAILQ_ENTRY(lgr) entry; /* ctx->lgrs */
-	struct lgr_ctx *ctx;
-	uint32_t id;
-	enum lgr_role role;
-	enum lgr_state state;
-	struct conf *conf; /* held: peer points into it */
-	const struct conf_peer *peer;
-	uint8_t peer_system_id[8];
-	uint8_t uid[4];	   /* CONFIRM_LINK link_uid: the server's */
-	uint8_t max_conns; /* negotiated */
-	uint8_t max_links;
-	uint32_t features;
-	uint32_t token, peer_token; /* alert tokens from CLC */
-	uint8_t peer_rmbe_size;
-	struct lgr_link link[LGR_LINK_SLOTS];
-	/* the group's own protection domain per device (ctx->devs[i]) */
-	struct dev *pd[LGR_DEVS_MAX];
-	uint8_t next_link_id;
-	int nconns;
-	struct lgr_conns conns;
-	struct lgr_conn_bucket by_token[LGR_TOKEN_BUCKETS];
-	struct clc_conn *clc; /* the control connection */
-	struct event *tick;
-	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
-	uint64_t term_deadline_ms; /* DELETE_LINK ALL given until then */
-	uint64_t dead_ms;	   /* done with: freed after the flush */
-	uint32_t term_reason;
-	int term_conns;	 /* connections it had when it ended */
-	bool counted_up; /* in lgr_created and the peer's count */
-	/* it ended in a way its connections may resume from (not orderly,
-	 * no protocol violation: the peer daemon may still have them) */
-	bool resumable;
-	bool refused;	     /* client: the peer port refused us */
-	bool counted_server; /* in its peer's server_lgrs */
-	bool for_resume;     /* client: set up to resume on */
-	bool tcp_connected;  /* client: the peer port answered */
-	/* the server's worker + 1 (0: unknown); a client's wish for it */
-	uint8_t peer_worker, want_worker;
-};
-
-/* One daemon's link groups on one event_base (a worker; a test side). */
-struct lgr_ctx {
-	struct event_base *base;
-	struct worker *w;  /* NULL in tests */
-	struct conf *conf; /* held when w is NULL */
-	struct stats *stats;
-	struct auth_limit *auth;
-	struct lgr_timeouts t;
-	uint8_t system_id[8];
-	struct lgr_dev devs[LGR_DEVS_MAX];
-	int ndevs;
-	bool probe; /* open ib devices on demand */
-	struct {
-		struct addr local;
-		char device[CONF_NAME_MAX + 1]; /* asked of it; "": any */
-		uint64_t until_ms;
-	} tried[LGR_DEVS_MAX]; /* addresses no device served */
-	int ntried;
-	struct {
-		char peer[CONF_NAME_MAX + 1];
-		uint64_t until_ms;
-	} backoff[LGR_DEVS_MAX]; /* cached: no lock per connection */
-	unsigned int nbackoff;
-	TAILQ_HEAD(lgr_list, lgr) lgrs; /* newest first */
-	LIST_HEAD(, clc_conn) clcs;	/* server handshakes without a group */
-	int nclcs;
+/* What the data path (session_rdma.c) hears of a context's groups. */
+struct lgr_data_ops {
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
 	void (*llc_rx)(struct lgr_link *link, const struct llc_info *m,
 		       void *arg);
-	/* the data path's: link became active (announce its rkeys there) */
+	/* link became active (announce its rkeys there) */
 	void (*link_up)(struct lgr_link *link, void *arg);
-	/* the data path's: a client group's setup failed (nothing waits) */
+	/* a client group's setup failed (nothing waits) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
-	void *llc_arg;	     /* of all three */
-	uint32_t last_token; /* 1..last_token were handed out */
 };
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
@@ -1155,6 +925,31 @@ int lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
 void lgr_ctx_free(struct lgr_ctx *ctx);
 struct lgr_ctx *lgr_worker_new(struct worker *w);
 struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
+void lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops,
+		     void *arg);
+struct lgr *lgr_next(struct lgr_ctx *ctx, struct lgr *prev);
+uint32_t lgr_id(const struct lgr *lgr);
+enum lgr_role lgr_role(const struct lgr *lgr);
+bool lgr_is_active(const struct lgr *lgr);
+bool lgr_is_ending(const struct lgr *lgr);
+const struct conf_peer *lgr_peer(const struct lgr *lgr);
+bool lgr_has_feature(const struct lgr *lgr, uint32_t feature);
+bool lgr_peer_is(const struct lgr *lgr, const uint8_t sysid[8]);
+const uint8_t *lgr_peer_system_id(const struct lgr *lgr);
+bool lgr_refused(const struct lgr *lgr);
+bool lgr_resumable(const struct lgr *lgr);
+uint8_t lgr_peer_worker(const struct lgr *lgr);
+bool lgr_tcp_connected(const struct lgr *lgr);
+struct lgr *lgr_link_group(const struct lgr_link *link);
+uint8_t lgr_link_id(const struct lgr_link *link);
+const char *lgr_link_dev_name(const struct lgr_link *link);
+bool lgr_link_is_active(const struct lgr_link *link);
+struct wr_link *lgr_link_wr(const struct lgr_link *link);
+const struct dev_mr *lgr_link_mr(const struct lgr_link *link, struct buf *b);
+bool lgr_link_has_pd(const struct lgr_link *link);
+struct lgr_link *lgr_link_next_active(struct lgr *lgr,
+				      const struct lgr_link *prev);
+struct lgr_conn *lgr_conn_next(struct lgr *lgr, const struct lgr_conn *prev);
 void lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_get(struct lgr_ctx *ctx, const struct conf_peer *peer);
 struct lgr *lgr_client_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
@@ -1170,29 +965,11 @@ void lgr_conn_del(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
-const char *lgr_state_name(enum lgr_state st);
-const char *lgr_link_state_name(enum lgr_link_state st);
 void lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links);
 void lgr_worker_json(struct worker *w, void *lgrs, void *links);
-/* for clc.c and llc.c */
-struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
-			   const struct clc_proposal_info *p,
-			   const struct addr *local, uint32_t *decline);
-void lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out);
-uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
-void lgr_clc_done(struct lgr *lgr);
-void lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer);
-void lgr_link_confirmed(struct lgr_link *link);
-void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
-		   const char *why);
-void lgr_link_timeout(struct lgr_link *link);
-void lgr_protocol_error(struct lgr *lgr, const char *why);
 void lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly,
 		   bool by_peer);
-struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
-				   const struct dev_qp_addr *peer);
-int lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer);
-void lgr_link_add_rejected(struct lgr_link *link);
+void lgr_protocol_error(struct lgr *lgr, const char *why);
 
 /* peer.c: what the process knows about each peer, for every worker */
 #define PEER_ERROR_MAX 160
@@ -1237,10 +1014,8 @@ void session_rdma_io(struct session *s, int i, short what);
 void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
-void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
-			 void *arg);
-enum session_reason session_rdma_resume_tcp(struct session *fs,
-					    const struct fb_hello_info *hi);
+int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
+			    enum session_reason *why);
 /* resume.c: the client handshake's outcome for a resume (fallback.c) */
 void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
 				     uint64_t fin);

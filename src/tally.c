@@ -146,8 +146,8 @@ tally_close(const struct session *s, enum session_reason reason)
 	t = tally_get(kind, name);
 	if (t != NULL) {
 		t->conns[s->mode == SESSION_MODE_RDMA]++;
-		t->bytes_in += s->pump[0].bytes;
-		t->bytes_out += s->pump[1].bytes;
+		t->bytes_in += s->bytes[0];
+		t->bytes_out += s->bytes[1];
 		if (reason < SESSION_NREASONS)
 			t->closes[reason]++;
 	}

@@ -49,6 +49,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "rconn.h"
 
 /* how long an aborted connection's RMB element stays registered */
 #define TX_RMB_COOL_MS 5000
@@ -861,6 +862,41 @@ tx_detach(struct rconn *rc)
 	rc->pend_head = 0;
 	rc->link = NULL;
 	rc->flags |= RCONN_F_LINK_FAILED;
+}
+
+/* The send ring (its memory registered on each link the owner moves to). */
+struct buf *
+tx_sndbuf(const struct rconn *rc)
+{
+	return rc->sndbuf;
+}
+
+/* The link rc sends on; NULL once detached. */
+struct wr_link *
+tx_link(const struct rconn *rc)
+{
+	return rc->link;
+}
+
+/* Bytes the peer's window takes now. */
+size_t
+tx_peer_window(const struct rconn *rc)
+{
+	return rc->peer_rmbe_space;
+}
+
+/* Bytes the peer said it consumed, since the open. */
+uint64_t
+tx_peer_cons_off(const struct rconn *rc)
+{
+	return rc->peer_cons_off;
+}
+
+/* The furthest byte ever RDMA-written, since the open. */
+uint64_t
+tx_sent_hi_off(const struct rconn *rc)
+{
+	return rc->tx_sent_hi_off;
 }
 
 /* Bytes of ours confirmed by a completed CDC: in the peer's RMB. */

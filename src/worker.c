@@ -340,7 +340,7 @@ worker_has_room(const struct worker *w)
 }
 
 /* Whether the peer port may accept another stranger now. */
-bool
+static bool
 worker_preauth_room(struct worker *w)
 {
 	return w->npreauth < w->conf->preauth_max;
@@ -711,14 +711,14 @@ worker_revoke(struct worker *w, const struct conf *conf)
 	}
 	if (ctx == NULL)
 		return;
-	TAILQ_FOREACH_SAFE(lgr, &ctx->lgrs, entry, lnext) {
-		if (lgr->state == LGR_STATE_TERMINATING ||
-		    worker_peer_kept(conf, lgr->peer))
+	for (lgr = lgr_next(ctx, NULL); lgr != NULL; lgr = lnext) {
+		lnext = lgr_next(ctx, lgr);
+		if (lgr_is_ending(lgr) || worker_peer_kept(conf, lgr_peer(lgr)))
 			continue;
 		log_info("lgr %u: peer %s %s on reload: ending its link group",
-			 lgr->id, lgr->peer->name,
-			 conf_peer_find(conf, lgr->peer->name) ? "changed" :
-								 "removed");
+			 lgr_id(lgr), lgr_peer(lgr)->name,
+			 conf_peer_find(conf, lgr_peer(lgr)->name) ? "changed" :
+								     "removed");
 		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 	}
 }

@@ -65,11 +65,13 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "fallback_wire.h"
 #include "llc_wire.h"
 #include "fuzz.h"
+#include "../unit/loopnet.h"
 
 #define FUZZ_WAIT_MS 5000 /* an answer from A; far more than it takes */
 #define FUZZ_FLUSH_MS 20  /* record 7: A's PROOF */
@@ -152,35 +154,24 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	(void)llc_send(link, &a, NULL, NULL);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 static int
 fuzz_listen(int *port)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loopnet_listen(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 1024) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
-	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
 static int
 fuzz_connect(int port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = loopnet_connect(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
 	return fd;
 }
@@ -273,7 +264,7 @@ fuzz_setup_cb(struct worker *wk, void *arg)
 	if (ctx_b == NULL ||
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb") != 0)
 		FUZZ_FAIL();
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 }
 
 static void

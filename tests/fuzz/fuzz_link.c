@@ -44,6 +44,8 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
+#include "rconn.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"
 #include "fuzz.h"
@@ -221,6 +223,8 @@ fuzz_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	s->llc_data++;
 }
 
+static const struct lgr_data_ops fuzz_ops = {.llc_rx = fuzz_llc_rx};
+
 static void
 fuzz_turn(void)
 {
@@ -254,8 +258,7 @@ fuzz_side_init(struct fuzz_side *s, const char *name, const char *peer,
 	s->ctx = lgr_ctx_new(fuzz_base, s->conf, &s->st, &s->al, t);
 	if (s->ctx == NULL)
 		return -1;
-	s->ctx->llc_rx = fuzz_llc_rx;
-	s->ctx->llc_arg = s;
+	lgr_ctx_set_ops(s->ctx, &fuzz_ops, s);
 	for (i = 0; i < ndev; i++) {
 		s->dev[i] = loopdev_new(fuzz_base);
 		if (s->dev[i] == NULL)

@@ -57,14 +57,16 @@
 #include <event2/event.h>
 
 #include "session_rdma.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "llc_wire.h"
 #include "fuzz.h"
+#include "../unit/loopnet.h"
 
-#define FUZZ_WAIT_MS 5000   /* an answer from A; far more than it takes */
-#define FUZZ_ASKED_MS 1000  /* record 5: A asks again */
-#define FUZZ_SETTLE_MS 30   /* after the records */
+#define FUZZ_WAIT_MS 5000    /* an answer from A; far more than it takes */
+#define FUZZ_ASKED_MS 1000   /* record 5: A asks again */
+#define FUZZ_SETTLE_MS 30    /* after the records */
 #define FUZZ_STREAM_MAX 8192 /* client bytes: within b's 16 KiB element */
 #define FUZZ_RECORDS 64
 #define FUZZ_B_TOKEN 0x99
@@ -144,6 +146,8 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	(void)llc_send(link, &a, NULL, NULL);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 /*
  * An active link of b's group that A's last CONN_RESUME came on: that
  * link (req) or another one; NULL if there is none.
@@ -164,8 +168,7 @@ b_link(bool req)
 		return NULL;
 	for (i = 0; i < LGR_LINK_SLOTS; i++) {
 		k = &lgr->link[i];
-		if (k->state == LGR_LINK_ACTIVE &&
-		    (k->id == b_req_link) == req)
+		if (k->state == LGR_LINK_ACTIVE && (k->id == b_req_link) == req)
 			return k;
 	}
 	return NULL;
@@ -287,7 +290,7 @@ fuzz_setup_cb(struct worker *wk, void *arg)
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb") ||
 	    lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b2, "loopb2"))
 		FUZZ_FAIL();
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 	b_pool = buf_pool_new(NULL, NULL, 0);
 	if (b_pool == NULL || buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb))
 		FUZZ_FAIL();
@@ -369,16 +372,16 @@ fuzz_devs_cb(struct worker *wk, void *arg)
 
 /* Where A and b stand, read on the worker. */
 struct fuzz_view {
-	int state;	  /* A's session's; -1: gone */
-	int nreq;	  /* CONN_RESUMEs b got */
+	int state;	   /* A's session's; -1: gone */
+	int nreq;	   /* CONN_RESUMEs b got */
 	int links, groups; /* A's: active links of its active group; groups */
-	uint64_t window;  /* A's RMB element size */
-	uint64_t resumed; /* conns_resumed_rdma */
+	uint64_t window;   /* A's RMB element size */
+	uint64_t resumed;  /* conns_resumed_rdma */
 	uint64_t resuming; /* conns_resuming (a gauge) */
-	uint64_t failed;  /* resume_failed_* together */
-	uint64_t closed;  /* closes, every reason */
-	uint64_t fin;	  /* A's tx_fin_off: confirmed in b's element */
-	uint64_t sent_hi; /* A's tx_sent_hi_off: furthest written */
+	uint64_t failed;   /* resume_failed_* together */
+	uint64_t closed;   /* closes, every reason */
+	uint64_t fin;	   /* A's tx_fin_off: confirmed in b's element */
+	uint64_t sent_hi;  /* A's tx_sent_hi_off: furthest written */
 };
 
 static uint8_t
@@ -399,9 +402,9 @@ fuzz_view_cb(struct worker *wk, void *arg)
 	memset(v, 0, sizeof(*v));
 	v->state = s != NULL ? (int)s->state : -1;
 	if (s != NULL && s->rdma != NULL && s->rdma->rc != NULL) {
-		v->window = s->rdma->rc->rmb->size;
+		v->window = rx_rmb(s->rdma->rc)->size;
 		v->fin = tx_fin_off(s->rdma->rc);
-		v->sent_hi = s->rdma->rc->tx_sent_hi_off;
+		v->sent_hi = tx_sent_hi_off(s->rdma->rc);
 	}
 	v->nreq = b_nreq;
 	TAILQ_FOREACH(lgr, &worker_lgr(wk)->lgrs, entry) {
@@ -432,32 +435,19 @@ fuzz_view(struct fuzz_view *v)
 static int
 fuzz_listen(int *port)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loopnet_listen(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 1024) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
-	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
 static int
 fuzz_connect(int port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = loopnet_connect(port);
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+	if (fd < 0)
 		FUZZ_FAIL();
 	return fd;
 }
@@ -559,8 +549,7 @@ fuzz_write(int client, size_t n)
 }
 
 static bool
-fuzz_wait(bool (*done)(const struct fuzz_view *), struct fuzz_view *v,
-	  int ms)
+fuzz_wait(bool (*done)(const struct fuzz_view *), struct fuzz_view *v, int ms)
 {
 	int i;
 
@@ -692,8 +681,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			a.sel = (uint8_t)fuzz_u8(&data, &size);
 			a.rx = before + (uint64_t)(int64_t)(int16_t)fuzz_take(
 						&data, &size, 2);
-			a.fin = (uint64_t)(int64_t)(int16_t)fuzz_take(
-				&data, &size, 2);
+			a.fin = (uint64_t)(int64_t)(int16_t)fuzz_take(&data,
+								      &size, 2);
 			break;
 		case 1:
 			a.sel = op & 0xf8;

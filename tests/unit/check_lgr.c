@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 
@@ -740,6 +741,9 @@ count_setup_failed(struct lgr *lgr, void *arg)
 	setup_failures++;
 }
 
+static const struct lgr_data_ops count_ops = {.setup_failed =
+						      count_setup_failed};
+
 /*
  * The server has no device: it declines NOSMCRDEV and A falls back; A's
  * data path hears of the failure once (its waiting connections go now).
@@ -752,8 +756,8 @@ START_TEST(decline_nosmcrdev)
 	side_init(&A, "a", "b", 1, NULL, NULL);
 	side_init(&B, "b", "a", 0, NULL, NULL);
 	setup_failures = 0;
-	A.ctx->setup_failed = count_setup_failed;
-	B.ctx->setup_failed = count_setup_failed; /* server: never */
+	lgr_ctx_set_ops(A.ctx, &count_ops, NULL);
+	lgr_ctx_set_ops(B.ctx, &count_ops, NULL); /* server: never */
 	connect_ab();
 	ck_assert(run_until(none_left, WAIT_MS));
 	ck_assert_int_eq(setup_failures, 1);

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "rconn.h"
 
 static const struct dev_path smc_path = DEV_PATH_SMC;
 
@@ -124,6 +125,23 @@ h_lookup(uint32_t token, void *arg)
 	return NULL;
 }
 
+/* A CDC to side s, as lgr_cdc_rx hands it over: 0, -ENOENT or -EPROTO. */
+static int
+h_recv(struct side *s, const void *msg, size_t len, const char **why)
+{
+	struct cdc_info m;
+	struct rconn *rc;
+
+	if (cdc_msg_check(msg, len, s->data_max, &m, why))
+		return -EPROTO;
+	rc = h_lookup(m.token, s);
+	if (rc == NULL) {
+		*why = "CDC for an unknown token";
+		return -ENOENT;
+	}
+	return rx_cdc_recv(rc, &m, (const uint8_t *)msg + CDC_MSG_LEN, why);
+}
+
 static void
 h_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 {
@@ -133,7 +151,7 @@ h_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 
 	if (s->deaf && l == s->link[0])
 		return;
-	err = rx_cdc_recv(msg, len, s->data_max, h_lookup, s, &why);
+	err = h_recv(s, msg, len, &why);
 	if (err == -ENOENT)
 		s->rx_unknown++;
 	else if (err) {
@@ -1412,9 +1430,7 @@ START_TEST(failover_skips_bytes_peer_consumed)
 	m.token = A(&h, 0)->token;
 	m.cons.count = 300;
 	ck_assert_int_eq(cdc_msg_encode(buf, sizeof(buf), &m), CDC_MSG_LEN);
-	ck_assert_int_eq(
-		rx_cdc_recv(buf, sizeof(buf), 0, h_lookup, &h.side[0], &why),
-		0);
+	ck_assert_int_eq(h_recv(&h.side[0], buf, sizeof(buf), &why), 0);
 	ck_assert_int_eq(h_move(&h.side[0].conn[0], 1), 0);
 	ck_assert_uint_eq(A(&h, 0)->tx_curs_sent.count, 300);
 	ck_assert_uint_eq(A(&h, 0)->local_tx_ctrl.prod.count, 300);
@@ -1454,7 +1470,7 @@ forge_open(struct forge *f)
 	f->m.prod.count = 100;
 }
 
-/* Feed f->m (or f->buf when raw) to B: rx_cdc_recv's result. */
+/* Feed f->m (or f->buf when raw) to B: h_recv's result. */
 static int
 forge_feed(struct forge *f, bool raw, size_t len)
 {
@@ -1466,7 +1482,7 @@ forge_feed(struct forge *f, bool raw, size_t len)
 	if (!raw)
 		ck_assert_int_eq(cdc_msg_encode(f->buf, sizeof(f->buf), &f->m),
 				 CDC_MSG_LEN);
-	err = rx_cdc_recv(f->buf, len, s->data_max, h_lookup, s, &why);
+	err = h_recv(s, f->buf, len, &why);
 	if (err) {
 		ck_assert_ptr_nonnull(why);
 		s->why = why;

@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "lgr.h"
 #include "llc_wire.h"
 
 #define WAIT_MS 5000
@@ -79,6 +80,8 @@ side_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 		s->got[s->ngot++] = *m;
 }
 
+static const struct lgr_data_ops side_ops = {.llc_rx = side_llc_rx};
+
 static void
 side_init(struct side *s)
 {
@@ -95,8 +98,7 @@ side_init(struct side *s)
 	auth_limit_init(&s->al);
 	s->ctx = lgr_ctx_new(worker_base(w), s->conf, &s->st, &s->al, NULL);
 	ck_assert_ptr_nonnull(s->ctx);
-	s->ctx->llc_rx = side_llc_rx;
-	s->ctx->llc_arg = s;
+	lgr_ctx_set_ops(s->ctx, &side_ops, s);
 	s->dev = loopdev_new(worker_base(w));
 	ck_assert_ptr_nonnull(s->dev);
 	ck_assert_int_eq(lgr_ctx_add_dev(s->ctx, &loopdev_ops, s->dev, s->name),

@@ -25,6 +25,8 @@
 #include <event2/event.h>
 
 #include "session_rdma.h"
+#include "lgr.h"
+#include "loopnet.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "fallback_wire.h"
@@ -123,36 +125,23 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);
 }
 
+static const struct lgr_data_ops b_ops = {.llc_rx = b_llc_rx};
+
 static int
 listen_any(int *port)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loopnet_listen(port);
 
 	ck_assert_int_ge(fd, 0);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	ck_assert_int_eq(listen(fd, 1024), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
 static int
 connect_to(int port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = loopnet_connect(port);
 
 	ck_assert_int_ge(fd, 0);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	return fd;
 }
 
@@ -209,7 +198,7 @@ setup_cb(struct worker *wk, void *arg)
 	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
-	ctx_b->llc_rx = b_llc_rx;
+	lgr_ctx_set_ops(ctx_b, &b_ops, NULL);
 	ck_assert_int_eq(lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b, "loopb"),
 			 0);
 	if (ndevs == 2) {

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Private to the link groups: lgr.c, llc.c and clc.c (and the tests that
+ * build groups on loopdev), as net/smc's smc_core.h.  A group, its links
+ * and a context of groups; everybody else holds them opaque and uses the
+ * lgr_* functions of smcproxyd.h.
+ */
+#ifndef SMCPROXYD_LGR_H
+#define SMCPROXYD_LGR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "smcproxyd.h"
+#include "llc_wire.h"
+
+#define LGR_DEVS_MAX 8
+#define LGR_LLC_QUEUE 8	     /* LLC messages waiting for a TX slot */
+#define LGR_TOKEN_BUCKETS 64 /* connection lookup by token (<= 255 each) */
+
+enum lgr_state {
+	LGR_STATE_CLC,	      /* CLC handshake on the control connection */
+	LGR_STATE_CONFIRMING, /* first link: CONFIRM_LINK under way */
+	LGR_STATE_ACTIVE,
+	LGR_STATE_TERMINATING, /* DELETE_LINK sent; freed soon */
+};
+
+enum lgr_link_state {
+	LGR_LINK_FREE,	     /* slot unused */
+	LGR_LINK_INIT,	     /* QP created, not connected */
+	LGR_LINK_ADDING,     /* server: ADD_LINK sent, awaiting the answer */
+	LGR_LINK_CONFIRMING, /* QP connected, CONFIRM_LINK under way */
+	LGR_LINK_ACTIVE,
+	LGR_LINK_DOWN, /* failed or deleted; freed soon */
+};
+
+/* What an LLC flow on a link waits for (link->deadline_ms bounds it). */
+enum lgr_link_wait {
+	LGR_WAIT_NONE,
+	LGR_WAIT_CONFIRM_REQ,  /* client: CONFIRM_LINK request */
+	LGR_WAIT_CONFIRM_RESP, /* server: CONFIRM_LINK response */
+	LGR_WAIT_ADD_RESP,     /* server: ADD_LINK response */
+};
+
+/* A device port links can use; local.len == 0: for any local address. */
+struct lgr_dev {
+	const struct dev_ops *ops;
+	struct dev *dev;
+	char name[32];
+	struct addr local;
+	bool owned; /* opened by us (ib_dev_open): closed by us */
+};
+
+struct lgr_llc_qent {
+	uint8_t msg[LLC_MSG_LEN];
+	wr_tx_done_fn done;
+	void *arg;
+};
+
+struct lgr_link {
+	struct lgr *lgr;
+	enum lgr_link_state state;
+	enum lgr_link_wait wait;
+	uint8_t id; /* link_num on the wire; 0 until known */
+	int slot;
+	const struct lgr_dev *dev;
+	struct dev *pd; /* its group's protection domain on dev */
+	struct wr_link *wr;
+	struct dev_qp_addr local, peer;
+	uint64_t deadline_ms; /* of wait */
+	uint64_t up_ms;
+	uint64_t down_ms; /* freed once its sends have flushed */
+	uint64_t act_ms;  /* last sign of life (completions moved) */
+	uint64_t act_completions;
+	bool test_pending;
+	uint64_t test_deadline_ms;
+	uint8_t test_data[16];
+	uint64_t test_sent, test_answered;
+	uint64_t test_sent_us; /* now_us() of the pending TEST_LINK */
+	uint64_t test_rtt_us;  /* the last answered one's round trip; 0: none */
+	int conns;
+	struct wr_waiter waiter; /* parked for a TX slot (LLC queue) */
+	struct lgr_llc_qent q[LGR_LLC_QUEUE];
+	int q_head, q_len;
+};
+
+TAILQ_HEAD(lgr_conns, lgr_conn);
+LIST_HEAD(lgr_conn_bucket, lgr_conn);
+
+struct lgr {
+	TAILQ_ENTRY(lgr) entry; /* ctx->lgrs */
+	struct lgr_ctx *ctx;
+	uint32_t id;
+	enum lgr_role role;
+	enum lgr_state state;
+	struct conf *conf; /* held: peer points into it */
+	const struct conf_peer *peer;
+	uint8_t peer_system_id[8];
+	uint8_t uid[4];	   /* CONFIRM_LINK link_uid: the server's */
+	uint8_t max_conns; /* negotiated */
+	uint8_t max_links;
+	uint32_t features;
+	uint32_t token, peer_token; /* alert tokens from CLC */
+	uint8_t peer_rmbe_size;
+	struct lgr_link link[LGR_LINK_SLOTS];
+	/* the group's own protection domain per device (ctx->devs[i]) */
+	struct dev *pd[LGR_DEVS_MAX];
+	uint8_t next_link_id;
+	int nconns;
+	struct lgr_conns conns;
+	struct lgr_conn_bucket by_token[LGR_TOKEN_BUCKETS];
+	struct clc_conn *clc; /* the control connection */
+	struct event *tick;
+	uint64_t created_ms, active_ms, idle_since_ms, next_add_ms;
+	uint64_t term_deadline_ms; /* DELETE_LINK ALL given until then */
+	uint64_t dead_ms;	   /* done with: freed after the flush */
+	uint32_t term_reason;
+	int term_conns;	 /* connections it had when it ended */
+	bool counted_up; /* in lgr_created and the peer's count */
+	/* it ended in a way its connections may resume from (not orderly,
+	 * no protocol violation: the peer daemon may still have them) */
+	bool resumable;
+	bool refused;	     /* client: the peer port refused us */
+	bool counted_server; /* in its peer's server_lgrs */
+	bool for_resume;     /* client: set up to resume on */
+	bool tcp_connected;  /* client: the peer port answered */
+	/* the server's worker + 1 (0: unknown); a client's wish for it */
+	uint8_t peer_worker, want_worker;
+};
+
+/* One daemon's link groups on one event_base (a worker; a test side). */
+struct lgr_ctx {
+	struct event_base *base;
+	struct worker *w;  /* NULL in tests */
+	struct conf *conf; /* held when w is NULL */
+	struct stats *stats;
+	struct auth_limit *auth;
+	struct lgr_timeouts t;
+	uint8_t system_id[8];
+	struct lgr_dev devs[LGR_DEVS_MAX];
+	int ndevs;
+	bool probe; /* open ib devices on demand */
+	struct {
+		struct addr local;
+		char device[CONF_NAME_MAX + 1]; /* asked of it; "": any */
+		uint64_t until_ms;
+	} tried[LGR_DEVS_MAX]; /* addresses no device served */
+	int ntried;
+	struct {
+		char peer[CONF_NAME_MAX + 1];
+		uint64_t until_ms;
+	} backoff[LGR_DEVS_MAX]; /* cached: no lock per connection */
+	unsigned int nbackoff;
+	TAILQ_HEAD(lgr_list, lgr) lgrs; /* newest first */
+	LIST_HEAD(, clc_conn) clcs;	/* server handshakes without a group */
+	int nclcs;
+	struct lgr_data_ops ops; /* lgr_ctx_set_ops */
+	void *ops_arg;
+	uint32_t last_token; /* 1..last_token were handed out */
+};
+
+/* for clc.c and llc.c */
+struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
+			   const struct clc_proposal_info *p,
+			   const struct addr *local, uint32_t *decline);
+void lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out);
+uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
+void lgr_clc_done(struct lgr *lgr);
+void lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer);
+void lgr_link_confirmed(struct lgr_link *link);
+void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
+		   const char *why);
+void lgr_link_timeout(struct lgr_link *link);
+struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
+				   const struct dev_qp_addr *peer);
+int lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer);
+void lgr_link_add_rejected(struct lgr_link *link);
+
+#endif /* SMCPROXYD_LGR_H */
