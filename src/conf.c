@@ -22,6 +22,7 @@
 #include <libconfig.h>
 
 #include "smcproxyd.h"
+#include "llc_wire.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CONF_PATH_LEN 128 /* "exports[123].connect_timeout" and more */
@@ -128,7 +129,8 @@ struct conf_src {
 struct conf_msg {
 	struct conf_loc loc;
 	size_t seq;
-	char *text; /* "key: message" */
+	bool warning; /* serves, but not as the file seems to say */
+	char *text;   /* "key: message" */
 };
 
 struct conf_parse {
@@ -144,20 +146,17 @@ struct conf_parse {
 static void conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
 		     const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+static void conf_warn(struct conf_parse *p, struct conf_loc loc,
+		      const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 static void
-conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
-	 const char *fmt, ...)
+conf_add_msg(struct conf_parse *p, struct conf_loc loc, const char *key,
+	     bool warning, const char *msg)
 {
-	char msg[CONF_MSG_LEN];
 	struct conf_msg *m;
-	va_list ap;
 	size_t n;
 
-	p->nerrors++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (p->nmsgs == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
 
@@ -178,7 +177,41 @@ conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
 	}
 	snprintf(m->text, n, "%s: %s", key, msg);
 	m->loc = loc;
+	m->warning = warning;
 	m->seq = p->nmsgs++;
+}
+
+/* An error at loc: the file is refused. */
+static void
+conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
+	 const char *fmt, ...)
+{
+	char msg[CONF_MSG_LEN];
+	va_list ap;
+
+	p->nerrors++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conf_add_msg(p, loc, key, false, msg);
+}
+
+/*
+ * A warning at loc: the file serves, but something in it will not do what
+ * it seems to (an unauthenticated peer, a key the service cannot read).
+ * "smcproxyd -n" prints them, the daemon logs them at start and reload.
+ */
+static void
+conf_warn(struct conf_parse *p, struct conf_loc loc, const char *key,
+	  const char *fmt, ...)
+{
+	char msg[CONF_MSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conf_add_msg(p, loc, key, true, msg);
 }
 
 static int
@@ -193,20 +226,28 @@ conf_msg_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Print the collected messages in file order, then drop them. */
+/*
+ * Print the collected errors in file order to errors and the warnings, as
+ * "file:line: key: warning: message" lines, to warnings (may be NULL);
+ * then drop them.
+ */
 static void
-conf_flush(struct conf_parse *p, FILE *errors)
+conf_flush(struct conf_parse *p, FILE *errors, FILE *warnings)
 {
+	const struct conf_msg *m;
+	FILE *f;
 	size_t i;
 
 	if (p->nmsgs > 1)
 		qsort(p->msgs, p->nmsgs, sizeof(*p->msgs), conf_msg_cmp);
 	for (i = 0; i < p->nmsgs; i++) {
-		if (errors != NULL)
-			fprintf(errors, "%s:%d: %s\n",
-				p->src->files[p->msgs[i].loc.file],
-				p->msgs[i].loc.line, p->msgs[i].text);
-		free(p->msgs[i].text);
+		m = &p->msgs[i];
+		f = m->warning ? warnings : errors;
+		if (f != NULL)
+			fprintf(f, "%s:%d: %s%s\n", p->src->files[m->loc.file],
+				m->loc.line, m->warning ? "warning: " : "",
+				m->text);
+		free(m->text);
 	}
 	if (p->lost && errors != NULL)
 		fprintf(errors, "%s: %d more errors (out of memory)\n",
@@ -728,6 +769,25 @@ conf_key_index(const struct conf_key *keys, size_t n, const char *name)
 	return i;
 }
 
+/*
+ * Whether we may give a file group gid: root may, anyone else only a
+ * group it is in (the unit's user: its own, or SupplementaryGroups=).
+ */
+static bool
+conf_gid_ours(gid_t gid)
+{
+	gid_t groups[NGROUPS_MAX];
+	int i, n;
+
+	if (geteuid() == 0 || getegid() == gid)
+		return true;
+	n = getgroups(NGROUPS_MAX, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
 static void
 conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	       const char *prefix, struct conf_loc at)
@@ -750,6 +810,17 @@ conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 				 "host name %s is not a valid name; set one",
 				 conf_quote(host, q, sizeof(q)));
 	}
+	if (conf->control_gid >= 0 && !conf_gid_ours((gid_t)conf->control_gid))
+		conf_warn(p,
+			  locs[conf_key_index(conf_main_keys,
+					      CONF_NELEM(conf_main_keys),
+					      "control_gid")],
+			  "smcproxyd.control_gid",
+			  "uid %u is not in group %d and cannot give it the "
+			  "control socket; add it to the group, or under the "
+			  "unit SupplementaryGroups= in a drop-in "
+			  "(smcproxyd(8), SYSTEMD)",
+			  (unsigned)geteuid(), conf->control_gid);
 	if (conf->workers == 0) {
 		n = sysconf(_SC_NPROCESSORS_ONLN);
 		conf->workers = n < 1 ? 1 : n > 256 ? 256 : (int)n;
@@ -785,6 +856,18 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 				 "peer %s: no key_file; set insecure = true to "
 				 "allow unauthenticated peers",
 				 who);
+		if (peer->insecure) {
+			snprintf(key, sizeof(key), "%s.insecure", prefix);
+			conf_warn(
+				p, in, key,
+				"peer %s is not authenticated: anyone who can "
+				"reach the peer port from %s can use the "
+				"exports it may use, and its traffic is "
+				"neither authenticated nor encrypted",
+				who,
+				peer->any_source ? "anywhere (any_source)" :
+						   "its address's host");
+		}
 		return;
 	}
 	if (peer->insecure) {
@@ -811,6 +894,8 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	if (auth_key_load(peer->key_file, peer->key, &peer->key_len, err,
 			  sizeof(err)) < 0)
 		conf_err(p, kf, key, "%s", err);
+	else if (err[0] != '\0')
+		conf_warn(p, kf, key, "%s", err);
 }
 
 static void
@@ -1407,6 +1492,37 @@ conf_parse_list(struct conf_parse *p, enum conf_sect_id id,
 	conf_check_unique(p, id, arr, n);
 }
 
+/*
+ * An export is named in CONN_OPEN in LLC_EXPORT_MAX bytes: a longer name,
+ * which the fallback would carry, is refused rather than send every
+ * connection of it silently over TCP.
+ */
+static void
+conf_check_export_names(struct conf_parse *p, enum conf_sect_id id,
+			const char *key, const char *sect, int n, size_t size,
+			size_t name_off)
+{
+	const struct conf_section *sec = &conf_sections[id];
+	const size_t ki = conf_key_index(sec->keys, sec->nkeys, key);
+	char *arr = *(char **)((char *)p->conf + sec->arr_off);
+	char path[CONF_PATH_LEN], q[CONF_QUOTE_LEN];
+	const char *name;
+	size_t len;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		name = arr + (size_t)i * size + name_off;
+		len = strlen(name);
+		if (len <= LLC_EXPORT_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%s[%d].%s", sect, i, key);
+		conf_err(p, p->src->keys[id][(size_t)i * sec->nkeys + ki], path,
+			 "export name %s is %zu bytes; over RDMA an export is "
+			 "named in at most %d (CONN_OPEN): use a shorter name",
+			 conf_quote(name, q, sizeof(q)), len, LLC_EXPORT_MAX);
+	}
+}
+
 /* Checks across sections, once every section is in. */
 static void
 conf_check_all(struct conf_parse *p)
@@ -1418,6 +1534,12 @@ conf_check_all(struct conf_parse *p)
 	char path[CONF_PATH_LEN], a[ADDR_STRLEN];
 	int i;
 
+	conf_check_export_names(p, CONF_SECT_EXPORTS, "name", "exports",
+				conf->nexports, sizeof(struct conf_export),
+				offsetof(struct conf_export, name));
+	conf_check_export_names(p, CONF_SECT_RULES, "export", "rules",
+				conf->nrules, sizeof(struct conf_rule),
+				offsetof(struct conf_rule, export));
 	if (conf->nexports > 0 && !conf->has_peer_listen)
 		conf_err(p, p->src->sect[CONF_SECT_EXPORTS], "exports",
 			 "peers cannot reach exports without a peer_listen "
@@ -1472,6 +1594,8 @@ conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
 	struct conf_parse p = {0};
 	struct conf *conf;
 	struct conf_loc loc;
+	FILE *warnings = NULL;
+	size_t wlen = 0;
 
 	conf = calloc(1, sizeof(*conf));
 	if (conf == NULL)
@@ -1497,7 +1621,13 @@ conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
 	} else {
 		conf_parse_root(&p, config_root_setting(cfg));
 	}
-	conf_flush(&p, errors);
+	warnings = open_memstream(&conf->warnings, &wlen);
+	if (warnings == NULL) {
+		conf_flush(&p, errors, NULL);
+		goto nomem;
+	}
+	conf_flush(&p, errors, warnings);
+	fclose(warnings);
 	if (p.nerrors == 0)
 		return conf;
 	conf_free(conf);
@@ -1619,6 +1749,7 @@ conf_free(struct conf *conf)
 		free(conf->src);
 	}
 	free(conf->control_socket);
+	free(conf->warnings);
 	free(conf->path);
 	free(conf);
 }

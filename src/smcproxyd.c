@@ -37,21 +37,6 @@ static void __attribute__((noreturn)) usage(FILE *f)
 	exit(f == stdout ? 0 : 2);
 }
 
-static void
-smcproxyd_warn_insecure(const struct conf *conf)
-{
-	int i;
-
-	for (i = 0; i < conf->npeers; i++)
-		if (conf->peers[i].key_len == 0)
-			log_warnx("peer %s is not authenticated (insecure = "
-				  "true): anyone who can reach the peer port "
-				  "from %s can use the exports it may use",
-				  conf->peers[i].name,
-				  conf->peers[i].any_source ? "anywhere" :
-							      "its address");
-}
-
 /* Log what a FILE of config errors holds, one line each. */
 static void
 smcproxyd_log_lines(char *text)
@@ -61,6 +46,18 @@ smcproxyd_log_lines(char *text)
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save))
 		log_warnx("%s", line);
+}
+
+/* Log the warnings conf_load() found in conf ("smcproxyd -n" prints them). */
+static void
+smcproxyd_log_warnings(const struct conf *conf)
+{
+	char *text;
+
+	if (conf->warnings == NULL || (text = strdup(conf->warnings)) == NULL)
+		return;
+	smcproxyd_log_lines(text);
+	free(text);
 }
 
 /* What to add to the error for a listen address that is taken. */
@@ -165,7 +162,8 @@ smcproxyd_reload(FILE *errors)
 	conf_current = next;
 	if (!debug_flag)
 		log_set_level(next->log_level);
-	smcproxyd_warn_insecure(next);
+	if (next->warnings != NULL)
+		fputs(next->warnings, mine);
 	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
 		 next->nrules, next->npeers, next->nexports);
 out:
@@ -317,6 +315,8 @@ main(int argc, char *argv[])
 	if (check) {
 		if (conf_current == NULL)
 			return 1;
+		if (conf_current->warnings != NULL)
+			fputs(conf_current->warnings, stderr);
 		printf("configuration OK\n");
 		conf_free(conf_current);
 		return 0;
@@ -326,7 +326,7 @@ main(int argc, char *argv[])
 	conf_hold(conf_current);
 	if (!debug_flag)
 		log_set_level(conf_current->log_level);
-	smcproxyd_warn_insecure(conf_current);
+	smcproxyd_log_warnings(conf_current);
 
 	signal(SIGPIPE, SIG_IGN);
 	smcproxyd_raise_nofile();

@@ -190,6 +190,7 @@ struct conf {
 	int nexports;
 	struct conf_rdma rdma;
 	struct conf_src *src; /* conf.c private: where keys were set */
+	char *warnings;	      /* "file:line: warning: ..." lines, or "" */
 	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
 };
 
