@@ -88,6 +88,7 @@ struct conf_key {
 		     size_t len);
 	unsigned flags;
 	const char *desc;
+	const char *example; /* no default: a value for the example file */
 };
 
 enum conf_sect_id {
@@ -535,10 +536,12 @@ _Static_assert(sizeof(enum conf_slot_wait) == sizeof(int),
 _Static_assert(sizeof(enum conf_busy_poll) == sizeof(int),
 	       "enum conf_busy_poll size");
 
-#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds)                          \
-	{                                                                   \
-		.name = k, .type = t, .off = offsetof(st, fld), .def = d,   \
-		.min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds \
+/* More designated initializers may follow ds: .example = "b" */
+#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds, ...)                      \
+	{                                                                    \
+		.name = k, .type = t, .off = offsetof(st, fld), .def = d,    \
+		.min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds, \
+		__VA_ARGS__                                                  \
 	}
 #define KEY_INT(st, fld, k, d, lo, hi, chk, fl, ds) \
 	KEY(st, fld, k, CONF_T_INT, d, lo, hi, chk, fl, ds)
@@ -547,11 +550,11 @@ _Static_assert(sizeof(enum conf_busy_poll) == sizeof(int),
 		.name = k, .type = CONF_T_ENUM, .off = offsetof(st, fld),     \
 		.def = d, .parse = fn, .choices = ch, .flags = fl, .desc = ds \
 	}
-#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds)                         \
+#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds, ...)                    \
 	{                                                                  \
 		.name = k, .type = CONF_T_NAMES, .off = offsetof(st, fld), \
 		.count_off = offsetof(st, cnt), .def = d, .check = chk,    \
-		.flags = fl, .desc = ds                                    \
+		.flags = fl, .desc = ds, __VA_ARGS__                       \
 	}
 
 #define R CONF_RELOAD
@@ -563,7 +566,8 @@ static const struct conf_key conf_main_keys[] = {
 	 .type = CONF_T_NAME,
 	 .off = offsetof(struct conf, name),
 	 .def_doc = "short host name",
-	 .desc = "this daemon's name; peers list it in exports[].peers"},
+	 .desc = "this daemon's name; peers list it in exports[].peers",
+	 .example = "\"a\""},
 	KEY(struct conf, control_socket, "control_socket", CONF_T_PATH,
 	    "/run/smcproxyd/control.sock", 0, 0, conf_check_socket_path, 0,
 	    "UNIX socket that smcproxyctl talks to"),
@@ -602,7 +606,8 @@ static const struct conf_key conf_main_keys[] = {
 	KEY(struct conf, metrics_listen, "metrics_listen", CONF_T_ADDR, NULL, 0,
 	    0, NULL, 0,
 	    "where GET /metrics serves Prometheus metrics over HTTP; none: not "
-	    "served"),
+	    "served",
+	    .example = "\"127.0.0.1:9100\""),
 };
 
 static const struct conf_key conf_listen_keys[] = {
@@ -628,14 +633,17 @@ static const struct conf_key conf_listen_keys[] = {
 
 static const struct conf_key conf_peer_keys[] = {
 	KEY(struct conf_peer, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "the peer daemon's name (its smcproxyd.name)"),
+	    REQ | UNIQ | R, "the peer daemon's name (its smcproxyd.name)",
+	    .example = "\"b\""),
 	KEY(struct conf_peer, addr, "address", CONF_T_ADDR, NULL, 0, 0,
 	    conf_check_specific, REQ | R,
-	    "its peer_listen address, \"ip:port\""),
+	    "its peer_listen address, \"ip:port\"",
+	    .example = "\"192.0.2.2:7100\""),
 	KEY(struct conf_peer, key_file, "key_file", CONF_T_PATH, NULL, 0, 0,
 	    NULL, R,
 	    "pre-shared key, 32 to 1024 bytes, mode 0600; relative to the "
-	    "config's directory"),
+	    "config's directory",
+	    .example = "\"/etc/smcproxyd/ab.key\""),
 	KEY(struct conf_peer, insecure, "insecure", CONF_T_BOOL, "false", 0, 1,
 	    NULL, R, "allow this peer without a key (no authentication)"),
 	KEY(struct conf_peer, any_source, "any_source", CONF_T_BOOL, "false", 0,
@@ -661,12 +669,16 @@ static const struct conf_key conf_peer_keys[] = {
 
 static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "name peers ask for (their rules[].export)"),
+	    REQ | UNIQ | R,
+	    "name peers ask for (their rules[].export), at most 22 bytes",
+	    .example = "\"redis\""),
 	KEY(struct conf_export, target, "target", CONF_T_ADDR, NULL, 0, 0,
-	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\""),
+	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\"",
+	    .example = "\"127.0.0.1:6379\""),
 	KEY_NAMES(struct conf_export, peers, npeers, "peers", NULL,
 		  conf_check_peers_exist, REQ | R,
-		  "peers allowed to use it, each named in peers"),
+		  "peers allowed to use it, each named in peers",
+		  .example = "[ \"b\" ]"),
 	KEY_INT(struct conf_export, connect_timeout, "connect_timeout", "5", 1,
 		300, NULL, R, "seconds to wait for the target to accept"),
 	KEY_INT(struct conf_export, idle_timeout, "idle_timeout", "0", 0, 86400,
@@ -678,13 +690,17 @@ static const struct conf_key conf_export_keys[] = {
 
 static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "the rule's name in logs and smcproxyctl"),
+	    REQ | UNIQ | R, "the rule's name in logs and smcproxyctl",
+	    .example = "\"redis\""),
 	KEY(struct conf_rule, listen, "listen", CONF_T_ADDR, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "local address clients connect to, \"ip:port\""),
+	    REQ | UNIQ | R, "local address clients connect to, \"ip:port\"",
+	    .example = "\"127.0.0.1:6380\""),
 	KEY(struct conf_rule, peer, "peer", CONF_T_PEER, NULL, 0, 0, NULL,
-	    REQ | R, "peer daemon that carries the connections, from peers"),
+	    REQ | R, "peer daemon that carries the connections, from peers",
+	    .example = "\"b\""),
 	KEY(struct conf_rule, export, "export", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | R, "export at that peer to connect to"),
+	    REQ | R, "export at that peer to connect to, at most 22 bytes",
+	    .example = "\"redis\""),
 	KEY_INT(struct conf_rule, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
 	KEY(struct conf_rule, log_connections, "log_connections", CONF_T_BOOL,
@@ -1964,5 +1980,153 @@ conf_print_schema(FILE *out)
 				key->flags & CONF_RELOAD ? "yes" : "no",
 				key->desc);
 		}
+	}
+}
+
+/* Write text as "# " comment lines of at most 79 columns after indent. */
+static void
+conf_print_comment(FILE *out, const char *indent, const char *text)
+{
+	const int width = 79 - 8 * (int)strspn(indent, "\t") - 2;
+	const char *p = text, *end;
+	int n;
+
+	while (*p != '\0') {
+		n = (int)strlen(p);
+		if (n > width) {
+			end = p + width;
+			while (end > p && *end != ' ')
+				end--;
+			n = end > p ? (int)(end - p) : width;
+		}
+		fprintf(out, "%s# %.*s\n", indent, n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/*
+ * One key of the example: what it is, then "key = value;".  A key without
+ * a default is set to its example, in a section that is commented out
+ * anyway; elsewhere the line is a comment, as the key is off without it.
+ */
+static void
+conf_print_example_key(FILE *out, const struct conf_section *sec,
+		       const struct conf_key *k)
+{
+	const char *indent = sec->list ? "\t\t" : "\t";
+	char *text = NULL, *range = NULL;
+	size_t len = 0, rlen = 0;
+	FILE *f, *r;
+
+	f = open_memstream(&text, &len);
+	r = open_memstream(&range, &rlen);
+	if (f == NULL || r == NULL)
+		goto out;
+	conf_print_range(r, k);
+	fclose(r);
+	r = NULL;
+	fprintf(f, "%s%s.%s: %s; %s", sec->name, sec->list ? "[]" : "", k->name,
+		k->desc, conf_type_names[k->type]);
+	if (strcmp(range, "-") != 0)
+		fprintf(f, ", %s", range);
+	fputs(k->flags & CONF_REQUIRED ? ", required" : "", f);
+	if (k->def == NULL && k->def_doc != NULL)
+		fprintf(f, ", default: %s", k->def_doc);
+	fputs(k->flags & CONF_RELOAD ? "" : "; restart", f);
+	fclose(f);
+	f = NULL;
+	conf_print_comment(out, indent, text);
+	if (k->def != NULL) {
+		fprintf(out, "%s%s = ", indent, k->name);
+		conf_print_default(out, k);
+		fputs(";\n", out);
+	} else if (k->example != NULL) {
+		fprintf(out, "%s%s%s = %s;\n", indent,
+			sec->list || sec->optional ? "" : "# ", k->name,
+			k->example);
+	} else if (k->type == CONF_T_NAMES) {
+		fprintf(out, "%s%s = [ ];\n", indent, k->name);
+	} else {
+		fprintf(out, "%s# %s: no default, no example\n", indent,
+			k->name);
+	}
+out:
+	if (f != NULL)
+		fclose(f);
+	if (r != NULL)
+		fclose(r);
+	free(text);
+	free(range);
+}
+
+/*
+ * The example configuration, conf/smcproxyd.conf: every section and key of
+ * the tables with its description, type, range, whether a reload changes
+ * it, and its default (or, without one, an example value).  Sections a
+ * daemon may do without are commented out.  The unit tests compare the
+ * shipped file with this, so it cannot lack a key or go stale.
+ */
+void
+conf_print_example(FILE *out)
+{
+	const struct conf_section *sec;
+	char *body = NULL, *line, *next;
+	size_t k, len = 0;
+	FILE *f;
+	int id;
+
+	fputs("# smcproxyd.conf: every key, set to its default.  See "
+	      "smcproxyd.conf(5).\n"
+	      "# Written by \"smcproxyd --print-example\" from the daemon's "
+	      "key table.\n"
+	      "#\n"
+	      "# Syntax is libconfig's: groups { }, lists ( ), arrays [ ], "
+	      "\"strings\",\n"
+	      "# true/false, integers (0x.. for hex); \"#\" and \"//\" start "
+	      "comments.\n"
+	      "# Check a file with \"smcproxyd -n -c FILE\": all errors and "
+	      "warnings at once,\n"
+	      "# as \"file:line: key: message\".  Keys marked \"restart\" "
+	      "cannot be changed by\n"
+	      "# a reload (SIGHUP or \"smcproxyctl reload\"); everything else "
+	      "can.\n"
+	      "# Sections that are commented out are off until written; a "
+	      "peer needs a\n"
+	      "# key_file readable by the user the daemon runs as (smcproxyd "
+	      "under the\n"
+	      "# unit), or insecure = true; see smcproxyd(8), Keys.\n",
+	      out);
+	for (id = 0; id < CONF_NSECT; id++) {
+		sec = &conf_sections[id];
+		f = open_memstream(&body, &len);
+		if (f == NULL)
+			return;
+		if (sec->list)
+			fprintf(f, "%s = (\n\t{\n", sec->name);
+		else
+			fprintf(f, "%s: {\n", sec->name);
+		for (k = 0; k < sec->nkeys; k++) {
+			if (k > 0)
+				fputs("\n", f);
+			conf_print_example_key(f, sec, &sec->keys[k]);
+		}
+		fputs(sec->list ? "\t}\n);\n" : "};\n", f);
+		fclose(f);
+		fputs("\n", out);
+		conf_print_comment(out, "", sec->desc);
+		/* what a daemon may do without is left for the operator */
+		for (line = body; *line != '\0'; line = next + 1) {
+			next = strchr(line, '\n');
+			fprintf(out, "%s%.*s\n",
+				!sec->list && !sec->optional ? "" :
+				line[0] == '\t'		     ? "#" :
+				line[0] == '\n'		     ? "#" :
+							       "# ",
+				(int)(next - line), line);
+		}
+		free(body);
+		body = NULL;
 	}
 }

@@ -33,7 +33,7 @@ static void __attribute__((noreturn)) usage(FILE *f)
 {
 	fprintf(f, "usage: smcproxyd [-dnV] [-c file]\n"
 		   "       smcproxyd --list-devices [--local-addr ip]\n"
-		   "       smcproxyd --print-schema\n");
+		   "       smcproxyd --print-schema | --print-example\n");
 	exit(f == stdout ? 0 : 2);
 }
 
@@ -267,6 +267,7 @@ main(int argc, char *argv[])
 		{"list-devices", no_argument, NULL, 'L'},
 		{"local-addr", required_argument, NULL, 'a'},
 		{"print-schema", no_argument, NULL, 'S'},
+		{"print-example", no_argument, NULL, 'E'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -295,6 +296,9 @@ main(int argc, char *argv[])
 			break;
 		case 'S':
 			conf_print_schema(stdout);
+			return 0;
+		case 'E':
+			conf_print_example(stdout);
 			return 0;
 		case 'V':
 			printf("smcproxyd %s\n", SMCPROXYD_VERSION);

@@ -207,6 +207,7 @@ bool conf_export_allows(const struct conf_export *exp, const char *peer);
 int conf_reload_check(const struct conf *old, const struct conf *new,
 		      FILE *errors);
 void conf_print_schema(FILE *out);
+void conf_print_example(FILE *out);
 
 /* A config lives while the main thread, a worker or a session holds it. */
 static inline struct conf *

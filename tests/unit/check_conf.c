@@ -1351,14 +1351,80 @@ END_TEST
 
 START_TEST(test_example_conf)
 {
-	char *out = NULL;
+	char *out = NULL, *gen = NULL, *file;
 	struct conf *conf;
+	size_t len;
+	FILE *f;
 
 	conf = load_file(TOP_SRCDIR "/conf/smcproxyd.conf", &out);
 	ck_assert_msg(conf != NULL && out[0] == '\0', "%s", out);
 	ck_assert_int_eq(conf->rdma.sndbuf, 262144);
 	conf_free(conf);
 	free(out);
+
+	/* the shipped file is what the key table writes, every key of it */
+	f = open_memstream(&gen, &len);
+	ck_assert_ptr_nonnull(f);
+	conf_print_example(f);
+	fclose(f);
+	file = read_all(TOP_SRCDIR "/conf/smcproxyd.conf");
+	ck_assert_msg(strcmp(file, gen) == 0,
+		      "conf/smcproxyd.conf is not what the key table writes; "
+		      "run: src/smcproxyd --print-example > "
+		      "$(top_srcdir)/conf/smcproxyd.conf");
+	free(file);
+	free(gen);
+}
+END_TEST
+
+/*
+ * The example with its commented-out sections written in (each line's
+ * leading "#", and "# " before a section's first and last line): valid,
+ * once key_file names a real key.
+ */
+START_TEST(test_example_conf_all)
+{
+	static const char etc[] = "/etc/smcproxyd/ab.key";
+	char key[TPATH], *gen = NULL, *text, *line, *next, *at;
+	size_t len, n;
+	struct conf *conf;
+	FILE *f, *t;
+
+	write_key(key, sizeof(key), "ab.key", 32, 0600);
+	f = open_memstream(&gen, &len);
+	ck_assert_ptr_nonnull(f);
+	conf_print_example(f);
+	fclose(f);
+	t = open_memstream(&text, &n);
+	ck_assert_ptr_nonnull(t);
+	for (line = gen; *line != '\0'; line = next + 1) {
+		next = strchr(line, '\n');
+		*next = '\0';
+		if (line[0] == '#' && (line[1] == '\t' || line[1] == '\0'))
+			line++;
+		else if (strncmp(line, "# ", 2) == 0 &&
+			 (strstr(line, " = (") != NULL ||
+			  strstr(line, ": {") != NULL ||
+			  strcmp(line, "# };") == 0 ||
+			  strcmp(line, "# );") == 0))
+			line += 2;
+		at = strstr(line, etc);
+		if (at != NULL)
+			fprintf(t, "%.*s%s%s\n", (int)(at - line), line, key,
+				at + strlen(etc));
+		else
+			fprintf(t, "%s\n", line);
+	}
+	fclose(t);
+	conf = load_ok(text);
+	ck_assert(conf->has_peer_listen);
+	ck_assert_int_eq(conf->npeers, 1);
+	ck_assert_uint_eq(conf->peers[0].key_len, 32);
+	ck_assert_int_eq(conf->nexports, 1);
+	ck_assert_int_eq(conf->nrules, 1);
+	conf_free(conf);
+	free(text);
+	free(gen);
 }
 END_TEST
 
@@ -1454,6 +1520,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_auth_key_load);
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_example_pair);
+	tcase_add_test(tc, test_example_conf_all);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reload");
