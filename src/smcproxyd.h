@@ -226,7 +226,11 @@ conf_drop(struct conf *conf)
 }
 
 /* notify.c */
+#define NOTIFY_STOP_SLACK_S 30 /* after the drain: close the rest, exit */
 void notify_send(const char *state);
+void notify_stopping(int drain_s);
+unsigned long long notify_watchdog_usec(void);
+void notify_watchdog(void);
 void notify_ready(const struct conf *conf);
 void notify_status(const struct conf *conf);
 void notify_reloading(void);
@@ -292,6 +296,8 @@ struct event;
 void worker_stop_all(int timeout, struct event *done);
 void worker_stop_now_all(void);
 bool worker_all_drained(void);
+void worker_ping_all(void);
+int worker_unanswered(void);
 void worker_exit_all(void);
 void worker_join_all(void);
 int worker_count(void);
