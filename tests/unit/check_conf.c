@@ -1056,6 +1056,22 @@ START_TEST(test_warnings)
 			 "use, and its traffic is neither authenticated nor "
 			 "encrypted\n");
 	conf_free(conf);
+
+	/* metrics for anyone who reaches them; loopback ones are fine */
+	conf = load_ok("smcproxyd: {\n metrics_listen = \"0.0.0.0:9100\"; };");
+	ck_assert_str_eq(
+		conf->warnings,
+		"t.conf:2: warning: smcproxyd.metrics_listen: "
+		"0.0.0.0:9100 is not a loopback address: anyone who "
+		"can reach it reads the metrics (rule, peer and export "
+		"names, counters) without authentication\n");
+	conf_free(conf);
+	conf = load_ok("smcproxyd: { metrics_listen = \"127.0.0.2:9100\"; };");
+	ck_assert_str_eq(conf->warnings, "");
+	conf_free(conf);
+	conf = load_ok("smcproxyd: { metrics_listen = \"[::1]:9100\"; };");
+	ck_assert_str_eq(conf->warnings, "");
+	conf_free(conf);
 }
 END_TEST
 
