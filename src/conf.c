@@ -7,6 +7,10 @@
  * so they cannot drift apart.  Every problem in a file is reported in one
  * pass, sorted by position, as "file:line: key: message"; a config with any
  * problem is never returned, so the daemon never runs on a half-read file.
+ * What serves but not as it may seem (an unauthenticated peer, a key the
+ * service could not read) is a warning, kept in conf->warnings for "-n"
+ * to print and the daemon to log.  The same tables write the example file
+ * (conf_print_example).
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
