@@ -24,8 +24,8 @@
 #include "smcproxyd.h"
 
 /*
- * The user the shipped unit runs us as, when it exists and is not root:
- * its uid and name.  false otherwise.
+ * The user the shipped unit runs us as (SMCPROXYD_USER): true with its uid
+ * in *uid when it exists and is not root.
  */
 static bool
 auth_service_user(uid_t *uid)
