@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,62 +24,167 @@
 #include "smcproxyd.h"
 
 /*
+ * The user the shipped unit runs us as (SMCPROXYD_USER): true with its uid
+ * in *uid when it exists and is not root.
+ */
+static bool
+auth_service_user(uid_t *uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	if (getpwnam_r(SMCPROXYD_USER, &pw, buf, sizeof(buf), &res) != 0 ||
+	    res == NULL || pw.pw_uid == 0)
+		return false;
+	*uid = pw.pw_uid;
+	return true;
+}
+
+/* "smcproxyd (uid 998)", or "uid 998" for a uid without a name. */
+static const char *
+auth_user_str(uid_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char pwbuf[1024];
+
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
+	    res != NULL)
+		snprintf(buf, len, "%s (uid %u)", pw.pw_name, (unsigned)uid);
+	else
+		snprintf(buf, len, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* What "chown" is to be given for uid: its name, else the number. */
+static const char *
+auth_chown_arg(uid_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char pwbuf[1024];
+
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
+	    res != NULL)
+		snprintf(buf, len, "%s", pw.pw_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)uid);
+	return buf;
+}
+
+/*
+ * Whom a key file (or a symbolic link to one) may belong to: root, the
+ * user we run as, and, when we run as root (as "smcproxyd -n" before
+ * "systemctl start"), the user the service runs as.  0, or -EPERM with
+ * the message in err.
+ */
+static int
+auth_key_owner(const char *what, const char *path, uid_t uid, char *err,
+	       size_t errlen)
+{
+	char owner[96], me[96], arg[64];
+	uid_t svc, euid = geteuid();
+
+	if (uid == 0 || uid == euid)
+		return 0;
+	if (euid == 0 && auth_service_user(&svc)) {
+		if (uid == svc)
+			return 0;
+		snprintf(err, errlen,
+			 "%s %s is owned by %s, neither root nor %s, the user "
+			 "the service runs as: chown %s it",
+			 what, path, auth_user_str(uid, owner, sizeof(owner)),
+			 auth_user_str(svc, me, sizeof(me)),
+			 auth_chown_arg(svc, arg, sizeof(arg)));
+		return -EPERM;
+	}
+	if (euid == 0)
+		snprintf(err, errlen,
+			 "%s %s is owned by %s, not root, the user smcproxyd "
+			 "runs as: chown root it",
+			 what, path, auth_user_str(uid, owner, sizeof(owner)));
+	else
+		snprintf(err, errlen,
+			 "%s %s is owned by %s, neither root nor %s, the user "
+			 "smcproxyd runs as: chown %s it",
+			 what, path, auth_user_str(uid, owner, sizeof(owner)),
+			 auth_user_str(euid, me, sizeof(me)),
+			 auth_chown_arg(euid, arg, sizeof(arg)));
+	return -EPERM;
+}
+
+/*
  * Read the pre-shared key in path into key (room for CONF_KEY_MAX bytes) and
- * its length into *len.  The file must be a regular file (not a symlink), owned
- * by root or by us, unreadable to group and others, and hold CONF_KEY_MIN to
- * CONF_KEY_MAX bytes.  Returns 0, or a negative errno with a message for the
- * operator in err.
+ * its length into *len.  The file must be a regular file owned by root or by
+ * us (auth_key_owner), unreadable to group and others, and hold CONF_KEY_MIN
+ * to CONF_KEY_MAX bytes.  path may be a symbolic link (a Kubernetes Secret
+ * mount is a chain of them) that root or we own, to a file that passes; the
+ * checks are on the file itself.  Returns 0 (err empty, or a warning: a key
+ * that root may read but the service may not), or a negative errno with a
+ * message for the operator in err.
  */
 int
 auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 	      size_t errlen)
 {
 	unsigned char buf[CONF_KEY_MAX + 1];
+	char shown[PATH_MAX + 64], real[PATH_MAX], me[96], arg[64];
 	size_t n = 0;
 	struct stat st;
 	ssize_t r;
+	uid_t svc;
 	int fd = -1, ret;
 
 	if (errlen > 0)
 		err[0] = '\0';
+	snprintf(shown, sizeof(shown), "%s", path);
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		ret = auth_key_owner("symbolic link", path, st.st_uid, err,
+				     errlen);
+		if (ret)
+			goto out;
+		if (realpath(path, real) != NULL)
+			snprintf(shown, sizeof(shown), "%s (-> %s)", path,
+				 real);
+	}
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the daemon */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
-		if (errno == ELOOP)
+		if (errno == EACCES)
 			snprintf(err, errlen,
-				 "key file %s is a symbolic link; point "
-				 "key_file at the file itself",
-				 path);
+				 "key file %s: %s: smcproxyd runs as %s, which "
+				 "cannot read it or its directory; chown %s it "
+				 "(mode 0600), or keep it root's and pass it "
+				 "with systemd's LoadCredential= "
+				 "(smcproxyd(8), Keys)",
+				 shown, strerror(-ret),
+				 auth_user_str(geteuid(), me, sizeof(me)),
+				 auth_chown_arg(geteuid(), arg, sizeof(arg)));
 		else
-			snprintf(err, errlen, "key file %s: %s", path,
+			snprintf(err, errlen, "key file %s: %s", shown,
 				 strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "key file %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "key file %s: %s", shown,
+			 strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
 		snprintf(err, errlen, "key file %s is not a regular file",
-			 path);
+			 shown);
 		goto out;
 	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		ret = -EPERM;
-		snprintf(err, errlen,
-			 "key file %s is owned by uid %u; chown it to root",
-			 path, (unsigned)st.st_uid);
+	ret = auth_key_owner("key file", shown, st.st_uid, err, errlen);
+	if (ret)
 		goto out;
-	}
 	if (st.st_mode & 077) {
 		ret = -EPERM;
 		snprintf(err, errlen,
 			 "key file %s is %s by group/others (mode %04o); chmod "
 			 "600 it",
-			 path, st.st_mode & 044 ? "readable" : "writable",
+			 shown, st.st_mode & 044 ? "readable" : "writable",
 			 (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
@@ -87,7 +195,7 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 			continue;
 		if (r < 0) {
 			ret = -errno;
-			snprintf(err, errlen, "key file %s: %s", path,
+			snprintf(err, errlen, "key file %s: %s", shown,
 				 strerror(errno));
 			goto out;
 		}
@@ -98,7 +206,7 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 	if (n > CONF_KEY_MAX) {
 		ret = -EFBIG;
 		snprintf(err, errlen, "key file %s is longer than %d bytes",
-			 path, CONF_KEY_MAX);
+			 shown, CONF_KEY_MAX);
 		goto out;
 	}
 	if (n < CONF_KEY_MIN) {
@@ -106,12 +214,22 @@ auth_key_load(const char *path, unsigned char *key, size_t *len, char *err,
 		snprintf(err, errlen,
 			 "key file %s has %zu bytes, at least %d are needed "
 			 "(head -c 32 /dev/urandom > %s)",
-			 path, n, CONF_KEY_MIN, path);
+			 shown, n, CONF_KEY_MIN, path);
 		goto out;
 	}
 	memcpy(key, buf, n);
 	*len = n;
 	ret = 0;
+	/* root reads anything: say so when the service will not */
+	if (geteuid() == 0 && st.st_uid == 0 && auth_service_user(&svc))
+		snprintf(err, errlen,
+			 "key file %s is root's (mode %04o): %s, the user the "
+			 "service runs as, cannot read it; chown %s it, or "
+			 "pass it with systemd's LoadCredential= "
+			 "(smcproxyd(8), Keys)",
+			 shown, (unsigned)(st.st_mode & 07777),
+			 auth_user_str(svc, me, sizeof(me)),
+			 auth_chown_arg(svc, arg, sizeof(arg)));
 out:
 	explicit_bzero(buf, sizeof(buf));
 	if (fd >= 0)

@@ -7,6 +7,10 @@
  * so they cannot drift apart.  Every problem in a file is reported in one
  * pass, sorted by position, as "file:line: key: message"; a config with any
  * problem is never returned, so the daemon never runs on a half-read file.
+ * What serves but not as it may seem (an unauthenticated peer, a key the
+ * service could not read) is a warning, kept in conf->warnings for "-n"
+ * to print and the daemon to log.  The same tables write the example file
+ * (conf_print_example).
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +26,7 @@
 #include <libconfig.h>
 
 #include "smcproxyd.h"
+#include "llc_wire.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CONF_PATH_LEN 128 /* "exports[123].connect_timeout" and more */
@@ -89,6 +94,7 @@ struct conf_key {
 		     size_t len);
 	unsigned flags;
 	const char *desc;
+	const char *example; /* no default: a value for the example file */
 };
 
 enum conf_sect_id {
@@ -130,7 +136,8 @@ struct conf_src {
 struct conf_msg {
 	struct conf_loc loc;
 	size_t seq;
-	char *text; /* "key: message" */
+	bool warning; /* serves, but not as the file seems to say */
+	char *text;   /* "key: message" */
 };
 
 struct conf_parse {
@@ -146,20 +153,17 @@ struct conf_parse {
 static void conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
 		     const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+static void conf_warn(struct conf_parse *p, struct conf_loc loc,
+		      const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 static void
-conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
-	 const char *fmt, ...)
+conf_add_msg(struct conf_parse *p, struct conf_loc loc, const char *key,
+	     bool warning, const char *msg)
 {
-	char msg[CONF_MSG_LEN];
 	struct conf_msg *m;
-	va_list ap;
 	size_t n;
 
-	p->nerrors++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (p->nmsgs == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 16;
 
@@ -180,7 +184,41 @@ conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
 	}
 	snprintf(m->text, n, "%s: %s", key, msg);
 	m->loc = loc;
+	m->warning = warning;
 	m->seq = p->nmsgs++;
+}
+
+/* An error at loc: the file is refused. */
+static void
+conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
+	 const char *fmt, ...)
+{
+	char msg[CONF_MSG_LEN];
+	va_list ap;
+
+	p->nerrors++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conf_add_msg(p, loc, key, false, msg);
+}
+
+/*
+ * A warning at loc: the file serves, but something in it will not do what
+ * it seems to (an unauthenticated peer, a key the service cannot read).
+ * "smcproxyd -n" prints them, the daemon logs them at start and reload.
+ */
+static void
+conf_warn(struct conf_parse *p, struct conf_loc loc, const char *key,
+	  const char *fmt, ...)
+{
+	char msg[CONF_MSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	conf_add_msg(p, loc, key, true, msg);
 }
 
 static int
@@ -195,20 +233,28 @@ conf_msg_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Print the collected messages in file order, then drop them. */
+/*
+ * Print the collected errors in file order to errors and the warnings, as
+ * "file:line: key: warning: message" lines, to warnings (may be NULL);
+ * then drop them.
+ */
 static void
-conf_flush(struct conf_parse *p, FILE *errors)
+conf_flush(struct conf_parse *p, FILE *errors, FILE *warnings)
 {
+	const struct conf_msg *m;
+	FILE *f;
 	size_t i;
 
 	if (p->nmsgs > 1)
 		qsort(p->msgs, p->nmsgs, sizeof(*p->msgs), conf_msg_cmp);
 	for (i = 0; i < p->nmsgs; i++) {
-		if (errors != NULL)
-			fprintf(errors, "%s:%d: %s\n",
-				p->src->files[p->msgs[i].loc.file],
-				p->msgs[i].loc.line, p->msgs[i].text);
-		free(p->msgs[i].text);
+		m = &p->msgs[i];
+		f = m->warning ? warnings : errors;
+		if (f != NULL)
+			fprintf(f, "%s:%d: %s%s\n", p->src->files[m->loc.file],
+				m->loc.line, m->warning ? "warning: " : "",
+				m->text);
+		free(m->text);
 	}
 	if (p->lost && errors != NULL)
 		fprintf(errors, "%s: %d more errors (out of memory)\n",
@@ -351,6 +397,22 @@ conf_addr_is_v4(const struct addr *a)
 	return a->ss.ss_family == AF_INET ||
 	       (a->ss.ss_family == AF_INET6 &&
 		IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr));
+}
+
+/* Whether a reaches only this host: 127.0.0.0/8, ::1 or their mapped form. */
+static bool
+conf_addr_loopback(const struct addr *a)
+{
+	const struct sockaddr_in *sin = (const void *)&a->ss;
+	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
+
+	if (a->ss.ss_family == AF_INET)
+		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+	if (a->ss.ss_family != AF_INET6)
+		return false;
+	return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+	       (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
+		sin6->sin6_addr.s6_addr[12] == 127);
 }
 
 /*
@@ -515,10 +577,12 @@ _Static_assert(sizeof(enum conf_slot_wait) == sizeof(int),
 _Static_assert(sizeof(enum conf_busy_poll) == sizeof(int),
 	       "enum conf_busy_poll size");
 
-#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds)                          \
-	{                                                                   \
-		.name = k, .type = t, .off = offsetof(st, fld), .def = d,   \
-		.min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds \
+/* More designated initializers may follow ds: .example = "b" */
+#define KEY(st, fld, k, t, d, lo, hi, chk, fl, ds, ...)                      \
+	{                                                                    \
+		.name = k, .type = t, .off = offsetof(st, fld), .def = d,    \
+		.min = lo, .max = hi, .check = chk, .flags = fl, .desc = ds, \
+		__VA_ARGS__                                                  \
 	}
 #define KEY_INT(st, fld, k, d, lo, hi, chk, fl, ds) \
 	KEY(st, fld, k, CONF_T_INT, d, lo, hi, chk, fl, ds)
@@ -527,11 +591,11 @@ _Static_assert(sizeof(enum conf_busy_poll) == sizeof(int),
 		.name = k, .type = CONF_T_ENUM, .off = offsetof(st, fld),     \
 		.def = d, .parse = fn, .choices = ch, .flags = fl, .desc = ds \
 	}
-#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds)                         \
+#define KEY_NAMES(st, fld, cnt, k, d, chk, fl, ds, ...)                    \
 	{                                                                  \
 		.name = k, .type = CONF_T_NAMES, .off = offsetof(st, fld), \
 		.count_off = offsetof(st, cnt), .def = d, .check = chk,    \
-		.flags = fl, .desc = ds                                    \
+		.flags = fl, .desc = ds, __VA_ARGS__                       \
 	}
 
 #define R CONF_RELOAD
@@ -543,7 +607,8 @@ static const struct conf_key conf_main_keys[] = {
 	 .type = CONF_T_NAME,
 	 .off = offsetof(struct conf, name),
 	 .def_doc = "short host name",
-	 .desc = "this daemon's name; peers list it in exports[].peers"},
+	 .desc = "this daemon's name; peers list it in exports[].peers",
+	 .example = "\"a\""},
 	KEY(struct conf, control_socket, "control_socket", CONF_T_PATH,
 	    "/run/smcproxyd/control.sock", 0, 0, conf_check_socket_path, 0,
 	    "UNIX socket that smcproxyctl talks to"),
@@ -582,7 +647,8 @@ static const struct conf_key conf_main_keys[] = {
 	KEY(struct conf, metrics_listen, "metrics_listen", CONF_T_ADDR, NULL, 0,
 	    0, NULL, 0,
 	    "where GET /metrics serves Prometheus metrics over HTTP; none: not "
-	    "served"),
+	    "served",
+	    .example = "\"127.0.0.1:9100\""),
 };
 
 static const struct conf_key conf_listen_keys[] = {
@@ -608,14 +674,17 @@ static const struct conf_key conf_listen_keys[] = {
 
 static const struct conf_key conf_peer_keys[] = {
 	KEY(struct conf_peer, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "the peer daemon's name (its smcproxyd.name)"),
+	    REQ | UNIQ | R, "the peer daemon's name (its smcproxyd.name)",
+	    .example = "\"b\""),
 	KEY(struct conf_peer, addr, "address", CONF_T_ADDR, NULL, 0, 0,
 	    conf_check_specific, REQ | R,
-	    "its peer_listen address, \"ip:port\""),
+	    "its peer_listen address, \"ip:port\"",
+	    .example = "\"192.0.2.2:7100\""),
 	KEY(struct conf_peer, key_file, "key_file", CONF_T_PATH, NULL, 0, 0,
 	    NULL, R,
 	    "pre-shared key, 32 to 1024 bytes, mode 0600; relative to the "
-	    "config's directory"),
+	    "config's directory",
+	    .example = "\"/etc/smcproxyd/ab.key\""),
 	KEY(struct conf_peer, insecure, "insecure", CONF_T_BOOL, "false", 0, 1,
 	    NULL, R, "allow this peer without a key (no authentication)"),
 	KEY(struct conf_peer, any_source, "any_source", CONF_T_BOOL, "false", 0,
@@ -639,13 +708,15 @@ static const struct conf_key conf_peer_keys[] = {
 		"wait to resume at once; more are reset"),
 	KEY(struct conf_peer, device, "device", CONF_T_NAME, NULL, 0, 0, NULL,
 	    R,
-	    "RDMA device for its link groups' first link, e.g. \"mlx5_1\"; "
-	    "none: one of rdma.devices"),
+	    "RDMA device for its link groups' first link; none: one of "
+	    "rdma.devices",
+	    .example = "\"mlx5_1\""),
 	KEY(struct conf_peer, source, "source", CONF_T_HOST, NULL, 0, 0,
 	    conf_check_source, R,
 	    "local address its link groups use (the GID of RoCE v2 and "
 	    "the control connection's source); none: the one the kernel "
-	    "routes from"),
+	    "routes from",
+	    .example = "\"192.0.2.1\""),
 	KEY_INT(struct conf_peer, route.dscp, "dscp", "-1", -1, 63, NULL, R,
 		"-1: rdma.dscp"),
 	KEY_INT(struct conf_peer, route.priority, "priority", "-1", -1, 7, NULL,
@@ -660,12 +731,16 @@ static const struct conf_key conf_peer_keys[] = {
 
 static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "name peers ask for (their rules[].export)"),
+	    REQ | UNIQ | R,
+	    "name peers ask for (their rules[].export), at most 22 bytes",
+	    .example = "\"redis\""),
 	KEY(struct conf_export, target, "target", CONF_T_ADDR, NULL, 0, 0,
-	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\""),
+	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\"",
+	    .example = "\"127.0.0.1:6379\""),
 	KEY_NAMES(struct conf_export, peers, npeers, "peers", NULL,
 		  conf_check_peers_exist, REQ | R,
-		  "peers allowed to use it, each named in peers"),
+		  "peers allowed to use it, each named in peers",
+		  .example = "[ \"b\" ]"),
 	KEY_INT(struct conf_export, connect_timeout, "connect_timeout", "5", 1,
 		300, NULL, R, "seconds to wait for the target to accept"),
 	KEY_INT(struct conf_export, idle_timeout, "idle_timeout", "0", 0, 86400,
@@ -677,13 +752,17 @@ static const struct conf_key conf_export_keys[] = {
 
 static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "the rule's name in logs and smcproxyctl"),
+	    REQ | UNIQ | R, "the rule's name in logs and smcproxyctl",
+	    .example = "\"redis\""),
 	KEY(struct conf_rule, listen, "listen", CONF_T_ADDR, NULL, 0, 0, NULL,
-	    REQ | UNIQ | R, "local address clients connect to, \"ip:port\""),
+	    REQ | UNIQ | R, "local address clients connect to, \"ip:port\"",
+	    .example = "\"127.0.0.1:6380\""),
 	KEY(struct conf_rule, peer, "peer", CONF_T_PEER, NULL, 0, 0, NULL,
-	    REQ | R, "peer daemon that carries the connections, from peers"),
+	    REQ | R, "peer daemon that carries the connections, from peers",
+	    .example = "\"b\""),
 	KEY(struct conf_rule, export, "export", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | R, "export at that peer to connect to"),
+	    REQ | R, "export at that peer to connect to, at most 22 bytes",
+	    .example = "\"redis\""),
 	KEY_INT(struct conf_rule, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
 	KEY(struct conf_rule, log_connections, "log_connections", CONF_T_BOOL,
@@ -786,12 +865,31 @@ conf_key_index(const struct conf_key *keys, size_t n, const char *name)
 	return i;
 }
 
+/*
+ * Whether we may give a file group gid: root may, anyone else only a
+ * group it is in (the unit's user: its own, or SupplementaryGroups=).
+ */
+static bool
+conf_gid_ours(gid_t gid)
+{
+	gid_t groups[NGROUPS_MAX];
+	int i, n;
+
+	if (geteuid() == 0 || getegid() == gid)
+		return true;
+	n = getgroups(NGROUPS_MAX, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
 static void
 conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	       const char *prefix, struct conf_loc at)
 {
 	struct conf *conf = obj;
-	char host[256], q[CONF_QUOTE_LEN];
+	char host[256], q[CONF_QUOTE_LEN], a[ADDR_STRLEN];
 	long n;
 
 	if (locs[conf_key_index(conf_main_keys, CONF_NELEM(conf_main_keys),
@@ -808,6 +906,28 @@ conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 				 "host name %s is not a valid name; set one",
 				 conf_quote(host, q, sizeof(q)));
 	}
+	if (conf->metrics_listen.len != 0 &&
+	    !conf_addr_loopback(&conf->metrics_listen))
+		conf_warn(p,
+			  locs[conf_key_index(conf_main_keys,
+					      CONF_NELEM(conf_main_keys),
+					      "metrics_listen")],
+			  "smcproxyd.metrics_listen",
+			  "%s is not a loopback address: anyone who can reach "
+			  "it reads the metrics (rule, peer and export names, "
+			  "counters) without authentication",
+			  addr_str(&conf->metrics_listen, a, sizeof(a)));
+	if (conf->control_gid >= 0 && !conf_gid_ours((gid_t)conf->control_gid))
+		conf_warn(p,
+			  locs[conf_key_index(conf_main_keys,
+					      CONF_NELEM(conf_main_keys),
+					      "control_gid")],
+			  "smcproxyd.control_gid",
+			  "uid %u is not in group %d and cannot give it the "
+			  "control socket; add it to the group, or under the "
+			  "unit SupplementaryGroups= in a drop-in "
+			  "(smcproxyd(8), SYSTEMD)",
+			  (unsigned)geteuid(), conf->control_gid);
 	if (conf->workers == 0) {
 		n = sysconf(_SC_NPROCESSORS_ONLN);
 		conf->workers = n < 1 ? 1 : n > 256 ? 256 : (int)n;
@@ -843,6 +963,18 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 				 "peer %s: no key_file; set insecure = true to "
 				 "allow unauthenticated peers",
 				 who);
+		if (peer->insecure) {
+			snprintf(key, sizeof(key), "%s.insecure", prefix);
+			conf_warn(
+				p, in, key,
+				"peer %s is not authenticated: anyone who can "
+				"reach the peer port from %s can use the "
+				"exports it may use, and its traffic is "
+				"neither authenticated nor encrypted",
+				who,
+				peer->any_source ? "anywhere (any_source)" :
+						   "its address's host");
+		}
 		return;
 	}
 	if (peer->insecure) {
@@ -869,6 +1001,8 @@ conf_post_peer(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	if (auth_key_load(peer->key_file, peer->key, &peer->key_len, err,
 			  sizeof(err)) < 0)
 		conf_err(p, kf, key, "%s", err);
+	else if (err[0] != '\0')
+		conf_warn(p, kf, key, "%s", err);
 }
 
 static void
@@ -1524,6 +1658,37 @@ conf_check_peer_routes(struct conf_parse *p)
 	}
 }
 
+/*
+ * An export is named in CONN_OPEN in LLC_EXPORT_MAX bytes: a longer name,
+ * which the fallback would carry, is refused rather than send every
+ * connection of it silently over TCP.
+ */
+static void
+conf_check_export_names(struct conf_parse *p, enum conf_sect_id id,
+			const char *key, const char *sect, int n, size_t size,
+			size_t name_off)
+{
+	const struct conf_section *sec = &conf_sections[id];
+	const size_t ki = conf_key_index(sec->keys, sec->nkeys, key);
+	char *arr = *(char **)((char *)p->conf + sec->arr_off);
+	char path[CONF_PATH_LEN], q[CONF_QUOTE_LEN];
+	const char *name;
+	size_t len;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		name = arr + (size_t)i * size + name_off;
+		len = strlen(name);
+		if (len <= LLC_EXPORT_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%s[%d].%s", sect, i, key);
+		conf_err(p, p->src->keys[id][(size_t)i * sec->nkeys + ki], path,
+			 "export name %s is %zu bytes; over RDMA an export is "
+			 "named in at most %d (CONN_OPEN): use a shorter name",
+			 conf_quote(name, q, sizeof(q)), len, LLC_EXPORT_MAX);
+	}
+}
+
 /* Checks across sections, once every section is in. */
 static void
 conf_check_all(struct conf_parse *p)
@@ -1536,6 +1701,12 @@ conf_check_all(struct conf_parse *p)
 	int i;
 
 	conf_check_peer_routes(p);
+	conf_check_export_names(p, CONF_SECT_EXPORTS, "name", "exports",
+				conf->nexports, sizeof(struct conf_export),
+				offsetof(struct conf_export, name));
+	conf_check_export_names(p, CONF_SECT_RULES, "export", "rules",
+				conf->nrules, sizeof(struct conf_rule),
+				offsetof(struct conf_rule, export));
 	if (conf->nexports > 0 && !conf->has_peer_listen)
 		conf_err(p, p->src->sect[CONF_SECT_EXPORTS], "exports",
 			 "peers cannot reach exports without a peer_listen "
@@ -1590,6 +1761,8 @@ conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
 	struct conf_parse p = {0};
 	struct conf *conf;
 	struct conf_loc loc;
+	FILE *warnings = NULL;
+	size_t wlen = 0;
 
 	conf = calloc(1, sizeof(*conf));
 	if (conf == NULL)
@@ -1615,7 +1788,13 @@ conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
 	} else {
 		conf_parse_root(&p, config_root_setting(cfg));
 	}
-	conf_flush(&p, errors);
+	warnings = open_memstream(&conf->warnings, &wlen);
+	if (warnings == NULL) {
+		conf_flush(&p, errors, NULL);
+		goto nomem;
+	}
+	conf_flush(&p, errors, warnings);
+	fclose(warnings);
 	if (p.nerrors == 0)
 		return conf;
 	conf_free(conf);
@@ -1737,6 +1916,7 @@ conf_free(struct conf *conf)
 		free(conf->src);
 	}
 	free(conf->control_socket);
+	free(conf->warnings);
 	free(conf->path);
 	free(conf);
 }
@@ -1955,5 +2135,153 @@ conf_print_schema(FILE *out)
 				key->flags & CONF_RELOAD ? "yes" : "no",
 				key->desc);
 		}
+	}
+}
+
+/* Write text as "# " comment lines of at most 79 columns after indent. */
+static void
+conf_print_comment(FILE *out, const char *indent, const char *text)
+{
+	const int width = 79 - 8 * (int)strspn(indent, "\t") - 2;
+	const char *p = text, *end;
+	int n;
+
+	while (*p != '\0') {
+		n = (int)strlen(p);
+		if (n > width) {
+			end = p + width;
+			while (end > p && *end != ' ')
+				end--;
+			n = end > p ? (int)(end - p) : width;
+		}
+		fprintf(out, "%s# %.*s\n", indent, n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/*
+ * One key of the example: what it is, then "key = value;".  A key without
+ * a default is set to its example, in a section that is commented out
+ * anyway; elsewhere the line is a comment, as the key is off without it.
+ */
+static void
+conf_print_example_key(FILE *out, const struct conf_section *sec,
+		       const struct conf_key *k)
+{
+	const char *indent = sec->list ? "\t\t" : "\t";
+	char *text = NULL, *range = NULL;
+	size_t len = 0, rlen = 0;
+	FILE *f, *r;
+
+	f = open_memstream(&text, &len);
+	r = open_memstream(&range, &rlen);
+	if (f == NULL || r == NULL)
+		goto out;
+	conf_print_range(r, k);
+	fclose(r);
+	r = NULL;
+	fprintf(f, "%s%s.%s: %s; %s", sec->name, sec->list ? "[]" : "", k->name,
+		k->desc, conf_type_names[k->type]);
+	if (strcmp(range, "-") != 0)
+		fprintf(f, ", %s", range);
+	fputs(k->flags & CONF_REQUIRED ? ", required" : "", f);
+	if (k->def == NULL && k->def_doc != NULL)
+		fprintf(f, ", default: %s", k->def_doc);
+	fputs(k->flags & CONF_RELOAD ? "" : "; restart", f);
+	fclose(f);
+	f = NULL;
+	conf_print_comment(out, indent, text);
+	if (k->def != NULL) {
+		fprintf(out, "%s%s = ", indent, k->name);
+		conf_print_default(out, k);
+		fputs(";\n", out);
+	} else if (k->example != NULL) {
+		fprintf(out, "%s%s%s = %s;\n", indent,
+			sec->list || sec->optional ? "" : "# ", k->name,
+			k->example);
+	} else if (k->type == CONF_T_NAMES) {
+		fprintf(out, "%s%s = [ ];\n", indent, k->name);
+	} else {
+		fprintf(out, "%s# %s: no default, no example\n", indent,
+			k->name);
+	}
+out:
+	if (f != NULL)
+		fclose(f);
+	if (r != NULL)
+		fclose(r);
+	free(text);
+	free(range);
+}
+
+/*
+ * The example configuration, conf/smcproxyd.conf: every section and key of
+ * the tables with its description, type, range, whether a reload changes
+ * it, and its default (or, without one, an example value).  Sections a
+ * daemon may do without are commented out.  The unit tests compare the
+ * shipped file with this, so it cannot lack a key or go stale.
+ */
+void
+conf_print_example(FILE *out)
+{
+	const struct conf_section *sec;
+	char *body = NULL, *line, *next;
+	size_t k, len = 0;
+	FILE *f;
+	int id;
+
+	fputs("# smcproxyd.conf: every key, set to its default.  See "
+	      "smcproxyd.conf(5).\n"
+	      "# Written by \"smcproxyd --print-example\" from the daemon's "
+	      "key table.\n"
+	      "#\n"
+	      "# Syntax is libconfig's: groups { }, lists ( ), arrays [ ], "
+	      "\"strings\",\n"
+	      "# true/false, integers (0x.. for hex); \"#\" and \"//\" start "
+	      "comments.\n"
+	      "# Check a file with \"smcproxyd -n -c FILE\": all errors and "
+	      "warnings at once,\n"
+	      "# as \"file:line: key: message\".  Keys marked \"restart\" "
+	      "cannot be changed by\n"
+	      "# a reload (SIGHUP or \"smcproxyctl reload\"); everything else "
+	      "can.\n"
+	      "# Sections that are commented out are off until written; a "
+	      "peer needs a\n"
+	      "# key_file readable by the user the daemon runs as (smcproxyd "
+	      "under the\n"
+	      "# unit), or insecure = true; see smcproxyd(8), Keys.\n",
+	      out);
+	for (id = 0; id < CONF_NSECT; id++) {
+		sec = &conf_sections[id];
+		f = open_memstream(&body, &len);
+		if (f == NULL)
+			return;
+		if (sec->list)
+			fprintf(f, "%s = (\n\t{\n", sec->name);
+		else
+			fprintf(f, "%s: {\n", sec->name);
+		for (k = 0; k < sec->nkeys; k++) {
+			if (k > 0)
+				fputs("\n", f);
+			conf_print_example_key(f, sec, &sec->keys[k]);
+		}
+		fputs(sec->list ? "\t}\n);\n" : "};\n", f);
+		fclose(f);
+		fputs("\n", out);
+		conf_print_comment(out, "", sec->desc);
+		/* what a daemon may do without is left for the operator */
+		for (line = body; *line != '\0'; line = next + 1) {
+			next = strchr(line, '\n');
+			fprintf(out, "%s%.*s\n",
+				!sec->list && !sec->optional ? "" :
+				line[0] == '\t'		     ? "#" :
+				line[0] == '\n'		     ? "#" :
+							       "# ",
+				(int)(next - line), line);
+		}
+		free(body);
+		body = NULL;
 	}
 }

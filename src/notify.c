@@ -1,20 +1,18 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The systemd readiness protocol (sd_notify): one datagram with
- * "READY=1", "RELOADING=1", "STOPPING=1" and a STATUS= line for
- * "systemctl status" to $NOTIFY_SOCKET.  A dozen lines of protocol need no
- * libsystemd.
+ * Telling systemd (Type=notify) how the daemon is, through libsystemd's
+ * sd_notify(): READY=1, RELOADING=1, STOPPING=1 with EXTEND_TIMEOUT_USEC=
+ * for the drain, WATCHDOG=1, and a STATUS= line for "systemctl status".
+ * Nothing happens when not under a service manager.
  */
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "smcproxyd.h"
 
@@ -22,35 +20,11 @@
 void
 notify_send(const char *state)
 {
-	struct sockaddr_un sun;
-	const char *path = getenv("NOTIFY_SOCKET");
-	socklen_t len;
-	size_t plen;
-	int fd;
+	int rc;
 
-	if (path == NULL || (path[0] != '/' && path[0] != '@'))
-		return;
-	plen = strlen(path);
-	if (plen >= sizeof(sun.sun_path)) {
-		log_warnx("%s: NOTIFY_SOCKET path too long", __func__);
-		return;
-	}
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, plen);
-	if (sun.sun_path[0] == '@')
-		sun.sun_path[0] = '\0'; /* abstract namespace */
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen);
-
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		log_warn("%s: socket", __func__);
-		return;
-	}
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-		   (struct sockaddr *)&sun, len) == -1)
-		log_warn("%s: sendto %s", __func__, path);
-	close(fd);
+	rc = sd_notify(0, state);
+	if (rc < 0)
+		log_warnx("%s: sd_notify: %s", __func__, strerror(-rc));
 }
 
 /* notify_send() with a formatted state. */
@@ -66,6 +40,42 @@ notify_sendf(const char *fmt, ...)
 	vsnprintf(state, sizeof(state), fmt, ap);
 	va_end(ap);
 	notify_send(state);
+}
+
+/*
+ * The stop begins: STOPPING=1, and the drain's timeout (plus the time to
+ * close what is left and exit) as EXTEND_TIMEOUT_USEC=, so that a unit's
+ * TimeoutStopSec= shorter than shutdown_timeout does not kill the drain.
+ */
+void
+notify_stopping(int drain_s)
+{
+	notify_sendf("STOPPING=1\nEXTEND_TIMEOUT_USEC=%llu\nSTATUS=draining "
+		     "(up to %d s)",
+		     ((unsigned long long)drain_s + NOTIFY_STOP_SLACK_S) *
+			     1000000ULL,
+		     drain_s);
+}
+
+/*
+ * The watchdog's period in microseconds when the unit has WatchdogSec=
+ * (for this process), else 0.
+ */
+unsigned long long
+notify_watchdog_usec(void)
+{
+	uint64_t usec = 0;
+
+	if (sd_watchdog_enabled(0, &usec) <= 0)
+		return 0;
+	return usec;
+}
+
+/* Every worker answered: the daemon is alive. */
+void
+notify_watchdog(void)
+{
+	notify_send("WATCHDOG=1");
 }
 
 static const char *

@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <libconfig.h>
 #include <libsmartcols.h>
 
 #include "smcproxyd.h"
@@ -157,9 +159,10 @@ static void
 ctl_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [-j | --prometheus | --openmetrics] [-s socket] [-t "
-		"seconds]\n"
-		"       [-o columns] [--noheadings] [--raw] command "
+		"usage: %s [-j | --prometheus | --openmetrics] [-c file | -s "
+		"socket]\n"
+		"       [-t seconds]"
+		" [-o columns] [--noheadings] [--raw] command "
 		"[argument...]\n"
 		"       %s --version\n"
 		"commands:\n"
@@ -185,6 +188,45 @@ ctl_usage(FILE *f)
 		"  transport rdma|fallback, age SECONDS (at least that old)\n"
 		"default socket: %s\n",
 		ctl_progname, ctl_progname, CONTROL_SOCKET_DEFAULT);
+}
+
+/*
+ * The control socket that the configuration file at path names
+ * (smcproxyd.control_socket, else the default), into buf: so that the
+ * unit's ExecReload= need not repeat it.  A file libconfig cannot read
+ * is reported and the default tried: the daemon, if it is there, says
+ * what is wrong with the file in its own words.
+ */
+static void
+ctl_conf_socket(const char *path, char *buf, size_t len)
+{
+	const char *sock = CONTROL_SOCKET_DEFAULT, *slash;
+	char dir[PATH_MAX];
+	config_t cfg;
+
+	config_init(&cfg);
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s",
+		 slash == NULL ? 1 :
+		 slash == path ? 1 :
+				 (int)(slash - path),
+		 slash == NULL ? "." : path);
+	config_set_include_dir(&cfg, dir);
+	if (config_read_file(&cfg, path) != CONFIG_TRUE &&
+	    config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
+		ctl_warnx("%s: cannot read it; trying the default socket %s",
+			  path, sock);
+	else if (config_error_type(&cfg) != CONFIG_ERR_NONE)
+		ctl_warnx("%s:%d: %s; trying the default socket %s",
+			  config_error_file(&cfg) != NULL ?
+				  config_error_file(&cfg) :
+				  path,
+			  config_error_line(&cfg), config_error_text(&cfg),
+			  sock);
+	else
+		config_lookup_string(&cfg, "smcproxyd.control_socket", &sock);
+	snprintf(buf, len, "%s", sock);
+	config_destroy(&cfg);
 }
 
 /******** connection ********/
@@ -1129,6 +1171,7 @@ main(int argc, char **argv)
 		{"prometheus", no_argument, NULL, 'p'},
 		{"openmetrics", no_argument, NULL, 'O'},
 		{"socket", required_argument, NULL, 's'},
+		{"config", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 't'},
 		{"output", required_argument, NULL, 'o'},
 		{"noheadings", no_argument, NULL, 'n'},
@@ -1141,13 +1184,13 @@ main(int argc, char **argv)
 	enum ctl_fmt fmt = CTL_FMT_TEXT;
 	const struct ctl_cmd *cm;
 	json_t *reply = NULL, *args = NULL, *details, *d;
-	const char *raw;
-	char cmd[64], *end;
+	const char *raw, *conf_path = NULL;
+	char cmd[64], *end, sock[PATH_MAX];
 	size_t i;
 	int ch, rc = CTL_EXIT_USAGE;
 
-	while ((ch = getopt_long(argc, argv, "hjno:prs:t:V", longopts, NULL)) !=
-	       -1) {
+	while ((ch = getopt_long(argc, argv, "c:hjno:prs:t:V", longopts,
+				 NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			if (ctl_columns(optarg) < 0)
@@ -1170,6 +1213,10 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			conn.path = optarg;
+			conf_path = NULL;
+			break;
+		case 'c':
+			conf_path = optarg;
 			break;
 		case 't':
 			ctl_timeout = (int)strtol(optarg, &end, 10);
@@ -1195,6 +1242,10 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
+	if (conf_path != NULL) {
+		ctl_conf_socket(conf_path, sock, sizeof(sock));
+		conn.path = sock;
+	}
 
 	if (fmt == CTL_FMT_PROMETHEUS || fmt == CTL_FMT_OPENMETRICS) {
 		if (argc > 1 || (argc == 1 && strcmp(argv[0], "stats") != 0)) {

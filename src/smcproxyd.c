@@ -23,8 +23,11 @@
 
 static struct conf *conf_current;
 static struct event_base *main_base;
-static struct event *stopped_ev; /* a worker drained */
-static struct event *status_ev;	 /* STATUS= kept current */
+static struct event *stopped_ev;  /* a worker drained */
+static struct event *status_ev;	  /* STATUS= kept current */
+static struct event *watchdog_ev; /* WATCHDOG=1 while the workers answer */
+static unsigned long long watchdog_usec;
+static int watchdog_stalled = -1; /* the worker last logged as stuck */
 static bool stopping;
 static bool debug_flag;
 
@@ -33,23 +36,8 @@ static void __attribute__((noreturn)) usage(FILE *f)
 {
 	fprintf(f, "usage: smcproxyd [-dnV] [-c file]\n"
 		   "       smcproxyd --list-devices [--local-addr ip]\n"
-		   "       smcproxyd --print-schema\n");
+		   "       smcproxyd --print-schema | --print-example\n");
 	exit(f == stdout ? 0 : 2);
-}
-
-static void
-smcproxyd_warn_insecure(const struct conf *conf)
-{
-	int i;
-
-	for (i = 0; i < conf->npeers; i++)
-		if (conf->peers[i].key_len == 0)
-			log_warnx("peer %s is not authenticated (insecure = "
-				  "true): anyone who can reach the peer port "
-				  "from %s can use the exports it may use",
-				  conf->peers[i].name,
-				  conf->peers[i].any_source ? "anywhere" :
-							      "its address");
 }
 
 /* Log what a FILE of config errors holds, one line each. */
@@ -61,6 +49,18 @@ smcproxyd_log_lines(char *text)
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save))
 		log_warnx("%s", line);
+}
+
+/* Log the warnings conf_load() found in conf ("smcproxyd -n" prints them). */
+static void
+smcproxyd_log_warnings(const struct conf *conf)
+{
+	char *text;
+
+	if (conf->warnings == NULL || (text = strdup(conf->warnings)) == NULL)
+		return;
+	smcproxyd_log_lines(text);
+	free(text);
 }
 
 /* What to add to the error for a listen address that is taken. */
@@ -165,7 +165,8 @@ smcproxyd_reload(FILE *errors)
 	conf_current = next;
 	if (!debug_flag)
 		log_set_level(next->log_level);
-	smcproxyd_warn_insecure(next);
+	if (next->warnings != NULL)
+		fputs(next->warnings, mine);
 	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
 		 next->nrules, next->npeers, next->nexports);
 out:
@@ -209,7 +210,7 @@ smcproxyd_shutdown(bool now)
 	if (!stopping) {
 		stopping = true;
 		event_del(status_ev);
-		notify_send("STOPPING=1");
+		notify_stopping(conf_current->shutdown_timeout);
 		log_info("stopping; open connections get %d s to finish (a "
 			 "second SIGTERM or \"smcproxyctl shutdown now\" "
 			 "closes them at once)",
@@ -238,6 +239,32 @@ smcproxyd_status(evutil_socket_t fd, short what, void *arg)
 	notify_status(conf_current);
 }
 
+/*
+ * Every third of the unit's WatchdogSec=: WATCHDOG=1 only when every
+ * worker's loop answered the last ping, then ping them again.  A worker
+ * stuck (in a verbs call, a lock) stops the pings, and systemd kills and
+ * restarts the daemon (Restart=on-failure) once WatchdogSec= has passed.
+ */
+static void
+smcproxyd_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	int id = worker_unanswered();
+
+	if (id >= 0) {
+		if (id != watchdog_stalled)
+			log_warnx("watchdog: worker %d has not answered for "
+				  "%llu ms; not telling systemd it is alive",
+				  id, watchdog_usec / 3000);
+		watchdog_stalled = id;
+		return;
+	}
+	if (watchdog_stalled >= 0)
+		log_info("watchdog: worker %d answers again", watchdog_stalled);
+	watchdog_stalled = -1;
+	notify_watchdog();
+	worker_ping_all();
+}
+
 /* A worker drained; when all have, the control socket goes and we end. */
 static void
 smcproxyd_stopped(evutil_socket_t fd, short what, void *arg)
@@ -245,6 +272,7 @@ smcproxyd_stopped(evutil_socket_t fd, short what, void *arg)
 	if (!worker_all_drained())
 		return;
 	control_shutdown();
+	event_del(watchdog_ev);
 	worker_exit_all();
 	event_base_loopexit(main_base, NULL);
 }
@@ -269,6 +297,7 @@ main(int argc, char *argv[])
 		{"list-devices", no_argument, NULL, 'L'},
 		{"local-addr", required_argument, NULL, 'a'},
 		{"print-schema", no_argument, NULL, 'S'},
+		{"print-example", no_argument, NULL, 'E'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -298,6 +327,9 @@ main(int argc, char *argv[])
 		case 'S':
 			conf_print_schema(stdout);
 			return 0;
+		case 'E':
+			conf_print_example(stdout);
+			return 0;
 		case 'V':
 			printf("smcproxyd %s\n", SMCPROXYD_VERSION);
 			return 0;
@@ -317,6 +349,8 @@ main(int argc, char *argv[])
 	if (check) {
 		if (conf_current == NULL)
 			return 1;
+		if (conf_current->warnings != NULL)
+			fputs(conf_current->warnings, stderr);
 		printf("configuration OK\n");
 		conf_free(conf_current);
 		return 0;
@@ -326,7 +360,7 @@ main(int argc, char *argv[])
 	conf_hold(conf_current);
 	if (!debug_flag)
 		log_set_level(conf_current->log_level);
-	smcproxyd_warn_insecure(conf_current);
+	smcproxyd_log_warnings(conf_current);
 
 	signal(SIGPIPE, SIG_IGN);
 	smcproxyd_raise_nofile();
@@ -341,8 +375,10 @@ main(int argc, char *argv[])
 	stopped_ev = event_new(main_base, -1, 0, smcproxyd_stopped, NULL);
 	status_ev =
 		event_new(main_base, -1, EV_PERSIST, smcproxyd_status, NULL);
+	watchdog_ev =
+		event_new(main_base, -1, EV_PERSIST, smcproxyd_watchdog, NULL);
 	if (sig_term == NULL || sig_int == NULL || sig_hup == NULL ||
-	    stopped_ev == NULL || status_ev == NULL ||
+	    stopped_ev == NULL || status_ev == NULL || watchdog_ev == NULL ||
 	    evsignal_add(sig_term, NULL) || evsignal_add(sig_int, NULL) ||
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
@@ -372,6 +408,18 @@ main(int argc, char *argv[])
 
 		event_add(status_ev, &tv);
 	}
+	watchdog_usec = notify_watchdog_usec();
+	if (watchdog_usec > 0) {
+		struct timeval tv = {
+			(time_t)(watchdog_usec / 3 / 1000000),
+			(suseconds_t)(watchdog_usec / 3 % 1000000)};
+
+		worker_ping_all();
+		event_add(watchdog_ev, &tv);
+		log_info("watchdog: WATCHDOG=1 every %llu ms while the workers "
+			 "answer",
+			 watchdog_usec / 3000);
+	}
 
 	event_base_dispatch(main_base);
 
@@ -384,6 +432,7 @@ main(int argc, char *argv[])
 	event_free(sig_hup);
 	event_free(stopped_ev);
 	event_free(status_ev);
+	event_free(watchdog_ev);
 	event_base_free(main_base);
 	conf_drop(conf_current);
 	return 0;

@@ -212,6 +212,7 @@ struct conf {
 	int nexports;
 	struct conf_rdma rdma;
 	struct conf_src *src; /* conf.c private: where keys were set */
+	char *warnings;	      /* "file:line: warning: ..." lines, or "" */
 	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
 };
 
@@ -228,6 +229,7 @@ bool conf_export_allows(const struct conf_export *exp, const char *peer);
 int conf_reload_check(const struct conf *old, const struct conf *new,
 		      FILE *errors);
 void conf_print_schema(FILE *out);
+void conf_print_example(FILE *out);
 
 /* A config lives while the main thread, a worker or a session holds it. */
 static inline struct conf *
@@ -252,7 +254,11 @@ int sock_connect(const struct addr *to, const struct addr *from,
 void sock_reset(int fd);
 
 /* notify.c */
+#define NOTIFY_STOP_SLACK_S 30 /* after the drain: close the rest, exit */
 void notify_send(const char *state);
+void notify_stopping(int drain_s);
+unsigned long long notify_watchdog_usec(void);
+void notify_watchdog(void);
 void notify_ready(const struct conf *conf);
 void notify_status(const struct conf *conf);
 void notify_reloading(void);
@@ -318,6 +324,8 @@ struct event;
 void worker_stop_all(int timeout, struct event *done);
 void worker_stop_now_all(void);
 bool worker_all_drained(void);
+void worker_ping_all(void);
+int worker_unanswered(void);
 void worker_exit_all(void);
 void worker_join_all(void);
 int worker_count(void);

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,7 @@ struct worker {
 	struct lgr_ctx *lgr;
 	struct session_rdma_worker *rdma;
 	int npreauth_sessions; /* of npreauth, those that are sessions */
+	unsigned pong; /* the last worker_ping_all() its loop answered */
 };
 
 static struct worker *workers;
@@ -837,6 +839,43 @@ worker_stop_now_all(void)
 
 	for (i = 0; i < nworkers; i++)
 		worker_post(&workers[i], worker_stop_now_cb, NULL);
+}
+
+static unsigned worker_ping_seq; /* the main thread's */
+
+static void
+worker_pong_cb(struct worker *w, void *arg)
+{
+	__atomic_store_n(&w->pong, (unsigned)(uintptr_t)arg, __ATOMIC_RELEASE);
+}
+
+/*
+ * For the watchdog: ask every worker's loop to answer.  The main thread
+ * pings again only once all have answered (worker_unanswered() < 0), so a
+ * stuck worker never has more than one ping waiting in its pipe.
+ */
+void
+worker_ping_all(void)
+{
+	int i;
+
+	worker_ping_seq++;
+	for (i = 0; i < nworkers; i++)
+		worker_post(&workers[i], worker_pong_cb,
+			    (void *)(uintptr_t)worker_ping_seq);
+}
+
+/* The id of a worker that has not answered the last ping, or -1. */
+int
+worker_unanswered(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++)
+		if (__atomic_load_n(&workers[i].pong, __ATOMIC_ACQUIRE) !=
+		    worker_ping_seq)
+			return workers[i].id;
+	return -1;
 }
 
 /* Whether every worker has drained since worker_stop_all(). */

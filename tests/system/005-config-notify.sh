@@ -3,7 +3,10 @@
 # Starting up: "smcproxyd -n" accepts the pair's configs and rejects a
 # broken one with file:line; the daemon tells systemd READY=1 through
 # NOTIFY_SOCKET once it listens, and a single connection works end to end;
-# a second daemon with the same listen addresses refuses to start.
+# a second daemon with the same listen addresses refuses to start.  Under
+# a watchdog (WATCHDOG_USEC, as systemd sets for WatchdogSec=) it sends
+# WATCHDOG=1 every third of the period while its workers answer; its stop
+# says STOPPING=1 with EXTEND_TIMEOUT_USEC= covering shutdown_timeout.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3
@@ -20,7 +23,7 @@ grep -q 'broken.conf:[0-9]' "$T/check" || fail "no file:line in: $(cat "$T/check
 notify_listen "$T/notify.sock" "$T/notify.log"
 start_server "$PORT_TARGET"
 start_daemon b "$T/b.conf"
-NOTIFY_SOCKET=$T/notify.sock start_daemon a "$T/a.conf"
+NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=600000 start_daemon a "$T/a.conf"
 for i in $(seq 100); do
 	grep -q 'READY=1' "$T/notify.log" && break
 	sleep 0.1
@@ -48,3 +51,16 @@ for d in a b; do
 		fail "second daemon $d: no config key named: $(cat "$T/${d}2.log")"
 done
 xfer_client -n 4 -b 1M || fail "the pair no longer serves every connection"
+
+# the watchdog: one WATCHDOG=1 per 200 ms, so a few seconds hold many
+n0=$(grep -c 'WATCHDOG=1' "$T/notify.log")
+sleep 2
+n1=$(grep -c 'WATCHDOG=1' "$T/notify.log")
+[ $((n1 - n0)) -ge 5 ] ||
+	fail "$((n1 - n0)) WATCHDOG=1 in 2 s with WATCHDOG_USEC=600000, want >= 5"
+grep -q 'watchdog: WATCHDOG=1 every 200 ms while the workers answer' "$T/a.log" ||
+	fail "a did not log its watchdog period: $(grep watchdog "$T/a.log")"
+stop_daemon a
+ext=$(((${SMC_SHUTDOWN_TIMEOUT:-5} + 30) * 1000000))
+grep -q "STOPPING=1|EXTEND_TIMEOUT_USEC=$ext|" "$T/notify.log" ||
+	fail "no STOPPING=1 with EXTEND_TIMEOUT_USEC=$ext (shutdown_timeout + 30 s): $(grep STOPPING "$T/notify.log")"

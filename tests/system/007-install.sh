@@ -5,7 +5,9 @@
 # reads only *.conf there), the unit, a default configuration that the
 # unit's ExecStartPre ("smcproxyd -n") accepts and that a second install
 # leaves alone once edited, a DeviceAllow= that names devices (a directory
-# is ignored) and an ExecReload= that fails when the reload fails.  As root,
+# is ignored) and an ExecReload= that fails when the reload fails and finds
+# the socket in the configuration (-c), not at a path of its own; the
+# template smcproxyd@.service, each instance with NAME.conf.  As root,
 # systemd-sysusers and systemd-tmpfiles run on the tree: the user exists and
 # owns the configuration directory's group.
 . "$(dirname "$0")/lib.sh"
@@ -35,6 +37,7 @@ one()
 one '/lib/sysusers\.d/smcproxyd\.conf$' >/dev/null
 tmpfiles=$(one '/lib/tmpfiles\.d/smcproxyd\.conf$')
 unit=$(one '/lib/systemd/system/smcproxyd\.service$')
+tunit=$(one '/lib/systemd/system/smcproxyd@\.service$')
 conf=$(one '/etc/smcproxyd/smcproxyd\.conf$')
 daemon=$(one '/sbin/smcproxyd$')
 ctlbin=$(one '/bin/smcproxyctl$')
@@ -86,6 +89,15 @@ grep '^ExecReload=' "$unit" >"$T/reload" || fail "no ExecReload= in the unit"
 grep -q "^ExecReload=${ctlbin#$D} .*reload\$" "$T/reload" ||
 	fail "ExecReload= is not smcproxyctl reload: $(cat "$T/reload")"
 grep -q 'kill' "$T/reload" && fail "ExecReload= still sends a signal"
+grep -q "^ExecReload=${ctlbin#$D} -c ${conf#$D} reload\$" "$T/reload" ||
+	fail "ExecReload= does not take the socket from ${conf#$D}: $(cat "$T/reload")"
+grep -q -- '-s /' "$T/reload" && fail "ExecReload= names a socket path"
+for k in ExecStartPre ExecStart ExecReload; do
+	grep -q "^$k=.* -c ${etc#$D}/%i\.conf" "$tunit" ||
+		fail "smcproxyd@.service: $k does not use %i.conf: $(grep "^$k=" "$tunit")"
+done
+grep -q '^RuntimeDirectory=smcproxyd-%i$' "$tunit" ||
+	fail "smcproxyd@.service shares a runtime directory: $(grep ^RuntimeDirectory= "$tunit")"
 
 # systemd's own checks of the unit, with the programs where DESTDIR has them
 if command -v systemd-analyze >/dev/null 2>&1; then
@@ -97,6 +109,14 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 		>"$T/verify.rest"
 	[ -s "$T/verify.rest" ] &&
 		fail "systemd-analyze verify: $(cat "$T/verify.rest")"
+	sed -e "s|=\(-\{0,1\}\)\(${daemon#$D}\)|=\1$daemon|" \
+		-e "s|=${ctlbin#$D}|=$ctlbin|" "$tunit" >"$T/smcproxyd@x.service"
+	systemd-analyze verify --man=no "$T/smcproxyd@x.service" \
+		>"$T/verify" 2>&1
+	grep -v -e 'sysinit.target' -e 'Unit .* not found' "$T/verify" \
+		>"$T/verify.rest"
+	[ -s "$T/verify.rest" ] &&
+		fail "systemd-analyze verify smcproxyd@x: $(cat "$T/verify.rest")"
 fi
 
 if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null 2>&1 &&

@@ -6,7 +6,8 @@
 # seconds of uptime_s as whole seconds; a listen address that is taken is
 # named rules[N].listen, the form every other config error uses; the
 # manual's example paths exist and the docs no longer say the data path
-# is not wired.
+# is not wired; "smcproxyd -n" prints warnings (an unauthenticated peer)
+# on stderr as file:line and refuses an export name CONN_OPEN cannot carry.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
@@ -48,6 +49,27 @@ timeout 20 "$SMCPROXYD" -d -c "$T/a2.conf" >"$T/a2.log" 2>&1 &&
 	fail "a second daemon on the same rule address started"
 grep -q "a2.conf:[0-9]*: rules\[0\]\.listen: rule x: cannot listen on 127.0.0.1:$PORT_RULE" "$T/a2.log" ||
 	fail "the taken address is not named rules[0].listen: $(cat "$T/a2.log")"
+
+# smcproxyd -n: warnings on stderr with file:line, still "configuration OK"
+# and 0; an export name longer than CONN_OPEN carries is an error
+cat >"$T/n.conf" <<EOF
+smcproxyd: { name = "a"; control_socket = "$T/n.sock"; };
+peers = ( { name = "b"; address = "127.0.0.1:7102";
+            insecure = true; } );
+rules = ( { name = "r"; listen = "127.0.0.1:6380"; peer = "b";
+            export = "redis"; } );
+EOF
+"$SMCPROXYD" -n -c "$T/n.conf" >"$T/out" 2>"$T/err" ||
+	fail "smcproxyd -n of a file with warnings: status $?: $(cat "$T/err")"
+[ "$(cat "$T/out")" = "configuration OK" ] ||
+	fail "smcproxyd -n with warnings printed: $(cat "$T/out")"
+grep -q "^$T/n.conf:3: warning: peers\[0\].insecure: peer b is not authenticated" "$T/err" ||
+	fail "smcproxyd -n: no warning for the insecure peer: $(cat "$T/err")"
+sed -i 's/export = "redis"/export = "redis-cache-of-the-west"/' "$T/n.conf"
+"$SMCPROXYD" -n -c "$T/n.conf" >"$T/out" 2>"$T/err" &&
+	fail "smcproxyd -n accepted a 23-byte export name"
+grep -q "^$T/n.conf:5: rules\[0\].export: export name \"redis-cache-of-the-west\" is 23 bytes; over RDMA" "$T/err" ||
+	fail "smcproxyd -n: the long export name is not named: $(cat "$T/err")"
 
 # documentation
 for f in $(grep -o 'conf/examples/[A-Za-z0-9_.]*' "$SRC/docs/smcproxyd.conf.5" | sort -u); do

@@ -7,7 +7,9 @@
 # details); nothing changes, the daemon keeps serving, and a transfer that
 # spans every reload completes verified.  A good file adds a rule, changes
 # an export and removes the rule again, each visible in "show rules" and
-# in what listens.
+# in what listens.  "smcproxyctl -c FILE reload" (the unit's ExecReload=)
+# finds the socket the file names; a file it cannot parse is reported
+# and the default socket tried.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
@@ -144,6 +146,17 @@ pycheck "rules after removing y" "$T/a.rules.json" <<'EOF'
 eq([r["name"] for r in load(A[0])["data"]["rules"]], ["x"], "rules")
 EOF
 xfer_client -n 2 -b 1M || fail "rule x broken after removing y"
+
+# -c: the socket from the file (a's is $T/a.sock), as ExecReload= uses it
+"$SMCPROXYCTL" -c "$T/a.conf" reload >"$T/reload.out" 2>&1 ||
+	fail "smcproxyctl -c a.conf reload: $(cat "$T/reload.out")"
+grep -q "control_socket = \"$T/a.sock\"" "$T/a.conf" ||
+	fail "a.conf does not name $T/a.sock: the -c check proves nothing"
+printf 'smcproxyd: {\n' >"$T/broken.conf"
+"$SMCPROXYCTL" -c "$T/broken.conf" -t 2 version >"$T/reload.out" 2>&1 &&
+	fail "smcproxyctl -c with an unparsable file found a daemon"
+grep -q "broken.conf:2: syntax error; trying the default socket /run/smcproxyd/control.sock" "$T/reload.out" ||
+	fail "smcproxyctl -c with an unparsable file said: $(cat "$T/reload.out")"
 
 wait "$stream_pid"
 rc=$?

@@ -7,8 +7,11 @@
  * and the shipped examples and man page agree with the code.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +334,19 @@ static const struct {
 		"\"012345678901234567890123456789012345678901234567890123456789"
 		"0123\"; } );\n",
 	 "t.conf:3: rules[0].export: invalid name \"0123456789", 1},
+	/* CONN_OPEN names an export in 22 bytes: a longer one is refused */
+	{LISTEN PEER_B "exports = ( { name = \"e2345678901234567890123\"; "
+		       "target = \"127.0.0.1:6379\"; peers = [ \"b\" ]; } );\n",
+	 "t.conf:3: exports[0].name: export name \"e2345678901234567890123\" "
+	 "is 23 bytes; over RDMA an export is named in at most 22 (CONN_OPEN): "
+	 "use a shorter name\n",
+	 1},
+	{PEER_B "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
+		"  peer = \"b\"; export = \"e2345678901234567890123\"; } );\n",
+	 "t.conf:3: rules[0].export: export name \"e2345678901234567890123\" "
+	 "is 23 bytes; over RDMA an export is named in at most 22 (CONN_OPEN): "
+	 "use a shorter name\n",
+	 1},
 	{"smcproxyd: { name = \"a/b\"; };\n",
 	 "t.conf:1: smcproxyd.name: invalid name \"a/b\"", 1},
 	{"rdma: { devices = [ \"mlx5 0\" ]; };\n",
@@ -831,16 +847,7 @@ END_TEST
 
 START_TEST(test_key_not_regular)
 {
-	char path[TPATH], target[TPATH], msg[3 * TPATH];
-
-	write_key(target, sizeof(target), "real", 32, 0600);
-	snprintf(path, sizeof(path), "%s/link", tmpdir);
-	ck_assert_int_eq(symlink(target, path), 0);
-	snprintf(msg, sizeof(msg),
-		 "key file %s is a symbolic link; point key_file at the file "
-		 "itself",
-		 path);
-	expect_key_error(path, msg);
+	char path[TPATH], msg[3 * TPATH];
 
 	snprintf(path, sizeof(path), "%s/dir", tmpdir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
@@ -852,6 +859,272 @@ START_TEST(test_key_not_regular)
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
 	snprintf(msg, sizeof(msg), "key file %s is not a regular file", path);
 	expect_key_error(path, msg);
+}
+END_TEST
+
+/*
+ * A Kubernetes Secret mount: key -> ..data/key, ..data -> ..2026_12_03/, the
+ * file in there.  Accepted when the file it ends at is safe; refused, naming
+ * that file, when it is not.
+ */
+START_TEST(test_key_symlink)
+{
+	char dir[TPATH], path[TPATH], target[TPATH], real[TPATH];
+	char text[TPATH + 256], msg[3 * TPATH];
+	struct conf *conf;
+	struct passwd *pw;
+
+	snprintf(dir, sizeof(dir), "%s/..2026_12_03", tmpdir);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	write_key(target, sizeof(target), "..2026_12_03/key", 32, 0400);
+	snprintf(path, sizeof(path), "%s/..data", tmpdir);
+	ck_assert_int_eq(symlink("..2026_12_03", path), 0);
+	snprintf(path, sizeof(path), "%s/key", tmpdir);
+	ck_assert_int_eq(symlink("..data/key", path), 0);
+	conf = load_ok(peer_with_key(text, sizeof(text), path));
+	ck_assert_uint_eq(conf->peers[0].key_len, 32);
+	ck_assert_uint_eq(conf->peers[0].key[31], (31 * 7) & 0xff);
+	conf_free(conf);
+
+	/* the file at the end is what is checked: 0644 is refused */
+	write_key(target, sizeof(target), "..2026_12_03/open", 32, 0644);
+	snprintf(path, sizeof(path), "%s/open", tmpdir);
+	ck_assert_int_eq(symlink("..data/open", path), 0);
+	ck_assert_ptr_nonnull(realpath(target, real));
+	snprintf(msg, sizeof(msg),
+		 "key file %s (-> %s) is readable by group/others (mode "
+		 "0644); chmod 600 it",
+		 path, real);
+	expect_key_error(path, msg);
+
+	/* a dangling link says what is missing */
+	snprintf(path, sizeof(path), "%s/dangling", tmpdir);
+	ck_assert_int_eq(symlink("..data/none", path), 0);
+	snprintf(msg, sizeof(msg), "key file %s: No such file or directory",
+		 path);
+	expect_key_error(path, msg);
+
+	/* a link someone else owns could be pointed anywhere by them */
+	if (geteuid() != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/theirs", tmpdir);
+	ck_assert_int_eq(symlink("..data/key", path), 0);
+	ck_assert_int_eq(lchown(path, 12345, 12345), 0);
+	pw = getpwnam(SMCPROXYD_USER);
+	if (pw == NULL || pw->pw_uid == 0)
+		snprintf(msg, sizeof(msg),
+			 "symbolic link %s is owned by uid 12345, not root, "
+			 "the user smcproxyd runs as: chown root it",
+			 path);
+	else
+		snprintf(msg, sizeof(msg),
+			 "symbolic link %s is owned by uid 12345, neither "
+			 "root nor %s (uid %u), the user the service runs as: "
+			 "chown %s it",
+			 path, pw->pw_name, (unsigned)pw->pw_uid, pw->pw_name);
+	expect_key_error(path, msg);
+}
+END_TEST
+
+/*
+ * Run auth_key_load(path) as uid 65534 (nobody), in a child: its return
+ * and err come back through a pipe.  Only root can; false otherwise.
+ */
+static bool
+key_load_as_nobody(const char *path, int *ret, char *err, size_t errlen)
+{
+	unsigned char key[CONF_KEY_MAX];
+	struct {
+		int ret;
+		char err[1024];
+	} res;
+	size_t len;
+	pid_t pid;
+	int fds[2], status;
+
+	if (geteuid() != 0)
+		return false;
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		memset(&res, 0, sizeof(res));
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+		    setuid(65534) != 0)
+			_exit(2);
+		res.ret = auth_key_load(path, key, &len, res.err,
+					sizeof(res.err));
+		_exit(write(fds[1], &res, sizeof(res)) == sizeof(res) ? 0 : 3);
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &res, sizeof(res)), (ssize_t)sizeof(res));
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	*ret = res.ret;
+	snprintf(err, errlen, "%s", res.err);
+	return true;
+}
+
+/*
+ * Whom a key may belong to, and what the daemon says when it cannot read
+ * one: here it runs as nobody, as under the unit it runs as smcproxyd.
+ */
+START_TEST(test_key_owner)
+{
+	char path[TPATH], err[1024], want[3 * TPATH];
+	int ret;
+
+	/* the files must be reachable by nobody: only the mode protects */
+	ck_assert_int_eq(chmod(tmpdir, 0755), 0);
+	write_key(path, sizeof(path), "nobodys", 32, 0600);
+	if (!key_load_as_nobody(path, &ret, err, sizeof(err)))
+		return; /* not root: cannot change users */
+	ck_assert_int_eq(chown(path, 65534, 65534), 0);
+	ck_assert(key_load_as_nobody(path, &ret, err, sizeof(err)));
+	ck_assert_msg(ret == 0, "%s", err);
+	ck_assert_str_eq(err, "");
+
+	/* root's key, mode 0600: the daemon cannot read it; how to fix it */
+	write_key(path, sizeof(path), "roots", 32, 0600);
+	ck_assert(key_load_as_nobody(path, &ret, err, sizeof(err)));
+	ck_assert_int_eq(ret, -EACCES);
+	snprintf(want, sizeof(want),
+		 "key file %s: Permission denied: smcproxyd runs as nobody "
+		 "(uid 65534), which cannot read it or its directory; chown "
+		 "nobody it (mode 0600), or keep it root's and pass it with "
+		 "systemd's LoadCredential= (smcproxyd(8), Keys)",
+		 path);
+	ck_assert_str_eq(err, want);
+
+	/* someone else's: which users would do */
+	write_key(path, sizeof(path), "strangers", 32, 0604);
+	ck_assert_int_eq(chown(path, 12345, 12345), 0);
+	ck_assert(key_load_as_nobody(path, &ret, err, sizeof(err)));
+	ck_assert_int_eq(ret, -EPERM);
+	snprintf(want, sizeof(want),
+		 "key file %s is owned by uid 12345, neither root nor nobody "
+		 "(uid 65534), the user smcproxyd runs as: chown nobody it",
+		 path);
+	ck_assert_str_eq(err, want);
+}
+END_TEST
+
+/*
+ * Run as root (as "smcproxyd -n" is), a key of root's loads, with a
+ * warning when the service's user (smcproxyd) exists: it could not.
+ */
+START_TEST(test_key_root_warns)
+{
+	unsigned char key[CONF_KEY_MAX];
+	char path[TPATH], text[TPATH + 256], want[3 * TPATH], *w;
+	struct conf *conf;
+	size_t len;
+	struct passwd *pw;
+
+	if (geteuid() != 0)
+		return;
+	write_key(path, sizeof(path), "roots", 32, 0600);
+	pw = getpwnam(SMCPROXYD_USER);
+	ck_assert_int_eq(auth_key_load(path, key, &len, want, sizeof(want)), 0);
+	conf = load_ok(peer_with_key(text, sizeof(text), path));
+	w = conf->warnings;
+	if (pw == NULL || pw->pw_uid == 0) {
+		ck_assert_str_eq(want, "");
+		ck_assert_str_eq(w, "");
+	} else {
+		ck_assert_ptr_nonnull(strstr(want, "the user the service runs "
+						   "as, cannot read it"));
+		ck_assert_msg(strncmp(w,
+				      "t.conf:2: warning: peers[0].key_file: "
+				      "key file ",
+				      48) == 0,
+			      "%s", w);
+	}
+	conf_free(conf);
+}
+END_TEST
+
+/*
+ * As nobody (uid and gid 65534, no other group), a control_gid it is not in
+ * cannot be given to the socket: a warning; its own group is fine.
+ */
+START_TEST(test_warn_control_gid)
+{
+	char buf[1024];
+	struct conf *conf;
+	ssize_t n;
+	pid_t pid;
+	int fds[2], status;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+		    setuid(65534) != 0)
+			_exit(2);
+		conf = conf_load_string("smcproxyd: { control_gid = 12345; };\n"
+					"rdma: { };\n",
+					"t.conf", NULL);
+		if (conf == NULL)
+			_exit(3);
+		dprintf(fds[1], "%s|", conf->warnings);
+		conf_free(conf);
+		conf = conf_load_string("smcproxyd: { control_gid = 65534; };",
+					"t.conf", NULL);
+		if (conf == NULL)
+			_exit(3);
+		dprintf(fds[1], "%s", conf->warnings);
+		conf_free(conf);
+		_exit(0);
+	}
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "t.conf:1: warning: smcproxyd.control_gid: uid "
+			      "65534 is not in group 12345 and cannot give it "
+			      "the control socket; add it to the group, or "
+			      "under the unit SupplementaryGroups= in a "
+			      "drop-in (smcproxyd(8), SYSTEMD)\n|");
+}
+END_TEST
+
+/* "smcproxyd -n" names what serves but not as it seems: here no key. */
+START_TEST(test_warnings)
+{
+	struct conf *conf;
+
+	conf = load_ok(LISTEN PEER_B EXPORT(""));
+	ck_assert_str_eq(conf->warnings,
+			 "t.conf:2: warning: peers[0].insecure: peer b is not "
+			 "authenticated: anyone who can reach the peer port "
+			 "from its address's host can use the exports it may "
+			 "use, and its traffic is neither authenticated nor "
+			 "encrypted\n");
+	conf_free(conf);
+
+	/* metrics for anyone who reaches them; loopback ones are fine */
+	conf = load_ok("smcproxyd: {\n metrics_listen = \"0.0.0.0:9100\"; };");
+	ck_assert_str_eq(
+		conf->warnings,
+		"t.conf:2: warning: smcproxyd.metrics_listen: "
+		"0.0.0.0:9100 is not a loopback address: anyone who "
+		"can reach it reads the metrics (rule, peer and export "
+		"names, counters) without authentication\n");
+	conf_free(conf);
+	conf = load_ok("smcproxyd: { metrics_listen = \"127.0.0.2:9100\"; };");
+	ck_assert_str_eq(conf->warnings, "");
+	conf_free(conf);
+	conf = load_ok("smcproxyd: { metrics_listen = \"[::1]:9100\"; };");
+	ck_assert_str_eq(conf->warnings, "");
+	conf_free(conf);
 }
 END_TEST
 
@@ -1193,14 +1466,80 @@ END_TEST
 
 START_TEST(test_example_conf)
 {
-	char *out = NULL;
+	char *out = NULL, *gen = NULL, *file;
 	struct conf *conf;
+	size_t len;
+	FILE *f;
 
 	conf = load_file(TOP_SRCDIR "/conf/smcproxyd.conf", &out);
 	ck_assert_msg(conf != NULL && out[0] == '\0', "%s", out);
 	ck_assert_int_eq(conf->rdma.sndbuf, 262144);
 	conf_free(conf);
 	free(out);
+
+	/* the shipped file is what the key table writes, every key of it */
+	f = open_memstream(&gen, &len);
+	ck_assert_ptr_nonnull(f);
+	conf_print_example(f);
+	fclose(f);
+	file = read_all(TOP_SRCDIR "/conf/smcproxyd.conf");
+	ck_assert_msg(strcmp(file, gen) == 0,
+		      "conf/smcproxyd.conf is not what the key table writes; "
+		      "run: src/smcproxyd --print-example > "
+		      "$(top_srcdir)/conf/smcproxyd.conf");
+	free(file);
+	free(gen);
+}
+END_TEST
+
+/*
+ * The example with its commented-out sections written in (each line's
+ * leading "#", and "# " before a section's first and last line): valid,
+ * once key_file names a real key.
+ */
+START_TEST(test_example_conf_all)
+{
+	static const char etc[] = "/etc/smcproxyd/ab.key";
+	char key[TPATH], *gen = NULL, *text, *line, *next, *at;
+	size_t len, n;
+	struct conf *conf;
+	FILE *f, *t;
+
+	write_key(key, sizeof(key), "ab.key", 32, 0600);
+	f = open_memstream(&gen, &len);
+	ck_assert_ptr_nonnull(f);
+	conf_print_example(f);
+	fclose(f);
+	t = open_memstream(&text, &n);
+	ck_assert_ptr_nonnull(t);
+	for (line = gen; *line != '\0'; line = next + 1) {
+		next = strchr(line, '\n');
+		*next = '\0';
+		if (line[0] == '#' && (line[1] == '\t' || line[1] == '\0'))
+			line++;
+		else if (strncmp(line, "# ", 2) == 0 &&
+			 (strstr(line, " = (") != NULL ||
+			  strstr(line, ": {") != NULL ||
+			  strcmp(line, "# };") == 0 ||
+			  strcmp(line, "# );") == 0))
+			line += 2;
+		at = strstr(line, etc);
+		if (at != NULL)
+			fprintf(t, "%.*s%s%s\n", (int)(at - line), line, key,
+				at + strlen(etc));
+		else
+			fprintf(t, "%s\n", line);
+	}
+	fclose(t);
+	conf = load_ok(text);
+	ck_assert(conf->has_peer_listen);
+	ck_assert_int_eq(conf->npeers, 1);
+	ck_assert_uint_eq(conf->peers[0].key_len, 32);
+	ck_assert_int_eq(conf->nexports, 1);
+	ck_assert_int_eq(conf->nrules, 1);
+	conf_free(conf);
+	free(text);
+	free(gen);
 }
 END_TEST
 
@@ -1282,6 +1621,8 @@ conf_suite(void)
 	tcase_add_test(tc, test_listen_overlap_allowed);
 	tcase_add_test(tc, test_peer_routes);
 	tcase_add_test(tc, test_free_null);
+	tcase_add_test(tc, test_warnings);
+	tcase_add_test(tc, test_warn_control_gid);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");
@@ -1289,9 +1630,13 @@ conf_suite(void)
 	tcase_add_test(tc, test_key_loaded);
 	tcase_add_test(tc, test_key_refused);
 	tcase_add_test(tc, test_key_not_regular);
+	tcase_add_test(tc, test_key_symlink);
+	tcase_add_test(tc, test_key_owner);
+	tcase_add_test(tc, test_key_root_warns);
 	tcase_add_test(tc, test_auth_key_load);
 	tcase_add_test(tc, test_load_file);
 	tcase_add_test(tc, test_example_pair);
+	tcase_add_test(tc, test_example_conf_all);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reload");

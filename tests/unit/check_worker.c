@@ -193,6 +193,56 @@ START_TEST(flood_between_two_workers)
 }
 END_TEST
 
+/* ---- the watchdog's ping ---- */
+
+static int stall_fds[2];
+
+/* Stand for a worker stuck in a call: its loop waits for one byte. */
+static void
+stall_cb(struct worker *w, void *arg)
+{
+	char c;
+
+	ck_assert_int_eq(read(stall_fds[0], &c, 1), 1);
+}
+
+/* Wait for worker_unanswered() to be want; whether it came. */
+static bool
+unanswered_is(int want)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		if (worker_unanswered() == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * The main loop sends WATCHDOG=1 only when worker_unanswered() is -1: both
+ * loops answer a ping; a stuck worker does not until it runs again.
+ */
+START_TEST(watchdog_ping_needs_every_worker)
+{
+	start(false);
+	ck_assert_int_eq(pipe(stall_fds), 0);
+	worker_ping_all();
+	ck_assert(unanswered_is(-1));
+
+	worker_post(worker_get(1), stall_cb, NULL);
+	worker_ping_all();
+	usleep(200000);
+	ck_assert_int_eq(worker_unanswered(), 1);
+	ck_assert_int_eq(write(stall_fds[1], "x", 1), 1);
+	ck_assert(unanswered_is(-1));
+	close(stall_fds[0]);
+	close(stall_fds[1]);
+	stop();
+}
+END_TEST
+
 /* ---- strangers on the peer port ---- */
 
 /*
@@ -449,6 +499,7 @@ worker_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, flood_between_two_workers);
+	tcase_add_test(tc, watchdog_ping_needs_every_worker);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strangers");
 	tcase_set_timeout(tc, 60);
