@@ -14,12 +14,14 @@
 #include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1658,3 +1660,59 @@ const struct dev_ops ib_dev_ops = {
 	.arm = ib_arm,
 	.port_watch = ib_port_watch,
 };
+
+/* Whether this process may lock memory past RLIMIT_MEMLOCK (CAP_IPC_LOCK
+ * in its effective set, /proc/self/status). */
+static bool
+ib_cap_ipc_lock(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (f == NULL)
+		return geteuid() == 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff & (1ULL << 14)) != 0; /* CAP_IPC_LOCK */
+}
+
+/*
+ * At start and at each reload, when peers are configured: what of this
+ * host keeps link groups from working, said as a warning (the peers are
+ * still reached, over the TCP fallback): no uverbs device to open (no
+ * RDMA driver loaded, or a sandbox that hides /dev/infiniband), and a
+ * locked-memory limit below rdma.max_buffer_memory for a process without
+ * CAP_IPC_LOCK (registrations past it fail).
+ */
+void
+ib_check_host(const struct conf *conf)
+{
+	unsigned long long want =
+		(unsigned long long)conf->rdma.max_buffer_memory << 20;
+	struct rlimit rl;
+	glob_t g;
+
+	if (conf->npeers == 0)
+		return;
+	if (glob("/dev/infiniband/uverbs*", 0, NULL, &g) == 0)
+		globfree(&g);
+	else
+		log_warnx("no RDMA device can be opened (no "
+			  "/dev/infiniband/uverbs*: no RDMA driver loaded, or "
+			  "a sandbox hides them): every peer is reached over "
+			  "the TCP fallback");
+	if (!ib_cap_ipc_lock() && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY &&
+	    (unsigned long long)rl.rlim_cur < want)
+		log_warnx("locked memory limit %llu KiB is below "
+			  "rdma.max_buffer_memory (%d MiB): buffers past it "
+			  "cannot be registered and their connections go over "
+			  "the TCP fallback; raise LimitMEMLOCK= (the shipped "
+			  "unit sets infinity) or ulimit -l",
+			  (unsigned long long)rl.rlim_cur >> 10,
+			  conf->rdma.max_buffer_memory);
+}

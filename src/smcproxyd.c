@@ -169,6 +169,7 @@ smcproxyd_reload(FILE *errors)
 		fputs(next->warnings, mine);
 	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
 		 next->nrules, next->npeers, next->nexports);
+	ib_check_host(next);
 out:
 	fclose(mine);
 	if (errors != NULL && len > 0)
@@ -361,6 +362,7 @@ main(int argc, char *argv[])
 	if (!debug_flag)
 		log_set_level(conf_current->log_level);
 	smcproxyd_log_warnings(conf_current);
+	ib_check_host(conf_current);
 
 	signal(SIGPIPE, SIG_IGN);
 	smcproxyd_raise_nofile();

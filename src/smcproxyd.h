@@ -538,6 +538,7 @@ struct ib_gid {
 	unsigned int ifindex; /* its netdev, 0 if none */
 };
 int ib_list_devices(FILE *out, const char *local_ip);
+void ib_check_host(const struct conf *conf);
 int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
 struct ibv_qp_attr;
