@@ -576,6 +576,67 @@ def sclc_msgs(top):
     yield "bad-decline-v1-long", sclc_decline(1, version=1, length=44)
 
 
+def llc2(mtype, flags, payload, length=None):
+    """docs/protocol.md "Standard LLC": v2 header, length little endian."""
+    if length is None:
+        length = 4 + len(payload)
+    return struct.pack("<BHB", 0x20 | mtype, length, flags) + payload
+
+
+def llc2_add_link(flags=0, rkeys=((0x3B7, 0x5AE, 0xFF11B53884B70000),),
+                  mtu=3, count=None):
+    body = (MAC + bytes(2) + GID_B + b"\x00\x00\x12\x02" + bytes([mtu])
+            + b"\xa1\xb0\xbd" + bytes(8))
+    if flags & 0x40:
+        return llc2(0x02, flags, body)
+    ext = b"\x80\x00" + GID_B + bytes(8)
+    ext += struct.pack("<H", len(rkeys) if count is None else count)
+    ext += b"".join(struct.pack(">IIQ", *t) for t in rkeys)
+    return llc2(0x02, flags, body + ext)
+
+
+def llc2_req_add_link(gids=(GID_A,), flags=0):
+    return llc2(0x05, flags, bytes(20) + bytes([len(gids), 0, 0, 0])
+                + b"".join(gids))
+
+
+def llc_v2_msgs(top):
+    """The LLC messages of the kernel capture, then laid-out ones."""
+    fix = os.path.join(top, "tests", "fixtures", "ksmc")
+    for f in sorted(os.listdir(fix)):
+        if "-llc-" in f and f.endswith(".bin"):
+            with open(os.path.join(fix, f), "rb") as fh:
+                yield "ok-kernel-" + f[:-4], fh.read()
+    yield "ok-add-link-no-rkey", llc2_add_link(rkeys=())
+    yield "ok-add-link-three-rkeys", llc2_add_link(
+        rkeys=((1, 2, 3), (4, 5, 6), (7, 8, 9)))
+    yield "ok-add-link-accept", llc2_add_link(flags=0x80)
+    yield "ok-add-link-reject", llc2_add_link(flags=0xC0)
+    yield "ok-req-add-link", llc2_req_add_link()
+    yield "ok-req-add-link-two", llc2_req_add_link(gids=(GID_A, GID_B))
+    yield "ok-req-add-link-resp", llc2_req_add_link(flags=0x80)
+    yield "ok-v1-form-test-link", llc(0x07, 0x80, bytes(40))
+    yield "ok-v1-form-add-link-reject", llc(0x02, 0xC0, MAC + bytes(34),
+                                             rsv=1)
+    yield "ok-delete-rkey-failed", llc2(0x09, 0xA0, b"\x02\x01\x00\x00"
+                                        + struct.pack(">II", 5, 6)
+                                        + bytes(28))
+    yield "bad-length-big-endian", struct.pack(">BHB", 0x27, 44, 0) + \
+        bytes(40)
+    yield "bad-length-short", llc2(0x07, 0, bytes(40), length=43)
+    yield "bad-add-link-count", llc2_add_link(count=2)
+    yield "bad-add-link-mtu", llc2_add_link(mtu=0)
+    yield "bad-add-link-reject-long", llc2(0x02, 0xC0, bytes(68))
+    yield "bad-req-add-link-v1", llc(0x05, 0, bytes(20) + b"\x01\x00\x00\x00"
+                                     + GID_A)
+    yield "bad-req-add-link-none", llc2_req_add_link(gids=())
+    yield "bad-add-link-cont-v2", llc2(0x03, 0, bytes(40))
+    yield "bad-conn-open", llc(0x80, 0, bytes(40))
+    yield "bad-delete-rkey-count", llc2(0x09, 0xA0, b"\x01\x02\x00\x00"
+                                        + bytes(36))
+    yield "bad-truncated", llc2_add_link()[:60]
+
+
 def req(cmd, args=None, v=1):
     r = {"v": v, "cmd": cmd}
     if args is not None:
@@ -909,6 +970,7 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "..")
     for target, gen in (("clc", clc_msgs), ("sclc", lambda: sclc_msgs(top)),
                         ("llc", llc_msgs),
+                        ("llc_v2", lambda: llc_v2_msgs(top)),
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),
                         ("control", lambda: control_msgs(top)),
                         ("conf", lambda: conf_msgs(top)),
