@@ -6,6 +6,8 @@
 #ifndef SMCPROXYD_SMC_OPT_H
 #define SMCPROXYD_SMC_OPT_H
 
+#include <linux/types.h>
+
 #define SMC_OPT_KIND 254 /* TCPOPT_EXP */
 #define SMC_OPT_LEN 6	 /* kind, length, ExID E2 D4 C3 D9 */
 #define SMC_OPT_ECHOED_MAX 65536
