@@ -98,14 +98,46 @@ clc_type_length(uint8_t type)
 	return 0;
 }
 
-static void
-clc_hdr_fill(struct clc_hdr *h, enum clc_type type, bool first_contact)
+/*
+ * The frame of a message of length bytes at buf, in either dialect: the
+ * 8-byte header (eyecatcher, type, length, byte 7 = flags) and the
+ * trailer's eyecatcher in its last 4 bytes.  The body is the caller's.
+ */
+void
+clc_frame_put(void *buf, uint8_t type, uint16_t length, uint8_t flags,
+	      enum clc_eyec eyec)
 {
-	memcpy(h->eyecatcher, CLC_EYECATCHER, 4);
-	h->type = (uint8_t)type;
-	h->length = htobe16((uint16_t)clc_type_length((uint8_t)type));
-	h->flags = CLC_VERSION << CLC_VERSION_SHIFT |
-		   (first_contact ? CLC_FLAG_FIRST_CONTACT : 0);
+	const char *e =
+		eyec == CLC_EYEC_SMCD ? CLC_EYECATCHER_SMCD : CLC_EYECATCHER;
+	struct clc_hdr *h = buf;
+	uint8_t *b = buf;
+
+	memcpy(h->eyecatcher, e, 4);
+	h->type = type;
+	h->length = htobe16(length);
+	h->flags = flags;
+	memcpy(b + length - sizeof(struct clc_trail), e, 4);
+}
+
+/* Which eyecatcher the 4 bytes at p are: SMCR, SMCD or none. */
+enum clc_eyec
+clc_eyecatcher(const void *p)
+{
+	if (memcmp(p, CLC_EYECATCHER, 4) == 0)
+		return CLC_EYEC_SMCR;
+	if (memcmp(p, CLC_EYECATCHER_SMCD, 4) == 0)
+		return CLC_EYEC_SMCD;
+	return CLC_EYEC_NONE;
+}
+
+static void
+clc_hdr_fill(void *buf, enum clc_type type, bool first_contact)
+{
+	clc_frame_put(buf, (uint8_t)type,
+		      (uint16_t)clc_type_length((uint8_t)type),
+		      CLC_VERSION << CLC_VERSION_SHIFT |
+			      (first_contact ? CLC_FLAG_FIRST_CONTACT : 0),
+		      CLC_EYEC_SMCR);
 }
 
 /*
@@ -121,7 +153,8 @@ clc_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length,
 	const struct clc_hdr *h = buf;
 	size_t want;
 
-	if (len < sizeof(*h) || memcmp(h->eyecatcher, CLC_EYECATCHER, 4)) {
+	if (len < sizeof(*h) ||
+	    clc_eyecatcher(h->eyecatcher) != CLC_EYEC_SMCR) {
 		*decline = CLC_DECL_BADMSG;
 		return -EPROTO;
 	}
@@ -155,7 +188,8 @@ clc_msg_check(const void *buf, size_t len, enum clc_type expect,
 	if (rc)
 		return rc;
 	if (type != expect || len != length ||
-	    memcmp(b + len - sizeof(struct clc_trail), CLC_EYECATCHER, 4)) {
+	    clc_eyecatcher(b + len - sizeof(struct clc_trail)) !=
+		    CLC_EYEC_SMCR) {
 		*decline = CLC_DECL_BADMSG;
 		return -EPROTO;
 	}
@@ -259,7 +293,7 @@ clc_proposal_encode(void *buf, size_t size, const struct clc_proposal_info *in)
 	if (clc_proposal_check(in))
 		return -EINVAL;
 	memset(w, 0, sizeof(*w));
-	clc_hdr_fill(&w->hdr, CLC_PROPOSAL, false);
+	clc_hdr_fill(w, CLC_PROPOSAL, false);
 	clc_lcl_put(&w->lcl, in->system_id, &in->link);
 	w->qp_mtu = in->link.mtu;
 	w->max_conns = in->max_conns;
@@ -268,7 +302,6 @@ clc_proposal_encode(void *buf, size_t size, const struct clc_proposal_info *in)
 	w->features = htobe32(in->features);
 	memcpy(w->nonce, in->nonce, sizeof(w->nonce));
 	memcpy(w->name, in->name, strlen(in->name));
-	memcpy(w->trail.eyecatcher, CLC_EYECATCHER, 4);
 	return (int)sizeof(*w);
 }
 
@@ -389,15 +422,13 @@ clc_acc_encode(void *buf, size_t size, enum clc_type type,
 	if (clc_accept_check(in))
 		return -EINVAL;
 	memset(buf, 0, len);
-	clc_hdr_fill(&a->hdr, type, in->first_contact);
+	clc_hdr_fill(buf, type, in->first_contact);
 	clc_body_put(&a->body, in);
 	if (type == CLC_ACCEPT) {
 		memcpy(a->nonce, in->nonce, sizeof(a->nonce));
 		memcpy(a->mac, in->mac, sizeof(a->mac));
-		memcpy(a->trail.eyecatcher, CLC_EYECATCHER, 4);
 	} else {
 		memcpy(c->mac, in->mac, sizeof(c->mac));
-		memcpy(c->trail.eyecatcher, CLC_EYECATCHER, 4);
 	}
 	return (int)len;
 }
@@ -477,10 +508,9 @@ clc_decline_encode(void *buf, size_t size, const struct clc_decline_info *in)
 	if (in->diagnosis == 0)
 		return -EINVAL;
 	memset(w, 0, sizeof(*w));
-	clc_hdr_fill(&w->hdr, CLC_DECLINE, in->sync_err);
+	clc_hdr_fill(w, CLC_DECLINE, in->sync_err);
 	memcpy(w->system_id, in->system_id, sizeof(w->system_id));
 	w->peer_diagnosis = htobe32(in->diagnosis);
-	memcpy(w->trail.eyecatcher, CLC_EYECATCHER, 4);
 	return (int)sizeof(*w);
 }
 

@@ -32,7 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLC_EYECATCHER "\xe2\xd4\xc3\xd9" /* "SMCR" in EBCDIC */
+#define CLC_EYECATCHER "\xe2\xd4\xc3\xd9"      /* "SMCR" in EBCDIC */
+#define CLC_EYECATCHER_SMCD "\xe2\xd4\xc3\xc4" /* "SMCD": kernel SMC-D */
 #define CLC_VERSION 1
 
 enum clc_type {
@@ -240,6 +241,18 @@ struct clc_decline_info {
 	uint8_t system_id[8];
 	uint32_t diagnosis;
 };
+
+/* Which eyecatcher 4 bytes are (clc_eyecatcher). */
+enum clc_eyec {
+	CLC_EYEC_NONE = -1,
+	CLC_EYEC_SMCR = 0,
+	CLC_EYEC_SMCD = 1, /* standard dialect only */
+};
+
+/* clc.c: the frame both dialects share (sclc.c is the standard one's) */
+void clc_frame_put(void *buf, uint8_t type, uint16_t length, uint8_t flags,
+		   enum clc_eyec eyec);
+enum clc_eyec clc_eyecatcher(const void *p);
 
 /* clc.c: pure encoders/decoders, used by the fuzz targets too */
 int clc_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length,

@@ -242,19 +242,20 @@ llc_info_ok(const struct llc_info *m)
 }
 
 /*
- * Wire to host for one type, refusing non-zero reserved fields and
- * unused entries; the values themselves are left to llc_info_ok().
+ * Wire to host for one type: false for a type we do not know.  Sets
+ * *canonical to whether the reserved fields are zero (the native dialect
+ * refuses them otherwise; the standard one skips them, as Linux does);
+ * the values themselves are left to llc_info_ok().
  */
 static bool
-llc_parse(const uint8_t *buf, struct llc_info *m)
+llc_parse(const uint8_t *buf, struct llc_info *m, bool *canonical)
 {
 	const struct llc_hdr *hd = (const struct llc_hdr *)buf;
+	bool hd_ok = hd->type == LLC_ADD_LINK || hd->reserved == 0;
 	unsigned int i;
 
 	m->type = hd->type;
 	m->flags = hd->flags;
-	if (hd->type != LLC_ADD_LINK && hd->reserved != 0)
-		return false;
 	switch (hd->type) {
 	case LLC_CONFIRM_LINK: {
 		const struct llc_confirm_link *w = (const void *)buf;
@@ -267,7 +268,9 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		memcpy(c->link_uid, w->link_uid, sizeof(c->link_uid));
 		c->max_links = w->max_links;
 		c->max_conns = w->max_conns;
-		return wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_ADD_LINK: {
 		const struct llc_add_link *w = (const void *)buf;
@@ -280,9 +283,12 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		a->mtu = w->mtu & 0x0f;
 		a->psn = wire_get24(w->initial_psn);
 		a->rej_rsn = hd->reserved & 0x0f;
-		return (hd->reserved & 0xf0) == 0 && (w->mtu & 0xf0) == 0 &&
-		       wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
-		       wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical =
+			hd_ok && (hd->reserved & 0xf0) == 0 &&
+			(w->mtu & 0xf0) == 0 &&
+			wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
+			wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_ADD_LINK_CONT: {
 		const struct llc_add_link_cont *w = (const void *)buf;
@@ -295,15 +301,20 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 			a->rt[i].rkey_new = be32toh(w->rt[i].rmb_key_new);
 			a->rt[i].vaddr_new = be64toh(w->rt[i].rmb_vaddr_new);
 		}
-		return wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
-		       wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical =
+			hd_ok &&
+			wire_all_zero(w->reserved2, sizeof(w->reserved2)) &&
+			wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_DELETE_LINK: {
 		const struct llc_delete_link *w = (const void *)buf;
 
 		m->delete_link.link_num = w->link_num;
 		m->delete_link.reason = be32toh(w->reason);
-		return wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_CONFIRM_RKEY: {
 		const struct llc_confirm_rkey *w = (const void *)buf;
@@ -317,14 +328,17 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 			c->rt[i].rkey = be32toh(w->rtoken[i].rmb_key);
 			c->rt[i].vaddr = be64toh(w->rtoken[i].rmb_vaddr);
 		}
-		return w->reserved == 0;
+		*canonical = hd_ok && w->reserved == 0;
+		return true;
 	}
 	case LLC_TEST_LINK: {
 		const struct llc_test_link *w = (const void *)buf;
 
 		memcpy(m->test_link.user_data, w->user_data,
 		       sizeof(w->user_data));
-		return wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_DELETE_RKEY: {
 		const struct llc_delete_rkey *w = (const void *)buf;
@@ -334,8 +348,10 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		d->err_mask = w->err_mask;
 		for (i = 0; i < LLC_DEL_RKEY_MAX; i++)
 			d->rkey[i] = be32toh(w->rkey[i]);
-		return wire_all_zero(w->reserved, sizeof(w->reserved)) &&
-		       wire_all_zero(w->reserved2, sizeof(w->reserved2));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved)) &&
+			     wire_all_zero(w->reserved2, sizeof(w->reserved2));
+		return true;
 	}
 	case LLC_CONN_OPEN: {
 		const struct llc_conn_open *w = (const void *)buf;
@@ -348,8 +364,10 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		o->rmbe_size = w->rmbe_size;
 		memset(o->export, 0, sizeof(o->export));
 		memcpy(o->export, w->export, len);
-		return w->reserved == 0 &&
-		       wire_all_zero(w->export + len, sizeof(w->export) - len);
+		*canonical =
+			hd_ok && w->reserved == 0 &&
+			wire_all_zero(w->export + len, sizeof(w->export) - len);
+		return true;
 	}
 	case LLC_CONN_ACCEPT: {
 		const struct llc_conn_accept *w = (const void *)buf;
@@ -361,7 +379,9 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		a->rmb_vaddr = be64toh(w->rmb_vaddr);
 		a->rmbe_size = w->rmbe_size;
 		memcpy(a->resume_id, w->resume_id, sizeof(a->resume_id));
-		return wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	case LLC_CONN_RESUME: {
 		const struct llc_conn_resume *w = (const void *)buf;
@@ -372,6 +392,7 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 		r->rmb_rkey = be32toh(w->rmb_rkey);
 		r->rx_off = be64toh(w->rx_off);
 		r->tx_fin = be64toh(w->tx_fin);
+		*canonical = hd_ok && true;
 		return true;
 	}
 	case LLC_CONN_REJECT: {
@@ -379,27 +400,22 @@ llc_parse(const uint8_t *buf, struct llc_info *m)
 
 		m->conn_reject.opener_token = be32toh(w->opener_token);
 		m->conn_reject.reason = be32toh(w->reason);
-		return wire_all_zero(w->reserved, sizeof(w->reserved));
+		*canonical = hd_ok &&
+			     wire_all_zero(w->reserved, sizeof(w->reserved));
+		return true;
 	}
 	}
 	return false;
 }
 
-/*
- * Build the message *in into buf (size bytes, at least LLC_MSG_LEN).
- * LLC_MSG_LEN, -ENOSPC, or -EINVAL if the decoder would refuse *in.
- */
-int
-llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
+/* The 44 bytes of *in, checked by the caller, at buf (v1 header form). */
+static void
+llc_put(void *buf, const struct llc_info *in)
 {
 	uint8_t *b = buf;
 	struct llc_hdr *hd = buf;
 	unsigned int i;
 
-	if (size < LLC_MSG_LEN)
-		return -ENOSPC;
-	if (!llc_info_ok(in))
-		return -EINVAL;
 	memset(b, 0, LLC_MSG_LEN);
 	hd->type = in->type;
 	hd->length = LLC_MSG_LEN;
@@ -522,6 +538,20 @@ llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
 		break;
 	}
 	}
+}
+
+/*
+ * Build the message *in into buf (size bytes, at least LLC_MSG_LEN).
+ * LLC_MSG_LEN, -ENOSPC, or -EINVAL if the decoder would refuse *in.
+ */
+int
+llc_msg_encode(void *buf, size_t size, const struct llc_info *in)
+{
+	if (size < LLC_MSG_LEN)
+		return -ENOSPC;
+	if (!llc_info_ok(in))
+		return -EINVAL;
+	llc_put(buf, in);
 	return LLC_MSG_LEN;
 }
 
@@ -535,13 +565,298 @@ llc_msg_decode(const void *buf, size_t len, struct llc_info *out)
 {
 	const struct llc_hdr *hd = buf;
 	struct llc_info m;
+	bool canonical;
 
 	if (len != LLC_MSG_LEN || hd->length != LLC_MSG_LEN)
 		return -EPROTO;
 	memset(&m, 0, sizeof(m));
-	if (!llc_parse(buf, &m) || !llc_info_ok(&m))
+	if (!llc_parse(buf, &m, &canonical) || !canonical || !llc_info_ok(&m))
 		return -EPROTO;
 	*out = m;
+	return 0;
+}
+
+/* Types the standard dialect carries in each header form (Linux's list). */
+static bool
+llc_v2_type_ok(uint8_t type, uint8_t form)
+{
+	switch (type) {
+	case LLC_CONFIRM_LINK:
+	case LLC_ADD_LINK:
+	case LLC_DELETE_LINK:
+	case LLC_CONFIRM_RKEY:
+	case LLC_TEST_LINK:
+	case LLC_DELETE_RKEY:
+		return true;
+	case LLC_ADD_LINK_CONT: /* v2 carries the rkeys in ADD_LINK */
+		return form == 1;
+	case LLC_REQ_ADD_LINK:
+		return form == 2;
+	}
+	return false;
+}
+
+/* A v2-form ADD_LINK request or accepting response carries rkeys. */
+static bool
+llc_v2_has_ext(const struct llc_v2_info *v)
+{
+	return v->form == 2 && v->m.type == LLC_ADD_LINK &&
+	       !(v->m.flags & LLC_FLAG_ADD_LINK_REJ);
+}
+
+/* The length of *v on the wire. */
+static size_t
+llc_v2_len(const struct llc_v2_info *v)
+{
+	if (v->m.type == LLC_REQ_ADD_LINK)
+		return sizeof(struct llc_req_add_link) + v->gid_cnt * 16u;
+	if (llc_v2_has_ext(v))
+		return LLC_V2_ADD_LINK_LEN(v->num_rkeys);
+	return LLC_MSG_LEN;
+}
+
+/*
+ * Unused entries are not looked at in the standard dialect (as reserved
+ * bytes): clear them so that a decoded message re-encodes the same way.
+ */
+static void
+llc_v2_unused_clear(struct llc_info *m)
+{
+	unsigned int i;
+
+	switch (m->type) {
+	case LLC_ADD_LINK_CONT:
+		for (i = m->add_link_cont.num_rkeys; i < LLC_RKEYS_PER_CONT;
+		     i++)
+			memset(&m->add_link_cont.rt[i], 0,
+			       sizeof(m->add_link_cont.rt[i]));
+		break;
+	case LLC_CONFIRM_RKEY:
+		for (i = m->confirm_rkey.num_rkeys + 1u; i < LLC_RKEYS_PER_MSG;
+		     i++)
+			memset(&m->confirm_rkey.rt[i], 0,
+			       sizeof(m->confirm_rkey.rt[i]));
+		break;
+	case LLC_DELETE_RKEY:
+		for (i = m->delete_rkey.num_rkeys; i < LLC_DEL_RKEY_MAX; i++)
+			m->delete_rkey.rkey[i] = 0;
+		break;
+	}
+}
+
+/*
+ * Host-form checks of the standard dialect, for decoder and encoder.
+ * Where Linux differs from the native rules: CONFIRM_LINK's max_links and
+ * max_conns are not judged (6.1 sends 3 and 0, 6.12 the negotiated ones);
+ * a v2 ADD_LINK reject has no reason (its byte is the length's); a v2
+ * DELETE_RKEY answer's err_mask counts the rkeys that failed.
+ */
+static bool
+llc_v2_info_ok(const struct llc_v2_info *v)
+{
+	const struct llc_info *m = &v->m;
+	bool resp = m->flags & LLC_FLAG_RESP;
+	unsigned int i;
+
+	if ((v->form != 1 && v->form != 2) || !llc_v2_type_ok(m->type, v->form))
+		return false;
+	/* what only some messages carry is zero in the others */
+	if (!llc_v2_has_ext(v) &&
+	    (v->direct || v->num_rkeys ||
+	     !wire_all_zero(v->target_gid, sizeof(v->target_gid))))
+		return false;
+	if (v->num_rkeys > LLC_V2_RKEYS_MAX ||
+	    !wire_all_zero(v->rt + v->num_rkeys,
+			   (LLC_V2_RKEYS_MAX - v->num_rkeys) *
+				   sizeof(v->rt[0])))
+		return false;
+	if (m->type != LLC_REQ_ADD_LINK && v->gid_cnt)
+		return false;
+	if (v->gid_cnt <= LLC_V2_GIDS_MAX &&
+	    !wire_all_zero(v->gids + v->gid_cnt,
+			   (LLC_V2_GIDS_MAX - v->gid_cnt) * sizeof(v->gids[0])))
+		return false;
+	switch (m->type) {
+	case LLC_CONFIRM_LINK: {
+		const struct llc_confirm_link_info *c = &m->confirm_link;
+
+		return llc_flags_ok(m->type, m->flags) &&
+		       !wire_all_zero(c->gid, sizeof(c->gid)) &&
+		       llc_qpn_ok(c->qpn) && llc_link_num_ok(c->link_num);
+	}
+	case LLC_ADD_LINK: {
+		const struct llc_add_link_info *a = &m->add_link;
+
+		if (!llc_flags_ok(m->type, m->flags))
+			return false;
+		if (m->flags & LLC_FLAG_ADD_LINK_REJ)
+			return v->form == 1 || a->rej_rsn == 0;
+		return a->rej_rsn == 0 &&
+		       !wire_all_zero(a->gid, sizeof(a->gid)) &&
+		       llc_qpn_ok(a->qpn) && llc_link_num_ok(a->link_num) &&
+		       a->mtu >= CLC_MTU_MIN && a->mtu <= CLC_MTU_MAX &&
+		       a->psn <= 0xffffff;
+	}
+	case LLC_DELETE_RKEY: {
+		const struct llc_delete_rkey_info *d = &m->delete_rkey;
+
+		if (!llc_flags_ok(m->type, m->flags) || d->num_rkeys < 1 ||
+		    d->num_rkeys > LLC_DEL_RKEY_MAX)
+			return false;
+		for (i = d->num_rkeys; i < LLC_DEL_RKEY_MAX; i++)
+			if (d->rkey[i])
+				return false;
+		return d->err_mask <= (resp ? d->num_rkeys : 0) &&
+		       !(m->flags & LLC_FLAG_RKEY_NEG) == !d->err_mask;
+	}
+	case LLC_REQ_ADD_LINK:
+		if ((m->flags & ~LLC_FLAG_RESP) || v->gid_cnt < 1 ||
+		    v->gid_cnt > LLC_V2_GIDS_MAX)
+			return false;
+		for (i = 0; i < v->gid_cnt; i++)
+			if (wire_all_zero(v->gids[i], sizeof(v->gids[i])))
+				return false;
+		return true;
+	}
+	/* ADD_LINK_CONT, DELETE_LINK, CONFIRM_RKEY, TEST_LINK: as natively */
+	return llc_info_ok(m);
+}
+
+/*
+ * Build the standard-dialect message *in into buf (size bytes): its
+ * length (44, or longer for a v2 ADD_LINK or REQ_ADD_LINK), -ENOSPC, or
+ * -EINVAL if the decoder would refuse *in.
+ */
+int
+llc_v2_encode(void *buf, size_t size, const struct llc_v2_info *in)
+{
+	size_t len = llc_v2_len(in);
+	uint8_t *b = buf;
+	unsigned int i;
+	uint16_t l;
+
+	if (!llc_v2_info_ok(in))
+		return -EINVAL;
+	if (size < len)
+		return -ENOSPC;
+	memset(b, 0, len);
+	if (in->m.type == LLC_REQ_ADD_LINK) {
+		struct llc_req_add_link *w = buf;
+
+		w->hd.flags = in->m.flags;
+		w->gid_cnt = in->gid_cnt;
+		for (i = 0; i < in->gid_cnt; i++)
+			memcpy(b + sizeof(*w) + i * 16u, in->gids[i], 16);
+	} else {
+		llc_put(buf, &in->m);
+	}
+	if (in->form == 2) {
+		b[0] = (uint8_t)(LLC_V2_FORM | in->m.type);
+		l = htole16((uint16_t)len);
+		memcpy(b + offsetof(struct llc_v2_hdr, length), &l, sizeof(l));
+	}
+	if (llc_v2_has_ext(in)) {
+		struct llc_add_link_v2_ext *x = (void *)(b + LLC_MSG_LEN);
+		struct llc_rkey_triple *t = (void *)(x + 1);
+
+		x->direct = in->direct ? 0x80 : 0;
+		memcpy(x->client_target_gid, in->target_gid,
+		       sizeof(x->client_target_gid));
+		x->num_rkeys = htole16(in->num_rkeys);
+		for (i = 0; i < in->num_rkeys; i++) {
+			t[i].rmb_key = htobe32(in->rt[i].rkey);
+			t[i].rmb_key_new = htobe32(in->rt[i].rkey_new);
+			t[i].rmb_vaddr_new = htobe64(in->rt[i].vaddr_new);
+		}
+	}
+	return (int)len;
+}
+
+/*
+ * Decode and validate one standard-dialect message of len bytes (a
+ * receive completion's byte count): a type Linux sends in that header
+ * form, a length that is exactly len (44 in the v1 form), every field in
+ * range; reserved bytes and unused entries are skipped.  0 or -EPROTO;
+ * *out untouched then.
+ */
+int
+llc_v2_decode(const void *buf, size_t len, struct llc_v2_info *out)
+{
+	const uint8_t *b = buf;
+	uint8_t v1[LLC_MSG_LEN];
+	struct llc_v2_info v;
+	unsigned int i;
+	bool canonical; /* not judged: Linux does not look either */
+	uint16_t l;
+
+	if (len < LLC_MSG_LEN || len > LLC_V2_MSG_MAX)
+		return -EPROTO;
+	memset(&v, 0, sizeof(v));
+	v.m.type = b[0] & LLC_V2_TYPE_MASK;
+	v.m.flags = b[3];
+	switch (b[0] & ~LLC_V2_TYPE_MASK) {
+	case 0:
+		v.form = 1;
+		if (len != LLC_MSG_LEN || b[1] != LLC_MSG_LEN)
+			return -EPROTO;
+		break;
+	case LLC_V2_FORM:
+		v.form = 2;
+		memcpy(&l, b + offsetof(struct llc_v2_hdr, length), sizeof(l));
+		if (le16toh(l) != len)
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
+	if (!llc_v2_type_ok(v.m.type, v.form))
+		return -EPROTO;
+	if (v.m.type == LLC_REQ_ADD_LINK) {
+		const struct llc_req_add_link *w = buf;
+
+		v.gid_cnt = w->gid_cnt;
+		if (v.gid_cnt > LLC_V2_GIDS_MAX ||
+		    len != sizeof(*w) + v.gid_cnt * 16u)
+			return -EPROTO;
+		for (i = 0; i < v.gid_cnt; i++)
+			memcpy(v.gids[i], b + sizeof(*w) + i * 16u, 16);
+	} else {
+		/* the 44 bytes as the v1 form has them, for llc_parse */
+		memcpy(v1, b, sizeof(v1));
+		v1[0] = v.m.type;
+		if (v.form == 2) {
+			v1[1] = LLC_MSG_LEN;
+			v1[2] = 0;
+		}
+		if (!llc_parse(v1, &v.m, &canonical))
+			return -EPROTO;
+		llc_v2_unused_clear(&v.m);
+		if (llc_v2_has_ext(&v)) {
+			const struct llc_add_link_v2_ext *x =
+				(const void *)(b + LLC_MSG_LEN);
+			const struct llc_rkey_triple *t = (const void *)(x + 1);
+
+			if (len < LLC_V2_ADD_LINK_LEN(0))
+				return -EPROTO;
+			v.direct = x->direct & 0x80;
+			memcpy(v.target_gid, x->client_target_gid,
+			       sizeof(v.target_gid));
+			v.num_rkeys = le16toh(x->num_rkeys);
+			if (v.num_rkeys > LLC_V2_RKEYS_MAX ||
+			    len != LLC_V2_ADD_LINK_LEN(v.num_rkeys))
+				return -EPROTO;
+			for (i = 0; i < v.num_rkeys; i++) {
+				v.rt[i].rkey = be32toh(t[i].rmb_key);
+				v.rt[i].rkey_new = be32toh(t[i].rmb_key_new);
+				v.rt[i].vaddr_new = be64toh(t[i].rmb_vaddr_new);
+			}
+		} else if (len != LLC_MSG_LEN) {
+			return -EPROTO;
+		}
+	}
+	if (!llc_v2_info_ok(&v))
+		return -EPROTO;
+	*out = v;
 	return 0;
 }
 
@@ -558,6 +873,8 @@ llc_type_name(uint8_t type)
 		return "ADD_LINK_CONT";
 	case LLC_DELETE_LINK:
 		return "DELETE_LINK";
+	case LLC_REQ_ADD_LINK:
+		return "REQ_ADD_LINK";
 	case LLC_CONFIRM_RKEY:
 		return "CONFIRM_RKEY";
 	case LLC_TEST_LINK:

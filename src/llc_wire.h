@@ -15,6 +15,7 @@
 #ifndef SMCPROXYD_LLC_WIRE_H
 #define SMCPROXYD_LLC_WIRE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -28,6 +29,7 @@ enum llc_type {
 	LLC_ADD_LINK = 0x02,
 	LLC_ADD_LINK_CONT = 0x03,
 	LLC_DELETE_LINK = 0x04,
+	LLC_REQ_ADD_LINK = 0x05, /* standard dialect, v2 form only */
 	LLC_CONFIRM_RKEY = 0x06,
 	LLC_TEST_LINK = 0x07,
 	LLC_DELETE_RKEY = 0x09,
@@ -313,9 +315,75 @@ struct llc_info {
 	};
 };
 
+/*
+ * The standard dialect: LLC as Linux speaks it on SMC-Rv2 link groups
+ * (docs/protocol.md, "Standard SMC-R (kernel peers)").  Byte 0 carries a
+ * version nibble (0x2_: v2 form; 0x0_: a v1-form message, which Linux
+ * also takes on v2 groups), and a v2 form's bytes 1-2 are its length as a
+ * u16 in the sender's host order: little endian from x86 Linux, and so
+ * from us.  ADD_LINK requests and accepting responses carry their rkeys
+ * in an extension (72 + 16 n bytes); REQ_ADD_LINK is v2 only (28 + 16 n);
+ * everything else is 44 bytes with the v1 layouts above.  Reserved bytes
+ * are sent as zero and, as Linux does, not looked at.
+ */
+#define LLC_V2_FORM 0x20 /* byte 0: llc_version:4 | llc_type:4 */
+#define LLC_V2_TYPE_MASK 0x0f
+#define LLC_V2_RKEYS_MAX 255 /* rkey triples in one ADD_LINK */
+#define LLC_V2_GIDS_MAX 2    /* GIDs in one REQ_ADD_LINK (GID_LIST_SIZE) */
+
+struct llc_v2_hdr {
+	uint8_t type;	 /* LLC_V2_FORM | enum llc_type */
+	uint16_t length; /* whole message, host order (little endian) */
+	uint8_t flags;
+} __attribute__((packed));
+_Static_assert(sizeof(struct llc_v2_hdr) == 4, "LLC v2 header is 4 bytes");
+
+/* After a v2 ADD_LINK's 44 bytes, then num_rkeys llc_rkey_triples. */
+struct llc_add_link_v2_ext {
+	uint8_t direct; /* v2_direct:1 | reserved:7 */
+	uint8_t reserved;
+	uint8_t client_target_gid[16];
+	uint8_t reserved2[8];
+	uint16_t num_rkeys; /* host order (little endian), 0..255 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct llc_add_link_v2_ext) == 28, "ADD_LINK ext. size");
+#define LLC_V2_ADD_LINK_LEN(n)                              \
+	(LLC_MSG_LEN + sizeof(struct llc_add_link_v2_ext) + \
+	 (n) * sizeof(struct llc_rkey_triple))
+#define LLC_V2_MSG_MAX LLC_V2_ADD_LINK_LEN(LLC_V2_RKEYS_MAX)
+
+/* REQ_ADD_LINK: then gid_cnt GIDs of 16 bytes. */
+struct llc_req_add_link {
+	struct llc_v2_hdr hd; /* flags: RESP */
+	uint8_t reserved[20];
+	uint8_t gid_cnt; /* 1..2 */
+	uint8_t reserved2[3];
+} __attribute__((packed));
+_Static_assert(sizeof(struct llc_req_add_link) == 28, "REQ_ADD_LINK size");
+
+/* A standard-dialect message in host form. */
+struct llc_v2_info {
+	uint8_t form; /* 2: v2 header; 1: v1 header (the kernel takes both) */
+	struct llc_info m; /* m.type without the version nibble */
+	/* ADD_LINK in v2 form, request or accepting response */
+	bool direct;
+	uint8_t target_gid[16];
+	uint16_t num_rkeys;
+	struct {
+		uint32_t rkey;
+		uint32_t rkey_new;
+		uint64_t vaddr_new;
+	} rt[LLC_V2_RKEYS_MAX];
+	/* REQ_ADD_LINK */
+	uint8_t gid_cnt;
+	uint8_t gids[LLC_V2_GIDS_MAX][16];
+};
+
 /* llc.c: pure encoder/decoder, used by the fuzz targets too */
 int llc_msg_encode(void *buf, size_t size, const struct llc_info *in);
 int llc_msg_decode(const void *buf, size_t len, struct llc_info *out);
+int llc_v2_encode(void *buf, size_t size, const struct llc_v2_info *in);
+int llc_v2_decode(const void *buf, size_t len, struct llc_v2_info *out);
 const char *llc_type_name(uint8_t type);
 const char *llc_delete_reason_name(uint32_t reason);
 

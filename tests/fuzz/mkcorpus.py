@@ -456,6 +456,187 @@ def clc_msgs():
     yield "bad-type", CLC_EYE + struct.pack(">BHB", 5, 28, 0x10) + bytes(20)
 
 
+SMCD_EYE = b"\xe2\xd4\xc3\xc4"
+GID_A = bytes(10) + b"\xff\xff\x0a\x63\x00\x01"
+GID_B = bytes(10) + b"\xff\xff\x0a\x63\x00\x02"
+
+
+def sclc_hdr(mtype, length, b7):
+    return CLC_EYE + struct.pack(">BHB", mtype, length, b7)
+
+
+def sclc_eid(name):
+    return name.ljust(32, b" ")
+
+
+def sclc_proposal(typev1=2, typev2=0, eids=(b"SMCPROXYD-TEST-LAB",),
+                  release=1, conns=255, links=2, ipv6=(), ism=(),
+                  v2_off=None, eye=CLC_EYE, version=2):
+    """docs/protocol.md "PROPOSAL (v2)": typev1/typev2 0 R, 1 D, 2 N, 3 B."""
+    v1 = typev1 != 2
+    lcl = (b"SYSTEMID" + GID_A + b"\x02\x00\x00\x00\x00\x01" if v1
+           else bytes(30))
+    prefix = b""
+    if v1:
+        prefix = struct.pack(">IBxxB", 0x0A630000, 24, len(ipv6))
+        prefix += b"".join(p6.ljust(16, b"\0") + bytes([n]) for p6, n in ipv6)
+    if v2_off is None:
+        v2_off = 28 + len(prefix)
+    ext = b""
+    if typev2 != 2:
+        d = typev2 in (1, 3)
+        smcd_off = 32 + 32 * len(eids) if d else 0
+        ext = struct.pack(">BBxBxxH", len(eids), len(ism), release << 4,
+                          smcd_off)
+        ext += GID_A + struct.pack(">BBH", conns, links, 1) + bytes(12)
+        ext += b"".join(sclc_eid(e) for e in eids)
+        if d:
+            ext += sclc_eid(b"IBM-SYSZ-ISMSEID") + bytes(16)
+            ext += b"".join(struct.pack(">QH", g, c) for g, c in ism)
+    smcd = bytes(10) + struct.pack(">H", v2_off if typev2 != 2 else 0)
+    smcd += bytes(28)
+    body = lcl + struct.pack(">H", 40 if v1 else 0) + smcd + prefix + ext
+    length = 8 + len(body) + 4
+    return (eye + struct.pack(">BHB", 1, length,
+                              version << 4 | typev2 << 2 | typev1)
+            + body + eye)
+
+
+def sclc_accept(mtype=2, fc=True, gids=(GID_A,), qpn=17, mtu=3, rmbe=2,
+                idx=1, token=1, release=1, conns=255, links=2):
+    """docs/protocol.md "ACCEPT and CONFIRM (v2)"."""
+    body = (b"SYSTEMID" + GID_B + b"\x02\x00\x00\x00\x00\x02"
+            + struct.pack(">I", qpn)[1:] + struct.pack(">IBIBB", 0x3B7, idx,
+                                                       token, rmbe << 4 | mtu,
+                                                       0)
+            + struct.pack(">QB", 0xFF11B53884B70000, 0)
+            + b"\x39\x4c\x31" + sclc_eid(b"SMCPROXYD-TEST-LAB") + bytes(8))
+    if fc:
+        body += bytes([0x80, 0x20 | release, 0, 0]) + b"rxe-b".ljust(32)
+        body += (struct.pack(">BBHI", conns, links, 1, 0) if release
+                 else bytes(8)) + bytes(8)
+        if mtype == 3:
+            body += bytes([len(gids), 0, 0, 0]) + b"".join(gids)
+    return sclc_hdr(mtype, 8 + len(body) + 4, 0x28 if fc else 0x20) + \
+        body + CLC_EYE
+
+
+def sclc_decline(code, version=2, sync=False, os_type=2, length=None):
+    body = b"SYSTEMID" + struct.pack(">IB3x", code, os_type << 4)
+    if version == 2:
+        body += bytes(16)
+    if length is None:
+        length = 8 + len(body) + 4
+    return sclc_hdr(4, length, version << 4 | (8 if sync else 0)) + body + \
+        CLC_EYE
+
+
+def sclc_msgs(top):
+    """The CLC messages of the kernel capture, then laid-out ones."""
+    fix = os.path.join(top, "tests", "fixtures", "ksmc")
+    for f in sorted(os.listdir(fix)):
+        if "-clc-" in f and f.endswith(".bin"):
+            with open(os.path.join(fix, f), "rb") as fh:
+                yield "ok-kernel-" + f[:-4], fh.read()
+    yield "ok-proposal", sclc_proposal(typev2=0)
+    yield "ok-proposal-release0", sclc_proposal(typev2=0, release=0,
+                                                conns=0, links=0)
+    yield "ok-proposal-v1-and-both", sclc_proposal(
+        typev1=0, typev2=3, eids=(b"A", b"0.B-C"),
+        ipv6=((b"\xfd", 64), (b"\xfe", 48)), ism=((1, 2), (3, 4)))
+    yield "ok-proposal-smcd-frame", sclc_proposal(typev2=0, eye=SMCD_EYE)
+    yield "ok-accept", sclc_accept()
+    yield "ok-accept-release0", sclc_accept(release=0)
+    yield "ok-accept-reuse", sclc_accept(fc=False, rmbe=15, mtu=5, idx=2)
+    yield "ok-confirm", sclc_accept(mtype=3)
+    yield "ok-confirm-two-gids", sclc_accept(mtype=3, gids=(GID_A, GID_B))
+    yield "ok-confirm-reuse", sclc_accept(mtype=3, fc=False)
+    yield "ok-decline", sclc_decline(0x03030000)
+    yield "ok-decline-v1-syncerr", sclc_decline(0x04000000, version=1,
+                                                sync=True)
+    yield "bad-proposal-no-eid", sclc_proposal(typev2=0, eids=())
+    yield "bad-proposal-eid", sclc_proposal(typev2=0, eids=(b"lower",))
+    yield "bad-proposal-nine-eids", sclc_proposal(typev2=0, eids=(b"E",) * 9)
+    yield "bad-proposal-v2-offset", sclc_proposal(typev2=0, v2_off=27)
+    yield "bad-proposal-neither", sclc_proposal(typev2=2)
+    yield "bad-proposal-maxconns", sclc_proposal(typev2=0, conns=15)
+    yield "bad-proposal-maxlinks", sclc_proposal(typev2=0, links=3)
+    yield "bad-proposal-version1", sclc_proposal(typev2=0, version=1)
+    yield "bad-proposal-truncated", sclc_proposal(typev2=0)[:100]
+    yield "bad-accept-mtu", sclc_accept(mtu=6)
+    yield "bad-accept-rmbe-idx", sclc_accept(idx=0)
+    yield "bad-accept-token", sclc_accept(token=0)
+    yield "bad-accept-qpn", sclc_accept(qpn=1)
+    yield "bad-accept-fc-short", sclc_accept(fc=False)[:7] + b"\x28" + \
+        sclc_accept(fc=False)[8:]
+    yield "bad-confirm-three-gids", sclc_accept(mtype=3,
+                                                gids=(GID_A,) * 3)
+    yield "bad-confirm-no-gid", sclc_accept(mtype=3, gids=())
+    yield "bad-decline-code", sclc_decline(0)
+    yield "bad-decline-v1-long", sclc_decline(1, version=1, length=44)
+
+
+def llc2(mtype, flags, payload, length=None):
+    """docs/protocol.md "Standard LLC": v2 header, length little endian."""
+    if length is None:
+        length = 4 + len(payload)
+    return struct.pack("<BHB", 0x20 | mtype, length, flags) + payload
+
+
+def llc2_add_link(flags=0, rkeys=((0x3B7, 0x5AE, 0xFF11B53884B70000),),
+                  mtu=3, count=None):
+    body = (MAC + bytes(2) + GID_B + b"\x00\x00\x12\x02" + bytes([mtu])
+            + b"\xa1\xb0\xbd" + bytes(8))
+    if flags & 0x40:
+        return llc2(0x02, flags, body)
+    ext = b"\x80\x00" + GID_B + bytes(8)
+    ext += struct.pack("<H", len(rkeys) if count is None else count)
+    ext += b"".join(struct.pack(">IIQ", *t) for t in rkeys)
+    return llc2(0x02, flags, body + ext)
+
+
+def llc2_req_add_link(gids=(GID_A,), flags=0):
+    return llc2(0x05, flags, bytes(20) + bytes([len(gids), 0, 0, 0])
+                + b"".join(gids))
+
+
+def llc_v2_msgs(top):
+    """The LLC messages of the kernel capture, then laid-out ones."""
+    fix = os.path.join(top, "tests", "fixtures", "ksmc")
+    for f in sorted(os.listdir(fix)):
+        if "-llc-" in f and f.endswith(".bin"):
+            with open(os.path.join(fix, f), "rb") as fh:
+                yield "ok-kernel-" + f[:-4], fh.read()
+    yield "ok-add-link-no-rkey", llc2_add_link(rkeys=())
+    yield "ok-add-link-three-rkeys", llc2_add_link(
+        rkeys=((1, 2, 3), (4, 5, 6), (7, 8, 9)))
+    yield "ok-add-link-accept", llc2_add_link(flags=0x80)
+    yield "ok-add-link-reject", llc2_add_link(flags=0xC0)
+    yield "ok-req-add-link", llc2_req_add_link()
+    yield "ok-req-add-link-two", llc2_req_add_link(gids=(GID_A, GID_B))
+    yield "ok-req-add-link-resp", llc2_req_add_link(flags=0x80)
+    yield "ok-v1-form-test-link", llc(0x07, 0x80, bytes(40))
+    yield "ok-v1-form-add-link-reject", llc(0x02, 0xC0, MAC + bytes(34),
+                                             rsv=1)
+    yield "ok-delete-rkey-failed", llc2(0x09, 0xA0, b"\x02\x01\x00\x00"
+                                        + struct.pack(">II", 5, 6)
+                                        + bytes(28))
+    yield "bad-length-big-endian", struct.pack(">BHB", 0x27, 44, 0) + \
+        bytes(40)
+    yield "bad-length-short", llc2(0x07, 0, bytes(40), length=43)
+    yield "bad-add-link-count", llc2_add_link(count=2)
+    yield "bad-add-link-mtu", llc2_add_link(mtu=0)
+    yield "bad-add-link-reject-long", llc2(0x02, 0xC0, bytes(68))
+    yield "bad-req-add-link-v1", llc(0x05, 0, bytes(20) + b"\x01\x00\x00\x00"
+                                     + GID_A)
+    yield "bad-req-add-link-none", llc2_req_add_link(gids=())
+    yield "bad-add-link-cont-v2", llc2(0x03, 0, bytes(40))
+    yield "bad-conn-open", llc(0x80, 0, bytes(40))
+    yield "bad-delete-rkey-count", llc2(0x09, 0xA0, b"\x01\x02\x00\x00"
+                                        + bytes(36))
+    yield "bad-truncated", llc2_add_link()[:60]
+
+
 def req(cmd, args=None, v=1):
     r = {"v": v, "cmd": cmd}
     if args is not None:
@@ -787,7 +968,9 @@ rdma: {
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    for target, gen in (("clc", clc_msgs), ("llc", llc_msgs),
+    for target, gen in (("clc", clc_msgs), ("sclc", lambda: sclc_msgs(top)),
+                        ("llc", llc_msgs),
+                        ("llc_v2", lambda: llc_v2_msgs(top)),
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),
                         ("control", lambda: control_msgs(top)),
                         ("conf", lambda: conf_msgs(top)),

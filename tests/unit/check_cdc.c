@@ -4,13 +4,19 @@
  * docs/protocol.md gives, malformed messages are refused, and the cursor
  * helpers are right at every boundary a peer could push them to.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
 #include "cdc_wire.h"
+
+#ifndef TOP_SRCDIR
+#define TOP_SRCDIR "."
+#endif
 
 static void
 sample(struct cdc_info *m)
@@ -393,6 +399,51 @@ START_TEST(seq_newer)
 }
 END_TEST
 
+/*
+ * What Linux 6.12 sent (tests/fixtures/ksmc): its CDCs are ours byte for
+ * byte, and a connection's first one has seqno 1.
+ */
+START_TEST(kernel_cdcs)
+{
+	uint8_t wire[64], again[CDC_MSG_LEN];
+	struct cdc_info m;
+	struct dirent *e;
+	char path[512];
+	unsigned int n = 0;
+	size_t len;
+	FILE *f;
+	DIR *d;
+
+	d = opendir(TOP_SRCDIR "/tests/fixtures/ksmc");
+	ck_assert(d != NULL);
+	while ((e = readdir(d)) != NULL) {
+		if (!strstr(e->d_name, "-cdc-"))
+			continue;
+		snprintf(path, sizeof(path), "%s/tests/fixtures/ksmc/%s",
+			 TOP_SRCDIR, e->d_name);
+		f = fopen(path, "rb");
+		ck_assert(f != NULL);
+		len = fread(wire, 1, sizeof(wire), f);
+		fclose(f);
+		ck_assert_uint_eq(len, CDC_MSG_LEN);
+		ck_assert_msg(cdc_msg_decode(wire, len, &m) == 0, "%s refused",
+			      e->d_name);
+		ck_assert_uint_eq(m.data_len, 0);
+		ck_assert(m.token == 1 || m.token == 2);
+		ck_assert_int_eq(cdc_msg_encode(again, sizeof(again), &m),
+				 CDC_MSG_LEN);
+		ck_assert_mem_eq(again, wire, CDC_MSG_LEN);
+		/* 08 and 26 open the two connections, client to server */
+		if (strncmp(e->d_name, "08-", 3) == 0 ||
+		    strncmp(e->d_name, "26-", 3) == 0)
+			ck_assert_uint_eq(m.seqno, 1);
+		n++;
+	}
+	closedir(d);
+	ck_assert_uint_eq(n, 14);
+}
+END_TEST
+
 static Suite *
 cdc_suite(void)
 {
@@ -402,6 +453,7 @@ cdc_suite(void)
 	tcase_add_test(tc, round_trip_layout);
 	tcase_add_test(tc, malformed);
 	tcase_add_test(tc, data_behind_header);
+	tcase_add_test(tc, kernel_cdcs);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cursors");
 	tcase_add_test(tc, curs_add);

@@ -2,16 +2,27 @@
 /*
  * LLC codec: every type round trips at the offsets docs/protocol.md gives;
  * wrong lengths, unknown types, flags a type does not carry, reserved
- * bytes and out-of-range fields are all refused.
+ * bytes and out-of-range fields are all refused.  The standard dialect
+ * (llc_v2_*): what Linux 6.12 sent on a link (tests/fixtures/ksmc)
+ * decodes to the values it carried and encodes back to the same bytes;
+ * its long ADD_LINK and REQ_ADD_LINK, its host-endian lengths and its
+ * quirks; and the two dialects never take each other's messages.
  */
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
+#include "wire.h"
 #include "llc_wire.h"
+
+#ifndef TOP_SRCDIR
+#define TOP_SRCDIR "."
+#endif
 
 static const uint8_t types[] = {
 	LLC_CONFIRM_LINK, LLC_ADD_LINK,	   LLC_ADD_LINK_CONT, LLC_DELETE_LINK,
@@ -698,12 +709,315 @@ START_TEST(names)
 	ck_assert_str_eq(llc_type_name(LLC_DELETE_RKEY), "DELETE_RKEY");
 	ck_assert_str_eq(llc_type_name(LLC_CONN_REJECT), "CONN_REJECT");
 	ck_assert_str_eq(llc_type_name(LLC_CONN_RESUME), "CONN_RESUME");
-	ck_assert_str_eq(llc_type_name(0x05), "UNKNOWN");
+	ck_assert_str_eq(llc_type_name(LLC_REQ_ADD_LINK), "REQ_ADD_LINK");
+	ck_assert_str_eq(llc_type_name(0x08), "UNKNOWN");
 	ck_assert_str_eq(llc_delete_reason_name(LLC_DEL_LOST_PATH),
 			 "LOST_PATH");
 	ck_assert_str_eq(llc_delete_reason_name(LLC_DEL_NOLGR), "NOLGR");
 	ck_assert_str_eq(llc_delete_reason_name(7), "UNKNOWN");
 	ck_assert_uint_eq(LLC_DEL_PROT_VIOL, 0x00040000);
+}
+END_TEST
+
+/* Read tests/fixtures/ksmc/NAME into buf; its length. */
+static size_t
+fixture(const char *name, uint8_t *buf, size_t size)
+{
+	char path[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/ksmc/%s", TOP_SRCDIR,
+		 name);
+	f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	n = fread(buf, 1, size, f);
+	ck_assert_msg(feof(f), "%s is longer than %zu bytes", path, size);
+	fclose(f);
+	return n;
+}
+
+static const uint8_t gid_b[16] = {0, 0, 0,    0,    0,	0,  0, 0,
+				  0, 0, 0xff, 0xff, 10, 99, 0, 2};
+
+/* Every LLC message of the capture, whatever its type. */
+START_TEST(kernel_every_message)
+{
+	static uint8_t wire[LLC_V2_MSG_MAX], again[LLC_V2_MSG_MAX];
+	static struct llc_v2_info v;
+	struct llc_info m;
+	struct dirent *e;
+	unsigned int n = 0;
+	size_t len;
+	DIR *d;
+
+	d = opendir(TOP_SRCDIR "/tests/fixtures/ksmc");
+	ck_assert(d != NULL);
+	while ((e = readdir(d)) != NULL) {
+		if (!strstr(e->d_name, "-llc-"))
+			continue;
+		len = fixture(e->d_name, wire, sizeof(wire));
+		ck_assert_msg(llc_v2_decode(wire, len, &v) == 0, "%s refused",
+			      e->d_name);
+		ck_assert_uint_eq(v.form, 2);
+		memset(again, 0xee, len);
+		ck_assert_int_eq(llc_v2_encode(again, sizeof(again), &v),
+				 (int)len);
+		ck_assert_msg(memcmp(again, wire, len) == 0,
+			      "%s re-encodes differently", e->d_name);
+		/* the native dialect never takes a v2 message */
+		ck_assert_int_eq(llc_msg_decode(wire, len, &m), -EPROTO);
+		n++;
+	}
+	closedir(d);
+	ck_assert_uint_ge(n, 20);
+}
+END_TEST
+
+START_TEST(kernel_values)
+{
+	static uint8_t wire[LLC_V2_MSG_MAX];
+	static struct llc_v2_info v;
+	size_t len;
+
+	len = fixture("04-llc-s2c-confirm-link.bin", wire, sizeof(wire));
+	ck_assert_uint_eq(len, 44);
+	ck_assert_uint_eq(wire[1] | wire[2] << 8, 44); /* little endian */
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.type, LLC_CONFIRM_LINK);
+	ck_assert_uint_eq(v.m.flags, LLC_FLAG_NO_RMBE_EYEC);
+	ck_assert_mem_eq(v.m.confirm_link.gid, gid_b, 16);
+	ck_assert_uint_eq(v.m.confirm_link.qpn, 17);
+	ck_assert_uint_eq(v.m.confirm_link.link_num, 1);
+	ck_assert_mem_eq(v.m.confirm_link.link_uid, "\0\0\1\1", 4);
+	ck_assert_uint_eq(v.m.confirm_link.max_links, 2);
+	ck_assert_uint_eq(v.m.confirm_link.max_conns, 255);
+	len = fixture("05-llc-c2s-confirm-link-resp.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.flags, LLC_FLAG_RESP | LLC_FLAG_NO_RMBE_EYEC);
+
+	/* the server's offer of a second link, with its one RMB's rkey */
+	len = fixture("06-llc-s2c-add-link.bin", wire, sizeof(wire));
+	ck_assert_uint_eq(len, LLC_V2_ADD_LINK_LEN(1));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.type, LLC_ADD_LINK);
+	ck_assert_uint_eq(v.m.flags, 0);
+	ck_assert_mem_eq(v.m.add_link.gid, gid_b, 16);
+	ck_assert_uint_eq(v.m.add_link.qpn, 18);
+	ck_assert_uint_eq(v.m.add_link.link_num, 2);
+	ck_assert_uint_eq(v.m.add_link.mtu, 3);
+	ck_assert(v.direct);
+	ck_assert_mem_eq(v.target_gid, gid_b, 16);
+	ck_assert_uint_eq(v.num_rkeys, 1);
+	ck_assert_uint_eq(v.rt[0].rkey, 0x3b7);
+	ck_assert_uint_eq(v.rt[0].rkey_new, 0x5ae);
+	ck_assert_uint_eq(v.rt[0].vaddr_new, 0xff11b53884b70000ULL);
+	/* the client has no alternate path: a reject, and no reason left */
+	len = fixture("07-llc-c2s-add-link-resp.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.flags, LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ);
+	ck_assert_uint_eq(v.m.add_link.rej_rsn, 0);
+	ck_assert_uint_eq(v.num_rkeys, 0);
+
+	/* CONFIRM_RKEY before a joining connection's ACCEPT, answered */
+	len = fixture("20-llc-s2c-confirm-rkey.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.type, LLC_CONFIRM_RKEY);
+	ck_assert_uint_eq(v.m.confirm_rkey.num_rkeys, 0);
+	ck_assert_uint_eq(v.m.confirm_rkey.rt[0].rkey, 0x3b7);
+	ck_assert_uint_eq(v.m.confirm_rkey.rt[0].vaddr, 0xff11b53884b70000ULL);
+	len = fixture("21-llc-c2s-confirm-rkey-resp.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.flags, LLC_FLAG_RESP);
+
+	/* DELETE_RKEY at a connection's close, answered */
+	len = fixture("15-llc-c2s-delete-rkey.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.type, LLC_DELETE_RKEY);
+	ck_assert_uint_eq(v.m.delete_rkey.num_rkeys, 1);
+	ck_assert_uint_eq(v.m.delete_rkey.rkey[0], 0x356);
+	len = fixture("17-llc-c2s-delete-rkey-resp.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.flags, LLC_FLAG_RESP);
+	ck_assert_uint_eq(v.m.delete_rkey.err_mask, 0);
+
+	len = fixture("37-llc-s2c-test-link.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, len, &v), 0);
+	ck_assert_uint_eq(v.m.type, LLC_TEST_LINK);
+	ck_assert_uint_eq(v.m.flags, 0);
+}
+END_TEST
+
+/* ADD_LINK with every rkey a link group can hold, and REQ_ADD_LINK. */
+START_TEST(v2_long_messages)
+{
+	static uint8_t wire[LLC_V2_MSG_MAX + 16];
+	static struct llc_v2_info v, w;
+	unsigned int i;
+	uint16_t l;
+	int n;
+
+	n = (int)fixture("06-llc-s2c-add-link.bin", wire, sizeof(wire));
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &v), 0);
+	v.num_rkeys = LLC_V2_RKEYS_MAX;
+	for (i = 0; i < LLC_V2_RKEYS_MAX; i++) {
+		v.rt[i].rkey = i + 1;
+		v.rt[i].rkey_new = 0x1000 + i;
+		v.rt[i].vaddr_new = 0x7f0000000000ULL + i * 65536ULL;
+	}
+	n = llc_v2_encode(wire, sizeof(wire), &v);
+	ck_assert_int_eq(n, 72 + 255 * 16);
+	ck_assert_int_eq(n, LLC_V2_MSG_MAX);
+	memcpy(&l, wire + 1, 2);
+	ck_assert_uint_eq(le16toh(l), 4152);
+	ck_assert_uint_eq(wire[70] | wire[71] << 8, 255);
+	ck_assert_uint_eq(be32toh(*(uint32_t *)(wire + 72 + 254 * 16)), 255);
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), 0);
+	ck_assert_mem_eq(&w, &v, sizeof(v));
+	ck_assert_int_eq(llc_v2_encode(wire, (size_t)n - 1, &v), -ENOSPC);
+	/* the count and the length must agree */
+	wire[70] = 254;
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), -EPROTO);
+	wire[70] = 255;
+	wire[71] = 1; /* 511 */
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), -EPROTO);
+	v.num_rkeys = LLC_V2_RKEYS_MAX + 1;
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+
+	/* REQ_ADD_LINK: v2 only, 28 + 16 n bytes */
+	memset(&v, 0, sizeof(v));
+	v.form = 2;
+	v.m.type = LLC_REQ_ADD_LINK;
+	v.gid_cnt = 2;
+	memcpy(v.gids[0], gid_b, 16);
+	v.gids[1][15] = 9;
+	n = llc_v2_encode(wire, sizeof(wire), &v);
+	ck_assert_int_eq(n, 60);
+	ck_assert_uint_eq(wire[0], 0x25);
+	ck_assert_uint_eq(wire[1], 60);
+	ck_assert_uint_eq(wire[2], 0);
+	ck_assert_uint_eq(wire[24], 2);
+	ck_assert_mem_eq(wire + 28, gid_b, 16);
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), 0);
+	ck_assert_mem_eq(&w, &v, sizeof(v));
+	/* its answer */
+	v.m.flags = LLC_FLAG_RESP;
+	v.gid_cnt = 1; /* a GID past the count would not be sent */
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	memset(v.gids[1], 0, 16);
+	n = llc_v2_encode(wire, sizeof(wire), &v);
+	ck_assert_int_eq(n, 44);
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), 0);
+	ck_assert_mem_eq(&w, &v, sizeof(v));
+	v.gid_cnt = 0;
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	v.gid_cnt = 3;
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	v.gid_cnt = 1;
+	v.form = 1; /* no v1 REQ_ADD_LINK: Linux does not register 0x05 */
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	wire[0] = LLC_REQ_ADD_LINK;
+	wire[1] = 44;
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &w), -EPROTO);
+}
+END_TEST
+
+START_TEST(v2_header_and_quirks)
+{
+	static uint8_t wire[LLC_V2_MSG_MAX], w[LLC_V2_MSG_MAX];
+	static struct llc_v2_info v;
+	struct llc_info m;
+	size_t len;
+
+	len = fixture("37-llc-s2c-test-link.bin", wire, sizeof(wire));
+#define EDIT(off, val)                \
+	do {                          \
+		memcpy(w, wire, len); \
+		w[(off)] = (val);     \
+	} while (0)
+	/* the length is the message's, little endian: 44 big endian is not */
+	EDIT(1, 0);
+	w[2] = 44;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(1, 45);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	ck_assert_int_eq(llc_v2_decode(wire, len - 1, &v), -EPROTO);
+	/* another version nibble: smcproxyd's own types are not standard */
+	EDIT(0, 0x37);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(0, LLC_CONN_OPEN);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	/* unknown types; ADD_LINK_CONT only in the v1 form */
+	EDIT(0, 0x28);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(0, 0x23);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	/* a v1-form message on a v2 group is taken, as Linux takes it */
+	EDIT(0, LLC_TEST_LINK);
+	w[1] = 44;
+	w[2] = 0;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	ck_assert_uint_eq(v.form, 1);
+	ck_assert_uint_eq(v.m.type, LLC_TEST_LINK);
+	ck_assert_int_eq(llc_msg_decode(w, len, &m), 0);
+	/* reserved bytes are not judged (the native dialect refuses them) */
+	EDIT(30, 0x5a);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	w[0] = LLC_TEST_LINK;
+	w[1] = 44;
+	w[2] = 0;
+	ck_assert_int_eq(llc_msg_decode(w, len, &m), -EPROTO);
+	/* flags the type does not carry still are */
+	EDIT(3, LLC_FLAG_RKEY_NEG);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+
+	/* Linux 6.1's CONFIRM_LINK: max_links 3, max_conns reserved */
+	len = fixture("04-llc-s2c-confirm-link.bin", wire, sizeof(wire));
+	EDIT(34, 3);
+	w[35] = 0;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	ck_assert_uint_eq(v.m.confirm_link.max_links, 3);
+	EDIT(3, 0); /* without NO_RMBE_EYEC */
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(28, 1); /* QP 1 */
+	w[27] = w[26] = 0;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+
+	/* an ADD_LINK offer with MTU 0; a reject that still carries rkeys */
+	len = fixture("06-llc-s2c-add-link.bin", wire, sizeof(wire));
+	EDIT(32, 0);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(3, LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &v), -EPROTO);
+	/* the v1 form's reject keeps its reason */
+	len = fixture("07-llc-c2s-add-link-resp.bin", wire, sizeof(wire));
+	EDIT(0, LLC_ADD_LINK);
+	w[1] = 44;
+	w[2] = LLC_REJ_RSN_NO_ALT_PATH;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	ck_assert_uint_eq(v.m.add_link.rej_rsn, LLC_REJ_RSN_NO_ALT_PATH);
+
+	/* DELETE_RKEY's answer counts the rkeys that failed */
+	len = fixture("17-llc-c2s-delete-rkey-resp.bin", wire, sizeof(wire));
+	EDIT(5, 1);
+	w[3] |= LLC_FLAG_RKEY_NEG;
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	ck_assert_uint_eq(v.m.delete_rkey.err_mask, 1);
+	w[5] = 2; /* more than were asked for */
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(5, 1); /* failed, but not said so */
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	len = fixture("15-llc-c2s-delete-rkey.bin", wire, sizeof(wire));
+	EDIT(4, 0);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	EDIT(4, 9);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), -EPROTO);
+	/* unused rkey slots are not judged either */
+	EDIT(15, 0x77);
+	ck_assert_int_eq(llc_v2_decode(w, len, &v), 0);
+	ck_assert_uint_eq(v.m.delete_rkey.rkey[1], 0);
+#undef EDIT
 }
 END_TEST
 
@@ -716,6 +1030,12 @@ llc_suite(void)
 	tcase_add_test(tc, round_trip_every_type);
 	tcase_add_test(tc, layout);
 	tcase_add_test(tc, names);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("standard");
+	tcase_add_test(tc, kernel_every_message);
+	tcase_add_test(tc, kernel_values);
+	tcase_add_test(tc, v2_long_messages);
+	tcase_add_test(tc, v2_header_and_quirks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("malformed");
 	tcase_add_test(tc, lengths_and_types);

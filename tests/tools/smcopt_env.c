@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The SMC-R TCP option's BPF program in the running kernel, for tests
+ * (smcopt_env.h): tests/unit/check_smc_opt.c on loopback, and
+ * tests/tools/ksmcdecline in the kernel SMC-R lane.
+ */
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "smc_opt.h"
+#include "smcopt_env.h"
+
+static int
+smcopt_env_join(const char *dir)
+{
+	char path[128], pid[32];
+	int fd, n, rc;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	rc = write(fd, pid, (size_t)n) == n ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Load the object at path, attach its program to a new cgroup2 and move
+ * the calling process into it.  NULL, or why not (the caller skips then,
+ * and tears down what was made).
+ */
+const char *
+smcopt_env_setup(struct smcopt_env *e, const char *path)
+{
+	struct bpf_program *prog;
+
+	memset(e, 0, sizeof(*e));
+	e->prog_fd = e->mark_fd = e->echoed_fd = e->cg_fd = -1;
+	if (geteuid() != 0)
+		return "not root";
+	e->obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(e->obj)) {
+		e->obj = NULL;
+		return "cannot open the BPF object";
+	}
+	if (bpf_object__load(e->obj))
+		return "the kernel refused to load the program";
+	prog = bpf_object__find_program_by_name(e->obj, "smc_opt");
+	e->mark_fd = bpf_object__find_map_fd_by_name(e->obj, "smc_opt_mark");
+	e->echoed_fd =
+		bpf_object__find_map_fd_by_name(e->obj, "smc_opt_echoed");
+	if (!prog || e->mark_fd < 0 || e->echoed_fd < 0)
+		return "program or maps missing from the BPF object";
+	e->prog_fd = bpf_program__fd(prog);
+	snprintf(e->root, sizeof(e->root), "/tmp/smc-opt-cg.XXXXXX");
+	if (!mkdtemp(e->root)) {
+		e->root[0] = '\0';
+		return "mkdtemp failed";
+	}
+	if (mount("none", e->root, "cgroup2", 0, NULL)) {
+		rmdir(e->root);
+		e->root[0] = '\0';
+		return "cannot mount a cgroup2";
+	}
+	snprintf(e->dir, sizeof(e->dir), "%s/test", e->root);
+	if (mkdir(e->dir, 0755)) {
+		e->dir[0] = '\0';
+		return "cannot make a cgroup";
+	}
+	e->cg_fd = open(e->dir, O_RDONLY | O_DIRECTORY);
+	if (e->cg_fd < 0 ||
+	    bpf_prog_attach(e->prog_fd, e->cg_fd, BPF_CGROUP_SOCK_OPS, 0))
+		return "cannot attach the program to the cgroup";
+	if (smcopt_env_join(e->dir))
+		return "cannot move into the cgroup";
+	return NULL;
+}
+
+/* Leave and remove the cgroup and its mount, detach, unload. */
+void
+smcopt_env_teardown(struct smcopt_env *e)
+{
+	if (e->root[0]) {
+		smcopt_env_join(e->root);
+		if (e->cg_fd >= 0) {
+			bpf_prog_detach2(e->prog_fd, e->cg_fd,
+					 BPF_CGROUP_SOCK_OPS);
+			close(e->cg_fd);
+		}
+		if (e->dir[0])
+			rmdir(e->dir);
+		umount(e->root);
+		rmdir(e->root);
+	}
+	if (e->obj)
+		bpf_object__close(e->obj);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Mark the socket fd (SMC_OPT_*): 0 or -errno. */
+int
+smcopt_mark(struct smcopt_env *e, int fd, unsigned int mark)
+{
+	__u32 v = mark;
+
+	return bpf_map_update_elem(e->mark_fd, &fd, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* Whether the SYN-ACK of the accepted IPv4 socket fd echoed the option. */
+int
+smcopt_echoed(struct smcopt_env *e, int fd)
+{
+	struct sockaddr_in l, r;
+	socklen_t sl = sizeof(l);
+	struct smc_opt_tuple t;
+	__u32 v;
+
+	if (getsockname(fd, (struct sockaddr *)&l, &sl))
+		return 0;
+	sl = sizeof(r);
+	if (getpeername(fd, (struct sockaddr *)&r, &sl))
+		return 0;
+	memset(&t, 0, sizeof(t));
+	t.local_ip4 = l.sin_addr.s_addr;
+	t.remote_ip4 = r.sin_addr.s_addr;
+	t.local_port = ntohs(l.sin_port);
+	t.remote_port = ntohs(r.sin_port);
+	return bpf_map_lookup_elem(e->echoed_fd, &t, &v) == 0 && v == 1;
+}
