@@ -19,6 +19,7 @@
 
 #include "wire.h"
 #include "llc_wire.h"
+#include "ksmc_fixture.h"
 
 #ifndef TOP_SRCDIR
 #define TOP_SRCDIR "."
@@ -718,24 +719,6 @@ START_TEST(names)
 	ck_assert_uint_eq(LLC_DEL_PROT_VIOL, 0x00040000);
 }
 END_TEST
-
-/* Read tests/fixtures/ksmc/NAME into buf; its length. */
-static size_t
-fixture(const char *name, uint8_t *buf, size_t size)
-{
-	char path[512];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/tests/fixtures/ksmc/%s", TOP_SRCDIR,
-		 name);
-	f = fopen(path, "rb");
-	ck_assert_msg(f != NULL, "cannot open %s", path);
-	n = fread(buf, 1, size, f);
-	ck_assert_msg(feof(f), "%s is longer than %zu bytes", path, size);
-	fclose(f);
-	return n;
-}
 
 static const uint8_t gid_b[16] = {0, 0, 0,    0,    0,	0,  0, 0,
 				  0, 0, 0xff, 0xff, 10, 99, 0, 2};

@@ -18,6 +18,7 @@
 #include "wire.h"
 #include "clc_wire.h"
 #include "sclc_wire.h"
+#include "ksmc_fixture.h"
 
 #ifndef TOP_SRCDIR
 #define TOP_SRCDIR "."
@@ -40,24 +41,6 @@ static const uint8_t sysid_b[8] = {0xaf, 0x6e, 0x52, 0x54,
 				   0x00, 0x99, 0x00, 0x02};
 static const uint8_t mac_a[6] = {0x52, 0x54, 0x00, 0x99, 0x00, 0x01};
 static const uint8_t mac_b[6] = {0x52, 0x54, 0x00, 0x99, 0x00, 0x02};
-
-/* Read tests/fixtures/ksmc/NAME into buf; its length. */
-static size_t
-fixture(const char *name, uint8_t *buf, size_t size)
-{
-	char path[512];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/tests/fixtures/ksmc/%s", TOP_SRCDIR,
-		 name);
-	f = fopen(path, "rb");
-	ck_assert_msg(f != NULL, "cannot open %s", path);
-	n = fread(buf, 1, size, f);
-	ck_assert_msg(feof(f), "%s is longer than %zu bytes", path, size);
-	fclose(f);
-	return n;
-}
 
 static void
 eid_is(const uint8_t eid[SCLC_EID_LEN], const char *s)
