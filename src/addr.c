@@ -183,3 +183,76 @@ addr_bind_source(int fd, const struct addr *a)
 		return -errno;
 	return 0;
 }
+
+/* a's address as 16 bytes, IPv4 as IPv4-mapped IPv6; false if neither. */
+static bool
+addr_bytes16(const struct addr *a, uint8_t out[16])
+{
+	const struct sockaddr_in *s4 = (const void *)&a->ss;
+	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+	if (a->ss.ss_family == AF_INET6) {
+		memcpy(out, &s6->sin6_addr, 16);
+		return true;
+	}
+	if (a->ss.ss_family != AF_INET)
+		return false;
+	memset(out, 0, 10);
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, &s4->sin_addr, 4);
+	return true;
+}
+
+/*
+ * Parse a network, "192.0.2.0/24", "2001:db8::/32", or one host
+ * ("192.0.2.7": /32, "2001:db8::7": /128).  Bits past the prefix must be
+ * zero, so that "192.0.2.7/24" (a typo for a host or for .0/24) is
+ * refused rather than read one way.  0 or -EINVAL.
+ */
+int
+addr_net_parse(const char *s, struct addr_net *out)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(s, '/');
+	size_t hlen = slash ? (size_t)(slash - s) : strlen(s);
+	int max, bit;
+	char *end;
+	long len;
+
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (addr_parse_ip(host, 0, &out->a) < 0 ||
+	    !addr_bytes16(&out->a, out->bytes))
+		return -EINVAL;
+	max = out->a.ss.ss_family == AF_INET ? 32 : 128;
+	len = max;
+	if (slash != NULL) {
+		if (slash[1] < '0' || slash[1] > '9')
+			return -EINVAL;
+		errno = 0;
+		len = strtol(slash + 1, &end, 10);
+		if (errno || *end != '\0' || len < 0 || len > max)
+			return -EINVAL;
+	}
+	out->prefix = (int)len + (max == 32 ? 96 : 0);
+	for (bit = out->prefix; bit < 128; bit++)
+		if (out->bytes[bit / 8] & (0x80 >> (bit % 8)))
+			return -EINVAL;
+	return 0;
+}
+
+/* Whether a's address is in network n (IPv4-mapped IPv6 as its IPv4). */
+bool
+addr_net_match(const struct addr_net *n, const struct addr *a)
+{
+	uint8_t b[16];
+	int full = n->prefix / 8, rest = n->prefix % 8;
+
+	if (!addr_bytes16(a, b) || memcmp(b, n->bytes, (size_t)full) != 0)
+		return false;
+	return rest == 0 ||
+	       ((b[full] ^ n->bytes[full]) & (0xff00 >> rest) & 0xff) == 0;
+}

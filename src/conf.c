@@ -27,6 +27,7 @@
 
 #include "smcproxyd.h"
 #include "llc_wire.h"
+#include "sclc_wire.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CONF_PATH_LEN 128 /* "exports[123].connect_timeout" and more */
@@ -92,6 +93,9 @@ struct conf_key {
 	/* After a value is stored: 0, or -EINVAL with msg filled. */
 	int (*check)(struct conf_parse *p, const void *field, char *msg,
 		     size_t len);
+	/* CONF_T_NAMES: each element, when not a name; 0 or -EINVAL */
+	int (*elem)(const char *s, char *msg, size_t len);
+	const char *range; /* what elem accepts, for the schema */
 	unsigned flags;
 	const char *desc;
 	const char *example; /* no default: a value for the example file */
@@ -104,6 +108,7 @@ enum conf_sect_id {
 	CONF_SECT_EXPORTS,
 	CONF_SECT_RULES,
 	CONF_SECT_RDMA,
+	CONF_SECT_KSMC,
 	CONF_NSECT
 };
 
@@ -738,8 +743,9 @@ static const struct conf_key conf_export_keys[] = {
 	    conf_check_specific, REQ | R, "server to connect to, \"ip:port\"",
 	    .example = "\"127.0.0.1:6379\""),
 	KEY_NAMES(struct conf_export, peers, npeers, "peers", NULL,
-		  conf_check_peers_exist, REQ | R,
-		  "peers allowed to use it, each named in peers",
+		  conf_check_peers_exist, R,
+		  "peers allowed to use it, each named in peers; an export "
+		  "needs peers, smc_listen or both",
 		  .example = "[ \"b\" ]"),
 	KEY_INT(struct conf_export, connect_timeout, "connect_timeout", "5", 1,
 		300, NULL, R, "seconds to wait for the target to accept"),
@@ -748,6 +754,11 @@ static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, log_connections, "log_connections", CONF_T_BOOL,
 	    "true", 0, 1, NULL, R,
 	    "log a line for each connection when it ends"),
+	KEY(struct conf_export, smc_listen, "smc_listen", CONF_T_ADDR, NULL, 0,
+	    0, NULL, R,
+	    "where Linux kernel SMC-R clients reach this export (the "
+	    "standard dialect, needs kernel_smc); none: only peers",
+	    .example = "\"192.0.2.1:6379\""),
 };
 
 static const struct conf_key conf_rule_keys[] = {
@@ -848,6 +859,53 @@ static const struct conf_key conf_rdma_keys[] = {
 	KEY_INT(struct conf_rdma, test_link_time, "test_link_time", "30", 0,
 		3600, NULL, R,
 		"seconds of link silence before a TEST_LINK probe; 0: off"),
+};
+
+static int
+conf_check_ueid(const char *s, char *msg, size_t len)
+{
+	uint8_t eid[SCLC_EID_LEN];
+
+	if (sclc_eid_put(eid, s) == 0)
+		return 0;
+	snprintf(msg, len,
+		 "an EID is 1 to %d of A-Z, 0-9, '.' and '-', starting with "
+		 "a letter or digit (upper case, as smc_run and the kernel "
+		 "write it)",
+		 SCLC_EID_LEN);
+	return -EINVAL;
+}
+
+static int
+conf_check_net(const char *s, char *msg, size_t len)
+{
+	struct addr_net n;
+
+	if (addr_net_parse(s, &n) == 0)
+		return 0;
+	snprintf(msg, len,
+		 "use a numeric network \"ip/prefix\" (host bits zero) or "
+		 "one address");
+	return -EINVAL;
+}
+
+static const struct conf_key conf_ksmc_keys[] = {
+	KEY_NAMES(struct conf_ksmc, ueids, nueids, "ueids", NULL, NULL, R,
+		  "user EIDs served: a kernel client's proposal must carry "
+		  "one of them (smc_run's or smc ueid's on that host)",
+		  .elem = conf_check_ueid, .range = "[A-Z0-9.-]{1,32}",
+		  .example = "[ \"SMCPROXYD-LAB\" ]"),
+	KEY_NAMES(struct conf_ksmc, allow, nallow, "allow", NULL, NULL, R,
+		  "networks whose clients may use SMC-R; others get a "
+		  "DECLINE and go on as TCP; empty: none",
+		  .elem = conf_check_net, .range = "ip/prefix",
+		  .example = "[ \"192.0.2.0/24\" ]"),
+	KEY(struct conf_ksmc, bpf_object, "bpf_object", CONF_T_PATH, NULL, 0, 0,
+	    NULL, 0,
+	    "the SMC-R TCP option's BPF program that a daemon run as root "
+	    "loads itself",
+	    .def_doc = "smc_opt.bpf.o where make install put it",
+	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
 };
 
 #undef R
@@ -1027,6 +1085,44 @@ conf_post_rdma(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	}
 }
 
+/*
+ * The standard dialect is on: parse the allowed networks, and say what it
+ * does not protect, at every start and reload (DESIGN.md §10).
+ */
+static void
+conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
+	       const char *prefix, struct conf_loc at)
+{
+	struct conf_ksmc *k = obj;
+	int i;
+
+	k->enabled = true;
+	if (k->bpf_object == NULL &&
+	    (k->bpf_object = strdup(SMCPROXYD_BPF_OBJECT)) == NULL) {
+		conf_err(p, at, prefix, "out of memory");
+		return;
+	}
+	if (k->nallow > 0) {
+		k->allow_nets =
+			calloc((size_t)k->nallow, sizeof(*k->allow_nets));
+		if (k->allow_nets == NULL) {
+			conf_err(p, at, prefix, "out of memory");
+			return;
+		}
+		for (i = 0; i < k->nallow; i++)
+			(void)addr_net_parse(k->allow[i], &k->allow_nets[i]);
+	}
+	if (k->nueids == 0)
+		conf_warn(p, at, prefix,
+			  "no ueids: every kernel SMC-R client is declined "
+			  "and goes on as TCP");
+	conf_warn(p, at, prefix,
+		  "kernel SMC-R peers are not authenticated: any host in "
+		  "allow that proposes one of the ueids reaches the exports "
+		  "with smc_listen, sees their buffers' rkeys in clear and "
+		  "sends unencrypted data (smcproxyd(8), SECURITY)");
+}
+
 static const struct conf_section conf_sections[CONF_NSECT] = {
 	[CONF_SECT_MAIN] =
 		{
@@ -1091,6 +1187,17 @@ static const struct conf_section conf_sections[CONF_NSECT] = {
 			.obj_off = offsetof(struct conf, rdma),
 			.post = conf_post_rdma,
 			.desc = "link groups and the send engine",
+		},
+	[CONF_SECT_KSMC] =
+		{
+			.name = "kernel_smc",
+			.optional = true,
+			.keys = conf_ksmc_keys,
+			.nkeys = CONF_NELEM(conf_ksmc_keys),
+			.obj_off = offsetof(struct conf, ksmc),
+			.post = conf_post_ksmc,
+			.desc = "the standard SMC-R dialect, for Linux kernel "
+				"SMC-R peers (off without this group)",
 		},
 };
 
@@ -1302,7 +1409,7 @@ conf_set_names(struct conf_parse *p, const struct conf_key *k,
 {
 	char ***arr = (char ***)((char *)obj + k->off);
 	int *count = (int *)((char *)obj + k->count_off);
-	char epath[CONF_PATH_LEN + 16], q[CONF_QUOTE_LEN];
+	char epath[CONF_PATH_LEN + 16], q[CONF_QUOTE_LEN], msg[CONF_MSG_LEN];
 	const config_setting_t *e;
 	struct conf_loc eloc;
 	int i, j, n = config_setting_length(s), ret = 0;
@@ -1326,7 +1433,13 @@ conf_set_names(struct conf_parse *p, const struct conf_key *k,
 			continue;
 		}
 		str = config_setting_get_string(e);
-		if (!conf_name_valid(str)) {
+		if (k->elem != NULL && k->elem(str, msg, sizeof(msg)) < 0) {
+			conf_err(p, eloc, epath, "invalid value %s: %s",
+				 conf_quote(str, q, sizeof(q)), msg);
+			ret = -EINVAL;
+			continue;
+		}
+		if (k->elem == NULL && !conf_name_valid(str)) {
 			conf_err(p, eloc, epath,
 				 "invalid name %s: use 1 to %d letters, "
 				 "digits, '.', '_' or '-'",
@@ -1689,6 +1802,75 @@ conf_check_export_names(struct conf_parse *p, enum conf_sect_id id,
 	}
 }
 
+/*
+ * Each export is reachable: by peers (peers and a peer_listen section)
+ * or by kernel SMC-R clients (smc_listen and kernel_smc), on an
+ * smc_listen address no other listener of ours catches.
+ */
+static void
+conf_check_exports(struct conf_parse *p)
+{
+	const struct conf *conf = p->conf;
+	const struct conf_section *sec = &conf_sections[CONF_SECT_EXPORTS];
+	const struct conf_loc *elocs = p->src->keys[CONF_SECT_EXPORTS];
+	const size_t sl = conf_key_index(sec->keys, sec->nkeys, "smc_listen");
+	const size_t pi = conf_key_index(sec->keys, sec->nkeys, "peers");
+	const struct conf_export *e;
+	char path[CONF_PATH_LEN], a[ADDR_STRLEN];
+	int i, j;
+
+	for (i = 0; i < conf->nexports; i++) {
+		e = &conf->exports[i];
+		if (e->npeers > 0 && !conf->has_peer_listen) {
+			snprintf(path, sizeof(path), "exports[%d].peers", i);
+			conf_err(p, elocs[(size_t)i * sec->nkeys + pi], path,
+				 "peers cannot reach export %s without a "
+				 "peer_listen section",
+				 e->name);
+		}
+		/* an empty peers list has had its message */
+		if (e->npeers == 0 && e->smc_listen.len == 0 &&
+		    elocs[(size_t)i * sec->nkeys + pi].line == 0) {
+			snprintf(path, sizeof(path), "exports[%d]", i);
+			conf_err(p,
+				 (struct conf_loc){
+					 elocs[(size_t)i * sec->nkeys].file,
+					 e->line},
+				 path,
+				 "export %s has neither peers nor smc_listen: "
+				 "nobody can reach it",
+				 e->name);
+		}
+		if (e->smc_listen.len == 0)
+			continue;
+		snprintf(path, sizeof(path), "exports[%d].smc_listen", i);
+		if (!conf->ksmc.enabled) {
+			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
+				 "needs a kernel_smc section (the standard "
+				 "dialect is off without it)");
+			continue;
+		}
+		addr_str(&e->smc_listen, a, sizeof(a));
+		if (conf->has_peer_listen &&
+		    conf_addr_overlap(&e->smc_listen, &conf->peer_listen))
+			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
+				 "%s overlaps peer_listen.address", a);
+		for (j = 0; j < conf->nrules; j++)
+			if (conf_addr_overlap(&e->smc_listen,
+					      &conf->rules[j].listen))
+				conf_err(p, elocs[(size_t)i * sec->nkeys + sl],
+					 path, "%s overlaps rules[%d].listen",
+					 a, j);
+		for (j = 0; j < i; j++)
+			if (conf_addr_overlap(&e->smc_listen,
+					      &conf->exports[j].smc_listen))
+				conf_err(p, elocs[(size_t)i * sec->nkeys + sl],
+					 path,
+					 "%s overlaps exports[%d].smc_listen",
+					 a, j);
+	}
+}
+
 /* Checks across sections, once every section is in. */
 static void
 conf_check_all(struct conf_parse *p)
@@ -1707,10 +1889,7 @@ conf_check_all(struct conf_parse *p)
 	conf_check_export_names(p, CONF_SECT_RULES, "export", "rules",
 				conf->nrules, sizeof(struct conf_rule),
 				offsetof(struct conf_rule, export));
-	if (conf->nexports > 0 && !conf->has_peer_listen)
-		conf_err(p, p->src->sect[CONF_SECT_EXPORTS], "exports",
-			 "peers cannot reach exports without a peer_listen "
-			 "section");
+	conf_check_exports(p);
 	for (i = 0; conf->has_peer_listen && i < conf->nrules; i++) {
 		if (!conf_addr_overlap(&conf->rules[i].listen,
 				       &conf->peer_listen))
@@ -1907,6 +2086,10 @@ conf_free(struct conf *conf)
 		conf_names_free(conf->exports[i].peers);
 	free(conf->exports);
 	conf_names_free(conf->rdma.devices);
+	conf_names_free(conf->ksmc.ueids);
+	conf_names_free(conf->ksmc.allow);
+	free(conf->ksmc.allow_nets);
+	free(conf->ksmc.bpf_object);
 	if (conf->src != NULL) {
 		for (i = 0; i < conf->src->nfiles; i++)
 			free(conf->src->files[i]);
@@ -2085,8 +2268,13 @@ conf_print_range(FILE *out, const struct conf_key *k)
 	case CONF_T_ENUM:
 		fputs(k->choices, out);
 		break;
-	case CONF_T_NAME:
 	case CONF_T_NAMES:
+		if (k->range != NULL) {
+			fputs(k->range, out);
+			break;
+		}
+		/* FALLTHROUGH */
+	case CONF_T_NAME:
 		fprintf(out, "[A-Za-z0-9._-]{1,%d}", CONF_NAME_MAX);
 		break;
 	case CONF_T_PEER:

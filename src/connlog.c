@@ -3,9 +3,10 @@
  * The connection log: one info line for each proxied connection when it
  * ends, as HAProxy's tcplog: its id, the rule (or export) and peer, the
  * client (or target) address, the transport and, for the fallback, the
- * peer's last SMC decline, whether it got connected, how long it lived,
- * the bytes each way and the close reason.  The line is key=value pairs
- * for people and scripts; in the journal the same values are fields
+ * peer's last SMC decline (for a kernel SMC-R client on an smc_listen:
+ * dialect=smc-r, its address as the peer and the DECLINE we sent it),
+ * whether it got connected, how long it lived, the bytes each way and the
+ * close reason.  The line is key=value pairs for people and scripts; in the journal the same values are fields
  * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
  * with log_connections.  Connections that never named a rule or an
  * export (strangers on the peer port) are logged where they fail.
@@ -18,9 +19,11 @@
 #include "smcproxyd.h"
 
 struct connlog_line {
-	char id[32], name[16 + CONF_NAME_MAX], peer[8 + CONF_NAME_MAX];
+	char id[32], name[16 + CONF_NAME_MAX];
+	char peer[8 + CONF_NAME_MAX + ADDR_STRLEN];
 	char addr[16 + ADDR_STRLEN], transport[32], decline[48];
 	char duration[32], in[40], out[40], reason[48], connected[24];
+	char dialect[24];
 };
 
 /* Whether s's rule or export wants its connections logged. */
@@ -41,8 +44,9 @@ connlog_close(const struct session *s, enum session_reason reason)
 {
 	bool rule = s->role == SESSION_ROLE_RULE;
 	struct connlog_line l;
-	const char *fields[11];
-	char a[ADDR_STRLEN];
+	const char *fields[12];
+	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
+	char a[ADDR_STRLEN], who[CONF_NAME_MAX + ADDR_STRLEN];
 	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
@@ -54,14 +58,25 @@ connlog_close(const struct session *s, enum session_reason reason)
 		snprintf(l.name, sizeof(l.name), "RULE=%s", s->rule->name);
 	else
 		snprintf(l.name, sizeof(l.name), "EXPORT=%s", s->export->name);
-	snprintf(l.peer, sizeof(l.peer), "PEER=%s",
-		 s->peer != NULL ? s->peer->name : "-");
+	/* a kernel SMC-R client has no name: its address stands for it */
+	if (smcr)
+		addr_str(&s->addr[0], who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "%s",
+			 s->peer != NULL ? s->peer->name : "-");
+	snprintf(l.peer, sizeof(l.peer), "PEER=%s", who);
+	snprintf(l.dialect, sizeof(l.dialect), "DIALECT=%s",
+		 smcr ? "smc-r" : "native");
 	addr_str(&s->addr[rule ? 0 : 1], a, sizeof(a));
 	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
 		 a);
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
-		 s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback");
-	if (s->mode != SESSION_MODE_RDMA && s->peer != NULL)
+		 s->mode == SESSION_MODE_RDMA ? "rdma" :
+		 smcr			      ? "tcp" :
+						"fallback");
+	if (smcr)
+		code = s->smc_decline;
+	else if (s->mode != SESSION_MODE_RDMA && s->peer != NULL)
 		peer_mode(s->peer->name, &code);
 	snprintf(l.decline, sizeof(l.decline), "DECLINE=%s",
 		 code != 0 ? clc_decline_name(code) : "-");
@@ -80,6 +95,7 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.id;
 	fields[n++] = l.name;
 	fields[n++] = l.peer;
+	fields[n++] = l.dialect;
 	fields[n++] = l.addr;
 	fields[n++] = l.transport;
 	fields[n++] = l.decline;
@@ -90,14 +106,13 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.reason;
 	log_info_fields(
 		fields, n,
-		"conn 0x%" PRIx64 " %s=%s peer=%s %s=%s transport=%s%s%s "
+		"conn 0x%" PRIx64 " %s=%s peer=%s%s %s=%s transport=%s%s%s "
 		"connected=%s duration=%" PRIu64 ".%03us bytes_in=%" PRIu64
 		" bytes_out=%" PRIu64 " close=%s",
 		s->id, rule ? "rule" : "export",
-		rule ? s->rule->name : s->export->name,
-		s->peer != NULL ? s->peer->name : "-",
-		rule ? "client" : "target", a,
-		s->mode == SESSION_MODE_RDMA ? "rdma" : "fallback",
+		rule ? s->rule->name : s->export->name, who,
+		smcr ? " dialect=smc-r" : "", rule ? "client" : "target", a,
+		l.transport + strlen("TRANSPORT="),
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",
 		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?

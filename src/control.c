@@ -436,12 +436,15 @@ control_parse_id(const json_t *j, uint64_t *id)
 static json_t *
 control_cmd_version(struct control_req *req)
 {
+	/* smc_option: whether smc_listen can echo kernel clients' option */
 	return json_pack(
-		"{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b}", "version",
-		SMCPROXYD_VERSION, "protocol", CONTROL_VERSION, "pid",
-		(json_int_t)getpid(), "uptime_s", (json_int_t)control_uptime(),
-		"name", control_conf->name, "config", control_conf->path,
-		"workers", worker_count(), "stopping", control_is_stopping);
+		"{s:s, s:i, s:I, s:I, s:s, s:s?, s:i, s:b, s:b, s:s}",
+		"version", SMCPROXYD_VERSION, "protocol", CONTROL_VERSION,
+		"pid", (json_int_t)getpid(), "uptime_s",
+		(json_int_t)control_uptime(), "name", control_conf->name,
+		"config", control_conf->path, "workers", worker_count(),
+		"stopping", control_is_stopping, "kernel_smc",
+		control_conf->ksmc.enabled, "smc_option", smc_opt_state());
 }
 
 static json_t *

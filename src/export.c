@@ -75,7 +75,9 @@ export_connect(struct session *s, enum session_reason *why)
 	char buf[ADDR_STRLEN];
 	int rc;
 
-	if (!peer_export_conns(s->peer->name, s->peer->max_conns, 1)) {
+	/* a kernel SMC-R client (s->peer NULL) has no peers[].max_conns */
+	if (s->peer != NULL &&
+	    !peer_export_conns(s->peer->name, s->peer->max_conns, 1)) {
 		log_debug("conn 0x%llx: peer %s holds %d connections on our "
 			  "exports (max_conns): refused",
 			  (unsigned long long)s->id, s->peer->name,
@@ -84,7 +86,7 @@ export_connect(struct session *s, enum session_reason *why)
 		*why = SESSION_RESOURCE;
 		return -ENOSPC;
 	}
-	s->peer_held = true;
+	s->peer_held = s->peer != NULL;
 	tally_open(s);
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->export->target, NULL);

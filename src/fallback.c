@@ -723,12 +723,12 @@ fb_relay(struct session *s)
  * taken from the worker's pool only while bytes are in flight, so an idle
  * connection costs its two sockets and nothing more.
  */
-static void
-fb_relay_start(struct session *s)
+void
+fallback_relay_start(struct session *s, enum stats_id stat)
 {
 	/* the handshake is done: its buffers are not needed again */
 	fallback_hs_free(s);
-	if (session_relay_begin(s, -1, STAT_conns_fallback)) {
+	if (session_relay_begin(s, -1, stat)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
@@ -1018,7 +1018,7 @@ fb_client_result(struct session *s)
 	}
 	hs->accepted = true;
 	if (!hs->resume) {
-		fb_relay_start(s);
+		fallback_relay_start(s, STAT_conns_fallback);
 		return false;
 	}
 	/* a resume: RESUMED follows, with the offsets both go on from */
@@ -1305,7 +1305,7 @@ fb_export_connected(struct session *s)
 		session_close(s, SESSION_PEER_RST);
 		return;
 	}
-	fb_relay_start(s);
+	fallback_relay_start(s, STAT_conns_fallback);
 }
 
 static void

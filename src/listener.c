@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "smcproxyd.h"
+#include "smc_opt.h"
 
 #define LISTENER_BACKLOG 4096
 
@@ -34,9 +35,10 @@ struct listener {
 #define LISTENER_ROOM_WAIT_MS 50 /* no room: look again after this */
 
 /* A socket bound to addr (listening when backlog), shared with our other
- * workers' (SO_REUSEPORT) when share.  fd or -errno. */
+ * workers' (SO_REUSEPORT) when share, marked for the SMC-R option's BPF
+ * program (smc_opt.c) before it listens when smc.  fd or -errno. */
 static int
-listener_socket(const struct addr *addr, int backlog, bool share)
+listener_socket(const struct addr *addr, int backlog, bool share, bool smc)
 {
 	int fd, one = 1;
 
@@ -53,6 +55,10 @@ listener_socket(const struct addr *addr, int backlog, bool share)
 		goto fail;
 	if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len))
 		goto fail;
+	/* without the program, the listener serves as plain TCP */
+	if (smc && smc_opt_attached() && smc_opt_mark(fd, SMC_OPT_LISTEN) < 0)
+		log_warnx("%s: cannot mark the socket for the SMC-R option",
+			  __func__);
 	if (backlog && listen(fd, backlog))
 		goto fail;
 	return fd;
@@ -122,17 +128,19 @@ listener_accept(evutil_socket_t lfd, short what, void *arg)
 
 /*
  * Listen on addr in worker w; cb(w, fd, arg) gets each accepted socket
- * (non-blocking).  NULL on failure, with errno set and logged.
+ * (non-blocking).  smc: SYN-ACKs echo the SMC-R option of a kernel SMC-R
+ * client's SYN (an export's smc_listen).  NULL on failure, with errno set
+ * and logged.
  */
 struct listener *
-listener_new(struct worker *w, const struct addr *addr,
+listener_new(struct worker *w, const struct addr *addr, bool smc,
 	     void (*cb)(struct worker *, int, void *), void *arg)
 {
 	struct listener *l;
 	char buf[ADDR_STRLEN];
 	int fd;
 
-	fd = listener_socket(addr, LISTENER_BACKLOG, true);
+	fd = listener_socket(addr, LISTENER_BACKLOG, true, smc);
 	if (fd < 0) {
 		errno = -fd;
 		log_warn("%s: worker %d: listen on %s", __func__, worker_id(w),
@@ -213,7 +221,7 @@ listener_free(struct listener *l)
 int
 listener_probe(const struct addr *addr)
 {
-	int fd = listener_socket(addr, 0, false);
+	int fd = listener_socket(addr, 0, false, false);
 
 	if (fd < 0)
 		return fd;

@@ -126,46 +126,6 @@ sclc_msg_check(const void *buf, size_t len, uint8_t expect, enum clc_eyec *eyec,
 	return 0;
 }
 
-/*
- * An EID as the kernel takes it (smc_clc_ueid_valid): 1 to 32 characters
- * of [A-Z0-9.-], the first a letter or a digit, padded with blanks.
- */
-bool
-sclc_eid_valid(const uint8_t eid[SCLC_EID_LEN])
-{
-	size_t n = SCLC_EID_LEN, i;
-
-	while (n > 0 && eid[n - 1] == ' ')
-		n--;
-	if (n == 0)
-		return false;
-	for (i = 0; i < n; i++) {
-		uint8_t c = eid[i];
-		bool alnum = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-		if (!alnum && (i == 0 || (c != '.' && c != '-')))
-			return false;
-	}
-	return true;
-}
-
-/* The wire form of the EID string s (blank-padded): 0, or -EINVAL. */
-int
-sclc_eid_put(uint8_t eid[SCLC_EID_LEN], const char *s)
-{
-	uint8_t w[SCLC_EID_LEN];
-	size_t n = strlen(s);
-
-	if (n > SCLC_EID_LEN)
-		return -EINVAL;
-	memset(w, ' ', sizeof(w));
-	memcpy(w, s, n);
-	if (!sclc_eid_valid(w))
-		return -EINVAL;
-	memcpy(eid, w, sizeof(w));
-	return 0;
-}
-
 /* Negotiation limits of release 1 (smc_clc_srv_v2x_features_validate). */
 static uint32_t
 sclc_limits_check(uint8_t release, uint8_t max_conns, uint8_t max_links)

@@ -38,9 +38,11 @@
 #ifndef SMCPROXYD_SCLC_WIRE_H
 #define SMCPROXYD_SCLC_WIRE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clc_wire.h"
 
@@ -314,7 +316,47 @@ int sclc_decline_encode(void *buf, size_t size,
 			const struct sclc_decline_info *in);
 int sclc_decline_decode(const void *buf, size_t len,
 			struct sclc_decline_info *out, uint32_t *decline);
-bool sclc_eid_valid(const uint8_t eid[SCLC_EID_LEN]);
-int sclc_eid_put(uint8_t eid[SCLC_EID_LEN], const char *s);
+
+/*
+ * An EID as the kernel takes it (smc_clc_ueid_valid): 1 to 32 characters
+ * of [A-Z0-9.-], the first a letter or a digit, padded with blanks.
+ * Inline, so that conf.c checks kernel_smc.ueids by the same rule without
+ * linking the codec.
+ */
+static inline bool
+sclc_eid_valid(const uint8_t eid[SCLC_EID_LEN])
+{
+	size_t n = SCLC_EID_LEN, i;
+
+	while (n > 0 && eid[n - 1] == ' ')
+		n--;
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		uint8_t c = eid[i];
+		bool alnum = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (!alnum && (i == 0 || (c != '.' && c != '-')))
+			return false;
+	}
+	return true;
+}
+
+/* The wire form of the EID string s (blank-padded): 0, or -EINVAL. */
+static inline int
+sclc_eid_put(uint8_t eid[SCLC_EID_LEN], const char *s)
+{
+	uint8_t w[SCLC_EID_LEN];
+	size_t n = strlen(s);
+
+	if (n > SCLC_EID_LEN)
+		return -EINVAL;
+	memset(w, ' ', sizeof(w));
+	memcpy(w, s, n);
+	if (!sclc_eid_valid(w))
+		return -EINVAL;
+	memcpy(eid, w, sizeof(w));
+	return 0;
+}
 
 #endif /* SMCPROXYD_SCLC_WIRE_H */

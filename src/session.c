@@ -597,6 +597,10 @@ session_io(evutil_socket_t fd, short what, void *arg)
 		session_rdma_io(s, i, what);
 		return;
 	}
+	if (s->dialect == SESSION_DIALECT_SMCR && s->state != SESSION_RELAY) {
+		sexport_io(s, i, what);
+		return;
+	}
 	fallback_io(s, i, what);
 }
 
@@ -610,6 +614,8 @@ session_timeout(evutil_socket_t fd, short what, void *arg)
 	if (s->state != SESSION_RELAY) {
 		if (s->mode == SESSION_MODE_RDMA)
 			session_rdma_timeout(s);
+		else if (s->dialect == SESSION_DIALECT_SMCR)
+			sexport_timeout(s);
 		else
 			fallback_timeout(s);
 		return;
@@ -687,6 +693,7 @@ session_free(struct session *s, bool abort)
 	if (s->retry_ev)
 		event_free(s->retry_ev);
 	fallback_hs_free(s);
+	sexport_hs_free(s);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);
@@ -802,6 +809,14 @@ session_json_add(const struct session *s, void *json_array)
 		      (json_int_t)worker_id(s->w));
 	if (o == NULL)
 		return;
+	json_object_set_new(o, "dialect",
+			    json_string(s->dialect == SESSION_DIALECT_SMCR ?
+						"smc-r" :
+						"native"));
+	if (s->smc_decline != 0) {
+		snprintf(id, sizeof(id), "0x%08x", s->smc_decline);
+		json_object_set_new(o, "smc_decline", json_string(id));
+	}
 	session_rdma_json(s, o);
 	json_array_append_new(json_array, o);
 }

@@ -72,6 +72,23 @@ smcproxyd_inuse_hint(int rc)
 				   "";
 }
 
+/* Listen address a of next, at line, named key (rule or export name) is
+ * free: 0, or -errno said to errors. */
+static int
+smcproxyd_probe_one(const struct conf *next, const struct addr *a, int line,
+		    const char *key, const char *what, FILE *errors)
+{
+	char buf[ADDR_STRLEN];
+	int rc = listener_probe(a);
+
+	if (rc)
+		fprintf(errors, "%s:%d: %s: %s: cannot listen on %s: %s%s\n",
+			next->path, line, key, what,
+			addr_str(a, buf, sizeof(buf)), strerror(-rc),
+			smcproxyd_inuse_hint(rc));
+	return rc;
+}
+
 /*
  * Every listen address of next that old (NULL at start) does not have must
  * be free of any other listener, before we swap to next (or start); and
@@ -81,7 +98,7 @@ static int
 smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 			  FILE *errors)
 {
-	char buf[ADDR_STRLEN];
+	char buf[ADDR_STRLEN], key[64], what[CONF_NAME_MAX + 16];
 	int i, j, rc;
 	bool known;
 
@@ -102,18 +119,29 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 					   &next->rules[i].listen);
 		if (known)
 			continue;
-		rc = listener_probe(&next->rules[i].listen);
-		if (rc) {
-			fprintf(errors,
-				"%s:%d: rules[%d].listen: rule %s: "
-				"cannot listen on %s: %s%s\n",
-				next->path, next->rules[i].line, i,
-				next->rules[i].name,
-				addr_str(&next->rules[i].listen, buf,
-					 sizeof(buf)),
-				strerror(-rc), smcproxyd_inuse_hint(rc));
+		snprintf(key, sizeof(key), "rules[%d].listen", i);
+		snprintf(what, sizeof(what), "rule %s", next->rules[i].name);
+		rc = smcproxyd_probe_one(next, &next->rules[i].listen,
+					 next->rules[i].line, key, what,
+					 errors);
+		if (rc)
 			return rc;
-		}
+	}
+	for (i = 0; i < next->nexports; i++) {
+		known = next->exports[i].smc_listen.len == 0;
+		for (j = 0; old != NULL && j < old->nexports && !known; j++)
+			known = addr_equal(&old->exports[j].smc_listen,
+					   &next->exports[i].smc_listen);
+		if (known)
+			continue;
+		snprintf(key, sizeof(key), "exports[%d].smc_listen", i);
+		snprintf(what, sizeof(what), "export %s",
+			 next->exports[i].name);
+		rc = smcproxyd_probe_one(next, &next->exports[i].smc_listen,
+					 next->exports[i].line, key, what,
+					 errors);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -156,6 +184,9 @@ smcproxyd_reload(FILE *errors)
 		rc = -EINVAL;
 		goto out;
 	}
+	/* before the workers mark their new smc_listen sockets */
+	if (next->ksmc.enabled)
+		(void)smc_opt_load(next->ksmc.bpf_object);
 	rc = worker_reconfigure_all(next);
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
@@ -387,6 +418,8 @@ main(int argc, char *argv[])
 
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
 		fatalx("%s: a listen address is taken; not starting", path);
+	if (conf_current->ksmc.enabled)
+		(void)smc_opt_load(conf_current->ksmc.bpf_object);
 	rc = worker_start_all(conf_current);
 	if (rc) {
 		errno = -rc;

@@ -100,6 +100,14 @@ bool addr_equal(const struct addr *a, const struct addr *b);
 int addr_bind_source(int fd, const struct addr *a);
 bool addr_host(const struct addr *a, char *buf, size_t len);
 #define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
+/* A network: "192.0.2.0/24", "2001:db8::/32", or one host. */
+struct addr_net {
+	struct addr a;	   /* as written, port 0 */
+	uint8_t bytes[16]; /* IPv4 as IPv4-mapped IPv6 */
+	int prefix;	   /* bits of bytes, 96 + n for IPv4 /n */
+};
+int addr_net_parse(const char *s, struct addr_net *out);
+bool addr_net_match(const struct addr_net *n, const struct addr *a);
 
 /* conf.c */
 enum conf_slot_wait { CONF_SLOT_WAIT_EXCLUSIVE, CONF_SLOT_WAIT_ALL };
@@ -142,9 +150,10 @@ struct conf_export {
 	struct addr target;
 	char **peers; /* names allowed to use it */
 	int npeers;
-	int connect_timeout;  /* seconds */
-	int idle_timeout;     /* seconds, 0 = never */
-	bool log_connections; /* connlog.c: a line as each one ends */
+	int connect_timeout;	/* seconds */
+	int idle_timeout;	/* seconds, 0 = never */
+	bool log_connections;	/* connlog.c: a line as each one ends */
+	struct addr smc_listen; /* kernel SMC-R clients; len 0: none */
 	int line;
 };
 
@@ -183,6 +192,17 @@ struct conf_rdma {
 	int test_link_time;
 };
 
+/* The standard dialect (DESIGN.md §10): kernel SMC-R peers. */
+struct conf_ksmc {
+	bool enabled; /* the kernel_smc group is there */
+	char **ueids; /* user EIDs we serve, as the wire writes them */
+	int nueids;
+	char **allow; /* networks whose clients may use SMC-R, as written */
+	int nallow;
+	struct addr_net *allow_nets; /* allow, parsed */
+	char *bpf_object;	     /* the SMC-R option's BPF program */
+};
+
 struct conf {
 	char *path;
 	char name[CONF_NAME_MAX + 1]; /* this daemon's name at its peers */
@@ -211,6 +231,7 @@ struct conf {
 	struct conf_export *exports;
 	int nexports;
 	struct conf_rdma rdma;
+	struct conf_ksmc ksmc;
 	struct conf_src *src; /* conf.c private: where keys were set */
 	char *warnings;	      /* "file:line: warning: ..." lines, or "" */
 	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
@@ -263,6 +284,22 @@ void notify_ready(const struct conf *conf);
 void notify_status(const struct conf *conf);
 void notify_reloading(void);
 void notify_reload_failed(const struct conf *conf, const char *why);
+
+/* sexport.c */
+struct sexport_hs;
+void sexport_accept(struct worker *w, int fd, void *export);
+void sexport_io(struct session *s, int i, short what);
+void sexport_timeout(struct session *s);
+void sexport_hs_free(struct session *s);
+
+/* smc_opt.c */
+int smc_opt_load(const char *path);
+const char *smc_opt_state(void);
+bool smc_opt_attached(void);
+int smc_opt_mark(int fd, unsigned int mark);
+int smc_opt_echoed(int fd);
+int smc_opt_map_mark(int map_fd, int fd, unsigned int mark);
+int smc_opt_map_echoed(int map_fd, int fd, bool forget);
 
 /* auth.c */
 struct auth_limit;
@@ -367,6 +404,7 @@ void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 /* listener.c */
 struct listener;
 struct listener *listener_new(struct worker *w, const struct addr *addr,
+			      bool smc,
 			      void (*cb)(struct worker *, int, void *),
 			      void *arg);
 void listener_set_arg(struct listener *l, void *arg);
@@ -379,6 +417,11 @@ int listener_probe(const struct addr *addr);
 #define SESSION_PIPE_SIZE (1024 * 1024)
 
 enum session_role { SESSION_ROLE_RULE, SESSION_ROLE_EXPORT };
+/* Whom the downstream end speaks with (DESIGN.md §10). */
+enum session_dialect {
+	SESSION_DIALECT_NATIVE, /* a peer smcproxyd, or a rule's client */
+	SESSION_DIALECT_SMCR,	/* a kernel SMC-R client (sexport.c) */
+};
 enum session_mode { SESSION_MODE_FALLBACK, SESSION_MODE_RDMA };
 enum session_state {
 	SESSION_CONNECT_PEER,	/* rule side: connecting to the peer port */
@@ -433,6 +476,9 @@ struct session {
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
 	struct fallback_hs *hs; /* fallback handshake: until it is done */
+	enum session_dialect dialect;
+	struct sexport_hs *shs; /* standard CLC: until it is answered */
+	uint32_t smc_decline;	/* CLC_DECL_* it went on as TCP with */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
 	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
@@ -557,6 +603,7 @@ void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
 void fallback_io(struct session *s, int i, short what);
+void fallback_relay_start(struct session *s, enum stats_id stat);
 void fallback_timeout(struct session *s);
 struct fb_proof;
 

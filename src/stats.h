@@ -123,7 +123,52 @@
 	X(busy_poll_hits, COUNTER, "events",                                   \
 	  "busy polls that found work before their budget ran out")            \
 	X(busy_poll_time_us, COUNTER, "microseconds",                          \
-	  "time workers spent busy polling (CPU that sleeping would not use)")
+	  "time workers spent busy polling (CPU that sleeping would not use)") \
+	X(smc_conns, COUNTER, "connections",                                   \
+	  "connections accepted on exports' smc_listen (kernel SMC-R "         \
+	  "clients)")                                                          \
+	X(smc_conns_tcp, COUNTER, "connections",                               \
+	  "smc_listen connections relayed to their target as TCP")             \
+	X(smc_opt_echoed, COUNTER, "connections",                              \
+	  "smc_listen connections whose SYN carried the SMC-R option, "        \
+	  "echoed: a CLC PROPOSAL was owed")                                   \
+	X(smc_opt_absent, COUNTER, "connections",                              \
+	  "smc_listen connections whose SYN lacked the SMC-R option: "         \
+	  "plain TCP")                                                         \
+	X(smc_opt_unavailable, COUNTER, "connections",                         \
+	  "smc_listen connections taken as plain TCP: the option's BPF "       \
+	  "program is not attached")                                           \
+	X(smc_rate_limited, COUNTER, "connections",                            \
+	  "smc_listen connections reset: their source failed CLC "             \
+	  "handshakes too often")                                              \
+	X(smc_proposals, COUNTER, "handshakes",                                \
+	  "CLC PROPOSALs read from kernel SMC-R clients")                      \
+	X(smc_declines_sent, COUNTER, "handshakes",                            \
+	  "standard CLC DECLINEs we sent: the client goes on as TCP")          \
+	X(smc_declines_received, COUNTER, "handshakes",                        \
+	  "standard CLC DECLINEs kernel SMC-R clients sent us instead of "     \
+	  "a PROPOSAL")                                                        \
+	X(smc_decline_malformed, COUNTER, "handshakes",                        \
+	  "declined: the PROPOSAL did not decode (its own diagnosis code)")    \
+	X(smc_decline_allow, COUNTER, "handshakes",                            \
+	  "declined CNFERR: the client's address is not in "                   \
+	  "kernel_smc.allow")                                                  \
+	X(smc_decline_mode, COUNTER, "handshakes",                             \
+	  "declined MODEUNSUPP: the client offered no SMC-Rv2")                \
+	X(smc_decline_eid, COUNTER, "handshakes",                              \
+	  "declined NOUEID: none of the client's EIDs is in "                  \
+	  "kernel_smc.ueids")                                                  \
+	X(smc_decline_gid, COUNTER, "handshakes",                              \
+	  "declined NOROUTE: the client's RoCE v2 GID is not the address "     \
+	  "it connected from")                                                 \
+	X(smc_decline_nodev, COUNTER, "handshakes",                            \
+	  "declined NOSMCRDEV: a good PROPOSAL, but standard-dialect link "    \
+	  "groups are not served yet")                                         \
+	X(smc_clc_malformed, COUNTER, "handshakes",                            \
+	  "smc_listen connections reset: no CLC message where the option "     \
+	  "promised one")                                                      \
+	X(smc_clc_timeouts, COUNTER, "handshakes",                             \
+	  "smc_listen connections reset: no PROPOSAL within 6 s")
 
 /* X(id, name, description) */
 #define SESSION_REASONS(X)                                                     \

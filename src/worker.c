@@ -49,10 +49,16 @@ struct worker_msg {
 	bool *done;
 };
 
+enum worker_listen_kind {
+	WORKER_LISTEN_RULE, /* rules[].listen: session_accept_rule */
+	WORKER_LISTEN_PEER, /* peer_listen: session_accept_peer */
+	WORKER_LISTEN_SMC,  /* exports[].smc_listen: sexport_accept */
+};
+
 struct worker_listener {
 	LIST_ENTRY(worker_listener) entry;
 	struct listener *l;
-	bool peer_port;
+	enum worker_listen_kind kind;
 	bool seen;
 };
 
@@ -472,23 +478,29 @@ worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty)
 }
 
 static struct worker_listener *
-worker_listener_find(struct worker *w, const struct addr *a, bool peer_port)
+worker_listener_find(struct worker *w, const struct addr *a,
+		     enum worker_listen_kind kind)
 {
 	struct worker_listener *wl;
 
 	LIST_FOREACH(wl, &w->listeners, entry)
-		if (wl->peer_port == peer_port &&
-		    addr_equal(listener_addr(wl->l), a))
+		if (wl->kind == kind && addr_equal(listener_addr(wl->l), a))
 			return wl;
 	return NULL;
 }
 
 static int
-worker_listen(struct worker *w, const struct addr *a, bool peer_port, void *arg)
+worker_listen(struct worker *w, const struct addr *a,
+	      enum worker_listen_kind kind, void *arg)
 {
+	static void (*const accept[])(struct worker *, int, void *) = {
+		[WORKER_LISTEN_RULE] = session_accept_rule,
+		[WORKER_LISTEN_PEER] = session_accept_peer,
+		[WORKER_LISTEN_SMC] = sexport_accept,
+	};
 	struct worker_listener *wl;
 
-	wl = worker_listener_find(w, a, peer_port);
+	wl = worker_listener_find(w, a, kind);
 	if (wl != NULL) {
 		listener_set_arg(wl->l, arg);
 		wl->seen = true;
@@ -497,16 +509,15 @@ worker_listen(struct worker *w, const struct addr *a, bool peer_port, void *arg)
 	wl = calloc(1, sizeof(*wl));
 	if (wl == NULL)
 		return -ENOMEM;
-	wl->l = listener_new(
-		w, a, peer_port ? session_accept_peer : session_accept_rule,
-		arg);
+	wl->l = listener_new(w, a, kind == WORKER_LISTEN_SMC, accept[kind],
+			     arg);
 	if (wl->l == NULL) {
 		free(wl);
 		return -errno;
 	}
-	if (peer_port)
+	if (kind == WORKER_LISTEN_PEER)
 		listener_set_room(wl->l, worker_preauth_room);
-	wl->peer_port = peer_port;
+	wl->kind = kind;
 	wl->seen = true;
 	LIST_INSERT_HEAD(&w->listeners, wl, entry);
 	return 0;
@@ -527,10 +538,16 @@ worker_listen_all(struct worker *w, struct conf *conf)
 		wl->seen = false;
 	for (i = 0; i < conf->nrules && rc == 0; i++)
 		if (worker_rule_accepting(&conf->rules[i]))
-			rc = worker_listen(w, &conf->rules[i].listen, false,
-					   &conf->rules[i]);
+			rc = worker_listen(w, &conf->rules[i].listen,
+					   WORKER_LISTEN_RULE, &conf->rules[i]);
 	if (rc == 0 && conf->has_peer_listen)
-		rc = worker_listen(w, &conf->peer_listen, true, NULL);
+		rc = worker_listen(w, &conf->peer_listen, WORKER_LISTEN_PEER,
+				   NULL);
+	for (i = 0; i < conf->nexports && rc == 0; i++)
+		if (conf->exports[i].smc_listen.len != 0)
+			rc = worker_listen(w, &conf->exports[i].smc_listen,
+					   WORKER_LISTEN_SMC,
+					   &conf->exports[i]);
 	LIST_FOREACH_SAFE(wl, &w->listeners, entry, next) {
 		if (wl->seen)
 			continue;

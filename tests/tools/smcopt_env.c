@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
+#include "smcproxyd.h"
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
@@ -110,33 +111,16 @@ smcopt_env_teardown(struct smcopt_env *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Mark the socket fd (SMC_OPT_*): 0 or -errno. */
+/* Mark the socket fd (SMC_OPT_*): 0 or -errno (smc_opt.c's). */
 int
 smcopt_mark(struct smcopt_env *e, int fd, unsigned int mark)
 {
-	__u32 v = mark;
-
-	return bpf_map_update_elem(e->mark_fd, &fd, &v, BPF_ANY) ? -errno : 0;
+	return smc_opt_map_mark(e->mark_fd, fd, mark);
 }
 
 /* Whether the SYN-ACK of the accepted IPv4 socket fd echoed the option. */
 int
 smcopt_echoed(struct smcopt_env *e, int fd)
 {
-	struct sockaddr_in l, r;
-	socklen_t sl = sizeof(l);
-	struct smc_opt_tuple t;
-	__u32 v;
-
-	if (getsockname(fd, (struct sockaddr *)&l, &sl))
-		return 0;
-	sl = sizeof(r);
-	if (getpeername(fd, (struct sockaddr *)&r, &sl))
-		return 0;
-	memset(&t, 0, sizeof(t));
-	t.local_ip4 = l.sin_addr.s_addr;
-	t.remote_ip4 = r.sin_addr.s_addr;
-	t.local_port = ntohs(l.sin_port);
-	t.remote_port = ntohs(r.sin_port);
-	return bpf_map_lookup_elem(e->echoed_fd, &t, &v) == 0 && v == 1;
+	return smc_opt_map_echoed(e->echoed_fd, fd, false) == 1;
 }

@@ -140,6 +140,55 @@ START_TEST(test_compare)
 }
 END_TEST
 
+static bool
+in_net(const char *net, const char *a)
+{
+	struct addr_net n;
+	struct addr x;
+
+	ck_assert_msg(addr_net_parse(net, &n) == 0, "refused %s", net);
+	ck_assert_msg(addr_parse(a, &x) == 0, "refused %s", a);
+	return addr_net_match(&n, &x);
+}
+
+START_TEST(test_net)
+{
+	static const char *const bad[] = {
+		"",
+		"/24",
+		"10.0.0.0/33",
+		"10.0.0.0/",
+		"10.0.0.0/-1",
+		"10.0.0.0/2x",
+		"10.0.0.7/24",
+		"fd00::1/64",
+		"fd00::/129",
+		"10.0.0.0:80",
+		"localhost",
+		"10.0.0.0/ 8",
+	};
+	struct addr_net n;
+	size_t i;
+
+	ck_assert(in_net("10.77.0.0/24", "10.77.0.2:5000"));
+	ck_assert(!in_net("10.77.0.0/24", "10.77.1.2:5000"));
+	ck_assert(in_net("10.77.0.2", "10.77.0.2:1"));
+	ck_assert(!in_net("10.77.0.2", "10.77.0.3:1"));
+	ck_assert(in_net("0.0.0.0/0", "192.0.2.1:1"));
+	ck_assert(!in_net("0.0.0.0/0", "[2001:db8::1]:1"));
+	ck_assert(in_net("10.77.0.0/23", "10.77.1.255:1"));
+	ck_assert(!in_net("10.77.0.0/23", "10.77.2.0:1"));
+	/* a client seen on an IPv6 socket as IPv4-mapped is its IPv4 */
+	ck_assert(in_net("10.77.0.0/24", "[::ffff:10.77.0.9]:1"));
+	ck_assert(in_net("2001:db8::/32", "[2001:db8:1::5]:1"));
+	ck_assert(!in_net("2001:db8::/33", "[2001:db8:8000::5]:1"));
+	ck_assert(in_net("::/0", "[fd00::1]:1"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(addr_net_parse(bad[i], &n) < 0, "accepted \"%s\"",
+			      bad[i]);
+}
+END_TEST
+
 static Suite *
 addr_suite(void)
 {
@@ -151,6 +200,7 @@ addr_suite(void)
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_parse_host);
 	tcase_add_test(tc, test_compare);
+	tcase_add_test(tc, test_net);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -98,6 +98,8 @@ load_ok(const char *text)
 	"exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; " \
 	"peers = [ \"b\" ]; " extra " } );\n"
 #define LISTEN "peer_listen: { address = \"127.0.0.1:7101\"; };\n"
+#define KSMC(extra) \
+	"kernel_smc: { ueids = [ \"SMCPROXYD-LAB\" ]; " extra " };\n"
 
 /* One config with one problem each: text, a line of the output, lines. */
 static const struct {
@@ -291,8 +293,38 @@ static const struct {
 	 "export\n",
 	 1},
 	{PEER_B "\n" EXPORT(""),
-	 "t.conf:3: exports: peers cannot reach exports without a peer_listen "
-	 "section\n",
+	 "t.conf:3: exports[0].peers: peers cannot reach export e without a "
+	 "peer_listen section\n",
+	 1},
+	/* the standard dialect: kernel_smc, exports[].smc_listen */
+	{KSMC("") "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; "
+		  "} );\n",
+	 "t.conf:2: exports[0]: export e has neither peers nor smc_listen: "
+	 "nobody can reach it\n",
+	 1},
+	{"exports = ( { name = \"e\"; target = \"127.0.0.1:6379\";\n"
+	 "  smc_listen = \"127.0.0.1:16379\"; } );\n",
+	 "t.conf:2: exports[0].smc_listen: needs a kernel_smc section (the "
+	 "standard dialect is off without it)\n",
+	 1},
+	{"kernel_smc: { ueids = [ \"lab\", \"OK-1\", \".X\" ]; allow = [ "
+	 "\"10.0.0.0/8\",\n"
+	 "  \"10.0.0.1/8\", \"10.1.0.0\", \"::/0\", \"x\" ]; };\n",
+	 "t.conf:1: kernel_smc.ueids[0]: invalid value \"lab\": an EID is 1 "
+	 "to 32 of A-Z, 0-9, '.' and '-', starting with a letter or digit "
+	 "(upper case, as smc_run and the kernel write it)\n"
+	 "t.conf:1: kernel_smc.ueids[2]: invalid value \".X\": an EID is 1 "
+	 "to 32 of A-Z, 0-9, '.' and '-', starting with a letter or digit "
+	 "(upper case, as smc_run and the kernel write it)\n"
+	 "t.conf:2: kernel_smc.allow[1]: invalid value \"10.0.0.1/8\": use "
+	 "a numeric network \"ip/prefix\" (host bits zero) or one address\n"
+	 "t.conf:2: kernel_smc.allow[4]: invalid value \"x\": use a numeric "
+	 "network \"ip/prefix\" (host bits zero) or one address\n",
+	 4},
+	{KSMC("") LISTEN PEER_B RULE("")
+		 EXPORT("smc_listen = \"127.0.0.1:6380\";"),
+	 "t.conf:5: exports[0].smc_listen: 127.0.0.1:6380 overlaps "
+	 "rules[0].listen\n",
 	 1},
 	/* addresses */
 	{PEER_B "rules = ( { name = \"r\"; listen = \"localhost:6380\"; peer = "

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The SMC-R TCP option's BPF program (src/bpf/smc_opt.bpf.c) as the
+ * daemon uses it: loaded and attached to the cgroup v2 the daemon runs in
+ * when it may (root outside systemd), its maps written and read through
+ * the sockets we mark.  A Linux SMC-R client sends its CLC PROPOSAL only
+ * when our SYN-ACK echoed its option; without the program, smc_listen
+ * serves as plain TCP and says why (smc_opt_state).
+ *
+ * Loaded on the main thread before any worker listens; the workers only
+ * read the two map descriptors afterwards.  The attachment is a BPF link
+ * that ends with the process, so a killed daemon leaves nothing behind.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#endif
+#include <linux/types.h>
+
+#include "smcproxyd.h"
+#include "smc_opt.h"
+
+static struct {
+#ifdef HAVE_BPF
+	struct bpf_object *obj;
+	struct bpf_link *link;
+#endif
+	int mark_fd;
+	int echoed_fd;
+	char state[160]; /* "attached to CGROUP", or why not */
+} smc_opt = {.mark_fd = -1, .echoed_fd = -1, .state = "kernel_smc is off"};
+
+/* "attached to /sys/fs/cgroup/...", or why the program is not there. */
+const char *
+smc_opt_state(void)
+{
+	return smc_opt.state;
+}
+
+bool
+smc_opt_attached(void)
+{
+	return smc_opt.mark_fd >= 0;
+}
+
+/* Mark socket fd (SMC_OPT_LISTEN before listen()) in map_fd: 0 or -errno. */
+int
+smc_opt_map_mark(int map_fd, int fd, unsigned int mark)
+{
+#ifdef HAVE_BPF
+	__u32 v = mark;
+
+	return bpf_map_update_elem(map_fd, &fd, &v, BPF_ANY) ? -errno : 0;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+/*
+ * Whether the SYN-ACK of accepted IPv4 socket fd echoed the option (the
+ * client then owes us a PROPOSAL): 1 or 0, or -errno.  forget: remove the
+ * record, so that a later connection on the same 4-tuple is judged anew.
+ */
+int
+smc_opt_map_echoed(int map_fd, int fd, bool forget)
+{
+#ifdef HAVE_BPF
+	struct sockaddr_in l, r;
+	socklen_t sl = sizeof(l);
+	struct smc_opt_tuple t;
+	__u32 v;
+
+	if (getsockname(fd, (struct sockaddr *)&l, &sl))
+		return -errno;
+	sl = sizeof(r);
+	if (getpeername(fd, (struct sockaddr *)&r, &sl))
+		return -errno;
+	if (l.sin_family != AF_INET || r.sin_family != AF_INET)
+		return 0; /* Linux SMC-Rv2 clients propose over IPv4 only */
+	memset(&t, 0, sizeof(t));
+	t.local_ip4 = l.sin_addr.s_addr;
+	t.remote_ip4 = r.sin_addr.s_addr;
+	t.local_port = ntohs(l.sin_port);
+	t.remote_port = ntohs(r.sin_port);
+	if (bpf_map_lookup_elem(map_fd, &t, &v) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (forget)
+		(void)bpf_map_delete_elem(map_fd, &t);
+	return v == 1;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+int
+smc_opt_mark(int fd, unsigned int mark)
+{
+	return smc_opt.mark_fd < 0 ?
+		       -ENOENT :
+		       smc_opt_map_mark(smc_opt.mark_fd, fd, mark);
+}
+
+int
+smc_opt_echoed(int fd)
+{
+	return smc_opt.echoed_fd < 0 ?
+		       0 :
+		       smc_opt_map_echoed(smc_opt.echoed_fd, fd, true);
+}
+
+#ifdef HAVE_BPF
+/* The cgroup v2 directory we run in, from /proc/self: 0 or -errno. */
+static int
+smc_opt_cgroup(char *dir, size_t len)
+{
+	char line[4096], mnt[1024] = "", rel[2048] = "";
+	FILE *f;
+
+	f = fopen("/proc/self/cgroup", "re");
+	if (f == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(rel, sizeof(rel), "%.2047s", line + 3);
+		}
+	fclose(f);
+	f = fopen("/proc/self/mountinfo", "re");
+	if (f == NULL)
+		return -errno;
+	/* "36 35 0:30 / /sys/fs/cgroup rw,... - cgroup2 cgroup2 rw" */
+	while (mnt[0] == '\0' && fgets(line, sizeof(line), f) != NULL) {
+		char root[1024], point[1024], *dash = strstr(line, " - ");
+
+		if (dash == NULL || strncmp(dash, " - cgroup2 ", 11) != 0 ||
+		    sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2)
+			continue;
+		if (strcmp(root, "/") == 0)
+			snprintf(mnt, sizeof(mnt), "%s", point);
+	}
+	fclose(f);
+	if (rel[0] == '\0' || mnt[0] == '\0')
+		return -ENOENT;
+	if ((size_t)snprintf(dir, len, "%s%s", mnt,
+			     strcmp(rel, "/") == 0 ? "" : rel) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void
+smc_opt_unload(void)
+{
+	if (smc_opt.link != NULL)
+		bpf_link__destroy(smc_opt.link);
+	if (smc_opt.obj != NULL)
+		bpf_object__close(smc_opt.obj);
+	smc_opt.link = NULL;
+	smc_opt.obj = NULL;
+	smc_opt.mark_fd = smc_opt.echoed_fd = -1;
+}
+
+static int
+smc_opt_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+#endif
+
+/*
+ * Load the object at path and attach its program to our cgroup, once (a
+ * later call with the program attached does nothing).  0, or -errno with
+ * the reason in smc_opt_state(), logged: smc_listen then serves as TCP.
+ */
+int
+smc_opt_load(const char *path)
+{
+#ifdef HAVE_BPF
+	struct bpf_program *prog;
+	char dir[3072];
+	int cg, rc;
+
+	if (smc_opt_attached())
+		return 0;
+	libbpf_set_print(smc_opt_silent);
+	if (geteuid() != 0) {
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "not root: under systemd smcproxyd-bpf.service "
+			 "attaches the program (smcproxyd(8))");
+		rc = -EPERM;
+		goto fail;
+	}
+	rc = smc_opt_cgroup(dir, sizeof(dir));
+	if (rc < 0) {
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "no cgroup v2 mounted for this process");
+		goto fail;
+	}
+	if (access(path, R_OK) != 0) {
+		rc = -errno;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "cannot read %.96s: %s", path, strerror(-rc));
+		goto fail;
+	}
+	smc_opt.obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(smc_opt.obj)) {
+		smc_opt.obj = NULL;
+		rc = -EINVAL;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "%.96s is not the SMC-R option's BPF object", path);
+		goto fail;
+	}
+	rc = bpf_object__load(smc_opt.obj);
+	if (rc < 0) {
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "the kernel refused the program: %s", strerror(-rc));
+		goto fail;
+	}
+	prog = bpf_object__find_program_by_name(smc_opt.obj, "smc_opt");
+	smc_opt.mark_fd =
+		bpf_object__find_map_fd_by_name(smc_opt.obj, "smc_opt_mark");
+	smc_opt.echoed_fd =
+		bpf_object__find_map_fd_by_name(smc_opt.obj, "smc_opt_echoed");
+	if (prog == NULL || smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0) {
+		rc = -ENOENT;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "%.96s lacks the program or its maps", path);
+		goto fail;
+	}
+	cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg < 0) {
+		rc = -errno;
+		snprintf(smc_opt.state, sizeof(smc_opt.state), "open %.96s: %s",
+			 dir, strerror(-rc));
+		goto fail;
+	}
+	smc_opt.link = bpf_program__attach_cgroup(prog, cg);
+	rc = smc_opt.link == NULL ? -errno : 0;
+	close(cg);
+	if (rc < 0) {
+		smc_opt.link = NULL;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "cannot attach to %.96s: %s", dir, strerror(-rc));
+		goto fail;
+	}
+	snprintf(smc_opt.state, sizeof(smc_opt.state), "attached to %.140s",
+		 dir);
+	log_info("SMC-R option program %s %s", path, smc_opt.state);
+	return 0;
+fail:
+	smc_opt_unload();
+	log_warnx("SMC-R option program not loaded (%s): smc_listen serves "
+		  "kernel SMC-R clients as TCP",
+		  smc_opt.state);
+	return rc;
+#else
+	(void)path;
+	snprintf(smc_opt.state, sizeof(smc_opt.state),
+		 "built without BPF support (configure found no clang or "
+		 "libbpf)");
+	log_warnx("SMC-R option program: %s: smc_listen serves kernel SMC-R "
+		  "clients as TCP",
+		  smc_opt.state);
+	return -EOPNOTSUPP;
+#endif
+}

@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# An export's smc_listen (the standard dialect's export side) on loopback,
+# against tests/tools/ksmcclient, which does what a Linux kernel SMC-R
+# client does first (this host's kernel has no SMC-R; ksmc.rxe runs the
+# real one): the daemon, root here, loads the SMC-R option's BPF program
+# itself; the client's SYN carries the option and its SYN-ACK echoes it;
+# the client's CLC PROPOSAL gets a DECLINE with the kernel's code for
+# what is wrong (or NOSMCRDEV when nothing is: the standard dialect's link
+# groups are not served yet) and the connection goes on as TCP to the
+# export's target, every byte verified; a SYN without the option is TCP
+# from the first byte; no CLC where one was owed is a reset, counted; a
+# daemon without the program serves TCP and says why.
+. "$(dirname "$0")/lib.sh"
+smc_init
+
+KC=$SMC_BUILDDIR/tests/tools/ksmcclient
+OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
+[ -x "$KC" ] && [ -f "$OBJ" ] ||
+	skip "ksmcclient or smc_opt.bpf.o not built (no clang or libbpf)"
+[ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
+need socat
+
+set -- $(free_ports 3)
+PORT_SMC=$1 PORT_TARGET=$2 PORT_SMC2=$3
+socat "TCP-LISTEN:$PORT_TARGET,bind=127.0.0.1,reuseaddr,fork" EXEC:cat \
+	>"$T/echo.log" 2>&1 &
+track $! "$T/echo.log"
+wait_listen "$PORT_TARGET" 10
+
+# conf NAME PORT ALLOW BPF_OBJECT
+conf()
+{
+	cat >"$T/$1.conf" <<EOF
+smcproxyd: {
+	name = "$1";
+	control_socket = "$T/$1.sock";
+	workers = $SMC_WORKERS;
+	log_level = "debug";
+};
+exports = (
+	{ name = "x"; target = "127.0.0.1:$PORT_TARGET"; smc_listen = "127.0.0.1:$2"; }
+);
+kernel_smc: {
+	ueids = [ "SMCPROXYD-LAB" ];
+	allow = [ $3 ];
+	bpf_object = "$4";
+};
+EOF
+}
+
+# kc ARGS...: ksmcclient to b's smc_listen; its output in $out
+kc()
+{
+	smc_log "ksmcclient $*"
+	out=$("$KC" -c "127.0.0.1:$PORT_SMC" -o "$OBJ" "$@" 2>&1)
+	kc_rc=$?
+	printf '%s\n' "$out" | sed 's/^/  /' >&2
+}
+
+# count NAME COUNTER BEFORE WANT: the counter rose by WANT
+count()
+{
+	local v
+
+	v=$(stat_get "$1" "$2") || fail "no $2 from $1"
+	[ $((v - $3)) = "$4" ] || fail "$1: $2 rose by $((v - $3)), want $4"
+}
+
+conf b "$PORT_SMC" '"127.0.0.0/8"' "$OBJ"
+"$SMCPROXYD" -n -c "$T/b.conf" >"$T/b.check" 2>&1 ||
+	fail "smcproxyd -n rejects b.conf: $(cat "$T/b.check")"
+grep -q 'warning: kernel_smc: kernel SMC-R peers are not authenticated' \
+	"$T/b.check" || fail "-n does not warn that kernel peers are unauthenticated"
+start_daemon b "$T/b.conf"
+wait_listen "$PORT_SMC" 10 "$b_pid"
+ctl b version | grep -q '^smc_option *attached to ' ||
+	fail "b did not attach the option's program: $(ctl b version)"
+
+s0=$(stat_get b smc_opt_echoed) d0=$(stat_get b smc_decline_nodev)
+t0=$(stat_get b smc_conns_tcp)
+kc -n 1048576
+[ "$kc_rc" = 0 ] || fail "a good PROPOSAL: the bytes did not come back"
+printf '%s\n' "$out" | grep -qx echoed || fail "the SYN-ACK did not echo the option"
+printf '%s\n' "$out" | grep -q '^DECLINE NOSMCRDEV 0x03030002 v2$' ||
+	fail "a good PROPOSAL: no DECLINE NOSMCRDEV"
+printf '%s\n' "$out" | grep -q '^verified 1048576 bytes$' || fail "1 MiB not verified"
+count b smc_opt_echoed "$s0" 1
+count b smc_decline_nodev "$d0" 1
+count b smc_conns_tcp "$t0" 1
+
+# what is wrong decides the code; the data goes through every time
+for c in "NOUEID 0x03030008:smc_decline_eid:-e OTHER-LAB" \
+	"NOROUTE 0x030e0000:smc_decline_gid:-g 10.9.9.9"; do
+	code=${c%%:*} rest=${c#*:} stat=${rest%%:*} args=${rest#*:}
+	v0=$(stat_get b "$stat")
+	kc $args
+	[ "$kc_rc" = 0 ] || fail "$code: the bytes did not come back"
+	printf '%s\n' "$out" | grep -q "^DECLINE $code v2\$" ||
+		fail "want DECLINE $code"
+	count b "$stat" "$v0" 1
+done
+
+# a SYN without the option: TCP from the first byte, no CLC
+a0=$(stat_get b smc_opt_absent)
+kc -p -n 200000
+[ "$kc_rc" = 0 ] && printf '%s\n' "$out" | grep -qx 'not echoed' ||
+	fail "a plain client was not served as TCP"
+count b smc_opt_absent "$a0" 1
+
+# garbage where the PROPOSAL belongs: reset, counted, nothing relayed
+m0=$(stat_get b smc_clc_malformed)
+kc -r
+[ "$kc_rc" = 1 ] || fail "garbage instead of a PROPOSAL was served"
+count b smc_clc_malformed "$m0" 1
+
+# the client's address out of allow (after a reload): CNFERR, then TCP
+sed -i 's|allow = \[ "127.0.0.0/8" \];|allow = [ "10.0.0.0/8" ];|' "$T/b.conf"
+ctl b reload >/dev/null || fail "reload refused"
+n0=$(stat_get b smc_decline_allow)
+kc
+[ "$kc_rc" = 0 ] && printf '%s\n' "$out" | grep -q '^DECLINE CNFERR 0x03000000 v2$' ||
+	fail "a client out of allow: want DECLINE CNFERR and its data"
+count b smc_decline_allow "$n0" 1
+grep -q "export=x peer=127.0.0.1:[0-9]* dialect=smc-r target=127.0.0.1:$PORT_TARGET transport=tcp decline=CNFERR connected=yes" \
+	"$T/b.log" || fail "the connection log does not name the dialect and the DECLINE"
+
+# no program: TCP, counted, and the reason shown
+conf c "$PORT_SMC2" '"127.0.0.0/8"' "$T/nonexistent.bpf.o"
+start_daemon c "$T/c.conf"
+wait_listen "$PORT_SMC2" 10 "$c_pid"
+ctl c version | grep -q "^smc_option *cannot read $T/nonexistent.bpf.o" ||
+	fail "c does not say why the program is missing: $(ctl c version)"
+smc_log "ksmcclient to c"
+out=$("$KC" -c "127.0.0.1:$PORT_SMC2" -o "$OBJ" 2>&1) ||
+	fail "c without the program did not serve TCP: $out"
+printf '%s\n' "$out" | grep -qx 'not echoed' || fail "c echoed without a program"
+[ "$(stat_get c smc_opt_unavailable)" = 1 ] || fail "c did not count smc_opt_unavailable"
+exit 0
