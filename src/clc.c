@@ -1367,7 +1367,7 @@ clc_client_start(struct lgr *lgr, int fd)
 
 	if (fd < 0) {
 		rc = sock_connect(&peer->addr, &peer->source,
-				  lgr_ctx_conf(lgr->ctx), &fd);
+				  lgr_ctx_conf(lgr->ctx), false, &fd);
 		if (fd == -1) {
 			lgr_clc_end(lgr, CLC_DECL_MEM, false);
 			return rc;

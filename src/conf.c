@@ -71,6 +71,7 @@ static const char *const conf_type_expected[] = {
 #define CONF_REQUIRED 0x1 /* no default: the key must be there */
 #define CONF_RELOAD 0x2	  /* a reload may change it */
 #define CONF_UNIQUE 0x4	  /* no two list elements may share it */
+#define CONF_ALT 0x8	  /* instead of other keys: the example leaves it out */
 
 /* Where a key was set; line 0: not in the file, its default applies. */
 struct conf_loc {
@@ -768,12 +769,18 @@ static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, listen, "listen", CONF_T_ADDR, NULL, 0, 0, NULL,
 	    REQ | UNIQ | R, "local address clients connect to, \"ip:port\"",
 	    .example = "\"127.0.0.1:6380\""),
-	KEY(struct conf_rule, peer, "peer", CONF_T_PEER, NULL, 0, 0, NULL,
-	    REQ | R, "peer daemon that carries the connections, from peers",
+	KEY(struct conf_rule, peer, "peer", CONF_T_PEER, NULL, 0, 0, NULL, R,
+	    "peer daemon that carries the connections, from peers; a rule "
+	    "has peer and export, or target_smc",
 	    .example = "\"b\""),
 	KEY(struct conf_rule, export, "export", CONF_T_NAME, NULL, 0, 0, NULL,
-	    REQ | R, "export at that peer to connect to, at most 22 bytes",
+	    R, "export at that peer to connect to, at most 22 bytes",
 	    .example = "\"redis\""),
+	KEY(struct conf_rule, target_smc, "target_smc", CONF_T_ADDR, NULL, 0, 0,
+	    conf_check_specific, R | CONF_ALT,
+	    "a Linux kernel SMC-R server to carry the connections to "
+	    "instead of a peer (the standard dialect, needs kernel_smc)",
+	    .example = "\"192.0.2.2:6379\""),
 	KEY_INT(struct conf_rule, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
 	KEY(struct conf_rule, log_connections, "log_connections", CONF_T_BOOL,
@@ -1119,8 +1126,9 @@ conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	conf_warn(p, at, prefix,
 		  "kernel SMC-R peers are not authenticated: any host in "
 		  "allow that proposes one of the ueids reaches the exports "
-		  "with smc_listen, sees their buffers' rkeys in clear and "
-		  "sends unencrypted data (smcproxyd(8), SECURITY)");
+		  "with smc_listen, a target_smc server is whoever answers "
+		  "at its address, and both see buffers' rkeys in clear and "
+		  "exchange unencrypted data (smcproxyd(8), SECURITY)");
 }
 
 static const struct conf_section conf_sections[CONF_NSECT] = {
@@ -1871,6 +1879,58 @@ conf_check_exports(struct conf_parse *p)
 	}
 }
 
+/*
+ * A rule goes to an export at a peer (peer and export) or to a kernel
+ * SMC-R server (target_smc, with kernel_smc on), never both.
+ */
+static void
+conf_check_rule_targets(struct conf_parse *p)
+{
+	const struct conf *conf = p->conf;
+	const struct conf_section *sec = &conf_sections[CONF_SECT_RULES];
+	const struct conf_loc *rlocs = p->src->keys[CONF_SECT_RULES];
+	const size_t ti = conf_key_index(sec->keys, sec->nkeys, "target_smc");
+	const size_t pi = conf_key_index(sec->keys, sec->nkeys, "peer");
+	const size_t ei = conf_key_index(sec->keys, sec->nkeys, "export");
+	const struct conf_loc *l;
+	const struct conf_rule *r;
+	struct conf_loc at;
+	char path[CONF_PATH_LEN];
+	int i;
+
+	for (i = 0; i < conf->nrules; i++) {
+		r = &conf->rules[i];
+		l = rlocs + (size_t)i * sec->nkeys;
+		/* not a group: it has had its message */
+		if (r->name[0] == '\0')
+			continue;
+		at = (struct conf_loc){l[0].file, r->line};
+		snprintf(path, sizeof(path), "rules[%d]", i);
+		if (r->target_smc.len != 0) {
+			if (r->peer != NULL || r->export[0] != '\0')
+				conf_err(p, at, path,
+					 "rule %s: target_smc, or peer and "
+					 "export, not both",
+					 r->name);
+			else if (!conf->ksmc.enabled)
+				conf_err(p, rlocs[(size_t)i * sec->nkeys + ti],
+					 path,
+					 "rule %s: target_smc needs a "
+					 "kernel_smc "
+					 "section (the standard dialect is off "
+					 "without it)",
+					 r->name);
+		} else if (l[ti].line == 0 &&
+			   (l[pi].line == 0 || l[ei].line == 0)) {
+			/* a peer or export set but wrong has had its message */
+			conf_err(p, at, path,
+				 "rule %s: needs peer and export (or "
+				 "target_smc)",
+				 r->name);
+		}
+	}
+}
+
 /* Checks across sections, once every section is in. */
 static void
 conf_check_all(struct conf_parse *p)
@@ -1890,6 +1950,7 @@ conf_check_all(struct conf_parse *p)
 				conf->nrules, sizeof(struct conf_rule),
 				offsetof(struct conf_rule, export));
 	conf_check_exports(p);
+	conf_check_rule_targets(p);
 	for (i = 0; conf->has_peer_listen && i < conf->nrules; i++) {
 		if (!conf_addr_overlap(&conf->rules[i].listen,
 				       &conf->peer_listen))
@@ -2387,8 +2448,11 @@ conf_print_example_key(FILE *out, const struct conf_section *sec,
 		fputs(";\n", out);
 	} else if (k->example != NULL) {
 		fprintf(out, "%s%s%s = %s;\n", indent,
-			sec->list || sec->optional ? "" : "# ", k->name,
-			k->example);
+			(!sec->list && !sec->optional) ||
+					(k->flags & CONF_ALT) ?
+				"# " :
+				"",
+			k->name, k->example);
 	} else if (k->type == CONF_T_NAMES) {
 		fprintf(out, "%s%s = [ ];\n", indent, k->name);
 	} else {

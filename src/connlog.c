@@ -60,7 +60,7 @@ connlog_close(const struct session *s, enum session_reason reason)
 		snprintf(l.name, sizeof(l.name), "EXPORT=%s", s->export->name);
 	/* a kernel SMC-R client has no name: its address stands for it */
 	if (smcr)
-		addr_str(&s->addr[0], who, sizeof(who));
+		addr_str(&s->addr[rule ? 1 : 0], who, sizeof(who));
 	else
 		snprintf(who, sizeof(who), "%s",
 			 s->peer != NULL ? s->peer->name : "-");

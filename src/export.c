@@ -89,7 +89,7 @@ export_connect(struct session *s, enum session_reason *why)
 	s->peer_held = s->peer != NULL;
 	tally_open(s);
 	s->state = SESSION_CONNECT_TARGET;
-	rc = session_connect(s, &s->export->target, NULL);
+	rc = session_connect(s, &s->export->target, NULL, false);
 	if (rc == 0) {
 		session_timer(s, s->export->connect_timeout);
 		return 0;

@@ -853,7 +853,7 @@ fb_client_connect(struct session *s)
 {
 	int rc;
 
-	rc = session_connect(s, &s->peer->addr, &s->peer->source);
+	rc = session_connect(s, &s->peer->addr, &s->peer->source, false);
 	if ((rc == -EMFILE || rc == -ENFILE) && s->fd_waits < FB_FD_WAITS) {
 		/* the client waits, as queued ones do while accepting pauses */
 		s->fd_waits++;

@@ -245,6 +245,10 @@ session_accept_rule(struct worker *w, int fd, void *arg)
 	s->peer = rule->peer;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
 	tally_open(s);
+	if (rule->target_smc.len != 0) {
+		kpeer_connect(s);
+		return;
+	}
 	if (!session_rdma_connect(s))
 		fallback_connect(s);
 }
@@ -456,17 +460,18 @@ session_watch_relay(struct session *s, int i)
 
 /*
  * Connect a new upstream socket fd[1] to to, from the local address from
- * (NULL or len 0: the kernel's choice), without waiting: EV_WRITE on
+ * (NULL or len 0: the kernel's choice), its SYN with the SMC-R option
+ * when smc (a target_smc rule), without waiting: EV_WRITE on
  * fd[1] says when it is done (session_connect_error).  Out of
  * descriptors, accepting pauses.  0 or -errno.
  */
 int
 session_connect(struct session *s, const struct addr *to,
-		const struct addr *from)
+		const struct addr *from, bool smc)
 {
 	int fd, rc;
 
-	rc = sock_connect(to, from, s->conf, &fd);
+	rc = sock_connect(to, from, s->conf, smc, &fd);
 	if (fd == -1) {
 		if (rc == -EMFILE || rc == -ENFILE)
 			worker_fd_exhausted(s->w);
@@ -598,7 +603,7 @@ session_io(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (s->dialect == SESSION_DIALECT_SMCR && s->state != SESSION_RELAY) {
-		sexport_io(s, i, what);
+		kpeer_io(s, i, what);
 		return;
 	}
 	fallback_io(s, i, what);
@@ -615,7 +620,7 @@ session_timeout(evutil_socket_t fd, short what, void *arg)
 		if (s->mode == SESSION_MODE_RDMA)
 			session_rdma_timeout(s);
 		else if (s->dialect == SESSION_DIALECT_SMCR)
-			sexport_timeout(s);
+			kpeer_timeout(s);
 		else
 			fallback_timeout(s);
 		return;
@@ -693,7 +698,7 @@ session_free(struct session *s, bool abort)
 	if (s->retry_ev)
 		event_free(s->retry_ev);
 	fallback_hs_free(s);
-	sexport_hs_free(s);
+	kpeer_hs_free(s);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);

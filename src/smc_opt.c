@@ -118,6 +118,27 @@ smc_opt_echoed(int fd)
 		       smc_opt_map_echoed(smc_opt.echoed_fd, fd, true);
 }
 
+/*
+ * How the connect of socket fd (marked SMC_OPT_CONNECT) ended: SMC_OPT_ECHOED
+ * (the server's SYN-ACK echoed the option: we owe it a CLC PROPOSAL or a
+ * DECLINE), SMC_OPT_PLAIN, or 0 when unknown (no program, not marked).
+ */
+int
+smc_opt_connected(int fd)
+{
+#ifdef HAVE_BPF
+	__u32 v = 0;
+
+	if (smc_opt.mark_fd < 0 ||
+	    bpf_map_lookup_elem(smc_opt.mark_fd, &fd, &v) != 0)
+		return 0;
+	return v == SMC_OPT_ECHOED || v == SMC_OPT_PLAIN ? (int)v : 0;
+#else
+	(void)fd;
+	return 0;
+#endif
+}
+
 #ifdef HAVE_BPF
 /* The cgroup v2 directory we run in, from /proc/self: 0 or -errno. */
 static int

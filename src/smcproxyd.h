@@ -160,10 +160,11 @@ struct conf_export {
 struct conf_rule {
 	char name[CONF_NAME_MAX + 1];
 	struct addr listen;
-	const struct conf_peer *peer;
+	const struct conf_peer *peer; /* NULL with target_smc */
 	char export[CONF_NAME_MAX + 1];
-	int idle_timeout;     /* seconds, 0 = never */
-	bool log_connections; /* connlog.c: a line as each one ends */
+	struct addr target_smc; /* a kernel SMC-R server; len 0: none */
+	int idle_timeout;	/* seconds, 0 = never */
+	bool log_connections;	/* connlog.c: a line as each one ends */
 	int line;
 };
 
@@ -271,7 +272,7 @@ conf_drop(struct conf *conf)
 /* sock.c */
 void sock_tcp_liveness(int fd, const struct conf *conf);
 int sock_connect(const struct addr *to, const struct addr *from,
-		 const struct conf *conf, int *fd);
+		 const struct conf *conf, bool smc, int *fd);
 void sock_reset(int fd);
 
 /* notify.c */
@@ -285,12 +286,13 @@ void notify_status(const struct conf *conf);
 void notify_reloading(void);
 void notify_reload_failed(const struct conf *conf, const char *why);
 
-/* sexport.c */
-struct sexport_hs;
-void sexport_accept(struct worker *w, int fd, void *export);
-void sexport_io(struct session *s, int i, short what);
-void sexport_timeout(struct session *s);
-void sexport_hs_free(struct session *s);
+/* kpeer.c */
+struct kpeer_hs;
+void kpeer_accept(struct worker *w, int fd, void *export);
+void kpeer_connect(struct session *s);
+void kpeer_io(struct session *s, int i, short what);
+void kpeer_timeout(struct session *s);
+void kpeer_hs_free(struct session *s);
 
 /* smc_opt.c */
 int smc_opt_load(const char *path);
@@ -298,6 +300,7 @@ const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 int smc_opt_mark(int fd, unsigned int mark);
 int smc_opt_echoed(int fd);
+int smc_opt_connected(int fd);
 int smc_opt_map_mark(int map_fd, int fd, unsigned int mark);
 int smc_opt_map_echoed(int map_fd, int fd, bool forget);
 
@@ -420,7 +423,7 @@ enum session_role { SESSION_ROLE_RULE, SESSION_ROLE_EXPORT };
 /* Whom the downstream end speaks with (DESIGN.md §10). */
 enum session_dialect {
 	SESSION_DIALECT_NATIVE, /* a peer smcproxyd, or a rule's client */
-	SESSION_DIALECT_SMCR,	/* a kernel SMC-R client (sexport.c) */
+	SESSION_DIALECT_SMCR,	/* a kernel SMC-R client or server (kpeer.c) */
 };
 enum session_mode { SESSION_MODE_FALLBACK, SESSION_MODE_RDMA };
 enum session_state {
@@ -477,8 +480,8 @@ struct session {
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
 	struct fallback_hs *hs; /* fallback handshake: until it is done */
 	enum session_dialect dialect;
-	struct sexport_hs *shs; /* standard CLC: until it is answered */
-	uint32_t smc_decline;	/* CLC_DECL_* it went on as TCP with */
+	struct kpeer_hs *shs; /* standard CLC: until it is answered */
+	uint32_t smc_decline; /* CLC_DECL_* it went on as TCP with */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
 	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
@@ -505,7 +508,7 @@ int session_relay_begin(struct session *s, int i, enum stats_id stat);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
 		       void *arg);
 int session_connect(struct session *s, const struct addr *to,
-		    const struct addr *from);
+		    const struct addr *from, bool smc);
 int session_connect_error(const struct session *s);
 enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "smcproxyd.h"
+#include "smc_opt.h"
 
 /*
  * fd is a TCP connection to a peer daemon or a target: a far end that
@@ -47,13 +48,15 @@ sock_tcp_liveness(int fd, const struct conf *conf)
  * Start a TCP connection to to, without waiting: a non-blocking socket
  * with TCP_NODELAY and conf's liveness, in *fd (-1 when none could be
  * made), leaving from the host of from when it is set (len != 0; a
- * peer's source: a host that lacks it gives -EADDRNOTAVAIL).  0 when it
- * connected at once, -EINPROGRESS when EV_WRITE will say how it ended
- * (SO_ERROR), else -errno: then the caller closes *fd when there is one.
+ * peer's source: a host that lacks it gives -EADDRNOTAVAIL), its SYN
+ * carrying the SMC-R option when smc and the option's program is
+ * attached (smc_opt.c).  0 when it connected at once, -EINPROGRESS when
+ * EV_WRITE will say how it ended (SO_ERROR), else -errno: then the
+ * caller closes *fd when there is one.
  */
 int
 sock_connect(const struct addr *to, const struct addr *from,
-	     const struct conf *conf, int *fd)
+	     const struct conf *conf, bool smc, int *fd)
 {
 	int one = 1, rc;
 
@@ -65,6 +68,9 @@ sock_connect(const struct addr *to, const struct addr *from,
 	sock_tcp_liveness(*fd, conf);
 	if (from != NULL && from->len != 0 &&
 	    (rc = addr_bind_source(*fd, from)) < 0)
+		return rc;
+	if (smc && smc_opt_attached() &&
+	    (rc = smc_opt_mark(*fd, SMC_OPT_CONNECT)) < 0)
 		return rc;
 	if (connect(*fd, (const struct sockaddr *)&to->ss, to->len) == -1)
 		return -errno;

@@ -168,7 +168,40 @@
 	  "smc_listen connections reset: no CLC message where the option "     \
 	  "promised one")                                                      \
 	X(smc_clc_timeouts, COUNTER, "handshakes",                             \
-	  "smc_listen connections reset: no PROPOSAL within 6 s")
+	  "smc_listen connections reset: no PROPOSAL within 6 s")              \
+	X(smc_out_conns, COUNTER, "connections",                               \
+	  "connections of target_smc rules to their kernel SMC-R server")      \
+	X(smc_out_tcp, COUNTER, "connections",                                 \
+	  "of those, connections relayed as TCP")                              \
+	X(smc_out_echoed, COUNTER, "connections",                              \
+	  "target_smc connections whose server echoed the SMC-R option: a "    \
+	  "PROPOSAL was owed")                                                 \
+	X(smc_out_plain, COUNTER, "connections",                               \
+	  "target_smc connections whose server did not echo the option: "      \
+	  "plain TCP")                                                         \
+	X(smc_out_unavailable, COUNTER, "connections",                         \
+	  "target_smc connections made without the option: its BPF "           \
+	  "program is not attached")                                           \
+	X(smc_out_proposals, COUNTER, "handshakes",                            \
+	  "CLC PROPOSALs we sent to kernel SMC-R servers")                     \
+	X(smc_out_accepts, COUNTER, "handshakes",                              \
+	  "CLC ACCEPTs kernel SMC-R servers answered our PROPOSALs with")      \
+	X(smc_out_declines_received, COUNTER, "handshakes",                    \
+	  "CLC DECLINEs kernel SMC-R servers answered our PROPOSALs with")     \
+	X(smc_out_decline_nodev, COUNTER, "handshakes",                        \
+	  "declined NOSMCRDEV to a server: standard-dialect link groups "      \
+	  "are not served yet (or NOUEID: no ueids to offer)")                 \
+	X(smc_out_decline_sync, COUNTER, "handshakes",                         \
+	  "declined SYNCERR: the server's ACCEPT named a link group we do "    \
+	  "not have")                                                          \
+	X(smc_out_decline_bad, COUNTER, "handshakes",                          \
+	  "declined: the server's ACCEPT did not decode (its own code)")       \
+	X(smc_out_malformed, COUNTER, "handshakes",                            \
+	  "target_smc connections reset: no CLC ACCEPT or DECLINE where "      \
+	  "one was owed")                                                      \
+	X(smc_out_timeouts, COUNTER, "handshakes",                             \
+	  "target_smc connections reset: no answer to our PROPOSAL within "    \
+	  "6 s")
 
 /* X(id, name, description) */
 #define SESSION_REASONS(X)                                                     \

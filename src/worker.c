@@ -52,7 +52,7 @@ struct worker_msg {
 enum worker_listen_kind {
 	WORKER_LISTEN_RULE, /* rules[].listen: session_accept_rule */
 	WORKER_LISTEN_PEER, /* peer_listen: session_accept_peer */
-	WORKER_LISTEN_SMC,  /* exports[].smc_listen: sexport_accept */
+	WORKER_LISTEN_SMC,  /* exports[].smc_listen: kpeer_accept */
 };
 
 struct worker_listener {
@@ -496,7 +496,7 @@ worker_listen(struct worker *w, const struct addr *a,
 	static void (*const accept[])(struct worker *, int, void *) = {
 		[WORKER_LISTEN_RULE] = session_accept_rule,
 		[WORKER_LISTEN_PEER] = session_accept_peer,
-		[WORKER_LISTEN_SMC] = sexport_accept,
+		[WORKER_LISTEN_SMC] = kpeer_accept,
 	};
 	struct worker_listener *wl;
 

@@ -46,6 +46,18 @@ struct {
 	__type(value, __u32);
 } smc_opt_echoed SEC(".maps");
 
+/*
+ * The listeners this instance marked, by address and port: a SYN-ACK's
+ * socket is a request socket, whose storage the program cannot read, so
+ * the listener is known by where the SYN went.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SMC_OPT_LISTEN_MAX);
+	__type(key, struct smc_opt_listen_key);
+	__type(value, __u32);
+} smc_opt_listen SEC(".maps");
+
 static __always_inline void
 smc_opt_cb(struct bpf_sock_ops *skops, int on)
 {
@@ -66,6 +78,33 @@ smc_opt_mark_of(struct bpf_sock_ops *skops)
 	if (!sk)
 		return 0;
 	return bpf_sk_storage_get(&smc_opt_mark, sk, 0, 0);
+}
+
+/*
+ * Whether this instance marked the socket whose header is written: our
+ * SYN's socket, or the listener a SYN-ACK answers for.  The header
+ * callbacks are switched on per socket, so every program attached along
+ * the socket's cgroups runs them, among them the instances of other
+ * daemons (and of tests) loaded from this same object, each with its own
+ * maps: only the one that marked the socket writes the option and
+ * records the echo.
+ */
+static __always_inline int
+smc_opt_ours(struct bpf_sock_ops *skops)
+{
+	struct smc_opt_listen_key k = {};
+	__u32 *mark;
+
+	if (!(skops->skb_tcp_flags & TCPHDR_ACK)) {
+		mark = smc_opt_mark_of(skops);
+		return mark && *mark == SMC_OPT_CONNECT;
+	}
+	k.ip4 = skops->local_ip4;
+	k.port = (__u16)skops->local_port;
+	if (bpf_map_lookup_elem(&smc_opt_listen, &k))
+		return 1;
+	k.ip4 = 0; /* a listener on 0.0.0.0 */
+	return bpf_map_lookup_elem(&smc_opt_listen, &k) != 0;
 }
 
 /* Whether the option is in the SYN (syn != 0) or in skb_data. */
@@ -105,8 +144,14 @@ smc_opt(struct bpf_sock_ops *skops)
 	switch (skops->op) {
 	case BPF_SOCK_OPS_TCP_LISTEN_CB:
 		mark = smc_opt_mark_of(skops);
-		if (mark && *mark == SMC_OPT_LISTEN)
+		if (mark && *mark == SMC_OPT_LISTEN) {
+			struct smc_opt_listen_key k = {};
+
+			k.ip4 = skops->local_ip4;
+			k.port = (__u16)skops->local_port;
+			bpf_map_update_elem(&smc_opt_listen, &k, &one, BPF_ANY);
 			smc_opt_cb(skops, 1);
+		}
 		break;
 	case BPF_SOCK_OPS_TCP_CONNECT_CB:
 		mark = smc_opt_mark_of(skops);
@@ -114,11 +159,11 @@ smc_opt(struct bpf_sock_ops *skops)
 			smc_opt_cb(skops, 1);
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		if (smc_opt_wanted(skops))
+		if (smc_opt_ours(skops) && smc_opt_wanted(skops))
 			bpf_reserve_hdr_opt(skops, SMC_OPT_LEN, 0);
 		break;
 	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
-		if (!smc_opt_wanted(skops) ||
+		if (!smc_opt_ours(skops) || !smc_opt_wanted(skops) ||
 		    bpf_store_hdr_opt(skops, opt, sizeof(opt), 0) != 0)
 			break;
 		if (skops->skb_tcp_flags & TCPHDR_ACK) {

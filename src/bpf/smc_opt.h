@@ -11,6 +11,7 @@
 #define SMC_OPT_KIND 254 /* TCPOPT_EXP */
 #define SMC_OPT_LEN 6	 /* kind, length, ExID E2 D4 C3 D9 */
 #define SMC_OPT_ECHOED_MAX 65536
+#define SMC_OPT_LISTEN_MAX 1024
 
 /* Values of smc_opt_mark, a socket's storage. */
 #define SMC_OPT_LISTEN 1  /* a listener: echo the option */
@@ -24,6 +25,14 @@ struct smc_opt_tuple {
 	__u32 remote_ip4;
 	__u16 local_port;
 	__u16 remote_port;
+};
+
+/* Key of smc_opt_listen: a marked listener's address (network order,
+ * 0 for 0.0.0.0) and port (host order). */
+struct smc_opt_listen_key {
+	__u32 ip4;
+	__u16 port;
+	__u16 pad;
 };
 
 #endif /* SMCPROXYD_SMC_OPT_H */

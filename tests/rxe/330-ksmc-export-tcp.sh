@@ -3,7 +3,7 @@
 #
 # Two hosts on Linux 6.12 (ksmc.rxe): Linux's own SMC-R client on a
 # reaches an export of smcproxyd on b through its smc_listen (the standard
-# dialect's export side, src/sexport.c).  b's daemon, root here, loads the
+# dialect's export side, src/kpeer.c).  b's daemon, root here, loads the
 # SMC-R option's BPF program itself; a's kernel client (xfer under
 # smcpreload.so) gets its option echoed, proposes SMC-Rv2 with the lane's
 # EID and its GID, and is declined: NOSMCRDEV while the standard dialect's

@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * ksmcdecline: the standard dialect's first steps against a real kernel
- * SMC-R client, for the kernel SMC-R lane (tests/rxe/320-ksmc-decline.sh).
- * It loads the SMC-R TCP option's BPF program into a cgroup of its own,
- * listens on a marked socket, accepts one connection and says whether
- * its SYN-ACK echoed the option; if it did, it reads the client's CLC
- * PROPOSAL with the standard codec, prints it, answers with a DECLINE
- * (the client goes on as TCP on the same connection) and then echoes
- * every byte back until the client closes.
+ * ksmcdecline: the standard dialect's first steps as a kernel SMC-R server
+ * takes them, against a real kernel SMC-R client (the kernel SMC-R lane,
+ * tests/rxe/320-ksmc-decline.sh) or against a target_smc rule of ours
+ * (tests/system/195-target-smc.sh).  It loads the SMC-R TCP option's BPF
+ * program into a cgroup of its own, listens on a marked socket, accepts
+ * -N connections one after the other (1 by default) and says whether each
+ * SYN-ACK echoed the option; if it did, it reads the client's CLC PROPOSAL
+ * with the standard codec, prints it, and answers with a DECLINE (the
+ * client goes on as TCP on the same connection) or, with -a, with the
+ * bytes of FILE (a captured ACCEPT), after which it reads and prints the
+ * client's DECLINE.  Then it echoes every byte back until the client
+ * closes.
  *
- *   ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O [-d CODE]
+ *   ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O [-d CODE] [-a FILE] [-N N]
  *
- * exit: 0 declined and echoed, 1 something else happened, 2 usage/setup
+ * exit: 0 each connection answered and echoed, 1 something else
+ * happened, 2 usage/setup
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -89,20 +94,107 @@ proposal(int fd)
 	return 0;
 }
 
+/* After our ACCEPT: the client's DECLINE, printed; 0, or -1. */
+static int
+client_decline(int fd)
+{
+	uint8_t buf[SCLC_MSG_MAX];
+	struct sclc_decline_info d;
+	uint32_t code = 0;
+	uint16_t length;
+	uint8_t type;
+
+	if (read_full(fd, buf, sizeof(struct clc_hdr)) ||
+	    sclc_hdr_check(buf, sizeof(struct clc_hdr), &type, &length,
+			   &code) ||
+	    type != CLC_DECLINE ||
+	    read_full(fd, buf + sizeof(struct clc_hdr),
+		      length - sizeof(struct clc_hdr)) ||
+	    sclc_decline_decode(buf, length, &d, &code)) {
+		printf("no DECLINE after the ACCEPT\n");
+		return -1;
+	}
+	printf("client DECLINE %s (0x%08x)%s\n", clc_decline_name(d.diagnosis),
+	       d.diagnosis, d.sync_err ? " sync" : "");
+	return 0;
+}
+
+/* Read a captured message at path into buf: its length, or -1. */
+static int
+load(const char *path, uint8_t *buf, size_t size)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, size, f);
+	fclose(f);
+	return n > 0 ? (int)n : -1;
+}
+
+/* One connection on fd: 0 when answered and echoed, else 1. */
+static int
+serve(struct smcopt_env *env, int a, uint32_t code, const uint8_t *acc,
+      int acc_len)
+{
+	struct sclc_decline_info d;
+	uint8_t buf[4096];
+	size_t echoed = 0;
+	int n;
+
+	if (!smcopt_echoed(env, a)) {
+		printf("the SYN-ACK did not echo the option\n");
+		return 1;
+	}
+	printf("the SYN-ACK echoed the option\n");
+	if (proposal(a))
+		return 1;
+	if (acc_len > 0) {
+		if (write(a, acc, (size_t)acc_len) != acc_len)
+			return 1;
+		printf("ACCEPT of %d bytes sent\n", acc_len);
+		fflush(stdout);
+		if (client_decline(a))
+			return 1;
+	} else {
+		memset(&d, 0, sizeof(d));
+		d.version = SCLC_VERSION;
+		d.diagnosis = code;
+		d.os_type = SCLC_OS_LINUX;
+		memcpy(d.system_id, "SMCPRXYD", 8);
+		n = sclc_decline_encode(buf, sizeof(buf), &d);
+		if (n < 0 || write(a, buf, (size_t)n) != n) {
+			perror("ksmcdecline: DECLINE");
+			return 1;
+		}
+		printf("DECLINE %s (0x%08x) sent\n", clc_decline_name(code),
+		       code);
+	}
+	fflush(stdout);
+	while ((n = (int)read(a, buf, sizeof(buf))) > 0) {
+		if (write(a, buf, (size_t)n) != n)
+			break;
+		echoed += (size_t)n;
+	}
+	printf("echoed %zu bytes as TCP\n", echoed);
+	fflush(stdout);
+	return echoed > 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *listen_at = NULL, *obj = NULL, *why;
+	const char *listen_at = NULL, *obj = NULL, *accept_file = NULL, *why;
 	uint32_t code = CLC_DECL_NOSMCRDEV;
-	struct sclc_decline_info d;
 	struct smcopt_env env;
 	struct sockaddr_in sin;
-	uint8_t buf[4096];
-	size_t echoed = 0;
+	uint8_t acc[SCLC_MSG_MAX];
+	int acc_len = 0, count = 1;
 	char *colon;
-	int c, l, a = -1, n, rc = 1;
+	int c, l, a, rc = 0;
 
-	while ((c = getopt(argc, argv, "l:o:d:")) != -1) {
+	while ((c = getopt(argc, argv, "l:o:d:a:N:")) != -1) {
 		switch (c) {
 		case 'l':
 			listen_at = optarg;
@@ -113,14 +205,25 @@ main(int argc, char **argv)
 		case 'd':
 			code = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'a':
+			accept_file = optarg;
+			break;
+		case 'N':
+			count = atoi(optarg);
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!listen_at || !obj || !(colon = strrchr(listen_at, ':'))) {
 		fputs("usage: ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O "
-		      "[-d CODE]\n",
+		      "[-d CODE] [-a FILE] [-N N]\n",
 		      stderr);
+		return 2;
+	}
+	if (accept_file != NULL &&
+	    (acc_len = load(accept_file, acc, sizeof(acc))) < 0) {
+		fprintf(stderr, "ksmcdecline: cannot read %s\n", accept_file);
 		return 2;
 	}
 	memset(&sin, 0, sizeof(sin));
@@ -148,38 +251,16 @@ main(int argc, char **argv)
 	}
 	printf("listening on %s:%u\n", listen_at, ntohs(sin.sin_port));
 	fflush(stdout);
-	a = accept(l, NULL, NULL);
-	if (a < 0)
-		goto out;
-	if (!smcopt_echoed(&env, a)) {
-		printf("the SYN-ACK did not echo the option\n");
-		goto out;
-	}
-	printf("the SYN-ACK echoed the option\n");
-	if (proposal(a))
-		goto out;
-	memset(&d, 0, sizeof(d));
-	d.version = SCLC_VERSION;
-	d.diagnosis = code;
-	d.os_type = SCLC_OS_LINUX;
-	memcpy(d.system_id, "SMCPRXYD", 8);
-	n = sclc_decline_encode(buf, sizeof(buf), &d);
-	if (n < 0 || write(a, buf, (size_t)n) != n) {
-		perror("ksmcdecline: DECLINE");
-		goto out;
-	}
-	printf("DECLINE %s (0x%08x) sent\n", clc_decline_name(code), code);
-	fflush(stdout);
-	while ((n = (int)read(a, buf, sizeof(buf))) > 0) {
-		if (write(a, buf, (size_t)n) != n)
+	while (count-- > 0) {
+		a = accept(l, NULL, NULL);
+		if (a < 0) {
+			rc = 1;
 			break;
-		echoed += (size_t)n;
-	}
-	printf("echoed %zu bytes as TCP\n", echoed);
-	rc = echoed > 0 ? 0 : 1;
-out:
-	if (a >= 0)
+		}
+		rc |= serve(&env, a, code, acc, acc_len);
 		close(a);
+		a = -1;
+	}
 	close(l);
 	smcopt_env_teardown(&env);
 	return rc;

@@ -76,7 +76,9 @@ smcopt_env_setup(struct smcopt_env *e, const char *path)
 		e->root[0] = '\0';
 		return "cannot mount a cgroup2";
 	}
-	snprintf(e->dir, sizeof(e->dir), "%s/test", e->root);
+	/* every mount of cgroup2 is the same tree: one name per process */
+	snprintf(e->dir, sizeof(e->dir), "%s/smcopt-%d", e->root,
+		 (int)getpid());
 	if (mkdir(e->dir, 0755)) {
 		e->dir[0] = '\0';
 		return "cannot make a cgroup";

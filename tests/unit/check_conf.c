@@ -321,6 +321,19 @@ static const struct {
 	 "t.conf:2: kernel_smc.allow[4]: invalid value \"x\": use a numeric "
 	 "network \"ip/prefix\" (host bits zero) or one address\n",
 	 4},
+	{PEER_B RULE("target_smc = \"127.0.0.1:6390\";"),
+	 "t.conf:2: rules[0]: rule r: target_smc, or peer and export, not "
+	 "both\n",
+	 1},
+	{"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
+	 "  target_smc = \"127.0.0.1:6390\"; } );\n",
+	 "t.conf:2: rules[0]: rule r: target_smc needs a kernel_smc section "
+	 "(the standard dialect is off without it)\n",
+	 1},
+	{KSMC("") "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; } "
+		  ");\n",
+	 "t.conf:2: rules[0]: rule r: needs peer and export (or target_smc)\n",
+	 1},
 	{KSMC("") LISTEN PEER_B RULE("")
 		 EXPORT("smc_listen = \"127.0.0.1:6380\";"),
 	 "t.conf:5: exports[0].smc_listen: 127.0.0.1:6380 overlaps "
@@ -1462,7 +1475,9 @@ START_TEST(test_schema)
 	ck_assert_ptr_nonnull(strstr(
 		out, "\nsmcproxyd.control_mode\tmode\t0660\t0..0777\tno\t"));
 	ck_assert_ptr_nonnull(strstr(out, "\npeers[].name\tname\trequired\t"));
-	ck_assert_ptr_nonnull(strstr(out, "\nrules[].peer\tname\trequired\t"));
+	ck_assert_ptr_nonnull(strstr(out, "\nrules[].peer\tname\tnone\t"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "\nrules[].target_smc\taddress\tnone\tip:port\t"));
 	ck_assert_ptr_nonnull(strstr(out, "\nrdma.inline\tboolean\ttrue\t"));
 
 	/* every key in the code is documented in its section of the man page */

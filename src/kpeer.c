@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Connections with Linux kernel SMC-R peers (the standard dialect, DESIGN
+ * §10), up to the answer to their CLC, in both roles.  One TCP connection
+ * and one CLC handshake per connection, as the kernel runs them
+ * (shared/reference/smc-interop.md §1.2); the SMC-R TCP option on SYN and
+ * SYN-ACK comes from the BPF program of smc_opt.c.
+ *
+ * Export side (exports[].smc_listen, a kernel client connected to us):
+ *   - our SYN-ACK echoed its option: the client owes us a CLC PROPOSAL
+ *     and waits 6 s for our ACCEPT or DECLINE.  We read exactly the
+ *     PROPOSAL and judge it: the client's address in kernel_smc.allow,
+ *     SMC-Rv2 offered, one of its EIDs among kernel_smc.ueids, its RoCE
+ *     v2 GID the address it connected from;
+ *   - no echo (no program, or a SYN without the option): plain TCP.
+ * Rule side (rules[].target_smc, we connect to a kernel server):
+ *   - its SYN-ACK echoed our option: we owe it a PROPOSAL (our EIDs, our
+ *     RoCE v2 GID) and read its ACCEPT or DECLINE;
+ *   - no echo: plain TCP.
+ *
+ * Either way the connection is declined to TCP (the kernel's diagnosis
+ * codes, counted by reason) and then relayed as a fallback connection is
+ * (fallback.c); the kernel peer goes on as TCP on the very connection, as
+ * the protocol intends.  A PROPOSAL that passes every check, or a
+ * server's ACCEPT, is declined too, with NOSMCRDEV: link groups of the
+ * standard dialect (LLC v2, CONFIRM_RKEY per connection) are not built
+ * yet, so we have no device to offer.  Kernel peers are not authenticated
+ * (smcproxyd(8), SECURITY): nothing here trusts what they say beyond the
+ * checks.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "clc_wire.h"
+#include "sclc_wire.h"
+#include "smc_opt.h"
+
+#define KPEER_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
+
+/* The handshake's state: the CLC message being read. */
+struct kpeer_hs {
+	uint8_t buf[SCLC_MSG_MAX];
+	size_t len;  /* bytes in buf */
+	size_t want; /* the message's length once its header is in */
+};
+
+static uint8_t kpeer_system_id[8];
+static pthread_once_t kpeer_system_id_once = PTHREAD_ONCE_INIT;
+
+static void
+kpeer_system_id_init(void)
+{
+	unsigned char rnd[AUTH_NONCE_LEN];
+
+	auth_nonce(rnd);
+	memcpy(kpeer_system_id, rnd, sizeof(kpeer_system_id));
+}
+
+void
+kpeer_hs_free(struct session *s)
+{
+	free(s->shs);
+	s->shs = NULL;
+}
+
+/* The socket of s that faces the kernel peer. */
+static int
+kpeer_side(const struct session *s)
+{
+	return s->role == SESSION_ROLE_RULE ? 1 : 0;
+}
+
+/* The name of s's rule or export, for log lines. */
+static const char *
+kpeer_name(const struct session *s)
+{
+	return s->role == SESSION_ROLE_RULE ? s->rule->name : s->export->name;
+}
+
+/*
+ * The CLC is over: as TCP from here.  The export side connects to its
+ * target first; the rule side has both sockets and relays at once.
+ */
+static void
+kpeer_open(struct session *s)
+{
+	enum session_reason r;
+
+	kpeer_hs_free(s);
+	session_timer(s, 0);
+	session_want(s, kpeer_side(s), EV_READ, false);
+	if (s->role == SESSION_ROLE_RULE)
+		fallback_relay_start(s, STAT_smc_out_tcp);
+	else if (export_room(s->w, &r) != 0 || export_connect(s, &r) != 0)
+		session_close(s, r);
+}
+
+/*
+ * Send the kernel peer a DECLINE of code (counted as stat) and go on as
+ * TCP; sync_err: the first-contact bit, "your link group is not ours".
+ * The socket's buffer is empty and the message tiny: it goes whole or
+ * the peer is gone.
+ */
+static void
+kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
+	      uint8_t version, bool sync_err)
+{
+	struct stats *st = worker_stats(s->w);
+	struct sclc_decline_info d;
+	uint8_t msg[sizeof(struct sclc_decline)];
+	char who[ADDR_STRLEN];
+	int i = kpeer_side(s), n;
+
+	pthread_once(&kpeer_system_id_once, kpeer_system_id_init);
+	memset(&d, 0, sizeof(d));
+	d.version = version == SCLC_VERSION_V1 ? SCLC_VERSION_V1 : SCLC_VERSION;
+	d.sync_err = sync_err;
+	d.diagnosis = code;
+	d.os_type = SCLC_OS_LINUX;
+	memcpy(d.system_id, kpeer_system_id, sizeof(d.system_id));
+	n = sclc_decline_encode(msg, sizeof(msg), &d);
+	stats_add(st, stat, 1);
+	STATS_INC(st, smc_declines_sent);
+	s->smc_decline = code;
+	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
+		  "(0x%08x), going on as TCP",
+		  (unsigned long long)s->id, i ? "rule" : "export",
+		  kpeer_name(s), i ? "server" : "client",
+		  addr_str(&s->addr[i], who, sizeof(who)),
+		  clc_decline_name(code), code);
+	if (n < 0 ||
+	    send(s->fd[i], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
+		session_close(s, i ? SESSION_TARGET_RST : SESSION_CLIENT_RST);
+		return;
+	}
+	kpeer_open(s);
+}
+
+/* Whether one of the proposal's EIDs is one we serve. */
+static bool
+kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
+{
+	uint8_t eid[SCLC_EID_LEN];
+	int i, j;
+
+	for (i = 0; i < k->nueids; i++) {
+		if (sclc_eid_put(eid, k->ueids[i]) != 0)
+			continue;
+		for (j = 0; j < p->eid_cnt; j++)
+			if (memcmp(eid, p->eid[j], SCLC_EID_LEN) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* Whether the client's address is in kernel_smc.allow. */
+static bool
+kpeer_allowed(const struct conf_ksmc *k, const struct addr *a)
+{
+	int i;
+
+	for (i = 0; i < k->nallow; i++)
+		if (addr_net_match(&k->allow_nets[i], a))
+			return true;
+	return false;
+}
+
+/* Whether the RoCE v2 GID is the IPv4 address a (IPv4-mapped). */
+static bool
+kpeer_gid_of(const uint8_t gid[16], const struct addr *a)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+	const struct sockaddr_in *s4 = (const void *)&a->ss;
+	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+	if (memcmp(gid, mapped, sizeof(mapped)) != 0)
+		return false;
+	if (a->ss.ss_family == AF_INET)
+		return memcmp(gid + 12, &s4->sin_addr, 4) == 0;
+	return a->ss.ss_family == AF_INET6 &&
+	       memcmp(gid, &s6->sin6_addr, 16) == 0;
+}
+
+/* Export side: the whole PROPOSAL is in: judge it. */
+static void
+kpeer_proposal(struct session *s)
+{
+	const struct conf_ksmc *k = &s->conf->ksmc;
+	struct kpeer_hs *hs = s->shs;
+	struct sclc_proposal_info *p;
+	uint32_t code = 0;
+
+	STATS_INC(worker_stats(s->w), smc_proposals);
+	p = malloc(sizeof(*p));
+	if (p == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	if (sclc_proposal_decode(hs->buf, hs->len, p, &code) != 0) {
+		free(p);
+		kpeer_decline(s, code, STAT_smc_decline_malformed, SCLC_VERSION,
+			      false);
+		return;
+	}
+	if (!kpeer_allowed(k, &s->addr[0]))
+		kpeer_decline(s, CLC_DECL_CNFERR, STAT_smc_decline_allow,
+			      SCLC_VERSION, false);
+	else if (p->typev2 != SCLC_TYPE_R && p->typev2 != SCLC_TYPE_B)
+		kpeer_decline(s, CLC_DECL_MODEUNSUPP, STAT_smc_decline_mode,
+			      p->typev2 == SCLC_TYPE_N ? SCLC_VERSION_V1 :
+							 SCLC_VERSION,
+			      false);
+	else if (!kpeer_eid_ours(k, p))
+		kpeer_decline(s, CLC_DECL_NOUEID, STAT_smc_decline_eid,
+			      SCLC_VERSION, false);
+	else if (!kpeer_gid_of(p->roce_gid, &s->addr[0]))
+		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_decline_gid,
+			      SCLC_VERSION, false);
+	else
+		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_decline_nodev,
+			      SCLC_VERSION, false);
+	free(p);
+}
+
+/*
+ * Rule side: the server's ACCEPT.  Its QP waits for our CONFIRM; we send
+ * a DECLINE instead, as a kernel client does when it cannot go on: a
+ * first contact is declined NOSMCRDEV, an ACCEPT that names a link group
+ * we do not have SYNCERR with the first-contact bit (the server then ends
+ * that group), one that does not decode with its code.
+ */
+static void
+kpeer_accepted(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	struct sclc_accept_info a;
+	uint32_t code = 0;
+
+	STATS_INC(worker_stats(s->w), smc_out_accepts);
+	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0)
+		kpeer_decline(s, code, STAT_smc_out_decline_bad, SCLC_VERSION,
+			      false);
+	else if (!a.first_contact)
+		kpeer_decline(s, CLC_DECL_SYNCERR, STAT_smc_out_decline_sync,
+			      SCLC_VERSION, true);
+	else
+		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_out_decline_nodev,
+			      SCLC_VERSION, false);
+}
+
+/*
+ * Not a CLC message where the peer owed us one: no DECLINE can be framed,
+ * and no byte after it can be told from the message.  Reset, counted; a
+ * client's source is charged as a failed handshake.
+ */
+static void
+kpeer_malformed(struct session *s, const char *why)
+{
+	char host[ADDR_STRLEN] = "?";
+	int i = kpeer_side(s);
+
+	addr_host(&s->addr[i], host, sizeof(host));
+	if (i == 0) {
+		STATS_INC(worker_stats(s->w), smc_clc_malformed);
+		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
+	} else {
+		STATS_INC(worker_stats(s->w), smc_out_malformed);
+	}
+	log_warnx_rl(i ? "target_smc broken" : "smc_listen refused", host,
+		     "conn 0x%llx: %s %s: kernel SMC-R %s %s: %s",
+		     (unsigned long long)s->id, i ? "rule" : "export",
+		     kpeer_name(s), i ? "server" : "client", host, why);
+	session_close(s, SESSION_PROTOCOL_ERROR);
+}
+
+/* The peer's DECLINE (it gave up on SMC-R first): TCP it is. */
+static void
+kpeer_declined(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	struct sclc_decline_info d;
+	uint32_t code;
+
+	if (sclc_decline_decode(hs->buf, hs->len, &d, &code) != 0) {
+		kpeer_malformed(s, "malformed DECLINE");
+		return;
+	}
+	if (s->role == SESSION_ROLE_RULE)
+		STATS_INC(worker_stats(s->w), smc_out_declines_received);
+	else
+		STATS_INC(worker_stats(s->w), smc_declines_received);
+	s->smc_decline = d.diagnosis;
+	kpeer_open(s);
+}
+
+/* Read what is due of the CLC message; 1 when it is whole, 0, or -1. */
+static int
+kpeer_read(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	size_t need = hs->want ? hs->want : sizeof(struct clc_hdr);
+	int i = kpeer_side(s);
+	uint8_t owed = i ? CLC_ACCEPT : CLC_PROPOSAL;
+	uint32_t code;
+	uint16_t length;
+	uint8_t type;
+	ssize_t n;
+
+	while (hs->len < need) {
+		n = recv(s->fd[i], hs->buf + hs->len, need - hs->len, 0);
+		if (n == 0) {
+			session_close(s, session_fin_reason(i));
+			return -1;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			session_close(s, session_rst_reason(s, i));
+			return -1;
+		}
+		hs->len += (size_t)n;
+		if (hs->want || hs->len < sizeof(struct clc_hdr))
+			continue;
+		if (sclc_hdr_check(hs->buf, hs->len, &type, &length, &code) ||
+		    (type != owed && type != CLC_DECLINE)) {
+			kpeer_malformed(s, i ? "no CLC ACCEPT or DECLINE after "
+					       "our PROPOSAL" :
+					       "no CLC PROPOSAL after the "
+					       "SMC-R option");
+			return -1;
+		}
+		hs->want = need = length;
+	}
+	return 1;
+}
+
+static int
+kpeer_hs_new(struct session *s)
+{
+	s->shs = calloc(1, sizeof(*s->shs));
+	if (s->shs == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return -ENOMEM;
+	}
+	s->state = SESSION_HANDSHAKE;
+	session_want(s, kpeer_side(s), EV_READ, true);
+	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	return 0;
+}
+
+/*
+ * Rule side: the server echoed our option, so we owe it a PROPOSAL:
+ * SMC-Rv2 only, as Linux 6.12 sends it (release 1, 255 connections, 2
+ * links), our EIDs and the RoCE v2 GID of the address we connected from.
+ * Without an EID to offer, or over IPv6 (the kernel proposes SMC-Rv2 on
+ * IPv4 only), we decline at once instead.
+ */
+static void
+kpeer_propose(struct session *s)
+{
+	const struct conf_ksmc *k = &s->conf->ksmc;
+	struct sclc_proposal_info *p;
+	uint8_t buf[SCLC_MSG_MAX];
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	int i, n;
+
+	if (getsockname(s->fd[1], (struct sockaddr *)&me, &len) != 0 ||
+	    me.sin_family != AF_INET) {
+		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_out_decline_nodev,
+			      SCLC_VERSION, false);
+		return;
+	}
+	if (k->nueids == 0) {
+		kpeer_decline(s, CLC_DECL_NOUEID, STAT_smc_out_decline_nodev,
+			      SCLC_VERSION, false);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	p->typev1 = SCLC_TYPE_N;
+	p->typev2 = SCLC_TYPE_R;
+	p->release = SCLC_RELEASE_1;
+	p->max_conns = CLC_MAX_CONNS_MAX;
+	p->max_links = CLC_MAX_LINKS_MAX;
+	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
+		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
+			p->eid_cnt++;
+	p->roce_gid[10] = p->roce_gid[11] = 0xff;
+	memcpy(p->roce_gid + 12, &me.sin_addr, 4);
+	n = sclc_proposal_encode(buf, sizeof(buf), p);
+	free(p);
+	if (n < 0 || kpeer_hs_new(s) != 0) {
+		if (n < 0)
+			session_close(s, SESSION_RESOURCE);
+		return;
+	}
+	STATS_INC(worker_stats(s->w), smc_out_proposals);
+	if (send(s->fd[1], buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		session_close(s, SESSION_TARGET_RST);
+}
+
+/* Rule side: the connect to target_smc ended. */
+static void
+kpeer_connected(struct session *s)
+{
+	struct stats *st = worker_stats(s->w);
+	char buf[ADDR_STRLEN];
+	int err;
+
+	session_want(s, 1, EV_WRITE, false);
+	err = session_connect_error(s);
+	if (err != 0) {
+		errno = err;
+		addr_str(&s->rule->target_smc, buf, sizeof(buf));
+		log_warn_rl("connect to target", buf,
+			    "conn 0x%llx: rule %s: target_smc %s",
+			    (unsigned long long)s->id, s->rule->name, buf);
+		session_close(s, session_connect_reason(err, true));
+		return;
+	}
+	switch (smc_opt_connected(s->fd[1])) {
+	case SMC_OPT_ECHOED:
+		STATS_INC(st, smc_out_echoed);
+		kpeer_propose(s);
+		return;
+	case SMC_OPT_PLAIN:
+		STATS_INC(st, smc_out_plain);
+		break;
+	default:
+		STATS_INC(st, smc_out_unavailable);
+		break;
+	}
+	kpeer_open(s);
+}
+
+/* A socket event of s while it connects or owes its peer a CLC answer. */
+void
+kpeer_io(struct session *s, int i, short what)
+{
+	enum session_reason r;
+	uint8_t type;
+
+	if (s->state == SESSION_CONNECT_TARGET) {
+		if (i != 1 || !(what & EV_WRITE))
+			return;
+		if (s->role == SESSION_ROLE_RULE)
+			kpeer_connected(s);
+		else if (export_connected(s, &r) != 0)
+			session_close(s, r);
+		else
+			fallback_relay_start(s, STAT_smc_conns_tcp);
+		return;
+	}
+	if (i != kpeer_side(s) || !(what & EV_READ) || kpeer_read(s) <= 0)
+		return;
+	type = ((const struct clc_hdr *)s->shs->buf)->type;
+	if (type == CLC_DECLINE)
+		kpeer_declined(s);
+	else if (s->role == SESSION_ROLE_RULE)
+		kpeer_accepted(s);
+	else
+		kpeer_proposal(s);
+}
+
+/* The timer of s fired before its handshake ended. */
+void
+kpeer_timeout(struct session *s)
+{
+	struct stats *st = worker_stats(s->w);
+
+	if (s->state == SESSION_CONNECT_TARGET) {
+		if (s->role == SESSION_ROLE_EXPORT)
+			session_close(s, export_timed_out(s));
+		else
+			session_close(s, SESSION_TARGET_TIMEOUT);
+		return;
+	}
+	if (s->role == SESSION_ROLE_RULE)
+		STATS_INC(st, smc_out_timeouts);
+	else
+		STATS_INC(st, smc_clc_timeouts);
+	session_close(s, SESSION_PROTOCOL_ERROR);
+}
+
+/*
+ * Rule side: s, a client of a target_smc rule, connects to the kernel
+ * SMC-R server with the option on its SYN.
+ */
+void
+kpeer_connect(struct session *s)
+{
+	char buf[ADDR_STRLEN];
+	int rc;
+
+	s->dialect = SESSION_DIALECT_SMCR;
+	STATS_INC(worker_stats(s->w), smc_out_conns);
+	s->state = SESSION_CONNECT_TARGET;
+	rc = session_connect(s, &s->rule->target_smc, NULL, true);
+	if (rc == 0) {
+		session_timer(s, s->conf->handshake_timeout);
+		return;
+	}
+	errno = -rc;
+	addr_str(&s->rule->target_smc, buf, sizeof(buf));
+	log_warn_rl("connect to target", buf,
+		    "conn 0x%llx: rule %s: target_smc %s",
+		    (unsigned long long)s->id, s->rule->name, buf);
+	session_close(s, session_connect_reason(-rc, true));
+}
+
+/*
+ * Listener callback: a client connected to an export's smc_listen (arg is
+ * the export).  Whether its SYN-ACK echoed the SMC-R option decides if a
+ * CLC PROPOSAL comes first.
+ */
+void
+kpeer_accept(struct worker *w, int fd, void *arg)
+{
+	const struct conf_export *exp = arg;
+	struct stats *st = worker_stats(w);
+	struct session *s;
+	int echoed;
+
+	STATS_INC(st, smc_conns);
+	echoed = smc_opt_echoed(fd);
+	s = session_new(w, fd, SESSION_ROLE_EXPORT);
+	if (s == NULL)
+		return;
+	s->dialect = SESSION_DIALECT_SMCR;
+	s->export = exp;
+	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);
+	if (echoed > 0 &&
+	    auth_rate_limited(worker_auth(w), &s->addr[0], now_ms())) {
+		STATS_INC(st, smc_rate_limited);
+		session_close(s, SESSION_PROTOCOL_ERROR);
+		return;
+	}
+	if (!smc_opt_attached()) {
+		STATS_INC(st, smc_opt_unavailable);
+		kpeer_open(s);
+		return;
+	}
+	if (echoed <= 0) {
+		STATS_INC(st, smc_opt_absent);
+		kpeer_open(s);
+		return;
+	}
+	STATS_INC(st, smc_opt_echoed);
+	(void)kpeer_hs_new(s);
+}

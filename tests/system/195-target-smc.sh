@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# A rule's target_smc (the standard dialect's rule side) on loopback,
+# against tests/tools/ksmcdecline as the kernel SMC-R server (this host's
+# kernel has no SMC-R; ksmc.rxe runs the real one).  The daemon, root
+# here, loads the SMC-R option's BPF program and puts the option on its
+# SYN to the server; the server echoes it, so the daemon owes it a CLC
+# PROPOSAL (SMC-Rv2, our EID, the GID of our address), and whatever the
+# server answers, the connection goes on as TCP, every byte verified:
+#   - a first-contact ACCEPT (a 6.12 kernel's, captured): we DECLINE it
+#     NOSMCRDEV (the standard dialect's link groups are not served yet);
+#   - an ACCEPT that joins a link group we do not have: DECLINE SYNCERR
+#     with the first-contact bit, as a kernel client does;
+#   - the server's own DECLINE: TCP, counted;
+#   - a server without the option (plain TCP): no CLC at all, counted.
+. "$(dirname "$0")/lib.sh"
+smc_init
+
+KD=$SMC_BUILDDIR/tests/tools/ksmcdecline
+OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
+FIX=$(cd "$(dirname "$0")/../fixtures/ksmc" && pwd)
+[ -x "$KD" ] && [ -f "$OBJ" ] ||
+	skip "ksmcdecline or smc_opt.bpf.o not built (no clang or libbpf)"
+[ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
+need socat python3
+
+set -- $(free_ports 3)
+PORT_RULE=$1 PORT_SRV=$2 PORT_PLAIN=$3
+
+cat >"$T/a.conf" <<EOF
+smcproxyd: { name = "a"; control_socket = "$T/a.sock"; workers = $SMC_WORKERS; log_level = "debug"; };
+rules = (
+	{ name = "k"; listen = "127.0.0.1:$PORT_RULE"; target_smc = "127.0.0.1:$PORT_SRV"; }
+);
+kernel_smc: { ueids = [ "SMCPROXYD-LAB" ]; bpf_object = "$OBJ"; };
+EOF
+start_daemon a "$T/a.conf"
+wait_listen "$PORT_RULE" 10 "$a_pid"
+
+# server ARGS...: ksmcdecline on PORT_SRV for one connection
+server()
+{
+	"$KD" -l "127.0.0.1:$PORT_SRV" -o "$OBJ" "$@" >"$T/kd.log" 2>&1 &
+	kd_pid=$!
+	track "$kd_pid" "$T/kd.log"
+	wait_listen "$PORT_SRV" 10 "$kd_pid"
+}
+
+# roundtrip PORT BYTES: BYTES random bytes through the rule come back
+roundtrip()
+{
+	python3 - "$1" "$2" <<'PY'
+import os, socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+data = os.urandom(n)
+s = socket.create_connection(("127.0.0.1", port), timeout=20)
+s.sendall(data)
+s.shutdown(socket.SHUT_WR)
+got = bytearray()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+sys.exit(0 if bytes(got) == data else 1)
+PY
+}
+
+# count COUNTER BEFORE WANT
+count()
+{
+	local v
+
+	v=$(stat_get a "$1") || fail "no $1"
+	[ $((v - $2)) = "$3" ] || fail "a: $1 rose by $((v - $2)), want $3"
+}
+
+for c in "02-clc-s2c-accept.bin:NOSMCRDEV (0x03030002)\$:smc_out_decline_nodev" \
+	"22-clc-s2c-accept.bin:SYNCERR (0x04000000) sync\$:smc_out_decline_sync"; do
+	file=${c%%:*} rest=${c#*:} want=${rest%:*} stat=${rest##*:}
+	v0=$(stat_get a "$stat") p0=$(stat_get a smc_out_proposals)
+	server -a "$FIX/$file"
+	roundtrip "$PORT_RULE" 1048576 || fail "$file: 1 MiB did not come back"
+	wait "$kd_pid" || fail "$file: ksmcdecline: $(cat "$T/kd.log")"
+	untrack "$kd_pid"
+	sed 's/^/  /' "$T/kd.log" >&2
+	grep -q '^PROPOSAL 156 bytes: v1 2, v2 0, release 1, RoCE GID ::ffff:127.0.0.1, max_conns 255, max_links 2, 1 EID(s)$' "$T/kd.log" &&
+		grep -qx 'EID SMCPROXYD-LAB' "$T/kd.log" ||
+		fail "$file: our PROPOSAL is not what a 6.12 client sends"
+	grep -q "^client DECLINE $want" "$T/kd.log" ||
+		fail "$file: want our DECLINE $want"
+	count "$stat" "$v0" 1
+	count smc_out_proposals "$p0" 1
+done
+
+# the server declines: TCP
+d0=$(stat_get a smc_out_declines_received)
+server -d 0x03030008
+roundtrip "$PORT_RULE" 200000 || fail "after the server's DECLINE the bytes did not come back"
+wait "$kd_pid" || fail "ksmcdecline: $(cat "$T/kd.log")"
+untrack "$kd_pid"
+count smc_out_declines_received "$d0" 1
+grep -q "rule=k peer=127.0.0.1:$PORT_SRV dialect=smc-r client=127.0.0.1:[0-9]* transport=tcp decline=NOUEID connected=yes" \
+	"$T/a.log" || fail "the connection log does not name the dialect and the server's DECLINE"
+
+# a server that does not echo: plain TCP, counted
+sed -i "s/target_smc = \"127.0.0.1:$PORT_SRV\"/target_smc = \"127.0.0.1:$PORT_PLAIN\"/" "$T/a.conf"
+ctl a reload >/dev/null || fail "reload refused"
+socat "TCP-LISTEN:$PORT_PLAIN,bind=127.0.0.1,reuseaddr,fork" EXEC:cat >"$T/echo.log" 2>&1 &
+track $! "$T/echo.log"
+wait_listen "$PORT_PLAIN" 10
+n0=$(stat_get a smc_out_plain)
+roundtrip "$PORT_RULE" 300000 || fail "a plain server: the bytes did not come back"
+count smc_out_plain "$n0" 1
+exit 0
