@@ -218,7 +218,8 @@ kpeer_proposal(struct session *s)
 							 SCLC_VERSION,
 			      false);
 	else if (!kpeer_eid_ours(k, p))
-		kpeer_decline(s, CLC_DECL_NOUEID, STAT_smc_decline_eid,
+		/* as Linux 6.12 answers it (340-ksmc-target-tcp saw it) */
+		kpeer_decline(s, CLC_DECL_NOSMCDEV, STAT_smc_decline_eid,
 			      SCLC_VERSION, false);
 	else if (!kpeer_gid_of(p->roce_gid, &s->addr[0]))
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_decline_gid,

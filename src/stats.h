@@ -156,7 +156,7 @@
 	X(smc_decline_mode, COUNTER, "handshakes",                             \
 	  "declined MODEUNSUPP: the client offered no SMC-Rv2")                \
 	X(smc_decline_eid, COUNTER, "handshakes",                              \
-	  "declined NOUEID: none of the client's EIDs is in "                  \
+	  "declined NOSMCDEV: none of the client's EIDs is in "                \
 	  "kernel_smc.ueids")                                                  \
 	X(smc_decline_gid, COUNTER, "handshakes",                              \
 	  "declined NOROUTE: the client's RoCE v2 GID is not the address "     \

@@ -7,13 +7,13 @@
 # SMC-R option's BPF program itself; a's kernel client (xfer under
 # smcpreload.so) gets its option echoed, proposes SMC-Rv2 with the lane's
 # EID and its GID, and is declined: NOSMCRDEV while the standard dialect's
-# link groups are not served, NOUEID once b's ueids no longer hold the
+# link groups are not served, NOSMCDEV once b's ueids no longer hold the
 # lane's EID (a reload).  Each time the client goes on as TCP on the same
 # connection, relayed by b to its target, every byte verified:
 #   - 16 connections x 4 MiB both ways verify; a's kernel counts 16
 #     fallbacks and no SMC-R connection; b counts 16 echoed options, 16
 #     PROPOSALs, 16 NOSMCRDEV declines, 16 TCP relays;
-#   - after the reload: NOUEID, counted, the data verifies;
+#   - after the reload: NOSMCDEV, counted, the data verifies;
 #   - a plain TCP client (no library): no option, TCP, counted.
 . "$(dirname "$0")/lib.sh"
 

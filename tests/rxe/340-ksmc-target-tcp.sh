@@ -13,7 +13,7 @@
 #     ACCEPTs from the kernel, 16 declines, 16 TCP relays; b's kernel
 #     counts 16 server fallbacks and no SMC-R connection;
 #   - after a reload whose ueids lack the lane's EID, b's kernel declines
-#     our PROPOSAL itself: counted, the data verifies.
+#     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup

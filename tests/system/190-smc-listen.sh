@@ -90,7 +90,7 @@ count b smc_decline_nodev "$d0" 1
 count b smc_conns_tcp "$t0" 1
 
 # what is wrong decides the code; the data goes through every time
-for c in "NOUEID 0x03030008:smc_decline_eid:-e OTHER-LAB" \
+for c in "NOSMCDEV 0x03030000:smc_decline_eid:-e OTHER-LAB" \
 	"NOROUTE 0x030e0000:smc_decline_gid:-g 10.9.9.9"; do
 	code=${c%%:*} rest=${c#*:} stat=${rest%%:*} args=${rest#*:}
 	v0=$(stat_get b "$stat")
