@@ -913,6 +913,11 @@ static const struct conf_key conf_ksmc_keys[] = {
 	    "loads itself",
 	    .def_doc = "smc_opt.bpf.o where make install put it",
 	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
+	KEY(struct conf_ksmc, bpf_pin, "bpf_pin", CONF_T_PATH,
+	    "/sys/fs/bpf/smcproxyd", 0, 0, NULL, 0,
+	    "where smcproxyd-bpf.service pinned the program and its maps "
+	    "for a daemon that is not root (the unit attaches the "
+	    "program); used when its maps are there"),
 };
 
 #undef R
@@ -2151,6 +2156,7 @@ conf_free(struct conf *conf)
 	conf_names_free(conf->ksmc.allow);
 	free(conf->ksmc.allow_nets);
 	free(conf->ksmc.bpf_object);
+	free(conf->ksmc.bpf_pin);
 	if (conf->src != NULL) {
 		for (i = 0; i < conf->src->nfiles; i++)
 			free(conf->src->files[i]);

@@ -389,6 +389,16 @@ kpeer_propose(struct session *s)
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
+	/*
+	 * Our own system id where Linux leaves zero without v1: the server
+	 * matches link groups by it and the GID, and the GID of this host is
+	 * also its kernel's.  With zero, a server that has a link group with
+	 * this host's kernel SMC-R takes us for that peer and ACCEPTs us into
+	 * its group; our SYNCERR then ends the group and the server resets
+	 * the connection (340-ksmc-target-tcp after 310 saw it).
+	 */
+	pthread_once(&kpeer_system_id_once, kpeer_system_id_init);
+	memcpy(p->system_id, kpeer_system_id, sizeof(p->system_id));
 	p->typev1 = SCLC_TYPE_N;
 	p->typev2 = SCLC_TYPE_R;
 	p->release = SCLC_RELEASE_1;

@@ -2,8 +2,10 @@
 /*
  * The SMC-R TCP option's BPF program (src/bpf/smc_opt.bpf.c) as the
  * daemon uses it: loaded and attached to the cgroup v2 the daemon runs in
- * when it may (root outside systemd), its maps written and read through
- * the sockets we mark.  A Linux SMC-R client sends its CLC PROPOSAL only
+ * when it may (root outside systemd), or, under systemd, loaded and
+ * pinned by smcproxyd-bpf.service (smcproxyd --pin-bpf) and attached to
+ * the service by its unit (BPFProgram=), the daemon opening the pinned
+ * maps; its maps written and read through the sockets we mark.  A Linux SMC-R client sends its CLC PROPOSAL only
  * when our SYN-ACK echoed its option; without the program, smc_listen
  * serves as plain TCP and says why (smc_opt_state).
  *
@@ -12,10 +14,13 @@
  * that ends with the process, so a killed daemon leaves nothing behind.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,13 +202,59 @@ smc_opt_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
 }
 #endif
 
+#ifdef HAVE_BPF
 /*
- * Load the object at path and attach its program to our cgroup, once (a
- * later call with the program attached does nothing).  0, or -errno with
- * the reason in smc_opt_state(), logged: smc_listen then serves as TCP.
+ * The maps smcproxyd-bpf.service pinned in dir, if it did: 1 when taken,
+ * 0 when there are none, -errno when they are there but cannot be opened
+ * (the reason in smc_opt.state).
+ */
+static int
+smc_opt_pinned(const char *dir)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (dir == NULL)
+		return 0;
+	snprintf(path, sizeof(path), "%s/smc_opt_mark", dir);
+	if (access(path, F_OK) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "cannot reach the maps pinned in %.96s: %s", dir,
+			 strerror(-rc));
+		return rc;
+	}
+	smc_opt.mark_fd = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/smc_opt_echoed", dir);
+	smc_opt.echoed_fd = smc_opt.mark_fd < 0 ? -1 : bpf_obj_get(path);
+	if (smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0) {
+		rc = -errno;
+		snprintf(smc_opt.state, sizeof(smc_opt.state),
+			 "cannot open the maps pinned in %.96s: %s", dir,
+			 strerror(-rc));
+		if (smc_opt.mark_fd >= 0)
+			close(smc_opt.mark_fd);
+		smc_opt.mark_fd = smc_opt.echoed_fd = -1;
+		return rc;
+	}
+	snprintf(smc_opt.state, sizeof(smc_opt.state),
+		 "pinned in %.100s (the unit attaches the program)", dir);
+	log_info("SMC-R option program %s", smc_opt.state);
+	return 1;
+}
+#endif
+
+/*
+ * Use the maps pinned in pin when smcproxyd-bpf.service put them there
+ * (the service's unit attaches the program), else load the object at
+ * path and attach its program to our cgroup; once (a later call with the
+ * program there does nothing).  0, or -errno with the reason in
+ * smc_opt_state(), logged: smc_listen then serves as TCP.
  */
 int
-smc_opt_load(const char *path)
+smc_opt_load(const char *path, const char *pin)
 {
 #ifdef HAVE_BPF
 	struct bpf_program *prog;
@@ -213,6 +264,11 @@ smc_opt_load(const char *path)
 	if (smc_opt_attached())
 		return 0;
 	libbpf_set_print(smc_opt_silent);
+	rc = smc_opt_pinned(pin);
+	if (rc > 0)
+		return 0;
+	if (rc < 0)
+		goto fail;
 	if (geteuid() != 0) {
 		snprintf(smc_opt.state, sizeof(smc_opt.state),
 			 "not root: under systemd smcproxyd-bpf.service "
@@ -285,12 +341,82 @@ fail:
 	return rc;
 #else
 	(void)path;
+	(void)pin;
 	snprintf(smc_opt.state, sizeof(smc_opt.state),
 		 "built without BPF support (configure found no clang or "
 		 "libbpf)");
 	log_warnx("SMC-R option program: %s: smc_listen serves kernel SMC-R "
 		  "clients as TCP",
 		  smc_opt.state);
+	return -EOPNOTSUPP;
+#endif
+}
+
+/*
+ * smcproxyd --pin-bpf DIR (smcproxyd-bpf.service, as root): load the
+ * object at path and pin its program (DIR/smc_opt) and maps (DIR/MAP)
+ * for the service's BPFProgram= and an unprivileged daemon, replacing
+ * what an earlier run pinned there.  0, or -errno after saying why on
+ * stderr.
+ */
+int
+smc_opt_pin(const char *path, const char *dir)
+{
+#ifdef HAVE_BPF
+	struct bpf_object *obj;
+	struct dirent *e;
+	DIR *d;
+	struct bpf_program *prog;
+	char file[PATH_MAX];
+	int rc;
+
+	libbpf_set_print(smc_opt_silent);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		rc = -errno;
+		fprintf(stderr, "smcproxyd: mkdir %s: %s\n", dir,
+			strerror(-rc));
+		return rc;
+	}
+	/* what an earlier run pinned (the maps, .rodata among them) */
+	d = opendir(dir);
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
+		(void)unlink(file);
+	}
+	if (d != NULL)
+		closedir(d);
+	obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(obj)) {
+		fprintf(stderr,
+			"smcproxyd: %s is not the SMC-R option's BPF "
+			"object\n",
+			path);
+		return -EINVAL;
+	}
+	rc = bpf_object__load(obj);
+	prog = rc == 0 ? bpf_object__find_program_by_name(obj, "smc_opt") :
+			 NULL;
+	snprintf(file, sizeof(file), "%s/smc_opt", dir);
+	if (rc == 0 && prog == NULL)
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = bpf_object__pin_maps(obj, dir);
+	if (rc == 0)
+		rc = bpf_program__pin(prog, file);
+	if (rc != 0)
+		fprintf(stderr, "smcproxyd: cannot load and pin %s in %s: %s\n",
+			path, dir, strerror(rc < 0 ? -rc : rc));
+	else
+		printf("SMC-R option program %s pinned in %s\n", path, dir);
+	bpf_object__close(obj);
+	return rc < 0 ? rc : -rc;
+#else
+	fprintf(stderr, "smcproxyd: built without BPF support (configure "
+			"found no clang or libbpf)\n");
+	(void)path;
+	(void)dir;
 	return -EOPNOTSUPP;
 #endif
 }

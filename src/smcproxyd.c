@@ -36,7 +36,8 @@ static void __attribute__((noreturn)) usage(FILE *f)
 {
 	fprintf(f, "usage: smcproxyd [-dnV] [-c file]\n"
 		   "       smcproxyd --list-devices [--local-addr ip]\n"
-		   "       smcproxyd --print-schema | --print-example\n");
+		   "       smcproxyd --print-schema | --print-example\n"
+		   "       smcproxyd --pin-bpf DIR [--bpf-object FILE]\n");
 	exit(f == stdout ? 0 : 2);
 }
 
@@ -186,7 +187,7 @@ smcproxyd_reload(FILE *errors)
 	}
 	/* before the workers mark their new smc_listen sockets */
 	if (next->ksmc.enabled)
-		(void)smc_opt_load(next->ksmc.bpf_object);
+		(void)smc_opt_load(next->ksmc.bpf_object, next->ksmc.bpf_pin);
 	rc = worker_reconfigure_all(next);
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
@@ -330,11 +331,14 @@ main(int argc, char *argv[])
 		{"local-addr", required_argument, NULL, 'a'},
 		{"print-schema", no_argument, NULL, 'S'},
 		{"print-example", no_argument, NULL, 'E'},
+		{"pin-bpf", required_argument, NULL, 'P'},
+		{"bpf-object", required_argument, NULL, 'O'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = SMCPROXYD_CONF, *local_addr = NULL;
+	const char *pin = NULL, *bpf_object = SMCPROXYD_BPF_OBJECT;
 	struct event *sig_term, *sig_int, *sig_hup;
 	bool check = false, list = false;
 	int ch, rc;
@@ -362,6 +366,12 @@ main(int argc, char *argv[])
 		case 'E':
 			conf_print_example(stdout);
 			return 0;
+		case 'P':
+			pin = optarg;
+			break;
+		case 'O':
+			bpf_object = optarg;
+			break;
 		case 'V':
 			printf("smcproxyd %s\n", SMCPROXYD_VERSION);
 			return 0;
@@ -376,6 +386,9 @@ main(int argc, char *argv[])
 	log_init(1, debug_flag ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	if (list)
 		return ib_list_devices(stdout, local_addr) ? 1 : 0;
+	/* smcproxyd-bpf.service: load the option's program and pin it */
+	if (pin != NULL)
+		return smc_opt_pin(bpf_object, pin) ? 1 : 0;
 
 	conf_current = conf_load(path, stderr);
 	if (check) {
@@ -419,7 +432,8 @@ main(int argc, char *argv[])
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
 		fatalx("%s: a listen address is taken; not starting", path);
 	if (conf_current->ksmc.enabled)
-		(void)smc_opt_load(conf_current->ksmc.bpf_object);
+		(void)smc_opt_load(conf_current->ksmc.bpf_object,
+				   conf_current->ksmc.bpf_pin);
 	rc = worker_start_all(conf_current);
 	if (rc) {
 		errno = -rc;

@@ -202,6 +202,7 @@ struct conf_ksmc {
 	int nallow;
 	struct addr_net *allow_nets; /* allow, parsed */
 	char *bpf_object;	     /* the SMC-R option's BPF program */
+	char *bpf_pin;		     /* where smcproxyd-bpf.service pins it */
 };
 
 struct conf {
@@ -295,7 +296,8 @@ void kpeer_timeout(struct session *s);
 void kpeer_hs_free(struct session *s);
 
 /* smc_opt.c */
-int smc_opt_load(const char *path);
+int smc_opt_load(const char *path, const char *pin);
+int smc_opt_pin(const char *path, const char *dir);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 int smc_opt_mark(int fd, unsigned int mark);

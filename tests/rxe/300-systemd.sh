@@ -54,39 +54,7 @@ PORT_T=16589
 fail=0
 
 # --- install as a package would -------------------------------------------
-t0=$(rxe_now)
-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$abs_top_builddir" \
-	install systemdsystemunitdir=/lib/systemd/system \
-	>"$RXE_OUT/install.txt" 2>&1 ||
-	rxe_die "make install: $(tail -n 20 "$RXE_OUT/install.txt")"
-echo "# make install took $(awk -v a="$t0" -v b="$(rxe_now)" \
-	'BEGIN { printf "%.1f", b - a }') s"
-unit=/lib/systemd/system/smcproxyd.service
-[ -f "$unit" ] || rxe_die "make install put no unit at $unit"
-conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\)$/\1/p' "$unit")
-etc=${conf%/*}
-ctl=$(sed -n 's/^ExecReload=\([^ ]*\) .*/\1/p' "$unit")
-prefix=$(sed -n 's/^prefix = //p' "$abs_top_builddir/Makefile")
-if [ -z "$conf" ] || [ ! -x "$ctl" ] || [ -z "$prefix" ]; then
-	rxe_die "cannot read the paths from $unit: $(grep ^Exec "$unit")"
-fi
-systemd-sysusers "$prefix/lib/sysusers.d/smcproxyd.conf" ||
-	rxe_die "systemd-sysusers failed"
-systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/smcproxyd.conf" ||
-	rxe_die "systemd-tmpfiles failed"
-# A sanitizer build's leak check stops the process's threads with ptrace,
-# which SystemCallFilter=@system-service refuses: allowed for this lane's
-# build only (in /etc, apart from the drop-ins the checks below add).
-if grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile"; then
-	for u in smcproxyd.service smcproxyd@.service; do
-		mkdir -p "/etc/systemd/system/$u.d" &&
-			printf '[Service]\nSystemCallFilter=ptrace\n' \
-				>"/etc/systemd/system/$u.d/sanitizer.conf" ||
-			rxe_die "cannot add the sanitizer drop-in"
-	done
-	echo "# sanitizer build: ptrace allowed by a drop-in"
-fi
-systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+rxe_install_package
 if [ "$(stat -c '%a %U %G' "$etc")" = "750 root smcproxyd" ]; then
 	ok "installed: user smcproxyd, $etc 0750 root:smcproxyd"
 else
