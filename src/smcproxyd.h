@@ -264,6 +264,17 @@ void notify_status(const struct conf *conf);
 void notify_reloading(void);
 void notify_reload_failed(const struct conf *conf, const char *why);
 
+/* fdstore.c */
+#define FDSTORE_NAME_MAX 96 /* "rule-WORKER-[IPV6]_PORT"; systemd's: 255 */
+void fdstore_name(char *buf, size_t len, const char *kind, int worker,
+		  const struct addr *a);
+void fdstore_init(void);
+int fdstore_take(const char *name, const struct addr *a);
+bool fdstore_holds(const struct addr *a);
+void fdstore_close_unused(void);
+void fdstore_keep(const char *name, int fd);
+void fdstore_forget(const char *name);
+
 /* auth.c */
 struct auth_limit;
 #define AUTH_NONCE_LEN 32
@@ -367,12 +378,13 @@ void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 /* listener.c */
 struct listener;
 struct listener *listener_new(struct worker *w, const struct addr *addr,
+			      const char *kind,
 			      void (*cb)(struct worker *, int, void *),
 			      void *arg);
 void listener_set_arg(struct listener *l, void *arg);
 void listener_set_room(struct listener *l, bool (*room)(struct worker *));
 const struct addr *listener_addr(const struct listener *l);
-void listener_free(struct listener *l);
+void listener_free(struct listener *l, bool keep_stored);
 int listener_probe(const struct addr *addr);
 
 /* session.c */
