@@ -3,7 +3,9 @@
  * Listening sockets.  Every worker opens its own socket on each listen
  * address with SO_REUSEPORT, so the kernel spreads new connections over
  * the workers and no accept lock is shared.  On EMFILE/ENFILE accepting
- * pauses for a second (counted) instead of spinning.
+ * pauses for a second (counted) instead of spinning.  Under systemd each
+ * socket is also in the service manager's store (fdstore.c), and a
+ * restart's next process listens with the same socket.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -25,6 +27,7 @@ struct listener {
 	struct worker *w;
 	int fd;
 	struct addr addr;
+	char name[FDSTORE_NAME_MAX]; /* in systemd's store */
 	struct event *ev;
 	struct event *pause_ev;
 	void (*cb)(struct worker *, int, void *);
@@ -127,20 +130,29 @@ listener_accept(evutil_socket_t lfd, short what, void *arg)
 }
 
 /*
- * Listen on addr in worker w; cb(w, fd, arg) gets each accepted socket
- * (non-blocking).  smc: SYN-ACKs echo the SMC-R option of a kernel SMC-R
- * client's SYN (an export's smc_listen).  NULL on failure, with errno set
- * and logged.
+ * Listen on addr in worker w, with the socket of that kind ("rule",
+ * "peer", "smc") the service manager passed at start when there is one,
+ * else a new one, which goes to its store; cb(w, fd, arg) gets each
+ * accepted socket (non-blocking).  smc: SYN-ACKs echo the SMC-R option of
+ * a kernel SMC-R client's SYN (an export's smc_listen).  NULL on failure,
+ * with errno set and logged.
  */
 struct listener *
-listener_new(struct worker *w, const struct addr *addr, bool smc,
-	     void (*cb)(struct worker *, int, void *), void *arg)
+listener_new(struct worker *w, const struct addr *addr, const char *kind,
+	     bool smc, void (*cb)(struct worker *, int, void *), void *arg)
 {
 	struct listener *l;
-	char buf[ADDR_STRLEN];
+	char buf[ADDR_STRLEN], name[FDSTORE_NAME_MAX];
 	int fd;
 
-	fd = listener_socket(addr, LISTENER_BACKLOG, true, smc);
+	fdstore_name(name, sizeof(name), kind, worker_id(w), addr);
+	fd = fdstore_take(name, addr);
+	/* a socket from the store listens already: known to the program
+	 * by its address (smc_opt_listen), its header callbacks still on */
+	if (fd >= 0 && smc && smc_opt_attached())
+		(void)smc_opt_listening(fd);
+	if (fd < 0)
+		fd = listener_socket(addr, LISTENER_BACKLOG, true, smc);
 	if (fd < 0) {
 		errno = -fd;
 		log_warn("%s: worker %d: listen on %s", __func__, worker_id(w),
@@ -153,6 +165,7 @@ listener_new(struct worker *w, const struct addr *addr, bool smc,
 	l->w = w;
 	l->fd = fd;
 	l->addr = *addr;
+	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->cb = cb;
 	l->arg = arg;
 	l->ev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
@@ -160,6 +173,7 @@ listener_new(struct worker *w, const struct addr *addr, bool smc,
 	l->pause_ev = evtimer_new(worker_base(w), listener_resume, l);
 	if (l->ev == NULL || l->pause_ev == NULL || event_add(l->ev, NULL))
 		goto fail;
+	fdstore_keep(l->name, fd);
 	return l;
 fail:
 	if (l != NULL) {
@@ -169,6 +183,7 @@ fail:
 			event_free(l->pause_ev);
 		free(l);
 	}
+	fdstore_forget(name);
 	close(fd);
 	errno = ENOMEM;
 	return NULL;
@@ -198,14 +213,21 @@ listener_addr(const struct listener *l)
 	return &l->addr;
 }
 
-/* Close the socket; queued connections not yet accepted are reset. */
+/*
+ * Stop listening.  keep_stored (a stop): the copy in systemd's store
+ * keeps the socket and its queue for the next process.  Else the socket
+ * leaves the store too and closes: queued connections not yet accepted
+ * are reset, new ones refused.
+ */
 void
-listener_free(struct listener *l)
+listener_free(struct listener *l, bool keep_stored)
 {
 	if (l == NULL)
 		return;
 	event_free(l->ev);
 	event_free(l->pause_ev);
+	if (!keep_stored)
+		fdstore_forget(l->name);
 	close(l->fd);
 	free(l);
 }

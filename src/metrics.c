@@ -3,7 +3,8 @@
  * The Prometheus endpoint: when metrics_listen is set, GET /metrics on that
  * address answers with the text exposition format (0.0.4), served by evhttp
  * on the main thread's event_base; any other path is 404, any other method
- * 405.  Not reloadable: the address is bound once, at start.
+ * 405.  Not reloadable: the address is bound once, at start (after a
+ * restart under systemd, the socket is the one its store kept: fdstore.c).
  *
  * The content is what the control socket says, asked in-process through
  * control_request(): the stats catalogue exactly as smcproxyctl
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -569,10 +571,10 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 int
 metrics_init(const struct conf *conf, struct event_base *base)
 {
-	char buf[ADDR_STRLEN];
+	char buf[ADDR_STRLEN], name[FDSTORE_NAME_MAX];
 	json_t *reply = NULL, *schema;
 	struct timespec now;
-	int rc = -ENOMEM;
+	int fd, rc = -ENOMEM;
 
 	if (conf->metrics_listen.len == 0)
 		return 0;
@@ -596,13 +598,27 @@ metrics_init(const struct conf *conf, struct event_base *base)
 				      EVHTTP_REQ_PATCH);
 	evhttp_set_bevcb(metrics_http, metrics_bev_cb, NULL);
 	evhttp_set_gencb(metrics_http, metrics_request_cb, NULL);
-	metrics_listener = evconnlistener_new_bind(
-		base, NULL, NULL,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-			LEV_OPT_REUSEABLE,
-		METRICS_BACKLOG,
-		(const struct sockaddr *)&conf->metrics_listen.ss,
-		(int)conf->metrics_listen.len);
+	/* the socket systemd kept over a restart, with what queued in it */
+	fdstore_name(name, sizeof(name), "metrics", -1, &conf->metrics_listen);
+	fd = fdstore_take(name, &conf->metrics_listen);
+	if (fd >= 0)
+		metrics_listener = evconnlistener_new(
+			base, NULL, NULL,
+			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	else
+		metrics_listener = evconnlistener_new_bind(
+			base, NULL, NULL,
+			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+				LEV_OPT_REUSEABLE,
+			METRICS_BACKLOG,
+			(const struct sockaddr *)&conf->metrics_listen.ss,
+			(int)conf->metrics_listen.len);
+	if (metrics_listener == NULL && fd >= 0) {
+		rc = -ENOMEM;
+		fdstore_forget(name);
+		close(fd);
+		goto fail;
+	}
 	if (metrics_listener == NULL) {
 		rc = -errno;
 		log_warn("%s: metrics_listen: cannot listen on %s", __func__,
@@ -614,6 +630,7 @@ metrics_init(const struct conf *conf, struct event_base *base)
 		metrics_listener = NULL;
 		goto fail;
 	}
+	fdstore_keep(name, evconnlistener_get_fd(metrics_listener));
 	log_info("%s: Prometheus metrics at http://%s%s", __func__,
 		 addr_str(&conf->metrics_listen, buf, sizeof(buf)),
 		 METRICS_PATH);

@@ -42,8 +42,12 @@ static struct {
 #endif
 	int mark_fd;
 	int echoed_fd;
+	int listen_fd;
 	char state[160]; /* "attached to CGROUP", or why not */
-} smc_opt = {.mark_fd = -1, .echoed_fd = -1, .state = "kernel_smc is off"};
+} smc_opt = {.mark_fd = -1,
+	     .echoed_fd = -1,
+	     .listen_fd = -1,
+	     .state = "kernel_smc is off"};
 
 /* "attached to /sys/fs/cgroup/...", or why the program is not there. */
 const char *
@@ -113,6 +117,43 @@ smc_opt_mark(int fd, unsigned int mark)
 	return smc_opt.mark_fd < 0 ?
 		       -ENOENT :
 		       smc_opt_map_mark(smc_opt.mark_fd, fd, mark);
+}
+
+/*
+ * Listening socket fd, taken from the service manager's store, listened
+ * before this process marked it (the program saw its listen() in an
+ * earlier process): mark it and record its address and port where the
+ * program looks a SYN-ACK's listener up.  0 or -errno.
+ */
+int
+smc_opt_listening(int fd)
+{
+#ifdef HAVE_BPF
+	struct smc_opt_listen_key k;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	__u32 one = 1;
+	int rc;
+
+	if (smc_opt.listen_fd < 0)
+		return -ENOENT;
+	rc = smc_opt_mark(fd, SMC_OPT_LISTEN);
+	if (rc < 0)
+		return rc;
+	if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+		return -errno;
+	if (a.sin_family != AF_INET)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	k.ip4 = a.sin_addr.s_addr;
+	k.port = ntohs(a.sin_port);
+	return bpf_map_update_elem(smc_opt.listen_fd, &k, &one, BPF_ANY) ?
+		       -errno :
+		       0;
+#else
+	(void)fd;
+	return -EOPNOTSUPP;
+#endif
 }
 
 int
@@ -192,7 +233,7 @@ smc_opt_unload(void)
 		bpf_object__close(smc_opt.obj);
 	smc_opt.link = NULL;
 	smc_opt.obj = NULL;
-	smc_opt.mark_fd = smc_opt.echoed_fd = -1;
+	smc_opt.mark_fd = smc_opt.echoed_fd = smc_opt.listen_fd = -1;
 }
 
 static int
@@ -229,13 +270,18 @@ smc_opt_pinned(const char *dir)
 	smc_opt.mark_fd = bpf_obj_get(path);
 	snprintf(path, sizeof(path), "%s/smc_opt_echoed", dir);
 	smc_opt.echoed_fd = smc_opt.mark_fd < 0 ? -1 : bpf_obj_get(path);
-	if (smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0) {
+	snprintf(path, sizeof(path), "%s/smc_opt_listen", dir);
+	smc_opt.listen_fd = smc_opt.echoed_fd < 0 ? -1 : bpf_obj_get(path);
+	if (smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0 ||
+	    smc_opt.listen_fd < 0) {
 		rc = -errno;
 		snprintf(smc_opt.state, sizeof(smc_opt.state),
 			 "cannot open the maps pinned in %.96s: %s", dir,
 			 strerror(-rc));
 		if (smc_opt.mark_fd >= 0)
 			close(smc_opt.mark_fd);
+		if (smc_opt.echoed_fd >= 0)
+			close(smc_opt.echoed_fd);
 		smc_opt.mark_fd = smc_opt.echoed_fd = -1;
 		return rc;
 	}
@@ -307,7 +353,10 @@ smc_opt_load(const char *path, const char *pin)
 		bpf_object__find_map_fd_by_name(smc_opt.obj, "smc_opt_mark");
 	smc_opt.echoed_fd =
 		bpf_object__find_map_fd_by_name(smc_opt.obj, "smc_opt_echoed");
-	if (prog == NULL || smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0) {
+	smc_opt.listen_fd =
+		bpf_object__find_map_fd_by_name(smc_opt.obj, "smc_opt_listen");
+	if (prog == NULL || smc_opt.mark_fd < 0 || smc_opt.echoed_fd < 0 ||
+	    smc_opt.listen_fd < 0) {
 		rc = -ENOENT;
 		snprintf(smc_opt.state, sizeof(smc_opt.state),
 			 "%.96s lacks the program or its maps", path);

@@ -104,6 +104,7 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 	bool known;
 
 	if (old == NULL && next->has_peer_listen &&
+	    !fdstore_holds(&next->peer_listen) &&
 	    (rc = listener_probe(&next->peer_listen)) != 0) {
 		fprintf(errors,
 			"%s: peer_listen.address: cannot listen on %s: "
@@ -118,7 +119,8 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 		for (j = 0; old != NULL && j < old->nrules && !known; j++)
 			known = addr_equal(&old->rules[j].listen,
 					   &next->rules[i].listen);
-		if (known)
+		/* a socket the service manager passed is ours */
+		if (known || fdstore_holds(&next->rules[i].listen))
 			continue;
 		snprintf(key, sizeof(key), "rules[%d].listen", i);
 		snprintf(what, sizeof(what), "rule %s", next->rules[i].name);
@@ -133,7 +135,7 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 		for (j = 0; old != NULL && j < old->nexports && !known; j++)
 			known = addr_equal(&old->exports[j].smc_listen,
 					   &next->exports[i].smc_listen);
-		if (known)
+		if (known || fdstore_holds(&next->exports[i].smc_listen))
 			continue;
 		snprintf(key, sizeof(key), "exports[%d].smc_listen", i);
 		snprintf(what, sizeof(what), "export %s",
@@ -232,7 +234,9 @@ smcproxyd_sighup(evutil_socket_t sig, short what, void *arg)
 
 /*
  * Stop (SIGTERM, SIGINT, `shutdown`): accept nothing more and give open
- * connections shutdown_timeout to finish, the control socket staying up
+ * connections shutdown_timeout to finish (under systemd the listening
+ * sockets stay in its store: after a restart the next process accepts
+ * what queued meanwhile), the control socket staying up
  * so that the drain can be watched and cut short.  now (a second signal,
  * `shutdown now`): close whatever is still open at once.  The main loop
  * ends once every worker has no connection left (smcproxyd_stopped).
@@ -429,6 +433,8 @@ main(int argc, char *argv[])
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
 
+	/* a restart: the listening sockets systemd kept for us */
+	fdstore_init();
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
 		fatalx("%s: a listen address is taken; not starting", path);
 	if (conf_current->ksmc.enabled)
@@ -446,6 +452,7 @@ main(int argc, char *argv[])
 	}
 	if (metrics_init(conf_current, main_base))
 		fatalx("metrics_listen: cannot serve metrics; not starting");
+	fdstore_close_unused();
 	log_info("smcproxyd %s ready: %s, %d workers, %d rules, %d peers, "
 		 "%d exports",
 		 SMCPROXYD_VERSION, conf_current->name, conf_current->workers,

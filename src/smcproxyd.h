@@ -287,6 +287,17 @@ void notify_status(const struct conf *conf);
 void notify_reloading(void);
 void notify_reload_failed(const struct conf *conf, const char *why);
 
+/* fdstore.c */
+#define FDSTORE_NAME_MAX 96 /* "rule-WORKER-[IPV6]_PORT"; systemd's: 255 */
+void fdstore_name(char *buf, size_t len, const char *kind, int worker,
+		  const struct addr *a);
+void fdstore_init(void);
+int fdstore_take(const char *name, const struct addr *a);
+bool fdstore_holds(const struct addr *a);
+void fdstore_close_unused(void);
+void fdstore_keep(const char *name, int fd);
+void fdstore_forget(const char *name);
+
 /* kpeer.c */
 struct kpeer_hs;
 void kpeer_accept(struct worker *w, int fd, void *export);
@@ -302,6 +313,7 @@ const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 int smc_opt_mark(int fd, unsigned int mark);
 int smc_opt_echoed(int fd);
+int smc_opt_listening(int fd);
 int smc_opt_connected(int fd);
 int smc_opt_map_mark(int map_fd, int fd, unsigned int mark);
 int smc_opt_map_echoed(int map_fd, int fd, bool forget);
@@ -409,13 +421,13 @@ void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 /* listener.c */
 struct listener;
 struct listener *listener_new(struct worker *w, const struct addr *addr,
-			      bool smc,
+			      const char *kind, bool smc,
 			      void (*cb)(struct worker *, int, void *),
 			      void *arg);
 void listener_set_arg(struct listener *l, void *arg);
 void listener_set_room(struct listener *l, bool (*room)(struct worker *));
 const struct addr *listener_addr(const struct listener *l);
-void listener_free(struct listener *l);
+void listener_free(struct listener *l, bool keep_stored);
 int listener_probe(const struct addr *addr);
 
 /* session.c */

@@ -17,7 +17,8 @@
  *
  * A rule's listeners are open while the rule is enabled and its peer is
  * not draining: an operator's `disable rule` or `drain peer` closes them
- * on every worker (new clients are refused, open connections go on), and
+ * on every worker, and takes them out of systemd's store (new clients
+ * are refused, open connections go on), and
  * `enable rule` or `undrain peer` opens them again.  The disabled rules
  * are kept by name, so a reload keeps them disabled while the name stays.
  *
@@ -509,8 +510,11 @@ worker_listen(struct worker *w, const struct addr *a,
 	wl = calloc(1, sizeof(*wl));
 	if (wl == NULL)
 		return -ENOMEM;
-	wl->l = listener_new(w, a, kind == WORKER_LISTEN_SMC, accept[kind],
-			     arg);
+	wl->l = listener_new(w, a,
+			     kind == WORKER_LISTEN_PEER ? "peer" :
+			     kind == WORKER_LISTEN_SMC	? "smc" :
+							  "rule",
+			     kind == WORKER_LISTEN_SMC, accept[kind], arg);
 	if (wl->l == NULL) {
 		free(wl);
 		return -errno;
@@ -552,7 +556,7 @@ worker_listen_all(struct worker *w, struct conf *conf)
 		if (wl->seen)
 			continue;
 		LIST_REMOVE(wl, entry);
-		listener_free(wl->l);
+		listener_free(wl->l, false);
 		free(wl);
 	}
 	return rc;
@@ -679,6 +683,10 @@ worker_rule_enable(const char *name, bool enable)
 	return rc;
 }
 
+/*
+ * Stop listening (stopping, or not starting): the sockets stay in
+ * systemd's store, where the next process takes them with what queued.
+ */
 static void
 worker_listeners_close(struct worker *w)
 {
@@ -686,7 +694,7 @@ worker_listeners_close(struct worker *w)
 
 	while ((wl = LIST_FIRST(&w->listeners)) != NULL) {
 		LIST_REMOVE(wl, entry);
-		listener_free(wl->l);
+		listener_free(wl->l, true);
 		free(wl);
 	}
 }

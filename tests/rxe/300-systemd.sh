@@ -35,6 +35,9 @@
 #                                names (ExecReload=smcproxyctl -c)
 #   smcproxyd@two                a second daemon beside the first, its own
 #                                runtime directory, reload, stop
+#   systemctl restart            client loops and streams through the unit
+#                                see no refused or reset connection: the
+#                                listening sockets wait in the fd store
 #   systemd-analyze security     its exposure score, printed and bounded
 . "$(dirname "$0")/lib.sh"
 
@@ -50,6 +53,7 @@ PORT_B=7311
 PORT_RULE=16590
 PORT_RULE2=16592
 PORT_RULE3=16594
+PORT_MET=16596
 PORT_T=16589
 fail=0
 
@@ -386,6 +390,92 @@ else
 	journalctl -u 'smcproxyd@two' --no-pager -o cat | tail -n 20
 fi
 systemctl stop smcproxyd smcproxyd@two 2>/dev/null
+
+# --- systemctl restart refuses no one ---------------------------------------
+# Four client loops (one connection after another, 64 KiB each way,
+# verified) and two streams of 8 s run through the unit's daemon across
+# "systemctl restart smcproxyd".  The old process drains the streams; its
+# listening sockets (each of 2 workers' for the rule, and metrics_listen's)
+# wait in systemd's file descriptor store meanwhile, so the loops'
+# connections queue there and the new process serves them.  Without the
+# store every connection tried during the drain is refused.
+write_conf "name = \"a\"; workers = 2; shutdown_timeout = 30; metrics_listen = \"127.0.0.1:$PORT_MET\";"
+if systemctl start smcproxyd; then
+	xfer_ok "restart: first connection (the link group comes up)" \
+		-n 1 -b 64K -T 60
+	pid0=$(systemctl show -p MainPID --value smcproxyd)
+	rm -f "$R/loops.stop"
+	# client_loop I: connections until loops.stop, one line each in
+	# $R/loopI.log: "START END STATUS" (uptime seconds)
+	client_loop() {
+		while [ ! -e "$R/loops.stop" ]; do
+			_t0=$(rxe_now)
+			"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 64K \
+				--verify -T 60 >"$R/loop$1.out" 2>&1
+			_rc=$?
+			echo "$_t0 $(rxe_now) $_rc" >>"$R/loop$1.log"
+			[ "$_rc" -eq 0 ] ||
+				cat "$R/loop$1.out" >>"$RXE_OUT/restart-failures.txt"
+		done
+	}
+	loops=
+	for i in 1 2 3 4; do
+		: >"$R/loop$i.log"
+		client_loop "$i" &
+		loops="$loops $!"
+	done
+	"$XFER" client -c "127.0.0.1:$PORT_RULE" -m stream -t 8 --verify -n 2 \
+		-T 60 >"$RXE_OUT/restart-stream.out" 2>&1 &
+	streamer=$!
+	sleep 2
+	t0=$(rxe_now)
+	systemctl restart smcproxyd || bad "systemctl restart failed (exit $?)"
+	t1=$(rxe_now)
+	sleep 3
+	touch "$R/loops.stop"
+	# shellcheck disable=SC2086 # the loops' pids
+	wait $loops
+	if wait "$streamer"; then
+		ok "restart: the streams open at the restart were drained, not reset"
+	else
+		bad "restart: the streams open at the restart: $(tail -3 "$RXE_OUT/restart-stream.out")"
+	fi
+	cat "$R"/loop*.log >"$RXE_OUT/restart-loops.txt"
+	n=$(wc -l <"$RXE_OUT/restart-loops.txt")
+	failed=$(awk '$3 != 0' "$RXE_OUT/restart-loops.txt" | wc -l)
+	# connections that began while the old process drained or the new
+	# one started: they waited in the stored sockets' queues
+	gap=$(awk -v a="$t0" -v b="$t1" '$1 >= a && $1 < b' \
+		"$RXE_OUT/restart-loops.txt" | wc -l)
+	echo "# restart took $(awk -v a="$t0" -v b="$t1" \
+		'BEGIN { printf "%.1f", b - a }') s; $n connections, $gap begun during it, $failed failed"
+	if [ "$failed" -eq 0 ] && [ "$gap" -ge 1 ]; then
+		ok "restart: $n connections, $gap of them begun during the restart, none refused or reset, all verified"
+	elif [ "$failed" -eq 0 ]; then
+		bad "restart: no connection began during the restart ($n in all)"
+	else
+		bad "restart: $failed of $n connections failed ($gap begun during the restart): $(head -c 600 "$RXE_OUT/restart-failures.txt" 2>/dev/null)"
+	fi
+	pid1=$(systemctl show -p MainPID --value smcproxyd)
+	[ "$pid1" != "$pid0" ] || bad "restart: MainPID is still $pid0"
+	if journal_has '3 listening sockets passed by the service manager'; then
+		ok "restart: the new process took the 3 stored sockets"
+	else
+		bad "restart: the new process was passed no stored socket"
+	fi
+	if "$CTL" -s "$R/a.sock" -j stats >/dev/null &&
+		python3 -c 'import sys, urllib.request
+r = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10)
+sys.exit(0 if b"smcproxyd_" in r.read() else 1)' "$PORT_MET"; then
+		ok "restart: metrics served on the stored socket"
+	else
+		bad "restart: no metrics on 127.0.0.1:$PORT_MET after the restart"
+	fi
+	systemctl stop smcproxyd || bad "systemctl stop failed (exit $?)"
+else
+	bad "systemctl start for the restart check failed"
+fi
+write_conf "$good"
 
 # --- systemd-analyze security ------------------------------------------------
 # the unit as shipped: without the sanitizer build's drop-in
