@@ -37,37 +37,6 @@
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
-static int
-read_full(int fd, uint8_t *buf, size_t len)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < len) {
-		n = read(fd, buf + got, len - got);
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
-static int
-parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-
-	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
-}
-
 /* Send a PROPOSAL and read the answer: 0 after a DECLINE, else -1. */
 static int
 clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
@@ -76,9 +45,8 @@ clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
 	struct sclc_proposal_info p;
 	struct sclc_decline_info d;
 	uint32_t code = 0;
-	uint16_t length;
 	uint8_t type;
-	int n;
+	int n, length;
 
 	memset(&p, 0, sizeof(p));
 	p.typev1 = SCLC_TYPE_N;
@@ -102,16 +70,13 @@ clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
 		memset(buf, 'G', (size_t)n);
 	if (write(fd, buf, (size_t)n) != n)
 		return -1;
-	if (read_full(fd, buf, sizeof(struct clc_hdr)) ||
-	    sclc_hdr_check(buf, sizeof(struct clc_hdr), &type, &length,
-			   &code) ||
-	    read_full(fd, buf + sizeof(struct clc_hdr),
-		      length - sizeof(struct clc_hdr))) {
+	length = smcopt_clc_read(fd, buf, &type, &code);
+	if (length < 0) {
 		printf("no CLC answer\n");
 		return -1;
 	}
 	if (type != CLC_DECLINE ||
-	    sclc_decline_decode(buf, length, &d, &code) != 0) {
+	    sclc_decline_decode(buf, (size_t)length, &d, &code) != 0) {
 		printf("CLC type %u, not a good DECLINE\n", type);
 		return -1;
 	}
@@ -195,7 +160,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (to == NULL || obj == NULL || parse_addr(to, &sin) != 0) {
+	if (to == NULL || obj == NULL || smcopt_addr4(to, &sin) != 0) {
 		fputs("usage: ksmcclient -c ADDR:PORT -o SMC_OPT_BPF_O [-e "
 		      "EID] "
 		      "[-g IPV4] [-n BYTES] [-p] [-r]\n",

@@ -32,21 +32,6 @@
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
-static int
-read_full(int fd, uint8_t *buf, size_t len)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < len) {
-		n = read(fd, buf + got, len - got);
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 static void
 print_eid(const char *what, const uint8_t eid[SCLC_EID_LEN])
 {
@@ -65,27 +50,22 @@ proposal(int fd)
 	struct sclc_proposal_info p;
 	char gid[INET6_ADDRSTRLEN];
 	uint32_t decl = 0;
-	uint16_t length;
 	uint8_t type;
-	int i;
+	int i, length;
 
-	if (read_full(fd, buf, sizeof(struct clc_hdr)) ||
-	    sclc_hdr_check(buf, sizeof(struct clc_hdr), &type, &length,
-			   &decl) ||
-	    type != CLC_PROPOSAL) {
+	length = smcopt_clc_read(fd, buf, &type, &decl);
+	if (length < 0 || type != CLC_PROPOSAL) {
 		printf("no CLC PROPOSAL (decline reason %s)\n",
 		       clc_decline_name(decl));
 		return -1;
 	}
-	if (read_full(fd, buf + sizeof(struct clc_hdr),
-		      length - sizeof(struct clc_hdr)) ||
-	    sclc_proposal_decode(buf, length, &p, &decl)) {
-		printf("PROPOSAL of %u bytes refused: %s\n", length,
+	if (sclc_proposal_decode(buf, (size_t)length, &p, &decl)) {
+		printf("PROPOSAL of %d bytes refused: %s\n", length,
 		       clc_decline_name(decl));
 		return -1;
 	}
 	inet_ntop(AF_INET6, p.roce_gid, gid, sizeof(gid));
-	printf("PROPOSAL %u bytes: v1 %d, v2 %d, release %u, RoCE GID %s, "
+	printf("PROPOSAL %d bytes: v1 %d, v2 %d, release %u, RoCE GID %s, "
 	       "max_conns %u, max_links %u, %u EID(s)\n",
 	       length, p.typev1, p.typev2, p.release, gid, p.max_conns,
 	       p.max_links, p.eid_cnt);
@@ -101,16 +81,12 @@ client_decline(int fd)
 	uint8_t buf[SCLC_MSG_MAX];
 	struct sclc_decline_info d;
 	uint32_t code = 0;
-	uint16_t length;
 	uint8_t type;
+	int length;
 
-	if (read_full(fd, buf, sizeof(struct clc_hdr)) ||
-	    sclc_hdr_check(buf, sizeof(struct clc_hdr), &type, &length,
-			   &code) ||
-	    type != CLC_DECLINE ||
-	    read_full(fd, buf + sizeof(struct clc_hdr),
-		      length - sizeof(struct clc_hdr)) ||
-	    sclc_decline_decode(buf, length, &d, &code)) {
+	length = smcopt_clc_read(fd, buf, &type, &code);
+	if (length < 0 || type != CLC_DECLINE ||
+	    sclc_decline_decode(buf, (size_t)length, &d, &code)) {
 		printf("no DECLINE after the ACCEPT\n");
 		return -1;
 	}
@@ -191,7 +167,6 @@ main(int argc, char **argv)
 	struct sockaddr_in sin;
 	uint8_t acc[SCLC_MSG_MAX];
 	int acc_len = 0, count = 1;
-	char *colon;
 	int c, l, a, rc = 0;
 
 	while ((c = getopt(argc, argv, "l:o:d:a:N:")) != -1) {
@@ -215,7 +190,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!listen_at || !obj || !(colon = strrchr(listen_at, ':'))) {
+	if (!listen_at || !obj || smcopt_addr4(listen_at, &sin) != 0) {
 		fputs("usage: ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O "
 		      "[-d CODE] [-a FILE] [-N N]\n",
 		      stderr);
@@ -224,14 +199,6 @@ main(int argc, char **argv)
 	if (accept_file != NULL &&
 	    (acc_len = load(accept_file, acc, sizeof(acc))) < 0) {
 		fprintf(stderr, "ksmcdecline: cannot read %s\n", accept_file);
-		return 2;
-	}
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)atoi(colon + 1));
-	*colon = '\0';
-	if (inet_pton(AF_INET, listen_at, &sin.sin_addr) != 1) {
-		fprintf(stderr, "ksmcdecline: bad address %s\n", listen_at);
 		return 2;
 	}
 	why = smcopt_env_setup(&env, obj);
@@ -249,7 +216,7 @@ main(int argc, char **argv)
 		smcopt_env_teardown(&env);
 		return 2;
 	}
-	printf("listening on %s:%u\n", listen_at, ntohs(sin.sin_port));
+	printf("listening on %s\n", listen_at);
 	fflush(stdout);
 	while (count-- > 0) {
 		a = accept(l, NULL, NULL);

@@ -18,7 +18,11 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
+#include <arpa/inet.h>
+
 #include "smcproxyd.h"
+#include "clc_wire.h"
+#include "sclc_wire.h"
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
@@ -125,4 +129,48 @@ int
 smcopt_echoed(struct smcopt_env *e, int fd)
 {
 	return smc_opt_map_echoed(e->echoed_fd, fd, false) == 1;
+}
+
+/*
+ * Read one standard CLC message from fd into buf (SCLC_MSG_MAX bytes):
+ * its header, then the rest its length says.  The length, or -1 when the
+ * connection ended or the header is none (*decl: why).
+ */
+int
+smcopt_clc_read(int fd, uint8_t *buf, uint8_t *type, uint32_t *decl)
+{
+	uint16_t length;
+	size_t got = 0, want = sizeof(struct clc_hdr);
+	ssize_t n;
+
+	*decl = 0;
+	while (got < want) {
+		n = read(fd, buf + got, want - got);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		if (got == sizeof(struct clc_hdr) && want == got) {
+			if (sclc_hdr_check(buf, got, type, &length, decl))
+				return -1;
+			want = length;
+		}
+	}
+	return (int)want;
+}
+
+/* "IPV4:PORT" into sin: 0, or -1. */
+int
+smcopt_addr4(const char *s, struct sockaddr_in *sin)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
 }

@@ -7,6 +7,8 @@
 #ifndef SMCPROXYD_SMCOPT_ENV_H
 #define SMCPROXYD_SMCOPT_ENV_H
 
+#include <stdint.h>
+
 #include <bpf/libbpf.h>
 
 struct smcopt_env {
@@ -23,5 +25,10 @@ const char *smcopt_env_setup(struct smcopt_env *e, const char *path);
 void smcopt_env_teardown(struct smcopt_env *e);
 int smcopt_mark(struct smcopt_env *e, int fd, unsigned int mark);
 int smcopt_echoed(struct smcopt_env *e, int fd);
+
+/* for the tools that take a kernel SMC-R peer's first steps */
+struct sockaddr_in;
+int smcopt_clc_read(int fd, uint8_t *buf, uint8_t *type, uint32_t *decl);
+int smcopt_addr4(const char *s, struct sockaddr_in *sin);
 
 #endif /* SMCPROXYD_SMCOPT_ENV_H */
