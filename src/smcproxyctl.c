@@ -671,7 +671,7 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 		{"DESCRIPTION", "description", CTL_COL_TEXT, false},
 	};
 	json_t *stats = json_object_get(data, "stats");
-	json_t *reply = NULL, *schema, *rows, *e;
+	json_t *reply = NULL, *schema, *rows, *e, *v;
 	char up[32], since[32];
 	size_t i;
 
@@ -685,20 +685,24 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 				json_object_get(data, "workers")),
 			up, since);
 
-	/* units and descriptions come from the schema */
+	/*
+	 * Units and descriptions come from the schema.  Of the counters per
+	 * decline code, only those that counted something: -j has them all.
+	 */
 	schema = json_object_get(ctl_call(conn, "schema", &reply), "stats");
 	rows = json_array();
 	json_array_foreach(schema, i, e) {
-		json_object_set(
-			e, "value",
-			json_object_get(
-				stats,
-				json_string_value(json_object_get(e, "name"))));
+		v = json_object_get(
+			stats, json_string_value(json_object_get(e, "name")));
+		if (json_object_get(json_object_get(e, "labels"), "code") !=
+			    NULL &&
+		    json_integer_value(v) == 0)
+			continue;
+		json_object_set(e, "value", v);
 		json_array_append(rows, e);
 	}
 	if (json_array_size(rows) == 0) {
 		const char *key;
-		json_t *v;
 
 		json_object_foreach(stats, key, v)
 			json_array_append_new(rows,

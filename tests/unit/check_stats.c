@@ -205,7 +205,7 @@ START_TEST(test_schema)
 				json_string_value(json_object_get(e, "metric")),
 				name);
 			ck_assert_uint_eq(json_object_size(labels), 0);
-		} else {
+		} else if (i < STAT_DECL_SENT_BASE) {
 			/* close reasons: one family, the reason as a label */
 			ck_assert_str_eq(
 				json_string_value(json_object_get(e, "metric")),
@@ -214,8 +214,31 @@ START_TEST(test_schema)
 						 labels, "reason")),
 					 reasons[i - STAT_CLOSE_BASE]);
 			ck_assert_str_eq(kind, "counter");
+		} else {
+			/* declines: one family, direction, code and name */
+			ck_assert_str_eq(
+				json_string_value(json_object_get(e, "metric")),
+				"declines");
+			ck_assert_uint_eq(json_object_size(labels), 3);
+			ck_assert_str_eq(kind, "counter");
 		}
 	}
+	/* the code as Prometheus shows it, the name as show peers does */
+	e = json_array_get(schema,
+			   STAT_DECL_RECEIVED_BASE + CLC_DECLI_NOSMCRDEV);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+			 "declines_received_0x03030002");
+	labels = json_object_get(e, "labels");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(labels, "direction")),
+		"received");
+	ck_assert_str_eq(json_string_value(json_object_get(labels, "code")),
+			 "0x03030002");
+	ck_assert_str_eq(json_string_value(json_object_get(labels, "reason")),
+			 "NOSMCRDEV");
+	e = json_array_get(schema, STAT_DECL_SENT_BASE + CLC_DECL_NCODES);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+			 "declines_sent_unknown");
 	json_decref(schema);
 }
 END_TEST
