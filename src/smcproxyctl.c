@@ -918,35 +918,34 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 
 /******** Prometheus ********/
 
-/* The exposition itself is prom.c's, shared with the daemon's endpoint. */
+/*
+ * The exposition itself is prom.c's, shared with the daemon's endpoint,
+ * from the same commands' data: the same families.
+ */
 static int
 ctl_prometheus(struct ctl_conn *conn, bool om)
 {
-	json_t *sreply = NULL, *dreply = NULL, *vreply = NULL, *schema, *data;
-	json_t *stats, *totals;
+	json_t *sreply = NULL, *reply[PROM_NCMDS] = {NULL}, *schema;
+	const json_t *data[PROM_NCMDS];
+	int i, rc = CTL_EXIT_FAILED;
 
 	schema = json_object_get(ctl_call(conn, "schema", &sreply), "stats");
 	if (schema == NULL)
-		return CTL_EXIT_FAILED;
-	data = ctl_call(conn, "stats", &dreply);
-	stats = json_object_get(data, "stats");
-	if (stats == NULL) {
-		json_decref(sreply);
-		return CTL_EXIT_FAILED;
+		goto out;
+	for (i = 0; i < PROM_NCMDS; i++) {
+		data[i] = ctl_call(conn, prom_commands[i], &reply[i]);
+		if (data[i] == NULL)
+			goto out;
 	}
-	totals = json_object_get(data, "totals");
-	if (totals == NULL)
-		totals = stats;
-	prom_stats(stdout, schema, stats, totals,
-		   json_string_value(json_object_get(
-			   ctl_call(conn, "version", &vreply), "version")),
-		   om);
+	prom_write(stdout, schema, data, om);
 	if (om)
 		printf("# EOF\n");
-	json_decref(vreply);
+	rc = CTL_EXIT_OK;
+out:
+	for (i = 0; i < PROM_NCMDS; i++)
+		json_decref(reply[i]);
 	json_decref(sreply);
-	json_decref(dreply);
-	return CTL_EXIT_OK;
+	return rc;
 }
 
 /******** main ********/

@@ -512,7 +512,7 @@ void tally_open(struct session *s);
 void tally_setup(const struct session *s, uint64_t ms);
 int64_t tally_conns(enum tally_kind kind, const char *name);
 void tally_close(const struct session *s, enum session_reason reason);
-void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);
+struct json_t *tally_json(void);
 void tally_shutdown(void);
 
 /* control.c */

@@ -75,6 +75,26 @@ static const struct stats_def stats_defs[STAT_N] = {
 	/* clang-format on */
 };
 
+/*
+ * The Prometheus family of the statistics whose catalogue name (the
+ * kernel's smc_stats name, kept in JSON) breaks Prometheus' conventions:
+ * "_cnt" is no unit, a unit goes last, time is in seconds.  No alias of
+ * the old family names: no release exported them.
+ */
+static const struct {
+	enum stats_id id;
+	const char *metric;
+	double scale; /* catalogue unit to the family's; 0: the same */
+} stats_metrics[] = {
+	{STAT_rdma_buf_bytes_used, "rdma_buf_used_bytes", 0},
+	{STAT_tx_cnt, "tx_requests", 0},
+	{STAT_rx_cnt, "rx_requests", 0},
+	{STAT_buf_full_cnt, "buf_full", 0},
+	{STAT_srv_hshake_err_cnt, "server_handshake_errors", 0},
+	{STAT_clnt_hshake_err_cnt, "client_handshake_errors", 0},
+	{STAT_busy_poll_time_us, "busy_poll_seconds", 1e-6},
+};
+
 /* Main thread only. */
 static struct stats stats_baseline;
 static struct timespec stats_reset_ts;
@@ -195,7 +215,8 @@ stats_json(const struct stats *st)
 /**
  * stats_schema_json() - The catalogue as a JSON array: for each statistic
  * its name, kind ("counter" or "gauge"), unit, description, and how it is
- * exported as a metric (family name, help text, labels).
+ * exported as a metric (family name, help text, labels, and the scale
+ * from its unit to the family's where they differ).
  * Return: a new reference, or NULL when out of memory.
  */
 json_t *
@@ -203,6 +224,9 @@ stats_schema_json(void)
 {
 	const struct stats_def *d;
 	json_t *arr, *e, *labels;
+	const char *metric;
+	double scale;
+	size_t m;
 	int id;
 
 	arr = json_array();
@@ -218,12 +242,24 @@ stats_schema_json(void)
 			labels = json_pack("{s:s}", "reason", d->reason);
 		else
 			labels = json_object();
+		metric = d->metric;
+		scale = 0;
+		for (m = 0;
+		     m < sizeof(stats_metrics) / sizeof(stats_metrics[0]);
+		     m++) {
+			if ((int)stats_metrics[m].id == id) {
+				metric = stats_metrics[m].metric;
+				scale = stats_metrics[m].scale;
+			}
+		}
 		e = json_pack(
 			"{s:s, s:s, s:s, s:s, s:s, s:s, s:o*}", "name", d->name,
 			"kind", d->kind == STATS_COUNTER ? "counter" : "gauge",
 			"unit", d->unit, "description", d->desc, "metric",
-			d->metric, "help", d->help != NULL ? d->help : d->desc,
+			metric, "help", d->help != NULL ? d->help : d->desc,
 			"labels", labels);
+		if (e != NULL && scale != 0)
+			json_object_set_new(e, "scale", json_real(scale));
 		if (e == NULL || json_array_append_new(arr, e) == -1) {
 			json_decref(arr);
 			return NULL;

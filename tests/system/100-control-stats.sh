@@ -172,6 +172,8 @@ for l in prom:
     if fam.endswith("_total"):
         fam = fam[:-len("_total")]
         eq(seen.get(fam, {}).get("TYPE"), "counter", "TYPE of %s" % m.group(1))
+    if fam.rsplit("_", 1)[-1] in ("bucket", "sum", "count") and fam not in seen:
+        fam = fam.rsplit("_", 1)[0]
     need("TYPE" in seen.get(fam, {}), "sample before its TYPE: %r" % l)
     samples[m.group(1).removesuffix("_total") + (m.group(2) or "")] = \
         float(m.group(3))
@@ -185,7 +187,8 @@ for s in schema:
     lab = "{%s}" % lab if lab else ""
     key = s["metric"] + lab
     want = (tot if s["kind"] == "counter" else st)[s["name"]]
-    eq(samples.get(key), want, "Prometheus %s" % key)
+    eq(samples.get(key), round(want * s.get("scale", 1), 6),
+       "Prometheus %s" % key)
     eq(seen[s["metric"]]["TYPE"], s["kind"], "TYPE of %s" % s["metric"])
     eq(seen[s["metric"]]["HELP"], s["help"], "HELP of %s" % s["metric"])
     if s["name"].startswith("close_"):
@@ -195,7 +198,11 @@ for s in schema:
         d, code = s["name"][len("declines_"):].split("_", 1)
         eq((s["metric"], s["labels"]["direction"], s["labels"]["code"]),
            ("declines", d, code), "family of %s" % s["name"])
-    else:
+    elif s["name"] in ("tx_cnt", "busy_poll_time_us"):
+        eq((s["metric"], lab), ({"tx_cnt": "tx_requests",
+                                 "busy_poll_time_us": "busy_poll_seconds"}
+                                [s["name"]], ""), "family of %s" % s["name"])
+    elif "_cnt" not in s["name"] and not s["name"].endswith("_used"):
         eq((s["metric"], lab), (s["name"], ""), "family of %s" % s["name"])
 EOF
 }

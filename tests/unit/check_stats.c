@@ -182,7 +182,7 @@ START_TEST(test_schema)
 #undef X
 	};
 	json_t *schema, *e, *labels;
-	const char *kind, *name;
+	const char *kind, *name, *metric;
 	size_t i;
 
 	schema = stats_schema_json();
@@ -201,9 +201,23 @@ START_TEST(test_schema)
 		labels = json_object_get(e, "labels");
 		ck_assert(json_is_object(labels));
 		if (i < STAT_CLOSE_BASE) {
-			ck_assert_str_eq(
-				json_string_value(json_object_get(e, "metric")),
-				name);
+			/*
+			 * the catalogue's name, or where it has _cnt, _us or
+			 * _used (a unit not last) one in Prometheus' style
+			 */
+			metric =
+				json_string_value(json_object_get(e, "metric"));
+			ck_assert_ptr_nonnull(metric);
+			ck_assert_msg(strcmp(metric, name) == 0 ||
+					      strstr(name, "_cnt") != NULL ||
+					      strstr(name, "_us") != NULL,
+				      "%s exported as %s", name, metric);
+			ck_assert_ptr_null(strstr(metric, "_cnt"));
+			ck_assert_msg(
+				strlen(metric) < 3 ||
+					strcmp(metric + strlen(metric) - 3,
+					       "_us") != 0,
+				"%s: microseconds", metric);
 			ck_assert_uint_eq(json_object_size(labels), 0);
 		} else if (i < STAT_DECL_SENT_BASE) {
 			/* close reasons: one family, the reason as a label */
@@ -236,6 +250,13 @@ START_TEST(test_schema)
 			 "0x03030002");
 	ck_assert_str_eq(json_string_value(json_object_get(labels, "reason")),
 			 "NOSMCRDEV");
+	/* in seconds for Prometheus, microseconds in the catalogue */
+	e = json_array_get(schema, STAT_busy_poll_time_us);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "metric")),
+			 "busy_poll_seconds");
+	ck_assert(json_number_value(json_object_get(e, "scale")) == 1e-6);
+	ck_assert_ptr_null(json_object_get(
+		json_array_get(schema, STAT_tx_bytes), "scale"));
 	e = json_array_get(schema, STAT_DECL_SENT_BASE + CLC_DECL_NCODES);
 	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
 			 "declines_sent_unknown");
