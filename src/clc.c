@@ -591,6 +591,24 @@ clc_who(const struct clc_conn *c, char *buf, size_t len)
 	return addr_str(&c->src, buf, len);
 }
 
+/*
+ * A handshake that failed authentication: the AUTH_FAILED event, with
+ * the peer's name (the one it claimed, when no group is made yet) and
+ * its link group when there is one.
+ */
+static void
+clc_auth_failed(const struct clc_conn *c, const char *why)
+{
+	char who[ADDR_STRLEN + 64];
+	struct log_where w = {c->lgr != NULL ? c->lgr->peer->name :
+					       c->prop.name,
+			      NULL, c->lgr != NULL ? (long)c->lgr->id : -1, -1};
+
+	log_event(LOG_EV_AUTH_FAILED, LOG_LEVEL_WARN, &w,
+		  "clc: %s: authentication failed: %s",
+		  clc_who(c, who, sizeof(who)), why);
+}
+
 static void
 clc_unlist(struct clc_conn *c)
 {
@@ -900,9 +918,12 @@ clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
 		auth_failed(c->ctx->auth, &c->src, now_ms());
 	if (code == CLC_DECL_TIMEOUT_CL)
 		clc_preauth_failed(c);
-	log_warnx("clc: %s: declined %s (0x%08x): %s",
-		  clc_who(c, who, sizeof(who)), clc_decline_name(code), code,
-		  why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: declined %s (0x%08x): %s",
+			  clc_who(c, who, sizeof(who)), clc_decline_name(code),
+			  code, why);
 	clc_decline_send(c, code);
 }
 
@@ -919,7 +940,10 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	} else if (code == CLC_DECL_TIMEOUT_CL && c->preauth) {
 		clc_preauth_failed(c);
 	}
-	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	clc_decline_send(c, code);
 	lgr_clc_end(c->lgr, code, false);
 }
@@ -1214,7 +1238,10 @@ clc_client_fail(struct clc_conn *c, uint32_t code, bool decline,
 {
 	char who[ADDR_STRLEN + 64];
 
-	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	if (decline)
 		clc_decline_send(c, code);
 	lgr_clc_end(c->lgr, code, false);
