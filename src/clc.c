@@ -39,46 +39,10 @@
 static const struct {
 	uint32_t code;
 	const char *name;
-} clc_decline_names[] = {
-	{CLC_DECL_MEM, "MEM"},
-	{CLC_DECL_TIMEOUT_CL, "TIMEOUT_CL"},
-	{CLC_DECL_TIMEOUT_AL, "TIMEOUT_AL"},
-	{CLC_DECL_CNFERR, "CNFERR"},
-	{CLC_DECL_PEERNOSMC, "PEERNOSMC"},
-	{CLC_DECL_IPSEC, "IPSEC"},
-	{CLC_DECL_NOSMCDEV, "NOSMCDEV"},
-	{CLC_DECL_NOSMCDDEV, "NOSMCDDEV"},
-	{CLC_DECL_NOSMCRDEV, "NOSMCRDEV"},
-	{CLC_DECL_NOISM2SUPP, "NOISM2SUPP"},
-	{CLC_DECL_NOV2EXT, "NOV2EXT"},
-	{CLC_DECL_NOV2DEXT, "NOV2DEXT"},
-	{CLC_DECL_NOSEID, "NOSEID"},
-	{CLC_DECL_NOSMCD2DEV, "NOSMCD2DEV"},
-	{CLC_DECL_NOUEID, "NOUEID"},
-	{CLC_DECL_RELEASEERR, "RELEASEERR"},
-	{CLC_DECL_MAXCONNERR, "MAXCONNERR"},
-	{CLC_DECL_MAXLINKERR, "MAXLINKERR"},
-	{CLC_DECL_MODEUNSUPP, "MODEUNSUPP"},
-	{CLC_DECL_RMBE_EC, "RMBE_EC"},
-	{CLC_DECL_OPTUNSUPP, "OPTUNSUPP"},
-	{CLC_DECL_DIFFPREFIX, "DIFFPREFIX"},
-	{CLC_DECL_GETVLANERR, "GETVLANERR"},
-	{CLC_DECL_ISMVLANERR, "ISMVLANERR"},
-	{CLC_DECL_NOACTLINK, "NOACTLINK"},
-	{CLC_DECL_NOSRVLINK, "NOSRVLINK"},
-	{CLC_DECL_VERSMISMAT, "VERSMISMAT"},
-	{CLC_DECL_MAX_DMB, "MAX_DMB"},
-	{CLC_DECL_NOROUTE, "NOROUTE"},
-	{CLC_DECL_NOINDIRECT, "NOINDIRECT"},
-	{CLC_DECL_SYNCERR, "SYNCERR"},
-	{CLC_DECL_PEERDECL, "PEERDECL"},
-	{CLC_DECL_INTERR, "INTERR"},
-	{CLC_DECL_ERR_RTOK, "ERR_RTOK"},
-	{CLC_DECL_ERR_RDYLNK, "ERR_RDYLNK"},
-	{CLC_DECL_ERR_REGBUF, "ERR_REGBUF"},
-	{CLC_DECL_BADMSG, "BADMSG"},
-	{CLC_DECL_AUTHFAIL, "AUTHFAIL"},
-	{CLC_DECL_PEERUNKNOWN, "PEERUNKNOWN"},
+} clc_decline_names[CLC_DECL_NCODES] = {
+#define X(name, code, desc) [CLC_DECLI_##name] = {code, #name},
+	CLC_DECLINES(X)
+#undef X
 };
 
 /* The fixed length of each type; 0 for a type we do not know. */
@@ -540,17 +504,41 @@ clc_decline_decode(const void *buf, size_t len, struct clc_decline_info *out,
 	return 0;
 }
 
+/**
+ * clc_decline_index() - The place of @code in CLC_DECLINES (its counters'
+ * index), or CLC_DECL_NCODES for a code that is not listed.
+ */
+enum clc_decl_index
+clc_decline_index(uint32_t code)
+{
+	int i;
+
+	for (i = 0; i < CLC_DECL_NCODES; i++)
+		if (clc_decline_names[i].code == code)
+			return (enum clc_decl_index)i;
+	return CLC_DECL_NCODES;
+}
+
+/* Count a DECLINE with code that we sent or received: total and code. */
+void
+clc_count_decline(struct stats *st, uint32_t code, bool sent)
+{
+	stats_add(st,
+		  sent ? STAT_clc_declines_sent : STAT_clc_declines_received,
+		  1);
+	stats_add(st,
+		  (sent ? STAT_DECL_SENT_BASE : STAT_DECL_RECEIVED_BASE) +
+			  clc_decline_index(code),
+		  1);
+}
+
 /* "NOSMCRDEV" for CLC_DECL_NOSMCRDEV, ...; "UNKNOWN" for other codes. */
 const char *
 clc_decline_name(uint32_t code)
 {
-	size_t i;
+	enum clc_decl_index i = clc_decline_index(code);
 
-	for (i = 0;
-	     i < sizeof(clc_decline_names) / sizeof(clc_decline_names[0]); i++)
-		if (clc_decline_names[i].code == code)
-			return clc_decline_names[i].name;
-	return "UNKNOWN";
+	return i < CLC_DECL_NCODES ? clc_decline_names[i].name : "UNKNOWN";
 }
 
 /* ---- the handshake on a control connection ---- */
@@ -601,6 +589,24 @@ clc_who(const struct clc_conn *c, char *buf, size_t len)
 		return buf;
 	}
 	return addr_str(&c->src, buf, len);
+}
+
+/*
+ * A handshake that failed authentication: the AUTH_FAILED event, with
+ * the peer's name (the one it claimed, when no group is made yet) and
+ * its link group when there is one.
+ */
+static void
+clc_auth_failed(const struct clc_conn *c, const char *why)
+{
+	char who[ADDR_STRLEN + 64];
+	struct log_where w = {c->lgr != NULL ? c->lgr->peer->name :
+					       c->prop.name,
+			      NULL, c->lgr != NULL ? (long)c->lgr->id : -1, -1};
+
+	log_event(LOG_EV_AUTH_FAILED, LOG_LEVEL_WARN, &w,
+		  "clc: %s: authentication failed: %s",
+		  clc_who(c, who, sizeof(who)), why);
 }
 
 static void
@@ -786,7 +792,7 @@ clc_decline_send(struct clc_conn *c, uint32_t code)
 	clc_timer(c, CLC_CLOSE_WAIT_MS);
 	len = clc_decline_encode(msg, sizeof(msg), &d);
 	if (len > 0 && clc_send(c, msg, (size_t)len) == 0)
-		STATS_INC(c->ctx->stats, clc_declines_sent);
+		clc_count_decline(c->ctx->stats, code, true);
 }
 
 /*
@@ -912,9 +918,12 @@ clc_refuse(struct clc_conn *c, uint32_t code, const char *why)
 		auth_failed(c->ctx->auth, &c->src, now_ms());
 	if (code == CLC_DECL_TIMEOUT_CL)
 		clc_preauth_failed(c);
-	log_warnx("clc: %s: declined %s (0x%08x): %s",
-		  clc_who(c, who, sizeof(who)), clc_decline_name(code), code,
-		  why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: declined %s (0x%08x): %s",
+			  clc_who(c, who, sizeof(who)), clc_decline_name(code),
+			  code, why);
 	clc_decline_send(c, code);
 }
 
@@ -931,7 +940,10 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	} else if (code == CLC_DECL_TIMEOUT_CL && c->preauth) {
 		clc_preauth_failed(c);
 	}
-	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	clc_decline_send(c, code);
 	lgr_clc_end(c->lgr, code, false);
 }
@@ -1011,13 +1023,17 @@ clc_server_proposal(struct clc_conn *c)
 	struct lgr_ctx *ctx = c->ctx;
 	const struct conf_peer *peer;
 	struct clc_accept_info acc;
+	struct clc_decline_info d;
 	uint8_t nonce[AUTH_NONCE_LEN], mac[CLC_MAC_LEN];
 	struct lgr *lgr;
 	uint32_t decl;
 
 	if (c->in[4] != CLC_PROPOSAL) {
-		if (c->in[4] == CLC_DECLINE)
-			STATS_INC(ctx->stats, clc_declines_received);
+		if (c->in[4] == CLC_DECLINE) {
+			if (clc_decline_decode(c->in, c->in_len, &d, &decl))
+				d.diagnosis = CLC_DECL_BADMSG;
+			clc_count_decline(ctx->stats, d.diagnosis, false);
+		}
 		clc_preauth_malformed(c);
 		clc_refuse(c, CLC_DECL_BADMSG, "expected a PROPOSAL");
 		return true;
@@ -1222,7 +1238,10 @@ clc_client_fail(struct clc_conn *c, uint32_t code, bool decline,
 {
 	char who[ADDR_STRLEN + 64];
 
-	log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
+	if (code == CLC_DECL_AUTHFAIL)
+		clc_auth_failed(c, why);
+	else
+		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	if (decline)
 		clc_decline_send(c, code);
 	lgr_clc_end(c->lgr, code, false);
@@ -1420,9 +1439,9 @@ clc_message(struct clc_conn *c)
 	uint32_t decl;
 
 	if (c->in[4] == CLC_DECLINE && c->step != CLC_STEP_PROPOSAL) {
-		STATS_INC(c->ctx->stats, clc_declines_received);
 		if (clc_decline_decode(c->in, c->in_len, &d, &decl))
 			d.diagnosis = CLC_DECL_BADMSG;
+		clc_count_decline(c->ctx->stats, d.diagnosis, false);
 		log_warnx("clc: %s: peer declined: %s (0x%08x)",
 			  clc_who(c, who, sizeof(who)),
 			  clc_decline_name(d.diagnosis), d.diagnosis);

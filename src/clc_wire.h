@@ -76,48 +76,66 @@ enum clc_type {
 	 CLC_FEAT_CDC_DATA)
 
 /*
- * Decline codes (peer_diagnosis), Linux smc_clc.h values.  The 0x0a...
- * range is smcproxyd's own: reasons SMC has no code for.
+ * Decline codes (peer_diagnosis), Linux smc_clc.h values, declared once:
+ * X(name, code, description).  The 0x0a... range is smcproxyd's own:
+ * reasons SMC has no code for.  The list gives the CLC_DECL_* constants,
+ * their names (clc_decline_name) and a counter per code and direction
+ * (stats.h); a code seen on the wire that is not listed counts as UNKNOWN.
  */
-#define CLC_DECL_MEM 0x01010000		/* insufficient memory resources */
-#define CLC_DECL_TIMEOUT_CL 0x02010000	/* timeout waiting for CONFIRM */
-#define CLC_DECL_TIMEOUT_AL 0x02020000	/* timeout waiting for ADD LINK */
-#define CLC_DECL_CNFERR 0x03000000	/* configuration error */
-#define CLC_DECL_PEERNOSMC 0x03010000	/* peer did not indicate SMC */
-#define CLC_DECL_IPSEC 0x03020000	/* IPsec usage */
-#define CLC_DECL_NOSMCDEV 0x03030000	/* no SMC device found (R or D) */
-#define CLC_DECL_NOSMCDDEV 0x03030001	/* no SMC-D device found */
-#define CLC_DECL_NOSMCRDEV 0x03030002	/* no SMC-R device found */
-#define CLC_DECL_NOISM2SUPP 0x03030003	/* hardware has no ISM-V2 support */
-#define CLC_DECL_NOV2EXT 0x03030004	/* peer sent no clc v2 extension */
-#define CLC_DECL_NOV2DEXT 0x03030005	/* peer sent no clc SMC-Dv2 ext. */
-#define CLC_DECL_NOSEID 0x03030006	/* peer sent no SEID */
-#define CLC_DECL_NOSMCD2DEV 0x03030007	/* no SMC-Dv2 device found */
-#define CLC_DECL_NOUEID 0x03030008	/* peer sent no UEID */
-#define CLC_DECL_RELEASEERR 0x03030009	/* release version negotiation */
-#define CLC_DECL_MAXCONNERR 0x0303000a	/* max connections negotiation */
-#define CLC_DECL_MAXLINKERR 0x0303000b	/* max links negotiation */
-#define CLC_DECL_MODEUNSUPP 0x03040000	/* smc modes do not match (R or D) */
-#define CLC_DECL_RMBE_EC 0x03050000	/* peer has eyecatcher in RMBE */
-#define CLC_DECL_OPTUNSUPP 0x03060000	/* fastopen sockopt not supported */
-#define CLC_DECL_DIFFPREFIX 0x03070000	/* IP prefix / subnet mismatch */
-#define CLC_DECL_GETVLANERR 0x03080000	/* err to get vlan id of ip device */
-#define CLC_DECL_ISMVLANERR 0x03090000	/* err to reg vlan id on ism dev */
-#define CLC_DECL_NOACTLINK 0x030a0000	/* no active smc-r link in lgr */
-#define CLC_DECL_NOSRVLINK 0x030b0000	/* SMC-R link from srv not found */
-#define CLC_DECL_VERSMISMAT 0x030c0000	/* SMC version mismatch */
-#define CLC_DECL_MAX_DMB 0x030d0000	/* SMC-D DMB limit exceeded */
-#define CLC_DECL_NOROUTE 0x030e0000	/* SMC-Rv2 conn. no route to peer */
-#define CLC_DECL_NOINDIRECT 0x030f0000	/* SMC-Rv2 conn. indirect mismatch */
-#define CLC_DECL_SYNCERR 0x04000000	/* synchronization error */
-#define CLC_DECL_PEERDECL 0x05000000	/* peer declined during handshake */
-#define CLC_DECL_INTERR 0x09990000	/* internal error */
-#define CLC_DECL_ERR_RTOK 0x09990001	/* rtoken handling failed */
-#define CLC_DECL_ERR_RDYLNK 0x09990002	/* ib ready link failed */
-#define CLC_DECL_ERR_REGBUF 0x09990003	/* reg rdma bufs failed */
-#define CLC_DECL_BADMSG 0x0a000000	/* malformed or unexpected CLC */
-#define CLC_DECL_AUTHFAIL 0x0a010000	/* peer authentication failed */
-#define CLC_DECL_PEERUNKNOWN 0x0a020000 /* daemon name not a configured peer */
+#define CLC_DECLINES(X)                                              \
+	X(MEM, 0x01010000, "insufficient memory resources")          \
+	X(TIMEOUT_CL, 0x02010000, "timeout waiting for CONFIRM")     \
+	X(TIMEOUT_AL, 0x02020000, "timeout waiting for ADD LINK")    \
+	X(CNFERR, 0x03000000, "configuration error")                 \
+	X(PEERNOSMC, 0x03010000, "peer did not indicate SMC")        \
+	X(IPSEC, 0x03020000, "IPsec usage")                          \
+	X(NOSMCDEV, 0x03030000, "no SMC device found (R or D)")      \
+	X(NOSMCDDEV, 0x03030001, "no SMC-D device found")            \
+	X(NOSMCRDEV, 0x03030002, "no SMC-R device found")            \
+	X(NOISM2SUPP, 0x03030003, "hardware has no ISM-V2 support")  \
+	X(NOV2EXT, 0x03030004, "peer sent no clc v2 extension")      \
+	X(NOV2DEXT, 0x03030005, "peer sent no clc SMC-Dv2 ext.")     \
+	X(NOSEID, 0x03030006, "peer sent no SEID")                   \
+	X(NOSMCD2DEV, 0x03030007, "no SMC-Dv2 device found")         \
+	X(NOUEID, 0x03030008, "peer sent no UEID")                   \
+	X(RELEASEERR, 0x03030009, "release version negotiation")     \
+	X(MAXCONNERR, 0x0303000a, "max connections negotiation")     \
+	X(MAXLINKERR, 0x0303000b, "max links negotiation")           \
+	X(MODEUNSUPP, 0x03040000, "smc modes do not match (R or D)") \
+	X(RMBE_EC, 0x03050000, "peer has eyecatcher in RMBE")        \
+	X(OPTUNSUPP, 0x03060000, "fastopen sockopt not supported")   \
+	X(DIFFPREFIX, 0x03070000, "IP prefix / subnet mismatch")     \
+	X(GETVLANERR, 0x03080000, "err to get vlan id of ip device") \
+	X(ISMVLANERR, 0x03090000, "err to reg vlan id on ism dev")   \
+	X(NOACTLINK, 0x030a0000, "no active smc-r link in lgr")      \
+	X(NOSRVLINK, 0x030b0000, "SMC-R link from srv not found")    \
+	X(VERSMISMAT, 0x030c0000, "SMC version mismatch")            \
+	X(MAX_DMB, 0x030d0000, "SMC-D DMB limit exceeded")           \
+	X(NOROUTE, 0x030e0000, "SMC-Rv2 conn. no route to peer")     \
+	X(NOINDIRECT, 0x030f0000, "SMC-Rv2 conn. indirect mismatch") \
+	X(SYNCERR, 0x04000000, "synchronization error")              \
+	X(PEERDECL, 0x05000000, "peer declined during handshake")    \
+	X(INTERR, 0x09990000, "internal error")                      \
+	X(ERR_RTOK, 0x09990001, "rtoken handling failed")            \
+	X(ERR_RDYLNK, 0x09990002, "ib ready link failed")            \
+	X(ERR_REGBUF, 0x09990003, "reg rdma bufs failed")            \
+	X(BADMSG, 0x0a000000, "malformed or unexpected CLC")         \
+	X(AUTHFAIL, 0x0a010000, "peer authentication failed")        \
+	X(PEERUNKNOWN, 0x0a020000, "daemon name not a configured peer")
+
+enum clc_decl {
+#define X(name, code, desc) CLC_DECL_##name = code,
+	CLC_DECLINES(X)
+#undef X
+};
+
+/* Each code's place in CLC_DECLINES; CLC_DECL_NCODES for any other. */
+enum clc_decl_index {
+#define X(name, code, desc) CLC_DECLI_##name,
+	CLC_DECLINES(X)
+#undef X
+		CLC_DECL_NCODES
+};
 
 struct clc_hdr {
 	uint8_t eyecatcher[4]; /* CLC_EYECATCHER */
@@ -273,6 +291,9 @@ int clc_decline_encode(void *buf, size_t size,
 int clc_decline_decode(const void *buf, size_t len,
 		       struct clc_decline_info *out, uint32_t *decline);
 const char *clc_decline_name(uint32_t code);
+struct stats;
+void clc_count_decline(struct stats *st, uint32_t code, bool sent);
+enum clc_decl_index clc_decline_index(uint32_t code);
 uint64_t clc_rmbe_bytes(uint8_t compressed);
 int clc_rmbe_compress(uint64_t bytes);
 

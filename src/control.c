@@ -137,6 +137,7 @@ static dev_t control_dev;
 static ino_t control_ino;
 static const struct conf *control_conf;
 static struct timespec control_started;
+static double control_start_time; /* the same, in seconds since the epoch */
 static bool control_is_stopping;
 
 static json_t *control_cmd_version(struct control_req *req);
@@ -457,11 +458,13 @@ control_cmd_stats(struct control_req *req)
 	/* what Prometheus wants: counters that only a restart sets back */
 	stats_sum(&total);
 	since = stats_since_reset();
-	return json_pack(
-		"{s:i, s:I, s:I, s:o, s:o}", "workers", worker_count(),
-		"uptime_s", (json_int_t)control_uptime(), "since_reset_s",
-		(json_int_t)(since >= 0 ? since : control_uptime()), "stats",
-		stats_json(&st), "totals", stats_json(&total));
+	return json_pack("{s:i, s:I, s:f, s:I, s:o, s:o, s:o}", "workers",
+			 worker_count(), "uptime_s",
+			 (json_int_t)control_uptime(), "start_time",
+			 control_start_time, "since_reset_s",
+			 (json_int_t)(since >= 0 ? since : control_uptime()),
+			 "stats", stats_json(&st), "totals", stats_json(&total),
+			 "tallies", tally_json());
 }
 
 static json_t *
@@ -1915,11 +1918,14 @@ fail:
 int
 control_init(const struct conf *conf, struct event_base *base)
 {
+	struct timespec now;
 	int rc;
 
 	control_base = base;
 	control_conf = conf;
 	clock_gettime(CLOCK_MONOTONIC, &control_started);
+	clock_gettime(CLOCK_REALTIME, &now);
+	control_start_time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 	control_resume_ev = evtimer_new(base, control_resume_cb, NULL);
 	if (control_resume_ev == NULL)
 		return -ENOMEM;

@@ -811,10 +811,20 @@ fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
 {
 	bool resume = s->hs->resume;
 
-	log_warnx_rl("reaching peer", s->peer->name,
-		     "conn 0x%llx: rule %s: peer %s: %s%s",
-		     (unsigned long long)s->id, s->rule->name, s->peer->name,
-		     resume ? "resume over TCP: " : "", why);
+	if (r == SESSION_AUTH_FAILED)
+		log_event_rl("reaching peer", s->peer->name, LOG_EV_AUTH_FAILED,
+			     &(struct log_where){s->peer->name, s->rule->name,
+						 -1, -1},
+			     "conn 0x%llx: rule %s: peer %s: %s%s",
+			     (unsigned long long)s->id, s->rule->name,
+			     s->peer->name, resume ? "resume over TCP: " : "",
+			     why);
+	else
+		log_warnx_rl("reaching peer", s->peer->name,
+			     "conn 0x%llx: rule %s: peer %s: %s%s",
+			     (unsigned long long)s->id, s->rule->name,
+			     s->peer->name, resume ? "resume over TCP: " : "",
+			     why);
 	peer_error(s->peer->name,
 		   r == SESSION_PEER_TIMEOUT || r == SESSION_PEER_UNREACHABLE,
 		   code != NULL ? code : session_reason_name(r), "%s", why);
@@ -1238,7 +1248,8 @@ fb_export_hello(struct session *s)
 	}
 	if (!s->peer->any_source &&
 	    !addr_same_host(&s->peer->addr, &s->addr[0])) {
-		log_warnx_rl("peer port refused", host,
+		log_event_rl("peer port refused", host, LOG_EV_AUTH_FAILED,
+			     &(struct log_where){s->peer->name, NULL, -1, -1},
 			     "conn 0x%llx: peer %s connected from %s, not its "
 			     "configured address",
 			     (unsigned long long)s->id, s->peer->name,
@@ -1279,7 +1290,8 @@ fb_export_proof(struct session *s)
 	auth_mac(s->peer->key, s->peer->key_len, "c", hs->hello, hs->hello_len,
 		 hs->challenge, hs->challenge_len, mac);
 	if (!auth_mac_equal(mac, their)) {
-		log_warnx_rl("peer port refused", host,
+		log_event_rl("peer port refused", host, LOG_EV_AUTH_FAILED,
+			     &(struct log_where){s->peer->name, NULL, -1, -1},
 			     "conn 0x%llx: peer %s failed authentication "
 			     "(wrong key?)",
 			     (unsigned long long)s->id, s->peer->name);

@@ -127,6 +127,7 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	n = sclc_decline_encode(msg, sizeof(msg), &d);
 	stats_add(st, stat, 1);
 	STATS_INC(st, smc_declines_sent);
+	clc_count_decline(st, code, true);
 	s->smc_decline = code;
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
 		  "(0x%08x), going on as TCP",
@@ -297,6 +298,7 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_out_declines_received);
 	else
 		STATS_INC(worker_stats(s->w), smc_declines_received);
+	clc_count_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
 	kpeer_open(s);
 }

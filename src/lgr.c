@@ -1659,10 +1659,12 @@ lgr_link_confirmed(struct lgr_link *link)
 	link->up_ms = link->act_ms = now;
 	STATS_INC(lgr_stats(lgr), link_up);
 	inet_ntop(AF_INET6, link->peer.gid, gid, sizeof(gid));
-	log_info("lgr %u link %u: up (CONFIRM_LINK): %s qpn %u, peer %s "
-		 "qpn %u",
-		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
-		 link->peer.qpn);
+	log_event(LOG_EV_LINK_UP, LOG_LEVEL_INFO,
+		  &(struct log_where){lgr->peer->name, NULL, lgr->id, link->id},
+		  "lgr %u link %u: up (CONFIRM_LINK): %s qpn %u, peer %s "
+		  "qpn %u",
+		  lgr->id, link->id, link->dev->name, link->local.qpn, gid,
+		  link->peer.qpn);
 	if (lgr->state != LGR_STATE_CONFIRMING) {
 		if (lgr->ctx->ops.link_up != NULL)
 			lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
@@ -1705,7 +1707,9 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 		wr_link_down(link->wr, why);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
-	log_warnx("lgr %u link %u (%s): down: %s", lgr->id, link->id,
+	log_event(LOG_EV_LINK_DOWN, LOG_LEVEL_WARN,
+		  &(struct log_where){lgr->peer->name, NULL, lgr->id, link->id},
+		  "lgr %u link %u (%s): down: %s", lgr->id, link->id,
 		  link->dev->name, why);
 	if (lgr->state == LGR_STATE_CLC)
 		return; /* the CLC step that caused it declines */

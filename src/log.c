@@ -6,7 +6,10 @@
  * daemon is not in the foreground; a terminal, plain "smcproxyd: message";
  * anything else (a file, a pipe), each line with its syslog priority
  * prefix "<6>".  Without a journal to reach, background logs go to syslog.
- * Callers put __func__ and the object id in the message themselves.
+ * Callers put __func__ and the object id in the message themselves; the
+ * events operators look for (links and peers up and down, authentication
+ * failures, reloads) also go out as log_event() with a fixed MESSAGE_ID
+ * and PEER=, RULE=, LGR=, LINK= fields.
  */
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -178,6 +181,80 @@ log_info_fields(const char *const *fields, int nfields, const char *fmt, ...)
 	log_emit(LOG_LEVEL_INFO, msg, fields, nfields);
 }
 
+static const char *const log_event_ids[LOG_EV_N] = {
+#define X(id, name, msgid) [LOG_EV_##id] = msgid,
+	LOG_EVENTS(X)
+#undef X
+};
+
+/**
+ * log_event_fields() - The journal fields of event @ev about @w, written
+ * into @buf (@size, LOG_EVENT_FIELDS_LEN is enough) and pointed to from
+ * @fields (LOG_EVENT_FIELDS_MAX): MESSAGE_ID= always, then PEER=, RULE=,
+ * LGR= and LINK= where @w has them.
+ * Return: the number of fields, or -ENOSPC when @buf is too small.
+ */
+int
+log_event_fields(enum log_event ev, const struct log_where *w, char *buf,
+		 size_t size, const char **fields)
+{
+	size_t off = 0;
+	int n = 0, len;
+
+#define LOG_FIELD(...)                                              \
+	do {                                                        \
+		len = snprintf(buf + off, size - off, __VA_ARGS__); \
+		if (len < 0 || (size_t)len >= size - off)           \
+			return -ENOSPC;                             \
+		fields[n++] = buf + off;                            \
+		off += (size_t)len + 1;                             \
+	} while (0)
+	LOG_FIELD("MESSAGE_ID=%s", log_event_ids[ev]);
+	if (w->peer != NULL)
+		LOG_FIELD("PEER=%s", w->peer);
+	if (w->rule != NULL)
+		LOG_FIELD("RULE=%s", w->rule);
+	if (w->lgr >= 0)
+		LOG_FIELD("LGR=%ld", w->lgr);
+	if (w->link >= 0)
+		LOG_FIELD("LINK=%ld", w->link);
+#undef LOG_FIELD
+	return n;
+}
+
+/* log_event() and log_event_rl(), the level and the limit checked. */
+static void
+log_event_v(enum log_event ev, enum log_level level, const struct log_where *w,
+	    const char *fmt, va_list ap)
+{
+	const char *fields[LOG_EVENT_FIELDS_MAX];
+	char buf[LOG_EVENT_FIELDS_LEN], msg[1024];
+	int n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = log_event_fields(ev, w, buf, sizeof(buf), fields);
+	log_emit(level, msg, fields, n > 0 ? n : 0);
+}
+
+/**
+ * log_event() - A line at @level about event @ev that the journal keeps
+ * with its MESSAGE_ID and what @w names (log_event_fields), so that
+ * "journalctl MESSAGE_ID=..." or "journalctl PEER=b" finds it; other
+ * sinks get the message alone.
+ */
+void
+log_event(enum log_event ev, enum log_level level, const struct log_where *w,
+	  const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > __atomic_load_n(&log_current, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	log_event_v(ev, level, w, fmt, ap);
+	va_end(ap);
+}
+
 /* Warning with strerror(errno) appended. */
 void
 log_warn(const char *fmt, ...)
@@ -341,6 +418,21 @@ log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	log_vwrite(LOG_LEVEL_WARN, 0, fmt, ap);
+	va_end(ap);
+}
+
+/* log_event() at warning level, rate limited per kind and source. */
+void
+log_event_rl(const char *kind, const char *source, enum log_event ev,
+	     const struct log_where *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (LOG_LEVEL_WARN > __atomic_load_n(&log_current, __ATOMIC_RELAXED) ||
+	    !log_rl_pass(kind, source))
+		return;
+	va_start(ap, fmt);
+	log_event_v(ev, LOG_LEVEL_WARN, w, fmt, ap);
 	va_end(ap);
 }
 

@@ -7,14 +7,13 @@
  * restart under systemd, the socket is the one its store kept: fdstore.c).
  *
  * The content is what the control socket says, asked in-process through
- * control_request(): the stats catalogue exactly as smcproxyctl
- * --prometheus writes it (prom.c, one exposition for both; counters from
- * the totals that "stats reset" leaves alone), then what only a scrape
- * of the running daemon can have: its start time, each peer (up while an
- * active link group reaches it, its mode, link groups, connections), each
- * link's state, and the connections open per rule and export.  Those
- * counts are kept as connections open and end (tally.c), so a scrape
- * walks no worker's connections, however many there are.
+ * control_request(), written by prom.c exactly as smcproxyctl
+ * --prometheus writes it from the same commands (one exposition for
+ * both): the stats catalogue (counters from the totals that "stats
+ * reset" leaves alone), the start time, each peer, each link, the
+ * connections open per rule and export and their totals.  Those counts
+ * are kept as connections open and end (tally.c), so a scrape walks no
+ * worker's connections, however many there are.
  *
  * Scrapers are bounded like control clients: at most METRICS_MAX_CLIENTS
  * connections are open at once (the listener stops accepting, more wait
@@ -33,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -65,7 +63,6 @@ static struct bufferevent *metrics_bevs[METRICS_MAX_CLIENTS];
 static uint64_t metrics_deadline[METRICS_MAX_CLIENTS]; /* now_ms(); 0: past */
 static int metrics_nbevs;
 static json_t *metrics_schema; /* the catalogue: the same for the process */
-static double metrics_started; /* seconds since the epoch */
 
 /*
  * Drop the connections evhttp has freed: bufferevent_free() clears the
@@ -184,324 +181,30 @@ metrics_call(const char *cmd, json_t **reply)
 	return json_object_get(*reply, "data");
 }
 
-/* One sample: up to two labels (a NULL name ends them) and a value. */
-static void
-metrics_sample(FILE *f, const char *name, const char *l1, const char *v1,
-	       const char *l2, const char *v2, long long value)
-{
-	fputs(name, f);
-	if (l1 != NULL) {
-		fprintf(f, "{%s=\"", l1);
-		prom_escape(f, v1 != NULL ? v1 : "", true);
-		if (l2 != NULL) {
-			fprintf(f, "\",%s=\"", l2);
-			prom_escape(f, v2 != NULL ? v2 : "", true);
-		}
-		fputs("\"}", f);
-	}
-	fprintf(f, " %lld\n", value);
-}
-
-static const char *
-metrics_str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
-static bool
-metrics_is(const json_t *o, const char *key, const char *want)
-{
-	const char *v = metrics_str(o, key);
-
-	return v != NULL && strcmp(v, want) == 0;
-}
-
-static long long
-metrics_int(const json_t *o, const char *key)
-{
-	return (long long)json_integer_value(json_object_get(o, key));
-}
-
-static void
-metrics_peers(FILE *f, const json_t *peers)
-{
-	static const char *const modes[] = {"rdma", "fallback"};
-	const json_t *p;
-	size_t i, m;
-
-	prom_family(f, "smcproxyd_peer_up", "gauge",
-		    "1 while the peer is reached over the transport: rdma, "
-		    "an active RDMA link group; fallback, connections go over "
-		    "TCP and the last try reached the peer");
-	json_array_foreach(peers, i, p) {
-		metrics_sample(f, "smcproxyd_peer_up", "peer",
-			       metrics_str(p, "name"), "transport", "rdma",
-			       metrics_is(p, "mode", "rdma"));
-		metrics_sample(
-			f, "smcproxyd_peer_up", "peer", metrics_str(p, "name"),
-			"transport", "fallback",
-			metrics_is(p, "mode", "fallback") &&
-				json_is_true(json_object_get(p, "reachable")));
-	}
-	prom_family(f, "smcproxyd_peer_mode", "gauge",
-		    "how connections to the peer are carried now: 1 for that "
-		    "mode, 0 for the other");
-	json_array_foreach(peers, i, p) {
-		for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
-			metrics_sample(f, "smcproxyd_peer_mode", "peer",
-				       metrics_str(p, "name"), "mode", modes[m],
-				       metrics_is(p, "mode", modes[m]));
-	}
-	prom_family(f, "smcproxyd_peer_link_groups", "gauge",
-		    "active RDMA link groups with the peer");
-	json_array_foreach(peers, i, p)
-		metrics_sample(f, "smcproxyd_peer_link_groups", "peer",
-			       metrics_str(p, "name"), NULL, NULL,
-			       metrics_int(p, "lgrs"));
-	prom_family(f, "smcproxyd_peer_conns", "gauge",
-		    "proxied connections open with the peer");
-	json_array_foreach(peers, i, p)
-		metrics_sample(f, "smcproxyd_peer_conns", "peer",
-			       metrics_str(p, "name"), NULL, NULL,
-			       metrics_int(p, "conns"));
-}
-
-/* The sample name{lgr=..,link=..,device=..} of link l, without value. */
-static void
-metrics_link_sample(FILE *f, const char *name, const json_t *l)
-{
-	fprintf(f, "%s{lgr=\"%lld\",link=\"%lld\",device=\"", name,
-		metrics_int(l, "lgr"), metrics_int(l, "link"));
-	prom_escape(f,
-		    metrics_str(l, "device") != NULL ?
-			    metrics_str(l, "device") :
-			    "",
-		    true);
-	fputs("\"} ", f);
-}
-
-static void
-metrics_links(FILE *f, const json_t *links)
-{
-	const json_t *l;
-	size_t i;
-
-	prom_family(f, "smcproxyd_link_active", "gauge",
-		    "1 while the RDMA link is active, else 0");
-	json_array_foreach(links, i, l) {
-		metrics_link_sample(f, "smcproxyd_link_active", l);
-		fprintf(f, "%d\n", metrics_is(l, "state", "active"));
-	}
-	prom_family(f, "smcproxyd_link_test_link_rtt_seconds", "gauge",
-		    "round trip of the link's last answered TEST_LINK "
-		    "keepalive (0 before one was answered)");
-	json_array_foreach(links, i, l) {
-		metrics_link_sample(f, "smcproxyd_link_test_link_rtt_seconds",
-				    l);
-		fprintf(f, "%.6f\n",
-			(double)metrics_int(l, "test_link_rtt_us") / 1e6);
-	}
-	prom_family(f, "smcproxyd_link_completions_total", "counter",
-		    "work completions polled on the link since it was set up");
-	json_array_foreach(links, i, l) {
-		metrics_link_sample(f, "smcproxyd_link_completions_total", l);
-		fprintf(f, "%lld\n", metrics_int(l, "completions"));
-	}
-	prom_family(
-		f, "smcproxyd_link_errors_total", "counter",
-		"work completions in error on the link since it was set up");
-	json_array_foreach(links, i, l) {
-		metrics_link_sample(f, "smcproxyd_link_errors_total", l);
-		fprintf(f, "%lld\n", metrics_int(l, "errors"));
-	}
-}
-
-static void
-metrics_rules(FILE *f, const json_t *rules, const json_t *exports)
-{
-	const json_t *r;
-	size_t i;
-
-	prom_family(f, "smcproxyd_rule_conns", "gauge",
-		    "proxied connections open that came in on the rule");
-	json_array_foreach(rules, i, r)
-		metrics_sample(f, "smcproxyd_rule_conns", "rule",
-			       metrics_str(r, "name"), NULL, NULL,
-			       metrics_int(r, "conns"));
-	prom_family(f, "smcproxyd_export_conns", "gauge",
-		    "proxied connections open that peers opened to the export");
-	json_array_foreach(exports, i, r)
-		metrics_sample(f, "smcproxyd_export_conns", "export",
-			       metrics_str(r, "name"), NULL, NULL,
-			       metrics_int(r, "conns"));
-}
-
 /*
- * The setup time histogram of rule or export t: cumulative buckets by
- * their upper bound in seconds, then +Inf, the sum and the count.
- */
-static void
-metrics_setup(FILE *f, const char *kind, const struct tally *t)
-{
-	char name[64], le[32];
-	uint64_t n = 0;
-	int i;
-
-	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_bucket", kind);
-	for (i = 0; i <= TALLY_SETUP_BUCKETS; i++) {
-		n += t->setup[i];
-		if (i < TALLY_SETUP_BUCKETS)
-			snprintf(le, sizeof(le), "%g",
-				 tally_setup_le_ms[i] / 1000.0);
-		else
-			snprintf(le, sizeof(le), "+Inf");
-		metrics_sample(f, name, kind, t->name, "le", le, (long long)n);
-	}
-	fprintf(f, "smcproxyd_%s_setup_seconds_sum{%s=\"", kind, kind);
-	prom_escape(f, t->name, true);
-	fprintf(f, "\"} %.3f\n", (double)t->setup_sum_ms / 1000.0);
-	snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds_count", kind);
-	metrics_sample(f, name, kind, t->name, NULL, NULL,
-		       (long long)t->setup_count);
-}
-
-/* What one family of per-rule (or per-export) totals prints. */
-enum metrics_tally_what {
-	METRICS_T_CONNS,
-	METRICS_T_BYTES,
-	METRICS_T_CLOSES,
-	METRICS_T_SETUP
-};
-
-struct metrics_tally_walk {
-	FILE *f;
-	bool export;
-	enum metrics_tally_what what;
-};
-
-static void
-metrics_tally_one(const struct tally *t, void *arg)
-{
-	const struct metrics_tally_walk *mw = arg;
-	const char *kind = mw->export ? "export" : "rule";
-	char name[64];
-	int r;
-
-	if (t->kind != (mw->export ? TALLY_EXPORT : TALLY_RULE))
-		return;
-	switch (mw->what) {
-	case METRICS_T_CONNS:
-		snprintf(name, sizeof(name), "smcproxyd_%s_conns_ended_total",
-			 kind);
-		metrics_sample(mw->f, name, kind, t->name, "transport",
-			       "fallback", (long long)t->conns[0]);
-		metrics_sample(mw->f, name, kind, t->name, "transport", "rdma",
-			       (long long)t->conns[1]);
-		break;
-	case METRICS_T_BYTES:
-		snprintf(name, sizeof(name), "smcproxyd_%s_bytes_total", kind);
-		metrics_sample(mw->f, name, kind, t->name, "direction", "in",
-			       (long long)t->bytes_in);
-		metrics_sample(mw->f, name, kind, t->name, "direction", "out",
-			       (long long)t->bytes_out);
-		break;
-	case METRICS_T_CLOSES:
-		snprintf(name, sizeof(name), "smcproxyd_%s_closes_total", kind);
-		for (r = 0; r < SESSION_NREASONS; r++)
-			if (t->closes[r] > 0)
-				metrics_sample(mw->f, name, kind, t->name,
-					       "reason", session_reason_name(r),
-					       (long long)t->closes[r]);
-		break;
-	case METRICS_T_SETUP:
-		metrics_setup(mw->f, kind, t);
-		break;
-	}
-}
-
-/*
- * Totals per rule and per export since the start (tally.c): connections
- * ended by transport, bytes each way (the connection log's BYTES_IN and
- * BYTES_OUT), closes by reason.
- */
-static void
-metrics_tallies(FILE *f)
-{
-	static const char *const help[] = {
-		[METRICS_T_CONNS] = "connections ended, by transport",
-		[METRICS_T_BYTES] = "bytes relayed: in from the client (rule) "
-				    "or the peer (export), out towards it",
-		[METRICS_T_CLOSES] = "connections ended, by close reason",
-	};
-	static const char *const suffix[] = {
-		[METRICS_T_CONNS] = "conns_ended",
-		[METRICS_T_BYTES] = "bytes",
-		[METRICS_T_CLOSES] = "closes",
-	};
-	struct metrics_tally_walk mw = {f, false, METRICS_T_CONNS};
-	char name[64], text[160];
-	int k, w;
-
-	for (k = 0; k < 2; k++) {
-		mw.export = k == 1;
-		for (w = METRICS_T_CONNS; w <= METRICS_T_CLOSES; w++) {
-			mw.what = (enum metrics_tally_what)w;
-			snprintf(name, sizeof(name), "smcproxyd_%s_%s_total",
-				 k ? "export" : "rule", suffix[w]);
-			snprintf(text, sizeof(text), "per %s: %s",
-				 k ? "export" : "rule", help[w]);
-			prom_family(f, name, "counter", text);
-			tally_foreach(metrics_tally_one, &mw);
-		}
-		mw.what = METRICS_T_SETUP;
-		snprintf(name, sizeof(name), "smcproxyd_%s_setup_seconds",
-			 k ? "export" : "rule");
-		prom_family(f, name, "histogram",
-			    k ? "per export: time from a peer's open to "
-				"relaying (the target connected)" :
-				"per rule: time from accepting a client to "
-				"relaying (the peer reached, over RDMA or the "
-				"fallback)");
-		tally_foreach(metrics_tally_one, &mw);
-	}
-}
-
-/*
- * The whole exposition into a new buffer.
+ * The whole exposition into a new buffer: prom.c's, from the data of the
+ * same commands smcproxyctl --prometheus asks the socket for.
  * Return: 0, -ENOENT when the daemon is shutting down, -ENOMEM.
  */
 static int
 metrics_text(char **text, size_t *len)
 {
-	json_t *sreply = NULL, *vreply = NULL, *preply = NULL, *rreply = NULL;
-	json_t *lreply = NULL, *stats, *ver, *peers, *rules, *links;
+	json_t *reply[PROM_NCMDS] = {NULL};
+	const json_t *data[PROM_NCMDS];
 	FILE *f;
-	int rc = -ENOENT;
+	int i, rc = -ENOENT;
 
 	*text = NULL;
-	stats = metrics_call("stats", &sreply);
-	ver = metrics_call("version", &vreply);
-	peers = metrics_call("show peers", &preply);
-	rules = metrics_call("show rules", &rreply);
-	links = metrics_call("show links", &lreply);
-	if (stats == NULL || ver == NULL || peers == NULL || rules == NULL ||
-	    links == NULL)
-		goto out;
+	for (i = 0; i < PROM_NCMDS; i++) {
+		data[i] = metrics_call(prom_commands[i], &reply[i]);
+		if (data[i] == NULL)
+			goto out;
+	}
 	rc = -ENOMEM;
 	f = open_memstream(text, len);
 	if (f == NULL)
 		goto out;
-	prom_stats(f, metrics_schema, json_object_get(stats, "stats"),
-		   json_object_get(stats, "totals"),
-		   metrics_str(ver, "version"), false);
-	prom_family(f, "smcproxyd_start_time_seconds", "gauge",
-		    "when the daemon started, in seconds since the epoch");
-	fprintf(f, "smcproxyd_start_time_seconds %.3f\n", metrics_started);
-	metrics_peers(f, json_object_get(peers, "peers"));
-	metrics_links(f, json_object_get(links, "links"));
-	metrics_rules(f, json_object_get(rules, "rules"),
-		      json_object_get(rules, "exports"));
-	metrics_tallies(f);
+	prom_write(f, metrics_schema, data, false);
 	if (fclose(f) == 0)
 		rc = 0;
 out:
@@ -509,11 +212,8 @@ out:
 		free(*text);
 		*text = NULL;
 	}
-	json_decref(sreply);
-	json_decref(vreply);
-	json_decref(preply);
-	json_decref(rreply);
-	json_decref(lreply);
+	for (i = 0; i < PROM_NCMDS; i++)
+		json_decref(reply[i]);
 	return rc;
 }
 
@@ -573,13 +273,10 @@ metrics_init(const struct conf *conf, struct event_base *base)
 {
 	char buf[ADDR_STRLEN], name[FDSTORE_NAME_MAX];
 	json_t *reply = NULL, *schema;
-	struct timespec now;
 	int fd, rc = -ENOMEM;
 
 	if (conf->metrics_listen.len == 0)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &now);
-	metrics_started = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 	schema = metrics_call("schema", &reply);
 	metrics_schema = json_incref(json_object_get(schema, "stats"));
 	json_decref(reply);

@@ -6,7 +6,9 @@
  * to a peer come and go and when RDMA to it fails (the back-off before
  * RDMA is tried again lives here), and the rule side's TCP connections
  * to the peer port whether they got through and why not; `show peers`
- * and the connection log read it.  Any thread: one mutex guards it, and nothing on a data path
+ * and the connection log read it.  When that changes how the peer is
+ * reached (down, up over RDMA, up over the fallback) it logs the
+ * PEER_UP or PEER_DOWN event.  Any thread: one mutex guards it, and nothing on a data path
  * takes it per byte.
  */
 #include <errno.h>
@@ -63,6 +65,61 @@ peer_find(const char *name, bool create)
 	return p;
 }
 
+/* How the peer is reached now, as smcproxyd_peer_up says it. */
+enum peer_reach { PEER_DOWN, PEER_UP_RDMA, PEER_UP_FALLBACK };
+
+static enum peer_reach
+peer_reach(const struct peer_state *p)
+{
+	if (p == NULL)
+		return PEER_DOWN;
+	if (p->lgrs > 0)
+		return PEER_UP_RDMA;
+	return p->reachable == 1 ? PEER_UP_FALLBACK : PEER_DOWN;
+}
+
+/* A change of p's reach since was, to log once peer_lock is let go. */
+struct peer_change {
+	enum peer_reach now;
+	bool changed;
+	char name[CONF_NAME_MAX + 1];
+	char error[PEER_ERROR_MAX];
+};
+
+/* Note p's change from was (peer_lock held). */
+static void
+peer_changed(const struct peer_state *p, enum peer_reach was,
+	     struct peer_change *ch)
+{
+	ch->now = peer_reach(p);
+	ch->changed = p != NULL && ch->now != was;
+	if (!ch->changed)
+		return;
+	snprintf(ch->name, sizeof(ch->name), "%s", p->name);
+	snprintf(ch->error, sizeof(ch->error), "%s", p->error);
+}
+
+/*
+ * The PEER_UP and PEER_DOWN events (peer_lock let go): up over RDMA or the
+ * fallback, or down with the error that says why.
+ */
+static void
+peer_log_change(const struct peer_change *ch)
+{
+	struct log_where w = {ch->name, NULL, -1, -1};
+
+	if (!ch->changed)
+		return;
+	if (ch->now == PEER_DOWN)
+		log_event(LOG_EV_PEER_DOWN, LOG_LEVEL_WARN, &w,
+			  "peer %s: down: %s", ch->name,
+			  ch->error[0] != '\0' ? ch->error : "not reached");
+	else
+		log_event(LOG_EV_PEER_UP, LOG_LEVEL_INFO, &w,
+			  "peer %s: up over %s", ch->name,
+			  ch->now == PEER_UP_RDMA ? "rdma" : "the fallback");
+}
+
 /*
  * An active link group to the peer came (+1) or went (-1).  One coming
  * forgets the last failure; the next back-off starts at first_backoff_ms.
@@ -70,10 +127,13 @@ peer_find(const char *name, bool create)
 void
 peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms)
 {
+	struct peer_change ch;
 	struct peer_state *p;
+	enum peer_reach was;
 
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, true);
+	was = peer_reach(p);
 	if (p != NULL) {
 		p->lgrs += delta;
 		if (delta > 0) {
@@ -85,7 +145,9 @@ peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms)
 			p->reachable = 1;
 		}
 	}
+	peer_changed(p, was, &ch);
 	pthread_mutex_unlock(&peer_lock);
+	peer_log_change(&ch);
 }
 
 /* Keep the error, its code and when; with peer_lock held. */
@@ -124,13 +186,16 @@ uint64_t
 peer_fallback(const char *name, uint32_t reason, bool by_peer,
 	      uint64_t backoff_ms, uint64_t max_ms)
 {
+	struct peer_change ch;
 	struct peer_state *p;
 	uint64_t period = 0;
+	enum peer_reach was;
 	char code[16];
 
 	snprintf(code, sizeof(code), "0x%08x", reason);
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, true);
+	was = peer_reach(p);
 	if (p != NULL) {
 		p->reason = reason;
 		p->by_peer = by_peer;
@@ -155,7 +220,9 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 				p->backoff_ms = max_ms;
 		}
 	}
+	peer_changed(p, was, &ch);
 	pthread_mutex_unlock(&peer_lock);
+	peer_log_change(&ch);
 	return period;
 }
 
@@ -163,13 +230,18 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 void
 peer_reached(const char *name)
 {
+	struct peer_change ch;
 	struct peer_state *p;
+	enum peer_reach was;
 
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, true);
+	was = peer_reach(p);
 	if (p != NULL)
 		p->reachable = 1;
+	peer_changed(p, was, &ch);
 	pthread_mutex_unlock(&peer_lock);
+	peer_log_change(&ch);
 }
 
 /*
@@ -181,11 +253,14 @@ void
 peer_error(const char *name, bool unreachable, const char *code,
 	   const char *fmt, ...)
 {
+	struct peer_change ch;
 	struct peer_state *p;
+	enum peer_reach was;
 	va_list ap;
 
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, true);
+	was = peer_reach(p);
 	if (p != NULL) {
 		if (unreachable)
 			p->reachable = 0;
@@ -193,7 +268,9 @@ peer_error(const char *name, bool unreachable, const char *code,
 		peer_note(p, code, fmt, ap);
 		va_end(ap);
 	}
+	peer_changed(p, was, &ch);
 	pthread_mutex_unlock(&peer_lock);
+	peer_log_change(&ch);
 }
 
 /* Until when (now_ms()) RDMA to the peer is backed off; 0: it is not. */

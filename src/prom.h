@@ -12,9 +12,19 @@
 
 #include <jansson.h>
 
-void prom_escape(FILE *f, const char *s, bool quotes);
-void prom_family(FILE *f, const char *name, const char *type, const char *help);
-void prom_stats(FILE *f, const json_t *schema, const json_t *stats,
-		const json_t *totals, const char *version, bool om);
+/* The control commands the exposition is made of, as prom_commands. */
+enum prom_cmd {
+	PROM_STATS,
+	PROM_VERSION,
+	PROM_PEERS,
+	PROM_LINKS,
+	PROM_RULES,
+	PROM_NCMDS
+};
+
+extern const char *const prom_commands[PROM_NCMDS];
+
+void prom_write(FILE *f, const json_t *schema,
+		const json_t *const data[PROM_NCMDS], bool om);
 
 #endif /* SMCPROXYD_PROM_H */

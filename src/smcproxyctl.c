@@ -671,7 +671,7 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 		{"DESCRIPTION", "description", CTL_COL_TEXT, false},
 	};
 	json_t *stats = json_object_get(data, "stats");
-	json_t *reply = NULL, *schema, *rows, *e;
+	json_t *reply = NULL, *schema, *rows, *e, *v;
 	char up[32], since[32];
 	size_t i;
 
@@ -685,20 +685,24 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 				json_object_get(data, "workers")),
 			up, since);
 
-	/* units and descriptions come from the schema */
+	/*
+	 * Units and descriptions come from the schema.  Of the counters per
+	 * decline code, only those that counted something: -j has them all.
+	 */
 	schema = json_object_get(ctl_call(conn, "schema", &reply), "stats");
 	rows = json_array();
 	json_array_foreach(schema, i, e) {
-		json_object_set(
-			e, "value",
-			json_object_get(
-				stats,
-				json_string_value(json_object_get(e, "name"))));
+		v = json_object_get(
+			stats, json_string_value(json_object_get(e, "name")));
+		if (json_object_get(json_object_get(e, "labels"), "code") !=
+			    NULL &&
+		    json_integer_value(v) == 0)
+			continue;
+		json_object_set(e, "value", v);
 		json_array_append(rows, e);
 	}
 	if (json_array_size(rows) == 0) {
 		const char *key;
-		json_t *v;
 
 		json_object_foreach(stats, key, v)
 			json_array_append_new(rows,
@@ -914,35 +918,34 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 
 /******** Prometheus ********/
 
-/* The exposition itself is prom.c's, shared with the daemon's endpoint. */
+/*
+ * The exposition itself is prom.c's, shared with the daemon's endpoint,
+ * from the same commands' data: the same families.
+ */
 static int
 ctl_prometheus(struct ctl_conn *conn, bool om)
 {
-	json_t *sreply = NULL, *dreply = NULL, *vreply = NULL, *schema, *data;
-	json_t *stats, *totals;
+	json_t *sreply = NULL, *reply[PROM_NCMDS] = {NULL}, *schema;
+	const json_t *data[PROM_NCMDS];
+	int i, rc = CTL_EXIT_FAILED;
 
 	schema = json_object_get(ctl_call(conn, "schema", &sreply), "stats");
 	if (schema == NULL)
-		return CTL_EXIT_FAILED;
-	data = ctl_call(conn, "stats", &dreply);
-	stats = json_object_get(data, "stats");
-	if (stats == NULL) {
-		json_decref(sreply);
-		return CTL_EXIT_FAILED;
+		goto out;
+	for (i = 0; i < PROM_NCMDS; i++) {
+		data[i] = ctl_call(conn, prom_commands[i], &reply[i]);
+		if (data[i] == NULL)
+			goto out;
 	}
-	totals = json_object_get(data, "totals");
-	if (totals == NULL)
-		totals = stats;
-	prom_stats(stdout, schema, stats, totals,
-		   json_string_value(json_object_get(
-			   ctl_call(conn, "version", &vreply), "version")),
-		   om);
+	prom_write(stdout, schema, data, om);
 	if (om)
 		printf("# EOF\n");
-	json_decref(vreply);
+	rc = CTL_EXIT_OK;
+out:
+	for (i = 0; i < PROM_NCMDS; i++)
+		json_decref(reply[i]);
 	json_decref(sreply);
-	json_decref(dreply);
-	return CTL_EXIT_OK;
+	return rc;
 }
 
 /******** main ********/

@@ -201,8 +201,9 @@ smcproxyd_reload(FILE *errors)
 		log_set_level(next->log_level);
 	if (next->warnings != NULL)
 		fputs(next->warnings, mine);
-	log_info("reloaded %s: %d rules, %d peers, %d exports", next->path,
-		 next->nrules, next->npeers, next->nexports);
+	log_event(LOG_EV_RELOAD, LOG_LEVEL_INFO, LOG_NOWHERE,
+		  "reloaded %s: %d rules, %d peers, %d exports", next->path,
+		  next->nrules, next->npeers, next->nexports);
 	ib_check_host(next);
 out:
 	fclose(mine);
@@ -214,7 +215,8 @@ out:
 		notify_ready(conf_current);
 	smcproxyd_log_lines(text);
 	if (rc == -EINVAL)
-		log_warnx("reload: %s has errors; still serving with the "
+		log_event(LOG_EV_RELOAD_FAILED, LOG_LEVEL_WARN, LOG_NOWHERE,
+			  "reload: %s has errors; still serving with the "
 			  "previous configuration",
 			  conf_current->path);
 	free(text);

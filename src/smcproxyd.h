@@ -78,6 +78,45 @@ void log_warn_rl(const char *kind, const char *source, const char *fmt, ...)
 void log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void log_rl_limits(uint64_t interval_ms, unsigned int burst);
+/*
+ * Events with a journal MESSAGE_ID, fixed for good (as systemd's catalog
+ * ids; docs/stats.md "Log events"): X(id, name, 128-bit id in hex).
+ */
+#define LOG_EVENTS(X)                                                     \
+	X(LINK_UP, "link_up", "a1019f3f1de7421dbaed4d90612770e0")         \
+	X(LINK_DOWN, "link_down", "524edd686746432894515ee7e70f59b2")     \
+	X(PEER_UP, "peer_up", "fc02ec302b63463089d825550f13f637")         \
+	X(PEER_DOWN, "peer_down", "7f26b048b33b4e3f876f27c3b3cadcb7")     \
+	X(AUTH_FAILED, "auth_failed", "cf64de56aaf1493fb3ae6f27f7457a89") \
+	X(RELOAD, "reload", "99eb0c885a0c4c2da9e65459e167112b")           \
+	X(RELOAD_FAILED, "reload_failed", "39e84c19d16548c58b3f0b97272411f7")
+
+enum log_event {
+#define X(id, name, msgid) LOG_EV_##id,
+	LOG_EVENTS(X)
+#undef X
+		LOG_EV_N
+};
+
+/* What an event is about, as journal fields; NULL or -1: not that. */
+struct log_where {
+	const char *peer; /* PEER= */
+	const char *rule; /* RULE= */
+	long lgr;	  /* LGR= */
+	long link;	  /* LINK= */
+};
+
+#define LOG_NOWHERE (&(const struct log_where){NULL, NULL, -1, -1})
+#define LOG_EVENT_FIELDS_MAX 5 /* MESSAGE_ID and the four of log_where */
+#define LOG_EVENT_FIELDS_LEN (48 + 2 * (CONF_NAME_MAX + 8) + 2 * 32)
+int log_event_fields(enum log_event ev, const struct log_where *w, char *buf,
+		     size_t size, const char **fields);
+void log_event(enum log_event ev, enum log_level level,
+	       const struct log_where *w, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void log_event_rl(const char *kind, const char *source, enum log_event ev,
+		  const struct log_where *w, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...)
@@ -575,7 +614,7 @@ void tally_open(struct session *s);
 void tally_setup(const struct session *s, uint64_t ms);
 int64_t tally_conns(enum tally_kind kind, const char *name);
 void tally_close(const struct session *s, enum session_reason reason);
-void tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg);
+struct json_t *tally_json(void);
 void tally_shutdown(void);
 
 /* control.c */

@@ -2,8 +2,11 @@
 /*
  * The statistics catalogue, declared once.  STATS_LIST gives every counter
  * and gauge with its unit and description; SESSION_REASONS gives the close
- * reasons, each of which also has a counter ("close_<reason>").  stats.c
- * generates aggregation, reset, JSON and the schema from these lists.
+ * reasons, each of which also has a counter ("close_<reason>"), and
+ * clc_wire.h's CLC_DECLINES the decline codes, each of which has a counter
+ * per direction ("declines_sent_0x03030002", "declines_received_...", and
+ * _unknown for a code not listed).  stats.c generates aggregation, reset,
+ * JSON and the schema from these lists.
  *
  * Each worker owns one struct stats and is its only writer: updates are a
  * relaxed load and store, never a locked read-modify-write, and readers on
@@ -13,6 +16,8 @@
 #define SMCPROXYD_STATS_H
 
 #include <stdint.h>
+
+#include "clc_wire.h"
 
 /* X(name, kind, unit, description) */
 #define STATS_LIST(X)                                                          \
@@ -244,7 +249,10 @@ enum stats_id {
 	STATS_LIST(X)
 #undef X
 		STAT_CLOSE_BASE,
-	STAT_N = STAT_CLOSE_BASE + SESSION_NREASONS
+	/* per decline code, CLC_DECL_NCODES the unlisted ones */
+	STAT_DECL_SENT_BASE = STAT_CLOSE_BASE + SESSION_NREASONS,
+	STAT_DECL_RECEIVED_BASE = STAT_DECL_SENT_BASE + CLC_DECL_NCODES + 1,
+	STAT_N = STAT_DECL_RECEIVED_BASE + CLC_DECL_NCODES + 1
 };
 
 struct stats {

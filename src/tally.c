@@ -8,11 +8,15 @@
  * as each connection ends.  The totals are what the metrics endpoint
  * labels per rule and export (Prometheus counters, never rewound: "stats
  * reset" does not touch them).  Entries are keyed by name and kept across
- * reloads, as a name in a time series would be.
+ * reloads, as a name in a time series would be.  tally_json() hands the
+ * totals to the control socket's "stats" reply, from which prom.c writes
+ * them for the endpoint and for smcproxyctl --prometheus alike.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "smcproxyd.h"
 
@@ -154,16 +158,71 @@ tally_close(const struct session *s, enum session_reason reason)
 	pthread_mutex_unlock(&tally_lock);
 }
 
-/* fn(entry, arg) for every entry, with the totals held still meanwhile. */
-void
-tally_foreach(void (*fn)(const struct tally *t, void *arg), void *arg)
+/* The totals of t as JSON (tally_json); NULL when out of memory. */
+static json_t *
+tally_entry_json(const struct tally *t)
 {
-	const struct tally *t;
+	json_t *closes, *buckets;
+	int i;
 
+	closes = json_object();
+	buckets = json_array();
+	for (i = 0; closes != NULL && i < SESSION_NREASONS; i++)
+		if (t->closes[i] > 0)
+			json_object_set_new(
+				closes,
+				session_reason_name((enum session_reason)i),
+				json_integer((json_int_t)t->closes[i]));
+	for (i = 0; buckets != NULL && i <= TALLY_SETUP_BUCKETS; i++)
+		json_array_append_new(buckets,
+				      json_integer((json_int_t)t->setup[i]));
+	return json_pack(
+		"{s:s, s:{s:I, s:I}, s:I, s:I, s:o, s:o, s:I, s:I}", "name",
+		t->name, "conns_ended", "fallback", (json_int_t)t->conns[0],
+		"rdma", (json_int_t)t->conns[1], "bytes_in",
+		(json_int_t)t->bytes_in, "bytes_out", (json_int_t)t->bytes_out,
+		"closes", closes, "setup_buckets", buckets, "setup_count",
+		(json_int_t)t->setup_count, "setup_sum_ms",
+		(json_int_t)t->setup_sum_ms);
+}
+
+/**
+ * tally_json() - The totals since the start, per rule and per export: an
+ * object with "setup_le_ms" (the setup-time buckets' upper bounds; each
+ * entry's "setup_buckets" has one more, for what took longer), "rules"
+ * and "exports" (arrays of name, conns_ended by transport, bytes_in,
+ * bytes_out, closes by reason (those seen), setup_buckets, setup_count,
+ * setup_sum_ms).
+ * Return: a new reference, or NULL when out of memory.
+ */
+json_t *
+tally_json(void)
+{
+	json_t *le, *rules, *exports, *e;
+	const struct tally *t;
+	int i;
+
+	le = json_array();
+	rules = json_array();
+	exports = json_array();
+	for (i = 0; le != NULL && i < TALLY_SETUP_BUCKETS; i++)
+		json_array_append_new(le, json_integer(tally_setup_le_ms[i]));
 	pthread_mutex_lock(&tally_lock);
-	SLIST_FOREACH(t, &tally_list, entry)
-		fn(t, arg);
+	SLIST_FOREACH(t, &tally_list, entry) {
+		if (t->kind == TALLY_PEER)
+			continue;
+		e = tally_entry_json(t);
+		if (e == NULL) {
+			json_decref(rules);
+			rules = NULL;
+			break;
+		}
+		json_array_append_new(t->kind == TALLY_RULE ? rules : exports,
+				      e);
+	}
 	pthread_mutex_unlock(&tally_lock);
+	return json_pack("{s:o, s:o, s:o}", "setup_le_ms", le, "rules", rules,
+			 "exports", exports);
 }
 
 /* Free every entry: at exit, once no worker runs. */

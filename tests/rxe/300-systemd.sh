@@ -21,6 +21,10 @@
 # control: with a drop-in that empties DeviceAllow= the same traffic falls
 # back to TCP, so the RDMA above is the unit's device policy at work.
 # Issue 34's checks:
+#   journal events               link up (PEER=, LGR=, LINK=), peer up over
+#                                rdma (PEER=), reload and reload_failed
+#                                with their MESSAGE_IDs, in journald's
+#                                export format
 #   keys                         "smcproxyd -n" as root accepts the key owned
 #                                by smcproxyd, warns about one of root's,
 #                                names smcproxyd for one of nobody's; the
@@ -182,6 +186,32 @@ xfer_ok "first connection (while the group is set up: waits, or fallback)" \
 	-n 1 -b 64K -T 60
 journal_has 'peer b: link group active as client' ||
 	bad "no active link group in the journal"
+# the events' fields (docs/stats.md "Log events") in journald's export
+# format: journal_event ID LINE-REGEX, an entry with that MESSAGE_ID has
+# a field line matching
+journal_event_lines() {
+	journalctl -u smcproxyd --no-pager -o export "MESSAGE_ID=$1" \
+		2>/dev/null | grep -Eqx -- "$2"
+}
+journal_event() {
+	rxe_wait 10 journal_event_lines "$1" "$2"
+}
+link_up=a1019f3f1de7421dbaed4d90612770e0
+peer_up=fc02ec302b63463089d825550f13f637
+if journal_event $link_up 'PEER=b' && journal_event $link_up 'LGR=[0-9]+' &&
+	journal_event $link_up 'LINK=1' &&
+	journal_event $link_up 'MESSAGE=lgr [0-9]+ link 1: up .*'; then
+	ok "link up in the journal with MESSAGE_ID, PEER=, LGR=, LINK="
+else
+	bad "no link_up event with its fields: $(journalctl -u smcproxyd \
+		--no-pager -o export MESSAGE_ID=$link_up | grep -E '^(MESSAGE|PEER|LGR|LINK)=' | head)"
+fi
+if journal_event $peer_up 'PEER=b' &&
+	journal_event $peer_up 'MESSAGE=peer b: up over rdma'; then
+	ok "peer up over rdma in the journal with MESSAGE_ID, PEER="
+else
+	bad "no peer_up event over rdma"
+fi
 "$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
 "$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
 xfer_ok "8 connections x 1 MiB both ways through the unit" -n 8 -b 1M -T 60
@@ -208,6 +238,8 @@ else
 	bad "systemctl reload of a good file failed (exit $?)"
 fi
 journal_has "reloaded $conf: 2 rules" || bad "no 'reloaded' line in the journal"
+journal_event 99eb0c885a0c4c2da9e65459e167112b "MESSAGE=reloaded $conf: 2 rules.*" ||
+	bad "the 'reloaded' line has no MESSAGE_ID"
 st=$(status_text)
 case $st in
 "2 rules, 0 exports, 1 peer, 1 link group") ok "StatusText '$st'" ;;
@@ -233,6 +265,8 @@ then
 else
 	bad "no file:line reason in the journal"
 fi
+journal_event 39e84c19d16548c58b3f0b97272411f7 'MESSAGE=reload: .* has errors.*' ||
+	bad "no reload_failed event in the journal"
 expect_is "is-active after it" "$(systemctl is-active smcproxyd)" active
 st=$(status_text)
 case $st in

@@ -139,8 +139,11 @@ need(re.fullmatch(r"%d workers, up \S+, counters cover the last \S+" %
                   r["data"]["workers"], lines[0]), "table title %r" % lines[0])
 eq(lines[1], "", "blank line after the title")
 eq(lines[2].split(), ["STATISTIC", "VALUE", "UNIT", "DESCRIPTION"], "table header")
-eq(len(lines), 3 + len(schema), "table lines")
-for s, l in zip(schema, lines[3:]):
+# of the counters per decline code only those that counted something
+shown = [s for s in schema if "code" not in s["labels"] or st[s["name"]]]
+need(len(shown) < len(schema), "no decline code left out of the table")
+eq(len(lines), 3 + len(shown), "table lines")
+for s, l in zip(shown, lines[3:]):
     eq(l.split(None, 3), [s["name"], str(st[s["name"]]), s["unit"], s["description"]],
        "table row")
 # Prometheus: a HELP and TYPE per family, a sample per statistic
@@ -161,28 +164,45 @@ for l in prom:
            "duplicate %s line for %s" % (m.group(1), fam))
         seen.setdefault(fam, {})[m.group(1)] = m.group(3)
         continue
-    m = re.fullmatch(r'smcproxyd_([a-z_]+)(\{reason="[a-z_]+"\})? (\d+)', l)
+    if l.startswith("#"):
+        continue
+    m = re.fullmatch(r'smcproxyd_([a-z_]+)(\{[a-z_]+="[^"]*"(?:,[a-z_]+="[^"]*")*\})? (\S+)', l)
     need(m, "not a Prometheus sample: %r" % l)
     fam = m.group(1)
     if fam.endswith("_total"):
         fam = fam[:-len("_total")]
         eq(seen.get(fam, {}).get("TYPE"), "counter", "TYPE of %s" % m.group(1))
+    if fam.rsplit("_", 1)[-1] in ("bucket", "sum", "count") and fam not in seen:
+        fam = fam.rsplit("_", 1)[0]
     need("TYPE" in seen.get(fam, {}), "sample before its TYPE: %r" % l)
-    samples[fam + (m.group(2) or "")] = int(m.group(3))
-eq(len(samples), len(schema), "number of samples")
+    samples[m.group(1).removesuffix("_total") + (m.group(2) or "")] = \
+        float(m.group(3))
+metrics = {s["metric"] for s in schema}
+eq(len([k for k in samples if k.split("{")[0] in metrics]), len(schema),
+   "number of samples of the catalogue")
 # counters as totals ("stats reset" does not rewind them), gauges as now
 tot = r["data"]["totals"]
 for s in schema:
-    lab = "".join('{%s="%s"}' % kv for kv in s["labels"].items())
+    lab = ",".join('%s="%s"' % kv for kv in s["labels"].items())
+    lab = "{%s}" % lab if lab else ""
     key = s["metric"] + lab
-    eq(samples.get(key), (tot if s["kind"] == "counter" else st)[s["name"]],
+    want = (tot if s["kind"] == "counter" else st)[s["name"]]
+    eq(samples.get(key), round(want * s.get("scale", 1), 6),
        "Prometheus %s" % key)
     eq(seen[s["metric"]]["TYPE"], s["kind"], "TYPE of %s" % s["metric"])
     eq(seen[s["metric"]]["HELP"], s["help"], "HELP of %s" % s["metric"])
     if s["name"].startswith("close_"):
         eq((s["metric"], lab), ("conns_closed", '{reason="%s"}' % s["name"][6:]),
            "family of %s" % s["name"])
-    else:
+    elif s["name"].startswith("declines_"):
+        d, code = s["name"][len("declines_"):].split("_", 1)
+        eq((s["metric"], s["labels"]["direction"], s["labels"]["code"]),
+           ("declines", d, code), "family of %s" % s["name"])
+    elif s["name"] in ("tx_cnt", "busy_poll_time_us"):
+        eq((s["metric"], lab), ({"tx_cnt": "tx_requests",
+                                 "busy_poll_time_us": "busy_poll_seconds"}
+                                [s["name"]], ""), "family of %s" % s["name"])
+    elif "_cnt" not in s["name"] and not s["name"].endswith("_used"):
         eq((s["metric"], lab), (s["name"], ""), "family of %s" % s["name"])
 EOF
 }

@@ -7,7 +7,11 @@
 # the close reasons as one family with a reason label, build_info, the
 # start time, peers (up, mode), the connections open per rule, export
 # and peer while one is held open, and per rule and export the totals
-# since the start (connections ended by transport, bytes, closes).  Another path is 404, POST is 405, a
+# since the start (connections ended by transport, bytes, closes).  GET
+# /metrics has the same families as smcproxyctl --prometheus, both follow
+# Prometheus' naming conventions and "promtool check metrics" finds
+# nothing in either (CI fails when promtool is missing; elsewhere that is
+# logged and the lint left out).  Another path is 404, POST is 405, a
 # bad metrics_listen is a config error with file:line, and a reload
 # cannot move the endpoint.
 . "$(dirname "$0")/lib.sh"
@@ -94,8 +98,10 @@ def eq(got, want, what):
 
 a, b = scrape(amet), scrape(bmet)
 
-# the catalogue: the same families and values as smcproxyctl --prometheus
+# one writer (prom.c), the same commands: the same families, sample for
+# sample, as smcproxyctl --prometheus
 ctl = {f.name: f for f in text(open(ctlfile).read())}
+eq(sorted(a), sorted(ctl), "families of GET /metrics and of --prometheus")
 for name, f in ctl.items():
     if name not in a or a[name].type != f.type:
         sys.exit("%s (%s) missing or retyped" % (name, f.type))
@@ -192,6 +198,34 @@ eq(get(amet, "/metricsx")[0], 404, "GET /metricsx")
 eq(get(amet, "/metrics", "POST")[0], 405, "POST /metrics")
 PY
 	fail "scrape: $(cat "$T/check.out")"
+
+# Prometheus' naming conventions, in both outputs (the same writer): no
+# "_cnt", no unit but a base one (seconds, bytes) and that one last, a
+# counter's samples _total; and promtool (Debian's prometheus) lints them.
+python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+	"http://127.0.0.1:$PORT_AMET/metrics" >"$T/a.http.prom" ||
+	fail "scrape for the lint"
+for f in a.http.prom a.ctl.prom; do
+	bad=$(grep '^# TYPE ' "$T/$f" | awk '
+		$3 ~ /_cnt(_|$)|_us(_|$)|_ms(_|$)|micro|milli/ { print; next }
+		$4 == "counter" && $3 !~ /_total$/ { print; next }
+		$3 ~ /_(seconds|bytes)_/ && $3 !~ /_(seconds|bytes)_total$/ { print }')
+	[ -z "$bad" ] || fail "$f: families off Prometheus' conventions: $bad"
+	grep -q '^smcproxyd_busy_poll_seconds_total ' "$T/$f" ||
+		fail "$f: no smcproxyd_busy_poll_seconds_total"
+done
+if command -v promtool >/dev/null 2>&1; then
+	for f in a.http.prom a.ctl.prom; do
+		promtool check metrics <"$T/$f" >"$T/promtool.out" 2>&1 ||
+			fail "promtool check metrics $f: $(cat "$T/promtool.out")"
+	done
+	smc_log "promtool check metrics: both outputs clean"
+elif [ -n "${CI:-}" ]; then
+	fail "promtool not installed (scripts/setup installs prometheus)"
+else
+	smc_log "promtool not installed (Debian package prometheus): not linted"
+fi
 
 # The address is bound once: a reload that moves it is refused whole.
 sed -i "s|127.0.0.1:$PORT_AMET|127.0.0.1:$PORT_SPARE|" "$T/a.conf"

@@ -78,7 +78,7 @@ ctl b version | grep -q '^smc_option *attached to ' ||
 	fail "b did not attach the option's program: $(ctl b version)"
 
 s0=$(stat_get b smc_opt_echoed) d0=$(stat_get b smc_decline_nodev)
-t0=$(stat_get b smc_conns_tcp)
+t0=$(stat_get b smc_conns_tcp) c0=$(stat_get b declines_sent_0x03030002)
 kc -n 1048576
 [ "$kc_rc" = 0 ] || fail "a good PROPOSAL: the bytes did not come back"
 printf '%s\n' "$out" | grep -qx echoed || fail "the SYN-ACK did not echo the option"
@@ -88,6 +88,8 @@ printf '%s\n' "$out" | grep -q '^verified 1048576 bytes$' || fail "1 MiB not ver
 count b smc_opt_echoed "$s0" 1
 count b smc_decline_nodev "$d0" 1
 count b smc_conns_tcp "$t0" 1
+# and in the per-code counters both dialects share
+count b declines_sent_0x03030002 "$c0" 1
 
 # what is wrong decides the code; the data goes through every time
 for c in "NOSMCDEV 0x03030000:smc_decline_eid:-e OTHER-LAB" \

@@ -205,6 +205,13 @@ clc_decline_name(uint32_t code)
 	return code == 0x03030002 ? "NOSMCRDEV" : "?";
 }
 
+/* the stats reply's per-rule closes (tally.c) name their reasons */
+const char *
+session_reason_name(enum session_reason r)
+{
+	return r == SESSION_CLIENT_FIN ? "client_fin" : "?";
+}
+
 /******** fixture ********/
 
 static char dir[32], sockpath[sizeof(((struct sockaddr_un *)NULL)->sun_path)];

@@ -205,6 +205,10 @@ stat(const struct side *s, enum stats_id id)
 	return stats_read(&s->st, id);
 }
 
+/* The counters of one decline code, as stat()'s id. */
+#define DECL_SENT(nm) (STAT_DECL_SENT_BASE + CLC_DECLI_##nm)
+#define DECL_RECEIVED(nm) (STAT_DECL_RECEIVED_BASE + CLC_DECLI_##nm)
+
 /* Start a handshake from A to B over a socketpair. */
 static void
 connect_ab(void)
@@ -460,6 +464,8 @@ START_TEST(decline_after_client_confirmed)
 	ck_assert(run_until(none_left, WAIT_MS));
 	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(TIMEOUT_CL)), 1);
+	ck_assert_uint_eq(stat(&A, DECL_RECEIVED(TIMEOUT_CL)), 1);
 	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
 	ck_assert_str_eq(clc_decline_name(reason), "TIMEOUT_CL");
 	ck_assert_int_eq(peer_info("b", &info), 0);
@@ -768,8 +774,11 @@ START_TEST(decline_nosmcrdev)
 	ck_assert(info.by_peer);
 	ck_assert_uint_gt(info.backoff_left_ms, 0);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_received), 1);
+	ck_assert_uint_eq(stat(&A, DECL_RECEIVED(NOSMCRDEV)), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 1);
 	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(NOSMCRDEV)), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(AUTHFAIL)), 0);
 	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 1);
 	ck_assert_str_eq(peer_mode("a", &reason), "fallback");
 	ck_assert_uint_eq(reason, CLC_DECL_NOSMCRDEV);
@@ -815,6 +824,8 @@ START_TEST(wrong_key)
 	ck_assert_uint_eq(stat(&A, STAT_auth_failures), 1);
 	ck_assert_uint_eq(stat(&A, STAT_clc_declines_sent), 1);
 	ck_assert_uint_eq(stat(&B, STAT_clc_declines_received), 1);
+	ck_assert_uint_eq(stat(&A, DECL_SENT(AUTHFAIL)), 1);
+	ck_assert_uint_eq(stat(&B, DECL_RECEIVED(AUTHFAIL)), 1);
 	ck_assert_uint_eq(stat(&A, STAT_link_up), 0);
 	ck_assert_uint_eq(stat(&B, STAT_link_up), 0);
 }
@@ -901,6 +912,7 @@ START_TEST(malformed_clc)
 {
 	struct clc_proposal_info p;
 	struct clc_accept_info cf;
+	struct clc_decline_info d;
 	uint8_t good[CLC_MSG_MAX], bad[CLC_MSG_MAX];
 	struct clc_hdr *h = (struct clc_hdr *)bad;
 	size_t len;
@@ -954,8 +966,25 @@ START_TEST(malformed_clc)
 	len = (size_t)clc_confirm_encode(bad, sizeof(bad), &cf);
 	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
 
-	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 10);
-	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 10);
+	/* a DECLINE first: counted by its code, a code not listed too */
+	memset(&d, 0, sizeof(d));
+	d.diagnosis = CLC_DECL_NOSMCRDEV;
+	len = (size_t)clc_decline_encode(bad, sizeof(bad), &d);
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+	d.diagnosis = 0x0b000000;
+	len = (size_t)clc_decline_encode(bad, sizeof(bad), &d);
+	ck_assert_uint_eq(malformed(bad, len, false), CLC_DECL_BADMSG);
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_received), 2);
+	ck_assert_uint_eq(stat(&B, DECL_RECEIVED(NOSMCRDEV)), 1);
+	ck_assert_uint_eq(stat(&B, STAT_DECL_RECEIVED_BASE + CLC_DECL_NCODES),
+			  1);
+
+	ck_assert_uint_eq(stat(&B, STAT_clc_declines_sent), 12);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(VERSMISMAT)), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(MAXCONNERR)), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(MAXLINKERR)), 1);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(BADMSG)), 9);
+	ck_assert_uint_eq(stat(&B, STAT_srv_hshake_err_cnt), 12);
 	run_for(20);
 	ck_assert_ptr_null(lgr_of(&B));
 	ck_assert_int_eq(B.ctx->nclcs, 0);

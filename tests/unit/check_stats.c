@@ -182,7 +182,7 @@ START_TEST(test_schema)
 #undef X
 	};
 	json_t *schema, *e, *labels;
-	const char *kind, *name;
+	const char *kind, *name, *metric;
 	size_t i;
 
 	schema = stats_schema_json();
@@ -201,11 +201,25 @@ START_TEST(test_schema)
 		labels = json_object_get(e, "labels");
 		ck_assert(json_is_object(labels));
 		if (i < STAT_CLOSE_BASE) {
-			ck_assert_str_eq(
-				json_string_value(json_object_get(e, "metric")),
-				name);
+			/*
+			 * the catalogue's name, or where it has _cnt, _us or
+			 * _used (a unit not last) one in Prometheus' style
+			 */
+			metric =
+				json_string_value(json_object_get(e, "metric"));
+			ck_assert_ptr_nonnull(metric);
+			ck_assert_msg(strcmp(metric, name) == 0 ||
+					      strstr(name, "_cnt") != NULL ||
+					      strstr(name, "_us") != NULL,
+				      "%s exported as %s", name, metric);
+			ck_assert_ptr_null(strstr(metric, "_cnt"));
+			ck_assert_msg(
+				strlen(metric) < 3 ||
+					strcmp(metric + strlen(metric) - 3,
+					       "_us") != 0,
+				"%s: microseconds", metric);
 			ck_assert_uint_eq(json_object_size(labels), 0);
-		} else {
+		} else if (i < STAT_DECL_SENT_BASE) {
 			/* close reasons: one family, the reason as a label */
 			ck_assert_str_eq(
 				json_string_value(json_object_get(e, "metric")),
@@ -214,8 +228,38 @@ START_TEST(test_schema)
 						 labels, "reason")),
 					 reasons[i - STAT_CLOSE_BASE]);
 			ck_assert_str_eq(kind, "counter");
+		} else {
+			/* declines: one family, direction, code and name */
+			ck_assert_str_eq(
+				json_string_value(json_object_get(e, "metric")),
+				"declines");
+			ck_assert_uint_eq(json_object_size(labels), 3);
+			ck_assert_str_eq(kind, "counter");
 		}
 	}
+	/* the code as Prometheus shows it, the name as show peers does */
+	e = json_array_get(schema,
+			   STAT_DECL_RECEIVED_BASE + CLC_DECLI_NOSMCRDEV);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+			 "declines_received_0x03030002");
+	labels = json_object_get(e, "labels");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(labels, "direction")),
+		"received");
+	ck_assert_str_eq(json_string_value(json_object_get(labels, "code")),
+			 "0x03030002");
+	ck_assert_str_eq(json_string_value(json_object_get(labels, "reason")),
+			 "NOSMCRDEV");
+	/* in seconds for Prometheus, microseconds in the catalogue */
+	e = json_array_get(schema, STAT_busy_poll_time_us);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "metric")),
+			 "busy_poll_seconds");
+	ck_assert(json_number_value(json_object_get(e, "scale")) == 1e-6);
+	ck_assert_ptr_null(json_object_get(
+		json_array_get(schema, STAT_tx_bytes), "scale"));
+	e = json_array_get(schema, STAT_DECL_SENT_BASE + CLC_DECL_NCODES);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+			 "declines_sent_unknown");
 	json_decref(schema);
 }
 END_TEST
