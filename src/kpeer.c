@@ -236,7 +236,8 @@ kpeer_proposal(struct session *s)
  * a DECLINE instead, as a kernel client does when it cannot go on: a
  * first contact is declined NOSMCRDEV, an ACCEPT that names a link group
  * we do not have SYNCERR with the first-contact bit (the server then ends
- * that group), one that does not decode with its code.
+ * that group), one whose RoCE v2 GID is not the address we connected to
+ * NOROUTE, one that does not decode with its code.
  */
 static void
 kpeer_accepted(struct session *s)
@@ -252,6 +253,9 @@ kpeer_accepted(struct session *s)
 	else if (!a.first_contact)
 		kpeer_decline(s, CLC_DECL_SYNCERR, STAT_smc_out_decline_sync,
 			      SCLC_VERSION, true);
+	else if (!kpeer_gid_of(a.gid, &s->addr[1]))
+		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
+			      SCLC_VERSION, false);
 	else
 		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_out_decline_nodev,
 			      SCLC_VERSION, false);

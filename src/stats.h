@@ -199,6 +199,9 @@
 	X(smc_out_decline_sync, COUNTER, "handshakes",                         \
 	  "declined SYNCERR: the server's ACCEPT named a link group we do "    \
 	  "not have")                                                          \
+	X(smc_out_decline_gid, COUNTER, "handshakes",                          \
+	  "declined NOROUTE: the server's RoCE v2 GID is not the address we "  \
+	  "connected to")                                                      \
 	X(smc_out_decline_bad, COUNTER, "handshakes",                          \
 	  "declined: the server's ACCEPT did not decode (its own code)")       \
 	X(smc_out_malformed, COUNTER, "handshakes",                            \

@@ -7,8 +7,9 @@
 # SYN to the server; the server echoes it, so the daemon owes it a CLC
 # PROPOSAL (SMC-Rv2, our EID, the GID of our address), and whatever the
 # server answers, the connection goes on as TCP, every byte verified:
-#   - a first-contact ACCEPT (a 6.12 kernel's, captured): we DECLINE it
-#     NOSMCRDEV (the standard dialect's link groups are not served yet);
+#   - a first-contact ACCEPT (a 6.12 kernel's, captured, with this
+#     server's GID): we DECLINE it NOSMCRDEV (the standard dialect's link
+#     groups are not served yet); with another host's GID: NOROUTE;
 #   - an ACCEPT that joins a link group we do not have: DECLINE SYNCERR
 #     with the first-contact bit, as a kernel client does;
 #   - the server's own DECLINE: TCP, counted;
@@ -75,11 +76,20 @@ count()
 	[ $((v - $2)) = "$3" ] || fail "a: $1 rose by $((v - $2)), want $3"
 }
 
-for c in "02-clc-s2c-accept.bin:NOSMCRDEV (0x03030002)\$:smc_out_decline_nodev" \
-	"22-clc-s2c-accept.bin:SYNCERR (0x04000000) sync\$:smc_out_decline_sync"; do
+# the captured first-contact ACCEPT names the GID of the lane's b
+# (10.99.0.2); the same with 127.0.0.1's, the server here
+python3 - "$FIX/02-clc-s2c-accept.bin" "$T/accept-lo.bin" <<'PY'
+import sys
+m = bytearray(open(sys.argv[1], "rb").read())
+m[16:32] = bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1])
+open(sys.argv[2], "wb").write(m)
+PY
+for c in "$T/accept-lo.bin:NOSMCRDEV (0x03030002)\$:smc_out_decline_nodev" \
+	"$FIX/02-clc-s2c-accept.bin:NOROUTE (0x030e0000)\$:smc_out_decline_gid" \
+	"$FIX/22-clc-s2c-accept.bin:SYNCERR (0x04000000) sync\$:smc_out_decline_sync"; do
 	file=${c%%:*} rest=${c#*:} want=${rest%:*} stat=${rest##*:}
 	v0=$(stat_get a "$stat") p0=$(stat_get a smc_out_proposals)
-	server -a "$FIX/$file"
+	server -a "$file"
 	roundtrip "$PORT_RULE" 1048576 || fail "$file: 1 MiB did not come back"
 	wait "$kd_pid" || fail "$file: ksmcdecline: $(cat "$T/kd.log")"
 	untrack "$kd_pid"
