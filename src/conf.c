@@ -748,6 +748,10 @@ static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, log_connections, "log_connections", CONF_T_BOOL,
 	    "true", 0, 1, NULL, R,
 	    "log a line for each connection when it ends"),
+	KEY(struct conf_export, proxy_protocol, "proxy_protocol", CONF_T_BOOL,
+	    "false", 0, 1, NULL, R,
+	    "begin each target connection with a PROXY protocol v2 header "
+	    "naming the client"),
 };
 
 static const struct conf_key conf_rule_keys[] = {

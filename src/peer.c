@@ -21,6 +21,7 @@
 #include "clc_wire.h"
 
 #define PEER_BUSY_BACKOFF_MS 2000 /* after a peer's DECLINE MEM (busy) */
+#define PEER_ORIGIN_RETRY_MS (600 * 1000) /* peer_takes_origin */
 
 struct peer_state {
 	SLIST_ENTRY(peer_state) entry;
@@ -38,6 +39,7 @@ struct peer_state {
 	time_t error_at;   /* wall clock, for people */
 	uint64_t error_ms; /* monotonic, for its age */
 	bool draining;	   /* the operator's: no new connections to it */
+	uint64_t origin_refused_ms; /* its hello refused the client's address */
 };
 
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -316,6 +318,40 @@ peer_draining(const char *name)
 		draining = p->draining;
 	pthread_mutex_unlock(&peer_lock);
 	return draining;
+}
+
+/*
+ * Whether the fallback hello to the peer names the client (the origin
+ * part, fallback_wire.h): not within PEER_ORIGIN_RETRY_MS of the peer
+ * refusing it (peer_origin_refused), as a daemon older than the origin
+ * part does; then again, in case it was upgraded.
+ */
+bool
+peer_takes_origin(const char *name)
+{
+	struct peer_state *p;
+	bool takes = true;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL && p->origin_refused_ms != 0 &&
+	    now_ms() - p->origin_refused_ms < PEER_ORIGIN_RETRY_MS)
+		takes = false;
+	pthread_mutex_unlock(&peer_lock);
+	return takes;
+}
+
+/* The peer refused a hello for naming the client. */
+void
+peer_origin_refused(const char *name)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->origin_refused_ms = now_ms();
+	pthread_mutex_unlock(&peer_lock);
 }
 
 /*

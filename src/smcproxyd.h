@@ -145,6 +145,7 @@ struct conf_export {
 	int connect_timeout;  /* seconds */
 	int idle_timeout;     /* seconds, 0 = never */
 	bool log_connections; /* connlog.c: a line as each one ends */
+	bool proxy_protocol;  /* export.c: a PROXY v2 header to the target */
 	int line;
 };
 
@@ -428,6 +429,9 @@ struct session {
 	uint64_t bytes[2]; /* read from fd[i] and passed on, either transport */
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
 	struct addr addr[2];
+	/* export side: the client and the address it connected to on the
+	 * rule side, as the peer said (len 0: not said) */
+	struct addr origin[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
@@ -465,6 +469,7 @@ enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
 void session_account(struct session *s, int i, size_t n);
 int session_detach(struct session *s);
+void session_upstream_drop(struct session *s);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
@@ -484,6 +489,9 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 int export_room(struct worker *w, enum session_reason *why);
 int export_connect(struct session *s, enum session_reason *why);
 int export_connected(struct session *s, enum session_reason *why);
+#define EXPORT_PROXY_MAX (16 + 36) /* PROXY v2: header, two IPv6 ends */
+size_t export_proxy_header(void *buf, const struct addr *src,
+			   const struct addr *dst);
 enum session_reason export_timed_out(struct session *s);
 void export_release(struct session *s);
 
@@ -1010,6 +1018,8 @@ bool peer_export_conns(const char *name, int max, int delta);
 int peer_info(const char *name, struct peer_info *out);
 void peer_set_draining(const char *name, bool draining);
 bool peer_draining(const char *name);
+bool peer_takes_origin(const char *name);
+void peer_origin_refused(const char *name);
 const char *peer_mode(const char *name, uint32_t *reason);
 void peer_shutdown(void);
 

@@ -281,6 +281,27 @@ def fb_codec_msgs():
                               + bytes(range(32)) + bytes([3, len(name),
                                                           len(export), 0])
                               + name + export + resume)
+    origin4 = (struct.pack(">B3xHH", 4, 40112, 6380) + bytes([127, 0, 0, 5])
+               + bytes(12) + bytes([127, 0, 0, 1]) + bytes(12))
+    origin6 = (struct.pack(">B3xHH", 6, 40112, 6380) + bytes(15) + b"\1"
+               + bytes(15) + b"\1")
+    for fam, origin in (("4", origin4), ("6", origin6)):
+        yield "ok-hello-origin" + fam, (
+            fb_hdr(1, 44 + len(name) + len(export) + 40)
+            + bytes(range(32)) + bytes([5, len(name), len(export), 0])
+            + name + export + origin)
+    yield "ok-hello-resume-origin", (
+        fb_hdr(1, 44 + len(name) + len(export) + 80)
+        + bytes(range(32)) + bytes([7, len(name), len(export), 0])
+        + name + export + resume + origin4)
+    for what, origin in (("family", b"\5" + origin4[1:]),
+                         ("reserved", origin4[:1] + b"\1" + origin4[2:]),
+                         ("port", origin4[:4] + bytes(2) + origin4[6:]),
+                         ("v4-tail", origin4[:39] + b"\1")):
+        yield "bad-hello-origin-" + what, (
+            fb_hdr(1, 44 + len(name) + len(export) + 40)
+            + bytes(range(32)) + bytes([5, len(name), len(export), 0])
+            + name + export + origin)
     yield "ok-resumed", fb_hdr(5, 24) + struct.pack(">QQ", 7, 1 << 20)
     yield "ok-challenge", fb_hdr(2, 72) + b"N" * 32 + b"M" * 32
     yield "ok-proof", fb_hdr(3, 40) + b"P" * 32
