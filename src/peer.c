@@ -31,6 +31,7 @@ struct peer_state {
 	int export_conns; /* connections it holds on our exports (export.c) */
 	uint32_t reason;
 	bool by_peer;
+	uint64_t fallback_ms; /* when it last fell back (monotonic); 0: never */
 	uint64_t backoff_until_ms;
 	uint64_t backoff_ms; /* the next period */
 	int reachable;	     /* 1 the last try got through, 0 not, -1 none */
@@ -136,6 +137,7 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 	if (p != NULL) {
 		p->reason = reason;
 		p->by_peer = by_peer;
+		p->fallback_ms = now_ms();
 		/* a peer that declines answered: it is there */
 		if (by_peer)
 			p->reachable = 1;
@@ -269,6 +271,7 @@ peer_info(const char *name, struct peer_info *out)
 
 	memset(out, 0, sizeof(*out));
 	out->reachable = -1;
+	out->fallback_age_ms = UINT64_MAX;
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, false);
 	if (p != NULL) {
@@ -283,6 +286,8 @@ peer_info(const char *name, struct peer_info *out)
 		memcpy(out->error_code, p->error_code, sizeof(out->error_code));
 		out->error_at = p->error_at;
 		out->error_age_ms = p->error_ms != 0 ? now - p->error_ms : 0;
+		if (p->fallback_ms != 0)
+			out->fallback_age_ms = now - p->fallback_ms;
 		out->draining = p->draining;
 	}
 	pthread_mutex_unlock(&peer_lock);

@@ -992,6 +992,29 @@ void lgr_protocol_error(struct lgr *lgr, const char *why);
 #define PEER_ERROR_MAX 160
 #define PEER_CODE_MAX 24
 
+/*
+ * A live check of a peer (`smcproxyctl check PEER`), stepped on a worker
+ * by lgr_check_step until it returns true; then the result is in.
+ */
+struct lgr_check {
+	char peer[CONF_NAME_MAX + 1];
+	uint64_t started_ms, deadline_ms;
+	bool set_up;	   /* a group was set up for the check */
+	uint32_t lgr_id;   /* the group the TEST_LINK went on; 0: none yet */
+	uint8_t link_id;   /* and its link */
+	uint64_t answered; /* that link's TEST_LINK answers before ours */
+	/* the result */
+	int rc;		  /* 0: the round trip came back; else -errno */
+	uint64_t rtt_us;  /* its round trip */
+	uint32_t decline; /* the SMC decline that ended the setup; 0: none */
+	bool by_peer;	  /* the peer declined (else we did) */
+	char error[PEER_ERROR_MAX]; /* why not, for people */
+};
+
+bool lgr_has_active(struct lgr_ctx *ctx, const char *peer);
+void lgr_check_init(struct lgr_check *c, const char *peer, int timeout_ms);
+bool lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c);
+
 struct peer_info {
 	bool rdma;		  /* an active link group reaches it */
 	int lgrs;		  /* active link groups, all workers */
@@ -1003,7 +1026,9 @@ struct peer_info {
 	char error_code[PEER_CODE_MAX];
 	time_t error_at; /* when (wall clock); 0: none */
 	uint64_t error_age_ms;
-	bool draining; /* no new connections to it */
+	uint64_t
+		fallback_age_ms; /* since the last fallback; UINT64_MAX: none */
+	bool draining;		 /* no new connections to it */
 };
 
 void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);

@@ -674,6 +674,9 @@ def control_msgs(top):
                 "show peers", "show lgrs", "show links", "show conns",
                 "reload", "schema", "help"):
         yield "ok-" + cmd.replace(" ", "-"), req(cmd)
+    # no workers here: refused by the command, after the checks
+    yield "ok-check", req("check", {"name": "b"})
+    yield "ok-check-unknown", req("check", {"name": "nosuch"})
     yield "ok-kill-conn-hex", req("kill conn", {"id": "0x1f"})
     yield "ok-kill-conn-int", req("kill conn", {"id": 31})
     yield "ok-kill-conn-decimal", req("kill conn", {"id": "31"})
