@@ -236,8 +236,11 @@ fb_origin_get(const struct fb_origin *o, struct addr *src, struct addr *dst)
 	}
 }
 
-/* Whether o, as received, is one fb_origin_set could have made. */
-static bool
+/*
+ * Whether o, as received, is one fb_origin_set could have made (the
+ * fallback hello's, and LLC CONN_ORIGIN's).
+ */
+bool
 fb_origin_valid(const struct fb_origin *o)
 {
 	static const uint8_t zero[16];
@@ -1038,12 +1041,13 @@ fb_client_send(struct session *s, const void *msg, size_t len)
 }
 
 /*
- * The client connection of s for its HELLO: from the client to the
- * address it connected to (the rule's listen address; the one it took
- * when that is a wildcard).  0 or -errno.
+ * The client connection of rule-side session s, for the peer (the
+ * HELLO's origin part, LLC CONN_ORIGIN): from the client to the address
+ * it connected to (the rule's listen address; the one it took when that
+ * is a wildcard).  0 or -errno.
  */
-static int
-fb_client_origin(const struct session *s, struct fb_origin *o)
+int
+fallback_origin(const struct session *s, struct fb_origin *o)
 {
 	struct addr local;
 
@@ -1079,7 +1083,7 @@ fb_client_connected(struct session *s)
 		hs->hello_len = fb_hello_encode(hs->hello, hs->nonce, flags,
 						conf->name, s->export_name);
 	hs->origin = !hs->resume && peer_takes_origin(s->peer->name) &&
-		     fb_client_origin(s, &origin) == 0;
+		     fallback_origin(s, &origin) == 0;
 	if (hs->origin)
 		hs->hello_len =
 			fb_hello_origin_add(hs->hello, hs->hello_len, &origin);

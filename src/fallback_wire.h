@@ -20,6 +20,7 @@
 #ifndef SMCPROXYD_FALLBACK_WIRE_H
 #define SMCPROXYD_FALLBACK_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -148,6 +149,7 @@ int fb_origin_set(struct fb_origin *o, const struct addr *src,
 		  const struct addr *dst);
 void fb_origin_get(const struct fb_origin *o, struct addr *src,
 		   struct addr *dst);
+bool fb_origin_valid(const struct fb_origin *o);
 size_t fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin);
 int fb_resumed_decode(const void *buf, size_t len, uint64_t *rx_off,
 		      uint64_t *tx_fin);

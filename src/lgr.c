@@ -1416,7 +1416,7 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct lgr_dev *dev;
 	struct lgr *lgr;
-	uint32_t ours = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME;
+	uint32_t ours = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME | CLC_FEAT_ORIGIN;
 
 	dev = lgr_dev_for(ctx, peer->source.len != 0 ? &peer->source : local,
 			  peer);

@@ -557,6 +557,8 @@ int ib_qp_attrs(uint8_t port, int gid_index, int mtu, uint32_t psn,
 /* fallback.c */
 struct fallback_hs;
 struct fb_hello_info;
+struct fb_origin;
+int fallback_origin(const struct session *s, struct fb_origin *o);
 void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);

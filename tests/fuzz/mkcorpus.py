@@ -118,6 +118,20 @@ def llc_msgs():
         ">IIQQ", 0x303, 0x606, 3 << 20, 1 << 20))
     yield "bad-conn-resume-no-id", llc(0x83, 0x00, bytes(16) + struct.pack(
         ">IIQQ", 0x101, 0x505, 0, 0))
+    # CONN_ORIGIN: token, ports, addresses; flag 0x01 IPv6
+    yield "ok-conn-origin", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes([127, 0, 0, 5]) + bytes(12)
+        + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "ok-conn-origin6", llc(0x84, 0x01, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes(15) + b"\1" + bytes(15) + b"\1")
+    yield "bad-conn-origin-port", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 0, 6380) + bytes([127, 0, 0, 5]) + bytes(12)
+        + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "bad-conn-origin-v4-tail", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes([127, 0, 0, 5]) + bytes(11)
+        + b"\1" + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "bad-conn-origin-no-token", llc(0x84, 0x01, struct.pack(
+        ">IHH", 0, 40112, 6380) + bytes(15) + b"\1" + bytes(15) + b"\1")
     yield "bad-length", llc(0x07, 0x00, bytes(40))[:43]
     yield "bad-len-field", b"\x07\x2b" + bytes(42)
     yield "bad-type-req-add-link", llc(0x05, 0x00, bytes(40))
