@@ -15,11 +15,11 @@ rxe_setup
 rxe_pair_tools
 
 R=$RXE_RUNDIR
-PORT_B=7141
-PORT_RULE=16440
-PORT_T=16441
-PORT_P=16442
-PORT_PT=16443
+PORT_B=7157
+PORT_RULE=16580
+PORT_T=16581
+PORT_P=16582
+PORT_PT=16583
 fail=0
 
 rxe_pair_confs "devices = [ \"$RXE_DEV0\" ];" "" ",
