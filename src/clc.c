@@ -1262,7 +1262,7 @@ clc_client_proposal(struct clc_conn *c)
 	p->max_conns = (uint8_t)conf->rdma.max_conns_per_lgr;
 	p->max_links = (uint8_t)conf->rdma.max_links;
 	p->worker = lgr->want_worker;
-	p->features = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME |
+	p->features = CLC_FEAT_CONN_OPEN | CLC_FEAT_RESUME | CLC_FEAT_ORIGIN |
 		      (conf->rdma.inline_enabled ? CLC_FEAT_INLINE : 0) |
 		      (conf->rdma.cdc_data ? CLC_FEAT_CDC_DATA : 0);
 	auth_nonce(p->nonce);

@@ -71,9 +71,10 @@ enum clc_type {
 #define CLC_FEAT_INLINE 0x00000002    /* sender posts small sends inline */
 #define CLC_FEAT_RESUME 0x00000004    /* connections move to a new group */
 #define CLC_FEAT_CDC_DATA 0x00000008  /* a CDC carries a few bytes itself */
+#define CLC_FEAT_ORIGIN 0x00000010    /* CONN_ORIGIN before CONN_OPEN */
 #define CLC_FEAT_KNOWN                                            \
 	(CLC_FEAT_CONN_OPEN | CLC_FEAT_INLINE | CLC_FEAT_RESUME | \
-	 CLC_FEAT_CDC_DATA)
+	 CLC_FEAT_CDC_DATA | CLC_FEAT_ORIGIN)
 
 /*
  * Decline codes (peer_diagnosis), Linux smc_clc.h values, declared once:

@@ -760,6 +760,10 @@ static const struct conf_key conf_export_keys[] = {
 	    "where Linux kernel SMC-R clients reach this export (the "
 	    "standard dialect, needs kernel_smc); none: only peers",
 	    .example = "\"192.0.2.1:6379\""),
+	KEY(struct conf_export, proxy_protocol, "proxy_protocol", CONF_T_BOOL,
+	    "false", 0, 1, NULL, R,
+	    "begin each target connection with a PROXY protocol v2 header "
+	    "naming the client"),
 };
 
 static const struct conf_key conf_rule_keys[] = {

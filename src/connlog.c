@@ -2,11 +2,12 @@
 /*
  * The connection log: one info line for each proxied connection when it
  * ends, as HAProxy's tcplog: its id, the rule (or export) and peer, the
- * client (or target) address, the transport and, for the fallback, the
- * peer's last SMC decline (for a kernel SMC-R client on an smc_listen:
- * dialect=smc-r, its address as the peer and the DECLINE we sent it),
- * whether it got connected, how long it lived, the bytes each way and the
- * close reason.  The line is key=value pairs for people and scripts; in the journal the same values are fields
+ * client (or target) address, on the export side the client the peer
+ * named, the transport and, for the fallback, the peer's last SMC decline
+ * (for a kernel SMC-R peer: dialect=smc-r, its address as the peer and
+ * the DECLINE of the CLC), whether it got connected, how long it lived,
+ * the bytes each way and the close reason.  The line is key=value pairs
+ * for people and scripts; in the journal the same values are fields
  * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
  * with log_connections.  Connections that never named a rule or an
  * export (strangers on the peer port) are logged where they fail.
@@ -21,7 +22,8 @@
 struct connlog_line {
 	char id[32], name[16 + CONF_NAME_MAX];
 	char peer[8 + CONF_NAME_MAX + ADDR_STRLEN];
-	char addr[16 + ADDR_STRLEN], transport[32], decline[48];
+	char addr[16 + ADDR_STRLEN], origin[16 + ADDR_STRLEN];
+	char transport[32], decline[48];
 	char duration[32], in[40], out[40], reason[48], connected[24];
 	char dialect[24];
 };
@@ -44,9 +46,11 @@ connlog_close(const struct session *s, enum session_reason reason)
 {
 	bool rule = s->role == SESSION_ROLE_RULE;
 	struct connlog_line l;
-	const char *fields[12];
+	const char *fields[13];
 	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
-	char a[ADDR_STRLEN], who[CONF_NAME_MAX + ADDR_STRLEN];
+	char a[ADDR_STRLEN], o[ADDR_STRLEN], who[CONF_NAME_MAX + ADDR_STRLEN];
+	/* the export side knows the client when the peer named it */
+	bool origin = !rule && s->origin[0].len != 0;
 	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
@@ -70,6 +74,10 @@ connlog_close(const struct session *s, enum session_reason reason)
 	addr_str(&s->addr[rule ? 0 : 1], a, sizeof(a));
 	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
 		 a);
+	if (origin) {
+		addr_str(&s->origin[0], o, sizeof(o));
+		snprintf(l.origin, sizeof(l.origin), "CLIENT=%s", o);
+	}
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
 		 s->mode == SESSION_MODE_RDMA ? "rdma" :
 		 smcr			      ? "tcp" :
@@ -97,6 +105,8 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.peer;
 	fields[n++] = l.dialect;
 	fields[n++] = l.addr;
+	if (origin)
+		fields[n++] = l.origin;
 	fields[n++] = l.transport;
 	fields[n++] = l.decline;
 	fields[n++] = l.connected;
@@ -106,12 +116,13 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.reason;
 	log_info_fields(
 		fields, n,
-		"conn 0x%" PRIx64 " %s=%s peer=%s%s %s=%s transport=%s%s%s "
+		"conn 0x%" PRIx64 " %s=%s peer=%s%s %s=%s%s%s transport=%s%s%s "
 		"connected=%s duration=%" PRIu64 ".%03us bytes_in=%" PRIu64
 		" bytes_out=%" PRIu64 " close=%s",
 		s->id, rule ? "rule" : "export",
 		rule ? s->rule->name : s->export->name, who,
 		smcr ? " dialect=smc-r" : "", rule ? "client" : "target", a,
+		origin ? " client=" : "", origin ? o : "",
 		l.transport + strlen("TRANSPORT="),
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",

@@ -61,11 +61,15 @@
 #define CONTROL_BACKLOG 16
 #define CONTROL_CHUNK 256 /* sessions gathered per worker_call() */
 #define CONTROL_LISTING_OUT (64 * 1024) /* a listing's output rendered ahead */
+#define CONTROL_CHECK_TIMEOUT 15	/* seconds: check PEER gives up */
+#define CONTROL_CHECK_POLL_MS 10	/* how often a check is stepped */
 
 /* Why peers fall back to TCP until the RDMA transport lands. */
 #define CONTROL_FALLBACK_REASON "no link group tried yet"
 
 struct control_listing;
+struct control_check;
+struct control_client;
 
 struct control_client {
 	TAILQ_ENTRY(control_client) cc_entry;
@@ -82,6 +86,7 @@ struct control_client {
 	int64_t cc_line_ms;    /* the pending partial line began; 0: none */
 	int64_t cc_reply_ms;   /* unsent output since; 0: none */
 	struct control_listing *cc_listing; /* show conns, being rendered */
+	struct control_check *cc_check;	    /* check PEER, under way */
 };
 
 TAILQ_HEAD(control_clients, control_client);
@@ -152,6 +157,7 @@ static json_t *control_cmd_kill(struct control_req *req);
 static json_t *control_cmd_kill_conns(struct control_req *req);
 static json_t *control_cmd_rule_enable(struct control_req *req);
 static json_t *control_cmd_peer_drain(struct control_req *req);
+static json_t *control_cmd_check(struct control_req *req);
 static json_t *control_cmd_shutdown(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
@@ -213,6 +219,10 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_peer_drain, "accept connections to peer NAME again"},
 	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "the same as undrain peer"},
+	{"check", CONTROL_RUNNING, control_name_args, control_cmd_check,
+	 "probe peer NAME now, as smc_chk does: a TEST_LINK round trip on a "
+	 "link group to it, set up first if there is none (TCP to its port, "
+	 "CLC, link up); ok with the round trip, or why not"},
 	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL, control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
 	{"shutdown", CONTROL_MUTATING, NULL, control_cmd_shutdown,
@@ -1021,6 +1031,162 @@ control_cmd_peer_drain(struct control_req *req)
 	return json_pack("{s:s, s:b}", "name", name, "draining", drain);
 }
 
+static void control_rearm(struct control_client *c);
+
+/* `check NAME`: one under way, stepped on its worker by a timer. */
+struct control_check {
+	struct control_client *client; /* NULL: answered at once */
+	struct worker *w;
+	struct event *ev;
+	struct lgr_check lc;
+	bool done;
+};
+
+struct control_has {
+	const char *peer;
+	bool found;
+};
+
+static void
+control_has_cb(struct worker *w, void *arg)
+{
+	struct control_has *h = arg;
+
+	h->found = lgr_has_active(worker_lgr(w), h->peer);
+}
+
+static void
+control_check_cb(struct worker *w, void *arg)
+{
+	struct control_check *ck = arg;
+
+	ck->done = lgr_check_step(worker_lgr(w), &ck->lc);
+}
+
+static void
+control_check_free(struct control_check *ck)
+{
+	if (ck == NULL)
+		return;
+	if (ck->ev != NULL)
+		event_free(ck->ev);
+	free(ck);
+}
+
+/* The answer to a check that is done, into out. */
+static void
+control_check_reply(const struct control_check *ck, struct evbuffer *out)
+{
+	const struct lgr_check *lc = &ck->lc;
+	char code[16], msg[CONF_NAME_MAX + PEER_ERROR_MAX + 16];
+	json_t *details;
+
+	if (lc->rc == 0) {
+		control_send_ok(out, json_pack("{s:s, s:s, s:i, s:i, s:I, s:b}",
+					       "peer", lc->peer, "transport",
+					       "rdma", "lgr", (int)lc->lgr_id,
+					       "link", (int)lc->link_id,
+					       "rtt_us", (json_int_t)lc->rtt_us,
+					       "set_up", lc->set_up));
+		return;
+	}
+	details = json_array();
+	json_array_append_new(
+		details,
+		json_sprintf("transport: fallback (connections to %s take the "
+			     "TCP fallback)",
+			     lc->peer));
+	if (lc->decline != 0) {
+		snprintf(code, sizeof(code), "0x%08x", lc->decline);
+		json_array_append_new(
+			details,
+			json_sprintf("decline: %s %s by %s",
+				     clc_decline_name(lc->decline), code,
+				     lc->by_peer ? "the peer" : "us"));
+	}
+	snprintf(msg, sizeof(msg), "peer %s: %s", lc->peer, lc->error);
+	control_send_error(out, msg, details);
+}
+
+/* The next step of a check; its answer once it is done. */
+static void
+control_check_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct control_check *ck = arg;
+	struct control_client *c = ck->client;
+
+	worker_call(ck->w, control_check_cb, ck);
+	if (!ck->done)
+		return;
+	/* the output drains, and control_write_cb goes on with the client */
+	control_check_reply(ck, bufferevent_get_output(c->cc_bev));
+	c->cc_check = NULL;
+	control_check_free(ck);
+	control_rearm(c);
+}
+
+/*
+ * `check NAME`: probe the peer now (lgr_check_step) on the worker that
+ * has an active group to it, else the first.  Answered when done, within
+ * CONTROL_CHECK_TIMEOUT; until then the client's next requests wait, as
+ * behind a listing.
+ */
+static json_t *
+control_cmd_check(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	struct control_client *c = req->cr_client;
+	struct timeval tv = {0, CONTROL_CHECK_POLL_MS * 1000};
+	struct control_has has = {.peer = name};
+	struct control_check *ck;
+	int i;
+
+	if (conf_peer_find(control_conf, name) == NULL) {
+		control_fail(req, "no peer \"%.64s\"", name);
+		return NULL;
+	}
+	if (worker_count() == 0) {
+		control_fail(req, "no worker to check peer %s from", name);
+		return NULL;
+	}
+	ck = calloc(1, sizeof(*ck));
+	if (ck == NULL)
+		return NULL;
+	lgr_check_init(&ck->lc, name, CONTROL_CHECK_TIMEOUT * 1000);
+	ck->w = worker_get(0);
+	for (i = 0; i < worker_count() && !has.found; i++) {
+		worker_call(worker_get(i), control_has_cb, &has);
+		if (has.found)
+			ck->w = worker_get(i);
+	}
+	log_info("%s: peer %s checked by uid %u pid %d", __func__, name,
+		 (unsigned int)c->cc_uid, (int)c->cc_pid);
+	req->cr_sent = true;
+	if (c->cc_bev == NULL) {
+		/* without a socket (control_request): the answer now */
+		for (;;) {
+			worker_call(ck->w, control_check_cb, ck);
+			if (ck->done)
+				break;
+			usleep(CONTROL_CHECK_POLL_MS * 1000);
+		}
+		control_check_reply(ck, req->cr_out);
+		control_check_free(ck);
+		return NULL;
+	}
+	ck->client = c;
+	ck->ev = event_new(control_base, -1, EV_PERSIST, control_check_timer_cb,
+			   ck);
+	if (ck->ev == NULL || evtimer_add(ck->ev, &tv) != 0) {
+		control_check_free(ck);
+		req->cr_sent = false;
+		return NULL;
+	}
+	c->cc_check = ck;
+	return NULL;
+}
+
 /*
  * `shutdown` starts the drain SIGTERM starts; `shutdown now` also closes
  * what is open at once (during a drain: cuts it short).  The reply goes
@@ -1374,6 +1540,7 @@ control_client_free(struct control_client *c)
 	if (c->cc_deadline != NULL)
 		event_free(c->cc_deadline);
 	control_listing_free(c->cc_listing);
+	control_check_free(c->cc_check);
 	bufferevent_free(c->cc_bev);
 	free(c->cc_groups);
 	free(c);
@@ -1422,7 +1589,7 @@ control_rearm(struct control_client *c)
 static bool
 control_client_done(struct control_client *c)
 {
-	if (!c->cc_eof || c->cc_listing != NULL ||
+	if (!c->cc_eof || c->cc_listing != NULL || c->cc_check != NULL ||
 	    evbuffer_get_length(bufferevent_get_input(c->cc_bev)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(c->cc_bev)) > 0)
 		return false;
@@ -1457,7 +1624,7 @@ control_process(struct control_client *c)
 	char *line;
 
 	for (;;) {
-		if (c->cc_listing != NULL ||
+		if (c->cc_listing != NULL || c->cc_check != NULL ||
 		    evbuffer_get_length(out) > CONTROL_OUT_MAX) {
 			/* the reply deadline runs, not the line's */
 			c->cc_line_ms = 0;
@@ -1523,13 +1690,13 @@ control_write_cb(struct bufferevent *bev, void *arg)
 		control_listing_free(c->cc_listing);
 		c->cc_listing = NULL;
 	}
-	if (c->cc_listing == NULL &&
+	if (c->cc_listing == NULL && c->cc_check == NULL &&
 	    (bufferevent_get_enabled(bev) & EV_READ) == 0) {
 		control_process(c);
 		if (control_client_done(c))
 			return;
-		if (c->cc_listing == NULL && !c->cc_eof &&
-		    evbuffer_get_length(out) <= CONTROL_OUT_MAX)
+		if (c->cc_listing == NULL && c->cc_check == NULL &&
+		    !c->cc_eof && evbuffer_get_length(out) <= CONTROL_OUT_MAX)
 			bufferevent_enable(bev, EV_READ);
 	}
 	control_rearm(c);

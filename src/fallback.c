@@ -54,6 +54,7 @@ struct fallback_hs {
 	bool resume;		 /* the HELLO asks to resume ri */
 	struct fb_hello_info ri; /* what it names */
 	bool connected;		 /* fd[1] is, and the HELLO went */
+	bool origin;		 /* the HELLO names the client */
 	bool accepted;		 /* RESULT 0, after the proof with a key */
 	struct event *timer;	 /* connect and answer deadlines */
 };
@@ -154,6 +155,105 @@ fb_hello_resume_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
 	return len;
 }
 
+/*
+ * Add the origin part to the HELLO of len bytes in buf (FB_HELLO_MAX
+ * bytes): FB_FLAG_ORIGIN and o after the names and any resume part,
+ * inside what the MACs cover.  Returns the new length.
+ */
+size_t
+fb_hello_origin_add(void *buf, size_t len, const struct fb_origin *origin)
+{
+	struct fb_hello *h = buf;
+
+	h->flags |= FB_FLAG_ORIGIN;
+	memcpy((char *)buf + len, origin, sizeof(*origin));
+	len += sizeof(*origin);
+	fb_hdr_fill(buf, FB_HELLO, len);
+	return len;
+}
+
+/*
+ * Fill o with the connection from src to dst.  0, or -EAFNOSUPPORT when
+ * they are not both IPv4 or both IPv6.
+ */
+int
+fb_origin_set(struct fb_origin *o, const struct addr *src,
+	      const struct addr *dst)
+{
+	const struct sockaddr_in *s4 = (const void *)&src->ss;
+	const struct sockaddr_in *d4 = (const void *)&dst->ss;
+	const struct sockaddr_in6 *s6 = (const void *)&src->ss;
+	const struct sockaddr_in6 *d6 = (const void *)&dst->ss;
+
+	memset(o, 0, sizeof(*o));
+	if (src->ss.ss_family != dst->ss.ss_family)
+		return -EAFNOSUPPORT;
+	switch (src->ss.ss_family) {
+	case AF_INET:
+		o->family = FB_ORIGIN_INET;
+		o->src_port = s4->sin_port;
+		o->dst_port = d4->sin_port;
+		memcpy(o->src, &s4->sin_addr, 4);
+		memcpy(o->dst, &d4->sin_addr, 4);
+		return 0;
+	case AF_INET6:
+		o->family = FB_ORIGIN_INET6;
+		o->src_port = s6->sin6_port;
+		o->dst_port = d6->sin6_port;
+		memcpy(o->src, &s6->sin6_addr, 16);
+		memcpy(o->dst, &d6->sin6_addr, 16);
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+/* The two addresses of o, which fb_hello_decode took. */
+void
+fb_origin_get(const struct fb_origin *o, struct addr *src, struct addr *dst)
+{
+	struct addr *a[2] = {src, dst};
+	const uint8_t *ip[2] = {o->src, o->dst};
+	uint16_t port[2] = {o->src_port, o->dst_port};
+
+	for (int i = 0; i < 2; i++) {
+		memset(a[i], 0, sizeof(*a[i]));
+		if (o->family == FB_ORIGIN_INET) {
+			struct sockaddr_in *sin = (void *)&a[i]->ss;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = port[i];
+			memcpy(&sin->sin_addr, ip[i], 4);
+			a[i]->len = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (void *)&a[i]->ss;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = port[i];
+			memcpy(&sin6->sin6_addr, ip[i], 16);
+			a[i]->len = sizeof(*sin6);
+		}
+	}
+}
+
+/*
+ * Whether o, as received, is one fb_origin_set could have made (the
+ * fallback hello's, and LLC CONN_ORIGIN's).
+ */
+bool
+fb_origin_valid(const struct fb_origin *o)
+{
+	static const uint8_t zero[16];
+
+	if (o->reserved[0] || o->reserved[1] || o->reserved[2] ||
+	    o->src_port == 0 || o->dst_port == 0)
+		return false;
+	if (o->family == FB_ORIGIN_INET6)
+		return true;
+	return o->family == FB_ORIGIN_INET && !memcmp(o->src + 4, zero, 12) &&
+	       !memcmp(o->dst + 4, zero, 12);
+}
+
 size_t
 fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin)
 {
@@ -188,18 +288,20 @@ fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
 {
 	const struct fb_hello *h = buf;
 	const char *names = (const char *)buf + sizeof(*h);
+	size_t resume_len, origin_len;
 	uint16_t length;
 	uint8_t type;
 
 	if (fb_hdr_check(buf, len, &type, &length) || type != FB_HELLO ||
 	    length != len)
 		return -EPROTO;
-	if (sizeof(*h) + h->name_len + h->export_len +
-			    (h->flags & FB_FLAG_RESUME ?
-				     sizeof(struct fb_resume) :
-				     0) !=
+	resume_len = h->flags & FB_FLAG_RESUME ? sizeof(struct fb_resume) : 0;
+	origin_len = h->flags & FB_FLAG_ORIGIN ? sizeof(struct fb_origin) : 0;
+	if (sizeof(*h) + h->name_len + h->export_len + resume_len +
+			    origin_len !=
 		    len ||
-	    h->reserved != 0 || (h->flags & ~(FB_FLAG_AUTH | FB_FLAG_RESUME)))
+	    h->reserved != 0 ||
+	    (h->flags & ~(FB_FLAG_AUTH | FB_FLAG_RESUME | FB_FLAG_ORIGIN)))
 		return -EPROTO;
 	if (!conf_name_valid_len(names, h->name_len) ||
 	    !conf_name_valid_len(names + h->name_len, h->export_len))
@@ -217,6 +319,13 @@ fb_hello_decode(const void *buf, size_t len, struct fb_hello_info *out)
 		out->rx_off = be64toh(r.rx_off);
 		out->tx_fin = be64toh(r.tx_fin);
 		out->worker = r.worker;
+	}
+	if (h->flags & FB_FLAG_ORIGIN) {
+		memcpy(&out->origin,
+		       names + h->name_len + h->export_len + resume_len,
+		       sizeof(out->origin));
+		if (!fb_origin_valid(&out->origin))
+			return -EPROTO;
 	}
 	memcpy(out->nonce, h->nonce, 32);
 	out->flags = h->flags;
@@ -941,6 +1050,23 @@ fb_client_send(struct session *s, const void *msg, size_t len)
 	return false;
 }
 
+/*
+ * The client connection of rule-side session s, for the peer (the
+ * HELLO's origin part, LLC CONN_ORIGIN): from the client to the address
+ * it connected to (the rule's listen address; the one it took when that
+ * is a wildcard).  0 or -errno.
+ */
+int
+fallback_origin(const struct session *s, struct fb_origin *o)
+{
+	struct addr local;
+
+	local.len = sizeof(local.ss);
+	if (getsockname(s->fd[0], (struct sockaddr *)&local.ss, &local.len))
+		return -errno;
+	return fb_origin_set(o, &s->addr[0], &local);
+}
+
 /* fd[1] connected (or not): send the HELLO. */
 static void
 fb_client_connected(struct session *s)
@@ -948,6 +1074,7 @@ fb_client_connected(struct session *s)
 	struct fallback_hs *hs = s->hs;
 	const struct conf *conf = s->conf;
 	uint8_t flags = s->peer->key_len ? FB_FLAG_AUTH : 0;
+	struct fb_origin origin;
 	int err;
 
 	session_want(s, 1, EV_WRITE, false);
@@ -965,6 +1092,11 @@ fb_client_connected(struct session *s)
 	else
 		hs->hello_len = fb_hello_encode(hs->hello, hs->nonce, flags,
 						conf->name, s->export_name);
+	hs->origin = !hs->resume && peer_takes_origin(s->peer->name) &&
+		     fallback_origin(s, &origin) == 0;
+	if (hs->origin)
+		hs->hello_len =
+			fb_hello_origin_add(hs->hello, hs->hello_len, &origin);
 	hs->connected = true;
 	if (!hs->resume)
 		s->state = SESSION_HELLO;
@@ -1001,6 +1133,29 @@ fb_client_challenge(struct session *s)
 }
 
 /*
+ * The peer refused our HELLO as malformed before any challenge: a daemon
+ * older than the origin part (fallback_wire.h) does so.  Open s again
+ * with a HELLO without it, and send the peer none for a while.
+ */
+static void
+fb_client_retry_plain(struct session *s)
+{
+	struct fallback_hs *hs = s->hs;
+
+	log_info("conn 0x%llx: rule %s: peer %s refused a hello naming the "
+		 "client (a daemon older than that?): opening again without, "
+		 "and its PROXY headers will not name clients",
+		 (unsigned long long)s->id, s->rule->name, s->peer->name);
+	peer_origin_refused(s->peer->name);
+	session_upstream_drop(s);
+	hs->connected = hs->accepted = false;
+	hs->in_len = hs->hello_len = hs->challenge_len = 0;
+	s->state = SESSION_CONNECT_PEER;
+	s->fd_waits = 0;
+	fb_client_connect(s);
+}
+
+/*
  * RESULT: 0 after the proof (with a key) lets the peer be believed.
  * true when the handshake goes on (a resume: RESUMED follows).
  */
@@ -1018,6 +1173,11 @@ fb_client_result(struct session *s)
 	}
 	if (code != 0) {
 		r = session_code_reason(code);
+		if (r == SESSION_PROTOCOL_ERROR && hs->origin &&
+		    hs->challenge_len == 0) {
+			fb_client_retry_plain(s);
+			return false;
+		}
 		fb_client_fail(s, r, true, session_reason_desc(r));
 		return false;
 	}
@@ -1236,6 +1396,8 @@ fb_export_hello(struct session *s)
 	memcpy(hs->hello, hs->in, hs->in_len);
 	hs->hello_len = hs->in_len;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", hi.export);
+	if (hi.flags & FB_FLAG_ORIGIN)
+		fb_origin_get(&hi.origin, &s->origin[0], &s->origin[1]);
 	s->peer = conf_peer_find(s->conf, hi.name);
 	if (s->peer == NULL) {
 		log_warnx_rl(

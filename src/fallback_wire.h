@@ -12,11 +12,15 @@
  *   PROOF      rule → export   MAC(key, "c", HELLO, CHALLENGE)
  *   RESULT     export → rule   0 = relaying from here, else a reason
  *
+ * An open's HELLO names the client connection it carries (fb_origin), for
+ * an export that hands it to its target in a PROXY protocol header.
+ *
  * Without a key on the export side, HELLO is answered by RESULT directly.
  */
 #ifndef SMCPROXYD_FALLBACK_WIRE_H
 #define SMCPROXYD_FALLBACK_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +37,7 @@ enum fb_type {
 
 #define FB_FLAG_AUTH 0x01   /* the sender has a key for this peer */
 #define FB_FLAG_RESUME 0x02 /* resume a connection: fb_resume follows */
+#define FB_FLAG_ORIGIN 0x04 /* the client connection: fb_origin follows */
 
 struct fb_hdr {
 	uint8_t eyecatcher[4];
@@ -93,8 +98,27 @@ struct fb_resumed {
 } __attribute__((packed));
 _Static_assert(sizeof(struct fb_resumed) == 24, "resumed is 24 bytes");
 
-#define FB_HELLO_MAX \
-	(sizeof(struct fb_hello) + 2 * 63 + sizeof(struct fb_resume))
+/*
+ * After the names (and the resume part) of a HELLO with FB_FLAG_ORIGIN:
+ * the client connection the rule side accepted, from src to dst (the
+ * address the client connected to).  An IPv4 address fills the first 4
+ * bytes of its field, the rest zero; ports are not 0.
+ */
+#define FB_ORIGIN_INET 4
+#define FB_ORIGIN_INET6 6
+struct fb_origin {
+	uint8_t family; /* FB_ORIGIN_INET or FB_ORIGIN_INET6 */
+	uint8_t reserved[3];
+	uint16_t src_port;
+	uint16_t dst_port;
+	uint8_t src[16];
+	uint8_t dst[16];
+} __attribute__((packed));
+_Static_assert(sizeof(struct fb_origin) == 40, "origin part is 40 bytes");
+
+#define FB_HELLO_MAX                                                   \
+	(sizeof(struct fb_hello) + 2 * 63 + sizeof(struct fb_resume) + \
+	 sizeof(struct fb_origin))
 #define FB_MSG_MAX FB_HELLO_MAX
 
 /* A decoded HELLO: names NUL-terminated. */
@@ -107,6 +131,8 @@ struct fb_hello_info {
 	uint8_t resume_id[16];
 	uint64_t rx_off, tx_fin;
 	uint8_t worker;
+	/* with FB_FLAG_ORIGIN: as on the wire */
+	struct fb_origin origin;
 };
 
 /* fallback.c: pure encoders/decoders, used by the fuzz targets too */
@@ -116,6 +142,14 @@ size_t fb_hello_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
 size_t fb_hello_resume_encode(void *buf, const uint8_t nonce[32], uint8_t flags,
 			      const char *name, const char *export,
 			      const struct fb_hello_info *resume);
+size_t fb_hello_origin_add(void *buf, size_t len,
+			   const struct fb_origin *origin);
+struct addr;
+int fb_origin_set(struct fb_origin *o, const struct addr *src,
+		  const struct addr *dst);
+void fb_origin_get(const struct fb_origin *o, struct addr *src,
+		   struct addr *dst);
+bool fb_origin_valid(const struct fb_origin *o);
 size_t fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin);
 int fb_resumed_decode(const void *buf, size_t len, uint64_t *rx_off,
 		      uint64_t *tx_fin);

@@ -68,6 +68,8 @@ llc_flags_allowed(uint8_t type)
 		return LLC_FLAG_RESP;
 	case LLC_CONN_OPEN:
 		return 0;
+	case LLC_CONN_ORIGIN:
+		return LLC_FLAG_ORIGIN_INET6;
 	}
 	return 0;
 }
@@ -237,6 +239,13 @@ llc_info_ok(const struct llc_info *m)
 		return m->conn_resume.token != 0 &&
 		       !wire_all_zero(m->conn_resume.resume_id,
 				      sizeof(m->conn_resume.resume_id));
+	case LLC_CONN_ORIGIN: {
+		const struct fb_origin *o = &m->conn_origin.origin;
+
+		return m->conn_origin.token != 0 && fb_origin_valid(o) &&
+		       (o->family == FB_ORIGIN_INET6) ==
+			       !!(m->flags & LLC_FLAG_ORIGIN_INET6);
+	}
 	}
 	return false;
 }
@@ -383,6 +392,22 @@ llc_parse(const uint8_t *buf, struct llc_info *m, bool *canonical)
 			     wire_all_zero(w->reserved, sizeof(w->reserved));
 		return true;
 	}
+	case LLC_CONN_ORIGIN: {
+		const struct llc_conn_origin *w = (const void *)buf;
+		struct fb_origin *o = &m->conn_origin.origin;
+
+		m->conn_origin.token = be32toh(w->token);
+		memset(o, 0, sizeof(*o));
+		o->family = hd->flags & LLC_FLAG_ORIGIN_INET6 ?
+				    FB_ORIGIN_INET6 :
+				    FB_ORIGIN_INET;
+		o->src_port = w->src_port;
+		o->dst_port = w->dst_port;
+		memcpy(o->src, w->src, sizeof(o->src));
+		memcpy(o->dst, w->dst, sizeof(o->dst));
+		*canonical = hd_ok;
+		return true;
+	}
 	case LLC_CONN_RESUME: {
 		const struct llc_conn_resume *w = (const void *)buf;
 		struct llc_conn_resume_info *r = &m->conn_resume;
@@ -517,6 +542,17 @@ llc_put(void *buf, const struct llc_info *in)
 		w->rmb_vaddr = htobe64(a->rmb_vaddr);
 		w->rmbe_size = a->rmbe_size;
 		memcpy(w->resume_id, a->resume_id, sizeof(w->resume_id));
+		break;
+	}
+	case LLC_CONN_ORIGIN: {
+		struct llc_conn_origin *w = buf;
+		const struct fb_origin *o = &in->conn_origin.origin;
+
+		w->token = htobe32(in->conn_origin.token);
+		w->src_port = o->src_port;
+		w->dst_port = o->dst_port;
+		memcpy(w->src, o->src, sizeof(w->src));
+		memcpy(w->dst, o->dst, sizeof(w->dst));
 		break;
 	}
 	case LLC_CONN_RESUME: {
@@ -889,6 +925,8 @@ llc_type_name(uint8_t type)
 		return "CONN_REJECT";
 	case LLC_CONN_RESUME:
 		return "CONN_RESUME";
+	case LLC_CONN_ORIGIN:
+		return "CONN_ORIGIN";
 	}
 	return "UNKNOWN";
 }

@@ -3,7 +3,8 @@
  * Wire format of the LLC messages: link-layer control sent as 44-byte RDMA
  * SENDs on a link of a link group (DESIGN.md §3), laid out as Linux
  * net/smc/smc_llc.c does for SMC-R v1, plus this project's in-band
- * connection setup (DESIGN.md §2): CONN_OPEN, CONN_ACCEPT, CONN_REJECT.
+ * connection setup (DESIGN.md §2): CONN_OPEN, CONN_ACCEPT, CONN_REJECT,
+ * CONN_RESUME and CONN_ORIGIN.
  * docs/protocol.md has the byte tables.  All integers are big endian.
  *
  * Every message is exactly LLC_MSG_LEN bytes: a 4-byte header and a
@@ -20,6 +21,7 @@
 #include <stddef.h>
 
 #include "clc_wire.h"
+#include "fallback_wire.h"
 
 #define LLC_MSG_LEN 44
 #define LLC_DATA_LEN 40
@@ -38,6 +40,7 @@ enum llc_type {
 	LLC_CONN_ACCEPT = 0x81, /* always with LLC_FLAG_RESP */
 	LLC_CONN_REJECT = 0x82, /* always with LLC_FLAG_RESP */
 	LLC_CONN_RESUME = 0x83, /* request, and its answer with RESP */
+	LLC_CONN_ORIGIN = 0x84, /* the client of the CONN_OPEN that follows */
 };
 
 /* Header flags; which are allowed depends on the type (llc.c). */
@@ -48,6 +51,7 @@ enum llc_type {
 #define LLC_FLAG_DEL_LINK_ORDERLY 0x20 /* DELETE_LINK: orderly */
 #define LLC_FLAG_RKEY_NEG 0x20	       /* rkey response: failed */
 #define LLC_FLAG_RKEY_RETRY 0x10       /* CONFIRM_RKEY neg. response: retry */
+#define LLC_FLAG_ORIGIN_INET6 0x01     /* CONN_ORIGIN: IPv6 addresses */
 
 #define LLC_REJ_RSN_NO_ALT_PATH 1 /* ADD_LINK reject reason */
 
@@ -204,6 +208,24 @@ struct llc_conn_resume {
 } __attribute__((packed));
 _Static_assert(sizeof(struct llc_conn_resume) == 44, "CONN_RESUME size");
 
+/*
+ * With CLC_FEAT_ORIGIN, right before a CONN_OPEN on the same link: the
+ * client connection it carries, from src to dst (the address the client
+ * connected to), for an export's PROXY protocol header.  Laid out as the
+ * fallback hello's origin part (fallback_wire.h) but for the family,
+ * which is LLC_FLAG_ORIGIN_INET6 (else IPv4: the first 4 bytes of each
+ * address, the rest zero).  Ports are not 0.
+ */
+struct llc_conn_origin {
+	struct llc_hdr hd; /* flags: ORIGIN_INET6 */
+	uint32_t token;	   /* the opener's, as in its CONN_OPEN */
+	uint16_t src_port;
+	uint16_t dst_port;
+	uint8_t src[16];
+	uint8_t dst[16];
+} __attribute__((packed));
+_Static_assert(sizeof(struct llc_conn_origin) == 44, "CONN_ORIGIN size");
+
 struct llc_conn_reject {
 	struct llc_hdr hd;     /* flags: RESP */
 	uint32_t opener_token; /* from the CONN_OPEN */
@@ -297,6 +319,12 @@ struct llc_conn_reject_info {
 	uint32_t reason;
 };
 
+/* The family is the message's flag; ports in network order, as on the wire. */
+struct llc_conn_origin_info {
+	uint32_t token;
+	struct fb_origin origin;
+};
+
 struct llc_info {
 	uint8_t type;  /* enum llc_type */
 	uint8_t flags; /* LLC_FLAG_* */
@@ -312,6 +340,7 @@ struct llc_info {
 		struct llc_conn_accept_info conn_accept;
 		struct llc_conn_reject_info conn_reject;
 		struct llc_conn_resume_info conn_resume;
+		struct llc_conn_origin_info conn_origin;
 	};
 };
 

@@ -23,6 +23,7 @@
 #include "clc_wire.h"
 
 #define PEER_BUSY_BACKOFF_MS 2000 /* after a peer's DECLINE MEM (busy) */
+#define PEER_ORIGIN_RETRY_MS (600 * 1000) /* peer_takes_origin */
 
 struct peer_state {
 	SLIST_ENTRY(peer_state) entry;
@@ -32,6 +33,7 @@ struct peer_state {
 	int export_conns; /* connections it holds on our exports (export.c) */
 	uint32_t reason;
 	bool by_peer;
+	uint64_t fallback_ms; /* when it last fell back (monotonic); 0: never */
 	uint64_t backoff_until_ms;
 	uint64_t backoff_ms; /* the next period */
 	int reachable;	     /* 1 the last try got through, 0 not, -1 none */
@@ -40,6 +42,7 @@ struct peer_state {
 	time_t error_at;   /* wall clock, for people */
 	uint64_t error_ms; /* monotonic, for its age */
 	bool draining;	   /* the operator's: no new connections to it */
+	uint64_t origin_refused_ms; /* its hello refused the client's address */
 };
 
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,6 +202,7 @@ peer_fallback(const char *name, uint32_t reason, bool by_peer,
 	if (p != NULL) {
 		p->reason = reason;
 		p->by_peer = by_peer;
+		p->fallback_ms = now_ms();
 		/* a peer that declines answered: it is there */
 		if (by_peer)
 			p->reachable = 1;
@@ -344,6 +348,7 @@ peer_info(const char *name, struct peer_info *out)
 
 	memset(out, 0, sizeof(*out));
 	out->reachable = -1;
+	out->fallback_age_ms = UINT64_MAX;
 	pthread_mutex_lock(&peer_lock);
 	p = peer_find(name, false);
 	if (p != NULL) {
@@ -358,6 +363,8 @@ peer_info(const char *name, struct peer_info *out)
 		memcpy(out->error_code, p->error_code, sizeof(out->error_code));
 		out->error_at = p->error_at;
 		out->error_age_ms = p->error_ms != 0 ? now - p->error_ms : 0;
+		if (p->fallback_ms != 0)
+			out->fallback_age_ms = now - p->fallback_ms;
 		out->draining = p->draining;
 	}
 	pthread_mutex_unlock(&peer_lock);
@@ -393,6 +400,40 @@ peer_draining(const char *name)
 		draining = p->draining;
 	pthread_mutex_unlock(&peer_lock);
 	return draining;
+}
+
+/*
+ * Whether the fallback hello to the peer names the client (the origin
+ * part, fallback_wire.h): not within PEER_ORIGIN_RETRY_MS of the peer
+ * refusing it (peer_origin_refused), as a daemon older than the origin
+ * part does; then again, in case it was upgraded.
+ */
+bool
+peer_takes_origin(const char *name)
+{
+	struct peer_state *p;
+	bool takes = true;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, false);
+	if (p != NULL && p->origin_refused_ms != 0 &&
+	    now_ms() - p->origin_refused_ms < PEER_ORIGIN_RETRY_MS)
+		takes = false;
+	pthread_mutex_unlock(&peer_lock);
+	return takes;
+}
+
+/* The peer refused a hello for naming the client. */
+void
+peer_origin_refused(const char *name)
+{
+	struct peer_state *p;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL)
+		p->origin_refused_ms = now_ms();
+	pthread_mutex_unlock(&peer_lock);
 }
 
 /*

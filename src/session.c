@@ -720,6 +720,20 @@ session_detach(struct session *s)
 	return fd;
 }
 
+/* Close fd[1] and its events: a handshake over it starts again. */
+void
+session_upstream_drop(struct session *s)
+{
+	if (s->rev[1] != NULL)
+		event_free(s->rev[1]);
+	if (s->wev[1] != NULL)
+		event_free(s->wev[1]);
+	s->rev[1] = s->wev[1] = NULL;
+	if (s->fd[1] != -1)
+		close(s->fd[1]);
+	s->fd[1] = -1;
+}
+
 /*
  * Close every session of w (on w's thread), and reset the strangers on
  * its peer port that are none yet.

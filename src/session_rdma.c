@@ -1083,6 +1083,32 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 }
 
 /*
+ * Rule side, before sr's CONN_OPEN: its client, in a CONN_ORIGIN on the
+ * same link, when the group negotiated it.  Only when it goes now or
+ * into llc.c's queue, so that it is ahead of the open; else (a burst
+ * filled the queue) the export side names no client for this one.
+ */
+static void
+session_rdma_origin_send(struct session_rdma *sr)
+{
+	struct llc_info m;
+
+	if (!lgr_has_feature(sr->lc.lgr, CLC_FEAT_ORIGIN))
+		return;
+	memset(&m, 0, sizeof(m));
+	if (fallback_origin(sr->s, &m.conn_origin.origin) != 0)
+		return;
+	m.type = LLC_CONN_ORIGIN;
+	if (m.conn_origin.origin.family == FB_ORIGIN_INET6)
+		m.flags = LLC_FLAG_ORIGIN_INET6;
+	m.conn_origin.token = sr->lc.token;
+	if (llc_send(sr->lc.link, &m, NULL, NULL) != 0)
+		log_debug("conn 0x%llx: CONN_ORIGIN not sent: the export side "
+			  "will not name the client",
+			  session_rdma_id(sr));
+}
+
+/*
  * Rule side: carry the new client connection s over an active link group
  * to its peer, if there is one with room and buffers: CONN_OPEN is sent
  * and the answer awaited.  false when s is to take the fallback (s is
@@ -1108,6 +1134,7 @@ session_rdma_connect(struct session *s)
 	rc = session_rdma_join(sr, lgr, NULL);
 	if (rc)
 		goto fallback;
+	session_rdma_origin_send(sr);
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_OPEN;
 	m.conn_open.token = sr->lc.token;
@@ -1240,6 +1267,36 @@ session_rdma_refuse_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	(void)session_rdma_reject_send(link, opener_token, r);
 }
 
+/* Export side: a CONN_ORIGIN, kept for the CONN_OPEN that follows. */
+static void
+session_rdma_origin(struct session_rdma_worker *srw, struct lgr_link *link,
+		    const struct llc_conn_origin_info *o)
+{
+	unsigned int i = srw->origins_next++ % SESSION_RDMA_ORIGINS;
+
+	srw->origins[i].lgr_id = lgr_id(lgr_link_group(link));
+	srw->origins[i].token = o->token;
+	srw->origins[i].origin = o->origin;
+}
+
+/* The client that the CONN_ORIGIN before opener token's open named. */
+static void
+session_rdma_origin_take(struct session_rdma_worker *srw, struct lgr *lgr,
+			 uint32_t token, struct session *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SESSION_RDMA_ORIGINS; i++) {
+		if (srw->origins[i].lgr_id != lgr_id(lgr) ||
+		    srw->origins[i].token != token)
+			continue;
+		fb_origin_get(&srw->origins[i].origin, &s->origin[0],
+			      &s->origin[1]);
+		srw->origins[i].lgr_id = 0;
+		return;
+	}
+}
+
 static void
 session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		  const struct llc_conn_open_info *o)
@@ -1272,6 +1329,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	s->export = conf_export_find(s->conf, o->export);
 	s->peer = conf_peer_find(s->conf, lgr_peer(lgr)->name);
 	snprintf(s->export_name, sizeof(s->export_name), "%s", o->export);
+	session_rdma_origin_take(srw, lgr, o->token, s);
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL || s->export == NULL) {
 		free(sr);
@@ -1371,6 +1429,9 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	if (srw == NULL)
 		return;
 	switch (m->type) {
+	case LLC_CONN_ORIGIN:
+		session_rdma_origin(srw, link, &m->conn_origin);
+		return;
 	case LLC_CONN_OPEN:
 		session_rdma_open(srw, link, &m->conn_open);
 		return;

@@ -39,6 +39,8 @@ struct session_rdma_share {
 struct resume;
 
 /* A worker's RDMA data path state: its lgr_ctx's llc_arg. */
+#define SESSION_RDMA_ORIGINS 16 /* CONN_ORIGINs kept until their open */
+
 struct session_rdma_worker {
 	struct worker *w;
 	struct lgr_ctx *ctx;
@@ -55,6 +57,13 @@ struct session_rdma_worker {
 	struct event *resume_ev; /* find or set up a group, deadlines */
 	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
 	struct event *watch_ev; /* each second: peers that consume nothing */
+	/* CONN_ORIGINs received, for the CONN_OPENs that follow them */
+	struct {
+		uint32_t lgr_id; /* 0: free */
+		uint32_t token;
+		struct fb_origin origin;
+	} origins[SESSION_RDMA_ORIGINS];
+	unsigned int origins_next;
 };
 
 /* What sr's own LLC message (waiting for a TX slot) is. */

@@ -109,6 +109,7 @@ static void ctl_show_conns(struct ctl_conn *conn, json_t *data);
 static void ctl_show_schema(struct ctl_conn *conn, json_t *data);
 static void ctl_show_help(struct ctl_conn *conn, json_t *data);
 static void ctl_show_killed(struct ctl_conn *conn, json_t *data);
+static void ctl_show_check(struct ctl_conn *conn, json_t *data);
 
 static const struct ctl_key ctl_filter_keys[] = {
 	{"rule", false},      {"peer", false}, {"state", false},
@@ -131,6 +132,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"drain", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"undrain", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"enable", "peer"}, "name", NULL, false, ctl_show_done},
+	{{"check", NULL}, "name", NULL, false, ctl_show_check},
 	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"shutdown", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"shutdown", "now"}, NULL, NULL, false, ctl_show_done},
@@ -180,6 +182,9 @@ ctl_usage(FILE *f)
 		"  drain | undrain peer NAME\n"
 		"                          no new connections to a peer, or "
 		"again\n"
+		"  check PEER              probe a peer now: link up, "
+		"TEST_LINK "
+		"round trip\n"
 		"  reload                  re-read the configuration\n"
 		"  shutdown [now]          stop as SIGTERM does; now: close "
 		"all now\n"
@@ -659,6 +664,25 @@ ctl_show_killed(struct ctl_conn *conn, json_t *data)
 
 	fprintf(ctl_tab.out, "%lld connection%s killed\n", (long long)n,
 		n == 1 ? "" : "s");
+}
+
+/* check PEER: the peer answered a TEST_LINK over RDMA. */
+static void
+ctl_show_check(struct ctl_conn *conn, json_t *data)
+{
+	json_int_t us = json_integer_value(json_object_get(data, "rtt_us"));
+
+	fprintf(ctl_tab.out,
+		"peer %s: ok: %s, lgr %lld link %lld%s, TEST_LINK round trip "
+		"%lld.%03lld ms\n",
+		json_string_value(json_object_get(data, "peer")),
+		json_string_value(json_object_get(data, "transport")),
+		(long long)json_integer_value(json_object_get(data, "lgr")),
+		(long long)json_integer_value(json_object_get(data, "link")),
+		json_is_true(json_object_get(data, "set_up")) ?
+			" (set up now)" :
+			"",
+		(long long)(us / 1000), (long long)(us % 1000));
 }
 
 static void

@@ -193,6 +193,7 @@ struct conf_export {
 	int idle_timeout;	/* seconds, 0 = never */
 	bool log_connections;	/* connlog.c: a line as each one ends */
 	struct addr smc_listen; /* kernel SMC-R clients; len 0: none */
+	bool proxy_protocol;	/* export.c: a PROXY v2 header to the target */
 	int line;
 };
 
@@ -527,6 +528,9 @@ struct session {
 	uint64_t bytes[2]; /* read from fd[i] and passed on, either transport */
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
 	struct addr addr[2];
+	/* export side: the client and the address it connected to on the
+	 * rule side, as the peer said (len 0: not said) */
+	struct addr origin[2];
 	uint64_t started_ms, active_ms;
 	enum session_reason fin_reason;
 	bool fin_downstream;	/* close fd[0] with a FIN even on abort */
@@ -567,6 +571,7 @@ enum session_reason session_fin_reason(int i);
 enum session_reason session_rst_reason(const struct session *s, int i);
 void session_account(struct session *s, int i, size_t n);
 int session_detach(struct session *s);
+void session_upstream_drop(struct session *s);
 void session_want(struct session *s, int i, short what, bool on);
 int session_timer(struct session *s, int seconds);
 int session_timer_ms(struct session *s, int ms);
@@ -586,6 +591,9 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 int export_room(struct worker *w, enum session_reason *why);
 int export_connect(struct session *s, enum session_reason *why);
 int export_connected(struct session *s, enum session_reason *why);
+#define EXPORT_PROXY_MAX (16 + 36) /* PROXY v2: header, two IPv6 ends */
+size_t export_proxy_header(void *buf, const struct addr *src,
+			   const struct addr *dst);
 enum session_reason export_timed_out(struct session *s);
 void export_release(struct session *s);
 
@@ -651,6 +659,8 @@ int ib_qp_attrs(uint8_t port, int gid_index, int mtu, uint32_t psn,
 /* fallback.c */
 struct fallback_hs;
 struct fb_hello_info;
+struct fb_origin;
+int fallback_origin(const struct session *s, struct fb_origin *o);
 void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
 void fallback_connect(struct session *s);
@@ -1087,6 +1097,29 @@ void lgr_protocol_error(struct lgr *lgr, const char *why);
 #define PEER_ERROR_MAX 160
 #define PEER_CODE_MAX 24
 
+/*
+ * A live check of a peer (`smcproxyctl check PEER`), stepped on a worker
+ * by lgr_check_step until it returns true; then the result is in.
+ */
+struct lgr_check {
+	char peer[CONF_NAME_MAX + 1];
+	uint64_t started_ms, deadline_ms;
+	bool set_up;	   /* a group was set up for the check */
+	uint32_t lgr_id;   /* the group the TEST_LINK went on; 0: none yet */
+	uint8_t link_id;   /* and its link */
+	uint64_t answered; /* that link's TEST_LINK answers before ours */
+	/* the result */
+	int rc;		  /* 0: the round trip came back; else -errno */
+	uint64_t rtt_us;  /* its round trip */
+	uint32_t decline; /* the SMC decline that ended the setup; 0: none */
+	bool by_peer;	  /* the peer declined (else we did) */
+	char error[PEER_ERROR_MAX]; /* why not, for people */
+};
+
+bool lgr_has_active(struct lgr_ctx *ctx, const char *peer);
+void lgr_check_init(struct lgr_check *c, const char *peer, int timeout_ms);
+bool lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c);
+
 struct peer_info {
 	bool rdma;		  /* an active link group reaches it */
 	int lgrs;		  /* active link groups, all workers */
@@ -1098,7 +1131,9 @@ struct peer_info {
 	char error_code[PEER_CODE_MAX];
 	time_t error_at; /* when (wall clock); 0: none */
 	uint64_t error_age_ms;
-	bool draining; /* no new connections to it */
+	uint64_t
+		fallback_age_ms; /* since the last fallback; UINT64_MAX: none */
+	bool draining;		 /* no new connections to it */
 };
 
 void peer_lgr_count(const char *name, int delta, uint64_t first_backoff_ms);
@@ -1113,6 +1148,8 @@ bool peer_export_conns(const char *name, int max, int delta);
 int peer_info(const char *name, struct peer_info *out);
 void peer_set_draining(const char *name, bool draining);
 bool peer_draining(const char *name);
+bool peer_takes_origin(const char *name);
+void peer_origin_refused(const char *name);
 const char *peer_mode(const char *name, uint32_t *reason);
 void peer_shutdown(void);
 

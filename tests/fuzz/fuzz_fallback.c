@@ -581,7 +581,8 @@ fuzz_answer(int fd, const unsigned char *hello, size_t hello_len,
 
 	if (fb_hello_decode(hello, hello_len, &hi) != 0 ||
 	    !(hi.flags & FB_FLAG_RESUME) != !resume ||
-	    !(hi.flags & FB_FLAG_AUTH) != !keyed)
+	    !(hi.flags & FB_FLAG_AUTH) != !keyed ||
+	    !(hi.flags & FB_FLAG_ORIGIN) != resume)
 		FUZZ_FAIL();
 	while (size > 0 && len + FB_MSG_MAX + 256 < sizeof(out)) {
 		op = *data++;
@@ -816,15 +817,19 @@ fuzz_codec(const uint8_t *data, size_t size)
 	    (length < 8 || length > FB_MSG_MAX))
 		FUZZ_FAIL();
 	if (fb_hello_decode(data, size, &hi) == 0) {
+		uint8_t flags = hi.flags & ~(FB_FLAG_RESUME | FB_FLAG_ORIGIN);
+		size_t len;
+
 		fuzz_decoded++;
+		len = (hi.flags & FB_FLAG_RESUME) ?
+			      fb_hello_resume_encode(re, hi.nonce, flags,
+						     hi.name, hi.export, &hi) :
+			      fb_hello_encode(re, hi.nonce, flags, hi.name,
+					      hi.export);
+		if (hi.flags & FB_FLAG_ORIGIN)
+			len = fb_hello_origin_add(re, len, &hi.origin);
 		if (strlen(hi.name) == 0 || strlen(hi.export) == 0 ||
-		    ((hi.flags & FB_FLAG_RESUME) ?
-			     fb_hello_resume_encode(re, hi.nonce,
-						    hi.flags & ~FB_FLAG_RESUME,
-						    hi.name, hi.export, &hi) :
-			     fb_hello_encode(re, hi.nonce, hi.flags, hi.name,
-					     hi.export)) != size ||
-		    memcmp(re, data, size) != 0)
+		    len != size || memcmp(re, data, size) != 0)
 			FUZZ_FAIL();
 	}
 	if (fb_resumed_decode(data, size, &rx, &fin) == 0) {

@@ -118,6 +118,20 @@ def llc_msgs():
         ">IIQQ", 0x303, 0x606, 3 << 20, 1 << 20))
     yield "bad-conn-resume-no-id", llc(0x83, 0x00, bytes(16) + struct.pack(
         ">IIQQ", 0x101, 0x505, 0, 0))
+    # CONN_ORIGIN: token, ports, addresses; flag 0x01 IPv6
+    yield "ok-conn-origin", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes([127, 0, 0, 5]) + bytes(12)
+        + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "ok-conn-origin6", llc(0x84, 0x01, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes(15) + b"\1" + bytes(15) + b"\1")
+    yield "bad-conn-origin-port", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 0, 6380) + bytes([127, 0, 0, 5]) + bytes(12)
+        + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "bad-conn-origin-v4-tail", llc(0x84, 0x00, struct.pack(
+        ">IHH", 0x101, 40112, 6380) + bytes([127, 0, 0, 5]) + bytes(11)
+        + b"\1" + bytes([127, 0, 0, 1]) + bytes(12))
+    yield "bad-conn-origin-no-token", llc(0x84, 0x01, struct.pack(
+        ">IHH", 0, 40112, 6380) + bytes(15) + b"\1" + bytes(15) + b"\1")
     yield "bad-length", llc(0x07, 0x00, bytes(40))[:43]
     yield "bad-len-field", b"\x07\x2b" + bytes(42)
     yield "bad-type-req-add-link", llc(0x05, 0x00, bytes(40))
@@ -281,6 +295,27 @@ def fb_codec_msgs():
                               + bytes(range(32)) + bytes([3, len(name),
                                                           len(export), 0])
                               + name + export + resume)
+    origin4 = (struct.pack(">B3xHH", 4, 40112, 6380) + bytes([127, 0, 0, 5])
+               + bytes(12) + bytes([127, 0, 0, 1]) + bytes(12))
+    origin6 = (struct.pack(">B3xHH", 6, 40112, 6380) + bytes(15) + b"\1"
+               + bytes(15) + b"\1")
+    for fam, origin in (("4", origin4), ("6", origin6)):
+        yield "ok-hello-origin" + fam, (
+            fb_hdr(1, 44 + len(name) + len(export) + 40)
+            + bytes(range(32)) + bytes([5, len(name), len(export), 0])
+            + name + export + origin)
+    yield "ok-hello-resume-origin", (
+        fb_hdr(1, 44 + len(name) + len(export) + 80)
+        + bytes(range(32)) + bytes([7, len(name), len(export), 0])
+        + name + export + resume + origin4)
+    for what, origin in (("family", b"\5" + origin4[1:]),
+                         ("reserved", origin4[:1] + b"\1" + origin4[2:]),
+                         ("port", origin4[:4] + bytes(2) + origin4[6:]),
+                         ("v4-tail", origin4[:39] + b"\1")):
+        yield "bad-hello-origin-" + what, (
+            fb_hdr(1, 44 + len(name) + len(export) + 40)
+            + bytes(range(32)) + bytes([5, len(name), len(export), 0])
+            + name + export + origin)
     yield "ok-resumed", fb_hdr(5, 24) + struct.pack(">QQ", 7, 1 << 20)
     yield "ok-challenge", fb_hdr(2, 72) + b"N" * 32 + b"M" * 32
     yield "ok-proof", fb_hdr(3, 40) + b"P" * 32
@@ -653,6 +688,9 @@ def control_msgs(top):
                 "show peers", "show lgrs", "show links", "show conns",
                 "reload", "schema", "help"):
         yield "ok-" + cmd.replace(" ", "-"), req(cmd)
+    # no workers here: refused by the command, after the checks
+    yield "ok-check", req("check", {"name": "b"})
+    yield "ok-check-unknown", req("check", {"name": "nosuch"})
     yield "ok-kill-conn-hex", req("kill conn", {"id": "0x1f"})
     yield "ok-kill-conn-int", req("kill conn", {"id": 31})
     yield "ok-kill-conn-decimal", req("kill conn", {"id": "31"})

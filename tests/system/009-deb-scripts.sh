@@ -65,6 +65,8 @@ asked 'deb-systemd-invoke try-restart smcproxyd.service' ||
 script prerm remove
 asked 'deb-systemd-invoke stop smcproxyd.service' ||
 	fail "removal does not stop the service: $(cat "$T/calls")"
-asked 'systemctl stop smcproxyd@\*.service' ||
+asked 'deb-systemd-invoke stop .*smcproxyd@\*.service' ||
 	fail "removal does not stop smcproxyd@ instances: $(cat "$T/calls")"
+asked '^systemctl' &&
+	fail "removal calls systemctl, not deb-systemd-invoke: $(cat "$T/calls")"
 exit 0

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # The connection log: one info line per connection as it ends, on both
-# daemons (rule=, client= on A; export=, target= on B), with the transport
+# daemons (rule=, client= on A; export=, target= and the client A named
+# on B), with the transport
 # (the fallback here, with the peer's decline), whether it got connected,
 # the duration, the bytes each way (the same stream on both sides) and the
 # close reason; none for a rule with log_connections = false.  On a
@@ -42,7 +43,8 @@ connlines b 5
 python3 - "$T/a.log" "$T/b.log" >"$T/check.out" 2>&1 <<'PY' || fail "connection log: $(cat "$T/check.out")"
 import re, sys
 pat = re.compile(r"^<6>smcproxyd: conn (0x[0-9a-f]+) (rule|export)=(\S+) peer=(\S+) "
-                 r"(client|target)=(\S+) transport=(rdma|fallback)( decline=\S+)? "
+                 r"(client|target)=(\S+)(?: client=\S+)? "
+                 r"transport=(rdma|fallback)( decline=\S+)? "
                  r"connected=(yes|no) duration=(\d+)\.(\d{3})s bytes_in=(\d+) "
                  r"bytes_out=(\d+) close=([a-z_]+)$")
 def lines(path):
@@ -76,6 +78,15 @@ for g in b:
 big = sorted((int(g[11]), int(g[12])) for g in b if int(g[11]) >= 102400)
 if big != sorted((int(g[11]), int(g[12])) for g in a):
     sys.exit("bytes differ: a %r, b %r" % (a, b))
+# b names the client each connection came from at a
+def clients(path, kind):
+    return [re.search(r" (?:target=\S+ )?client=(\S+) transport=", l).group(1)
+            for l in open(path)
+            if re.match(r"^<6>smcproxyd: conn 0x[0-9a-f]+ %s=x " % kind, l)]
+ca, cb = clients(sys.argv[1], "rule"), clients(sys.argv[2], "export")
+if len(cb) != 5 or not set(ca) <= set(cb) or \
+        not all(c.startswith("127.0.0.1:") for c in cb):
+    sys.exit("clients: a %r, b %r" % (ca, cb))
 PY
 
 # a target that refuses: logged as not connected, with the reason

@@ -148,12 +148,12 @@ s, h = load(A[0])["data"], load(A[2])["data"]
 eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
          "show links", "show conns", "kill conn", "kill conns", "disable rule",
-         "enable rule", "drain peer", "undrain peer", "enable peer", "reload",
-         "shutdown", "shutdown now", "schema", "help"]
+         "enable rule", "drain peer", "undrain peer", "enable peer", "check",
+         "reload", "shutdown", "shutdown now", "schema", "help"]
 filters = ["rule", "peer", "state", "transport", "age"]
 args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
 args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
-                                    "undrain peer", "enable peer"))
+                                    "undrain peer", "enable peer", "check"))
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
@@ -390,7 +390,7 @@ _smcproxyctl
 echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
-[ "$got" = "version stats show kill disable enable drain undrain reload shutdown schema help" ] ||
+[ "$got" = "version stats show kill disable enable drain undrain check reload shutdown schema help" ] ||
 	fail "completion of a command: '$got'"
 got=$(complete_words shutdown "")
 [ "$got" = "now" ] || fail "completion after shutdown: '$got'"

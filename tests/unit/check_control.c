@@ -212,6 +212,47 @@ session_reason_name(enum session_reason r)
 	return r == SESSION_CLIENT_FIN ? "client_fin" : "?";
 }
 
+/* check NAME: lgr_check_step is done after check_steps more steps */
+static int check_steps, check_rc, check_stepped;
+
+struct lgr_ctx *
+worker_lgr(struct worker *w)
+{
+	return NULL;
+}
+
+bool
+lgr_has_active(struct lgr_ctx *ctx, const char *peer)
+{
+	return false;
+}
+
+void
+lgr_check_init(struct lgr_check *c, const char *peer, int timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+}
+
+bool
+lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
+{
+	check_stepped++;
+	if (check_steps-- > 0)
+		return false;
+	c->rc = check_rc;
+	if (check_rc == 0) {
+		c->lgr_id = 3;
+		c->link_id = 1;
+		c->rtt_us = 42;
+	} else {
+		c->decline = 0x03030002;
+		snprintf(c->error, sizeof(c->error),
+			 "RDMA declined by us: NOSMCRDEV");
+	}
+	return true;
+}
+
 /******** fixture ********/
 
 static char dir[32], sockpath[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
@@ -260,6 +301,7 @@ setup(void)
 	relisten_rc = 0;
 	disabled_rule[0] = '\0';
 	shutdowns = shutdowns_now = 0;
+	check_steps = check_rc = check_stepped = 0;
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
@@ -998,6 +1040,94 @@ START_TEST(test_disable_drain)
 }
 END_TEST
 
+/*
+ * check NAME answers once the check is done: the round trip, or the
+ * decline with the transport the peer's connections take.  Requests
+ * behind it wait for it and come in order; a client gone before the
+ * answer leaves nothing behind.  Bad input is refused, the connection
+ * usable.
+ */
+START_TEST(test_check)
+{
+	static const char reqs[] =
+		"{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\"}}\n"
+		"{\"v\":1,\"cmd\":\"version\"}\n";
+	struct client *c = client_new();
+	json_t *r, *d;
+	int i;
+
+	check_steps = 3;
+	client_send(c, reqs, sizeof(reqs) - 1);
+	r = client_reply(c);
+	ck_assert_msg(json_is_true(json_object_get(r, "ok")), "%s",
+		      json_string_value(json_object_get(r, "error")));
+	d = json_object_get(r, "data");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "peer")), "b");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "transport")),
+			 "rdma");
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "rtt_us")), 42);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "lgr")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "link")), 1);
+	ck_assert(json_is_false(json_object_get(d, "set_up")));
+	json_decref(r);
+	ck_assert_int_eq(check_stepped, 4);
+	/* the version waited behind the check */
+	r = client_reply(c);
+	ck_assert_ptr_nonnull(
+		json_object_get(json_object_get(r, "data"), "version"));
+	json_decref(r);
+
+	check_steps = 2;
+	check_rc = -ECONNREFUSED;
+	r = ask(c, "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\"}}\n");
+	ck_assert(json_is_false(json_object_get(r, "ok")));
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "peer b: RDMA declined by us: NOSMCRDEV");
+	d = json_object_get(r, "details");
+	ck_assert_uint_eq(json_array_size(d), 2);
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_array_get(d, 0)), "fallback"));
+	ck_assert_str_eq(json_string_value(json_array_get(d, 1)),
+			 "decline: NOSMCRDEV 0x03030002 by us");
+	json_decref(r);
+
+	check_stepped = 0;
+	ask_error(c, "{\"v\":1,\"cmd\":\"check\"}\n",
+		  "command \"check\" needs argument \"name\"");
+	ask_error(c, "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":7}}\n",
+		  "argument \"name\" must be a string");
+	ask_error(
+		c,
+		"{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"nosuch\"}}\n",
+		"no peer \"nosuch\"");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\","
+		  "\"id\":1}}\n",
+		  "command \"check\" takes no argument \"id\"");
+	ck_assert_int_eq(check_stepped, 0);
+
+	/* a client that leaves while its check runs: the check ends (its
+	 * answer dropped) and nothing steps it again */
+	check_steps = 20;
+	check_stepped = 0;
+	client_send(c, reqs, sizeof(reqs) - 1);
+	client_free(c);
+	for (i = 0; i < 2000 && check_stepped < 21; i++) {
+		usleep(1000);
+		pump();
+	}
+	ck_assert_int_eq(check_stepped, 21);
+	for (i = 0; i < 50; i++) {
+		usleep(1000);
+		pump();
+	}
+	ck_assert_int_eq(check_stepped, 21);
+	c = client_new();
+	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(c);
+}
+END_TEST
+
 /* While stopping, listings and kills are served; reconfiguring is not. */
 START_TEST(test_shutdown)
 {
@@ -1660,6 +1790,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_kill);
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);
+	tcase_add_test(cmds, test_check);
 	tcase_add_test(cmds, test_shutdown);
 	tcase_add_test(cmds, test_shutdown_reply);
 	tcase_add_test(cmds, test_reload);

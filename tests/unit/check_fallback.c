@@ -40,7 +40,8 @@ START_TEST(hello_longest_names)
 	memset(export, 'e', 63);
 	export[63] = '\0';
 	len = fb_hello_encode(buf, nonce, 0, name, export);
-	ck_assert_uint_eq(len, FB_HELLO_MAX - sizeof(struct fb_resume));
+	ck_assert_uint_eq(len, FB_HELLO_MAX - sizeof(struct fb_resume) -
+				       sizeof(struct fb_origin));
 	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), 0);
 	ck_assert_str_eq(hi.name, name);
 	ck_assert_str_eq(hi.export, export);
@@ -90,6 +91,99 @@ START_TEST(hello_resume_round_trip)
 	ck_assert_uint_eq(rx, 7);
 	ck_assert_uint_eq(fin, 9);
 	ck_assert_int_eq(fb_resumed_decode(msg, len - 1, &rx, &fin), -EPROTO);
+}
+END_TEST
+
+/*
+ * An open's HELLO names the client connection (FB_FLAG_ORIGIN, after the
+ * names and any resume part): IPv4 and IPv6 ends come back as they went,
+ * ends of two families are not put in one.
+ */
+START_TEST(hello_origin_round_trip)
+{
+	static const char *ends[][2] = {
+		{"127.0.0.5:40112", "127.0.0.1:6380"},
+		{"[2001:db8::7]:65535", "[::1]:1"},
+	};
+	uint8_t buf[FB_MSG_MAX];
+	struct fb_hello_info hi, in;
+	struct fb_origin o;
+	struct addr src, dst, got_src, got_dst;
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		ck_assert_int_eq(addr_parse(ends[i][0], &src), 0);
+		ck_assert_int_eq(addr_parse(ends[i][1], &dst), 0);
+		ck_assert_int_eq(fb_origin_set(&o, &src, &dst), 0);
+		len = fb_hello_encode(buf, nonce, FB_FLAG_AUTH, "a", "redis");
+		len = fb_hello_origin_add(buf, len, &o);
+		ck_assert_uint_eq(len, sizeof(struct fb_hello) + 1 + 5 +
+					       sizeof(struct fb_origin));
+		ck_assert_int_eq(fb_hello_decode(buf, len, &hi), 0);
+		ck_assert_int_eq(hi.flags, FB_FLAG_AUTH | FB_FLAG_ORIGIN);
+		ck_assert_str_eq(hi.export, "redis");
+		fb_origin_get(&hi.origin, &got_src, &got_dst);
+		ck_assert(addr_equal(&got_src, &src));
+		ck_assert(addr_equal(&got_dst, &dst));
+	}
+	/* after a resume part */
+	memset(&in, 0, sizeof(in));
+	memset(in.resume_id, 0xab, sizeof(in.resume_id));
+	in.rx_off = 5;
+	len = fb_hello_resume_encode(buf, nonce, 0, "a", "redis", &in);
+	len = fb_hello_origin_add(buf, len, &o);
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), 0);
+	ck_assert_int_eq(hi.flags, FB_FLAG_RESUME | FB_FLAG_ORIGIN);
+	ck_assert_uint_eq(hi.rx_off, 5);
+	fb_origin_get(&hi.origin, &got_src, &got_dst);
+	ck_assert(addr_equal(&got_src, &src));
+	/* an IPv4 client of an IPv6 address: no origin */
+	ck_assert_int_eq(addr_parse("127.0.0.5:1", &src), 0);
+	ck_assert_int_eq(fb_origin_set(&o, &src, &dst), -EAFNOSUPPORT);
+}
+END_TEST
+
+/* An origin part that fb_origin_set could not have made is refused. */
+START_TEST(hello_origin_malformed)
+{
+	uint8_t good[FB_MSG_MAX], buf[FB_MSG_MAX];
+	struct fb_hello_info hi;
+	struct fb_origin o, *p;
+	struct addr src, dst;
+	size_t len, at;
+
+	ck_assert_int_eq(addr_parse("10.1.2.3:4000", &src), 0);
+	ck_assert_int_eq(addr_parse("10.1.2.4:80", &dst), 0);
+	ck_assert_int_eq(fb_origin_set(&o, &src, &dst), 0);
+	at = fb_hello_encode(good, nonce, 0, "a", "web");
+	len = fb_hello_origin_add(good, at, &o);
+	ck_assert_int_eq(fb_hello_decode(good, len, &hi), 0);
+	p = (struct fb_origin *)(buf + at);
+
+	memcpy(buf, good, len);
+	p->family = 5;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	memcpy(buf, good, len);
+	p->reserved[2] = 1;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	memcpy(buf, good, len);
+	p->src_port = 0;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	memcpy(buf, good, len);
+	p->dst_port = 0;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	memcpy(buf, good, len);
+	p->dst[15] = 1; /* beyond an IPv4 address */
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	/* the flag without the part, the part without the flag */
+	memcpy(buf, good, len);
+	((struct fb_hello *)buf)->hdr.length = htons((uint16_t)at);
+	ck_assert_int_eq(fb_hello_decode(buf, at, &hi), -EPROTO);
+	memcpy(buf, good, len);
+	((struct fb_hello *)buf)->flags = 0;
+	ck_assert_int_eq(fb_hello_decode(buf, len, &hi), -EPROTO);
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_int_eq(fb_hello_decode(good, cut, &hi), -EPROTO);
 }
 END_TEST
 
@@ -298,6 +392,8 @@ fallback_suite(void)
 	tcase_add_test(tc, hello_longest_names);
 	tcase_add_test(tc, hello_malformed);
 	tcase_add_test(tc, hello_resume_round_trip);
+	tcase_add_test(tc, hello_origin_round_trip);
+	tcase_add_test(tc, hello_origin_malformed);
 	tcase_add_test(tc, result_round_trip);
 	tcase_add_test(tc, header_lengths_per_type);
 	suite_add_tcase(s, tc);

@@ -593,6 +593,100 @@ START_TEST(test_link)
 }
 END_TEST
 
+/* Step check c on side s's groups until it has its result. */
+static void
+check_run(struct side *s, struct lgr_check *c)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+
+	while (!lgr_check_step(s->ctx, c)) {
+		ck_assert_uint_lt(now_ms(), end);
+		run_once();
+	}
+}
+
+/*
+ * smcproxyctl check on a group that is up: a TEST_LINK round trip of its
+ * own on the group's link, timed.  Once the peer stops answering, the
+ * check says so instead.
+ */
+START_TEST(check_peer_round_trip)
+{
+	struct lgr_check c;
+	uint64_t before;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert(lgr_has_active(A.ctx, "b"));
+	ck_assert(!lgr_has_active(A.ctx, "c"));
+	before = link_n(&B, 1)->test_answered;
+	lgr_check_init(&c, "b", WAIT_MS);
+	check_run(&A, &c);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert(!c.set_up);
+	ck_assert_uint_eq(c.lgr_id, lgr_of(&A)->id);
+	ck_assert_uint_eq(c.link_id, 1);
+	ck_assert_uint_gt(c.rtt_us, 0);
+	ck_assert_uint_lt(c.rtt_us, 60 * 1000000);
+	/* the round trip is A's TEST_LINK, answered by B */
+	ck_assert_uint_eq(link_n(&A, 1)->test_answered, 1);
+	ck_assert_uint_eq(link_n(&B, 1)->test_answered, before);
+	/* B goes deaf to TEST_LINK: no answer, the check fails */
+	wr_rx_register(link_n(&B, 1)->wr, LLC_TEST_LINK, NULL);
+	lgr_check_init(&c, "b", WAIT_MS);
+	check_run(&A, &c);
+	ck_assert_int_ne(c.rc, 0);
+	ck_assert_str_ne(c.error, "");
+	ck_assert_uint_eq(c.rtt_us, 0);
+}
+END_TEST
+
+/*
+ * Without a group, the check sets one up now: with no device here, the
+ * answer is our own NOSMCRDEV; to a port nobody listens on, the error of
+ * the TCP connect.  A peer not configured is no such peer.
+ */
+START_TEST(check_peer_without_group)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	struct lgr_check c;
+	char addr[32];
+	int fd;
+
+	side_init(&A, "a", "b", 0, NULL, NULL);
+	lgr_check_init(&c, "b", WAIT_MS);
+	check_run(&A, &c);
+	ck_assert_int_eq(c.rc, -ECONNREFUSED);
+	ck_assert(c.set_up);
+	ck_assert_uint_eq(c.decline, CLC_DECL_NOSMCRDEV);
+	ck_assert(!c.by_peer);
+	ck_assert_msg(strstr(c.error, "NOSMCRDEV") != NULL, "%s", c.error);
+	lgr_check_init(&c, "c", WAIT_MS);
+	check_run(&A, &c);
+	ck_assert_int_eq(c.rc, -ENOENT);
+	side_free(&A);
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sin.sin_port));
+	side_init(&A, "a", "b", 1, NULL, addr);
+	lgr_check_init(&c, "b", WAIT_MS);
+	check_run(&A, &c);
+	close(fd);
+	ck_assert_int_ne(c.rc, 0);
+	ck_assert(c.set_up);
+	ck_assert_str_ne(c.error, "");
+	ck_assert(lgr_of(&A) == NULL || lgr_of(&A)->state != LGR_STATE_ACTIVE);
+}
+END_TEST
+
 static struct lgr_link *moved_to;
 static int moved;
 
@@ -1453,6 +1547,8 @@ lgr_suite(void)
 	tcase_add_test(tc, second_link);
 	tcase_add_test(tc, add_link_rejected);
 	tcase_add_test(tc, test_link);
+	tcase_add_test(tc, check_peer_round_trip);
+	tcase_add_test(tc, check_peer_without_group);
 	tcase_add_test(tc, completion_error_failover);
 	tcase_add_test(tc, port_active_readds_link);
 	tcase_add_test(tc, broken_link_flushes);

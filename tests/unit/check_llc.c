@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <endian.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@
 static const uint8_t types[] = {
 	LLC_CONFIRM_LINK, LLC_ADD_LINK,	   LLC_ADD_LINK_CONT, LLC_DELETE_LINK,
 	LLC_CONFIRM_RKEY, LLC_TEST_LINK,   LLC_DELETE_RKEY,   LLC_CONN_OPEN,
-	LLC_CONN_ACCEPT,  LLC_CONN_REJECT, LLC_CONN_RESUME,
+	LLC_CONN_ACCEPT,  LLC_CONN_REJECT, LLC_CONN_RESUME,   LLC_CONN_ORIGIN,
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -124,6 +125,14 @@ sample(uint8_t type, struct llc_info *m)
 		m->conn_resume.rmb_rkey = 0x08000008;
 		m->conn_resume.rx_off = 0x0900000000000009ULL;
 		m->conn_resume.tx_fin = 0x0a0000000000000aULL;
+		break;
+	case LLC_CONN_ORIGIN: /* 127.0.0.5:40112 -> 127.0.0.1:6380 */
+		m->conn_origin.token = 0x01000001;
+		m->conn_origin.origin.family = FB_ORIGIN_INET;
+		m->conn_origin.origin.src_port = htons(40112);
+		m->conn_origin.origin.dst_port = htons(6380);
+		memcpy(m->conn_origin.origin.src, "\x7f\0\0\x05", 4);
+		memcpy(m->conn_origin.origin.dst, "\x7f\0\0\x01", 4);
 		break;
 	}
 }
@@ -291,6 +300,14 @@ START_TEST(layout)
 	ck_assert_mem_eq(b + 12, "\x03\0\0\0\0\0\0\x03\x03\x00redis\0", 16);
 	ck_assert_uint_eq(b[43], 0);
 
+	sample(LLC_CONN_ORIGIN, &m);
+	encode_ok(&m, b);
+	ck_assert_mem_eq(b, "\x84\x2c\x00\x00\x01\x00\x00\x01\x9c\xb0\x18\xec",
+			 12);
+	ck_assert_mem_eq(b + 12, "\x7f\0\0\x05", 4);
+	ck_assert_mem_eq(b + 28, "\x7f\0\0\x01", 4);
+	ck_assert_uint_eq(b[43], 0);
+
 	sample(LLC_CONN_ACCEPT, &m);
 	encode_ok(&m, b);
 	ck_assert_mem_eq(b, "\x81\x2c\x00\x80\x01\x00\x00\x01\x04\x00\x00\x04",
@@ -368,6 +385,8 @@ flags_valid(uint8_t type, unsigned int f)
 		return f == 0x80;
 	case LLC_CONN_RESUME:
 		return f == 0 || f == 0x80;
+	case LLC_CONN_ORIGIN: /* the IPv4 sample's bytes are an IPv6 too */
+		return f == 0 || f == 0x01;
 	}
 	return false;
 }
@@ -410,6 +429,7 @@ static const struct {
 	{LLC_CONN_OPEN, 27, 43},     {LLC_CONN_ACCEPT, 2, 2},
 	{LLC_CONN_ACCEPT, 25, 27},   {LLC_CONN_REJECT, 2, 2},
 	{LLC_CONN_REJECT, 12, 43},   {LLC_CONN_RESUME, 2, 2},
+	{LLC_CONN_ORIGIN, 2, 2},
 };
 
 START_TEST(reserved_bytes)
@@ -665,6 +685,29 @@ START_TEST(conn_fields)
 	sample(LLC_CONN_RESUME, &m);
 	memset(m.conn_resume.resume_id, 0, sizeof(m.conn_resume.resume_id));
 	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_ORIGIN, &m);
+	m.conn_origin.token = 0;
+	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_ORIGIN, &m);
+	m.conn_origin.origin.src_port = 0;
+	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_ORIGIN, &m);
+	m.conn_origin.origin.dst_port = 0;
+	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_ORIGIN, &m);
+	m.conn_origin.origin.dst[4] = 1; /* beyond an IPv4 address */
+	ck_assert_int_eq(try(&m), -EINVAL);
+	sample(LLC_CONN_ORIGIN, &m);
+	m.flags = LLC_FLAG_ORIGIN_INET6; /* the flag says what family is */
+	ck_assert_int_eq(try(&m), -EINVAL);
+	m.conn_origin.origin.family = FB_ORIGIN_INET6;
+	m.conn_origin.origin.dst[15] = 1;
+	ck_assert_int_eq(try(&m), 0);
+	/* on the wire: an IPv4 origin with a byte set past its address */
+	sample(LLC_CONN_ORIGIN, &m);
+	encode_ok(&m, buf);
+	buf[43] = 1;
+	ck_assert_int_eq(llc_msg_decode(buf, sizeof(buf), &m), -EPROTO);
 }
 END_TEST
 
@@ -710,6 +753,7 @@ START_TEST(names)
 	ck_assert_str_eq(llc_type_name(LLC_DELETE_RKEY), "DELETE_RKEY");
 	ck_assert_str_eq(llc_type_name(LLC_CONN_REJECT), "CONN_REJECT");
 	ck_assert_str_eq(llc_type_name(LLC_CONN_RESUME), "CONN_RESUME");
+	ck_assert_str_eq(llc_type_name(LLC_CONN_ORIGIN), "CONN_ORIGIN");
 	ck_assert_str_eq(llc_type_name(LLC_REQ_ADD_LINK), "REQ_ADD_LINK");
 	ck_assert_str_eq(llc_type_name(0x08), "UNKNOWN");
 	ck_assert_str_eq(llc_delete_reason_name(LLC_DEL_LOST_PATH),

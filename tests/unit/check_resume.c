@@ -7,7 +7,8 @@
  * breaks, and on new groups A is asked to resume them: a forged resume
  * id, another peer's request, impossible offsets and a replay are
  * refused, the real one goes through.  And a peer that takes our bytes
- * but never consumes them is reset after tcp_user_timeout.
+ * but never consumes them is reset after tcp_user_timeout; an export with
+ * proxy_protocol hands its target the client a CONN_ORIGIN named.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -250,15 +251,84 @@ send_cb(struct worker *wk, void *arg)
 }
 
 static void
-open_conn(struct side *s, uint32_t token)
+open_conn_to(struct side *s, uint32_t token, const char *export)
 {
 	struct send sd = {.s = s};
 
 	sd.m.type = LLC_CONN_OPEN;
 	sd.m.conn_open.token = token;
 	sd.m.conn_open.rmbe_size = 0;
-	snprintf(sd.m.conn_open.export, sizeof(sd.m.conn_open.export), "e");
+	snprintf(sd.m.conn_open.export, sizeof(sd.m.conn_open.export), "%s",
+		 export);
 	worker_call(w, send_cb, &sd);
+}
+
+static void
+open_conn(struct side *s, uint32_t token)
+{
+	open_conn_to(s, token, "e");
+}
+
+static void
+origin_cb(struct worker *wk, void *arg)
+{
+	struct send *sd = arg;
+	struct lgr_link *link = &TAILQ_FIRST(&sd->s->ctx->lgrs)->link[0];
+
+	ck_assert_int_eq(llc_send(link, &sd->m, NULL, NULL), 0);
+}
+
+/* s names the client of its next open with token: from src to dst. */
+static void
+origin(struct side *s, uint32_t token, const char *src, const char *dst)
+{
+	struct send sd = {.s = s};
+	struct addr a, b;
+
+	ck_assert_int_eq(addr_parse(src, &a), 0);
+	ck_assert_int_eq(addr_parse(dst, &b), 0);
+	sd.m.type = LLC_CONN_ORIGIN;
+	sd.m.conn_origin.token = token;
+	ck_assert_int_eq(fb_origin_set(&sd.m.conn_origin.origin, &a, &b), 0);
+	if (sd.m.conn_origin.origin.family == FB_ORIGIN_INET6)
+		sd.m.flags = LLC_FLAG_ORIGIN_INET6;
+	worker_call(w, origin_cb, &sd);
+}
+
+/* The next connection A made to the target, within WAIT_MS. */
+static int
+target_accept(void)
+{
+	int i, t = -1;
+
+	for (i = 0; i < WAIT_MS / 10 && t < 0; i++) {
+		t = accept(target_fd, NULL, NULL);
+		if (t < 0)
+			usleep(10000);
+	}
+	ck_assert_int_ge(t, 0);
+	return t;
+}
+
+/* The first len bytes the target gets on t, which are all there are. */
+static void
+target_reads(int t, const uint8_t *want, size_t len)
+{
+	struct timeval tv = {WAIT_MS / 1000, 0};
+	uint8_t got[EXPORT_PROXY_MAX + 1];
+	size_t have = 0;
+	ssize_t n;
+
+	ck_assert_int_eq(
+		setsockopt(t, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	while (have < len) {
+		n = read(t, got + have, len - have);
+		ck_assert_int_gt(n, 0);
+		have += (size_t)n;
+	}
+	ck_assert_mem_eq(got, want, len);
+	ck_assert_int_eq(recv(t, got, 1, MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
 }
 
 static void
@@ -343,9 +413,11 @@ setup(void)
 		 "  { name = \"c\"; address = \"127.0.0.2:1\";"
 		 " insecure = true; any_source = true; } );\n"
 		 "exports = ( { name = \"e\"; target = \"127.0.0.1:%d\";"
-		 " peers = [ \"b\", \"c\" ]; } );\n"
+		 " peers = [ \"b\", \"c\" ]; },\n"
+		 "  { name = \"p\"; target = \"127.0.0.1:%d\";"
+		 " peers = [ \"b\" ]; proxy_protocol = true; } );\n"
 		 "rdma: { max_links = 1; max_send_wr = 2; };\n",
-		 peer_port, target_port);
+		 peer_port, target_port, target_port);
 	conf_a = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(conf_a);
 	conf_hold(conf_a);
@@ -489,6 +561,43 @@ START_TEST(peer_that_never_consumes_is_reset)
 }
 END_TEST
 
+/*
+ * Over RDMA, an export with proxy_protocol starts its target connection
+ * with a PROXY v2 header naming the client of the CONN_ORIGIN that came
+ * before the open; an open without one gets LOCAL.
+ */
+START_TEST(open_names_its_client)
+{
+	uint8_t want[EXPORT_PROXY_MAX];
+	const struct llc_info *m;
+	struct addr src, dst;
+	size_t len;
+	int t;
+
+	new_group(&B);
+	origin(&B, TOKEN1, "127.0.0.5:40112", "127.0.0.1:6380");
+	open_conn_to(&B, TOKEN1, "p");
+	t = target_accept();
+	ck_assert_int_eq(addr_parse("127.0.0.5:40112", &src), 0);
+	ck_assert_int_eq(addr_parse("127.0.0.1:6380", &dst), 0);
+	len = export_proxy_header(want, &src, &dst);
+	ck_assert_uint_eq(len, 28);
+	target_reads(t, want, len);
+	m = answer(&B, 0);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	ck_assert_uint_eq(m->conn_accept.opener_token, TOKEN1);
+	close(t);
+
+	open_conn_to(&B, TOKEN2, "p");
+	t = target_accept();
+	len = export_proxy_header(want, NULL, &dst);
+	target_reads(t, want, len);
+	m = answer(&B, 1);
+	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
+	close(t);
+}
+END_TEST
+
 /* What A's active group's link does next (the test's hand on it). */
 static bool a_link_done;
 
@@ -601,6 +710,7 @@ resume_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, resume_refusals_and_the_real_one);
 	tcase_add_test(tc, peer_that_never_consumes_is_reset);
+	tcase_add_test(tc, open_names_its_client);
 	tcase_add_test(tc, resume_answer_lost_with_its_link);
 	suite_add_tcase(s, tc);
 	return s;

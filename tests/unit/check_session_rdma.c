@@ -90,6 +90,9 @@ static struct buf *b_rmb;
 static struct lgr_conn b_conns[4];
 static int b_nconns;
 static int b_resumes; /* CONN_RESUME requests B got (and never answers) */
+static struct llc_info b_origin; /* the last CONN_ORIGIN B got */
+static int b_origins, b_opens;
+static bool b_origin_first; /* ... with the token of the open after it */
 
 static void
 b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
@@ -100,6 +103,13 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 
 	if (m->type == LLC_CONN_RESUME && !(m->flags & LLC_FLAG_RESP))
 		b_resumes++;
+	if (m->type == LLC_CONN_ORIGIN) {
+		b_origin = *m;
+		b_origins++;
+	}
+	if (m->type == LLC_CONN_OPEN && b_opens++ == 0)
+		b_origin_first = b_origins == 1 && b_origin.conn_origin.token ==
+							   m->conn_open.token;
 	if (!b_accepts || m->type != LLC_CONN_OPEN || b_nconns == 4)
 		return;
 	b_nconns++;
@@ -313,6 +323,8 @@ setup(void)
 	int fd, i;
 
 	log_init(1, getenv("CK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN);
+	b_origins = b_opens = 0;
+	b_origin_first = false;
 	peer_fd = listen_any(&peer_port);
 	fd = listen_any(&rule_port);
 	close(fd);
@@ -421,6 +433,39 @@ wait_lgr_state_a(int want)
 	}
 	return false;
 }
+
+/*
+ * The group negotiated CONN_ORIGIN: before its CONN_OPEN, on the same
+ * link, A names the client connection (its address and port, and the
+ * rule's listener it connected to) for the export's PROXY header.
+ */
+START_TEST(open_names_its_client)
+{
+	struct addr src, dst, got_src, got_dst;
+	int clc_fd, i;
+
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	for (i = 0; i < WAIT_MS / 10 && b_opens == 0; i++) {
+		usleep(10000);
+		worker_call(w, lgr_state_cb, &clc_fd);
+	}
+	ck_assert_int_eq(b_opens, 1);
+	ck_assert(b_origin_first);
+	src.len = sizeof(src.ss);
+	ck_assert_int_eq(
+		getsockname(clients[0], (struct sockaddr *)&src.ss, &src.len),
+		0);
+	ck_assert_int_eq(addr_parse("127.0.0.1:1", &dst), 0);
+	((struct sockaddr_in *)&dst.ss)->sin_port = htons((uint16_t)rule_port);
+	fb_origin_get(&b_origin.conn_origin.origin, &got_src, &got_dst);
+	ck_assert(addr_equal(&got_src, &src));
+	ck_assert(addr_equal(&got_dst, &dst));
+	ck_assert_uint_eq(b_origin.flags, 0);
+}
+END_TEST
 
 /*
  * A reload that leaves b's entry as it was keeps the group and its
@@ -1040,6 +1085,7 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, woken_once);
+	tcase_add_test(tc, open_names_its_client);
 	tcase_add_test(tc, open_lost_with_group);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("reload");
