@@ -545,9 +545,17 @@ session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
 	if (s->role != SESSION_ROLE_RULE || s->state != SESSION_RDMA_OPEN ||
 	    sr->closing || s->rdma_reopens >= SESSION_RDMA_REOPENS)
 		return false;
-	log_info("conn 0x%llx: rule %s: lgr %u ended before the peer answered "
-		 "CONN_OPEN: opening again",
-		 session_rdma_id(sr), s->rule->name, lgr_id(ended));
+	if (s->rdma_peer_stopping)
+		log_info("conn 0x%llx: rule %s: peer %s is stopping "
+			 "(CONN_REJECT "
+			 "shutdown on lgr %u): opening again over TCP, where "
+			 "its next process takes it",
+			 session_rdma_id(sr), s->rule->name, s->peer->name,
+			 lgr_id(ended));
+	else
+		log_info("conn 0x%llx: rule %s: lgr %u ended before the peer "
+			 "answered CONN_OPEN: opening again",
+			 session_rdma_id(sr), s->rule->name, lgr_id(ended));
 	s->rdma_reopens++;
 	s->rdma = NULL;
 	s->state = SESSION_RDMA_REOPEN;
@@ -1215,6 +1223,17 @@ session_rdma_rejected(struct lgr_link *link,
 		return;
 	}
 	r = session_code_reason(rj->reason);
+	/*
+	 * The peer daemon drains to stop (a restart): its group takes no
+	 * new connection, but its peer port's listening socket waits in
+	 * the service manager's store for its next process (fdstore.c).
+	 * Nothing was read from the client yet: open again over TCP.
+	 */
+	if (r == SESSION_SHUTDOWN) {
+		sr->s->rdma_peer_stopping = true;
+		if (session_rdma_reopen(sr, lgr_link_group(link)))
+			return;
+	}
 	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_id(sr),
 		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
 	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
@@ -1539,7 +1558,7 @@ session_rdma_timeout(struct session *s)
 
 	if (s->state == SESSION_RDMA_REOPEN) {
 		s->mode = SESSION_MODE_FALLBACK;
-		if (!session_rdma_connect(s))
+		if (s->rdma_peer_stopping || !session_rdma_connect(s))
 			fallback_connect(s);
 		return;
 	}

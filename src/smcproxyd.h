@@ -543,11 +543,12 @@ struct session {
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
 	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
 	bool parked;
-	bool woken;	      /* off parked, about to go on */
-	uint8_t rdma_reopens; /* CONN_OPENs lost with their group */
-	bool preauth;	      /* holds a worker_preauth_get of addr[0] */
-	bool peer_held;	      /* holds one of its peer's max_conns: export.c */
-	bool tallied;	      /* counted open by tally_open */
+	bool woken;		 /* off parked, about to go on */
+	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
+	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
+	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
+	bool peer_held; /* holds one of its peer's max_conns: export.c */
+	bool tallied;	/* counted open by tally_open */
 };
 
 const char *session_reason_name(enum session_reason r);

@@ -85,6 +85,7 @@ flaky_qp_create(struct dev *d, struct event_base *base,
  * (what A writes there is not read: the bytes only have to go).
  */
 static bool b_accepts;
+static bool b_stopping; /* B drains to stop: it refuses opens, shutdown */
 static struct buf_pool *b_pool;
 static struct buf *b_rmb;
 static struct lgr_conn b_conns[4];
@@ -106,6 +107,15 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	if (m->type == LLC_CONN_ORIGIN) {
 		b_origin = *m;
 		b_origins++;
+	}
+	if (b_stopping && m->type == LLC_CONN_OPEN) {
+		memset(&a, 0, sizeof(a));
+		a.type = LLC_CONN_REJECT;
+		a.flags = LLC_FLAG_RESP;
+		a.conn_reject.opener_token = m->conn_open.token;
+		a.conn_reject.reason = session_reason_code(SESSION_SHUTDOWN);
+		ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);
+		return;
 	}
 	if (m->type == LLC_CONN_OPEN && b_opens++ == 0)
 		b_origin_first = b_origins == 1 && b_origin.conn_origin.token ==
@@ -868,6 +878,36 @@ fb_msg_within(int fd, unsigned char *buf)
 	return 0;
 }
 
+/*
+ * The peer daemon drains to stop (a restart) and refuses the open with
+ * CONN_REJECT shutdown: the connection is not closed but opens again over
+ * TCP, where the peer port's listening socket waits for the peer's next
+ * process (fdstore.c); its first message is the fallback HELLO.
+ */
+START_TEST(open_refused_by_stopping_peer)
+{
+	uint64_t closed = stat_a(STAT_CLOSE_BASE + SESSION_SHUTDOWN);
+	unsigned char buf[FB_MSG_MAX];
+	int clc_fd, fd;
+
+	b_stopping = true;
+	clients[0] = connect_to(rule_port);
+	clc_fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(clc_fd, 0);
+	worker_call(w, serve_cb, &clc_fd);
+	ck_assert(wait_stat_a(STAT_conns_reopened, 1));
+	fd = peer_accept(WAIT_MS);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_ge(fb_msg_within(fd, buf), sizeof(struct fb_hdr));
+	ck_assert(memcmp(buf, FB_EYECATCHER, 4) == 0);
+	ck_assert_uint_eq(buf[5], FB_HELLO);
+	ck_assert_uint_eq(stat_a(STAT_CLOSE_BASE + SESSION_SHUTDOWN), closed);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 1);
+	close(fd);
+	b_stopping = false;
+}
+END_TEST
+
 enum impostor { IMP_RESUMED, IMP_RESULT0_RESUMED, IMP_BAD_CHALLENGE };
 
 #define SECRET "bytes only the real peer may read"
@@ -1087,6 +1127,7 @@ session_rdma_suite(void)
 	tcase_add_test(tc, woken_once);
 	tcase_add_test(tc, open_names_its_client);
 	tcase_add_test(tc, open_lost_with_group);
+	tcase_add_test(tc, open_refused_by_stopping_peer);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("reload");
 	tcase_add_checked_fixture(tc, setup, teardown);
