@@ -95,7 +95,8 @@ pycheck "version" "$T/version.json" "$T/version.txt" "$a_pid" "$T/a.conf" \
 	"$SMC_WORKERS" <<'EOF'
 d = load(A[0])["data"]
 eq(sorted(d), sorted(["version", "protocol", "pid", "uptime_s", "name", "config",
-                      "workers", "stopping"]), "members")
+                      "workers", "stopping", "kernel_smc", "smc_option"]),
+   "members")
 need(re.fullmatch(r"\d+\.\d+\.\d+.*", d["version"]), "version %r" % d["version"])
 eq((d["protocol"], d["pid"], d["name"], d["config"], d["workers"]),
    (1, int(A[2]), "a", A[3], int(A[4])), "protocol, pid, name, config, workers")
@@ -128,7 +129,7 @@ eq(d["count"], 1, "count")
 c = d["conns"][0]
 eq(sorted(c), sorted(["id", "worker", "mode", "role", "rule", "export", "peer",
                       "state", "downstream", "upstream", "bytes_in", "bytes_out",
-                      "age_s", "idle_s"]), "members")
+                      "age_s", "idle_s", "dialect"]), "members")
 eq((c["downstream"], c["bytes_in"], c["bytes_out"], c["state"]),
    (A[2], 0, 0, "relay"), "the idle connection")
 rows = [l.split() for l in open(A[1]).read().splitlines()]
