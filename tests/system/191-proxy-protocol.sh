@@ -26,53 +26,11 @@ conf_b "$T/b.conf"
 sed -i -e "s|connect_timeout = 5; }|connect_timeout = 5; proxy_protocol = true; },\n\t{ name = \"plain\"; target = \"127.0.0.1:$PORT_PLAIN_TARGET\"; peers = [ \"a\" ]; }|" "$T/b.conf"
 grep -q 'proxy_protocol = true' "$T/b.conf" || fail "b.conf: $(cat "$T/b.conf")"
 
-# target PORT: answers each connection with what it saw first, one line:
-# "proxy SRC DST" for a v2 PROXY header, else "plain"; then the first 5
-# bytes of what came after it
-cat >"$T/target.py" <<'PY'
-import socket, struct, sys
-SIG = b"\r\n\r\n\0\r\nQUIT\n"
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(16)
-def readn(c, n):
-    b = b""
-    while len(b) < n:
-        d = c.recv(n - len(b))
-        if not d:
-            raise EOFError("cut after %r" % b)
-        b += d
-    return b
-while True:
-    c, _ = s.accept()
-    try:
-        head = readn(c, 16)
-        if head[:12] == SIG:
-            ver_cmd, fam, ln = struct.unpack(">BBH", head[12:])
-            body = readn(c, ln)
-            if ver_cmd != 0x21 or fam != 0x11 or ln != 12:
-                out = "bad header %02x %02x %d" % (ver_cmd, fam, ln)
-            else:
-                src, dst = socket.inet_ntoa(body[:4]), socket.inet_ntoa(body[4:8])
-                sp, dp = struct.unpack(">HH", body[8:12])
-                out = "proxy %s:%d %s:%d" % (src, sp, dst, dp)
-            payload = b""
-        else:
-            out, payload = "plain", head
-        while True:  # the rest, to the client's FIN
-            d = c.recv(4096)
-            if not d:
-                break
-            payload += d
-        payload = payload[:5]
-        c.sendall(("%s %s\n" % (out, payload.decode("ascii", "replace"))).encode())
-    except Exception as e:
-        c.sendall(("error %s\n" % e).encode())
-    c.close()
-PY
+# the targets answer each connection with what they saw first
+# (tests/tools/proxy_target.py): "proxy SRC DST" or "plain", and the first
+# 5 bytes after it
 for p in "$PORT_TARGET" "$PORT_PLAIN_TARGET"; do
-	python3 "$T/target.py" "$p" >>"$T/target-$p.log" 2>&1 &
+	python3 "$(dirname "$0")/../tools/proxy_target.py" "$p" >>"$T/target-$p.log" 2>&1 &
 	track $! "$T/target-$p.log"
 	wait_listen "$p" 10 $!
 done
