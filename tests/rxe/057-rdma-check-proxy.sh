@@ -29,44 +29,6 @@ sed -i "s|^exports = ( \(.*\) );\$|exports = ( \1,\n  { name = \"p\"; target = \
 	"$R/b.conf"
 grep -q 'proxy_protocol = true' "$R/b.conf" || rxe_die "b.conf: $(cat "$R/b.conf")"
 
-cat >"$R/target.py" <<'PY'
-import socket, struct, sys
-SIG = b"\r\n\r\n\0\r\nQUIT\n"
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(16)
-def readn(c, n):
-    b = b""
-    while len(b) < n:
-        d = c.recv(n - len(b))
-        if not d:
-            raise EOFError("cut after %r" % b)
-        b += d
-    return b
-while True:
-    c, _ = s.accept()
-    try:
-        head = readn(c, 16)
-        ver_cmd, fam, ln = struct.unpack(">BBH", head[12:])
-        body = readn(c, ln)
-        if head[:12] != SIG or ver_cmd != 0x21 or fam != 0x11 or ln != 12:
-            out = "bad header %r" % (head + body)
-        else:
-            sp, dp = struct.unpack(">HH", body[8:12])
-            out = "proxy %s:%d %s:%d" % (socket.inet_ntoa(body[:4]), sp,
-                                         socket.inet_ntoa(body[4:8]), dp)
-        got = b""
-        while True:
-            d = c.recv(4096)
-            if not d:
-                break
-            got += d
-        c.sendall(("%s %s\n" % (out, got[:5].decode("ascii", "replace"))).encode())
-    except Exception as e:
-        c.sendall(("error %s\n" % e).encode())
-    c.close()
-PY
 cat >"$R/client.py" <<'PY'
 import socket, sys
 c = socket.socket()
@@ -85,7 +47,7 @@ print(c.getsockname()[1], got.decode().strip())
 PY
 
 rxe_target_start
-python3 "$R/target.py" "$PORT_PT" >"$RXE_OUT/target.log" 2>&1 &
+python3 "$abs_top_srcdir/tests/tools/proxy_target.py" "$PORT_PT" >"$RXE_OUT/target.log" 2>&1 &
 target=$!
 rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_PT '" ||
 	rxe_die "the PROXY target did not listen"
