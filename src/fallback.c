@@ -236,24 +236,6 @@ fb_origin_get(const struct fb_origin *o, struct addr *src, struct addr *dst)
 	}
 }
 
-/*
- * Whether o, as received, is one fb_origin_set could have made (the
- * fallback hello's, and LLC CONN_ORIGIN's).
- */
-bool
-fb_origin_valid(const struct fb_origin *o)
-{
-	static const uint8_t zero[16];
-
-	if (o->reserved[0] || o->reserved[1] || o->reserved[2] ||
-	    o->src_port == 0 || o->dst_port == 0)
-		return false;
-	if (o->family == FB_ORIGIN_INET6)
-		return true;
-	return o->family == FB_ORIGIN_INET && !memcmp(o->src + 4, zero, 12) &&
-	       !memcmp(o->dst + 4, zero, 12);
-}
-
 size_t
 fb_resumed_encode(void *buf, uint64_t rx_off, uint64_t tx_fin)
 {
