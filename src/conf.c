@@ -1755,6 +1755,14 @@ conf_check_peer_routes(struct conf_parse *p)
 	char path[CONF_PATH_LEN];
 	int i;
 
+	if (conf->ksmc.enabled) {
+		peer = &conf->ksmc.peer;
+		snprintf(peer->name, sizeof(peer->name), "%s", CONF_KSMC_PEER);
+		peer->insecure = peer->any_source = true;
+		peer->max_lgrs = CONF_KSMC_MAX_LGRS;
+		peer->buffer_share = 100;
+		peer->route = *r;
+	}
 	for (i = 0; i < conf->npeers; i++) {
 		peer = &conf->peers[i];
 		pr = &peer->route;

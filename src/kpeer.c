@@ -18,13 +18,18 @@
  *     RoCE v2 GID) and read its ACCEPT or DECLINE;
  *   - no echo: plain TCP.
  *
- * Either way the connection is declined to TCP (the kernel's diagnosis
+ * Export side over SMC-R: a PROPOSAL that passes gets the export's
+ * target connected, then a link group of its own (first contact:
+ * session_rdma.c, lgr.c's standard groups) and our ACCEPT; the client's
+ * CONFIRM connects the QPs, CONFIRM_LINK (LLC v2) brings the link up and
+ * the connection relays over RDMA, its TCP connection kept open and
+ * silent as the kernel expects.
+ *
+ * Otherwise the connection is declined to TCP (the kernel's diagnosis
  * codes, counted by reason) and then relayed as a fallback connection is
  * (fallback.c); the kernel peer goes on as TCP on the very connection, as
- * the protocol intends.  A PROPOSAL that passes every check, or a
- * server's ACCEPT, is declined too, with NOSMCRDEV: link groups of the
- * standard dialect (LLC v2, CONFIRM_RKEY per connection) are not built
- * yet, so we have no device to offer.  Kernel peers are not authenticated
+ * the protocol intends.  The rule side declines every ACCEPT still:
+ * NOSMCRDEV for a first contact.  Kernel peers are not authenticated
  * (smcproxyd(8), SECURITY): nothing here trusts what they say beyond the
  * checks.
  */
@@ -33,6 +38,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -46,9 +52,19 @@
 /* The handshake's state: the CLC message being read. */
 struct kpeer_hs {
 	uint8_t buf[SCLC_MSG_MAX];
-	size_t len;  /* bytes in buf */
-	size_t want; /* the message's length once its header is in */
+	size_t len;   /* bytes in buf */
+	size_t want;  /* the message's length once its header is in */
+	uint8_t owed; /* the CLC type the peer owes us (or a DECLINE) */
+	/* export side over SMC-R: what the PROPOSAL asked for, kept for
+	 * our ACCEPT */
+	bool rdma;
+	uint8_t eid[SCLC_EID_LEN];
+	uint8_t sysid[8];
+	uint8_t release;
+	uint8_t max_conns;
 };
+
+static void kpeer_malformed(struct session *s, const char *why);
 
 static uint8_t kpeer_system_id[8];
 static pthread_once_t kpeer_system_id_once = PTHREAD_ONCE_INIT;
@@ -97,6 +113,8 @@ kpeer_open(struct session *s)
 	session_want(s, kpeer_side(s), EV_READ, false);
 	if (s->role == SESSION_ROLE_RULE)
 		fallback_relay_start(s, STAT_smc_out_tcp);
+	else if (s->fd[1] >= 0) /* declined after the target connected */
+		fallback_relay_start(s, STAT_smc_conns_tcp);
 	else if (export_room(s->w, &r) != 0 || export_connect(s, &r) != 0)
 		session_close(s, r);
 }
@@ -143,8 +161,8 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	kpeer_open(s);
 }
 
-/* Whether one of the proposal's EIDs is one we serve. */
-static bool
+/* The first of the proposal's EIDs we serve, or NULL. */
+static const uint8_t *
 kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
 {
 	uint8_t eid[SCLC_EID_LEN];
@@ -155,9 +173,9 @@ kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
 			continue;
 		for (j = 0; j < p->eid_cnt; j++)
 			if (memcmp(eid, p->eid[j], SCLC_EID_LEN) == 0)
-				return true;
+				return p->eid[j];
 	}
-	return false;
+	return NULL;
 }
 
 /* Whether the client's address is in kernel_smc.allow. */
@@ -189,6 +207,160 @@ kpeer_gid_of(const uint8_t gid[16], const struct addr *a)
 	       memcmp(gid, &s6->sin6_addr, 16) == 0;
 }
 
+/*
+ * Export side: a PROPOSAL that passed.  Its target is connected first,
+ * within the 6 s the client gives our answer, so that what the client
+ * sends once its connect returns has somewhere to go; then our ACCEPT
+ * (kpeer_rdma_accept).
+ */
+static void
+kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
+		  const uint8_t *eid)
+{
+	struct kpeer_hs *hs = s->shs;
+	enum session_reason r;
+
+	hs->rdma = true;
+	memcpy(hs->eid, eid, sizeof(hs->eid));
+	memcpy(hs->sysid, p->system_id, sizeof(hs->sysid));
+	hs->release = p->release >= SCLC_RELEASE_1 ? SCLC_RELEASE_1 : 0;
+	hs->max_conns = hs->release ? p->max_conns : CLC_MAX_CONNS_MAX;
+	session_want(s, 0, EV_READ, false);
+	if (export_room(s->w, &r) != 0 || export_connect(s, &r) != 0) {
+		session_close(s, r);
+		return;
+	}
+	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+}
+
+/* Our host name as the ACCEPT carries it: blank-padded, not ended. */
+static void
+kpeer_hostname(uint8_t out[SCLC_HOSTNAME_LEN])
+{
+	char name[256] = "";
+	size_t n;
+
+	(void)gethostname(name, sizeof(name) - 1);
+	n = strnlen(name, SCLC_HOSTNAME_LEN);
+	memset(out, ' ', SCLC_HOSTNAME_LEN);
+	memcpy(out, name, n);
+}
+
+/*
+ * Export side: the target answered; the client gets a link group of its
+ * own (first contact) and our ACCEPT: our QP, its RMB element and token,
+ * the EID it proposed that we serve, release 1 limits with one link (no
+ * ADD_LINK to wait for).  Then its CONFIRM is owed.  With no group to
+ * give (no device for the address, no buffers), a DECLINE: TCP.
+ */
+static void
+kpeer_rdma_accept(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	struct session_rdma_std me;
+	struct sclc_accept_info a;
+	uint8_t msg[SCLC_ACCEPT_FC_LEN];
+	enum session_reason r;
+	struct addr local;
+	socklen_t len = sizeof(local.ss);
+	uint32_t code;
+	int n;
+
+	if (export_connected(s, &r) != 0) {
+		session_close(s, r);
+		return;
+	}
+	memset(&local, 0, sizeof(local));
+	if (getsockname(s->fd[0], (struct sockaddr *)&local.ss, &len) != 0) {
+		session_close(s, SESSION_CLIENT_RST);
+		return;
+	}
+	local.len = len;
+	code = session_rdma_std_accept(s, &local, hs->sysid, hs->max_conns,
+				       &me);
+	if (code != 0) {
+		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
+			      false);
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.first_contact = true;
+	memcpy(a.system_id, me.system_id, sizeof(a.system_id));
+	memcpy(a.gid, me.qp.gid, sizeof(a.gid));
+	memcpy(a.mac, me.qp.mac, sizeof(a.mac));
+	a.qpn = me.qp.qpn;
+	a.psn = me.qp.psn;
+	a.mtu = (uint8_t)me.qp.mtu;
+	a.rmb_rkey = me.rmb_rkey;
+	a.rmbe_idx = SCLC_RMBE_IDX_MIN;
+	a.alert_token = me.token;
+	a.rmbe_size = me.rmbe_size;
+	a.rmb_vaddr = me.rmb_vaddr;
+	memcpy(a.eid, hs->eid, sizeof(a.eid));
+	a.direct = true;
+	a.os_type = SCLC_OS_LINUX;
+	a.release = hs->release;
+	kpeer_hostname(a.hostname);
+	if (hs->release) {
+		a.max_conns = me.max_conns;
+		a.max_links = CLC_MAX_LINKS_MIN;
+	}
+	n = sclc_accept_encode(msg, sizeof(msg), &a);
+	if (n < 0 ||
+	    send(s->fd[0], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
+		session_close(s, n < 0 ? SESSION_RESOURCE : SESSION_CLIENT_RST);
+		return;
+	}
+	STATS_INC(worker_stats(s->w), smc_accepts);
+	hs->len = hs->want = 0;
+	hs->owed = CLC_CONFIRM;
+	s->state = SESSION_HANDSHAKE;
+	session_want(s, 0, EV_READ, true);
+	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+}
+
+/*
+ * Export side: the client's CONFIRM.  Our QP connects to its and sends
+ * CONFIRM_LINK; once the client answers, the relay starts over RDMA
+ * (session_rdma.c).  From here the client waits for CONFIRM_LINK, not for
+ * a CLC message: a CONFIRM we cannot take ends the connection (a DECLINE
+ * now would reach the client's program as data).
+ */
+static void
+kpeer_rdma_confirmed(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	struct session_rdma_std peer;
+	struct sclc_accept_info c;
+	uint32_t code = 0;
+
+	if (sclc_confirm_decode(hs->buf, hs->len, &c, &code) != 0 ||
+	    !c.first_contact || !kpeer_gid_of(c.gid, &s->addr[0])) {
+		kpeer_malformed(s, "a CONFIRM we cannot take");
+		return;
+	}
+	memset(&peer, 0, sizeof(peer));
+	memcpy(peer.qp.gid, c.gid, sizeof(peer.qp.gid));
+	memcpy(peer.qp.mac, c.mac, sizeof(peer.qp.mac));
+	peer.qp.qpn = c.qpn;
+	peer.qp.psn = c.psn;
+	peer.qp.mtu = c.mtu;
+	peer.token = c.alert_token;
+	peer.rmb_rkey = c.rmb_rkey;
+	/* Linux sends element 1; another may send a later one */
+	peer.rmb_vaddr = c.rmb_vaddr + clc_rmbe_bytes(c.rmbe_size) *
+					       (uint64_t)(c.rmbe_idx - 1);
+	peer.rmbe_size = c.rmbe_size;
+	STATS_INC(worker_stats(s->w), smc_confirms);
+	session_want(s, 0, EV_READ, false);
+	code = session_rdma_std_confirm(s, &peer);
+	if (code != 0) {
+		session_close(s, SESSION_LINK_FAILED);
+		return;
+	}
+	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+}
+
 /* Export side: the whole PROPOSAL is in: judge it. */
 static void
 kpeer_proposal(struct session *s)
@@ -218,7 +390,7 @@ kpeer_proposal(struct session *s)
 			      p->typev2 == SCLC_TYPE_N ? SCLC_VERSION_V1 :
 							 SCLC_VERSION,
 			      false);
-	else if (!kpeer_eid_ours(k, p))
+	else if (kpeer_eid_ours(k, p) == NULL)
 		/* as Linux 6.12 answers it (340-ksmc-target-tcp saw it) */
 		kpeer_decline(s, CLC_DECL_NOSMCDEV, STAT_smc_decline_eid,
 			      SCLC_VERSION, false);
@@ -226,8 +398,7 @@ kpeer_proposal(struct session *s)
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_decline_gid,
 			      SCLC_VERSION, false);
 	else
-		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_decline_nodev,
-			      SCLC_VERSION, false);
+		kpeer_rdma_target(s, p, kpeer_eid_ours(k, p));
 	free(p);
 }
 
@@ -304,6 +475,7 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_declines_received);
 	clc_count_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
+	session_rdma_std_drop(s);
 	kpeer_open(s);
 }
 
@@ -314,7 +486,7 @@ kpeer_read(struct session *s)
 	struct kpeer_hs *hs = s->shs;
 	size_t need = hs->want ? hs->want : sizeof(struct clc_hdr);
 	int i = kpeer_side(s);
-	uint8_t owed = i ? CLC_ACCEPT : CLC_PROPOSAL;
+	uint8_t owed = hs->owed;
 	uint32_t code;
 	uint16_t length;
 	uint8_t type;
@@ -337,10 +509,14 @@ kpeer_read(struct session *s)
 			continue;
 		if (sclc_hdr_check(hs->buf, hs->len, &type, &length, &code) ||
 		    (type != owed && type != CLC_DECLINE)) {
-			kpeer_malformed(s, i ? "no CLC ACCEPT or DECLINE after "
-					       "our PROPOSAL" :
-					       "no CLC PROPOSAL after the "
-					       "SMC-R option");
+			kpeer_malformed(s,
+					i ? "no CLC ACCEPT or DECLINE after "
+					    "our PROPOSAL" :
+					owed == CLC_CONFIRM ?
+					    "no CLC CONFIRM or DECLINE after "
+					    "our ACCEPT" :
+					    "no CLC PROPOSAL after the "
+					    "SMC-R option");
 			return -1;
 		}
 		hs->want = need = length;
@@ -356,6 +532,7 @@ kpeer_hs_new(struct session *s)
 		session_close(s, SESSION_RESOURCE);
 		return -ENOMEM;
 	}
+	s->shs->owed = s->role == SESSION_ROLE_RULE ? CLC_ACCEPT : CLC_PROPOSAL;
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, kpeer_side(s), EV_READ, true);
 	session_timer_ms(s, KPEER_CLC_WAIT_MS);
@@ -473,6 +650,8 @@ kpeer_io(struct session *s, int i, short what)
 			return;
 		if (s->role == SESSION_ROLE_RULE)
 			kpeer_connected(s);
+		else if (s->shs != NULL && s->shs->rdma)
+			kpeer_rdma_accept(s);
 		else if (export_connected(s, &r) != 0)
 			session_close(s, r);
 		else
@@ -484,6 +663,8 @@ kpeer_io(struct session *s, int i, short what)
 	type = ((const struct clc_hdr *)s->shs->buf)->type;
 	if (type == CLC_DECLINE)
 		kpeer_declined(s);
+	else if (type == CLC_CONFIRM)
+		kpeer_rdma_confirmed(s);
 	else if (s->role == SESSION_ROLE_RULE)
 		kpeer_accepted(s);
 	else
@@ -501,6 +682,11 @@ kpeer_timeout(struct session *s)
 			session_close(s, export_timed_out(s));
 		else
 			session_close(s, SESSION_TARGET_TIMEOUT);
+		return;
+	}
+	if (s->rdma != NULL) {
+		/* our ACCEPT went: the link did not come up in time */
+		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
 	if (s->role == SESSION_ROLE_RULE)

@@ -1020,6 +1020,9 @@ lgr_stats(const struct lgr *lgr)
 	return lgr->ctx->stats;
 }
 
+static void lgr_conns_move(struct lgr *lgr, struct lgr_link *from,
+			   struct lgr_link *to);
+
 /*
  * The handshake failed (CLC, or CONFIRM_LINK of the first link) with
  * code; by_peer when the peer said so.  With decline, tell the peer.  The
@@ -1056,6 +1059,9 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 			  clc_decline_name(code), code);
 	}
 	lgr_dead(lgr);
+	/* a standard group has its first connection from the start */
+	if (lgr->nconns > 0)
+		lgr_conns_move(lgr, NULL, NULL);
 	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->ops.setup_failed != NULL)
 		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
@@ -1458,6 +1464,99 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 }
 
 /*
+ * A new server-side group of the standard dialect (DESIGN.md §10) for
+ * the kernel SMC-R client whose PROPOSAL (system id sysid, max_conns)
+ * came on a connection to local: one link, so no ADD_LINK and no second
+ * link for the client to wait for (max_links 1, release 1); its QP on
+ * the device for local, not connected; no control connection: each
+ * connection brings its own CLC.  Kernel peers are one peer to the
+ * bounds, kernel_smc's.  NULL with *decline set.
+ */
+struct lgr *
+lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
+		   uint8_t max_conns, const struct addr *local,
+		   uint32_t *decline)
+{
+	struct conf *conf = lgr_ctx_conf(ctx);
+	const struct conf_peer *peer = &conf->ksmc.peer;
+	const struct lgr_dev *dev;
+	struct lgr *lgr;
+
+	dev = lgr_dev_for(ctx, local, peer);
+	if (dev == NULL) {
+		*decline = CLC_DECL_NOSMCRDEV;
+		return NULL;
+	}
+	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
+	if (lgr == NULL) {
+		*decline = CLC_DECL_MEM;
+		return NULL;
+	}
+	lgr->std = true;
+	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
+				 max_conns :
+				 (uint8_t)conf->rdma.max_conns_per_lgr;
+	lgr->max_links = 1;
+	memcpy(lgr->peer_system_id, sysid, sizeof(lgr->peer_system_id));
+	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
+		*decline = CLC_DECL_ERR_RDYLNK;
+		lgr_dead(lgr);
+		return NULL;
+	}
+	STATS_INC(lgr_stats(lgr), smc_lgrs);
+	return lgr;
+}
+
+/* The connections lgr may hold (negotiated). */
+uint8_t
+lgr_max_conns(const struct lgr *lgr)
+{
+	return lgr->max_conns;
+}
+
+/* Whether lgr speaks the standard dialect (a kernel SMC-R peer's). */
+bool
+lgr_is_std(const struct lgr *lgr)
+{
+	return lgr->std;
+}
+
+/* A standard group's first link's QP and our system id, for the ACCEPT. */
+void
+lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp, uint8_t sysid[8])
+{
+	*qp = lgr->link[0].local;
+	memcpy(sysid, lgr->ctx->system_id, sizeof(lgr->ctx->system_id));
+}
+
+/*
+ * The kernel client's CONFIRM named its QP peer: connect ours to it and
+ * send CONFIRM_LINK on it, as for a group of our own dialect.  0, or the
+ * CLC_DECL_* code the group failed with (it is ending then).
+ */
+uint32_t
+lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
+{
+	struct clc_accept_info in;
+	uint32_t code;
+
+	memset(&in, 0, sizeof(in));
+	memcpy(in.system_id, lgr->peer_system_id, sizeof(in.system_id));
+	memcpy(in.link.gid, peer->gid, sizeof(in.link.gid));
+	memcpy(in.link.mac, peer->mac, sizeof(in.link.mac));
+	in.link.qpn = peer->qpn;
+	in.link.psn = peer->psn;
+	in.link.mtu = (uint8_t)peer->mtu;
+	code = lgr_clc_peer(lgr, &in);
+	if (code != 0) {
+		lgr_fail(lgr, code, false, false);
+		return code;
+	}
+	lgr_clc_done(lgr);
+	return lgr->state == LGR_STATE_TERMINATING ? CLC_DECL_ERR_RDYLNK : 0;
+}
+
+/*
  * Our side of ACCEPT or CONFIRM: first link, RMB element size, limits,
  * token.  No RMB region is announced over CLC: rmb_rkey and rmb_vaddr
  * are 0 (docs/protocol.md, "Authentication of link groups").
@@ -1667,6 +1766,20 @@ lgr_conn_add(struct lgr *lgr, struct lgr_conn *c)
 	return lgr_conn_add_on(lgr, c, NULL);
 }
 
+/* c on link of lgr, with a new token unless it has one. */
+static void
+lgr_conn_put(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link)
+{
+	c->lgr = lgr;
+	c->link = link;
+	if (c->token == 0)
+		c->token = lgr_token_new(lgr->ctx);
+	link->conns++;
+	TAILQ_INSERT_HEAD(&lgr->conns, c, entry);
+	LIST_INSERT_HEAD(lgr_token_bucket(lgr, c->token), c, hash);
+	lgr->nconns++;
+}
+
 /*
  * lgr_conn_add() on link, which must be an active link of lgr (the one
  * the peer opened the connection on: the rkey it sent is for that
@@ -1684,14 +1797,24 @@ lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link)
 		link = lgr_link_least(lgr);
 	if (link == NULL || link->lgr != lgr || link->state != LGR_LINK_ACTIVE)
 		return -ENOLINK;
-	c->lgr = lgr;
-	c->link = link;
-	if (c->token == 0)
-		c->token = lgr_token_new(lgr->ctx);
-	link->conns++;
-	TAILQ_INSERT_HEAD(&lgr->conns, c, entry);
-	LIST_INSERT_HEAD(lgr_token_bucket(lgr, c->token), c, hash);
-	lgr->nconns++;
+	lgr_conn_put(lgr, c, link);
+	return 0;
+}
+
+/*
+ * Standard dialect: c is the connection whose CLC sets up lgr (its token
+ * and RMB go out in our ACCEPT): on the first link while the group is
+ * still in its handshake.  0 or -EINVAL.
+ */
+int
+lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c)
+{
+	struct lgr_link *link = &lgr->link[0];
+
+	if (!lgr->std || lgr->state != LGR_STATE_CLC || lgr->nconns != 0 ||
+	    link->state != LGR_LINK_INIT)
+		return -EINVAL;
+	lgr_conn_put(lgr, c, link);
 	return 0;
 }
 
@@ -2190,11 +2313,12 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 			sysid);
 		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);
 		o = json_pack(
-			"{s:I, s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
+			"{s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
 			" s:I, s:s, s:s, s:f}",
 			"id", (json_int_t)lgr->id, "worker",
 			ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
-			lgr->peer->name, "role",
+			lgr->peer->name, "dialect",
+			lgr->std ? "smc-r" : "native", "role",
 			lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 			"state", lgr_state_name(lgr->state), "links",
 			lgr_links_active(lgr), "conns", lgr->nconns,

@@ -124,6 +124,7 @@ struct lgr {
 	bool counted_server; /* in its peer's server_lgrs */
 	bool for_resume;     /* client: set up to resume on */
 	bool tcp_connected;  /* client: the peer port answered */
+	bool std;	     /* standard dialect: a kernel SMC-R peer */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };

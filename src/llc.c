@@ -1048,6 +1048,32 @@ llc_link_release(struct lgr_link *link)
 }
 
 /*
+ * m as link's group speaks it: our own dialect's 44 bytes, or the
+ * standard dialect's v2 form (a kernel peer's group: version nibble,
+ * host-endian length).  0 or -EINVAL.
+ */
+static int
+llc_encode_for(const struct lgr_link *link, uint8_t msg[LLC_MSG_LEN],
+	       const struct llc_info *m)
+{
+	struct llc_v2_info *v;
+	int n;
+
+	if (!link->lgr->std)
+		return llc_msg_encode(msg, LLC_MSG_LEN, m) == LLC_MSG_LEN ?
+			       0 :
+			       -EINVAL;
+	v = calloc(1, sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	v->form = 2;
+	v->m = *m;
+	n = llc_v2_encode(msg, LLC_MSG_LEN, v);
+	free(v);
+	return n == LLC_MSG_LEN ? 0 : -EINVAL;
+}
+
+/*
  * Send m on link, now or once a TX slot frees (in order); done(arg), if
  * given, runs when it completed.  0, -ENOLINK, -EINVAL (m would not
  * decode), -ENOBUFS (queue full), or -errno from the post.
@@ -1062,7 +1088,7 @@ llc_send(struct lgr_link *link, const struct llc_info *m, wr_tx_done_fn done,
 
 	if (link->wr == NULL || wr_link_is_down(link->wr))
 		return -ENOLINK;
-	if (llc_msg_encode(msg, sizeof(msg), m) != LLC_MSG_LEN)
+	if (llc_encode_for(link, msg, m) != 0)
 		return -EINVAL;
 	if (link->q_len == 0) {
 		rc = llc_post(link, msg, done, arg);
@@ -1121,7 +1147,7 @@ llc_send_wait(struct lgr_link *link, const struct llc_info *m,
 	rc = llc_send(link, m, NULL, NULL);
 	if (rc != -ENOBUFS)
 		return rc;
-	if (llc_msg_encode(p->msg, sizeof(p->msg), m) != LLC_MSG_LEN)
+	if (llc_encode_for(link, p->msg, m) != 0)
 		return -EINVAL;
 	p->sent = sent;
 	p->wr = link->wr;
@@ -1297,15 +1323,19 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 		llc_violation(link, m, "not expected now");
 		return;
 	}
+	/* Linux's limits there are not the negotiated ones (6.1: 3 and 0) */
 	if (memcmp(c->gid, link->peer.gid, sizeof(c->gid)) ||
-	    c->qpn != link->peer.qpn || c->max_links != lgr->max_links ||
-	    c->max_conns != lgr->max_conns) {
+	    c->qpn != link->peer.qpn ||
+	    (!lgr->std && (c->max_links != lgr->max_links ||
+			   c->max_conns != lgr->max_conns))) {
 		llc_violation(link, m, "does not match the link or the group");
 		return;
 	}
 	if (resp || !first) {
+		/* a kernel peer answers with its own link_uid */
 		if (c->link_num != link->id ||
-		    memcmp(c->link_uid, lgr->uid, sizeof(lgr->uid))) {
+		    (!lgr->std &&
+		     memcmp(c->link_uid, lgr->uid, sizeof(lgr->uid)))) {
 			llc_violation(link, m, "for another link");
 			return;
 		}
@@ -1461,6 +1491,71 @@ llc_rx_test_link(struct lgr_link *link, const struct llc_info *m)
 			      "cannot answer TEST_LINK");
 }
 
+/*
+ * Answer a kernel peer's request m on link by sending it back as the
+ * response, as Linux answers CONFIRM_RKEY, DELETE_RKEY (err_mask 0: no
+ * rkey failed) and a REQ_ADD_LINK it does not act on.
+ */
+static void
+llc_rx_std_echo(struct lgr_link *link, const struct llc_info *m)
+{
+	struct llc_info r = *m;
+
+	r.flags |= LLC_FLAG_RESP;
+	if (llc_send(link, &r, NULL, NULL))
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot answer an LLC request");
+}
+
+/*
+ * An LLC message on a link of a kernel peer's group: either header form,
+ * Linux's rules (llc_v2_decode).  The link-level flows are ours as in
+ * our own dialect; the connections' rkeys need no bookkeeping with one
+ * link per group (the CLC carried them), so their requests are answered
+ * here and their responses (to nothing we ask) ignored.
+ */
+static void
+llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
+{
+	struct llc_v2_info *v = malloc(sizeof(*v));
+	char why[64];
+
+	if (v == NULL || llc_v2_decode(msg, len, v)) {
+		free(v);
+		snprintf(why, sizeof(why),
+			 "malformed LLC message (type 0x%02x, %zu bytes) on "
+			 "link %u",
+			 len > 0 ? *(const uint8_t *)msg : 0, len, link->id);
+		lgr_protocol_error(link->lgr, why);
+		return;
+	}
+	link->act_ms = now_ms();
+	switch (v->m.type) {
+	case LLC_CONFIRM_LINK:
+		llc_rx_confirm_link(link, &v->m);
+		break;
+	case LLC_DELETE_LINK:
+		llc_rx_delete_link(link, &v->m);
+		break;
+	case LLC_TEST_LINK:
+		llc_rx_test_link(link, &v->m);
+		break;
+	case LLC_CONFIRM_RKEY:
+	case LLC_DELETE_RKEY:
+		if (!(v->m.flags & LLC_FLAG_RESP))
+			llc_rx_std_echo(link, &v->m);
+		break;
+	case LLC_REQ_ADD_LINK:
+		/* too long for our receive buffers: never arrives whole */
+		break;
+	default:
+		/* ADD_LINK: a server's flow; we are the server */
+		llc_violation(link, &v->m, "not handled here");
+		break;
+	}
+	free(v);
+}
+
 /* An LLC message arrived on link (wr.c's receive handler). */
 static void
 llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
@@ -1474,6 +1569,10 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	if (link->state == LGR_LINK_FREE || link->state == LGR_LINK_DOWN ||
 	    lgr->state == LGR_STATE_TERMINATING)
 		return;
+	if (lgr->std) {
+		llc_rx_std(link, msg, len);
+		return;
+	}
 	if (llc_msg_decode(msg, len, &m)) {
 		snprintf(why, sizeof(why),
 			 "malformed LLC message (type 0x%02x, %zu bytes) on "

@@ -400,6 +400,148 @@ session_rdma_rkeys_announce(struct session_rdma *sr)
 	}
 }
 
+/* ---- the standard dialect's export side (kpeer.c runs the CLC) ---- */
+
+static struct session_rdma *session_rdma_new(struct session *s,
+					     struct session_rdma_worker *srw);
+static int session_rdma_charge(struct session_rdma *sr,
+			       const struct conf_peer *peer, size_t bytes);
+static void session_rdma_free(struct session_rdma *sr);
+static void session_rdma_relay_start(struct session_rdma *sr,
+				     struct lgr_link *link);
+
+/*
+ * s, a kernel SMC-R client's connection whose PROPOSAL passed and whose
+ * target is connected, gets a link group of its own on the device for
+ * local (first contact) and its place there: a send ring and an RMB
+ * element registered in the group's protection domain.  *out: what our
+ * ACCEPT says.  0, or the CLC_DECL_* code to decline with (nothing is
+ * held then).
+ */
+uint32_t
+session_rdma_std_accept(struct session *s, const struct addr *local,
+			const uint8_t sysid[8], uint8_t max_conns,
+			struct session_rdma_std *out)
+{
+	struct session_rdma_worker *srw = worker_rdma(s->w);
+	const struct conf_rdma *r = &s->conf->rdma;
+	struct session_rdma *sr;
+	const struct dev_mr *mr;
+	struct lgr *lgr;
+	uint32_t code = CLC_DECL_NOSMCRDEV;
+	int rc;
+
+	if (srw == NULL)
+		return CLC_DECL_NOSMCRDEV;
+	lgr = lgr_std_server_new(srw->ctx, sysid, max_conns, local, &code);
+	if (lgr == NULL)
+		return code;
+	sr = session_rdma_new(s, srw);
+	if (sr == NULL) {
+		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		return CLC_DECL_MEM;
+	}
+	sr->std = true;
+	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
+	rc = lgr_conn_add_first(lgr, &sr->lc);
+	if (rc == 0)
+		rc = session_rdma_charge(sr, lgr_peer(lgr),
+					 (size_t)r->sndbuf + (size_t)r->rmb);
+	if (rc == 0)
+		rc = buf_get(srw->pool, BUF_SNDBUF, (size_t)r->sndbuf,
+			     &sr->sndbuf);
+	if (rc == 0)
+		rc = buf_get_for(srw->pool, BUF_RMB, (size_t)r->rmb,
+				 lgr_peer(lgr)->name, &sr->rmb);
+	mr = rc == 0 ? session_rdma_mr(srw, sr->rmb, sr->lc.link) : NULL;
+	if (mr == NULL ||
+	    session_rdma_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
+		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
+		lgr_conn_del(&sr->lc);
+		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		session_rdma_free(sr);
+		return CLC_DECL_MEM;
+	}
+	s->rdma = sr;
+	memset(out, 0, sizeof(*out));
+	lgr_std_local(lgr, &out->qp, out->system_id);
+	out->token = sr->lc.token;
+	out->rmb_rkey = mr->rkey;
+	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
+	out->max_conns = (uint8_t)lgr_max_conns(lgr);
+	log_debug("conn 0x%llx: export %s: kernel SMC-R client: lgr %u, "
+		  "token %u",
+		  session_rdma_id(sr), s->export->name, lgr_id(lgr),
+		  sr->lc.token);
+	return 0;
+}
+
+/*
+ * The client's CONFIRM: its QP, token and RMB element.  Our QP connects
+ * to its and CONFIRM_LINK goes out; the relay starts once the link is up
+ * (session_rdma_std_up).  0, or the CLC_DECL_* code the group failed
+ * with.
+ */
+uint32_t
+session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
+{
+	struct session_rdma *sr = s->rdma;
+
+	if (sr == NULL || !sr->std || sr->lc.lgr == NULL)
+		return CLC_DECL_INTERR;
+	sr->peer_token = peer->token;
+	sr->peer_rmb.rkey = peer->rmb_rkey;
+	sr->peer_rmb.vaddr = peer->rmb_vaddr;
+	sr->peer_rmb.size = 1u << (peer->rmbe_size + 14);
+	return lgr_std_peer(sr->lc.lgr, &peer->qp);
+}
+
+/* The client declined our ACCEPT (it goes on as TCP): let go of it all. */
+void
+session_rdma_std_drop(struct session *s)
+{
+	struct session_rdma *sr = s->rdma;
+	struct lgr *lgr;
+
+	if (sr == NULL)
+		return;
+	lgr = sr->lc.lgr;
+	s->rdma = NULL;
+	lgr_conn_del(&sr->lc);
+	session_rdma_free(sr);
+	if (lgr != NULL)
+		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+}
+
+/*
+ * The first link of a kernel peer's group is up: its connection (the one
+ * whose CLC set it up) relays from here, in RDMA mode.
+ */
+static void
+session_rdma_std_up(struct lgr *lgr, struct lgr_link *link)
+{
+	struct session_rdma *sr = NULL;
+	struct lgr_conn *c;
+	struct session *s;
+
+	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
+		if (((struct session_rdma *)c->arg)->rc == NULL) {
+			sr = c->arg;
+			break;
+		}
+	if (sr == NULL || sr->closing)
+		return;
+	s = sr->s;
+	session_rdma_peer_rkey_set(sr, lgr_link_id(link), sr->peer_rmb.rkey);
+	session_rdma_told_set(sr, lgr_link_id(link));
+	kpeer_hs_free(s);
+	s->mode = SESSION_MODE_RDMA;
+	sr->opened = true;
+	STATS_INC(worker_stats(s->w), smc_conns_rdma);
+	session_rdma_relay_start(sr, link);
+}
+
 /*
  * lgr.c: link of a group of ours became active.  The buffers of the
  * group's connections get registered in the group's protection domain on
@@ -421,6 +563,10 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		log_warnx("lgr %u link %u: %s: no buffers on it: %s",
 			  lgr_id(lgr), lgr_link_id(link),
 			  lgr_link_dev_name(link), strerror(-di));
+		return;
+	}
+	if (lgr_is_std(lgr)) {
+		session_rdma_std_up(lgr, link);
 		return;
 	}
 	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
@@ -576,6 +722,13 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 {
 	struct session_rdma *sr = c->arg;
 
+	if (sr->std && sr->rc == NULL) {
+		/* its CLC is still kpeer.c's: it closes on the timer */
+		sr->closing = true;
+		sr->close_reason = SESSION_LINK_FAILED;
+		session_timer_ms(sr->s, 0);
+		return;
+	}
 	if (sr->rc != NULL && sr->s->state == SESSION_RESUMING) {
 		/* the group it moves to lost a link: ask again (c->ended is
 		 * the old group's, long gone, when this one lives on) */

@@ -120,6 +120,9 @@ struct session_rdma {
 	bool over_tcp;
 	bool tcp_eof;  /* the peer's FIN came */
 	bool tcp_shut; /* ours went: shutdown(SHUT_WR) */
+	/* the standard dialect: a kernel peer's connection, opened by its
+	 * own CLC (kpeer.c) on a group of its own until the link is up */
+	bool std;
 };
 
 /* session_rdma.c, for resume.c */

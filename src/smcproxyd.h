@@ -45,8 +45,10 @@
 /* clang-format on */
 
 #define SMCPROXYD_VERSION PACKAGE_VERSION
-#define CONF_NAME_MAX 63 /* rule, peer and export names */
-#define CONF_KEY_MIN 32	 /* bytes in a peer's pre-shared key */
+#define CONF_NAME_MAX 63	/* rule, peer and export names */
+#define CONF_KSMC_PEER "smc-r"	/* kernel SMC-R peers, as one peer */
+#define CONF_KSMC_MAX_LGRS 4096 /* their link groups with us, at most */
+#define CONF_KEY_MIN 32		/* bytes in a peer's pre-shared key */
 #define CONF_KEY_MAX 1024
 
 struct event_base;
@@ -243,6 +245,9 @@ struct conf_ksmc {
 	struct addr_net *allow_nets; /* allow, parsed */
 	char *bpf_object;	     /* the SMC-R option's BPF program */
 	char *bpf_pin;		     /* where smcproxyd-bpf.service pins it */
+	/* what link groups with kernel peers are held to, as a peer's
+	 * keys hold a peer daemon (named "smc-r"; rdma's route) */
+	struct conf_peer peer;
 };
 
 struct conf {
@@ -1084,6 +1089,16 @@ struct lgr *lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
 			      int fd, uint8_t worker, bool resume);
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
+int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
+struct lgr *lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
+			       uint8_t max_conns, const struct addr *local,
+			       uint32_t *decline);
+bool lgr_is_std(const struct lgr *lgr);
+uint8_t lgr_max_conns(const struct lgr *lgr);
+struct dev_qp_addr;
+void lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp,
+		   uint8_t sysid[8]);
+uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
 void lgr_conn_del(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
@@ -1164,6 +1179,26 @@ void session_rdma_io(struct session *s, int i, short what);
 void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
+
+/*
+ * Export side of the standard dialect (kpeer.c runs the CLC): one end of
+ * a connection as its ACCEPT or CONFIRM names it.
+ */
+struct session_rdma_std {
+	struct dev_qp_addr qp; /* the link's QP */
+	uint8_t system_id[8];
+	uint32_t token; /* alert token */
+	uint32_t rmb_rkey;
+	uint64_t rmb_vaddr; /* of the RMB element */
+	uint8_t rmbe_size;  /* compressed */
+	uint8_t max_conns;  /* ours: the group's, negotiated */
+};
+uint32_t session_rdma_std_accept(struct session *s, const struct addr *local,
+				 const uint8_t sysid[8], uint8_t max_conns,
+				 struct session_rdma_std *out);
+uint32_t session_rdma_std_confirm(struct session *s,
+				  const struct session_rdma_std *peer);
+void session_rdma_std_drop(struct session *s);
 int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
 			    enum session_reason *why);
 /* resume.c: the client handshake's outcome for a resume (fallback.c) */

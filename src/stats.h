@@ -134,6 +134,10 @@
 	  "clients)")                                                          \
 	X(smc_conns_tcp, COUNTER, "connections",                               \
 	  "smc_listen connections relayed to their target as TCP")             \
+	X(smc_conns_rdma, COUNTER, "connections",                              \
+	  "smc_listen connections relayed over SMC-R link groups")             \
+	X(smc_lgrs, COUNTER, "link groups",                                    \
+	  "link groups set up with kernel SMC-R peers (first contact)")        \
 	X(smc_opt_echoed, COUNTER, "connections",                              \
 	  "smc_listen connections whose SYN carried the SMC-R option, "        \
 	  "echoed: a CLC PROPOSAL was owed")                                   \
@@ -148,6 +152,10 @@
 	  "handshakes too often")                                              \
 	X(smc_proposals, COUNTER, "handshakes",                                \
 	  "CLC PROPOSALs read from kernel SMC-R clients")                      \
+	X(smc_accepts, COUNTER, "handshakes",                                  \
+	  "CLC ACCEPTs sent to kernel SMC-R clients (a link group offered)")   \
+	X(smc_confirms, COUNTER, "handshakes",                                 \
+	  "CLC CONFIRMs received from kernel SMC-R clients")                   \
 	X(smc_declines_sent, COUNTER, "handshakes",                            \
 	  "standard CLC DECLINEs we sent: the client goes on as TCP")          \
 	X(smc_declines_received, COUNTER, "handshakes",                        \

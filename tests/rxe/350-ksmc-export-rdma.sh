@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Two hosts on Linux 6.12 (ksmc.rxe): Linux's own SMC-R client on a
+# reaches an export of smcproxyd on b through its smc_listen, over RDMA
+# end to end (the standard dialect's export side: src/kpeer.c for the
+# CLC, a link group of the standard dialect per connection, LLC v2 and
+# the kernel's CDC).  b's daemon, root here, loads the SMC-R option's BPF
+# program itself; a's client is xfer under smcpreload.so:
+#   - N connections x SIZE both ways verify;
+#   - a's kernel counts N SMC-Rv2 client connections and no fallback;
+#     rxe0 on a sent and received about the bytes / MTU packets each way,
+#     TCP only the handshakes;
+#   - b counts N ACCEPTs, N link groups and N connections relayed over
+#     RDMA, none as TCP; show lgrs names the dialect;
+#   - the connection log names the dialect and transport=rdma.
+. "$(dirname "$0")/lib.sh"
+
+rxe_host_setup
+rxe_pair_tools
+ksmc_setup
+
+R=$RXE_RUNDIR
+PORT=16560
+PORT_T=16561
+OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
+N=${KSMC_N:-16}
+SIZE_ARG=${KSMC_SIZE:-4M}
+SIZE=$(($(echo "$SIZE_ARG" | tr -d M) * 1048576))
+fail=0
+
+[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
+
+if [ "$RXE_HOST" = b ]; then
+	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
+		mount -t cgroup2 none /sys/fs/cgroup ||
+		rxe_die "cannot mount cgroup2"
+	cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock";
+              log_level = "debug"; };
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
+              smc_listen = "$RXE_LINK_IP:$PORT"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+              bpf_object = "$OBJ"; };
+EOF
+	rxe_target_start
+	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+	rxe_signal b-ready
+	rxe_await moved 300 || bad "a's transfer did not end"
+	"$CTL" -s "$R/b.sock" show lgrs >"$RXE_OUT/b-lgrs.log" 2>&1
+	expect_stat b smc_conns $N
+	expect_stat b smc_accepts $N
+	expect_stat b smc_confirms $N
+	expect_stat b smc_lgrs $N
+	expect_stat b smc_conns_rdma $N
+	expect_stat b smc_conns_tcp 0
+	if grep -q "smc-r" "$RXE_OUT/b-lgrs.log"; then
+		ok "b's show lgrs names the kernel peers' groups smc-r"
+	else
+		bad "b's show lgrs: $(head -3 "$RXE_OUT/b-lgrs.log")"
+	fi
+	if logged b "export=x peer=$RXE_PEER_IP:[0-9]+ dialect=smc-r target=127.0.0.1:$PORT_T transport=rdma"; then
+		ok "b's connection log names the dialect and transport=rdma"
+	else
+		bad "b's connection log lacks dialect=smc-r ... transport=rdma"
+	fi
+	daemon_stop b || bad "b did not stop cleanly"
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+else
+	rxe_await b-ready 120 || rxe_die "b did not start"
+	mtu=$(rxe_active_mtu)
+	want=$((N * SIZE / mtu))
+	tx0=$(rxe_hwc sent_pkts) rx0=$(rxe_hwc rcvd_pkts) tcp0=$(tcp_out_segs)
+	succ=$(ksmc_stat clnt_v2_succ)
+	fb=$(ksmc_stat fback_clnt)
+	if ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b "$SIZE_ARG" \
+		-T 240 >"$RXE_OUT/xfer.out" 2>&1; then
+		ok "a kernel SMC-R client: $N x $SIZE_ARG both ways verified through b's smc_listen"
+	else
+		bad "transfer: $(tail -3 "$RXE_OUT/xfer.out")"
+	fi
+	s=$(($(ksmc_stat clnt_v2_succ) - succ))
+	f=$(($(ksmc_stat fback_clnt) - fb))
+	if [ "$s" = $N ] && [ "$f" = 0 ]; then
+		ok "a's kernel counts $N SMC-Rv2 connections, no fallback"
+	else
+		bad "a's kernel: clnt_v2_succ +$s (want $N), fback_clnt +$f (want 0)"
+	fi
+	tx=$(($(rxe_hwc sent_pkts) - tx0)) rx=$(($(rxe_hwc rcvd_pkts) - rx0))
+	tcp=$(($(tcp_out_segs) - tcp0))
+	echo "# a: rxe0 sent_pkts +$tx, rcvd_pkts +$rx (bytes/MTU each way: $want); TCP OutSegs +$tcp"
+	if [ "$tx" -ge $((want * 95 / 100)) ] && [ "$rx" -ge $((want * 95 / 100)) ]; then
+		ok "rxe0 on a: +$tx sent, +$rx received, about bytes/MTU ($want) each way"
+	else
+		bad "rxe0 on a: +$tx sent, +$rx received; bytes/MTU is $want each way"
+	fi
+	if [ "$tcp" -lt $((N * 40 + 100)) ]; then
+		ok "TCP on a: +$tcp segments sent, the handshakes only"
+	else
+		bad "TCP on a: +$tcp segments sent: the bytes went over TCP"
+	fi
+	rxe_signal moved
+fi
+"$SMCNL" stats >"$RXE_OUT/smc-stats.log" 2>&1
+rxe_barrier end-export-rdma 120 || bad "the hosts are out of step at the end"
+exit $fail
