@@ -6,13 +6,14 @@
 # dialect's export side, src/kpeer.c).  b's daemon, root here, loads the
 # SMC-R option's BPF program itself; a's kernel client (xfer under
 # smcpreload.so) gets its option echoed, proposes SMC-Rv2 with the lane's
-# EID and its GID, and is declined: NOSMCRDEV while the standard dialect's
-# link groups are not served, NOSMCDEV once b's ueids no longer hold the
-# lane's EID (a reload).  Each time the client goes on as TCP on the same
-# connection, relayed by b to its target, every byte verified:
+# EID and its GID, and is declined (350 has the one that is not): CNFERR
+# while a's address is not in b's kernel_smc.allow, NOSMCDEV once b's
+# ueids no longer hold the lane's EID (a reload).  Each time the client
+# goes on as TCP on the same connection, relayed by b to its target,
+# every byte verified:
 #   - 16 connections x 4 MiB both ways verify; a's kernel counts 16
 #     fallbacks and no SMC-R connection; b counts 16 echoed options, 16
-#     PROPOSALs, 16 NOSMCRDEV declines, 16 TCP relays;
+#     PROPOSALs, 16 CNFERR declines, 16 TCP relays;
 #   - after the reload: NOSMCDEV, counted, the data verifies;
 #   - a plain TCP client (no library): no option, TCP, counted.
 . "$(dirname "$0")/lib.sh"
@@ -39,7 +40,7 @@ if [ "$RXE_HOST" = b ]; then
 smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
               smc_listen = "$RXE_LINK_IP:$PORT"; } );
-kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "192.0.2.0/24" ];
               bpf_object = "$OBJ"; };
 EOF
 	rxe_target_start
@@ -54,14 +55,15 @@ EOF
 	expect_stat b smc_conns $N
 	expect_stat b smc_opt_echoed $N
 	expect_stat b smc_proposals $N
-	expect_stat b smc_decline_nodev $N
+	expect_stat b smc_decline_allow $N
 	expect_stat b smc_conns_tcp $N
-	if logged b "export=x peer=$RXE_PEER_IP:[0-9]+ dialect=smc-r target=127.0.0.1:$PORT_T transport=tcp decline=NOSMCRDEV connected=yes"; then
+	if logged b "export=x peer=$RXE_PEER_IP:[0-9]+ dialect=smc-r target=127.0.0.1:$PORT_T transport=tcp decline=CNFERR connected=yes"; then
 		ok "b's connection log names the dialect, the kernel client and the DECLINE"
 	else
-		bad "b's connection log lacks dialect=smc-r ... decline=NOSMCRDEV"
+		bad "b's connection log lacks dialect=smc-r ... decline=CNFERR"
 	fi
-	sed -i "s/ueids = \[ \"$RXE_KSMC_UEID\" \]/ueids = [ \"NOT-THE-LAB\" ]/" "$R/b.conf"
+	sed -i -e "s/ueids = \[ \"$RXE_KSMC_UEID\" \]/ueids = [ \"NOT-THE-LAB\" ]/" \
+		-e "s|192.0.2.0/24|$RXE_PEER_IP/32|" "$R/b.conf"
 	"$CTL" -s "$R/b.sock" reload >/dev/null || bad "reload refused"
 	rxe_signal reloaded
 	rxe_await eid-done 120 || bad "a's connection after the reload did not end"
@@ -79,7 +81,7 @@ else
 	fb=$(ksmc_stat fback_clnt)
 	if ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b 4M -T 240 \
 		>"$RXE_OUT/xfer.out" 2>&1; then
-		ok "a kernel SMC-R client: $N x 4 MiB both ways verified through b's smc_listen, declined to TCP"
+		ok "a kernel SMC-R client: $N x 4 MiB both ways verified through b's smc_listen, declined (CNFERR) to TCP"
 	else
 		bad "transfer: $(tail -3 "$RXE_OUT/xfer.out")"
 	fi
