@@ -233,7 +233,7 @@ kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
 	session_timer_ms(s, KPEER_CLC_WAIT_MS);
 }
 
-/* Our host name as the ACCEPT carries it: blank-padded, not ended. */
+/* Our host name as ACCEPT and CONFIRM carry it: blank-padded. */
 static void
 kpeer_hostname(uint8_t out[SCLC_HOSTNAME_LEN])
 {
@@ -244,6 +244,51 @@ kpeer_hostname(uint8_t out[SCLC_HOSTNAME_LEN])
 	n = strnlen(name, SCLC_HOSTNAME_LEN);
 	memset(out, ' ', SCLC_HOSTNAME_LEN);
 	memcpy(out, name, n);
+}
+
+/*
+ * Our end of a first contact as ACCEPT or CONFIRM says it: the link's QP,
+ * the RMB element (index 1, as Linux), the token, Linux's OS type; the
+ * caller adds the EID, the release and the limits.
+ */
+static void
+kpeer_rdma_ours(const struct session_rdma_std *me, struct sclc_accept_info *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->first_contact = true;
+	memcpy(a->system_id, me->system_id, sizeof(a->system_id));
+	memcpy(a->gid, me->qp.gid, sizeof(a->gid));
+	memcpy(a->mac, me->qp.mac, sizeof(a->mac));
+	a->qpn = me->qp.qpn;
+	a->psn = me->qp.psn;
+	a->mtu = (uint8_t)me->qp.mtu;
+	a->rmb_rkey = me->rmb_rkey;
+	a->rmbe_idx = SCLC_RMBE_IDX_MIN;
+	a->alert_token = me->token;
+	a->rmbe_size = me->rmbe_size;
+	a->rmb_vaddr = me->rmb_vaddr;
+	a->direct = true;
+	a->os_type = SCLC_OS_LINUX;
+	kpeer_hostname(a->hostname);
+}
+
+/* The peer's end as its ACCEPT or CONFIRM c says it. */
+static void
+kpeer_rdma_theirs(const struct sclc_accept_info *c,
+		  struct session_rdma_std *peer)
+{
+	memset(peer, 0, sizeof(*peer));
+	memcpy(peer->qp.gid, c->gid, sizeof(peer->qp.gid));
+	memcpy(peer->qp.mac, c->mac, sizeof(peer->qp.mac));
+	peer->qp.qpn = c->qpn;
+	peer->qp.psn = c->psn;
+	peer->qp.mtu = c->mtu;
+	peer->token = c->alert_token;
+	peer->rmb_rkey = c->rmb_rkey;
+	/* Linux sends element 1; another may send a later one */
+	peer->rmb_vaddr = c->rmb_vaddr + clc_rmbe_bytes(c->rmbe_size) *
+						 (uint64_t)(c->rmbe_idx - 1);
+	peer->rmbe_size = c->rmbe_size;
 }
 
 /*
@@ -276,31 +321,15 @@ kpeer_rdma_accept(struct session *s)
 		return;
 	}
 	local.len = len;
-	code = session_rdma_std_accept(s, &local, hs->sysid, hs->max_conns,
-				       &me);
+	code = session_rdma_std_open(s, &local, hs->sysid, hs->max_conns, &me);
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
 			      false);
 		return;
 	}
-	memset(&a, 0, sizeof(a));
-	a.first_contact = true;
-	memcpy(a.system_id, me.system_id, sizeof(a.system_id));
-	memcpy(a.gid, me.qp.gid, sizeof(a.gid));
-	memcpy(a.mac, me.qp.mac, sizeof(a.mac));
-	a.qpn = me.qp.qpn;
-	a.psn = me.qp.psn;
-	a.mtu = (uint8_t)me.qp.mtu;
-	a.rmb_rkey = me.rmb_rkey;
-	a.rmbe_idx = SCLC_RMBE_IDX_MIN;
-	a.alert_token = me.token;
-	a.rmbe_size = me.rmbe_size;
-	a.rmb_vaddr = me.rmb_vaddr;
+	kpeer_rdma_ours(&me, &a);
 	memcpy(a.eid, hs->eid, sizeof(a.eid));
-	a.direct = true;
-	a.os_type = SCLC_OS_LINUX;
 	a.release = hs->release;
-	kpeer_hostname(a.hostname);
 	if (hs->release) {
 		a.max_conns = me.max_conns;
 		a.max_links = CLC_MAX_LINKS_MIN;
@@ -339,18 +368,7 @@ kpeer_rdma_confirmed(struct session *s)
 		kpeer_malformed(s, "a CONFIRM we cannot take");
 		return;
 	}
-	memset(&peer, 0, sizeof(peer));
-	memcpy(peer.qp.gid, c.gid, sizeof(peer.qp.gid));
-	memcpy(peer.qp.mac, c.mac, sizeof(peer.qp.mac));
-	peer.qp.qpn = c.qpn;
-	peer.qp.psn = c.psn;
-	peer.qp.mtu = c.mtu;
-	peer.token = c.alert_token;
-	peer.rmb_rkey = c.rmb_rkey;
-	/* Linux sends element 1; another may send a later one */
-	peer.rmb_vaddr = c.rmb_vaddr + clc_rmbe_bytes(c.rmbe_size) *
-					       (uint64_t)(c.rmbe_idx - 1);
-	peer.rmbe_size = c.rmbe_size;
+	kpeer_rdma_theirs(&c, &peer);
 	STATS_INC(worker_stats(s->w), smc_confirms);
 	session_want(s, 0, EV_READ, false);
 	code = session_rdma_std_confirm(s, &peer);
@@ -391,7 +409,7 @@ kpeer_proposal(struct session *s)
 							 SCLC_VERSION,
 			      false);
 	else if (kpeer_eid_ours(k, p) == NULL)
-		/* as Linux 6.12 answers it (340-ksmc-target-tcp saw it) */
+		/* as Linux 6.12 answers it (340-ksmc-target saw it) */
 		kpeer_decline(s, CLC_DECL_NOSMCDEV, STAT_smc_decline_eid,
 			      SCLC_VERSION, false);
 	else if (!kpeer_gid_of(p->roce_gid, &s->addr[0]))
@@ -403,11 +421,69 @@ kpeer_proposal(struct session *s)
 }
 
 /*
- * Rule side: the server's ACCEPT.  Its QP waits for our CONFIRM; we send
- * a DECLINE instead, as a kernel client does when it cannot go on: a
- * first contact is declined NOSMCRDEV, an ACCEPT that names a link group
- * we do not have SYNCERR with the first-contact bit (the server then ends
- * that group), one whose RoCE v2 GID is not the address we connected to
+ * Rule side: the server's ACCEPT said first contact.  A link group of our
+ * own (client role) with our QP connected to its, our RMB element
+ * registered, and our CONFIRM with the same release and limits; the
+ * server then sends CONFIRM_LINK on the new link, and the relay starts
+ * once we answered it (session_rdma.c).  No group to give: a DECLINE, and
+ * TCP.
+ */
+static void
+kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
+{
+	struct session_rdma_std me, peer;
+	struct sclc_accept_info c;
+	uint8_t msg[SCLC_CONFIRM_MAX];
+	struct addr local;
+	socklen_t len = sizeof(local.ss);
+	uint32_t code;
+	int n;
+
+	memset(&local, 0, sizeof(local));
+	if (getsockname(s->fd[1], (struct sockaddr *)&local.ss, &len) != 0) {
+		session_close(s, SESSION_TARGET_RST);
+		return;
+	}
+	local.len = len;
+	code = session_rdma_std_open(
+		s, &local, a->system_id,
+		a->release ? a->max_conns : CLC_MAX_CONNS_MAX, &me);
+	kpeer_rdma_theirs(a, &peer);
+	if (code == 0 && (code = session_rdma_std_confirm(s, &peer)) != 0)
+		session_rdma_std_drop(s);
+	if (code != 0) {
+		kpeer_decline(s, code, STAT_smc_out_decline_nodev, SCLC_VERSION,
+			      false);
+		return;
+	}
+	kpeer_rdma_ours(&me, &c);
+	memcpy(c.system_id, s->shs->sysid, sizeof(c.system_id));
+	if (a->mtu < c.mtu)
+		c.mtu = a->mtu;
+	memcpy(c.eid, a->eid, sizeof(c.eid));
+	c.direct = a->direct;
+	c.release = a->release;
+	c.max_conns = a->max_conns;
+	c.max_links = a->max_links;
+	c.gid_cnt = 1;
+	memcpy(c.gids[0], me.qp.gid, sizeof(c.gids[0]));
+	n = sclc_confirm_encode(msg, sizeof(msg), &c);
+	if (n < 0 ||
+	    send(s->fd[1], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
+		session_close(s, n < 0 ? SESSION_RESOURCE : SESSION_TARGET_RST);
+		return;
+	}
+	STATS_INC(worker_stats(s->w), smc_out_confirms);
+	session_want(s, 1, EV_READ, false);
+	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+}
+
+/*
+ * Rule side: the server's ACCEPT.  A first contact gets our CONFIRM
+ * (kpeer_rdma_confirm).  Otherwise we send a DECLINE, as a kernel client
+ * does when it cannot go on: an ACCEPT that names a link group we do not
+ * have SYNCERR with the first-contact bit (the server then ends that
+ * group), one whose RoCE v2 GID is not the address we connected to
  * NOROUTE, one that does not decode with its code.
  */
 static void
@@ -428,8 +504,7 @@ kpeer_accepted(struct session *s)
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
 			      SCLC_VERSION, false);
 	else
-		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_out_decline_nodev,
-			      SCLC_VERSION, false);
+		kpeer_rdma_confirm(s, &a);
 }
 
 /*
@@ -552,6 +627,7 @@ kpeer_propose(struct session *s)
 	const struct conf_ksmc *k = &s->conf->ksmc;
 	struct sclc_proposal_info *p;
 	uint8_t buf[SCLC_MSG_MAX];
+	unsigned char rnd[AUTH_NONCE_LEN];
 	struct sockaddr_in me;
 	socklen_t len = sizeof(me);
 	int i, n;
@@ -573,20 +649,24 @@ kpeer_propose(struct session *s)
 		return;
 	}
 	/*
-	 * Our own system id where Linux leaves zero without v1: the server
-	 * matches link groups by it and the GID, and the GID of this host is
-	 * also its kernel's.  With zero, a server that has a link group with
-	 * this host's kernel SMC-R takes us for that peer and ACCEPTs us into
-	 * its group; our SYNCERR then ends the group and the server resets
-	 * the connection (340-ksmc-target-tcp after 310 saw it).
+	 * A system id of the connection's own where Linux leaves zero
+	 * without v1: the server matches link groups by it and the GID, and
+	 * the GID of this host is also its kernel's.  With zero, a server
+	 * that has a link group with this host's kernel SMC-R takes us for
+	 * that peer and ACCEPTs us into its group; our SYNCERR then ends the
+	 * group and the server resets the connection (340-ksmc-target
+	 * after 310 saw it).  One per connection: each gets a first contact,
+	 * a group of its own, as joining one (CONFIRM_RKEY first) is not
+	 * built on this side yet.
 	 */
-	pthread_once(&kpeer_system_id_once, kpeer_system_id_init);
-	memcpy(p->system_id, kpeer_system_id, sizeof(p->system_id));
+	auth_nonce(rnd);
+	memcpy(p->system_id, rnd, sizeof(p->system_id));
 	p->typev1 = SCLC_TYPE_N;
 	p->typev2 = SCLC_TYPE_R;
 	p->release = SCLC_RELEASE_1;
 	p->max_conns = CLC_MAX_CONNS_MAX;
-	p->max_links = CLC_MAX_LINKS_MAX;
+	/* one link: no ADD_LINK, whose v2 form our receive buffers lack */
+	p->max_links = CLC_MAX_LINKS_MIN;
 	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
 		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
 			p->eid_cnt++;
@@ -599,6 +679,7 @@ kpeer_propose(struct session *s)
 			session_close(s, SESSION_RESOURCE);
 		return;
 	}
+	memcpy(s->shs->sysid, rnd, sizeof(s->shs->sysid));
 	STATS_INC(worker_stats(s->w), smc_out_proposals);
 	if (send(s->fd[1], buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 		session_close(s, SESSION_TARGET_RST);

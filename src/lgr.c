@@ -1464,18 +1464,18 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 }
 
 /*
- * A new server-side group of the standard dialect (DESIGN.md §10) for
- * the kernel SMC-R client whose PROPOSAL (system id sysid, max_conns)
- * came on a connection to local: one link, so no ADD_LINK and no second
- * link for the client to wait for (max_links 1, release 1); its QP on
- * the device for local, not connected; no control connection: each
- * connection brings its own CLC.  Kernel peers are one peer to the
- * bounds, kernel_smc's.  NULL with *decline set.
+ * A new group of the standard dialect (DESIGN.md §10) with a kernel
+ * SMC-R peer of system id sysid, for the connection whose CLC came over
+ * a TCP connection from local: as the server (its PROPOSAL asked for
+ * max_conns) or the client (its ACCEPT said first contact, max_conns).
+ * One link, so no ADD_LINK and no second link to wait for (max_links 1
+ * with release 1); its QP on the device for local, not connected; no
+ * control connection: each connection brings its own CLC.  Kernel peers
+ * are one peer to the bounds, kernel_smc's.  NULL with *decline set.
  */
 struct lgr *
-lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
-		   uint8_t max_conns, const struct addr *local,
-		   uint32_t *decline)
+lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
+	    uint8_t max_conns, const struct addr *local, uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1487,7 +1487,7 @@ lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
 		*decline = CLC_DECL_NOSMCRDEV;
 		return NULL;
 	}
-	lgr = lgr_new(ctx, LGR_ROLE_SERVER, conf, peer);
+	lgr = lgr_new(ctx, role, conf, peer);
 	if (lgr == NULL) {
 		*decline = CLC_DECL_MEM;
 		return NULL;
@@ -1498,12 +1498,16 @@ lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
 	lgr->max_links = 1;
 	memcpy(lgr->peer_system_id, sysid, sizeof(lgr->peer_system_id));
+	/* the server names the first link 1 */
 	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
 		*decline = CLC_DECL_ERR_RDYLNK;
 		lgr_dead(lgr);
 		return NULL;
 	}
-	STATS_INC(lgr_stats(lgr), smc_lgrs);
+	if (role == LGR_ROLE_SERVER)
+		STATS_INC(lgr_stats(lgr), smc_lgrs);
+	else
+		STATS_INC(lgr_stats(lgr), smc_out_lgrs);
 	return lgr;
 }
 
@@ -1530,8 +1534,9 @@ lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp, uint8_t sysid[8])
 }
 
 /*
- * The kernel client's CONFIRM named its QP peer: connect ours to it and
- * send CONFIRM_LINK on it, as for a group of our own dialect.  0, or the
+ * The kernel peer's CONFIRM (we serve) or ACCEPT (we are the client)
+ * named its QP peer: connect ours to it; the server sends CONFIRM_LINK on
+ * it, the client waits for that, as in our own dialect.  0, or the
  * CLC_DECL_* code the group failed with (it is ending then).
  */
 uint32_t
@@ -1547,6 +1552,8 @@ lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
 	in.link.qpn = peer->qpn;
 	in.link.psn = peer->psn;
 	in.link.mtu = (uint8_t)peer->mtu;
+	in.max_conns = lgr->max_conns;
+	in.max_links = lgr->max_links;
 	code = lgr_clc_peer(lgr, &in);
 	if (code != 0) {
 		lgr_fail(lgr, code, false, false);

@@ -226,7 +226,10 @@ rx_apply(struct rconn *rc, const struct cdc_info *m)
 			rc->ops->peer_abort(rc, rc->arg);
 		return;
 	}
-	if (m->conn_state_flags & CDC_CS_PEER_DONE_WRITING)
+	/* closed is done writing too: Linux's passive close (after our
+	 * done_writing) sends peer_conn_closed alone */
+	if (m->conn_state_flags &
+	    (CDC_CS_PEER_DONE_WRITING | CDC_CS_PEER_CONN_CLOSED))
 		rc->flags |= RCONN_F_PEER_DONE;
 	if (m->conn_state_flags & CDC_CS_PEER_CONN_CLOSED)
 		rc->flags |= RCONN_F_PEER_CLOSED;

@@ -411,17 +411,18 @@ static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 
 /*
- * s, a kernel SMC-R client's connection whose PROPOSAL passed and whose
- * target is connected, gets a link group of its own on the device for
- * local (first contact) and its place there: a send ring and an RMB
- * element registered in the group's protection domain.  *out: what our
- * ACCEPT says.  0, or the CLC_DECL_* code to decline with (nothing is
- * held then).
+ * s, a connection with a kernel SMC-R peer of system id sysid (export
+ * side: a client whose PROPOSAL passed, its target connected; rule side:
+ * a server whose ACCEPT said first contact), gets a link group of its own
+ * on the device for local (its end of the TCP connection) and its place
+ * there: a send ring and an RMB element registered in the group's
+ * protection domain.  *out: what our ACCEPT or CONFIRM says.  0, or the
+ * CLC_DECL_* code to decline with (nothing is held then).
  */
 uint32_t
-session_rdma_std_accept(struct session *s, const struct addr *local,
-			const uint8_t sysid[8], uint8_t max_conns,
-			struct session_rdma_std *out)
+session_rdma_std_open(struct session *s, const struct addr *local,
+		      const uint8_t sysid[8], uint8_t max_conns,
+		      struct session_rdma_std *out)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	const struct conf_rdma *r = &s->conf->rdma;
@@ -433,7 +434,10 @@ session_rdma_std_accept(struct session *s, const struct addr *local,
 
 	if (srw == NULL)
 		return CLC_DECL_NOSMCRDEV;
-	lgr = lgr_std_server_new(srw->ctx, sysid, max_conns, local, &code);
+	lgr = lgr_std_new(srw->ctx,
+			  s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
+							 LGR_ROLE_SERVER,
+			  sysid, max_conns, local, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);
@@ -470,16 +474,20 @@ session_rdma_std_accept(struct session *s, const struct addr *local,
 	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	out->max_conns = (uint8_t)lgr_max_conns(lgr);
-	log_debug("conn 0x%llx: export %s: kernel SMC-R client: lgr %u, "
-		  "token %u",
-		  session_rdma_id(sr), s->export->name, lgr_id(lgr),
-		  sr->lc.token);
+	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: lgr %u, token %u",
+		  session_rdma_id(sr),
+		  s->role == SESSION_ROLE_RULE ? "rule" : "export",
+		  s->role == SESSION_ROLE_RULE ? s->rule->name :
+						 s->export->name,
+		  s->role == SESSION_ROLE_RULE ? "server" : "client",
+		  lgr_id(lgr), sr->lc.token);
 	return 0;
 }
 
 /*
- * The client's CONFIRM: its QP, token and RMB element.  Our QP connects
- * to its and CONFIRM_LINK goes out; the relay starts once the link is up
+ * The kernel peer's CONFIRM (export side) or ACCEPT (rule side): its QP,
+ * token and RMB element.  Our QP connects to its; CONFIRM_LINK goes out
+ * or is awaited; the relay starts once the link is up
  * (session_rdma_std_up).  0, or the CLC_DECL_* code the group failed
  * with.
  */
@@ -497,7 +505,10 @@ session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
 	return lgr_std_peer(sr->lc.lgr, &peer->qp);
 }
 
-/* The client declined our ACCEPT (it goes on as TCP): let go of it all. */
+/*
+ * The peer declined our ACCEPT, or we decline its ACCEPT after all (it
+ * goes on as TCP): let go of the group and the buffers.
+ */
 void
 session_rdma_std_drop(struct session *s)
 {
@@ -538,7 +549,10 @@ session_rdma_std_up(struct lgr *lgr, struct lgr_link *link)
 	kpeer_hs_free(s);
 	s->mode = SESSION_MODE_RDMA;
 	sr->opened = true;
-	STATS_INC(worker_stats(s->w), smc_conns_rdma);
+	if (s->role == SESSION_ROLE_RULE)
+		STATS_INC(worker_stats(s->w), smc_out_rdma);
+	else
+		STATS_INC(worker_stats(s->w), smc_conns_rdma);
 	session_rdma_relay_start(sr, link);
 }
 

@@ -1090,9 +1090,9 @@ struct lgr *lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
-struct lgr *lgr_std_server_new(struct lgr_ctx *ctx, const uint8_t sysid[8],
-			       uint8_t max_conns, const struct addr *local,
-			       uint32_t *decline);
+struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
+			const uint8_t sysid[8], uint8_t max_conns,
+			const struct addr *local, uint32_t *decline);
 bool lgr_is_std(const struct lgr *lgr);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
@@ -1193,9 +1193,9 @@ struct session_rdma_std {
 	uint8_t rmbe_size;  /* compressed */
 	uint8_t max_conns;  /* ours: the group's, negotiated */
 };
-uint32_t session_rdma_std_accept(struct session *s, const struct addr *local,
-				 const uint8_t sysid[8], uint8_t max_conns,
-				 struct session_rdma_std *out);
+uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
+			       const uint8_t sysid[8], uint8_t max_conns,
+			       struct session_rdma_std *out);
 uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);

@@ -197,6 +197,12 @@
 	  "program is not attached")                                           \
 	X(smc_out_proposals, COUNTER, "handshakes",                            \
 	  "CLC PROPOSALs we sent to kernel SMC-R servers")                     \
+	X(smc_out_lgrs, COUNTER, "link groups",                                \
+	  "link groups set up with kernel SMC-R servers (first contact)")      \
+	X(smc_out_rdma, COUNTER, "connections",                                \
+	  "target_smc connections relayed over SMC-R link groups")             \
+	X(smc_out_confirms, COUNTER, "handshakes",                             \
+	  "CLC CONFIRMs sent to kernel SMC-R servers")                         \
 	X(smc_out_accepts, COUNTER, "handshakes",                              \
 	  "CLC ACCEPTs kernel SMC-R servers answered our PROPOSALs with")      \
 	X(smc_out_declines_received, COUNTER, "handshakes",                    \

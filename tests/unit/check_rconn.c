@@ -1572,6 +1572,30 @@ START_TEST(malformed_cdcs_refused)
 }
 END_TEST
 
+/*
+ * Linux's passive close (after our done_writing) sends peer_conn_closed
+ * alone: it ends the peer's stream as done_writing does, once the bytes
+ * before it are read (340-ksmc-target hung on it).
+ */
+START_TEST(closed_alone_ends_the_stream)
+{
+	struct forge f;
+	struct tconn *b;
+
+	forge_open(&f);
+	b = &f.h.side[1].conn[0];
+	f.m.conn_state_flags = CDC_CS_PEER_CONN_CLOSED;
+	ck_assert_int_eq(forge_feed(&f, false, CDC_MSG_LEN), 0);
+	ck_assert_int_eq(b->done, 0); /* 100 bytes before it still unread */
+	ck_assert_uint_eq(consume(b, 0), 100);
+	ck_assert_int_eq(b->done, 1);
+	ck_assert_uint_eq(b->done_at, 100);
+	ck_assert_int_eq(b->closed, 1);
+	ck_assert_int_eq(b->aborts, 0);
+	h_close(&f.h);
+}
+END_TEST
+
 /* Feed f->m's header with n bytes of data behind it, raw. */
 static int
 forge_data(struct forge *f, const char *data, size_t n)
@@ -2180,6 +2204,7 @@ rconn_suite(void)
 	tc = tcase_create("hardening");
 	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, malformed_cdcs_refused);
+	tcase_add_test(tc, closed_alone_ends_the_stream);
 	tcase_add_test(tc, cdc_data_checked_then_copied);
 	tcase_add_test(tc, validation_newer_than_seen_aborts);
 	suite_add_tcase(s, tc);

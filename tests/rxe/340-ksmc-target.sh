@@ -6,12 +6,14 @@
 # a target_smc rule of smcproxyd on a (the standard dialect's rule side,
 # src/kpeer.c), with no smcproxyd on b.  a's daemon, root here, loads the
 # SMC-R option's program and puts the option on its SYNs; b's kernel
-# echoes it and answers our PROPOSAL (SMC-Rv2, the lane's EID, a's GID)
-# with a first-contact ACCEPT, which the daemon declines NOSMCRDEV while
-# the standard dialect's link groups are not served; both go on as TCP:
+# echoes it and answers our PROPOSAL (SMC-Rv2, the lane's EID, a's GID,
+# one link) with a first-contact ACCEPT; our CONFIRM, b's CONFIRM_LINK on
+# the new link and our answer, and the connection relays over RDMA:
 #   - 16 connections x 4 MiB both ways verify; a counts 16 PROPOSALs, 16
-#     ACCEPTs from the kernel, 16 declines, 16 TCP relays; b's kernel
-#     counts 16 server fallbacks and no SMC-R connection;
+#     ACCEPTs from the kernel, 16 CONFIRMs, 16 link groups, 16 RDMA
+#     relays and no TCP one; b's kernel counts 16 SMC-Rv2 server
+#     connections and no fallback; rxe0 on b sent and received about the
+#     bytes / MTU packets each way, TCP only the handshakes;
 #   - after a reload whose ueids lack the lane's EID, b's kernel declines
 #     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
 . "$(dirname "$0")/lib.sh"
@@ -39,14 +41,30 @@ if [ "$RXE_HOST" = b ]; then
 	rxe_wait 20 listening || rxe_die "the SMC xfer server did not listen"
 	succ=$(ksmc_stat srv_v2_succ)
 	fb=$(ksmc_stat fback_srv)
+	mtu=$(rxe_active_mtu)
+	want=$((N * 4 * 1048576 / mtu))
+	tx0=$(rxe_hwc sent_pkts) rx0=$(rxe_hwc rcvd_pkts) tcp0=$(tcp_out_segs)
 	rxe_signal b-ready
 	rxe_await moved 300 || bad "a's transfer did not end"
 	s=$(($(ksmc_stat srv_v2_succ) - succ))
 	f=$(($(ksmc_stat fback_srv) - fb))
-	if [ "$s" = 0 ] && [ "$f" = $N ]; then
-		ok "b's kernel counts $N server fallbacks, no SMC-R connection (our DECLINE reached it)"
+	if [ "$s" = $N ] && [ "$f" = 0 ]; then
+		ok "b's kernel counts $N SMC-Rv2 server connections, no fallback"
 	else
-		bad "b's kernel: srv_v2_succ +$s (want 0), fback_srv +$f (want $N)"
+		bad "b's kernel: srv_v2_succ +$s (want $N), fback_srv +$f (want 0)"
+	fi
+	tx=$(($(rxe_hwc sent_pkts) - tx0)) rx=$(($(rxe_hwc rcvd_pkts) - rx0))
+	tcp=$(($(tcp_out_segs) - tcp0))
+	echo "# b: rxe0 sent_pkts +$tx, rcvd_pkts +$rx (bytes/MTU each way: $want); TCP OutSegs +$tcp"
+	if [ "$tx" -ge $((want * 95 / 100)) ] && [ "$rx" -ge $((want * 95 / 100)) ]; then
+		ok "rxe0 on b: +$tx sent, +$rx received, about bytes/MTU ($want) each way"
+	else
+		bad "rxe0 on b: +$tx sent, +$rx received; bytes/MTU is $want each way"
+	fi
+	if [ "$tcp" -lt $((N * 40 + 100)) ]; then
+		ok "TCP on b: +$tcp segments sent, the handshakes only"
+	else
+		bad "TCP on b: +$tcp segments sent: the bytes went over TCP"
 	fi
 	rxe_await eid-done 120 || bad "a's connection after the reload did not end"
 	kill "$server" 2>/dev/null
@@ -65,22 +83,27 @@ EOF
 	rxe_await b-ready 120 || rxe_die "b did not start its server"
 	xfer_ok "a plain TCP client: $N x 4 MiB both ways verified through target_smc to b's kernel SMC-R server" \
 		-n $N -b 4M -T 240
+	"$CTL" -s "$R/a.sock" -j show conns >"$RXE_OUT/a-conns.log" 2>&1
+	"$CTL" -s "$R/a.sock" show links -o all >"$RXE_OUT/a-links.log" 2>&1
 	rxe_signal moved
 	expect_stat a smc_out_echoed $N
 	expect_stat a smc_out_proposals $N
 	expect_stat a smc_out_accepts $N
-	expect_stat a smc_out_decline_nodev $N
-	expect_stat a smc_out_tcp $N
-	if logged a "rule=k peer=$RXE_PEER_IP:$PORT dialect=smc-r client=127.0.0.1:[0-9]+ transport=tcp decline=NOSMCRDEV connected=yes"; then
-		ok "a's connection log names the kernel server, the dialect and our DECLINE"
+	expect_stat a smc_out_confirms $N
+	expect_stat a smc_out_lgrs $N
+	expect_stat a smc_out_rdma $N
+	expect_stat a smc_out_tcp 0
+	if logged a "rule=k peer=$RXE_PEER_IP:$PORT dialect=smc-r client=127.0.0.1:[0-9]+ transport=rdma"; then
+		ok "a's connection log names the kernel server, the dialect and transport=rdma"
 	else
-		bad "a's connection log lacks dialect=smc-r ... decline=NOSMCRDEV"
+		bad "a's connection log lacks dialect=smc-r ... transport=rdma"
 	fi
 	sed -i "s/ueids = \[ \"$RXE_KSMC_UEID\" \]/ueids = [ \"NOT-THE-LAB\" ]/" "$R/a.conf"
 	"$CTL" -s "$R/a.sock" reload >/dev/null || bad "reload refused"
 	xfer_ok "an EID b's kernel does not serve: it declines, the data verifies as TCP" \
 		-n 1 -b 256K -T 60
 	expect_stat a smc_out_declines_received 1
+	expect_stat a smc_out_tcp 1
 	rxe_signal eid-done
 	daemon_stop a || bad "a did not stop cleanly"
 fi
