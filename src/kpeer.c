@@ -19,19 +19,22 @@
  *   - no echo: plain TCP.
  *
  * Export side over SMC-R: a PROPOSAL that passes gets the export's
- * target connected, then a link group of its own (first contact:
- * session_rdma.c, lgr.c's standard groups) and our ACCEPT; the client's
- * CONFIRM connects the QPs, CONFIRM_LINK (LLC v2) brings the link up and
- * the connection relays over RDMA, its TCP connection kept open and
- * silent as the kernel expects.
+ * target connected, then a place on the link group we have with that
+ * client (its system id and GID) or one of its own (first contact:
+ * session_rdma.c, lgr.c's standard groups), and our ACCEPT; the client's
+ * CONFIRM connects the QPs of a new group, CONFIRM_LINK (LLC v2) brings
+ * its link up, and the connection relays over RDMA, its TCP connection
+ * kept open and silent as the kernel expects.
+ *
+ * Rule side over SMC-R: the server's ACCEPT (first contact, or a group of
+ * ours it names by its QP) gets our CONFIRM, and the relay starts once
+ * the link is up.
  *
  * Otherwise the connection is declined to TCP (the kernel's diagnosis
  * codes, counted by reason) and then relayed as a fallback connection is
  * (fallback.c); the kernel peer goes on as TCP on the very connection, as
- * the protocol intends.  The rule side declines every ACCEPT still:
- * NOSMCRDEV for a first contact.  Kernel peers are not authenticated
- * (smcproxyd(8), SECURITY): nothing here trusts what they say beyond the
- * checks.
+ * the protocol intends.  Kernel peers are not authenticated (smcproxyd(8),
+ * SECURITY): nothing here trusts what they say beyond the checks.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -58,7 +61,9 @@ struct kpeer_hs {
 	/* export side over SMC-R: what the PROPOSAL asked for, kept for
 	 * our ACCEPT */
 	bool rdma;
+	bool first; /* our ACCEPT said first contact */
 	uint8_t eid[SCLC_EID_LEN];
+	uint8_t gid[16]; /* the client's RoCE v2 GID */
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
@@ -223,6 +228,7 @@ kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
 	hs->rdma = true;
 	memcpy(hs->eid, eid, sizeof(hs->eid));
 	memcpy(hs->sysid, p->system_id, sizeof(hs->sysid));
+	memcpy(hs->gid, p->roce_gid, sizeof(hs->gid));
 	hs->release = p->release >= SCLC_RELEASE_1 ? SCLC_RELEASE_1 : 0;
 	hs->max_conns = hs->release ? p->max_conns : CLC_MAX_CONNS_MAX;
 	session_want(s, 0, EV_READ, false);
@@ -267,6 +273,9 @@ kpeer_rdma_ours(const struct session_rdma_std *me, struct sclc_accept_info *a)
 	a->alert_token = me->token;
 	a->rmbe_size = me->rmbe_size;
 	a->rmb_vaddr = me->rmb_vaddr;
+	a->first_contact = me->first_contact;
+	if (!me->first_contact)
+		return; /* no first-contact extension */
 	a->direct = true;
 	a->os_type = SCLC_OS_LINUX;
 	kpeer_hostname(a->hostname);
@@ -292,16 +301,20 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
 }
 
 /*
- * Export side: the target answered; the client gets a link group of its
- * own (first contact) and our ACCEPT: our QP, its RMB element and token,
- * the EID it proposed that we serve, release 1 limits with one link (no
- * ADD_LINK to wait for).  Then its CONFIRM is owed.  With no group to
- * give (no device for the address, no buffers), a DECLINE: TCP.
+ * Export side: the target answered; the client joins the group we have
+ * with it (same system id and GID, room left) or gets one of its own
+ * (first contact), and our ACCEPT: our QP, its RMB element and token, the
+ * EID it proposed that we serve, for a new group release 1 limits with
+ * one link (no ADD_LINK to wait for).  Then its CONFIRM is owed.  With no
+ * group to give (no device for the address, no buffers), a DECLINE: TCP.
+ * Our RMB element needs no CONFIRM_RKEY on a group of one link: the
+ * ACCEPT's rkey is the one for it.
  */
 static void
 kpeer_rdma_accept(struct session *s)
 {
 	struct kpeer_hs *hs = s->shs;
+	struct session_rdma_std_want want;
 	struct session_rdma_std me;
 	struct sclc_accept_info a;
 	uint8_t msg[SCLC_ACCEPT_FC_LEN];
@@ -321,16 +334,22 @@ kpeer_rdma_accept(struct session *s)
 		return;
 	}
 	local.len = len;
-	code = session_rdma_std_open(s, &local, hs->sysid, hs->max_conns, &me);
+	memset(&want, 0, sizeof(want));
+	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
+	memcpy(want.gid, hs->gid, sizeof(want.gid));
+	want.max_conns = hs->max_conns;
+	want.join = want.create = true;
+	code = session_rdma_std_open(s, &local, &want, &me);
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
 			      false);
 		return;
 	}
+	hs->first = me.first_contact;
 	kpeer_rdma_ours(&me, &a);
 	memcpy(a.eid, hs->eid, sizeof(a.eid));
-	a.release = hs->release;
-	if (hs->release) {
+	a.release = hs->first ? hs->release : 0;
+	if (a.release) {
 		a.max_conns = me.max_conns;
 		a.max_links = CLC_MAX_LINKS_MIN;
 	}
@@ -364,7 +383,7 @@ kpeer_rdma_confirmed(struct session *s)
 	uint32_t code = 0;
 
 	if (sclc_confirm_decode(hs->buf, hs->len, &c, &code) != 0 ||
-	    !c.first_contact || !kpeer_gid_of(c.gid, &s->addr[0])) {
+	    c.first_contact != hs->first || !kpeer_gid_of(c.gid, &s->addr[0])) {
 		kpeer_malformed(s, "a CONFIRM we cannot take");
 		return;
 	}
@@ -374,6 +393,10 @@ kpeer_rdma_confirmed(struct session *s)
 	code = session_rdma_std_confirm(s, &peer);
 	if (code != 0) {
 		session_close(s, SESSION_LINK_FAILED);
+		return;
+	}
+	if (!hs->first) {
+		session_rdma_std_start(s); /* the link is up already */
 		return;
 	}
 	session_timer_ms(s, KPEER_CLC_WAIT_MS);
@@ -421,16 +444,19 @@ kpeer_proposal(struct session *s)
 }
 
 /*
- * Rule side: the server's ACCEPT said first contact.  A link group of our
- * own (client role) with our QP connected to its, our RMB element
+ * Rule side: the server's ACCEPT.  First contact: a link group of our own
+ * (client role) with our QP connected to its, our RMB element
  * registered, and our CONFIRM with the same release and limits; the
  * server then sends CONFIRM_LINK on the new link, and the relay starts
- * once we answered it (session_rdma.c).  No group to give: a DECLINE, and
- * TCP.
+ * once we answered it (session_rdma.c).  Otherwise it names the group of
+ * ours it chose by its QP: our CONFIRM, and the relay starts at once.  No
+ * group to give: a DECLINE, and TCP; a group we do not have: SYNCERR with
+ * the first-contact bit (the server then ends that group).
  */
 static void
 kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 {
+	struct session_rdma_std_want want;
 	struct session_rdma_std me, peer;
 	struct sclc_accept_info c;
 	uint8_t msg[SCLC_CONFIRM_MAX];
@@ -445,12 +471,22 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 		return;
 	}
 	local.len = len;
-	code = session_rdma_std_open(
-		s, &local, a->system_id,
-		a->release ? a->max_conns : CLC_MAX_CONNS_MAX, &me);
+	memset(&want, 0, sizeof(want));
+	memcpy(want.sysid, a->system_id, sizeof(want.sysid));
+	memcpy(want.gid, a->gid, sizeof(want.gid));
+	want.qpn = a->qpn;
+	want.max_conns = a->release ? a->max_conns : CLC_MAX_CONNS_MAX;
+	want.join = !a->first_contact;
+	want.create = a->first_contact;
+	code = session_rdma_std_open(s, &local, &want, &me);
 	kpeer_rdma_theirs(a, &peer);
 	if (code == 0 && (code = session_rdma_std_confirm(s, &peer)) != 0)
 		session_rdma_std_drop(s);
+	if (code == CLC_DECL_SYNCERR) {
+		kpeer_decline(s, code, STAT_smc_out_decline_sync, SCLC_VERSION,
+			      true);
+		return;
+	}
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_out_decline_nodev, SCLC_VERSION,
 			      false);
@@ -461,12 +497,14 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	if (a->mtu < c.mtu)
 		c.mtu = a->mtu;
 	memcpy(c.eid, a->eid, sizeof(c.eid));
-	c.direct = a->direct;
-	c.release = a->release;
-	c.max_conns = a->max_conns;
-	c.max_links = a->max_links;
-	c.gid_cnt = 1;
-	memcpy(c.gids[0], me.qp.gid, sizeof(c.gids[0]));
+	if (a->first_contact) {
+		c.direct = a->direct;
+		c.release = a->release;
+		c.max_conns = a->max_conns;
+		c.max_links = a->max_links;
+		c.gid_cnt = 1;
+		memcpy(c.gids[0], me.qp.gid, sizeof(c.gids[0]));
+	}
 	n = sclc_confirm_encode(msg, sizeof(msg), &c);
 	if (n < 0 ||
 	    send(s->fd[1], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
@@ -475,16 +513,18 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	}
 	STATS_INC(worker_stats(s->w), smc_out_confirms);
 	session_want(s, 1, EV_READ, false);
+	if (!a->first_contact) {
+		session_rdma_std_start(s); /* the link is up already */
+		return;
+	}
 	session_timer_ms(s, KPEER_CLC_WAIT_MS);
 }
 
 /*
- * Rule side: the server's ACCEPT.  A first contact gets our CONFIRM
- * (kpeer_rdma_confirm).  Otherwise we send a DECLINE, as a kernel client
- * does when it cannot go on: an ACCEPT that names a link group we do not
- * have SYNCERR with the first-contact bit (the server then ends that
- * group), one whose RoCE v2 GID is not the address we connected to
- * NOROUTE, one that does not decode with its code.
+ * Rule side: the server's ACCEPT gets our CONFIRM (kpeer_rdma_confirm),
+ * or a DECLINE, as a kernel client does when it cannot go on: one whose
+ * RoCE v2 GID is not the address we connected to NOROUTE, one that does
+ * not decode with its code.
  */
 static void
 kpeer_accepted(struct session *s)
@@ -497,9 +537,6 @@ kpeer_accepted(struct session *s)
 	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0)
 		kpeer_decline(s, code, STAT_smc_out_decline_bad, SCLC_VERSION,
 			      false);
-	else if (!a.first_contact)
-		kpeer_decline(s, CLC_DECL_SYNCERR, STAT_smc_out_decline_sync,
-			      SCLC_VERSION, true);
 	else if (!kpeer_gid_of(a.gid, &s->addr[1]))
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
 			      SCLC_VERSION, false);
@@ -655,11 +692,10 @@ kpeer_propose(struct session *s)
 	 * that has a link group with this host's kernel SMC-R takes us for
 	 * that peer and ACCEPTs us into its group; our SYNCERR then ends the
 	 * group and the server resets the connection (340-ksmc-target
-	 * after 310 saw it).  One per connection: each gets a first contact,
-	 * a group of its own, as joining one (CONFIRM_RKEY first) is not
-	 * built on this side yet.
+	 * after 310 saw it).  The worker's: a group the server names in its
+	 * ACCEPT is then one of this worker's.
 	 */
-	auth_nonce(rnd);
+	session_rdma_std_system_id(s, rnd);
 	memcpy(p->system_id, rnd, sizeof(p->system_id));
 	p->typev1 = SCLC_TYPE_N;
 	p->typev2 = SCLC_TYPE_R;

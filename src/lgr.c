@@ -1511,6 +1511,45 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	return lgr;
 }
 
+/*
+ * An active standard group of role with the kernel peer sysid whose link
+ * reaches the peer's GID (and its QP qpn, unless 0), with room for one
+ * more connection: one a new connection may join.  NULL if none.
+ */
+struct lgr *
+lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
+	     const uint8_t gid[16], uint32_t qpn)
+{
+	const struct lgr_link *link;
+	struct lgr *lgr;
+
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+		link = &lgr->link[0];
+		if (lgr->std && lgr->role == role &&
+		    lgr->state == LGR_STATE_ACTIVE &&
+		    lgr->nconns < lgr->max_conns &&
+		    link->state == LGR_LINK_ACTIVE &&
+		    memcmp(lgr->peer_system_id, sysid,
+			   sizeof(lgr->peer_system_id)) == 0 &&
+		    memcmp(link->peer.gid, gid, sizeof(link->peer.gid)) == 0 &&
+		    (qpn == 0 || link->peer.qpn == qpn))
+			return lgr;
+	}
+	return NULL;
+}
+
+/*
+ * Our system id towards kernel peers: one per worker, since a kernel
+ * server matches groups by it and the GID, and a group it names in an
+ * ACCEPT must be on the worker whose connection it answers.
+ */
+void
+lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8])
+{
+	memcpy(out, ctx->system_id, sizeof(ctx->system_id));
+	out[7] ^= (uint8_t)((ctx->w != NULL ? worker_id(ctx->w) : 0) + 1);
+}
+
 /* The connections lgr may hold (negotiated). */
 uint8_t
 lgr_max_conns(const struct lgr *lgr)
@@ -1530,7 +1569,7 @@ void
 lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp, uint8_t sysid[8])
 {
 	*qp = lgr->link[0].local;
-	memcpy(sysid, lgr->ctx->system_id, sizeof(lgr->ctx->system_id));
+	lgr_std_system_id(lgr->ctx, sysid);
 }
 
 /*
@@ -1906,6 +1945,17 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 			  &m, &why) == 0) {
 		token = m.token;
 		c = lgr_conn_find(lgr, token);
+		/* a kernel peer's, before its relay starts: kept for it */
+		if (c != NULL && c->rc == NULL && lgr->std &&
+		    len == CDC_MSG_LEN &&
+		    (c->early_len == 0 ||
+		     cdc_seq_newer(m.seqno,
+				   be16toh(((const struct cdc_msg *)c->early)
+						   ->seqno)))) {
+			memcpy(c->early, msg, CDC_MSG_LEN);
+			c->early_len = CDC_MSG_LEN;
+			return;
+		}
 		/* before its relay starts, or crossing our close (tokens
 		 * are never handed out twice) */
 		if (c != NULL ? c->rc == NULL : token <= lgr->ctx->last_token)
@@ -1919,6 +1969,29 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	snprintf(buf, sizeof(buf), "%s (token %u, link %u)",
 		 why != NULL ? why : "bad CDC", token, link->id);
 	lgr_protocol_error(lgr, buf);
+}
+
+/*
+ * c's relay has started (c->rc set): the CDC a kernel peer sent before
+ * it, if any, is taken now, as it would have been on arrival.
+ */
+void
+lgr_conn_replay(struct lgr_conn *c)
+{
+	struct cdc_info m;
+	const char *why = NULL;
+	char buf[80];
+	size_t len = c->early_len;
+
+	c->early_len = 0;
+	if (len == 0 || c->rc == NULL || c->lgr == NULL)
+		return;
+	if (cdc_msg_check(c->early, len, 0, &m, &why) == 0 &&
+	    rx_cdc_recv(c->rc, &m, c->early + CDC_MSG_LEN, &why) == 0)
+		return;
+	snprintf(buf, sizeof(buf), "%s (token %u)",
+		 why != NULL ? why : "bad CDC", c->token);
+	lgr_protocol_error(c->lgr, buf);
 }
 
 /* ---- what llc.c reports ---- */

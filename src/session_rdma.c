@@ -421,33 +421,43 @@ static void session_rdma_relay_start(struct session_rdma *sr,
  */
 uint32_t
 session_rdma_std_open(struct session *s, const struct addr *local,
-		      const uint8_t sysid[8], uint8_t max_conns,
+		      const struct session_rdma_std_want *want,
 		      struct session_rdma_std *out)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	const struct conf_rdma *r = &s->conf->rdma;
+	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
+							    LGR_ROLE_SERVER;
 	struct session_rdma *sr;
 	const struct dev_mr *mr;
-	struct lgr *lgr;
+	struct lgr *lgr = NULL;
 	uint32_t code = CLC_DECL_NOSMCRDEV;
+	bool joined;
 	int rc;
 
 	if (srw == NULL)
 		return CLC_DECL_NOSMCRDEV;
-	lgr = lgr_std_new(srw->ctx,
-			  s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
-							 LGR_ROLE_SERVER,
-			  sysid, max_conns, local, &code);
+	if (want->join)
+		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
+				   want->qpn);
+	joined = lgr != NULL;
+	if (lgr == NULL && !want->create)
+		return CLC_DECL_SYNCERR;
+	if (lgr == NULL)
+		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->max_conns,
+				  local, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL) {
-		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		if (!joined)
+			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 		return CLC_DECL_MEM;
 	}
 	sr->std = true;
 	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
-	rc = lgr_conn_add_first(lgr, &sr->lc);
+	rc = joined ? lgr_conn_add(lgr, &sr->lc) :
+		      lgr_conn_add_first(lgr, &sr->lc);
 	if (rc == 0)
 		rc = session_rdma_charge(sr, lgr_peer(lgr),
 					 (size_t)r->sndbuf + (size_t)r->rmb);
@@ -462,20 +472,24 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	    session_rdma_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
 		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
 		lgr_conn_del(&sr->lc);
-		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+		if (!joined)
+			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 		session_rdma_free(sr);
 		return CLC_DECL_MEM;
 	}
 	s->rdma = sr;
 	memset(out, 0, sizeof(*out));
+	out->first_contact = !joined;
 	lgr_std_local(lgr, &out->qp, out->system_id);
 	out->token = sr->lc.token;
 	out->rmb_rkey = mr->rkey;
 	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	out->max_conns = (uint8_t)lgr_max_conns(lgr);
-	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: lgr %u, token %u",
-		  session_rdma_id(sr),
+	if (joined)
+		STATS_INC(worker_stats(s->w), smc_lgr_joins);
+	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: %s lgr %u, token %u",
+		  session_rdma_id(sr), joined ? "joins" : "new",
 		  s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name,
@@ -488,7 +502,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
  * The kernel peer's CONFIRM (export side) or ACCEPT (rule side): its QP,
  * token and RMB element.  Our QP connects to its; CONFIRM_LINK goes out
  * or is awaited; the relay starts once the link is up
- * (session_rdma_std_up).  0, or the CLC_DECL_* code the group failed
+ * (session_rdma_std_start).  0, or the CLC_DECL_* code the group failed
  * with.
  */
 uint32_t
@@ -502,7 +516,24 @@ session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
 	sr->peer_rmb.rkey = peer->rmb_rkey;
 	sr->peer_rmb.vaddr = peer->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (peer->rmbe_size + 14);
+	if (lgr_is_active(sr->lc.lgr))
+		return 0; /* joined: session_rdma_std_start now */
 	return lgr_std_peer(sr->lc.lgr, &peer->qp);
+}
+
+/* Our system id towards kernel peers (the worker's; random without). */
+void
+session_rdma_std_system_id(struct session *s, uint8_t out[8])
+{
+	struct session_rdma_worker *srw = worker_rdma(s->w);
+	unsigned char rnd[AUTH_NONCE_LEN];
+
+	if (srw != NULL) {
+		lgr_std_system_id(srw->ctx, out);
+		return;
+	}
+	auth_nonce(rnd);
+	memcpy(out, rnd, 8);
 }
 
 /*
@@ -521,29 +552,26 @@ session_rdma_std_drop(struct session *s)
 	s->rdma = NULL;
 	lgr_conn_del(&sr->lc);
 	session_rdma_free(sr);
-	if (lgr != NULL)
+	/* a group set up for it goes; one it joined stays */
+	if (lgr != NULL && !lgr_is_active(lgr))
 		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 }
 
 /*
- * The first link of a kernel peer's group is up: its connection (the one
- * whose CLC set it up) relays from here, in RDMA mode.
+ * A kernel peer's connection relays from here, in RDMA mode, on link:
+ * the link came up (the connection set its group up) or the CLC that
+ * joined an active group is through.  s may be gone on return.
  */
-static void
-session_rdma_std_up(struct lgr *lgr, struct lgr_link *link)
+void
+session_rdma_std_start(struct session *s)
 {
-	struct session_rdma *sr = NULL;
-	struct lgr_conn *c;
-	struct session *s;
+	struct session_rdma *sr = s->rdma;
+	struct lgr_link *link = sr != NULL ? sr->lc.link : NULL;
 
-	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
-		if (((struct session_rdma *)c->arg)->rc == NULL) {
-			sr = c->arg;
-			break;
-		}
-	if (sr == NULL || sr->closing)
+	if (sr == NULL || sr->closing || sr->rc != NULL || link == NULL) {
+		session_close(s, SESSION_LINK_FAILED);
 		return;
-	s = sr->s;
+	}
 	session_rdma_peer_rkey_set(sr, lgr_link_id(link), sr->peer_rmb.rkey);
 	session_rdma_told_set(sr, lgr_link_id(link));
 	kpeer_hs_free(s);
@@ -580,7 +608,14 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	if (lgr_is_std(lgr)) {
-		session_rdma_std_up(lgr, link);
+		/* the connection that set the group up (kpeer.c waits) */
+		for (c = lgr_conn_next(lgr, NULL); c != NULL;
+		     c = lgr_conn_next(lgr, c))
+			if (((struct session_rdma *)c->arg)->rc == NULL) {
+				session_rdma_std_start(
+					((struct session_rdma *)c->arg)->s);
+				break;
+			}
 		return;
 	}
 	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
@@ -1036,6 +1071,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
+	lgr_conn_replay(&sr->lc); /* may fail the connection: kick sees it */
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
 		  session_rdma_id(sr), lgr_id(lgr_link_group(link)),
 		  lgr_link_id(link),

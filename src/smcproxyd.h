@@ -1032,6 +1032,11 @@ struct lgr_conn {
 	struct rconn *rc;  /* where its CDCs go; NULL: dropped */
 	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
 	void *arg;
+	/* standard dialect: the newest CDC that came before rc was set (a
+	 * kernel client writes once its CONFIRM went, maybe before we read
+	 * it); lgr_conn_replay hands it over.  0: none */
+	uint8_t early[CDC_MSG_LEN];
+	size_t early_len;
 };
 
 /* What the data path (session_rdma.c) hears of a context's groups. */
@@ -1099,7 +1104,12 @@ struct dev_qp_addr;
 void lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp,
 		   uint8_t sysid[8]);
 uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
+struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
+			 const uint8_t sysid[8], const uint8_t gid[16],
+			 uint32_t qpn);
+void lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
 void lgr_conn_del(struct lgr_conn *c);
+void lgr_conn_replay(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);
 int lgr_links_active(const struct lgr *lgr);
@@ -1185,6 +1195,7 @@ void session_rdma_json(const struct session *s, void *json_obj);
  * a connection as its ACCEPT or CONFIRM names it.
  */
 struct session_rdma_std {
+	bool first_contact;    /* a new group; else one the peer has */
 	struct dev_qp_addr qp; /* the link's QP */
 	uint8_t system_id[8];
 	uint32_t token; /* alert token */
@@ -1193,12 +1204,22 @@ struct session_rdma_std {
 	uint8_t rmbe_size;  /* compressed */
 	uint8_t max_conns;  /* ours: the group's, negotiated */
 };
+/* Which group a connection with a kernel peer may go on. */
+struct session_rdma_std_want {
+	uint8_t sysid[8];  /* the peer's system id */
+	uint8_t gid[16];   /* the peer's RoCE v2 GID */
+	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
+	uint8_t max_conns; /* a new group's, as the CLC negotiated */
+	bool join, create; /* one we have, a new one */
+};
 uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
-			       const uint8_t sysid[8], uint8_t max_conns,
+			       const struct session_rdma_std_want *want,
 			       struct session_rdma_std *out);
+void session_rdma_std_system_id(struct session *s, uint8_t out[8]);
 uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);
+void session_rdma_std_start(struct session *s);
 int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
 			    enum session_reason *why);
 /* resume.c: the client handshake's outcome for a resume (fallback.c) */

@@ -138,6 +138,9 @@
 	  "smc_listen connections relayed over SMC-R link groups")             \
 	X(smc_lgrs, COUNTER, "link groups",                                    \
 	  "link groups set up with kernel SMC-R peers (first contact)")        \
+	X(smc_lgr_joins, COUNTER, "connections",                               \
+	  "connections with kernel SMC-R peers on a link group they had "      \
+	  "already (either role)")                                             \
 	X(smc_opt_echoed, COUNTER, "connections",                              \
 	  "smc_listen connections whose SYN carried the SMC-R option, "        \
 	  "echoed: a CLC PROPOSAL was owed")                                   \
@@ -175,8 +178,8 @@
 	  "declined NOROUTE: the client's RoCE v2 GID is not the address "     \
 	  "it connected from")                                                 \
 	X(smc_decline_nodev, COUNTER, "handshakes",                            \
-	  "declined NOSMCRDEV: a good PROPOSAL, but standard-dialect link "    \
-	  "groups are not served yet")                                         \
+	  "declined NOSMCRDEV or MEM: a good PROPOSAL, but no RDMA device "    \
+	  "for its address or no buffers left")                                \
 	X(smc_clc_malformed, COUNTER, "handshakes",                            \
 	  "smc_listen connections reset: no CLC message where the option "     \
 	  "promised one")                                                      \
@@ -208,8 +211,8 @@
 	X(smc_out_declines_received, COUNTER, "handshakes",                    \
 	  "CLC DECLINEs kernel SMC-R servers answered our PROPOSALs with")     \
 	X(smc_out_decline_nodev, COUNTER, "handshakes",                        \
-	  "declined NOSMCRDEV to a server: standard-dialect link groups "      \
-	  "are not served yet (or NOUEID: no ueids to offer)")                 \
+	  "declined to a server: no RDMA device or buffers for its ACCEPT, "   \
+	  "NOSMCRDEV over IPv6, NOUEID without ueids")                         \
 	X(smc_out_decline_sync, COUNTER, "handshakes",                         \
 	  "declined SYNCERR: the server's ACCEPT named a link group we do "    \
 	  "not have")                                                          \

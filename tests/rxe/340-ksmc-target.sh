@@ -14,6 +14,9 @@
 #     relays and no TCP one; b's kernel counts 16 SMC-Rv2 server
 #     connections and no fallback; rxe0 on b sent and received about the
 #     bytes / MTU packets each way, TCP only the handshakes;
+#   - then 200 short connections one after another, each verified: b's
+#     kernel puts each on the link group it has with a (an ACCEPT without
+#     first contact naming our QP): a counts 200 joins, no new group;
 #   - after a reload whose ueids lack the lane's EID, b's kernel declines
 #     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +30,7 @@ PORT=16560
 PORT_RULE=16561
 OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
+SHORT=${SHORT:-200}
 fail=0
 
 [ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
@@ -66,6 +70,13 @@ if [ "$RXE_HOST" = b ]; then
 	else
 		bad "TCP on b: +$tcp segments sent: the bytes went over TCP"
 	fi
+	rxe_await short-done 600 || bad "a's short connections did not end"
+	s=$(($(ksmc_stat srv_v2_succ) - succ))
+	if [ "$s" = $((N + SHORT)) ]; then
+		ok "b's kernel counts $SHORT more SMC-Rv2 server connections"
+	else
+		bad "b's kernel: srv_v2_succ +$s, want $((N + SHORT))"
+	fi
 	rxe_await eid-done 120 || bad "a's connection after the reload did not end"
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null
@@ -90,7 +101,13 @@ EOF
 	expect_stat a smc_out_proposals $N
 	expect_stat a smc_out_accepts $N
 	expect_stat a smc_out_confirms $N
-	expect_stat a smc_out_lgrs $N
+	# the server decides: first contact, or the group it has with us
+	g=$(rxe_stat a smc_out_lgrs) j=$(rxe_stat a smc_lgr_joins)
+	if [ "$g" -ge 1 ] && [ $((g + j)) = $N ]; then
+		ok "a: $N connections on $g link groups ($j joined one)"
+	else
+		bad "a: smc_out_lgrs $g + smc_lgr_joins $j, want $N"
+	fi
 	expect_stat a smc_out_rdma $N
 	expect_stat a smc_out_tcp 0
 	if logged a "rule=k peer=$RXE_PEER_IP:$PORT dialect=smc-r client=127.0.0.1:[0-9]+ transport=rdma"; then
@@ -98,6 +115,25 @@ EOF
 	else
 		bad "a's connection log lacks dialect=smc-r ... transport=rdma"
 	fi
+	lgrs=$(rxe_stat a smc_out_lgrs)
+	i=0 failed=0
+	while [ $i -lt "$SHORT" ]; do
+		"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 16K -T 30 \
+			>"$RXE_OUT/xfer-short.out" 2>&1 || {
+			failed=$((failed + 1))
+			cp "$RXE_OUT/xfer-short.out" "$RXE_OUT/xfer-short-$i.out"
+		}
+		i=$((i + 1))
+	done
+	if [ "$failed" = 0 ]; then
+		ok "$SHORT short connections one after another verified"
+	else
+		bad "$SHORT short connections: $failed failed: $(cat "$RXE_OUT"/xfer-short-*.out 2>/dev/null | tail -4)"
+	fi
+	expect_stat a smc_lgr_joins $((j + SHORT))
+	expect_stat a smc_out_lgrs "$lgrs"
+	expect_stat a smc_out_rdma $((N + SHORT))
+	rxe_signal short-done
 	sed -i "s/ueids = \[ \"$RXE_KSMC_UEID\" \]/ueids = [ \"NOT-THE-LAB\" ]/" "$R/a.conf"
 	"$CTL" -s "$R/a.sock" reload >/dev/null || bad "reload refused"
 	xfer_ok "an EID b's kernel does not serve: it declines, the data verifies as TCP" \

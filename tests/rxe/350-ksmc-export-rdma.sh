@@ -13,7 +13,11 @@
 #     TCP only the handshakes;
 #   - b counts N ACCEPTs, N link groups and N connections relayed over
 #     RDMA, none as TCP; show lgrs names the dialect;
-#   - the connection log names the dialect and transport=rdma.
+#   - the connection log names the dialect and transport=rdma;
+#   - then 200 short connections one after another, each verified: each
+#     joins the link group the client has with b (no ACCEPT with first
+#     contact: b counts 200 joins and no new group), over RDMA.
+# SHORT=n for fewer of them (a quick look).
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -25,6 +29,7 @@ PORT=16560
 PORT_T=16561
 OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=${KSMC_N:-16}
+SHORT=${SHORT:-200}
 SIZE_ARG=${KSMC_SIZE:-4M}
 SIZE=$(($(echo "$SIZE_ARG" | tr -d M) * 1048576))
 fail=0
@@ -51,7 +56,13 @@ EOF
 	expect_stat b smc_conns $N
 	expect_stat b smc_accepts $N
 	expect_stat b smc_confirms $N
-	expect_stat b smc_lgrs $N
+	# concurrent first PROPOSALs each get a group; later ones join
+	g=$(rxe_stat b smc_lgrs) j=$(rxe_stat b smc_lgr_joins)
+	if [ "$g" -ge 1 ] && [ $((g + j)) = $N ]; then
+		ok "b: $N connections on $g link groups ($j joined one)"
+	else
+		bad "b: smc_lgrs $g + smc_lgr_joins $j, want $N"
+	fi
 	expect_stat b smc_conns_rdma $N
 	expect_stat b smc_conns_tcp 0
 	if grep -q "smc-r" "$RXE_OUT/b-lgrs.log"; then
@@ -64,6 +75,13 @@ EOF
 	else
 		bad "b's connection log lacks dialect=smc-r ... transport=rdma"
 	fi
+	lgrs=$(rxe_stat b smc_lgrs)
+	rxe_signal b-counted
+	rxe_await short-done 600 || bad "a's short connections did not end"
+	expect_stat b smc_lgr_joins $((j + SHORT))
+	expect_stat b smc_lgrs "$lgrs"
+	expect_stat b smc_conns_rdma $((N + SHORT))
+	expect_stat b smc_conns_tcp 0
 	daemon_stop b || bad "b did not stop cleanly"
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null
@@ -101,6 +119,24 @@ else
 		bad "TCP on a: +$tcp segments sent: the bytes went over TCP"
 	fi
 	rxe_signal moved
+	rxe_await b-counted 120 || bad "b did not count"
+	succ=$(ksmc_stat clnt_v2_succ)
+	i=0 failed=0
+	while [ $i -lt "$SHORT" ]; do
+		ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n 1 -b 16K -T 30 \
+			>"$RXE_OUT/xfer-short.out" 2>&1 || {
+			failed=$((failed + 1))
+			cp "$RXE_OUT/xfer-short.out" "$RXE_OUT/xfer-short-$i.out"
+		}
+		i=$((i + 1))
+	done
+	s=$(($(ksmc_stat clnt_v2_succ) - succ))
+	if [ "$failed" = 0 ] && [ "$s" = "$SHORT" ]; then
+		ok "$SHORT short connections one after another verified, each SMC-Rv2 (clnt_v2_succ +$s)"
+	else
+		bad "$SHORT short connections: $failed failed, clnt_v2_succ +$s: $(cat "$RXE_OUT"/xfer-short-*.out 2>/dev/null | tail -4)"
+	fi
+	rxe_signal short-done
 fi
 "$SMCNL" stats >"$RXE_OUT/smc-stats.log" 2>&1
 rxe_barrier end-export-rdma 120 || bad "the hosts are out of step at the end"
