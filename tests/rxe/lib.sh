@@ -584,6 +584,7 @@ peer_listen: { address = "$RXE_IP0:$PORT_B"; };
 peers = ( { name = "a"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; ${RXE_PEER_EXTRA:-} } );
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T"; peers = [ "a" ]; }${3:-} );
 rdma: { $1 };
+${RXE2_SECTIONS:-}
 EOF
 	else
 		cat >"$R/a.conf" <<EOF
@@ -592,11 +593,13 @@ peers = ( { name = "b"; address = "$RXE_PEER_IP:$PORT_B"; key_file = "$R/psk"; $
 rules = ( { name = "x"; listen = "127.0.0.1:$PORT_RULE"; peer = "b";
             export = "x"; }${2:-} );
 rdma: { $1 };
+${RXE2_SECTIONS:-}
 EOF
 	fi
 }
 
-# (RXE2_GLOBAL: more keys for both daemons' smcproxyd section)
+# (RXE2_GLOBAL: more keys for both daemons' smcproxyd section;
+# RXE2_SECTIONS: more sections for both files)
 rxe2_pair_start() {
 	if [ "$RXE_HOST" = b ]; then
 		head -c 48 /dev/urandom >"$R/psk" && chmod 600 "$R/psk" &&
