@@ -537,6 +537,8 @@ kpeer_accepted(struct session *s)
 	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0)
 		kpeer_decline(s, code, STAT_smc_out_decline_bad, SCLC_VERSION,
 			      false);
+	else if (!a.first_contact) /* SYNCERR unless it names a group of ours */
+		kpeer_rdma_confirm(s, &a);
 	else if (!kpeer_gid_of(a.gid, &s->addr[1]))
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
 			      SCLC_VERSION, false);
@@ -653,8 +655,10 @@ kpeer_hs_new(struct session *s)
 
 /*
  * Rule side: the server echoed our option, so we owe it a PROPOSAL:
- * SMC-Rv2 only, as Linux 6.12 sends it (release 1, 255 connections, 2
- * links), our EIDs and the RoCE v2 GID of the address we connected from.
+ * SMC-Rv2 only, as Linux 6.12 sends it but for one link (release 1, 255
+ * connections, max_links 1: no ADD_LINK, whose v2 form our receive
+ * buffers lack), feature_mask 0, the worker's system id, our EIDs and
+ * the RoCE v2 GID of the address we connected from.
  * Without an EID to offer, or over IPv6 (the kernel proposes SMC-Rv2 on
  * IPv4 only), we decline at once instead.
  */

@@ -436,7 +436,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	int rc;
 
 	if (srw == NULL)
-		return CLC_DECL_NOSMCRDEV;
+		return want->create ? CLC_DECL_NOSMCRDEV : CLC_DECL_SYNCERR;
 	if (want->join)
 		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
 				   want->qpn);
@@ -489,12 +489,12 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (joined)
 		STATS_INC(worker_stats(s->w), smc_lgr_joins);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: %s lgr %u, token %u",
-		  session_rdma_id(sr), joined ? "joins" : "new",
+		  session_rdma_id(sr),
 		  s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name,
 		  s->role == SESSION_ROLE_RULE ? "server" : "client",
-		  lgr_id(lgr), sr->lc.token);
+		  joined ? "joins" : "new", lgr_id(lgr), sr->lc.token);
 	return 0;
 }
 
@@ -1791,6 +1791,34 @@ session_rdma_timeout(struct session *s)
 }
 
 /*
+ * A kernel peer's connection ends: the peer drops our RMB element's rkey
+ * from its group's table (255 entries: without this a group could carry
+ * no more than 255 connections in its life), as Linux does for its own
+ * at every close on a live group.  The element is deregistered when it
+ * is given back in any case (buf.c).
+ */
+static void
+session_rdma_std_delete_rkey(struct session_rdma *sr)
+{
+	struct lgr_link *link = sr->lc.link;
+	const struct dev_mr *mr;
+	struct llc_info m;
+
+	if (!sr->std || link == NULL || !lgr_link_is_active(link) ||
+	    sr->lc.lgr == NULL || !lgr_is_active(sr->lc.lgr))
+		return;
+	mr = session_rdma_mr(sr->srw, session_rdma_rmb(sr), link);
+	if (mr == NULL)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_DELETE_RKEY;
+	m.delete_rkey.num_rkeys = 1;
+	m.delete_rkey.rkey[0] = mr->rkey;
+	if (llc_send_detached(link, &m) == 0)
+		STATS_INC(worker_stats(sr->s->w), smc_delete_rkeys);
+}
+
+/*
  * s closes with reason: its connection leaves the group; unless it ended
  * normally the peer is told to reset (an abort).  The rconn goes when
  * its last CDC completed.
@@ -1809,10 +1837,15 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		(void)session_rdma_reject_send(
 			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
 			sr->peer_token, reason);
+	session_rdma_std_delete_rkey(sr);
 	if (sr->rc != NULL) {
 		if (reason != SESSION_CLIENT_FIN &&
 		    reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
 			tx_close(sr->rc, TX_CLOSE_ABORT);
+		else if (sr->std)
+			/* Linux's connection waits for peer_conn_closed to
+			 * leave its group (PEERFINCLOSEWAIT, PEERCLOSEWAIT2) */
+			tx_close(sr->rc, TX_CLOSE_CLOSED);
 		sr->lc.rc = NULL;
 		tx_conn_free(sr->rc);
 	}

@@ -138,6 +138,8 @@
 	  "smc_listen connections relayed over SMC-R link groups")             \
 	X(smc_lgrs, COUNTER, "link groups",                                    \
 	  "link groups set up with kernel SMC-R peers (first contact)")        \
+	X(smc_delete_rkeys, COUNTER, "messages",                               \
+	  "LLC DELETE_RKEYs sent to kernel SMC-R peers as connections ended")  \
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \

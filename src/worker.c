@@ -308,10 +308,14 @@ worker_revoke(struct worker *w, const struct conf *conf)
 		return;
 	for (lgr = lgr_next(ctx, NULL); lgr != NULL; lgr = lnext) {
 		lnext = lgr_next(ctx, lgr);
-		if (lgr_is_ending(lgr) || worker_peer_kept(conf, lgr_peer(lgr)))
+		/* a kernel peer's group stays while kernel_smc does */
+		if (lgr_is_ending(lgr) ||
+		    (lgr_is_std(lgr) ? conf->ksmc.enabled :
+				       worker_peer_kept(conf, lgr_peer(lgr))))
 			continue;
 		log_info("lgr %u: peer %s %s on reload: ending its link group",
 			 lgr_id(lgr), lgr_peer(lgr)->name,
+			 lgr_is_std(lgr) ? "(kernel_smc) removed" :
 			 conf_peer_find(conf, lgr_peer(lgr)->name) ? "changed" :
 								     "removed");
 		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);

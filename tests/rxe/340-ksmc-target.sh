@@ -14,9 +14,10 @@
 #     relays and no TCP one; b's kernel counts 16 SMC-Rv2 server
 #     connections and no fallback; rxe0 on b sent and received about the
 #     bytes / MTU packets each way, TCP only the handshakes;
-#   - then 200 short connections one after another, each verified: b's
+#   - then 300 short connections one after another, each verified: b's
 #     kernel puts each on the link group it has with a (an ACCEPT without
-#     first contact naming our QP): a counts 200 joins, no new group;
+#     first contact naming our QP): a counts 300 joins, no new group, and
+#     a DELETE_RKEY as each ends (a group's table holds 255 rkeys);
 #   - after a reload whose ueids lack the lane's EID, b's kernel declines
 #     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
 . "$(dirname "$0")/lib.sh"
@@ -30,7 +31,7 @@ PORT=16560
 PORT_RULE=16561
 OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
-SHORT=${SHORT:-200}
+SHORT=${SHORT:-300}
 fail=0
 
 [ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
@@ -133,6 +134,7 @@ EOF
 	expect_stat a smc_lgr_joins $((j + SHORT))
 	expect_stat a smc_out_lgrs "$lgrs"
 	expect_stat a smc_out_rdma $((N + SHORT))
+	expect_stat a smc_delete_rkeys $((N + SHORT))
 	rxe_signal short-done
 	sed -i "s/ueids = \[ \"$RXE_KSMC_UEID\" \]/ueids = [ \"NOT-THE-LAB\" ]/" "$R/a.conf"
 	"$CTL" -s "$R/a.sock" reload >/dev/null || bad "reload refused"

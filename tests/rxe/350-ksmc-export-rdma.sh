@@ -14,9 +14,11 @@
 #   - b counts N ACCEPTs, N link groups and N connections relayed over
 #     RDMA, none as TCP; show lgrs names the dialect;
 #   - the connection log names the dialect and transport=rdma;
-#   - then 200 short connections one after another, each verified: each
+#   - then 300 short connections one after another, each verified: each
 #     joins the link group the client has with b (no ACCEPT with first
-#     contact: b counts 200 joins and no new group), over RDMA.
+#     contact: b counts 300 joins and no new group), over RDMA; more than
+#     the 255 rkeys a group's table holds, so each connection's end must
+#     take its rkey off it again (DELETE_RKEY, counted).
 # SHORT=n for fewer of them (a quick look).
 . "$(dirname "$0")/lib.sh"
 
@@ -29,7 +31,7 @@ PORT=16560
 PORT_T=16561
 OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=${KSMC_N:-16}
-SHORT=${SHORT:-200}
+SHORT=${SHORT:-300}
 SIZE_ARG=${KSMC_SIZE:-4M}
 SIZE=$(($(echo "$SIZE_ARG" | tr -d M) * 1048576))
 fail=0
@@ -82,6 +84,7 @@ EOF
 	expect_stat b smc_lgrs "$lgrs"
 	expect_stat b smc_conns_rdma $((N + SHORT))
 	expect_stat b smc_conns_tcp 0
+	expect_stat b smc_delete_rkeys $((N + SHORT))
 	daemon_stop b || bad "b did not stop cleanly"
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null

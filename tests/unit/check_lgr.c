@@ -41,6 +41,7 @@ struct side {
 static struct event_base *base;
 static struct side A, B; /* A: daemon "a", the client; B: "b", the server */
 static struct lgr_timeouts tmo;
+static const char *side_extra = ""; /* more sections for side_init */
 
 /* ---- harness ---- */
 
@@ -56,9 +57,9 @@ side_init(struct side *s, const char *name, const char *peer, int ndev,
 		 "smcproxyd: { name = \"%s\"; workers = 1; };\n"
 		 "peers = ( { name = \"%s\"; address = \"%s\";"
 		 " insecure = true; any_source = true; } );\n"
-		 "rdma: { %s };\n",
+		 "rdma: { %s };\n%s",
 		 name, peer, peer_addr ? peer_addr : "127.0.0.1:17100",
-		 rdma ? rdma : "");
+		 rdma ? rdma : "", side_extra);
 	s->conf = conf_load_string(text, "test.conf", stderr);
 	ck_assert_ptr_nonnull(s->conf);
 	conf_hold(s->conf);
@@ -386,6 +387,100 @@ START_TEST(handshake_confirmed)
 	ck_assert_ptr_nonnull(json_object_get(o, "inline_wrs"));
 	json_decref(lgrs);
 	json_decref(links);
+}
+END_TEST
+
+static bool
+std_both_active(void)
+{
+	const struct lgr *la = lgr_of(&A), *lb = lgr_of(&B);
+
+	return la != NULL && lb != NULL && lgr_is_active(la) &&
+	       lgr_is_active(lb);
+}
+
+/*
+ * The standard dialect's groups (kernel SMC-R peers), set up as kpeer.c
+ * does once the CLC told each side the other's QP: the server's group
+ * and the client's, each with the connection of that CLC on it from the
+ * start, come up by CONFIRM_LINK in LLC v2's form (each side decodes
+ * only that on such a group), one link, no ADD_LINK; a second
+ * connection finds them (lgr_std_find) by system id, GID and QP; both
+ * are accounted to the kernel peers' pseudo-peer and named smc-r.
+ */
+START_TEST(std_groups_both_roles)
+{
+	struct lgr_conn ca, cb, ca2;
+	struct dev_qp_addr qa, qb;
+	struct addr any;
+	uint8_t sa[8], sb[8], zero[8] = {0};
+	struct lgr *la, *lb;
+	uint32_t decline = 0;
+	json_t *lgrs, *links;
+
+	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	side_extra = "";
+	memset(&any, 0, sizeof(any));
+	memset(&ca, 0, sizeof(ca));
+	memset(&cb, 0, sizeof(cb));
+	memset(&ca2, 0, sizeof(ca2));
+	/* the client's PROPOSAL (v2 only, as Linux: system id zero) */
+	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, 255, &any, &decline);
+	ck_assert_ptr_nonnull(lb);
+	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
+	ck_assert_uint_ne(cb.token, 0);
+	lgr_std_local(lb, &qb, sb);
+	/* B's ACCEPT: A's group with B, its QP connected, waiting */
+	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, 255, &any, &decline);
+	ck_assert_ptr_nonnull(la);
+	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
+	/* not before the group is active: only at its setup */
+	ck_assert_int_eq(lgr_conn_add_first(la, &ca2), -EINVAL);
+	lgr_std_local(la, &qa, sa);
+	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
+	/* A's CONFIRM: B connects and sends CONFIRM_LINK */
+	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
+	ck_assert(run_until(std_both_active, WAIT_MS));
+	ck_assert(lgr_is_std(la) && lgr_is_std(lb));
+	ck_assert_uint_eq(la->max_links, 1);
+	ck_assert_uint_eq(lb->max_links, 1);
+	ck_assert_str_eq(lgr_peer(la)->name, CONF_KSMC_PEER);
+	ck_assert_uint_eq(stat(&B, STAT_smc_lgrs), 1);
+	ck_assert_uint_eq(stat(&A, STAT_smc_out_lgrs), 1);
+	ck_assert_uint_eq(stat(&A, STAT_link_up), 1);
+	ck_assert_uint_eq(stat(&B, STAT_link_up), 1);
+	/* our system id towards kernel peers: the worker's, not zero */
+	ck_assert(memcmp(sa, zero, 8) != 0);
+	/* a later connection joins: the server by system id and GID, the
+	 * client by the QP the server's ACCEPT names */
+	ck_assert_ptr_eq(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0),
+			 lb);
+	ck_assert_ptr_eq(
+		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn), la);
+	ck_assert_ptr_null(
+		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn + 1));
+	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0));
+	ck_assert_int_eq(lgr_conn_add(la, &ca2), 0);
+	ck_assert_ptr_eq(lgr_conn_find(la, ca2.token), &ca2);
+	/* no ADD_LINK comes, no second link is tried */
+	run_for(3 * tmo.llc_wait_ms);
+	ck_assert_int_eq(lgr_links_active(la), 1);
+	ck_assert_int_eq(lgr_links_active(lb), 1);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	lgrs = json_array();
+	links = json_array();
+	lgr_json(B.ctx, lgrs, links);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(lgrs, 0), "dialect")),
+			 "smc-r");
+	json_decref(lgrs);
+	json_decref(links);
+	lgr_conn_del(&ca2);
+	lgr_conn_del(&ca);
+	lgr_conn_del(&cb);
 }
 END_TEST
 
@@ -1541,6 +1636,7 @@ lgr_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
+	tcase_add_test(tc, std_groups_both_roles);
 	tcase_add_test(tc, links_take_the_peers_path);
 	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);

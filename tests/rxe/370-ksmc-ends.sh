@@ -1,0 +1,146 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Two hosts on Linux 6.12 (ksmc.rxe): how connections with Linux kernel
+# SMC-R peers end, both roles, over RDMA.  Daemon b serves export x on
+# its smc_listen (a's kernel SMC-R client, xfer under smcpreload.so);
+# daemon a has rule k to b's kernel SMC-R server (xfer server under
+# smcpreload.so), no daemon in between:
+#   - half-close in both directions, a reset by the client and one by the
+#     server each pass to the other end, on each path (xfer verifies what
+#     each end saw);
+#   - daemon b killed (SIGKILL) mid-transfer: a's kernel client's
+#     connections end within $KILL_BOUND s and its kernel takes the link
+#     down (dmesg "link removed");
+#   - daemon a killed mid-transfer: b's kernel server takes its link down
+#     within $KILL_BOUND s too.
+. "$(dirname "$0")/lib.sh"
+
+rxe_host_setup
+rxe_pair_tools
+ksmc_setup
+
+R=$RXE_RUNDIR
+PORT_L=16590    # b's smc_listen
+PORT_T=16591    # b's TCP target of export x
+PORT_S=16592    # b's kernel SMC-R server
+PORT_RULE=16593 # a's rule k
+OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
+KILL_BOUND=60
+fail=0
+
+[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
+grep -q ' - cgroup2 ' /proc/self/mountinfo ||
+	mount -t cgroup2 none /sys/fs/cgroup ||
+	rxe_die "cannot mount cgroup2"
+
+links_removed() {
+	dmesg | grep -c 'link removed'
+}
+
+# ends_ok WHAT CLIENT... : the three endings through one path
+ends_ok() {
+	_what=$1
+	shift
+	for _how in "--half-close" "--rst-after 256K" "--server-rst-after 256K"; do
+		# shellcheck disable=SC2086
+		if "$@" -n 2 -b 1M -T 60 $_how >"$RXE_OUT/xfer-end.out" 2>&1; then
+			ok "$_what: $_how verified"
+		else
+			bad "$_what: $_how: $(tail -3 "$RXE_OUT/xfer-end.out")"
+		fi
+	done
+}
+
+if [ "$RXE_HOST" = b ]; then
+	cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
+              smc_listen = "$RXE_LINK_IP:$PORT_L"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+              bpf_object = "$OBJ"; };
+EOF
+	rxe_target_start
+	ksmc "$XFER" server -q -l "$RXE_LINK_IP:$PORT_S" \
+		>"$RXE_OUT/xfer-smc-server.log" 2>&1 &
+	smc_server=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT_S '" ||
+		rxe_die "the SMC xfer server did not listen"
+	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+	rxe_signal b-ready
+	rxe_await ends-done 600 || bad "a's endings did not end"
+	expect_stat b smc_conns_tcp 0
+	# daemon b killed under a's kernel client
+	rxe_await flowing 60 || rxe_die "a's transfer did not start"
+	sleep 3
+	kill -9 "$rxe_pid_b"
+	rxe_signal killed
+	# a's daemon killed under b's kernel server
+	n0=$(links_removed)
+	rxe_await a-killed 240 || rxe_die "a was not killed"
+	t0=$(rxe_now)
+	if rxe_wait $KILL_BOUND sh -c "[ \$(dmesg | grep -c 'link removed') -gt $n0 ]"; then
+		awk -v a="$t0" -v b="$(rxe_now)" \
+			'BEGIN { printf "# b: link removed %.1f s after a was killed\n", b - a }'
+		ok "b's kernel takes its link with the killed daemon a down within $KILL_BOUND s"
+	else
+		bad "b's kernel still has its link with a $KILL_BOUND s after the kill"
+	fi
+	rxe_signal b-checked
+	kill "$smc_server" "$server" 2>/dev/null
+	wait "$smc_server" "$server" 2>/dev/null
+else
+	cat >"$R/a.conf" <<EOF
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
+rules = ( { name = "k"; listen = "127.0.0.1:$PORT_RULE";
+            target_smc = "$RXE_PEER_IP:$PORT_S"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; bpf_object = "$OBJ"; };
+EOF
+	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+	rxe_await b-ready 120 || rxe_die "b did not start"
+	fb=$(ksmc_stat fback_clnt)
+	ends_ok "export side (a kernel client to b's smc_listen)" \
+		ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT_L"
+	ends_ok "rule side (to b's kernel server through a's target_smc)" \
+		"$XFER" client -c "127.0.0.1:$PORT_RULE"
+	f=$(($(ksmc_stat fback_clnt) - fb))
+	[ "$f" = 0 ] && ok "a's kernel client fell back to TCP never" ||
+		bad "a's kernel client fell back $f times"
+	expect_stat a smc_out_tcp 0
+	rxe_signal ends-done
+	# daemon b killed under our kernel client
+	n0=$(links_removed)
+	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT_L" -n 2 -b 1G -T 200 \
+		>"$RXE_OUT/xfer-killed.out" 2>&1 &
+	client=$!
+	sleep 2
+	rxe_signal flowing
+	rxe_await killed 60 || rxe_die "b was not killed"
+	t0=$(rxe_now)
+	if rxe_wait $KILL_BOUND eval "! rxe_alive $client"; then
+		awk -v a="$t0" -v b="$(rxe_now)" \
+			'BEGIN { printf "# a: kernel client ended %.1f s after the kill\n", b - a }'
+		ok "a's kernel client's connections end within $KILL_BOUND s of b's kill"
+	else
+		bad "a's kernel client still runs $KILL_BOUND s after b's kill"
+		kill "$client" 2>/dev/null
+	fi
+	wait "$client" && bad "the killed transfer reported success"
+	if rxe_wait $KILL_BOUND sh -c "[ \$(dmesg | grep -c 'link removed') -gt $n0 ]"; then
+		ok "a's kernel takes its link with the killed daemon b down"
+	else
+		bad "a's kernel still has its link with b"
+	fi
+	# daemon a killed under b's kernel server
+	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 2 -b 1G -T 200 \
+		>"$RXE_OUT/xfer-a-killed.out" 2>&1 &
+	client=$!
+	sleep 3
+	kill -9 "$rxe_pid_a"
+	rxe_signal a-killed
+	wait "$client" && bad "the transfer through the killed daemon reported success"
+	rxe_await b-checked 240 || bad "b did not check"
+fi
+"$SMCNL" stats >"$RXE_OUT/smc-stats.log" 2>&1
+rxe_barrier end-ends 120 || bad "the hosts are out of step at the end"
+exit $fail
