@@ -214,6 +214,22 @@ haproxy_start a "127.0.0.1:$PORT_HA" "$RXE_PEER_IP:$((PORT_HA + 2))" \
 for n in 1 2 3 4; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
+# ruleK: daemon a5's target_smc rules to b's kernel SMC-R servers (the
+# standard dialect's rule side, no daemon on b's side of it)
+if [ "$ksmc_on" = 1 ]; then
+	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
+		mount -t cgroup2 none /sys/fs/cgroup || rxe_die "cgroup2"
+	cat >"$R/a5.conf" <<CONF
+smcproxyd: { name = "a5"; workers = 1; control_socket = "$R/a5.sock"; };
+rules = ( { name = "xf"; listen = "127.0.0.1:17501"; target_smc = "$RXE_PEER_IP:$PORT_XK"; },
+          { name = "rd"; listen = "127.0.0.1:17502"; target_smc = "$RXE_PEER_IP:$PORT_RK"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ];
+              bpf_object = "$abs_top_builddir/src/bpf/smc_opt.bpf.o"; };
+CONF
+	cp "$R/a5.conf" "$RXE_OUT/a5.conf"
+	daemon_start a5 "$R/a5.conf" || rxe_die "daemon a5 did not start"
+fi
+
 # The kernel's link group comes up with the first connection (0.2-0.3 s
 # under TCG), as the pairs' do above; and it must be SMC-R, not the
 # kernel's silent fallback to TCP
@@ -223,6 +239,11 @@ if [ "$ksmc_on" = 1 ]; then
 	[ "$(ksmc_stat clnt_v2_succ)" -ge 1 ] && [ "$(ksmc_stat fback_clnt)" = 0 ] ||
 		rxe_die "kernel SMC fell back to TCP: $("$SMCNL" stats | tr '\n' ' ')"
 	"$SMCNL" stats >"$RXE_OUT/smc-stats.before.txt" 2>&1
+	"$XFER" client -c 127.0.0.1:17501 -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+		rxe_die "first connection through ruleK failed"
+	[ "$(rxe_stat a5 smc_out_rdma)" -ge 1 ] ||
+		rxe_die "ruleK did not go over RDMA: $("$CTL" -s "$R/a5.sock" stats | grep smc_out)"
+	"$CTL" -s "$R/a5.sock" stats reset >/dev/null
 fi
 
 # cork_set VALUE: net.smc.autocorking_size on both hosts (ksmc-nocork runs
@@ -294,7 +315,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	echo "== round $r"
 	for s in $sizes; do
-		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH ksmc ksmc-nocork"); do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH ksmc ksmc-nocork ruleK"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
 			raw_e)
@@ -319,6 +340,9 @@ while [ $r -le "$rounds" ]; do
 				pkts_of pairN $r after $s ;;
 			pairF) pp_tcp pairF $r $s 127.0.0.1:17201 ;;
 			pairH) pp_tcp pairH $r $s 127.0.0.1:$PORT_HA ;;
+			ruleK)
+				[ "$ksmc_on" = 1 ] || continue
+				pp_tcp ruleK $r $s 127.0.0.1:17501 ;;
 			ksmc | ksmc-nocork)
 				[ "$ksmc_on" = 1 ] || continue
 				cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XK -m pingpong -s SIZE -i $iters --json -T 120 ($p)"
@@ -330,7 +354,8 @@ while [ $r -le "$rounds" ]; do
 			esac
 		done
 	done
-	for p in $(order $r "raw direct pairR pairW pairF pairH ksmc ksmc-nocork"); do
+	for p in $(order $r "raw direct pairR pairW pairF pairH ksmc ksmc-nocork ruleK"); do
+		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
 		case $p in
 		raw)
 			_p=$((PORT_PP + rxe_req % 500))
@@ -355,6 +380,7 @@ while [ $r -le "$rounds" ]; do
 			pairW) hp=127.0.0.1:17301 ;;
 			pairF) hp=127.0.0.1:17201 ;;
 			pairH) hp=127.0.0.1:$PORT_HA ;;
+			ruleK) hp=127.0.0.1:17501 ;;
 			esac
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
 			rec $p $r xfer_stream 65536 "$XFER" client -c "$hp" \
@@ -364,14 +390,19 @@ while [ $r -le "$rounds" ]; do
 	# one stream by write size (the seeds' autocork table): xfer
 	# --write-size, one write() per SIZE bytes
 	for ws in $wsizes; do
-		for p in $(order $r "direct pairR pairF ksmc ksmc-nocork"); do
+		for p in $(order $r "direct pairR pairF ksmc ksmc-nocork ruleK"); do
+			[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --write-size SIZE --json -T 120 ($p)"
 			case $p in
 			direct) rec direct $r xfer_ws $ws "$XFER" client \
 				-c "$RXE_PEER_IP:$PORT_XD" -m stream -t "$secs" \
 				--write-size $ws --json -T 120 ;;
-			pairR | pairF)
-				[ $p = pairR ] && hp=127.0.0.1:17101 || hp=127.0.0.1:17201
+			pairR | pairF | ruleK)
+				case $p in
+				pairR) hp=127.0.0.1:17101 ;;
+				pairF) hp=127.0.0.1:17201 ;;
+				ruleK) hp=127.0.0.1:17501 ;;
+				esac
 				rec $p $r xfer_ws $ws "$XFER" client -c "$hp" \
 					-m stream -t "$secs" --write-size $ws \
 					--json -T 120 ;;
@@ -382,14 +413,19 @@ while [ $r -le "$rounds" ]; do
 		done
 	done
 	# short connections: connect, 64 B each way, close, $nconns at once
-	for p in $(order $r "direct pairR pairF ksmc ksmc-nocork"); do
+	for p in $(order $r "direct pairR pairF ksmc ksmc-nocork ruleK"); do
+		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
 		cmd "xfer client -c HOST:PORT -n $nconns -b 64 -B 64 --json -T 120 ($p)"
 		case $p in
 		direct) rec direct $r xfer_conn $nconns "$XFER" client \
 			-c "$RXE_PEER_IP:$PORT_XD" -n "$nconns" -b 64 -B 64 \
 			--json -T 120 ;;
-		pairR | pairF)
-			[ $p = pairR ] && hp=127.0.0.1:17101 || hp=127.0.0.1:17201
+		pairR | pairF | ruleK)
+			case $p in
+			pairR) hp=127.0.0.1:17101 ;;
+			pairF) hp=127.0.0.1:17201 ;;
+			ruleK) hp=127.0.0.1:17501 ;;
+			esac
 			rec $p $r xfer_conn $nconns "$XFER" client -c "$hp" \
 				-n "$nconns" -b 64 -B 64 --json -T 120 ;;
 		*) ksmc_rec $p $r xfer_conn $nconns "$XFER" client \
@@ -397,9 +433,11 @@ while [ $r -le "$rounds" ]; do
 			--json -T 120 ;;
 		esac
 	done
-	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork"); do
+	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork ruleK"); do
+		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
 		case $p in
 		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
+		ruleK) redis_one ruleK $r 17502 ;;
 		pairR) redis_one pairR $r 17102 ;;
 		pairF) redis_one pairF $r 17202 ;;
 		pairH) redis_one pairH $r $((PORT_HA + 1)) ;;
@@ -441,12 +479,14 @@ EOF2
 		>"$RXE_OUT/cpu.a1.txt"
 fi
 
-for d in a1 a2 a3 a4; do
+daemons="a1 a2 a3 a4"
+[ "$ksmc_on" = 1 ] && daemons="$daemons a5"
+for d in $daemons; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
 [ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
 rxe_serve_end
-for d in a1 a2 a3 a4; do
+for d in $daemons; do
 	daemon_stop $d || rxe_log "$d exited with $?"
 done
 echo "== done"
