@@ -709,19 +709,72 @@ rxe_install_package() {
 		rxe_die "systemd-sysusers failed"
 	systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/smcproxyd.conf" ||
 		rxe_die "systemd-tmpfiles failed"
-	# A sanitizer build's leak check stops the process's threads with ptrace,
-	# which SystemCallFilter=@system-service refuses: allowed for this lane's
-	# build only (in /etc, apart from the drop-ins the checks below add).
-	if grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile"; then
-		for u in smcproxyd.service smcproxyd@.service; do
-			mkdir -p "/etc/systemd/system/$u.d" &&
-				printf '[Service]\nSystemCallFilter=ptrace\n' \
-					>"/etc/systemd/system/$u.d/sanitizer.conf" ||
-				rxe_die "cannot add the sanitizer drop-in"
-		done
-		echo "# sanitizer build: ptrace allowed by a drop-in"
-	fi
+	rxe_sanitizer_dropins
 	systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+}
+
+# rxe_sanitizer_dropins: a sanitizer build's leak check stops the
+# process's threads with ptrace, which SystemCallFilter=@system-service
+# refuses: allowed for this lane's build only (in /etc, apart from the
+# drop-ins the checks add).  The caller runs daemon-reload.
+rxe_sanitizer_dropins() {
+	grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile" ||
+		return 0
+	for u in smcproxyd.service smcproxyd@.service; do
+		mkdir -p "/etc/systemd/system/$u.d" &&
+			printf '[Service]\nSystemCallFilter=ptrace\n' \
+				>"/etc/systemd/system/$u.d/sanitizer.conf" ||
+			rxe_die "cannot add the sanitizer drop-in"
+	done
+	echo "# sanitizer build: ptrace allowed by a drop-in"
+}
+
+# Client loops across a restart (300-systemd.sh, 307-systemd-upgrade.sh):
+#   rxe_loops_start N     N loops of connections to 127.0.0.1:$PORT_RULE,
+#                         one after another (64 KiB each way, verified);
+#                         each connection one line "START END STATUS"
+#                         (uptime seconds), a failed one's output in
+#                         $RXE_OUT/loop-failures.txt
+#   rxe_loops_stop NAME   stop them and wait; every line in
+#                         $RXE_OUT/NAME-loops.txt; sets loops_n (all
+#                         connections) and loops_failed
+#   rxe_loops_begun A B   how many of them began at A <= START < B
+rxe_loop() {
+	while [ ! -e "$R/loops.stop" ]; do
+		_t0=$(rxe_now)
+		"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 64K --verify \
+			-T 60 >"$R/loop$1.out" 2>&1
+		_rc=$?
+		echo "$_t0 $(rxe_now) $_rc" >>"$R/loop$1.log"
+		[ "$_rc" -eq 0 ] ||
+			cat "$R/loop$1.out" >>"$RXE_OUT/loop-failures.txt"
+	done
+}
+
+rxe_loops_start() {
+	rm -f "$R/loops.stop" "$R"/loop*.log
+	rxe_loops=
+	_i=0
+	while [ "$_i" -lt "$1" ]; do
+		_i=$((_i + 1))
+		: >"$R/loop$_i.log"
+		rxe_loop "$_i" &
+		rxe_loops="$rxe_loops $!"
+	done
+}
+
+rxe_loops_stop() {
+	touch "$R/loops.stop"
+	# shellcheck disable=SC2086 # the loops' pids
+	wait $rxe_loops
+	cat "$R"/loop*.log >"$RXE_OUT/$1-loops.txt"
+	loops_n=$(wc -l <"$RXE_OUT/$1-loops.txt")
+	loops_failed=$(awk '$3 != 0' "$RXE_OUT/$1-loops.txt" | wc -l)
+	rxe_loops_file=$RXE_OUT/$1-loops.txt
+}
+
+rxe_loops_begun() {
+	awk -v a="$1" -v b="$2" '$1 >= a && $1 < b' "$rxe_loops_file" | wc -l
 }
 
 ksmc_setup() {
