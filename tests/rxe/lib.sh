@@ -777,6 +777,44 @@ rxe_loops_begun() {
 	awk -v a="$1" -v b="$2" '$1 >= a && $1 < b' "$rxe_loops_file" | wc -l
 }
 
+# rxe_build_deb DIR: the project's .deb made from this build tree the way
+# debian/rules makes it, in DIR; sets deb.  "make install" into the
+# package's tree (the units in /lib/systemd/system, the sysusers and
+# tmpfiles files in /usr/lib, where debhelper looks for them); then
+# debian/rules' own override_dh_installsystemd and the debhelper steps
+# that write the rest of the maintainer scripts (dh_installsysusers,
+# dh_installtmpfiles, dh_installdeb with debian/smcproxyd.prerm),
+# dh_gencontrol and dh_builddeb, uncompressed (quicker under emulation).
+# A package built with prefix /usr has its configuration in /etc, which
+# dh_installdeb makes a conffile: the same is done for this build's, so
+# an upgrade keeps the operator's file as it keeps /etc/smcproxyd's.
+# (No dh_shlibdeps: the libraries are the host's, already installed.)
+rxe_build_deb() {
+	_pkg=$1/smcproxyd
+	rm -rf "$_pkg" && mkdir -p "$_pkg" &&
+		cp -r "$abs_top_srcdir/debian" "$_pkg/" || return 1
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$abs_top_builddir" \
+		install DESTDIR="$_pkg/debian/smcproxyd" \
+		systemdsystemunitdir=/lib/systemd/system \
+		sysusersdir=/usr/lib/sysusers.d tmpfilesdir=/usr/lib/tmpfiles.d \
+		>"$RXE_OUT/deb-build.txt" 2>&1 || return 1
+	_cf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\)$/\1/p' \
+		"$_pkg/debian/smcproxyd/lib/systemd/system/smcproxyd.service")
+	(
+		cd "$_pkg" &&
+			env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+				make -f debian/rules override_dh_installsystemd &&
+			dh_installsysusers && dh_installtmpfiles && dh_installdeb &&
+			if ! grep -qx "$_cf" debian/smcproxyd/DEBIAN/conffiles \
+				2>/dev/null; then
+				echo "$_cf" >>debian/smcproxyd/DEBIAN/conffiles
+			fi &&
+			dh_gencontrol && dh_builddeb --destdir="$1" -- -Znone
+	) >>"$RXE_OUT/deb-build.txt" 2>&1 || return 1
+	deb=$(ls "$1"/smcproxyd_*.deb 2>/dev/null | head -n 1)
+	[ -n "$deb" ]
+}
+
 ksmc_setup() {
 	SMCNL=$abs_top_builddir/tests/tools/smcnl
 	SMCPRELOAD=$abs_top_builddir/tests/tools/smcpreload.so
