@@ -103,7 +103,7 @@ else
 	rxe_die "dpkg -i $deb: $(tail -n 20 "$RXE_OUT/dpkg-install.txt")"
 fi
 expect_is "installed" "$(pkg_version)" "install ok installed $old"
-expect_is "after a fresh install smcproxyd is" \
+expect_is "smcproxyd after a fresh install" \
 	"$(systemctl is-active smcproxyd)" inactive
 expect_is "and" "$(systemctl is-enabled smcproxyd)" enabled
 conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\)$/\1/p' "$unit")
@@ -209,7 +209,7 @@ else
 	bad "upgrade: the connection open at the restart: $(tail -3 "$RXE_OUT/upgrade-slow.out")"
 fi
 expect_is "upgraded" "$(pkg_version)" "install ok installed $new"
-expect_is "after the upgrade smcproxyd is" "$(systemctl is-active smcproxyd)" active
+expect_is "smcproxyd after the upgrade" "$(systemctl is-active smcproxyd)" active
 [ "$(systemctl is-active smcproxyd)" = active ] ||
 	rxe_die "upgrade: smcproxyd did not come back: nothing more to check"
 pid=$(main_pid smcproxyd)
@@ -297,7 +297,7 @@ else
 	bad "dpkg -r smcproxyd: $(tail -n 20 "$RXE_OUT/dpkg-remove.txt")"
 fi
 expect_is "removed" "$(pkg_version)" "deinstall ok config-files $new"
-expect_is "after dpkg -r smcproxyd is" "$(systemctl is-active smcproxyd)" inactive
+expect_is "smcproxyd after dpkg -r" "$(systemctl is-active smcproxyd)" inactive
 expect_is "and smcproxyd@b" "$(systemctl is-active smcproxyd@b)" inactive
 if ! rxe_alive "$pid_a" && ! rxe_alive "$pid_b"; then
 	ok "dpkg -r: both daemons' processes are gone"
