@@ -438,26 +438,7 @@ if systemctl start smcproxyd; then
 	xfer_ok "restart: first connection (the link group comes up)" \
 		-n 1 -b 64K -T 60
 	pid0=$(systemctl show -p MainPID --value smcproxyd)
-	rm -f "$R/loops.stop"
-	# client_loop I: connections until loops.stop, one line each in
-	# $R/loopI.log: "START END STATUS" (uptime seconds)
-	client_loop() {
-		while [ ! -e "$R/loops.stop" ]; do
-			_t0=$(rxe_now)
-			"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 64K \
-				--verify -T 60 >"$R/loop$1.out" 2>&1
-			_rc=$?
-			echo "$_t0 $(rxe_now) $_rc" >>"$R/loop$1.log"
-			[ "$_rc" -eq 0 ] ||
-				cat "$R/loop$1.out" >>"$RXE_OUT/restart-failures.txt"
-		done
-	}
-	loops=
-	for i in 1 2 3 4; do
-		: >"$R/loop$i.log"
-		client_loop "$i" &
-		loops="$loops $!"
-	done
+	rxe_loops_start 4
 	"$XFER" client -c "127.0.0.1:$PORT_RULE" -m stream -t 8 --verify -n 2 \
 		-T 60 >"$RXE_OUT/restart-stream.out" 2>&1 &
 	streamer=$!
@@ -466,21 +447,17 @@ if systemctl start smcproxyd; then
 	systemctl restart smcproxyd || bad "systemctl restart failed (exit $?)"
 	t1=$(rxe_now)
 	sleep 3
-	touch "$R/loops.stop"
-	# shellcheck disable=SC2086 # the loops' pids
-	wait $loops
+	rxe_loops_stop restart
 	if wait "$streamer"; then
 		ok "restart: the streams open at the restart were drained, not reset"
 	else
 		bad "restart: the streams open at the restart: $(tail -3 "$RXE_OUT/restart-stream.out")"
 	fi
-	cat "$R"/loop*.log >"$RXE_OUT/restart-loops.txt"
-	n=$(wc -l <"$RXE_OUT/restart-loops.txt")
-	failed=$(awk '$3 != 0' "$RXE_OUT/restart-loops.txt" | wc -l)
+	n=$loops_n
+	failed=$loops_failed
 	# connections that began while the old process drained or the new
 	# one started: they waited in the stored sockets' queues
-	gap=$(awk -v a="$t0" -v b="$t1" '$1 >= a && $1 < b' \
-		"$RXE_OUT/restart-loops.txt" | wc -l)
+	gap=$(rxe_loops_begun "$t0" "$t1")
 	echo "# restart took $(awk -v a="$t0" -v b="$t1" \
 		'BEGIN { printf "%.1f", b - a }') s; $n connections, $gap begun during it, $failed failed"
 	if [ "$failed" -eq 0 ] && [ "$gap" -ge 1 ]; then
@@ -488,7 +465,7 @@ if systemctl start smcproxyd; then
 	elif [ "$failed" -eq 0 ]; then
 		bad "restart: no connection began during the restart ($n in all)"
 	else
-		bad "restart: $failed of $n connections failed ($gap begun during the restart): $(head -c 600 "$RXE_OUT/restart-failures.txt" 2>/dev/null)"
+		bad "restart: $failed of $n connections failed ($gap begun during the restart): $(head -c 600 "$RXE_OUT/loop-failures.txt" 2>/dev/null)"
 	fi
 	pid1=$(systemctl show -p MainPID --value smcproxyd)
 	[ "$pid1" != "$pid0" ] || bad "restart: MainPID is still $pid0"

@@ -712,19 +712,110 @@ rxe_install_package() {
 		rxe_die "systemd-sysusers failed"
 	systemd-tmpfiles --create "$prefix/lib/tmpfiles.d/smcproxyd.conf" ||
 		rxe_die "systemd-tmpfiles failed"
-	# A sanitizer build's leak check stops the process's threads with ptrace,
-	# which SystemCallFilter=@system-service refuses: allowed for this lane's
-	# build only (in /etc, apart from the drop-ins the checks below add).
-	if grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile"; then
-		for u in smcproxyd.service smcproxyd@.service; do
-			mkdir -p "/etc/systemd/system/$u.d" &&
-				printf '[Service]\nSystemCallFilter=ptrace\n' \
-					>"/etc/systemd/system/$u.d/sanitizer.conf" ||
-				rxe_die "cannot add the sanitizer drop-in"
-		done
-		echo "# sanitizer build: ptrace allowed by a drop-in"
-	fi
+	rxe_sanitizer_dropins
 	systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+}
+
+# rxe_sanitizer_dropins: a sanitizer build's leak check stops the
+# process's threads with ptrace, which SystemCallFilter=@system-service
+# refuses: allowed for this lane's build only (in /etc, apart from the
+# drop-ins the checks add).  The caller runs daemon-reload.
+rxe_sanitizer_dropins() {
+	grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile" ||
+		return 0
+	for u in smcproxyd.service smcproxyd@.service; do
+		mkdir -p "/etc/systemd/system/$u.d" &&
+			printf '[Service]\nSystemCallFilter=ptrace\n' \
+				>"/etc/systemd/system/$u.d/sanitizer.conf" ||
+			rxe_die "cannot add the sanitizer drop-in"
+	done
+	echo "# sanitizer build: ptrace allowed by a drop-in"
+}
+
+# Client loops across a restart (300-systemd.sh, 307-systemd-upgrade.sh):
+#   rxe_loops_start N     N loops of connections to 127.0.0.1:$PORT_RULE,
+#                         one after another (64 KiB each way, verified);
+#                         each connection one line "START END STATUS"
+#                         (uptime seconds), a failed one's output in
+#                         $RXE_OUT/loop-failures.txt
+#   rxe_loops_stop NAME   stop them and wait; every line in
+#                         $RXE_OUT/NAME-loops.txt; sets loops_n (all
+#                         connections) and loops_failed
+#   rxe_loops_begun A B   how many of them began at A <= START < B
+rxe_loop() {
+	while [ ! -e "$R/loops.stop" ]; do
+		_t0=$(rxe_now)
+		"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 64K --verify \
+			-T 60 >"$R/loop$1.out" 2>&1
+		_rc=$?
+		echo "$_t0 $(rxe_now) $_rc" >>"$R/loop$1.log"
+		[ "$_rc" -eq 0 ] ||
+			cat "$R/loop$1.out" >>"$RXE_OUT/loop-failures.txt"
+	done
+}
+
+rxe_loops_start() {
+	rm -f "$R/loops.stop" "$R"/loop*.log
+	rxe_loops=
+	_i=0
+	while [ "$_i" -lt "$1" ]; do
+		_i=$((_i + 1))
+		: >"$R/loop$_i.log"
+		rxe_loop "$_i" &
+		rxe_loops="$rxe_loops $!"
+	done
+}
+
+rxe_loops_stop() {
+	touch "$R/loops.stop"
+	# shellcheck disable=SC2086 # the loops' pids
+	wait $rxe_loops
+	cat "$R"/loop*.log >"$RXE_OUT/$1-loops.txt"
+	loops_n=$(wc -l <"$RXE_OUT/$1-loops.txt")
+	loops_failed=$(awk '$3 != 0' "$RXE_OUT/$1-loops.txt" | wc -l)
+	rxe_loops_file=$RXE_OUT/$1-loops.txt
+}
+
+rxe_loops_begun() {
+	awk -v a="$1" -v b="$2" '$1 >= a && $1 < b' "$rxe_loops_file" | wc -l
+}
+
+# rxe_build_deb DIR: the project's .deb made from this build tree the way
+# debian/rules makes it, in DIR; sets deb.  "make install" into the
+# package's tree (the units in /lib/systemd/system, the sysusers and
+# tmpfiles files in /usr/lib, where debhelper looks for them); then
+# debian/rules' own override_dh_installsystemd and the debhelper steps
+# that write the rest of the maintainer scripts (dh_installsysusers,
+# dh_installtmpfiles, dh_installdeb with debian/smcproxyd.prerm),
+# dh_gencontrol and dh_builddeb, uncompressed (quicker under emulation).
+# A package built with prefix /usr has its configuration in /etc, which
+# dh_installdeb makes a conffile: the same is done for this build's, so
+# an upgrade keeps the operator's file as it keeps /etc/smcproxyd's.
+# (No dh_shlibdeps: the libraries are the host's, already installed.)
+rxe_build_deb() {
+	_pkg=$1/smcproxyd
+	rm -rf "$_pkg" && mkdir -p "$_pkg" &&
+		cp -r "$abs_top_srcdir/debian" "$_pkg/" || return 1
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$abs_top_builddir" \
+		install DESTDIR="$_pkg/debian/smcproxyd" \
+		systemdsystemunitdir=/lib/systemd/system \
+		sysusersdir=/usr/lib/sysusers.d tmpfilesdir=/usr/lib/tmpfiles.d \
+		>"$RXE_OUT/deb-build.txt" 2>&1 || return 1
+	_cf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\)$/\1/p' \
+		"$_pkg/debian/smcproxyd/lib/systemd/system/smcproxyd.service")
+	(
+		cd "$_pkg" &&
+			env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+				make -f debian/rules override_dh_installsystemd &&
+			dh_installsysusers && dh_installtmpfiles && dh_installdeb &&
+			if ! grep -qx "$_cf" debian/smcproxyd/DEBIAN/conffiles \
+				2>/dev/null; then
+				echo "$_cf" >>debian/smcproxyd/DEBIAN/conffiles
+			fi &&
+			dh_gencontrol && dh_builddeb --destdir="$1" -- -Znone
+	) >>"$RXE_OUT/deb-build.txt" 2>&1 || return 1
+	deb=$(ls "$1"/smcproxyd_*.deb 2>/dev/null | head -n 1)
+	[ -n "$deb" ]
 }
 
 ksmc_setup() {
