@@ -2343,10 +2343,11 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	const struct wr_stats *ws = wr_link_stats(link->wr);
 	const struct dev_qp_caps *caps = wr_link_caps(link->wr);
 	char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN];
+	json_t *o;
 
 	inet_ntop(AF_INET6, link->local.gid, gid, sizeof(gid));
 	inet_ntop(AF_INET6, link->peer.gid, pgid, sizeof(pgid));
-	return json_pack(
+	o = json_pack(
 		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
 		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
 		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
@@ -2373,6 +2374,11 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 		(json_int_t)link->test_answered, "test_link_rtt_us",
 		(json_int_t)link->test_rtt_us, "up_s",
 		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);
+	if (o != NULL)
+		json_object_set_new(
+			o, "dialect",
+			json_string(link->lgr->std ? "smc-r" : "native"));
+	return o;
 }
 
 /*

@@ -211,13 +211,18 @@ prom_peers(FILE *f, const json_t *peers, bool om)
 	}
 }
 
-/* The sample smcproxyd_@name{lgr=..,link=..,device=..} of link @l. */
+/*
+ * The sample smcproxyd_@name{lgr=..,link=..,device=..,dialect=..} of link
+ * @l (dialect: native, or smc-r with a kernel SMC-R peer).
+ */
 static void
 prom_link_sample(FILE *f, const char *name, const json_t *l)
 {
 	fprintf(f, "smcproxyd_%s{lgr=\"%lld\",link=\"%lld\",device=\"", name,
 		prom_int(l, "lgr"), prom_int(l, "link"));
 	prom_escape(f, prom_str(l, "device"), true);
+	fputs("\",dialect=\"", f);
+	prom_escape(f, prom_str(l, "dialect"), true);
 	fputs("\"} ", f);
 }
 

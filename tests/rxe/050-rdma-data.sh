@@ -104,7 +104,7 @@ if python3 - "http://127.0.0.1:$PORT_MET/metrics" "$RXE_DEV0" \
 import re, sys, urllib.request
 text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
 def val(name):
-    m = re.search(r'^%s\{lgr="\d+",link="\d+",device="%s"\} (\S+)$'
+    m = re.search(r'^%s\{lgr="\d+",link="\d+",device="%s",dialect="native"\} (\S+)$'
                   % (name, re.escape(sys.argv[2])), text, re.M)
     if not m:
         sys.exit("no %s sample for %s" % (name, sys.argv[2]))

@@ -34,28 +34,11 @@ rxe2_pair_start "devices = [ \"$RXE_DEV0\" ];" \
 	", { name = \"r\"; target = \"127.0.0.1:$PORT_REDIS\"; peers = [ \"a\" ]; }"
 rxe2_stats_reset
 
-# bench N ARGS...: N tests must report their rate, no error.
+# bench N ARGS...: N tests report their rate, no error (through rule r)
 bench() {
-	_want=$1
+	_n=$1
 	shift
-	echo "# redis-benchmark $*"
-	redis-benchmark -h 127.0.0.1 -p "$PORT_REDIS_RULE" "$@" \
-		>"$RXE_OUT/bench.out" 2>&1
-	_rc=$?
-	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.txt"
-	# (its progress lines end in \r: only the results)
-	tr '\r' '\n' <"$RXE_OUT/bench.out" | grep 'requests per second' |
-		sed 's/^ */# /'
-	if [ "$_rc" != 0 ]; then
-		bad "redis-benchmark $* exited $_rc"
-	elif grep -qiE 'error|refused|reset|timeout' "$RXE_OUT/bench.out"; then
-		bad "redis-benchmark $* reported errors"
-	elif [ "$(grep -o 'requests per second' "$RXE_OUT/bench.out" |
-		wc -l)" -lt "$_want" ]; then
-		bad "redis-benchmark $* did not finish its tests"
-	else
-		ok "redis-benchmark $*"
-	fi
+	redis_bench "$_n" 127.0.0.1 "$PORT_REDIS_RULE" "$@"
 }
 
 if [ "$RXE_HOST" = a ]; then

@@ -45,32 +45,10 @@ if [ "$RXE_HOST" = b ]; then
 	server=$!
 	rxe_wait 20 listening || rxe_die "the SMC xfer server did not listen"
 	succ=$(ksmc_stat srv_v2_succ)
-	fb=$(ksmc_stat fback_srv)
-	mtu=$(rxe_active_mtu)
-	want=$((N * 4 * 1048576 / mtu))
-	tx0=$(rxe_hwc sent_pkts) rx0=$(rxe_hwc rcvd_pkts) tcp0=$(tcp_out_segs)
+	snap=$(ksmc_snap srv)
 	rxe_signal b-ready
 	rxe_await moved 300 || bad "a's transfer did not end"
-	s=$(($(ksmc_stat srv_v2_succ) - succ))
-	f=$(($(ksmc_stat fback_srv) - fb))
-	if [ "$s" = $N ] && [ "$f" = 0 ]; then
-		ok "b's kernel counts $N SMC-Rv2 server connections, no fallback"
-	else
-		bad "b's kernel: srv_v2_succ +$s (want $N), fback_srv +$f (want 0)"
-	fi
-	tx=$(($(rxe_hwc sent_pkts) - tx0)) rx=$(($(rxe_hwc rcvd_pkts) - rx0))
-	tcp=$(($(tcp_out_segs) - tcp0))
-	echo "# b: rxe0 sent_pkts +$tx, rcvd_pkts +$rx (bytes/MTU each way: $want); TCP OutSegs +$tcp"
-	if [ "$tx" -ge $((want * 95 / 100)) ] && [ "$rx" -ge $((want * 95 / 100)) ]; then
-		ok "rxe0 on b: +$tx sent, +$rx received, about bytes/MTU ($want) each way"
-	else
-		bad "rxe0 on b: +$tx sent, +$rx received; bytes/MTU is $want each way"
-	fi
-	if [ "$tcp" -lt $((N * 40 + 100)) ]; then
-		ok "TCP on b: +$tcp segments sent, the handshakes only"
-	else
-		bad "TCP on b: +$tcp segments sent: the bytes went over TCP"
-	fi
+	ksmc_proof srv "$snap" $N $((N * 4 * 1048576))
 	rxe_await short-done 600 || bad "a's short connections did not end"
 	s=$(($(ksmc_stat srv_v2_succ) - succ))
 	if [ "$s" = $((N + SHORT)) ]; then
@@ -103,12 +81,8 @@ EOF
 	expect_stat a smc_out_accepts $N
 	expect_stat a smc_out_confirms $N
 	# the server decides: first contact, or the group it has with us
-	g=$(rxe_stat a smc_out_lgrs) j=$(rxe_stat a smc_lgr_joins)
-	if [ "$g" -ge 1 ] && [ $((g + j)) = $N ]; then
-		ok "a: $N connections on $g link groups ($j joined one)"
-	else
-		bad "a: smc_out_lgrs $g + smc_lgr_joins $j, want $N"
-	fi
+	ksmc_groups a smc_out_lgrs $N
+	j=$(rxe_stat a smc_lgr_joins)
 	expect_stat a smc_out_rdma $N
 	expect_stat a smc_out_tcp 0
 	if logged a "rule=k peer=$RXE_PEER_IP:$PORT dialect=smc-r client=127.0.0.1:[0-9]+ transport=rdma"; then

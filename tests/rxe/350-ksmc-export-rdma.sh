@@ -59,12 +59,8 @@ EOF
 	expect_stat b smc_accepts $N
 	expect_stat b smc_confirms $N
 	# concurrent first PROPOSALs each get a group; later ones join
-	g=$(rxe_stat b smc_lgrs) j=$(rxe_stat b smc_lgr_joins)
-	if [ "$g" -ge 1 ] && [ $((g + j)) = $N ]; then
-		ok "b: $N connections on $g link groups ($j joined one)"
-	else
-		bad "b: smc_lgrs $g + smc_lgr_joins $j, want $N"
-	fi
+	ksmc_groups b smc_lgrs $N
+	j=$(rxe_stat b smc_lgr_joins)
 	expect_stat b smc_conns_rdma $N
 	expect_stat b smc_conns_tcp 0
 	if grep -q "smc-r" "$RXE_OUT/b-lgrs.log"; then
@@ -90,37 +86,14 @@ EOF
 	wait "$server" 2>/dev/null
 else
 	rxe_await b-ready 120 || rxe_die "b did not start"
-	mtu=$(rxe_active_mtu)
-	want=$((N * SIZE / mtu))
-	tx0=$(rxe_hwc sent_pkts) rx0=$(rxe_hwc rcvd_pkts) tcp0=$(tcp_out_segs)
-	succ=$(ksmc_stat clnt_v2_succ)
-	fb=$(ksmc_stat fback_clnt)
+	snap=$(ksmc_snap clnt)
 	if ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b "$SIZE_ARG" \
 		-T 240 >"$RXE_OUT/xfer.out" 2>&1; then
 		ok "a kernel SMC-R client: $N x $SIZE_ARG both ways verified through b's smc_listen"
 	else
 		bad "transfer: $(tail -3 "$RXE_OUT/xfer.out")"
 	fi
-	s=$(($(ksmc_stat clnt_v2_succ) - succ))
-	f=$(($(ksmc_stat fback_clnt) - fb))
-	if [ "$s" = $N ] && [ "$f" = 0 ]; then
-		ok "a's kernel counts $N SMC-Rv2 connections, no fallback"
-	else
-		bad "a's kernel: clnt_v2_succ +$s (want $N), fback_clnt +$f (want 0)"
-	fi
-	tx=$(($(rxe_hwc sent_pkts) - tx0)) rx=$(($(rxe_hwc rcvd_pkts) - rx0))
-	tcp=$(($(tcp_out_segs) - tcp0))
-	echo "# a: rxe0 sent_pkts +$tx, rcvd_pkts +$rx (bytes/MTU each way: $want); TCP OutSegs +$tcp"
-	if [ "$tx" -ge $((want * 95 / 100)) ] && [ "$rx" -ge $((want * 95 / 100)) ]; then
-		ok "rxe0 on a: +$tx sent, +$rx received, about bytes/MTU ($want) each way"
-	else
-		bad "rxe0 on a: +$tx sent, +$rx received; bytes/MTU is $want each way"
-	fi
-	if [ "$tcp" -lt $((N * 40 + 100)) ]; then
-		ok "TCP on a: +$tcp segments sent, the handshakes only"
-	else
-		bad "TCP on a: +$tcp segments sent: the bytes went over TCP"
-	fi
+	ksmc_proof clnt "$snap" $N $((N * SIZE))
 	rxe_signal moved
 	rxe_await b-counted 120 || bad "b did not count"
 	succ=$(ksmc_stat clnt_v2_succ)

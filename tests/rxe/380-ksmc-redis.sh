@@ -33,36 +33,12 @@ grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 	mount -t cgroup2 none /sys/fs/cgroup ||
 	rxe_die "cannot mount cgroup2"
 
-# bench WANT HOST PORT ARGS...: WANT tests report their rate, no error
-# (as 250-two-host-redis); $KSMC_PRE runs it under kernel SMC-R.
-bench() {
-	_want=$1 _h=$2 _p=$3
-	shift 3
-	echo "# redis-benchmark -h $_h -p $_p $*"
-	$KSMC_PRE redis-benchmark -h "$_h" -p "$_p" "$@" \
-		>"$RXE_OUT/bench.out" 2>&1
-	_rc=$?
-	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.txt"
-	tr '\r' '\n' <"$RXE_OUT/bench.out" | grep 'requests per second' |
-		sed 's/^ */# /'
-	if [ "$_rc" != 0 ]; then
-		bad "redis-benchmark $* exited $_rc"
-	elif grep -qiE 'error|refused|reset|timeout' "$RXE_OUT/bench.out"; then
-		bad "redis-benchmark $* reported errors"
-	elif [ "$(grep -o 'requests per second' "$RXE_OUT/bench.out" |
-		wc -l)" -lt "$_want" ]; then
-		bad "redis-benchmark $* did not finish its tests"
-	else
-		ok "redis-benchmark $*"
-	fi
-}
-
 # readback HOST PORT: redis-cli reads back a 3000-byte value
 readback() {
 	_val=$(head -c 3000 /dev/urandom | base64 -w0)
-	$KSMC_PRE redis-cli -h "$1" -p "$2" set smc:key "$_val" >/dev/null ||
+	${REDIS_PRE:-} redis-cli -h "$1" -p "$2" set smc:key "$_val" >/dev/null ||
 		bad "redis-cli set"
-	if [ "$($KSMC_PRE redis-cli -h "$1" -p "$2" get smc:key)" = "$_val" ]; then
+	if [ "$(${REDIS_PRE:-} redis-cli -h "$1" -p "$2" get smc:key)" = "$_val" ]; then
 		ok "redis-cli reads back what it wrote ($1:$2)"
 	else
 		bad "redis-cli get returned something else ($1:$2)"
@@ -119,9 +95,9 @@ EOF
 	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 	rxe_await b-ready 120 || rxe_die "b did not start"
 	# rule side: plain TCP through target_smc to the kernel's redis
-	KSMC_PRE=
-	bench 4 127.0.0.1 "$PORT_RULE" -q -n 400 -c 4 -t ping,set,get -d 64
-	bench 2 127.0.0.1 "$PORT_RULE" -q -n 2000 -c 2 -P 16 -t set,get -d 512
+	REDIS_PRE=
+	redis_bench 4 127.0.0.1 "$PORT_RULE" -q -n 400 -c 4 -t ping,set,get -d 64
+	redis_bench 2 127.0.0.1 "$PORT_RULE" -q -n 2000 -c 2 -P 16 -t set,get -d 512
 	readback 127.0.0.1 "$PORT_RULE"
 	c=$(rxe_stat a smc_out_rdma)
 	if [ "$c" -ge 4 ]; then
@@ -131,11 +107,11 @@ EOF
 	fi
 	expect_stat a smc_out_tcp 0
 	# export side: a kernel SMC-R client to b's smc_listen
-	KSMC_PRE="env LD_PRELOAD=$SMCPRELOAD"
+	REDIS_PRE="env LD_PRELOAD=$SMCPRELOAD"
 	succ=$(ksmc_stat clnt_v2_succ)
 	fb=$(ksmc_stat fback_clnt)
-	bench 4 "$RXE_PEER_IP" "$PORT_L" -q -n 400 -c 4 -t ping,set,get -d 64
-	bench 2 "$RXE_PEER_IP" "$PORT_L" -q -n 2000 -c 2 -P 16 -t set,get -d 512
+	redis_bench 4 "$RXE_PEER_IP" "$PORT_L" -q -n 400 -c 4 -t ping,set,get -d 64
+	redis_bench 2 "$RXE_PEER_IP" "$PORT_L" -q -n 2000 -c 2 -P 16 -t set,get -d 512
 	readback "$RXE_PEER_IP" "$PORT_L"
 	s=$(($(ksmc_stat clnt_v2_succ) - succ))
 	f=$(($(ksmc_stat fback_clnt) - fb))

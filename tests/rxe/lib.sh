@@ -840,6 +840,76 @@ ksmc_stat() {
 	"$SMCNL" stats "$1"
 }
 
+# ksmc_snap ROLE: this host's kernel SMC-Rv2 connections of ROLE (clnt or
+# srv) and fallbacks, rxe0's packets and TCP's segments now, for ksmc_proof
+ksmc_snap() {
+	echo "$(ksmc_stat "$1_v2_succ") $(ksmc_stat "fback_$1")" \
+		"$(rxe_hwc sent_pkts) $(rxe_hwc rcvd_pkts) $(tcp_out_segs)"
+}
+
+# ksmc_proof ROLE SNAP N BYTES: since SNAP (ksmc_snap ROLE), this host's
+# kernel made N SMC-Rv2 connections of ROLE and fell back never, rxe0
+# carried about BYTES / MTU packets each way, TCP only the handshakes
+ksmc_proof() {
+	_now=$(ksmc_snap "$1")
+	set -- "$1" "$2 $_now" "$3" "$4"
+	_d() { echo "$2" | awk -v f="$1" '{ print $(f + 5) - $f }'; }
+	_s=$(_d 1 "$2") _f=$(_d 2 "$2") _tx=$(_d 3 "$2") _rx=$(_d 4 "$2")
+	_tcp=$(_d 5 "$2") _want=$(($4 / $(rxe_active_mtu)))
+	if [ "$_s" = "$3" ] && [ "$_f" = 0 ]; then
+		ok "$RXE_HOST's kernel counts $3 SMC-Rv2 $1 connections, no fallback"
+	else
+		bad "$RXE_HOST's kernel: $1_v2_succ +$_s (want $3), fback_$1 +$_f (want 0)"
+	fi
+	echo "# $RXE_HOST: rxe0 sent_pkts +$_tx, rcvd_pkts +$_rx (bytes/MTU each way: $_want); TCP OutSegs +$_tcp"
+	if [ "$_tx" -ge $((_want * 95 / 100)) ] && [ "$_rx" -ge $((_want * 95 / 100)) ]; then
+		ok "rxe0 on $RXE_HOST: +$_tx sent, +$_rx received, about bytes/MTU ($_want) each way"
+	else
+		bad "rxe0 on $RXE_HOST: +$_tx sent, +$_rx received; bytes/MTU is $_want each way"
+	fi
+	if [ "$_tcp" -lt $(($3 * 40 + 100)) ]; then
+		ok "TCP on $RXE_HOST: +$_tcp segments sent, the handshakes only"
+	else
+		bad "TCP on $RXE_HOST: +$_tcp segments sent: the bytes went over TCP"
+	fi
+}
+
+# ksmc_groups NAME STAT N: daemon NAME's N connections with kernel peers
+# went on STAT new link groups (at least one), the others joined one
+ksmc_groups() {
+	_g=$(rxe_stat "$1" "$2") _j=$(rxe_stat "$1" smc_lgr_joins)
+	if [ "$_g" -ge 1 ] && [ $((_g + _j)) = "$3" ]; then
+		ok "$1: $3 connections on $_g link groups ($_j joined one)"
+	else
+		bad "$1: $2 $_g + smc_lgr_joins $_j, want $3"
+	fi
+}
+
+# redis_bench WANT HOST PORT ARGS...: redis-benchmark (under $REDIS_PRE,
+# if set) runs its tests, WANT of them report their rate, no error
+redis_bench() {
+	_want=$1 _h=$2 _p=$3
+	shift 3
+	echo "# redis-benchmark -h $_h -p $_p $*"
+	${REDIS_PRE:-} redis-benchmark -h "$_h" -p "$_p" "$@" \
+		>"$RXE_OUT/bench.out" 2>&1
+	_rc=$?
+	cat "$RXE_OUT/bench.out" >>"$RXE_OUT/bench.txt"
+	# (its progress lines end in \r: only the results)
+	tr '\r' '\n' <"$RXE_OUT/bench.out" | grep 'requests per second' |
+		sed 's/^ */# /'
+	if [ "$_rc" != 0 ]; then
+		bad "redis-benchmark $* exited $_rc"
+	elif grep -qiE 'error|refused|reset|timeout' "$RXE_OUT/bench.out"; then
+		bad "redis-benchmark $* reported errors"
+	elif [ "$(grep -o 'requests per second' "$RXE_OUT/bench.out" |
+		wc -l)" -lt "$_want" ]; then
+		bad "redis-benchmark $* did not finish its tests"
+	else
+		ok "redis-benchmark $*"
+	fi
+}
+
 rxe_hwc() {
 	cat "/sys/class/infiniband/$RXE_DEV0/ports/1/hw_counters/$1"
 }
