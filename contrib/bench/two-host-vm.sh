@@ -221,8 +221,8 @@ if [ "$ksmc_on" = 1 ]; then
 		mount -t cgroup2 none /sys/fs/cgroup || rxe_die "cgroup2"
 	cat >"$R/a5.conf" <<CONF
 smcproxyd: { name = "a5"; workers = 1; control_socket = "$R/a5.sock"; };
-rules = ( { name = "xf"; listen = "127.0.0.1:17501"; target_smc = "$RXE_PEER_IP:$PORT_XK"; },
-          { name = "rd"; listen = "127.0.0.1:17502"; target_smc = "$RXE_PEER_IP:$PORT_RK"; } );
+rules = ( { name = "xf"; listen = "127.0.0.1:17601"; target_smc = "$RXE_PEER_IP:$PORT_XK"; },
+          { name = "rd"; listen = "127.0.0.1:17602"; target_smc = "$RXE_PEER_IP:$PORT_RK"; } );
 kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ];
               bpf_object = "$abs_top_builddir/src/bpf/smc_opt.bpf.o"; };
 CONF
@@ -239,7 +239,7 @@ if [ "$ksmc_on" = 1 ]; then
 	[ "$(ksmc_stat clnt_v2_succ)" -ge 1 ] && [ "$(ksmc_stat fback_clnt)" = 0 ] ||
 		rxe_die "kernel SMC fell back to TCP: $("$SMCNL" stats | tr '\n' ' ')"
 	"$SMCNL" stats >"$RXE_OUT/smc-stats.before.txt" 2>&1
-	"$XFER" client -c 127.0.0.1:17501 -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+	"$XFER" client -c 127.0.0.1:17601 -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
 		rxe_die "first connection through ruleK failed"
 	[ "$(rxe_stat a5 smc_out_rdma)" -ge 1 ] ||
 		rxe_die "ruleK did not go over RDMA: $("$CTL" -s "$R/a5.sock" stats | grep smc_out)"
@@ -342,7 +342,7 @@ while [ $r -le "$rounds" ]; do
 			pairH) pp_tcp pairH $r $s 127.0.0.1:$PORT_HA ;;
 			ruleK)
 				[ "$ksmc_on" = 1 ] || continue
-				pp_tcp ruleK $r $s 127.0.0.1:17501 ;;
+				pp_tcp ruleK $r $s 127.0.0.1:17601 ;;
 			ksmc | ksmc-nocork)
 				[ "$ksmc_on" = 1 ] || continue
 				cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XK -m pingpong -s SIZE -i $iters --json -T 120 ($p)"
@@ -380,7 +380,7 @@ while [ $r -le "$rounds" ]; do
 			pairW) hp=127.0.0.1:17301 ;;
 			pairF) hp=127.0.0.1:17201 ;;
 			pairH) hp=127.0.0.1:$PORT_HA ;;
-			ruleK) hp=127.0.0.1:17501 ;;
+			ruleK) hp=127.0.0.1:17601 ;;
 			esac
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
 			rec $p $r xfer_stream 65536 "$XFER" client -c "$hp" \
@@ -401,7 +401,7 @@ while [ $r -le "$rounds" ]; do
 				case $p in
 				pairR) hp=127.0.0.1:17101 ;;
 				pairF) hp=127.0.0.1:17201 ;;
-				ruleK) hp=127.0.0.1:17501 ;;
+				ruleK) hp=127.0.0.1:17601 ;;
 				esac
 				rec $p $r xfer_ws $ws "$XFER" client -c "$hp" \
 					-m stream -t "$secs" --write-size $ws \
@@ -424,7 +424,7 @@ while [ $r -le "$rounds" ]; do
 			case $p in
 			pairR) hp=127.0.0.1:17101 ;;
 			pairF) hp=127.0.0.1:17201 ;;
-			ruleK) hp=127.0.0.1:17501 ;;
+			ruleK) hp=127.0.0.1:17601 ;;
 			esac
 			rec $p $r xfer_conn $nconns "$XFER" client -c "$hp" \
 				-n "$nconns" -b 64 -B 64 --json -T 120 ;;
@@ -437,7 +437,7 @@ while [ $r -le "$rounds" ]; do
 		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
 		case $p in
 		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
-		ruleK) redis_one ruleK $r 17502 ;;
+		ruleK) redis_one ruleK $r 17602 ;;
 		pairR) redis_one pairR $r 17102 ;;
 		pairF) redis_one pairF $r 17202 ;;
 		pairH) redis_one pairH $r $((PORT_HA + 1)) ;;
