@@ -99,6 +99,10 @@ rx_update_due(const struct rconn *rc)
 				   &rc->local_tx_ctrl.cons);
 	if (to_confirm == 0)
 		return false;
+	/* a Linux sender of urgent data writes nothing more until its
+	 * whole window is back (smc_cdc_msg_recv_action, urg_tx_pend) */
+	if ((rc->flags & RCONN_F_URG) && rx_readable(rc) == 0)
+		return true;
 	sender_free = size - cdc_curs_diff(size, &rc->rx_curs_confirmed,
 					   &rc->local_rx_ctrl.prod);
 	if (to_confirm > limit && (sender_free <= size / 2 || blocked))
@@ -137,6 +141,8 @@ rx_after(struct rconn *rc)
 {
 	if (rx_update_due(rc) && tx_kick(rc, RCONN_OWE_CONS) == -ENOLINK)
 		tx_link_failed(rc);
+	if (rx_readable(rc) == 0)
+		rc->flags &= ~RCONN_F_URG;
 	rx_tell_close(rc);
 }
 
@@ -239,8 +245,13 @@ rx_apply(struct rconn *rc, const struct cdc_info *m)
 		if (tx_unsent(rc) > 0)
 			owe |= RCONN_OWE_PUSH;
 	}
-	if (m->prod_flags & CDC_PF_CONS_CURS_UPD_REQ)
+	/* urgent data (a kernel peer's MSG_OOB) is read inline, in its
+	 * place in the stream; pending: the peer wants our cursor now */
+	if (m->prod_flags &
+	    (CDC_PF_CONS_CURS_UPD_REQ | CDC_PF_URG_DATA_PENDING))
 		owe |= RCONN_OWE_CONS;
+	if (m->prod_flags & (CDC_PF_URG_DATA_PENDING | CDC_PF_URG_DATA_PRESENT))
+		rc->flags |= RCONN_F_URG;
 	if (owe && tx_kick(rc, owe) == -ENOLINK)
 		tx_link_failed(rc);
 	if (rc->flags & RCONN_F_FREEING)

@@ -1596,6 +1596,29 @@ START_TEST(closed_alone_ends_the_stream)
 }
 END_TEST
 
+/*
+ * Urgent data (a Linux peer's MSG_OOB) is read inline; once it is read,
+ * every consumed byte is confirmed at once, however few: a Linux sender
+ * of urgent data writes nothing more until its window is whole again.
+ */
+START_TEST(urgent_data_confirmed_in_full)
+{
+	struct forge f;
+	struct tconn *b;
+
+	forge_open(&f);
+	b = &f.h.side[1].conn[0];
+	f.m.prod_flags = CDC_PF_URG_DATA_PRESENT;
+	ck_assert_int_eq(forge_feed(&f, false, CDC_MSG_LEN), 0);
+	ck_assert_uint_eq(B(&f.h, 0)->rx_curs_confirmed.count, 0);
+	ck_assert_uint_eq(consume(b, 0), 100);
+	/* 100 bytes: far below the window-update rule's threshold */
+	ck_assert_uint_eq(B(&f.h, 0)->rx_curs_confirmed.count, 100);
+	ck_assert_int_eq(b->aborts, 0);
+	h_close(&f.h);
+}
+END_TEST
+
 /* Feed f->m's header with n bytes of data behind it, raw. */
 static int
 forge_data(struct forge *f, const char *data, size_t n)
@@ -2205,6 +2228,7 @@ rconn_suite(void)
 	tcase_set_timeout(tc, 60); /* ASan on a loaded machine */
 	tcase_add_test(tc, malformed_cdcs_refused);
 	tcase_add_test(tc, closed_alone_ends_the_stream);
+	tcase_add_test(tc, urgent_data_confirmed_in_full);
 	tcase_add_test(tc, cdc_data_checked_then_copied);
 	tcase_add_test(tc, validation_newer_than_seen_aborts);
 	suite_add_tcase(s, tc);
