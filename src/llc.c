@@ -1078,18 +1078,30 @@ llc_encode_for(const struct lgr_link *link, uint8_t msg[LLC_MSG_LEN],
  * given, runs when it completed.  0, -ENOLINK, -EINVAL (m would not
  * decode), -ENOBUFS (queue full), or -errno from the post.
  */
+static int llc_send_msg(struct lgr_link *link, const uint8_t msg[LLC_MSG_LEN],
+			wr_tx_done_fn done, void *arg);
+
 int
 llc_send(struct lgr_link *link, const struct llc_info *m, wr_tx_done_fn done,
 	 void *arg)
 {
 	uint8_t msg[LLC_MSG_LEN];
+
+	if (llc_encode_for(link, msg, m) != 0)
+		return -EINVAL;
+	return llc_send_msg(link, msg, done, arg);
+}
+
+/* llc_send() of a message already encoded. */
+static int
+llc_send_msg(struct lgr_link *link, const uint8_t msg[LLC_MSG_LEN],
+	     wr_tx_done_fn done, void *arg)
+{
 	struct lgr_llc_qent *e;
 	int rc;
 
 	if (link->wr == NULL || wr_link_is_down(link->wr))
 		return -ENOLINK;
-	if (llc_encode_for(link, msg, m) != 0)
-		return -EINVAL;
 	if (link->q_len == 0) {
 		rc = llc_post(link, msg, done, arg);
 		if (rc != -EBUSY)
@@ -1507,6 +1519,18 @@ llc_rx_std_echo(struct lgr_link *link, const struct llc_info *m)
 			      "cannot answer an LLC request");
 }
 
+static void
+llc_rx_std_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
+{
+	uint8_t msg[LLC_MSG_LEN];
+
+	v->m.flags |= LLC_FLAG_RESP;
+	if (llc_v2_encode(msg, sizeof(msg), v) != LLC_MSG_LEN ||
+	    llc_send_msg(link, msg, NULL, NULL))
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "cannot answer REQ_ADD_LINK");
+}
+
 /*
  * An LLC message on a link of a kernel peer's group: either header form,
  * Linux's rules (llc_v2_decode).  The link-level flows are ours as in
@@ -1546,7 +1570,12 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 			llc_rx_std_echo(link, &v->m);
 		break;
 	case LLC_REQ_ADD_LINK:
-		/* too long for our receive buffers: never arrives whole */
+		/* a second link is not offered to kernel peers: answered as
+		 * Linux answers one it does not act on (else the peer's
+		 * flow waits, and its next CONFIRM_RKEY fails after 20 s);
+		 * one with two GIDs is longer than our receive buffers */
+		if (!(v->m.flags & LLC_FLAG_RESP))
+			llc_rx_std_req_add_link(link, v);
 		break;
 	default:
 		/* ADD_LINK: a server's flow; we are the server */
