@@ -136,9 +136,9 @@
 	  "smc_listen connections relayed to their target as TCP")             \
 	X(smc_conns_rdma, COUNTER, "connections",                              \
 	  "smc_listen connections relayed over SMC-R link groups")             \
-	X(smc_lgrs, COUNTER, "link groups",                                    \
+	X(smc_lgrs, COUNTER, "events",                                         \
 	  "link groups set up with kernel SMC-R peers (first contact)")        \
-	X(smc_delete_rkeys, COUNTER, "messages",                               \
+	X(smc_delete_rkeys, COUNTER, "events",                                 \
 	  "LLC DELETE_RKEYs sent to kernel SMC-R peers as connections ended")  \
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
@@ -202,7 +202,7 @@
 	  "program is not attached")                                           \
 	X(smc_out_proposals, COUNTER, "handshakes",                            \
 	  "CLC PROPOSALs we sent to kernel SMC-R servers")                     \
-	X(smc_out_lgrs, COUNTER, "link groups",                                \
+	X(smc_out_lgrs, COUNTER, "events",                                     \
 	  "link groups set up with kernel SMC-R servers (first contact)")      \
 	X(smc_out_rdma, COUNTER, "connections",                                \
 	  "target_smc connections relayed over SMC-R link groups")             \
