@@ -1750,6 +1750,7 @@ conf_check_peer_routes(struct conf_parse *p)
 	const struct conf_loc *locs = p->src->keys[CONF_SECT_PEERS];
 	const size_t nk = CONF_NELEM(conf_peer_keys);
 	const size_t si = conf_key_index(conf_peer_keys, nk, "source");
+	const size_t ni = conf_key_index(conf_peer_keys, nk, "name");
 	struct conf_route *pr;
 	struct conf_peer *peer;
 	char path[CONF_PATH_LEN];
@@ -1766,6 +1767,14 @@ conf_check_peer_routes(struct conf_parse *p)
 	for (i = 0; i < conf->npeers; i++) {
 		peer = &conf->peers[i];
 		pr = &peer->route;
+		/* kernel peers' groups and counters go under that name */
+		if (strcmp(peer->name, CONF_KSMC_PEER) == 0) {
+			snprintf(path, sizeof(path), "peers[%d].name", i);
+			conf_err(p, locs[(size_t)i * nk + ni], path,
+				 "the name %s is kept for kernel SMC-R peers "
+				 "(kernel_smc); choose another",
+				 CONF_KSMC_PEER);
+		}
 		if (pr->dscp < 0)
 			pr->dscp = r->dscp;
 		if (pr->priority < 0)

@@ -325,6 +325,11 @@ static const struct {
 	 "t.conf:2: rules[0]: rule r: target_smc, or peer and export, not "
 	 "both\n",
 	 1},
+	{"peers = ( { name = \"smc-r\"; address = \"127.0.0.1:7102\"; "
+	 "insecure = true; } );\n",
+	 "t.conf:1: peers[0].name: the name smc-r is kept for kernel SMC-R "
+	 "peers (kernel_smc); choose another\n",
+	 1},
 	{"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
 	 "  target_smc = \"127.0.0.1:6390\"; } );\n",
 	 "t.conf:2: rules[0]: rule r: target_smc needs a kernel_smc section "
