@@ -40,18 +40,32 @@ auth_service_user(uid_t *uid)
 	return true;
 }
 
-/* "smcproxyd (uid 998)", or "uid 998" for a uid without a name. */
+/* uid's user name into buf, or NULL for a uid without a name. */
 static const char *
-auth_user_str(uid_t uid, char *buf, size_t len)
+auth_user_name(uid_t uid, char *buf, size_t len)
 {
 	struct passwd pw, *res = NULL;
 	char pwbuf[1024];
 
-	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
-	    res != NULL)
-		snprintf(buf, len, "%s (uid %u)", pw.pw_name, (unsigned)uid);
-	else
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) != 0 ||
+	    res == NULL)
+		return NULL;
+	snprintf(buf, len, "%s", pw.pw_name);
+	return buf;
+}
+
+/* "smcproxyd (uid 998)", or "uid 998" for a uid without a name. */
+static const char *
+auth_user_str(uid_t uid, char *buf, size_t len)
+{
+	size_t n;
+
+	if (auth_user_name(uid, buf, len) != NULL) {
+		n = strlen(buf);
+		snprintf(buf + n, len - n, " (uid %u)", (unsigned)uid);
+	} else {
 		snprintf(buf, len, "uid %u", (unsigned)uid);
+	}
 	return buf;
 }
 
@@ -59,13 +73,7 @@ auth_user_str(uid_t uid, char *buf, size_t len)
 static const char *
 auth_chown_arg(uid_t uid, char *buf, size_t len)
 {
-	struct passwd pw, *res = NULL;
-	char pwbuf[1024];
-
-	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 &&
-	    res != NULL)
-		snprintf(buf, len, "%s", pw.pw_name);
-	else
+	if (auth_user_name(uid, buf, len) == NULL)
 		snprintf(buf, len, "%u", (unsigned)uid);
 	return buf;
 }

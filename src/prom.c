@@ -226,11 +226,31 @@ prom_link_sample(FILE *f, const char *name, const json_t *l)
 	fputs("\"} ", f);
 }
 
+/* The per-link families: one sample per link of "show links -o all". */
+static const struct prom_link_family {
+	const char *name, *type, *help;
+	const char *field; /* the link's JSON member */
+	double scale;	   /* 0: an integer as it is */
+} prom_link_families[] = {
+	{"link_test_link_rtt_seconds", "gauge",
+	 "round trip of the link's last answered TEST_LINK keepalive (0 before "
+	 "one was answered)",
+	 "test_link_rtt_us", 1e6},
+	{"link_completions", "counter",
+	 "work completions polled on the link since it was set up",
+	 "completions", 0},
+	{"link_errors", "counter",
+	 "work completions in error on the link since it was set up", "errors",
+	 0},
+};
+
 static void
 prom_links(FILE *f, const json_t *links, bool om)
 {
+	const struct prom_link_family *lf;
+	char sample[96];
 	const json_t *l;
-	size_t i;
+	size_t i, k;
 
 	prom_family(f, "link_active", "gauge",
 		    "1 while the RDMA link is active, else 0", om);
@@ -238,28 +258,22 @@ prom_links(FILE *f, const json_t *links, bool om)
 		prom_link_sample(f, "link_active", l);
 		fprintf(f, "%d\n", prom_is(l, "state", "active"));
 	}
-	prom_family(f, "link_test_link_rtt_seconds", "gauge",
-		    "round trip of the link's last answered TEST_LINK "
-		    "keepalive (0 before one was answered)",
-		    om);
-	json_array_foreach(links, i, l) {
-		prom_link_sample(f, "link_test_link_rtt_seconds", l);
-		fprintf(f, "%.6f\n",
-			(double)prom_int(l, "test_link_rtt_us") / 1e6);
-	}
-	prom_family(f, "link_completions", "counter",
-		    "work completions polled on the link since it was set up",
-		    om);
-	json_array_foreach(links, i, l) {
-		prom_link_sample(f, "link_completions_total", l);
-		fprintf(f, "%lld\n", prom_int(l, "completions"));
-	}
-	prom_family(f, "link_errors", "counter",
-		    "work completions in error on the link since it was set up",
-		    om);
-	json_array_foreach(links, i, l) {
-		prom_link_sample(f, "link_errors_total", l);
-		fprintf(f, "%lld\n", prom_int(l, "errors"));
+	for (k = 0;
+	     k < sizeof(prom_link_families) / sizeof(prom_link_families[0]);
+	     k++) {
+		lf = &prom_link_families[k];
+		snprintf(sample, sizeof(sample), "%s%s", lf->name,
+			 strcmp(lf->type, "counter") == 0 ? "_total" : "");
+		prom_family(f, lf->name, lf->type, lf->help, om);
+		json_array_foreach(links, i, l) {
+			prom_link_sample(f, sample, l);
+			if (lf->scale != 0)
+				fprintf(f, "%.6f\n",
+					(double)prom_int(l, lf->field) /
+						lf->scale);
+			else
+				fprintf(f, "%lld\n", prom_int(l, lf->field));
+		}
 	}
 }
 
