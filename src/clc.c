@@ -36,15 +36,6 @@
 #include "wire.h"
 #include "clc_wire.h"
 
-static const struct {
-	uint32_t code;
-	const char *name;
-} clc_decline_names[CLC_DECL_NCODES] = {
-#define X(name, code, desc) [CLC_DECLI_##name] = {code, #name},
-	CLC_DECLINES(X)
-#undef X
-};
-
 /* The fixed length of each type; 0 for a type we do not know. */
 static size_t
 clc_type_length(uint8_t type)
@@ -158,32 +149,6 @@ clc_msg_check(const void *buf, size_t len, enum clc_type expect,
 		return -EPROTO;
 	}
 	return 0;
-}
-
-/* Bytes of a compressed RMB element size (1 << (n + 14)); 0 if invalid. */
-uint64_t
-clc_rmbe_bytes(uint8_t compressed)
-{
-	if (compressed > CLC_RMBE_SIZE_MAX)
-		return 0;
-	return (uint64_t)1 << (compressed + 14);
-}
-
-/*
- * The compressed size of the largest element that fits in bytes (capped
- * at CLC_RMBE_SIZE_MAX), or -EINVAL below 16 KiB.
- */
-int
-clc_rmbe_compress(uint64_t bytes)
-{
-	int n = 0;
-
-	if (bytes < clc_rmbe_bytes(0))
-		return -EINVAL;
-	while (n < CLC_RMBE_SIZE_MAX &&
-	       clc_rmbe_bytes((uint8_t)(n + 1)) <= bytes)
-		n++;
-	return n;
 }
 
 static uint32_t
@@ -504,21 +469,6 @@ clc_decline_decode(const void *buf, size_t len, struct clc_decline_info *out,
 	return 0;
 }
 
-/**
- * clc_decline_index() - The place of @code in CLC_DECLINES (its counters'
- * index), or CLC_DECL_NCODES for a code that is not listed.
- */
-enum clc_decl_index
-clc_decline_index(uint32_t code)
-{
-	int i;
-
-	for (i = 0; i < CLC_DECL_NCODES; i++)
-		if (clc_decline_names[i].code == code)
-			return (enum clc_decl_index)i;
-	return CLC_DECL_NCODES;
-}
-
 /* Count a DECLINE with code that we sent or received: total and code. */
 void
 clc_count_decline(struct stats *st, uint32_t code, bool sent)
@@ -530,15 +480,6 @@ clc_count_decline(struct stats *st, uint32_t code, bool sent)
 		  (sent ? STAT_DECL_SENT_BASE : STAT_DECL_RECEIVED_BASE) +
 			  clc_decline_index(code),
 		  1);
-}
-
-/* "NOSMCRDEV" for CLC_DECL_NOSMCRDEV, ...; "UNKNOWN" for other codes. */
-const char *
-clc_decline_name(uint32_t code)
-{
-	enum clc_decl_index i = clc_decline_index(code);
-
-	return i < CLC_DECL_NCODES ? clc_decline_names[i].name : "UNKNOWN";
 }
 
 /* ---- the handshake on a control connection ---- */

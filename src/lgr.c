@@ -255,13 +255,6 @@ lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops, struct dev *dev,
 	return 0;
 }
 
-/* The config the context works with now (a worker's follows reloads). */
-struct conf *
-lgr_ctx_conf(const struct lgr_ctx *ctx)
-{
-	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
-}
-
 /* The data path's handlers of ctx's groups (each may be NULL), with arg. */
 void
 lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops, void *arg)

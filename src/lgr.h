@@ -160,6 +160,16 @@ struct lgr_ctx {
 	uint32_t last_token; /* 1..last_token were handed out */
 };
 
+/*
+ * The config the context works with now (a worker's follows reloads);
+ * inline, so that clc.c and llc.c reading it do not call up into lgr.c.
+ */
+static inline struct conf *
+lgr_ctx_conf(const struct lgr_ctx *ctx)
+{
+	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
+}
+
 /* for clc.c and llc.c */
 struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 			   const struct clc_proposal_info *p,
