@@ -65,6 +65,9 @@ static pthread_once_t lgr_system_id_once = PTHREAD_ONCE_INIT;
 static uint8_t lgr_daemon_system_id[8];
 
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
+static void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
+			  const char *why);
+static const struct lgr_llc_ops lgr_llc_ops;
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
 
@@ -176,6 +179,7 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	TAILQ_INIT(&ctx->lgrs);
 	LIST_INIT(&ctx->clcs);
 	ctx->base = base;
+	ctx->llc = &lgr_llc_ops;
 	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
 	ctx->stats = st;
 	ctx->auth = al;
@@ -838,14 +842,7 @@ lgr_link_connect(struct lgr_link *link, const struct dev_qp_addr *peer)
 struct lgr_link *
 lgr_link_by_id(struct lgr *lgr, uint8_t id)
 {
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].id == id && id != 0 &&
-		    lgr->link[i].state != LGR_LINK_FREE &&
-		    lgr->link[i].state != LGR_LINK_DOWN)
-			return &lgr->link[i];
-	return NULL;
+	return lgr_link_find(lgr, id);
 }
 
 static struct lgr_link *
@@ -1990,7 +1987,7 @@ lgr_conn_replay(struct lgr_conn *c)
 /* ---- what llc.c reports ---- */
 
 /* CONFIRM_LINK went through on link: it is active. */
-void
+static void
 lgr_link_confirmed(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2033,7 +2030,7 @@ lgr_link_confirmed(struct lgr_link *link)
  * peer deleted it (then we do not tell it).  Its connections move to the
  * other active link; with none left the group ends.
  */
-void
+static void
 lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 	      const char *why)
 {
@@ -2080,7 +2077,7 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 }
 
 /* The LLC step link waited for did not come in time. */
-void
+static void
 lgr_link_timeout(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2173,7 +2170,7 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
  * peer.  The new link on another device, connected, awaiting its
  * CONFIRM_LINK; NULL when we have no alternate path (reject).
  */
-struct lgr_link *
+static struct lgr_link *
 lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 		  const struct dev_qp_addr *peer)
 {
@@ -2211,7 +2208,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
  * Server: the client answered our ADD_LINK for link with its QP peer:
  * connect and confirm the link over itself.  0 or -errno (link down).
  */
-int
+static int
 lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 {
 	struct lgr *lgr = link->lgr;
@@ -2233,7 +2230,7 @@ lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 }
 
 /* Server: the client has no alternate path for link; try again later. */
-void
+static void
 lgr_link_add_rejected(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2245,6 +2242,17 @@ lgr_link_add_rejected(struct lgr_link *link)
 	link->down_ms = now_ms();
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
+
+static const struct lgr_llc_ops lgr_llc_ops = {
+	.link_confirmed = lgr_link_confirmed,
+	.link_fail = lgr_link_fail,
+	.link_timeout = lgr_link_timeout,
+	.link_add_peer = lgr_link_add_peer,
+	.link_add_answer = lgr_link_add_answer,
+	.link_add_rejected = lgr_link_add_rejected,
+	.protocol_error = lgr_protocol_error,
+	.terminate = lgr_terminate,
+};
 
 /* Server: a second link on another device, if both sides may have one. */
 static void
