@@ -67,7 +67,10 @@ static uint8_t lgr_daemon_system_id[8];
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 			  const char *why);
+static uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
+static void lgr_clc_done(struct lgr *lgr);
 static const struct lgr_llc_ops lgr_llc_ops;
+static const struct lgr_clc_ops lgr_clc_ops;
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
 
@@ -179,7 +182,8 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	TAILQ_INIT(&ctx->lgrs);
 	LIST_INIT(&ctx->clcs);
 	ctx->base = base;
-	ctx->llc = &lgr_llc_ops;
+	ctx->llc_ops = &lgr_llc_ops;
+	ctx->clc_ops = &lgr_clc_ops;
 	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
 	ctx->stats = st;
 	ctx->auth = al;
@@ -1404,7 +1408,7 @@ lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
  * control connection from local: negotiated limits, the first link's QP
  * on the device for local, not connected.  NULL with *decline set.
  */
-struct lgr *
+static struct lgr *
 lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	       const struct clc_proposal_info *p, const struct addr *local,
 	       uint32_t *decline)
@@ -1597,7 +1601,7 @@ lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
  * token.  No RMB region is announced over CLC: rmb_rkey and rmb_vaddr
  * are 0 (docs/protocol.md, "Authentication of link groups").
  */
-void
+static void
 lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
 {
 	const struct lgr_link *link = &lgr->link[0];
@@ -1626,7 +1630,7 @@ lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
  * group counts towards the peer's max_lgrs from here.  0, or the
  * CLC_DECL_* code to decline with.
  */
-uint32_t
+static uint32_t
 lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1669,7 +1673,7 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
  * The CLC messages are through: the first link proves itself with
  * CONFIRM_LINK, which the server sends and the client awaits.
  */
-void
+static void
 lgr_clc_done(struct lgr *lgr)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1699,7 +1703,7 @@ lgr_clc_done(struct lgr *lgr)
  * dies at a router, a firewall).  The setup failed: the peer goes on the
  * fallback's back-off, as for any decline, and the group ends.
  */
-void
+static void
 lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 {
 	uint64_t period;
@@ -1733,6 +1737,14 @@ lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 		break;
 	}
 }
+
+static const struct lgr_clc_ops lgr_clc_ops = {
+	.server_new = lgr_server_new,
+	.body = lgr_clc_body,
+	.peer = lgr_clc_peer,
+	.done = lgr_clc_done,
+	.end = lgr_clc_end,
+};
 
 /* Connections: the link with the fewest, for load balance. */
 static struct lgr_link *

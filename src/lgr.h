@@ -131,7 +131,7 @@ struct lgr {
 
 /*
  * What llc.c tells the groups of their links and of the peer's LLC
- * requests: lgr.c's handlers, which lgr_ctx_new sets in ctx->llc.  The
+ * requests: lgr.c's handlers, which lgr_ctx_new sets in ctx->llc_ops.  The
  * LLC sits below the groups and calls up only through these, as the
  * data path hears of the groups through lgr_data_ops.
  */
@@ -155,12 +155,34 @@ struct lgr_llc_ops {
 			  bool by_peer);
 };
 
+/*
+ * What clc.c tells the groups of their handshakes: lgr.c's handlers,
+ * which lgr_ctx_new sets in ctx->clc_ops.  The handshake runs below the
+ * groups, on their control connections, and calls up only through these.
+ */
+struct lgr_clc_ops {
+	/* server: a PROPOSAL from peer came; its group, or NULL, *decline */
+	struct lgr *(*server_new)(struct lgr_ctx *ctx,
+				  const struct conf_peer *peer,
+				  const struct clc_proposal_info *p,
+				  const struct addr *local, uint32_t *decline);
+	/* our side of ACCEPT or CONFIRM */
+	void (*body)(const struct lgr *lgr, struct clc_accept_info *out);
+	/* the peer's ACCEPT or CONFIRM verified: 0, or a CLC_DECL_* code */
+	uint32_t (*peer)(struct lgr *lgr, const struct clc_accept_info *in);
+	/* the handshake is over: the first link's LLC starts */
+	void (*done)(struct lgr *lgr);
+	/* it failed (code: CLC_DECL_*) or the control connection ended */
+	void (*end)(struct lgr *lgr, uint32_t code, bool by_peer);
+};
+
 /* One daemon's link groups on one event_base (a worker; a test side). */
 struct lgr_ctx {
 	struct event_base *base;
-	const struct lgr_llc_ops *llc; /* lgr.c's, for llc.c */
-	struct worker *w;	       /* NULL in tests */
-	struct conf *conf;	       /* held when w is NULL */
+	const struct lgr_llc_ops *llc_ops; /* lgr.c's, for llc.c */
+	const struct lgr_clc_ops *clc_ops; /* lgr.c's, for clc.c */
+	struct worker *w;		   /* NULL in tests */
+	struct conf *conf;		   /* held when w is NULL */
 	struct stats *stats;
 	struct auth_limit *auth;
 	struct lgr_timeouts t;
@@ -213,14 +235,5 @@ lgr_link_find(struct lgr *lgr, uint8_t id)
 			return &lgr->link[i];
 	return NULL;
 }
-
-/* for clc.c and llc.c */
-struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
-			   const struct clc_proposal_info *p,
-			   const struct addr *local, uint32_t *decline);
-void lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out);
-uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
-void lgr_clc_done(struct lgr *lgr);
-void lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer);
 
 #endif /* SMCPROXYD_LGR_H */

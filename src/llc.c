@@ -962,7 +962,7 @@ llc_delete_reason_name(uint32_t reason)
 static const struct lgr_llc_ops *
 llc_up(const struct lgr_link *link)
 {
-	return link->lgr->ctx->llc;
+	return link->lgr->ctx->llc_ops;
 }
 
 _Static_assert(sizeof(((struct lgr_llc_qent *)NULL)->msg) == LLC_MSG_LEN,

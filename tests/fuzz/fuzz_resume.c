@@ -251,8 +251,8 @@ fuzz_act_cb(struct worker *wk, void *arg)
 		if (k == NULL)
 			break;
 		if (a->sel & 0x02) {
-			k->lgr->ctx->llc->link_fail(k, LLC_DEL_LOST_PATH, false,
-						    "fuzz");
+			k->lgr->ctx->llc_ops->link_fail(k, LLC_DEL_LOST_PATH,
+							false, "fuzz");
 			break;
 		}
 		via = b_link(!(a->sel & 0x01));
