@@ -1738,6 +1738,7 @@ lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 	}
 }
 
+/* clc.c's only way up to the group (lgr_ctx_new sets ctx->clc_ops). */
 static const struct lgr_clc_ops lgr_clc_ops = {
 	.server_new = lgr_server_new,
 	.body = lgr_clc_body,
@@ -2255,6 +2256,7 @@ lgr_link_add_rejected(struct lgr_link *link)
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
 
+/* llc.c's only way up to the group (lgr_ctx_new sets ctx->llc_ops). */
 static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_confirmed = lgr_link_confirmed,
 	.link_fail = lgr_link_fail,
