@@ -17,8 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire.h"
+
 #define CDC_MSG_TYPE 0xfe
-#define CDC_MSG_LEN 44
+#define CDC_MSG_LEN WIRE_MSG_LEN
 /*
  * With CLC_FEAT_CDC_DATA a CDC may carry up to this many of the
  * connection's bytes behind its 44-byte header (data_len), instead of an

@@ -36,15 +36,6 @@
 #include "wire.h"
 #include "clc_wire.h"
 
-static const struct {
-	uint32_t code;
-	const char *name;
-} clc_decline_names[CLC_DECL_NCODES] = {
-#define X(name, code, desc) [CLC_DECLI_##name] = {code, #name},
-	CLC_DECLINES(X)
-#undef X
-};
-
 /* The fixed length of each type; 0 for a type we do not know. */
 static size_t
 clc_type_length(uint8_t type)
@@ -158,32 +149,6 @@ clc_msg_check(const void *buf, size_t len, enum clc_type expect,
 		return -EPROTO;
 	}
 	return 0;
-}
-
-/* Bytes of a compressed RMB element size (1 << (n + 14)); 0 if invalid. */
-uint64_t
-clc_rmbe_bytes(uint8_t compressed)
-{
-	if (compressed > CLC_RMBE_SIZE_MAX)
-		return 0;
-	return (uint64_t)1 << (compressed + 14);
-}
-
-/*
- * The compressed size of the largest element that fits in bytes (capped
- * at CLC_RMBE_SIZE_MAX), or -EINVAL below 16 KiB.
- */
-int
-clc_rmbe_compress(uint64_t bytes)
-{
-	int n = 0;
-
-	if (bytes < clc_rmbe_bytes(0))
-		return -EINVAL;
-	while (n < CLC_RMBE_SIZE_MAX &&
-	       clc_rmbe_bytes((uint8_t)(n + 1)) <= bytes)
-		n++;
-	return n;
 }
 
 static uint32_t
@@ -504,21 +469,6 @@ clc_decline_decode(const void *buf, size_t len, struct clc_decline_info *out,
 	return 0;
 }
 
-/**
- * clc_decline_index() - The place of @code in CLC_DECLINES (its counters'
- * index), or CLC_DECL_NCODES for a code that is not listed.
- */
-enum clc_decl_index
-clc_decline_index(uint32_t code)
-{
-	int i;
-
-	for (i = 0; i < CLC_DECL_NCODES; i++)
-		if (clc_decline_names[i].code == code)
-			return (enum clc_decl_index)i;
-	return CLC_DECL_NCODES;
-}
-
 /* Count a DECLINE with code that we sent or received: total and code. */
 void
 clc_count_decline(struct stats *st, uint32_t code, bool sent)
@@ -530,15 +480,6 @@ clc_count_decline(struct stats *st, uint32_t code, bool sent)
 		  (sent ? STAT_DECL_SENT_BASE : STAT_DECL_RECEIVED_BASE) +
 			  clc_decline_index(code),
 		  1);
-}
-
-/* "NOSMCRDEV" for CLC_DECL_NOSMCRDEV, ...; "UNKNOWN" for other codes. */
-const char *
-clc_decline_name(uint32_t code)
-{
-	enum clc_decl_index i = clc_decline_index(code);
-
-	return i < CLC_DECL_NCODES ? clc_decline_names[i].name : "UNKNOWN";
 }
 
 /* ---- the handshake on a control connection ---- */
@@ -579,6 +520,34 @@ struct clc_conn {
 static void clc_io(evutil_socket_t fd, short what, void *arg);
 static bool clc_message(struct clc_conn *c);
 static void clc_timeout(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * What the handshake tells its group goes through the handlers lgr.c set
+ * (ctx->clc_ops): the groups are above, the handshake only calls down.
+ */
+static void
+clc_lgr_body(const struct lgr *lgr, struct clc_accept_info *out)
+{
+	lgr->ctx->clc_ops->body(lgr, out);
+}
+
+static uint32_t
+clc_lgr_peer(struct lgr *lgr, const struct clc_accept_info *in)
+{
+	return lgr->ctx->clc_ops->peer(lgr, in);
+}
+
+static void
+clc_lgr_done(struct lgr *lgr)
+{
+	lgr->ctx->clc_ops->done(lgr);
+}
+
+static void
+clc_lgr_end(struct lgr *lgr, uint32_t code, bool by_peer)
+{
+	lgr->ctx->clc_ops->end(lgr, code, by_peer);
+}
 
 static const char *
 clc_who(const struct clc_conn *c, char *buf, size_t len)
@@ -945,7 +914,7 @@ clc_server_fail(struct clc_conn *c, uint32_t code, const char *why)
 	else
 		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	clc_decline_send(c, code);
-	lgr_clc_end(c->lgr, code, false);
+	clc_lgr_end(c->lgr, code, false);
 }
 
 static int clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
@@ -1056,7 +1025,7 @@ clc_server_proposal(struct clc_conn *c)
 	if (clc_hop(c))
 		return false;
 	memcpy(c->proposal, c->in, sizeof(c->proposal));
-	lgr = lgr_server_new(ctx, peer, &c->prop, &c->local, &decl);
+	lgr = ctx->clc_ops->server_new(ctx, peer, &c->prop, &c->local, &decl);
 	if (lgr == NULL) {
 		clc_refuse(c, decl,
 			   decl == CLC_DECL_NOSMCRDEV ?
@@ -1067,7 +1036,7 @@ clc_server_proposal(struct clc_conn *c)
 	clc_unlist(c);
 	c->lgr = lgr;
 	lgr->clc = c;
-	lgr_clc_body(lgr, &acc);
+	clc_lgr_body(lgr, &acc);
 	auth_nonce(nonce);
 	memcpy(acc.nonce, nonce, sizeof(acc.nonce));
 	if (clc_accept_encode(c->accept, sizeof(c->accept), &acc) < 0) {
@@ -1079,7 +1048,7 @@ clc_server_proposal(struct clc_conn *c)
 	c->step = CLC_STEP_CONFIRM;
 	clc_timer(c, ctx->t.clc_wait_ms);
 	if (clc_send(c, c->accept, sizeof(c->accept)))
-		lgr_clc_end(lgr, CLC_DECL_PEERDECL, true);
+		clc_lgr_end(lgr, CLC_DECL_PEERDECL, true);
 	return true;
 }
 
@@ -1115,7 +1084,7 @@ clc_server_confirm(struct clc_conn *c)
 				"CONFIRM does not match PROPOSAL and ACCEPT");
 		return;
 	}
-	decl = lgr_clc_peer(lgr, &cf);
+	decl = clc_lgr_peer(lgr, &cf);
 	if (decl) {
 		clc_server_fail(c, decl,
 				decl == CLC_DECL_MEM ?
@@ -1126,7 +1095,7 @@ clc_server_confirm(struct clc_conn *c)
 	c->step = CLC_STEP_DONE;
 	clc_timer(c, 0);
 	clc_preauth_done(c);
-	lgr_clc_done(lgr);
+	clc_lgr_done(lgr);
 }
 
 /*
@@ -1244,7 +1213,7 @@ clc_client_fail(struct clc_conn *c, uint32_t code, bool decline,
 		log_warnx("clc: %s: %s", clc_who(c, who, sizeof(who)), why);
 	if (decline)
 		clc_decline_send(c, code);
-	lgr_clc_end(c->lgr, code, false);
+	clc_lgr_end(c->lgr, code, false);
 }
 
 static void
@@ -1255,7 +1224,7 @@ clc_client_proposal(struct clc_conn *c)
 	struct clc_proposal_info *p = &c->prop;
 	struct clc_accept_info body;
 
-	lgr_clc_body(lgr, &body);
+	clc_lgr_body(lgr, &body);
 	memset(p, 0, sizeof(*p));
 	memcpy(p->system_id, body.system_id, sizeof(p->system_id));
 	p->link = body.link;
@@ -1321,12 +1290,12 @@ clc_client_accept(struct clc_conn *c)
 				"ACCEPT with features or an RMB not asked for");
 		return;
 	}
-	decl = lgr_clc_peer(lgr, &acc);
+	decl = clc_lgr_peer(lgr, &acc);
 	if (decl) {
 		clc_client_fail(c, decl, true, "cannot connect the first link");
 		return;
 	}
-	lgr_clc_body(lgr, &cf);
+	clc_lgr_body(lgr, &cf);
 	if (clc_confirm_encode(confirm, sizeof(confirm), &cf) < 0) {
 		clc_client_fail(c, CLC_DECL_INTERR, true,
 				"cannot build CONFIRM");
@@ -1341,7 +1310,7 @@ clc_client_accept(struct clc_conn *c)
 				"connection lost sending CONFIRM");
 		return;
 	}
-	lgr_clc_done(lgr);
+	clc_lgr_done(lgr);
 }
 
 static void
@@ -1358,7 +1327,7 @@ clc_connected(struct clc_conn *c)
 		log_warn("lgr %u: peer %s: connect", c->lgr->id,
 			 c->lgr->peer->name);
 		c->lgr->refused = err == ECONNREFUSED;
-		lgr_clc_end(c->lgr,
+		clc_lgr_end(c->lgr,
 			    err == ETIMEDOUT ? CLC_DECL_TIMEOUT_CL :
 					       CLC_DECL_PEERNOSMC,
 			    false);
@@ -1388,7 +1357,7 @@ clc_client_start(struct lgr *lgr, int fd)
 		rc = sock_connect(&peer->addr, &peer->source,
 				  lgr_ctx_conf(lgr->ctx), false, &fd);
 		if (fd == -1) {
-			lgr_clc_end(lgr, CLC_DECL_MEM, false);
+			clc_lgr_end(lgr, CLC_DECL_MEM, false);
 			return rc;
 		}
 		if (rc == -EADDRNOTAVAIL && peer->source.len != 0) {
@@ -1396,20 +1365,20 @@ clc_client_start(struct lgr *lgr, int fd)
 			log_warn("lgr %u: peer %s: source address", lgr->id,
 				 peer->name);
 			close(fd);
-			lgr_clc_end(lgr, CLC_DECL_NOSMCRDEV, false);
+			clc_lgr_end(lgr, CLC_DECL_NOSMCRDEV, false);
 			return rc;
 		}
 		if (rc != 0 && rc != -EINPROGRESS) {
 			close(fd);
 			lgr->refused = rc == -ECONNREFUSED;
-			lgr_clc_end(lgr, CLC_DECL_PEERNOSMC, false);
+			clc_lgr_end(lgr, CLC_DECL_PEERNOSMC, false);
 			return rc;
 		}
 		connecting = rc == -EINPROGRESS;
 	}
 	c = clc_conn_new(lgr->ctx, fd, CLC_STEP_CONNECT);
 	if (c == NULL) {
-		lgr_clc_end(lgr, CLC_DECL_MEM, false);
+		clc_lgr_end(lgr, CLC_DECL_MEM, false);
 		return -ENOMEM;
 	}
 	c->lgr = lgr;
@@ -1447,7 +1416,7 @@ clc_message(struct clc_conn *c)
 			  clc_decline_name(d.diagnosis), d.diagnosis);
 		c->step = CLC_STEP_CLOSING;
 		clc_timer(c, CLC_CLOSE_WAIT_MS);
-		lgr_clc_end(c->lgr, d.diagnosis, true);
+		clc_lgr_end(c->lgr, d.diagnosis, true);
 		return true;
 	}
 	switch (c->step) {
@@ -1475,7 +1444,7 @@ clc_message(struct clc_conn *c)
 			  "handshake",
 			  clc_who(c, who, sizeof(who)));
 		c->step = CLC_STEP_CLOSING;
-		lgr_clc_end(c->lgr, CLC_DECL_BADMSG, false);
+		clc_lgr_end(c->lgr, CLC_DECL_BADMSG, false);
 		break;
 	case CLC_STEP_CONNECT:
 	case CLC_STEP_CLOSING:
@@ -1518,7 +1487,7 @@ clc_lost(struct clc_conn *c, int rc, uint32_t decl)
 		log_warnx("clc: %s: malformed CLC message",
 			  clc_who(c, who, sizeof(who)));
 		clc_decline_send(c, decl);
-		lgr_clc_end(c->lgr, decl, false);
+		clc_lgr_end(c->lgr, decl, false);
 		return;
 	}
 	event_del(c->rev);
@@ -1534,11 +1503,11 @@ clc_lost(struct clc_conn *c, int rc, uint32_t decl)
 	clc_timer(c, 0);
 	if (step == CLC_STEP_ACCEPT)
 		/* no answer to our PROPOSAL: it does not speak CLC */
-		lgr_clc_end(c->lgr, CLC_DECL_PEERNOSMC, false);
+		clc_lgr_end(c->lgr, CLC_DECL_PEERNOSMC, false);
 	else if (step == CLC_STEP_CONFIRM)
-		lgr_clc_end(c->lgr, CLC_DECL_PEERDECL, true);
+		clc_lgr_end(c->lgr, CLC_DECL_PEERDECL, true);
 	else
-		lgr_clc_end(c->lgr, 0, false);
+		clc_lgr_end(c->lgr, 0, false);
 }
 
 static void
@@ -1595,7 +1564,7 @@ clc_timeout(evutil_socket_t fd, short what, void *arg)
 		log_warnx("clc: %s: connect timed out",
 			  clc_who(c, who, sizeof(who)));
 		c->step = CLC_STEP_CLOSING;
-		lgr_clc_end(c->lgr, CLC_DECL_TIMEOUT_CL, false);
+		clc_lgr_end(c->lgr, CLC_DECL_TIMEOUT_CL, false);
 		return;
 	case CLC_STEP_ACCEPT:
 		clc_client_fail(c, CLC_DECL_TIMEOUT_CL, true,

@@ -28,6 +28,7 @@
 #ifndef SMCPROXYD_CLC_WIRE_H
 #define SMCPROXYD_CLC_WIRE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -291,11 +292,71 @@ int clc_decline_encode(void *buf, size_t size,
 		       const struct clc_decline_info *in);
 int clc_decline_decode(const void *buf, size_t len,
 		       struct clc_decline_info *out, uint32_t *decline);
-const char *clc_decline_name(uint32_t code);
 struct stats;
 void clc_count_decline(struct stats *st, uint32_t code, bool sent);
-enum clc_decl_index clc_decline_index(uint32_t code);
-uint64_t clc_rmbe_bytes(uint8_t compressed);
-int clc_rmbe_compress(uint64_t bytes);
+
+/*
+ * The helpers below are the one home of what every layer names or sizes
+ * the same way (the groups, LLC, the sessions, the control socket): pure
+ * functions of the wire's values, here so that using them ties a file to
+ * no module.
+ */
+
+/**
+ * clc_decline_index() - The place of @code in CLC_DECLINES (its counters'
+ * index), or CLC_DECL_NCODES for a code that is not listed.
+ */
+static inline enum clc_decl_index
+clc_decline_index(uint32_t code)
+{
+	switch (code) {
+#define X(name, value, desc)  \
+	case CLC_DECL_##name: \
+		return CLC_DECLI_##name;
+		CLC_DECLINES(X)
+#undef X
+	}
+	return CLC_DECL_NCODES;
+}
+
+/* "NOSMCRDEV" for CLC_DECL_NOSMCRDEV, ...; "UNKNOWN" for other codes. */
+static inline const char *
+clc_decline_name(uint32_t code)
+{
+	switch (code) {
+#define X(name, value, desc)  \
+	case CLC_DECL_##name: \
+		return #name;
+		CLC_DECLINES(X)
+#undef X
+	}
+	return "UNKNOWN";
+}
+
+/* Bytes of a compressed RMB element size (1 << (n + 14)); 0 if invalid. */
+static inline uint64_t
+clc_rmbe_bytes(uint8_t compressed)
+{
+	if (compressed > CLC_RMBE_SIZE_MAX)
+		return 0;
+	return (uint64_t)1 << (compressed + 14);
+}
+
+/*
+ * The compressed size of the largest element that fits in bytes (capped
+ * at CLC_RMBE_SIZE_MAX), or -EINVAL below 16 KiB.
+ */
+static inline int
+clc_rmbe_compress(uint64_t bytes)
+{
+	int n = 0;
+
+	if (bytes < clc_rmbe_bytes(0))
+		return -EINVAL;
+	while (n < CLC_RMBE_SIZE_MAX &&
+	       clc_rmbe_bytes((uint8_t)(n + 1)) <= bytes)
+		n++;
+	return n;
+}
 
 #endif /* SMCPROXYD_CLC_WIRE_H */

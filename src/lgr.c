@@ -65,6 +65,12 @@ static pthread_once_t lgr_system_id_once = PTHREAD_ONCE_INIT;
 static uint8_t lgr_daemon_system_id[8];
 
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
+static void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
+			  const char *why);
+static uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
+static void lgr_clc_done(struct lgr *lgr);
+static const struct lgr_llc_ops lgr_llc_ops;
+static const struct lgr_clc_ops lgr_clc_ops;
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
 
@@ -176,6 +182,8 @@ lgr_ctx_new(struct event_base *base, struct conf *conf, struct stats *st,
 	TAILQ_INIT(&ctx->lgrs);
 	LIST_INIT(&ctx->clcs);
 	ctx->base = base;
+	ctx->llc_ops = &lgr_llc_ops;
+	ctx->clc_ops = &lgr_clc_ops;
 	ctx->conf = conf != NULL ? conf_hold(conf) : NULL;
 	ctx->stats = st;
 	ctx->auth = al;
@@ -253,13 +261,6 @@ lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops, struct dev *dev,
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	lgr_dev_watch(ctx, d, true);
 	return 0;
-}
-
-/* The config the context works with now (a worker's follows reloads). */
-struct conf *
-lgr_ctx_conf(const struct lgr_ctx *ctx)
-{
-	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
 }
 
 /* The data path's handlers of ctx's groups (each may be NULL), with arg. */
@@ -845,14 +846,7 @@ lgr_link_connect(struct lgr_link *link, const struct dev_qp_addr *peer)
 struct lgr_link *
 lgr_link_by_id(struct lgr *lgr, uint8_t id)
 {
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].id == id && id != 0 &&
-		    lgr->link[i].state != LGR_LINK_FREE &&
-		    lgr->link[i].state != LGR_LINK_DOWN)
-			return &lgr->link[i];
-	return NULL;
+	return lgr_link_find(lgr, id);
 }
 
 static struct lgr_link *
@@ -1414,7 +1408,7 @@ lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
  * control connection from local: negotiated limits, the first link's QP
  * on the device for local, not connected.  NULL with *decline set.
  */
-struct lgr *
+static struct lgr *
 lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	       const struct clc_proposal_info *p, const struct addr *local,
 	       uint32_t *decline)
@@ -1607,7 +1601,7 @@ lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
  * token.  No RMB region is announced over CLC: rmb_rkey and rmb_vaddr
  * are 0 (docs/protocol.md, "Authentication of link groups").
  */
-void
+static void
 lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
 {
 	const struct lgr_link *link = &lgr->link[0];
@@ -1636,7 +1630,7 @@ lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
  * group counts towards the peer's max_lgrs from here.  0, or the
  * CLC_DECL_* code to decline with.
  */
-uint32_t
+static uint32_t
 lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1679,7 +1673,7 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
  * The CLC messages are through: the first link proves itself with
  * CONFIRM_LINK, which the server sends and the client awaits.
  */
-void
+static void
 lgr_clc_done(struct lgr *lgr)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1709,7 +1703,7 @@ lgr_clc_done(struct lgr *lgr)
  * dies at a router, a firewall).  The setup failed: the peer goes on the
  * fallback's back-off, as for any decline, and the group ends.
  */
-void
+static void
 lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 {
 	uint64_t period;
@@ -1743,6 +1737,15 @@ lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer)
 		break;
 	}
 }
+
+/* clc.c's only way up to the group (lgr_ctx_new sets ctx->clc_ops). */
+static const struct lgr_clc_ops lgr_clc_ops = {
+	.server_new = lgr_server_new,
+	.body = lgr_clc_body,
+	.peer = lgr_clc_peer,
+	.done = lgr_clc_done,
+	.end = lgr_clc_end,
+};
 
 /* Connections: the link with the fewest, for load balance. */
 static struct lgr_link *
@@ -1997,7 +2000,7 @@ lgr_conn_replay(struct lgr_conn *c)
 /* ---- what llc.c reports ---- */
 
 /* CONFIRM_LINK went through on link: it is active. */
-void
+static void
 lgr_link_confirmed(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2040,7 +2043,7 @@ lgr_link_confirmed(struct lgr_link *link)
  * peer deleted it (then we do not tell it).  Its connections move to the
  * other active link; with none left the group ends.
  */
-void
+static void
 lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 	      const char *why)
 {
@@ -2087,7 +2090,7 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 }
 
 /* The LLC step link waited for did not come in time. */
-void
+static void
 lgr_link_timeout(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2180,7 +2183,7 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
  * peer.  The new link on another device, connected, awaiting its
  * CONFIRM_LINK; NULL when we have no alternate path (reject).
  */
-struct lgr_link *
+static struct lgr_link *
 lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 		  const struct dev_qp_addr *peer)
 {
@@ -2218,7 +2221,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
  * Server: the client answered our ADD_LINK for link with its QP peer:
  * connect and confirm the link over itself.  0 or -errno (link down).
  */
-int
+static int
 lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 {
 	struct lgr *lgr = link->lgr;
@@ -2240,7 +2243,7 @@ lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 }
 
 /* Server: the client has no alternate path for link; try again later. */
-void
+static void
 lgr_link_add_rejected(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
@@ -2252,6 +2255,18 @@ lgr_link_add_rejected(struct lgr_link *link)
 	link->down_ms = now_ms();
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
+
+/* llc.c's only way up to the group (lgr_ctx_new sets ctx->llc_ops). */
+static const struct lgr_llc_ops lgr_llc_ops = {
+	.link_confirmed = lgr_link_confirmed,
+	.link_fail = lgr_link_fail,
+	.link_timeout = lgr_link_timeout,
+	.link_add_peer = lgr_link_add_peer,
+	.link_add_answer = lgr_link_add_answer,
+	.link_add_rejected = lgr_link_add_rejected,
+	.protocol_error = lgr_protocol_error,
+	.terminate = lgr_terminate,
+};
 
 /* Server: a second link on another device, if both sides may have one. */
 static void

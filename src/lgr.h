@@ -129,11 +129,60 @@ struct lgr {
 	uint8_t peer_worker, want_worker;
 };
 
+/*
+ * What llc.c tells the groups of their links and of the peer's LLC
+ * requests: lgr.c's handlers, which lgr_ctx_new sets in ctx->llc_ops.  The
+ * LLC sits below the groups and calls up only through these, as the
+ * data path hears of the groups through lgr_data_ops.
+ */
+struct lgr_llc_ops {
+	/* CONFIRM_LINK went through on link: it is active */
+	void (*link_confirmed)(struct lgr_link *link);
+	/* link is lost or deleted (reason: LLC_DEL_*); the group fails over */
+	void (*link_fail)(struct lgr_link *link, uint32_t reason, bool by_peer,
+			  const char *why);
+	/* the LLC flow link->wait names did not finish by its deadline */
+	void (*link_timeout)(struct lgr_link *link);
+	/* client: the server's ADD_LINK; our new link, or NULL to reject */
+	struct lgr_link *(*link_add_peer)(struct lgr *lgr, uint8_t link_num,
+					  const struct dev_qp_addr *peer);
+	/* server: the client's answer to our ADD_LINK for link */
+	int (*link_add_answer)(struct lgr_link *link,
+			       const struct dev_qp_addr *peer);
+	void (*link_add_rejected)(struct lgr_link *link);
+	void (*protocol_error)(struct lgr *lgr, const char *why);
+	void (*terminate)(struct lgr *lgr, uint32_t reason, bool orderly,
+			  bool by_peer);
+};
+
+/*
+ * What clc.c tells the groups of their handshakes: lgr.c's handlers,
+ * which lgr_ctx_new sets in ctx->clc_ops.  The handshake runs below the
+ * groups, on their control connections, and calls up only through these.
+ */
+struct lgr_clc_ops {
+	/* server: a PROPOSAL from peer came; its group, or NULL, *decline */
+	struct lgr *(*server_new)(struct lgr_ctx *ctx,
+				  const struct conf_peer *peer,
+				  const struct clc_proposal_info *p,
+				  const struct addr *local, uint32_t *decline);
+	/* our side of ACCEPT or CONFIRM */
+	void (*body)(const struct lgr *lgr, struct clc_accept_info *out);
+	/* the peer's ACCEPT or CONFIRM verified: 0, or a CLC_DECL_* code */
+	uint32_t (*peer)(struct lgr *lgr, const struct clc_accept_info *in);
+	/* the handshake is over: the first link's LLC starts */
+	void (*done)(struct lgr *lgr);
+	/* it failed (code: CLC_DECL_*) or the control connection ended */
+	void (*end)(struct lgr *lgr, uint32_t code, bool by_peer);
+};
+
 /* One daemon's link groups on one event_base (a worker; a test side). */
 struct lgr_ctx {
 	struct event_base *base;
-	struct worker *w;  /* NULL in tests */
-	struct conf *conf; /* held when w is NULL */
+	const struct lgr_llc_ops *llc_ops; /* lgr.c's, for llc.c */
+	const struct lgr_clc_ops *clc_ops; /* lgr.c's, for clc.c */
+	struct worker *w;		   /* NULL in tests */
+	struct conf *conf;		   /* held when w is NULL */
 	struct stats *stats;
 	struct auth_limit *auth;
 	struct lgr_timeouts t;
@@ -160,21 +209,31 @@ struct lgr_ctx {
 	uint32_t last_token; /* 1..last_token were handed out */
 };
 
-/* for clc.c and llc.c */
-struct lgr *lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
-			   const struct clc_proposal_info *p,
-			   const struct addr *local, uint32_t *decline);
-void lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out);
-uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
-void lgr_clc_done(struct lgr *lgr);
-void lgr_clc_end(struct lgr *lgr, uint32_t code, bool by_peer);
-void lgr_link_confirmed(struct lgr_link *link);
-void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
-		   const char *why);
-void lgr_link_timeout(struct lgr_link *link);
-struct lgr_link *lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
-				   const struct dev_qp_addr *peer);
-int lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer);
-void lgr_link_add_rejected(struct lgr_link *link);
+/*
+ * The config the context works with now (a worker's follows reloads);
+ * inline, so that clc.c and llc.c reading it do not call up into lgr.c.
+ */
+static inline struct conf *
+lgr_ctx_conf(const struct lgr_ctx *ctx)
+{
+	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
+}
+
+/*
+ * The link with wire id, in any state but free/down; NULL if none.  The
+ * one lookup: lgr_link_by_id() is the same for the other modules.
+ */
+static inline struct lgr_link *
+lgr_link_find(struct lgr *lgr, uint8_t id)
+{
+	int i;
+
+	for (i = 0; i < LGR_LINK_SLOTS; i++)
+		if (lgr->link[i].id == id && id != 0 &&
+		    lgr->link[i].state != LGR_LINK_FREE &&
+		    lgr->link[i].state != LGR_LINK_DOWN)
+			return &lgr->link[i];
+	return NULL;
+}
 
 #endif /* SMCPROXYD_LGR_H */

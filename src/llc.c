@@ -958,6 +958,13 @@ llc_delete_reason_name(uint32_t reason)
 
 /* ---- the protocol on the links of a link group ---- */
 
+/* The group above hears of link and its LLC through lgr.c's handlers. */
+static const struct lgr_llc_ops *
+llc_up(const struct lgr_link *link)
+{
+	return link->lgr->ctx->llc_ops;
+}
+
 _Static_assert(sizeof(((struct lgr_llc_qent *)NULL)->msg) == LLC_MSG_LEN,
 	       "LLC queue entries hold one message");
 
@@ -1318,7 +1325,7 @@ llc_violation(struct lgr_link *link, const struct llc_info *m, const char *why)
 	snprintf(msg, sizeof(msg), "%s%s on link %u: %s",
 		 llc_type_name(m->type),
 		 m->flags & LLC_FLAG_RESP ? " response" : "", link->id, why);
-	lgr_protocol_error(link->lgr, msg);
+	llc_up(link)->protocol_error(link->lgr, msg);
 }
 
 static void
@@ -1359,12 +1366,12 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 	if (!resp) {
 		llc_confirm_link_fill(link, &r, true);
 		if (llc_send(link, &r, NULL, NULL)) {
-			lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-				      "cannot answer CONFIRM_LINK");
+			llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+						"cannot answer CONFIRM_LINK");
 			return;
 		}
 	}
-	lgr_link_confirmed(link);
+	llc_up(link)->link_confirmed(link);
 }
 
 static void
@@ -1385,7 +1392,7 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 			llc_violation(link, m, "we offered none");
 			return;
 		}
-		added = lgr_link_by_id(lgr, a->link_num);
+		added = lgr_link_find(lgr, a->link_num);
 		if (added == NULL || added->wait != LGR_WAIT_ADD_RESP) {
 			log_debug("lgr %u: late ADD_LINK answer for link %u",
 				  lgr->id, a->link_num);
@@ -1393,11 +1400,11 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 		}
 		added->wait = LGR_WAIT_NONE;
 		if (m->flags & LLC_FLAG_ADD_LINK_REJ) {
-			lgr_link_add_rejected(added);
+			llc_up(link)->link_add_rejected(added);
 			return;
 		}
 		llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
-		lgr_link_add_answer(added, &peer);
+		llc_up(link)->link_add_answer(added, &peer);
 		return;
 	}
 	if (lgr->role != LGR_ROLE_CLIENT) {
@@ -1405,7 +1412,7 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 		return;
 	}
 	llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
-	added = lgr_link_add_peer(lgr, a->link_num, &peer);
+	added = llc_up(link)->link_add_peer(lgr, a->link_num, &peer);
 	memset(&r, 0, sizeof(r));
 	r.type = LLC_ADD_LINK;
 	r.flags = LLC_FLAG_RESP;
@@ -1428,10 +1435,10 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 	}
 	if (llc_send(link, &r, NULL, NULL)) {
 		if (added != NULL)
-			lgr_link_fail(added, LLC_DEL_LOST_PATH, true,
-				      "cannot answer ADD_LINK");
-		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-			      "cannot answer ADD_LINK");
+			llc_up(link)->link_fail(added, LLC_DEL_LOST_PATH, true,
+						"cannot answer ADD_LINK");
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer ADD_LINK");
 	}
 }
 
@@ -1454,15 +1461,16 @@ llc_rx_delete_link(struct lgr_link *link, const struct llc_info *m)
 		return;
 	}
 	if (m->flags & LLC_FLAG_DEL_LINK_ALL) {
-		lgr_terminate(lgr, d->reason,
-			      m->flags & LLC_FLAG_DEL_LINK_ORDERLY, true);
+		llc_up(link)->terminate(lgr, d->reason,
+					m->flags & LLC_FLAG_DEL_LINK_ORDERLY,
+					true);
 		return;
 	}
 	memset(&r, 0, sizeof(r));
 	r.type = LLC_DELETE_LINK;
 	r.flags = LLC_FLAG_RESP;
 	r.delete_link.link_num = d->link_num;
-	target = lgr_link_by_id(lgr, d->link_num);
+	target = lgr_link_find(lgr, d->link_num);
 	if (target == NULL) {
 		r.delete_link.reason = LLC_DEL_NOLNK;
 		llc_send(link, &r, NULL, NULL);
@@ -1470,7 +1478,7 @@ llc_rx_delete_link(struct lgr_link *link, const struct llc_info *m)
 	}
 	snprintf(why, sizeof(why), "deleted by the peer (%s)",
 		 llc_delete_reason_name(d->reason));
-	lgr_link_fail(target, d->reason, true, why);
+	llc_up(link)->link_fail(target, d->reason, true, why);
 	if (lgr->state != LGR_STATE_ACTIVE)
 		return;
 	via = target != link ? link : NULL;
@@ -1499,8 +1507,8 @@ llc_rx_test_link(struct lgr_link *link, const struct llc_info *m)
 	r = *m;
 	r.flags = LLC_FLAG_RESP;
 	if (llc_send(link, &r, NULL, NULL))
-		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-			      "cannot answer TEST_LINK");
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer TEST_LINK");
 }
 
 /*
@@ -1515,8 +1523,8 @@ llc_rx_std_echo(struct lgr_link *link, const struct llc_info *m)
 
 	r.flags |= LLC_FLAG_RESP;
 	if (llc_send(link, &r, NULL, NULL))
-		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-			      "cannot answer an LLC request");
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer an LLC request");
 }
 
 static void
@@ -1527,8 +1535,8 @@ llc_rx_std_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
 	v->m.flags |= LLC_FLAG_RESP;
 	if (llc_v2_encode(msg, sizeof(msg), v) != LLC_MSG_LEN ||
 	    llc_send_msg(link, msg, NULL, NULL))
-		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-			      "cannot answer REQ_ADD_LINK");
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer REQ_ADD_LINK");
 }
 
 /*
@@ -1550,7 +1558,7 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 			 "malformed LLC message (type 0x%02x, %zu bytes) on "
 			 "link %u",
 			 len > 0 ? *(const uint8_t *)msg : 0, len, link->id);
-		lgr_protocol_error(link->lgr, why);
+		llc_up(link)->protocol_error(link->lgr, why);
 		return;
 	}
 	link->act_ms = now_ms();
@@ -1607,7 +1615,7 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 			 "malformed LLC message (type 0x%02x, %zu bytes) on "
 			 "link %u",
 			 len > 0 ? *(const uint8_t *)msg : 0, len, link->id);
-		lgr_protocol_error(lgr, why);
+		llc_up(link)->protocol_error(lgr, why);
 		return;
 	}
 	link->act_ms = now_ms();
@@ -1649,7 +1657,7 @@ llc_link_tick(struct lgr_link *link, uint64_t now)
 		link->act_ms = now;
 	}
 	if (link->wait != LGR_WAIT_NONE && now >= link->deadline_ms) {
-		lgr_link_timeout(link);
+		llc_up(link)->link_timeout(link);
 		return;
 	}
 	if (link->state != LGR_LINK_ACTIVE)
@@ -1659,7 +1667,8 @@ llc_link_tick(struct lgr_link *link, uint64_t now)
 			snprintf(why, sizeof(why),
 				 "no answer to TEST_LINK within %u ms",
 				 ctx->t.llc_wait_ms);
-			lgr_link_fail(link, LLC_DEL_LOST_PATH, false, why);
+			llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+						why);
 		}
 		return;
 	}
@@ -1669,6 +1678,6 @@ llc_link_tick(struct lgr_link *link, uint64_t now)
 			(uint64_t)lgr_ctx_conf(ctx)->rdma.test_link_time * 1000;
 	if (test_ms > 0 && now - link->act_ms >= test_ms &&
 	    llc_test_link_send(link))
-		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
-			      "cannot send TEST_LINK");
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot send TEST_LINK");
 }

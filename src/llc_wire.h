@@ -22,8 +22,9 @@
 
 #include "clc_wire.h"
 #include "fallback_wire.h"
+#include "wire.h"
 
-#define LLC_MSG_LEN 44
+#define LLC_MSG_LEN WIRE_MSG_LEN
 #define LLC_DATA_LEN 40
 
 enum llc_type {

@@ -1057,7 +1057,6 @@ int lgr_ctx_add_dev(struct lgr_ctx *ctx, const struct dev_ops *ops,
 		    struct dev *dev, const char *name);
 void lgr_ctx_free(struct lgr_ctx *ctx);
 struct lgr_ctx *lgr_worker_new(struct worker *w);
-struct conf *lgr_ctx_conf(const struct lgr_ctx *ctx);
 void lgr_ctx_set_ops(struct lgr_ctx *ctx, const struct lgr_data_ops *ops,
 		     void *arg);
 struct lgr *lgr_next(struct lgr_ctx *ctx, struct lgr *prev);

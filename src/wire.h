@@ -2,7 +2,7 @@
 /*
  * Byte helpers shared by the wire codecs (clc.c, llc.c, cdc.c): 24-bit
  * big-endian fields (QP numbers, PSNs) and the all-zero check that
- * reserved fields must pass.
+ * reserved fields must pass; and the one size of a link's messages.
  */
 #ifndef SMCPROXYD_WIRE_H
 #define SMCPROXYD_WIRE_H
@@ -10,6 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * Every LLC message and every CDC is this long on the wire (SMC's
+ * SMC_WR_TX_SIZE): both ride the same TX slots and receive buffers of a
+ * link (wr.c), so LLC_MSG_LEN and CDC_MSG_LEN are this one size.
+ */
+#define WIRE_MSG_LEN 44
 
 static inline void
 wire_put24(uint8_t *p, uint32_t v)

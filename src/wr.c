@@ -52,9 +52,15 @@
 #include "smcproxyd.h"
 #include "cdc_wire.h"
 #include "llc_wire.h"
+#include "wire.h"
 
-/* an LLC or CDC message; a CDC may carry CDC_DATA_MAX bytes behind it */
-#define WR_MSG_SIZE 48
+/*
+ * A message's buffer, as SMC's SMC_WR_BUF_SIZE: one message and 4 bytes
+ * of room, so that a message a little too long still arrives and its
+ * decoder refuses it by length.  A CDC may carry CDC_DATA_MAX bytes
+ * behind it (WR_BIG_SIZE).
+ */
+#define WR_MSG_SIZE (WIRE_MSG_LEN + 4)
 #define WR_BIG_SIZE (CDC_MSG_LEN + CDC_DATA_MAX + 4)
 #define WR_POLL_BATCH 16
 #define WR_SLOT_WAIT_MAX_MS 10000

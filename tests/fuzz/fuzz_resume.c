@@ -23,7 +23,8 @@
  *   3  a link drops (loopdev): 0x01 the one the request came on, else the
  *      other
  *   4  DELETE_LINK from b: 0x01 the request's link, else the other; 0x02
- *      b's own lgr_link_fail, else a bare DELETE_LINK message; 0x04 ALL
+ *      b's own link failure (the handler llc.c calls), else a bare
+ *      DELETE_LINK message; 0x04 ALL
  *   5  wait: bit 0x80 until A asks again (at most a second), else
  *      (n & 31) ms
  *   6  the client writes n * 8 bytes more
@@ -250,7 +251,8 @@ fuzz_act_cb(struct worker *wk, void *arg)
 		if (k == NULL)
 			break;
 		if (a->sel & 0x02) {
-			lgr_link_fail(k, LLC_DEL_LOST_PATH, false, "fuzz");
+			k->lgr->ctx->llc_ops->link_fail(k, LLC_DEL_LOST_PATH,
+							false, "fuzz");
 			break;
 		}
 		via = b_link(!(a->sel & 0x01));

@@ -199,12 +199,6 @@ lgr_worker_json(struct worker *w, void *lgrs, void *links)
 	ncalls++;
 }
 
-const char *
-clc_decline_name(uint32_t code)
-{
-	return code == 0x03030002 ? "NOSMCRDEV" : "?";
-}
-
 /* the stats reply's per-rule closes (tally.c) name their reasons */
 const char *
 session_reason_name(enum session_reason r)
