@@ -782,6 +782,8 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 							   WR_WAIT_EXCLUSIVE;
 	p.reap_lazily = r->lazy_completions;
 	p.cdc_data = r->cdc_data;
+	if (lgr->std)
+		p.rx_msg_max = LLC_V2_MSG_MAX;
 	link->wr = wr_link_new(dev->ops, link->pd, lgr->ctx->base, &p, &cb);
 	if (link->wr == NULL) {
 		log_warn("lgr %u: %s: cannot create a link", lgr->id,

@@ -1532,11 +1532,46 @@ llc_rx_std_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
 {
 	uint8_t msg[LLC_MSG_LEN];
 
+	/* Linux sends back the request's first 44 bytes: one GID */
 	v->m.flags |= LLC_FLAG_RESP;
+	if (v->gid_cnt > 1) {
+		v->gid_cnt = 1;
+		memset(v->gids + 1, 0, sizeof(v->gids) - sizeof(v->gids[0]));
+	}
 	if (llc_v2_encode(msg, sizeof(msg), v) != LLC_MSG_LEN ||
 	    llc_send_msg(link, msg, NULL, NULL))
 		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
 					"cannot answer REQ_ADD_LINK");
+}
+
+/*
+ * A kernel server's ADD_LINK: refused as a Linux client refuses one it
+ * has no alternate path for (a v2 reject carries no reason: that byte is
+ * the length's).  Linux before 6.6 (release 0) always offers a second
+ * link after CONFIRM_LINK; we keep one link per group with kernel peers,
+ * and its flow then ends at once instead of after 2 s.
+ */
+static void
+llc_rx_std_add_link(struct lgr_link *link)
+{
+	struct llc_v2_info *r = calloc(1, sizeof(*r));
+	uint8_t msg[LLC_MSG_LEN];
+
+	if (r == NULL) {
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer ADD_LINK");
+		return;
+	}
+	r->form = 2;
+	r->m.type = LLC_ADD_LINK;
+	r->m.flags = LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ;
+	if (llc_v2_encode(msg, sizeof(msg), r) != LLC_MSG_LEN ||
+	    llc_send_msg(link, msg, NULL, NULL))
+		llc_up(link)->link_fail(link, LLC_DEL_LOST_PATH, false,
+					"cannot answer ADD_LINK");
+	else
+		STATS_INC(link->lgr->ctx->stats, smc_add_link_rejects);
+	free(r);
 }
 
 /*
@@ -1580,13 +1615,19 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 	case LLC_REQ_ADD_LINK:
 		/* a second link is not offered to kernel peers: answered as
 		 * Linux answers one it does not act on (else the peer's
-		 * flow waits, and its next CONFIRM_RKEY fails after 20 s);
-		 * one with two GIDs is longer than our receive buffers */
+		 * flow waits, and its next CONFIRM_RKEY fails after 20 s) */
 		if (!(v->m.flags & LLC_FLAG_RESP))
 			llc_rx_std_req_add_link(link, v);
 		break;
+	case LLC_ADD_LINK:
+		/* the server's flow: only a client takes a request */
+		if (!(v->m.flags & LLC_FLAG_RESP) &&
+		    link->lgr->role == LGR_ROLE_CLIENT)
+			llc_rx_std_add_link(link);
+		else
+			llc_violation(link, &v->m, "not handled here");
+		break;
 	default:
-		/* ADD_LINK: a server's flow; we are the server */
 		llc_violation(link, &v->m, "not handled here");
 		break;
 	}

@@ -695,6 +695,9 @@ struct wr_params {
 	uint32_t slot_wait_max_ms; /* a longer wait is a link fault; 0: 10 s */
 	bool reap_lazily;	   /* wr_tx_lazy SENDs do not arm the send CQ */
 	bool cdc_data; /* receives take a CDC with CDC_DATA_MAX bytes */
+	/* 0, or the longest message receives must take (a kernel peer's
+	 * LLC v2 ADD_LINK carries up to 255 rkeys behind its 44 bytes) */
+	uint32_t rx_msg_max;
 };
 
 struct wr_link_cb {

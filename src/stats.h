@@ -140,6 +140,9 @@
 	  "link groups set up with kernel SMC-R peers (first contact)")        \
 	X(smc_delete_rkeys, COUNTER, "events",                                 \
 	  "LLC DELETE_RKEYs sent to kernel SMC-R peers as connections ended")  \
+	X(smc_add_link_rejects, COUNTER, "events",                             \
+	  "second links kernel SMC-R servers offered (LLC ADD_LINK, Linux "    \
+	  "before 6.6), refused: one link per group with kernel peers")        \
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \

@@ -107,7 +107,7 @@ struct wr_link {
 	uint32_t data_max; /* bytes a CDC may carry to the peer */
 
 	uint8_t *rx_bufs;
-	uint32_t rx_buf_size; /* WR_BIG_SIZE with params.cdc_data */
+	uint32_t rx_buf_size; /* WR_BIG_SIZE with params.cdc_data; rx_msg_max */
 	uint32_t rx_cnt;
 	struct dev_mr rx_mr;
 	struct dev_sge *rx_sge;
@@ -727,6 +727,8 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 	l->tx = calloc(l->tx_cnt, sizeof(*l->tx));
 	l->tx_free = calloc(l->tx_cnt, sizeof(*l->tx_free));
 	l->rx_buf_size = params->cdc_data ? WR_BIG_SIZE : WR_MSG_SIZE;
+	if (l->rx_buf_size < params->rx_msg_max)
+		l->rx_buf_size = params->rx_msg_max;
 	l->rx_bufs = calloc(l->rx_cnt, l->rx_buf_size);
 	l->rx_sge = calloc(l->rx_cnt, sizeof(*l->rx_sge));
 	l->rx_wr = calloc(l->rx_cnt, sizeof(*l->rx_wr));

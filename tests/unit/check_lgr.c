@@ -399,6 +399,40 @@ std_both_active(void)
 	       lgr_is_active(lb);
 }
 
+/* What B's link got of the v2-form ADD_LINK type (A's answer). */
+static uint8_t std_answer[LLC_MSG_LEN];
+static size_t std_answer_len;
+
+static void
+std_answer_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+{
+	(void)l;
+	(void)arg;
+	std_answer_len = len < sizeof(std_answer) ? len : sizeof(std_answer);
+	memcpy(std_answer, msg, std_answer_len);
+}
+
+static bool
+std_answered(void)
+{
+	return std_answer_len > 0;
+}
+
+/*
+ * Post raw bytes on link as one SEND, as a kernel peer's longer LLC
+ * messages (a v2 ADD_LINK carries its rkeys behind the 44 bytes).
+ */
+static void
+post_raw(struct lgr_link *link, const void *msg, size_t len)
+{
+	struct wr_tx_slot *slot;
+
+	ck_assert_int_eq(wr_tx_get(link->wr, &slot, NULL), 0);
+	memcpy(wr_tx_buf(slot), msg, len);
+	wr_tx_len(link->wr, slot, (uint32_t)len);
+	ck_assert_int_eq(wr_tx_post(link->wr, slot, NULL, 0, NULL, NULL), 0);
+}
+
 /*
  * The standard dialect's groups (kernel SMC-R peers), set up as kpeer.c
  * does once the CLC told each side the other's QP: the server's group
@@ -417,6 +451,9 @@ START_TEST(std_groups_both_roles)
 	struct lgr *la, *lb;
 	uint32_t decline = 0;
 	json_t *lgrs, *links;
+	struct llc_v2_info *v2;
+	uint8_t raw[LLC_V2_ADD_LINK_LEN(1)];
+	int n;
 
 	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
 	side_init(&A, "a", "b", 1, NULL, NULL);
@@ -470,6 +507,64 @@ START_TEST(std_groups_both_roles)
 	ck_assert_int_eq(lgr_links_active(lb), 1);
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
 	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	/* a Linux 6.1 server (release 0) offers a second link anyway: a v2
+	 * ADD_LINK with its RMB's rkey behind the 44 bytes.  A refuses it
+	 * in v2 form, as a Linux client without an alternate path, and
+	 * keeps its one link (B's link takes the answer here: our server
+	 * never asks) */
+	wr_rx_register(lb->link[0].wr, LLC_V2_FORM | LLC_ADD_LINK,
+		       std_answer_rx);
+	v2 = calloc(1, sizeof(*v2));
+	ck_assert_ptr_nonnull(v2);
+	v2->form = 2;
+	v2->m.type = LLC_ADD_LINK;
+	memcpy(v2->m.add_link.gid, qb.gid, sizeof(qb.gid));
+	v2->m.add_link.qpn = qb.qpn + 1;
+	v2->m.add_link.link_num = 2;
+	v2->m.add_link.mtu = 3;
+	v2->m.add_link.psn = 1;
+	memcpy(v2->target_gid, qa.gid, sizeof(qa.gid));
+	v2->num_rkeys = 1;
+	v2->rt[0].rkey = 0x1234;
+	v2->rt[0].rkey_new = 0x5678;
+	v2->rt[0].vaddr_new = 0x10000;
+	n = llc_v2_encode(raw, sizeof(raw), v2);
+	ck_assert_int_eq(n, (int)LLC_V2_ADD_LINK_LEN(1));
+	post_raw(&lb->link[0], raw, (size_t)n);
+	ck_assert(run_until(std_answered, WAIT_MS));
+	ck_assert_uint_eq(std_answer_len, LLC_MSG_LEN);
+	ck_assert_int_eq(llc_v2_decode(std_answer, std_answer_len, v2), 0);
+	ck_assert_uint_eq(v2->form, 2);
+	ck_assert_uint_eq(v2->m.type, LLC_ADD_LINK);
+	ck_assert_uint_eq(v2->m.flags, LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ);
+	/* a Linux client's REQ_ADD_LINK with two GIDs (60 bytes): B
+	 * answers as Linux does, the first 44 bytes with RESP set */
+	std_answer_len = 0;
+	wr_rx_register(la->link[0].wr, LLC_V2_FORM | LLC_REQ_ADD_LINK,
+		       std_answer_rx);
+	memset(v2, 0, sizeof(*v2));
+	v2->form = 2;
+	v2->m.type = LLC_REQ_ADD_LINK;
+	v2->gid_cnt = 2;
+	memcpy(v2->gids[0], qa.gid, sizeof(qa.gid));
+	memcpy(v2->gids[1], qb.gid, sizeof(qb.gid));
+	n = llc_v2_encode(raw, sizeof(raw), v2);
+	ck_assert_int_eq(n, LLC_MSG_LEN + 16);
+	post_raw(&la->link[0], raw, (size_t)n);
+	ck_assert(run_until(std_answered, WAIT_MS));
+	ck_assert_uint_eq(std_answer_len, LLC_MSG_LEN);
+	ck_assert_int_eq(llc_v2_decode(std_answer, std_answer_len, v2), 0);
+	ck_assert_uint_eq(v2->m.type, LLC_REQ_ADD_LINK);
+	ck_assert_uint_eq(v2->m.flags, LLC_FLAG_RESP);
+	ck_assert_uint_eq(v2->gid_cnt, 1);
+	ck_assert_mem_eq(v2->gids[0], qa.gid, sizeof(qa.gid));
+	ck_assert_int_eq(lgr_links_active(lb), 1);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	free(v2);
+	ck_assert_uint_eq(stat(&A, STAT_smc_add_link_rejects), 1);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_int_eq(lgr_links_active(la), 1);
+	ck_assert(lgr_is_active(la));
 	lgrs = json_array();
 	links = json_array();
 	lgr_json(B.ctx, lgrs, links);
