@@ -104,7 +104,7 @@ export_connect(struct session *s, enum session_reason *why)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: connect to %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	*why = session_connect_reason(-rc, true);
+	*why = session_reason_of_connect(-rc, true);
 	return rc;
 }
 
@@ -203,7 +203,7 @@ export_connected(struct session *s, enum session_reason *why)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: target %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	*why = session_connect_reason(err, true);
+	*why = session_reason_of_connect(err, true);
 	return -err;
 }
 

@@ -944,7 +944,7 @@ fb_client_connect_failed(struct session *s, int err)
 
 	snprintf(why, sizeof(why), "connect to %s: %s",
 		 addr_str(&s->peer->addr, buf, sizeof(buf)), strerror(err));
-	fb_client_fail_code(s, session_connect_reason(err, false), false,
+	fb_client_fail_code(s, session_reason_of_connect(err, false), false,
 			    strerrorname_np(err), why);
 }
 
@@ -1154,7 +1154,7 @@ fb_client_result(struct session *s)
 		return false;
 	}
 	if (code != 0) {
-		r = session_code_reason(code);
+		r = session_reason_of_code(code);
 		if (r == SESSION_PROTOCOL_ERROR && hs->origin &&
 		    hs->challenge_len == 0) {
 			fb_client_retry_plain(s);

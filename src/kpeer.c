@@ -741,7 +741,7 @@ kpeer_connected(struct session *s)
 		log_warn_rl("connect to target", buf,
 			    "conn 0x%llx: rule %s: target_smc %s",
 			    (unsigned long long)s->id, s->rule->name, buf);
-		session_close(s, session_connect_reason(err, true));
+		session_close(s, session_reason_of_connect(err, true));
 		return;
 	}
 	switch (smc_opt_connected(s->fd[1])) {
@@ -840,7 +840,7 @@ kpeer_connect(struct session *s)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: rule %s: target_smc %s",
 		    (unsigned long long)s->id, s->rule->name, buf);
-	session_close(s, session_connect_reason(-rc, true));
+	session_close(s, session_reason_of_connect(-rc, true));
 }
 
 /*

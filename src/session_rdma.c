@@ -1425,7 +1425,7 @@ session_rdma_rejected(struct lgr_link *link,
 			  lgr_id(lgr_link_group(link)), rj->opener_token);
 		return;
 	}
-	r = session_code_reason(rj->reason);
+	r = session_reason_of_code(rj->reason);
 	/*
 	 * The peer daemon drains to stop (a restart): its group takes no
 	 * new connection, but its peer port's listening socket waits in

@@ -556,11 +556,6 @@ struct session {
 	bool tallied;	/* counted open by tally_open */
 };
 
-const char *session_reason_name(enum session_reason r);
-const char *session_reason_desc(enum session_reason r);
-uint32_t session_reason_code(enum session_reason r);
-enum session_reason session_code_reason(uint32_t code);
-enum session_reason session_connect_reason(int err, bool target);
 struct session *session_new(struct worker *w, int fd, enum session_role role);
 void session_accept_rule(struct worker *w, int fd, void *rule);
 void session_accept_peer(struct worker *w, int fd, void *unused);
@@ -588,6 +583,16 @@ struct session *session_next(const struct session *s);
 uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
+
+/* session_reason.c */
+const char *session_reason_name(enum session_reason r);
+const char *session_reason_desc(enum session_reason r);
+uint32_t session_reason_code(enum session_reason r);
+enum session_reason session_reason_of_code(uint32_t code);
+enum session_reason session_reason_of_connect(int err, bool target);
+
+/* session_state.c */
+const char *session_state_name(enum session_state st);
 
 /* export.c */
 const struct conf_export *export_find(struct worker *w, const struct conf *conf,

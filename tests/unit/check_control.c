@@ -205,13 +205,6 @@ clc_decline_name(uint32_t code)
 	return code == 0x03030002 ? "NOSMCRDEV" : "?";
 }
 
-/* the stats reply's per-rule closes (tally.c) name their reasons */
-const char *
-session_reason_name(enum session_reason r)
-{
-	return r == SESSION_CLIENT_FIN ? "client_fin" : "?";
-}
-
 /* check NAME: lgr_check_step is done after check_steps more steps */
 static int check_steps, check_rc, check_stepped;
 
