@@ -562,6 +562,7 @@ fallback_hs_free(struct session *s)
 /* ---- the relay ---- */
 
 static void fb_relay(struct session *s);
+static const struct session_ops fallback_ops;
 
 static void
 fb_retry(evutil_socket_t fd, short what, void *arg)
@@ -819,6 +820,7 @@ fallback_relay_start(struct session *s, enum stats_id stat)
 {
 	/* the handshake is done: its buffers are not needed again */
 	fallback_hs_free(s);
+	session_ops_set(s, &fallback_ops);
 	if (session_relay_begin(s, -1, stat)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
@@ -1004,6 +1006,7 @@ fb_client_start(struct session *s, const struct fb_hello_info *resume)
 void
 fallback_connect(struct session *s)
 {
+	session_ops_set(s, &fallback_ops);
 	lgr_want(worker_lgr(s->w), s->peer);
 	/* the handshake keeps its own time */
 	session_timer(s, 0);
@@ -1290,6 +1293,7 @@ fallback_accept(struct worker *w, int fd, const struct addr *src,
 		worker_preauth_put(w, src);
 		return;
 	}
+	session_ops_set(s, &fallback_ops);
 	session_preauth_take(s);
 	s->started_ms = since_ms;
 	if (fallback_hs_get(s) == NULL) {
@@ -1493,7 +1497,7 @@ fb_export_io(struct session *s, int i, short what)
 }
 
 /* A socket event of s in fallback mode (session.c hands them over). */
-void
+static void
 fallback_io(struct session *s, int i, short what)
 {
 	if (s->state == SESSION_RELAY) {
@@ -1508,7 +1512,7 @@ fallback_io(struct session *s, int i, short what)
 }
 
 /* The handshake timer fired. */
-void
+static void
 fallback_timeout(struct session *s)
 {
 	struct fallback_hs *hs = s->hs;
@@ -1531,3 +1535,9 @@ fallback_timeout(struct session *s)
 		break;
 	}
 }
+
+static const struct session_ops fallback_ops = {
+	.io = fallback_io,
+	.timeout = fallback_timeout,
+	.hs_free = fallback_hs_free,
+};

@@ -55,6 +55,7 @@
 #include "clc_wire.h"
 
 static void session_rdma_free(struct session_rdma *sr);
+static const struct session_ops session_rdma_session_ops;
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
@@ -574,7 +575,8 @@ session_rdma_std_start(struct session *s)
 	}
 	session_rdma_peer_rkey_set(sr, lgr_link_id(link), sr->peer_rmb.rkey);
 	session_rdma_told_set(sr, lgr_link_id(link));
-	kpeer_hs_free(s);
+	/* kpeer.c's CLC is over */
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	sr->opened = true;
 	if (s->role == SESSION_ROLE_RULE)
@@ -1221,7 +1223,9 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 		return false;
 	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
-	s->mode = SESSION_MODE_RDMA; /* its timer comes to us */
+	/* its timer comes to us */
+	session_ops_set(s, &session_rdma_session_ops);
+	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_WAIT;
 	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
 	STATS_INC(worker_stats(s->w), conns_lgr_waits);
@@ -1358,6 +1362,7 @@ session_rdma_connect(struct session *s)
 	if (rc < 0)
 		goto fallback;
 	s->rdma = sr;
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_OPEN;
 	sr->opened = true;
@@ -1560,6 +1565,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	s->rdma = sr;
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_CONNECT_TARGET;
 	sr->peer_token = o->token;
@@ -1735,7 +1741,7 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 /* ---- session.c's hooks ---- */
 
 /* A socket event of s in RDMA mode (session.c hands them over). */
-void
+static void
 session_rdma_io(struct session *s, int i, short what)
 {
 	struct session_rdma *sr = s->rdma;
@@ -1754,7 +1760,7 @@ session_rdma_io(struct session *s, int i, short what)
 }
 
 /* The open timer of s fired (CONN_OPEN unanswered, target connect). */
-void
+static void
 session_rdma_timeout(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
@@ -1883,3 +1889,10 @@ session_rdma_json(const struct session *s, void *json_obj)
 	}
 	json_object_set_new(json_obj, "rdma", o);
 }
+
+static const struct session_ops session_rdma_session_ops = {
+	.io = session_rdma_io,
+	.timeout = session_rdma_timeout,
+	.close = session_rdma_close,
+	.json = session_rdma_json,
+};

@@ -347,9 +347,6 @@ void fdstore_forget(const char *name);
 struct kpeer_hs;
 void kpeer_accept(struct worker *w, int fd, void *export);
 void kpeer_connect(struct session *s);
-void kpeer_io(struct session *s, int i, short what);
-void kpeer_timeout(struct session *s);
-void kpeer_hs_free(struct session *s);
 
 /* smc_opt.c */
 int smc_opt_load(const char *path, const char *pin);
@@ -457,9 +454,9 @@ void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
 struct session *worker_sessions(struct worker *w);
 void worker_preauth_session(struct worker *w, int delta);
-struct session_stranger;
-LIST_HEAD(session_strangers, session_stranger);
-struct session_strangers *worker_strangers(struct worker *w);
+struct accept_stranger;
+LIST_HEAD(accept_strangers, accept_stranger);
+struct accept_strangers *worker_strangers(struct worker *w);
 int worker_pipe_get(struct worker *w, int fds[2]);
 void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 
@@ -514,6 +511,18 @@ struct session_pump {
 	size_t burst; /* bytes read since fd[i] was last found empty */
 };
 
+/*
+ * What session.c asks of the transport a session is on: the transport
+ * sets it (session_ops_set), so that the session core calls up to none.
+ */
+struct session_ops {
+	void (*io)(struct session *s, int i, short what); /* fd[i] ready */
+	void (*timeout)(struct session *s); /* its timer, before the relay */
+	void (*close)(struct session *s, enum session_reason reason);
+	void (*hs_free)(struct session *s); /* its handshake is over */
+	void (*json)(const struct session *s, void *json_obj);
+};
+
 struct session {
 	LIST_ENTRY(session) entry; /* its worker's sessions, newest first */
 	struct worker *w;
@@ -521,8 +530,9 @@ struct session {
 	enum session_role role;
 	enum session_mode mode;
 	enum session_state state;
-	struct conf *conf;	      /* held */
-	const struct conf_rule *rule; /* rule side */
+	const struct session_ops *ops; /* NULL until a transport takes it */
+	struct conf *conf;	       /* held */
+	const struct conf_rule *rule;  /* rule side */
 	const struct conf_peer *peer;
 	const struct conf_export *export; /* export side */
 	int fd[2];
@@ -552,13 +562,13 @@ struct session {
 	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
 	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
 	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
-	bool peer_held; /* holds one of its peer's max_conns: export.c */
-	bool tallied;	/* counted open by tally_open */
+	bool peer_held;		 /* holds one of its peer's max_conns */
+	bool tallied;		 /* counted open by tally_open */
 };
 
 struct session *session_new(struct worker *w, int fd, enum session_role role);
-void session_accept_rule(struct worker *w, int fd, void *rule);
-void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_ops_set(struct session *s, const struct session_ops *ops);
+bool session_peer_hold(struct session *s);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
@@ -584,6 +594,11 @@ uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
 
+/* accept.c: what an accepted socket becomes */
+void accept_rule(struct worker *w, int fd, void *rule);
+void accept_peer(struct worker *w, int fd, void *unused);
+void accept_close_all(struct worker *w, enum session_reason reason);
+
 /* session_reason.c */
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
@@ -606,7 +621,6 @@ int export_connected(struct session *s, enum session_reason *why);
 size_t export_proxy_header(void *buf, const struct addr *src,
 			   const struct addr *dst);
 enum session_reason export_timed_out(struct session *s);
-void export_release(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
@@ -679,9 +693,7 @@ void fallback_resume(struct session *s, const struct fb_hello_info *ri);
 void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms);
-void fallback_io(struct session *s, int i, short what);
 void fallback_relay_start(struct session *s, enum stats_id stat);
-void fallback_timeout(struct session *s);
 struct fb_proof;
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
@@ -1190,8 +1202,6 @@ struct session_rdma_worker *session_rdma_worker_new(struct worker *w,
 						    struct lgr_ctx *ctx);
 void session_rdma_worker_free(struct session_rdma_worker *srw);
 bool session_rdma_connect(struct session *s);
-void session_rdma_io(struct session *s, int i, short what);
-void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
 
