@@ -90,7 +90,7 @@ accept_stranger_hand(struct accept_stranger *st, bool clc)
 	if (clc)
 		clc_accept(w, fd, &src);
 	else
-		fallback_accept(w, fd, &src, since);
+		fallback_accept(w, fd, &src, since, &resume_tcp_ops);
 }
 
 static int

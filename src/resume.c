@@ -705,7 +705,7 @@ resume_tcp_start(struct session_rdma *sr)
 	res->tcp = true;
 	log_info("conn 0x%llx: RDMA to %s cannot be had: resuming over TCP",
 		 session_rdma_id(sr), s->peer->name);
-	fallback_resume(s, &ri);
+	fallback_resume(s, &ri, &resume_tcp_ops);
 }
 
 /* Both sides: the handshake is through; relay over the TCP connection. */
@@ -738,8 +738,8 @@ resume_tcp_relay_start(struct session_rdma *sr)
  * fallback.c: the peer proved its key, accepted, and answered our resume
  * HELLO with RESUMED (rx, fin): relay from there.
  */
-void
-session_rdma_resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
+static void
+resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
 {
 	struct session_rdma *sr = s->rdma;
 	const char *why;
@@ -761,9 +761,8 @@ session_rdma_resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
  * at the next tick; a peer that refuses, or fails to prove its key (an
  * impostor on its port), ends the resume.
  */
-void
-session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
-			       bool peer_said)
+static void
+resume_tcp_failed(struct session *s, enum session_reason r, bool peer_said)
 {
 	struct session_rdma *sr = s->rdma;
 
@@ -960,9 +959,9 @@ resume_tcp_arrive(struct worker *w, void *arg)
  * connection takes fs's socket (fs goes), here or on the worker hi names.
  * 0 when taken, else -errno with *why, the reason fs is to be refused.
  */
-int
-session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
-			enum session_reason *why)
+static int
+resume_tcp_take(struct session *fs, const struct fb_hello_info *hi,
+		enum session_reason *why)
 {
 	struct session_rdma_worker *srw = worker_rdma(fs->w);
 	struct resume_tcp_hop *h;
@@ -1000,6 +999,12 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
 	}
 	return 0;
 }
+
+const struct fallback_resume_ops resume_tcp_ops = {
+	.through = resume_tcp_through,
+	.failed = resume_tcp_failed,
+	.take = resume_tcp_take,
+};
 
 /* sr's resume in its JSON object (show conns). */
 void

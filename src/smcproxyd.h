@@ -688,11 +688,27 @@ struct fb_origin;
 int fallback_origin(const struct session *s, struct fb_origin *o);
 void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
+/*
+ * A resume over TCP (resume.c), heard back through these: the fallback's
+ * one handshake carries it, and stays below the RDMA data path.
+ */
+struct fallback_resume_ops {
+	/* client: the peer accepted our resume HELLO; relay from rx, fin */
+	void (*through)(struct session *s, uint64_t rx, uint64_t fin);
+	/* client: it failed with r (peer_said: the peer's RESULT says so) */
+	void (*failed)(struct session *s, enum session_reason r,
+		       bool peer_said);
+	/* server: authenticated fs asks with HELLO hi to resume over it;
+	 * 0 when taken (fs goes), else -errno with *why */
+	int (*take)(struct session *fs, const struct fb_hello_info *hi,
+		    enum session_reason *why);
+};
 void fallback_connect(struct session *s);
-void fallback_resume(struct session *s, const struct fb_hello_info *ri);
+void fallback_resume(struct session *s, const struct fb_hello_info *ri,
+		     const struct fallback_resume_ops *rops);
 void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
-		     uint64_t since_ms);
+		     uint64_t since_ms, const struct fallback_resume_ops *rops);
 void fallback_relay_start(struct session *s, enum stats_id stat);
 struct fb_proof;
 
@@ -1235,13 +1251,9 @@ uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);
 void session_rdma_std_start(struct session *s);
-int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
-			    enum session_reason *why);
-/* resume.c: the client handshake's outcome for a resume (fallback.c) */
-void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
-				     uint64_t fin);
-void session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
-				    bool peer_said);
+
+/* resume.c: what the fallback's handshake tells of a resume over TCP */
+extern const struct fallback_resume_ops resume_tcp_ops;
 
 /* stats.c */
 const char *stats_name(enum stats_id id);
