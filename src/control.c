@@ -689,12 +689,8 @@ static int
 control_filter_parse(struct control_req *req, struct control_filter *f,
 		     bool need_one)
 {
-	static const char *const states[] = {
-		"connect_peer", "hello",     "handshake", "connect_target",
-		"rdma_wait",	"rdma_open", "relay",	  "resuming",
-	};
 	const json_t *age = json_object_get(req->cr_args, "age");
-	size_t i;
+	enum session_state st;
 
 	f->rule = json_string_value(json_object_get(req->cr_args, "rule"));
 	f->peer = json_string_value(json_object_get(req->cr_args, "peer"));
@@ -706,11 +702,11 @@ control_filter_parse(struct control_req *req, struct control_filter *f,
 		f->age = json_is_integer(age) ?
 				 json_integer_value(age) :
 				 strtoll(json_string_value(age), NULL, 10);
-	for (i = 0; f->state != NULL && i < sizeof(states) / sizeof(states[0]);
-	     i++)
-		if (strcmp(f->state, states[i]) == 0)
+	/* a closed session is gone from the list: not a state to ask for */
+	for (st = 0; f->state != NULL && st < SESSION_CLOSED; st++)
+		if (strcmp(f->state, session_state_name(st)) == 0)
 			break;
-	if (f->state != NULL && i == sizeof(states) / sizeof(states[0])) {
+	if (f->state != NULL && st == SESSION_CLOSED) {
 		control_fail(req,
 			     "unknown state \"%.32s\" (want connect_peer, "
 			     "hello, handshake, connect_target, rdma_wait, "

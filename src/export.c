@@ -70,7 +70,7 @@ export_room(struct worker *w, enum session_reason *why)
 /*
  * Start connecting s (export side, s->export and s->peer set) to its
  * target, within the export's connect_timeout, once its peer has a place
- * for it (peers[].max_conns: held until export_release); EV_WRITE on
+ * for it (peers[].max_conns: held until s ends); EV_WRITE on
  * fd[1] then goes to export_connected.  0 when under way, else -errno
  * with *why, the reason to refuse the open with (logged).
  */
@@ -81,8 +81,7 @@ export_connect(struct session *s, enum session_reason *why)
 	int rc;
 
 	/* a kernel SMC-R client (s->peer NULL) has no peers[].max_conns */
-	if (s->peer != NULL &&
-	    !peer_export_conns(s->peer->name, s->peer->max_conns, 1)) {
+	if (s->peer != NULL && !session_peer_hold(s)) {
 		log_debug("conn 0x%llx: peer %s holds %d connections on our "
 			  "exports (max_conns): refused",
 			  (unsigned long long)s->id, s->peer->name,
@@ -91,7 +90,6 @@ export_connect(struct session *s, enum session_reason *why)
 		*why = SESSION_RESOURCE;
 		return -ENOSPC;
 	}
-	s->peer_held = s->peer != NULL;
 	tally_open(s);
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->export->target, NULL, false);
@@ -104,7 +102,7 @@ export_connect(struct session *s, enum session_reason *why)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: connect to %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	*why = session_connect_reason(-rc, true);
+	*why = session_reason_of_connect(-rc, true);
 	return rc;
 }
 
@@ -203,7 +201,7 @@ export_connected(struct session *s, enum session_reason *why)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: export %s: target %s",
 		    (unsigned long long)s->id, s->export->name, buf);
-	*why = session_connect_reason(err, true);
+	*why = session_reason_of_connect(err, true);
 	return -err;
 }
 
@@ -218,14 +216,4 @@ export_timed_out(struct session *s)
 		     "conn 0x%llx: export %s: target connect timed out",
 		     (unsigned long long)s->id, s->export->name);
 	return SESSION_TARGET_TIMEOUT;
-}
-
-/* s ends: it gives back its place among its peer's connections. */
-void
-export_release(struct session *s)
-{
-	if (!s->peer_held)
-		return;
-	s->peer_held = false;
-	peer_export_conns(s->peer->name, 0, -1);
 }

@@ -57,6 +57,8 @@ struct fallback_hs {
 	bool origin;		 /* the HELLO names the client */
 	bool accepted;		 /* RESULT 0, after the proof with a key */
 	struct event *timer;	 /* connect and answer deadlines */
+	/* a resume's client outcome, or the server's take (resume.c) */
+	const struct fallback_resume_ops *rops;
 };
 
 static void
@@ -562,6 +564,7 @@ fallback_hs_free(struct session *s)
 /* ---- the relay ---- */
 
 static void fb_relay(struct session *s);
+static const struct session_ops fallback_ops;
 
 static void
 fb_retry(evutil_socket_t fd, short what, void *arg)
@@ -819,6 +822,7 @@ fallback_relay_start(struct session *s, enum stats_id stat)
 {
 	/* the handshake is done: its buffers are not needed again */
 	fallback_hs_free(s);
+	session_ops_set(s, &fallback_ops);
 	if (session_relay_begin(s, -1, stat)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
@@ -900,6 +904,7 @@ static void
 fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
 		    const char *code, const char *why)
 {
+	const struct fallback_resume_ops *rops = s->hs->rops;
 	bool resume = s->hs->resume;
 
 	if (r == SESSION_AUTH_FAILED)
@@ -924,7 +929,7 @@ fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
 		STATS_INC(worker_stats(s->w), auth_failures);
 	fallback_hs_free(s);
 	if (resume)
-		session_rdma_resume_tcp_failed(s, r, peer_said);
+		rops->failed(s, r, peer_said);
 	else
 		session_close(s, r);
 }
@@ -944,7 +949,7 @@ fb_client_connect_failed(struct session *s, int err)
 
 	snprintf(why, sizeof(why), "connect to %s: %s",
 		 addr_str(&s->peer->addr, buf, sizeof(buf)), strerror(err));
-	fb_client_fail_code(s, session_connect_reason(err, false), false,
+	fb_client_fail_code(s, session_reason_of_connect(err, false), false,
 			    strerrorname_np(err), why);
 }
 
@@ -975,22 +980,23 @@ fb_client_connect(struct session *s)
 /*
  * Start the handshake on s: to open s's connection to its export
  * (resume NULL), or to resume it (resume.c).  The result comes back
- * through fb_relay_start, session_rdma_resume_tcp_through or, failed,
- * session_close or session_rdma_resume_tcp_failed.
+ * through fb_relay_start, rops->through or, failed, session_close or
+ * rops->failed.
  */
 static void
-fb_client_start(struct session *s, const struct fb_hello_info *resume)
+fb_client_start(struct session *s, const struct fb_hello_info *resume,
+		const struct fallback_resume_ops *rops)
 {
 	struct fallback_hs *hs = fallback_hs_get(s);
 
 	if (hs == NULL) {
 		if (resume != NULL)
-			session_rdma_resume_tcp_failed(s, SESSION_RESOURCE,
-						       false);
+			rops->failed(s, SESSION_RESOURCE, false);
 		else
 			session_close(s, SESSION_RESOURCE);
 		return;
 	}
+	hs->rops = rops;
 	hs->resume = resume != NULL;
 	if (resume != NULL)
 		hs->ri = *resume;
@@ -1004,10 +1010,11 @@ fb_client_start(struct session *s, const struct fb_hello_info *resume)
 void
 fallback_connect(struct session *s)
 {
+	session_ops_set(s, &fallback_ops);
 	lgr_want(worker_lgr(s->w), s->peer);
 	/* the handshake keeps its own time */
 	session_timer(s, 0);
-	fb_client_start(s, NULL);
+	fb_client_start(s, NULL, NULL);
 }
 
 /*
@@ -1015,9 +1022,10 @@ fallback_connect(struct session *s)
  * names the connection (ri: resume id, offsets, the peer's worker).
  */
 void
-fallback_resume(struct session *s, const struct fb_hello_info *ri)
+fallback_resume(struct session *s, const struct fb_hello_info *ri,
+		const struct fallback_resume_ops *rops)
 {
-	fb_client_start(s, ri);
+	fb_client_start(s, ri, rops);
 }
 
 /* A message of the client handshake whole; false if it could not go. */
@@ -1154,7 +1162,7 @@ fb_client_result(struct session *s)
 		return false;
 	}
 	if (code != 0) {
-		r = session_code_reason(code);
+		r = session_reason_of_code(code);
 		if (r == SESSION_PROTOCOL_ERROR && hs->origin &&
 		    hs->challenge_len == 0) {
 			fb_client_retry_plain(s);
@@ -1182,6 +1190,7 @@ static void
 fb_client_resumed(struct session *s)
 {
 	struct fallback_hs *hs = s->hs;
+	const struct fallback_resume_ops *rops;
 	uint64_t rx, fin;
 
 	if (!hs->resume || !hs->accepted) {
@@ -1195,8 +1204,9 @@ fb_client_resumed(struct session *s)
 		fb_client_fail(s, SESSION_PROTOCOL_ERROR, false, "bad RESUMED");
 		return;
 	}
+	rops = hs->rops;
 	fallback_hs_free(s);
-	session_rdma_resume_tcp_through(s, rx, fin);
+	rops->through(s, rx, fin);
 }
 
 /*
@@ -1275,13 +1285,14 @@ fb_client_timeout(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Export side: fd (taken over), a stranger from src on our peer port
- * since since_ms whose first bytes are not CLC's (session.c checked the
+ * since since_ms whose first bytes are not CLC's (accept.c checked the
  * rate limit and gave it a place among strangers): await its hello,
- * whose header is due within first_byte_timeout of since_ms.
+ * whose header is due within first_byte_timeout of since_ms.  A HELLO
+ * that asks to resume a connection goes to rops->take.
  */
 void
 fallback_accept(struct worker *w, int fd, const struct addr *src,
-		uint64_t since_ms)
+		uint64_t since_ms, const struct fallback_resume_ops *rops)
 {
 	struct session *s = session_new(w, fd, SESSION_ROLE_EXPORT);
 	int64_t left;
@@ -1290,12 +1301,14 @@ fallback_accept(struct worker *w, int fd, const struct addr *src,
 		worker_preauth_put(w, src);
 		return;
 	}
+	session_ops_set(s, &fallback_ops);
 	session_preauth_take(s);
 	s->started_ms = since_ms;
 	if (fallback_hs_get(s) == NULL) {
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
+	s->hs->rops = rops;
 	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
 	left = (int64_t)s->conf->first_byte_timeout * 1000 -
@@ -1341,7 +1354,7 @@ fb_export_open(struct session *s)
 		/* a connection over RDMA whose group ended goes on here */
 		r = SESSION_PROTOCOL_ERROR;
 		if (fb_hello_decode(hs->hello, hs->hello_len, &hi) != 0 ||
-		    session_rdma_resume_tcp(s, &hi, &r) != 0)
+		    hs->rops->take(s, &hi, &r) != 0)
 			fb_export_refuse(s, r);
 		return;
 	}
@@ -1493,7 +1506,7 @@ fb_export_io(struct session *s, int i, short what)
 }
 
 /* A socket event of s in fallback mode (session.c hands them over). */
-void
+static void
 fallback_io(struct session *s, int i, short what)
 {
 	if (s->state == SESSION_RELAY) {
@@ -1508,7 +1521,7 @@ fallback_io(struct session *s, int i, short what)
 }
 
 /* The handshake timer fired. */
-void
+static void
 fallback_timeout(struct session *s)
 {
 	struct fallback_hs *hs = s->hs;
@@ -1531,3 +1544,9 @@ fallback_timeout(struct session *s)
 		break;
 	}
 }
+
+static const struct session_ops fallback_ops = {
+	.io = fallback_io,
+	.timeout = fallback_timeout,
+	.hs_free = fallback_hs_free,
+};

@@ -70,6 +70,7 @@ struct kpeer_hs {
 };
 
 static void kpeer_malformed(struct session *s, const char *why);
+static const struct session_ops kpeer_ops;
 
 static uint8_t kpeer_system_id[8];
 static pthread_once_t kpeer_system_id_once = PTHREAD_ONCE_INIT;
@@ -83,7 +84,8 @@ kpeer_system_id_init(void)
 	memcpy(kpeer_system_id, rnd, sizeof(kpeer_system_id));
 }
 
-void
+/* The CLC is over, or s goes: its buffer goes. */
+static void
 kpeer_hs_free(struct session *s)
 {
 	free(s->shs);
@@ -741,7 +743,7 @@ kpeer_connected(struct session *s)
 		log_warn_rl("connect to target", buf,
 			    "conn 0x%llx: rule %s: target_smc %s",
 			    (unsigned long long)s->id, s->rule->name, buf);
-		session_close(s, session_connect_reason(err, true));
+		session_close(s, session_reason_of_connect(err, true));
 		return;
 	}
 	switch (smc_opt_connected(s->fd[1])) {
@@ -760,7 +762,7 @@ kpeer_connected(struct session *s)
 }
 
 /* A socket event of s while it connects or owes its peer a CLC answer. */
-void
+static void
 kpeer_io(struct session *s, int i, short what)
 {
 	enum session_reason r;
@@ -793,7 +795,7 @@ kpeer_io(struct session *s, int i, short what)
 }
 
 /* The timer of s fired before its handshake ended. */
-void
+static void
 kpeer_timeout(struct session *s)
 {
 	struct stats *st = worker_stats(s->w);
@@ -828,6 +830,7 @@ kpeer_connect(struct session *s)
 	int rc;
 
 	s->dialect = SESSION_DIALECT_SMCR;
+	session_ops_set(s, &kpeer_ops);
 	STATS_INC(worker_stats(s->w), smc_out_conns);
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->rule->target_smc, NULL, true);
@@ -840,7 +843,7 @@ kpeer_connect(struct session *s)
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: rule %s: target_smc %s",
 		    (unsigned long long)s->id, s->rule->name, buf);
-	session_close(s, session_connect_reason(-rc, true));
+	session_close(s, session_reason_of_connect(-rc, true));
 }
 
 /*
@@ -862,6 +865,7 @@ kpeer_accept(struct worker *w, int fd, void *arg)
 	if (s == NULL)
 		return;
 	s->dialect = SESSION_DIALECT_SMCR;
+	session_ops_set(s, &kpeer_ops);
 	s->export = exp;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);
 	if (echoed > 0 &&
@@ -883,3 +887,12 @@ kpeer_accept(struct worker *w, int fd, void *arg)
 	STATS_INC(st, smc_opt_echoed);
 	(void)kpeer_hs_new(s);
 }
+
+/* Until its relay starts, s may hold an RDMA connection set up by its CLC. */
+static const struct session_ops kpeer_ops = {
+	.io = kpeer_io,
+	.timeout = kpeer_timeout,
+	.close = session_rdma_close,
+	.hs_free = kpeer_hs_free,
+	.json = session_rdma_json,
+};

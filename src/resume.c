@@ -144,7 +144,7 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 			log_warnx("conn 0x%llx: peer %s has %u connections "
 				  "resuming on this worker (max_resuming): "
 				  "reset",
-				  session_rdma_id(sr), p->name,
+				  session_rdma_conn_id(sr), p->name,
 				  sr->share->nresuming);
 			return false;
 		}
@@ -164,7 +164,7 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 		STATS_INC(worker_stats(s->w), conns_resuming);
 		log_info("conn 0x%llx: %s %s: link group %u %s: resuming "
 			 "(sent %llu, received %llu bytes)",
-			 session_rdma_id(sr),
+			 session_rdma_conn_id(sr),
 			 s->role == SESSION_ROLE_RULE ? "rule" : "export",
 			 s->role == SESSION_ROLE_RULE ? s->rule->name :
 							s->export->name,
@@ -182,7 +182,7 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 	resume_timer(sr);
 	if (s->role == SESSION_ROLE_RULE)
 		resume_soon(srw, 0);
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 	return true;
 }
 
@@ -192,7 +192,7 @@ resume_fail(struct session_rdma *sr, enum stats_id stat, const char *why)
 {
 	stats_add(worker_stats(sr->s->w), stat, 1);
 	log_warnx("conn 0x%llx: %s %s: not resumed after %llu ms: %s",
-		  session_rdma_id(sr),
+		  session_rdma_conn_id(sr),
 		  sr->s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  sr->s->role == SESSION_ROLE_RULE ? sr->s->rule->name :
 						     sr->s->export->name,
@@ -200,7 +200,7 @@ resume_fail(struct session_rdma *sr, enum stats_id stat, const char *why)
 			  (unsigned long long)(now_ms() - sr->res->since_ms) :
 			  0ULL,
 		  why);
-	session_rdma_fail(sr, SESSION_RESUME_FAILED);
+	session_rdma_conn_fail(sr, SESSION_RESUME_FAILED);
 }
 
 /* The session's timer fired while resuming: which deadline passed. */
@@ -241,13 +241,13 @@ resume_done(struct session_rdma *sr, struct lgr_link *link)
 		session_timer(s, session_idle_timeout(s));
 	log_info("conn 0x%llx: resumed on lgr %u link %u after %llu ms "
 		 "(from byte %llu sent, %llu received)",
-		 session_rdma_id(sr), lgr_id(lgr_link_group(link)),
+		 session_rdma_conn_id(sr), lgr_id(lgr_link_group(link)),
 		 lgr_link_id(link), (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)rx_received_off(sr->rc));
-	session_rdma_told_set(sr, lgr_link_id(link));
-	session_rdma_rkeys_announce(sr);
-	session_rdma_kick(sr);
+	session_rdma_conn_told_set(sr, lgr_link_id(link));
+	session_rdma_conn_rkeys_announce(sr);
+	session_rdma_conn_kick(sr);
 }
 
 /*
@@ -264,9 +264,9 @@ resume_join(struct session_rdma *sr, struct lgr *lgr, struct lgr_link *link)
 		return NULL;
 	buf_mr_drop(tx_sndbuf(sr->rc));
 	buf_mr_drop(rx_rmb(sr->rc));
-	mr = session_rdma_mr(sr->srw, rx_rmb(sr->rc), sr->lc.link);
-	if (mr == NULL ||
-	    session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link) == NULL) {
+	mr = session_rdma_conn_mr(sr->srw, rx_rmb(sr->rc), sr->lc.link);
+	if (mr == NULL || session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc),
+					       sr->lc.link) == NULL) {
 		lgr_conn_del(&sr->lc);
 		return NULL;
 	}
@@ -290,8 +290,7 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 	m.conn_resume.rmb_rkey = mr->rkey;
 	m.conn_resume.rx_off = rx_received_off(sr->rc);
 	m.conn_resume.tx_fin = tx_fin_off(sr->rc);
-	rc = session_rdma_llc_send(sr, sr->lc.link, &m,
-				   SESSION_RDMA_LLC_RESUME);
+	rc = session_rdma_conn_llc_send(sr, sr->lc.link, &m, NULL);
 	if (rc < 0) {
 		lgr_conn_del(&sr->lc);
 		return rc;
@@ -300,7 +299,8 @@ resume_send(struct session_rdma *sr, struct lgr *lgr)
 	sr->res->sent_ms = now_ms();
 	log_debug("conn 0x%llx: CONN_RESUME on lgr %u link %u (received "
 		  "%llu, sent %llu)",
-		  session_rdma_id(sr), lgr_id(lgr), lgr_link_id(sr->lc.link),
+		  session_rdma_conn_id(sr), lgr_id(lgr),
+		  lgr_link_id(sr->lc.link),
 		  (unsigned long long)m.conn_resume.rx_off,
 		  (unsigned long long)m.conn_resume.tx_fin);
 	return 0;
@@ -316,7 +316,7 @@ resume_unanswered(struct session_rdma *sr)
 {
 	log_info("conn 0x%llx: CONN_RESUME unanswered for %d ms: asking "
 		 "again",
-		 session_rdma_id(sr), RESUME_ANSWER_MS);
+		 session_rdma_conn_id(sr), RESUME_ANSWER_MS);
 	STATS_INC(worker_stats(sr->s->w), resume_retries);
 	lgr_conn_del(&sr->lc);
 	sr->res->sent = false;
@@ -352,7 +352,7 @@ resume_try(struct session_rdma_worker *srw, struct session_rdma *sr)
 	}
 	if (resume_send(sr, lgr) != 0)
 		log_debug("conn 0x%llx: CONN_RESUME on lgr %u: later",
-			  session_rdma_id(sr), lgr_id(lgr));
+			  session_rdma_conn_id(sr), lgr_id(lgr));
 }
 
 /*
@@ -473,7 +473,7 @@ resume_find(struct session_rdma_worker *srw, const char *peer,
  * its new link; or it could not go (the link failed meanwhile): sr
  * leaves the new group and waits to be asked again.
  */
-void
+static void
 resume_answer_sent(struct session_rdma *sr, int status)
 {
 	struct lgr_link *link = sr->lc.link;
@@ -487,11 +487,11 @@ resume_answer_sent(struct session_rdma *sr, int status)
 	if (status) {
 		log_info("conn 0x%llx: resume answer lost with its link: "
 			 "waiting to be asked again",
-			 session_rdma_id(sr));
+			 session_rdma_conn_id(sr));
 		lgr_conn_del(&sr->lc);
 		return;
 	}
-	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), link);
+	mr = session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc), link);
 	rc = mr != NULL ?
 		     tx_resume(sr->rc, lgr_link_wr(link), mr->lkey,
 			       res->res_rkey, res->res_rx, res->res_fin, &why) :
@@ -522,38 +522,39 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 		log_info("lgr %u: peer %s: CONN_RESUME for a connection we do "
 			 "not have (token %u): refused",
 			 lgr_id(lgr), lgr_peer(lgr)->name, r->token);
-		(void)session_rdma_reject_send(link, r->token,
+		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_RESUME_FAILED);
 		return;
 	}
 	if (sr->s->state == SESSION_RELAY &&
 	    !resume_begin(sr, sr->lc.lgr, false)) {
-		(void)session_rdma_reject_send(link, r->token,
+		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_RESUME_FAILED);
-		session_rdma_fail(sr, SESSION_LINK_FAILED);
+		session_rdma_conn_fail(sr, SESSION_LINK_FAILED);
 		return;
 	}
 	if (sr->lc.lgr != NULL || sr->over_tcp ||
 	    !lgr_peer_is(lgr, sr->res->peer_sysid)) {
 		log_info("lgr %u: peer %s: CONN_RESUME for conn 0x%llx: "
 			 "refused (%s)",
-			 lgr_id(lgr), lgr_peer(lgr)->name, session_rdma_id(sr),
+			 lgr_id(lgr), lgr_peer(lgr)->name,
+			 session_rdma_conn_id(sr),
 			 sr->lc.lgr != NULL || sr->over_tcp ?
 				 "it is moving already" :
 				 "another daemon instance");
-		(void)session_rdma_reject_send(link, r->token,
+		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_RESUME_FAILED);
 		return;
 	}
 	if (tx_resume_check(sr->rc, r->rx_off, r->tx_fin, &rx, &fin, &why)) {
-		(void)session_rdma_reject_send(link, r->token,
+		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_PROTOCOL_ERROR);
 		resume_fail(sr, STAT_resume_failed_protocol, why);
 		return;
 	}
 	mr = resume_join(sr, lgr, link);
 	if (mr == NULL) {
-		(void)session_rdma_reject_send(link, r->token,
+		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_RESOURCE);
 		resume_fail(sr, STAT_conns_rdma_nobufs,
 			    "no buffers on the new group");
@@ -561,7 +562,7 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
+	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
 	sr->res->res_rkey = r->rmb_rkey;
 	sr->res->res_rx = r->rx_off;
 	sr->res->res_fin = r->tx_fin;
@@ -573,11 +574,11 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	m.conn_resume.rmb_rkey = mr->rkey;
 	m.conn_resume.rx_off = rx;
 	m.conn_resume.tx_fin = fin;
-	rc = session_rdma_llc_send(sr, link, &m, SESSION_RDMA_LLC_RESUMED);
+	rc = session_rdma_conn_llc_send(sr, link, &m, resume_answer_sent);
 	if (rc < 0) {
 		lgr_conn_del(&sr->lc);
-		log_debug("conn 0x%llx: resume answer: %s", session_rdma_id(sr),
-			  strerror(-rc));
+		log_debug("conn 0x%llx: resume answer: %s",
+			  session_rdma_conn_id(sr), strerror(-rc));
 		return; /* the opener asks again on its next group */
 	}
 	if (rc == 0)
@@ -610,8 +611,8 @@ resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
-	mr = session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link);
+	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
+	mr = session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link);
 	rc = mr != NULL ? tx_resume(sr->rc, lgr_link_wr(sr->lc.link), mr->lkey,
 				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
 			  -ENOKEY;
@@ -622,7 +623,7 @@ resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 	}
 	if (rc) {
 		/* the new link is down too: its group's end brings us back */
-		log_debug("conn 0x%llx: resume: %s", session_rdma_id(sr),
+		log_debug("conn 0x%llx: resume: %s", session_rdma_conn_id(sr),
 			  strerror(-rc));
 		return;
 	}
@@ -704,8 +705,8 @@ resume_tcp_start(struct session_rdma *sr)
 	res->sent = true;
 	res->tcp = true;
 	log_info("conn 0x%llx: RDMA to %s cannot be had: resuming over TCP",
-		 session_rdma_id(sr), s->peer->name);
-	fallback_resume(s, &ri);
+		 session_rdma_conn_id(sr), s->peer->name);
+	fallback_resume(s, &ri, &resume_tcp_ops);
 }
 
 /* Both sides: the handshake is through; relay over the TCP connection. */
@@ -723,23 +724,24 @@ resume_tcp_relay_start(struct session_rdma *sr)
 	buf_mr_drop(tx_sndbuf(sr->rc));
 	buf_mr_drop(rx_rmb(sr->rc));
 	if (session_relay_begin(s, resume_u(sr), STAT_conns_resumed_tcp)) {
-		session_rdma_fail(sr, SESSION_RESOURCE);
+		session_rdma_conn_fail(sr, SESSION_RESOURCE);
 		return;
 	}
 	log_info("conn 0x%llx: resumed over TCP after %llu ms (from byte %llu "
 		 "sent, %llu received)",
-		 session_rdma_id(sr), (unsigned long long)(now_ms() - since),
+		 session_rdma_conn_id(sr),
+		 (unsigned long long)(now_ms() - since),
 		 (unsigned long long)tx_fin_off(sr->rc),
 		 (unsigned long long)rx_received_off(sr->rc));
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 /*
  * fallback.c: the peer proved its key, accepted, and answered our resume
  * HELLO with RESUMED (rx, fin): relay from there.
  */
-void
-session_rdma_resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
+static void
+resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
 {
 	struct session_rdma *sr = s->rdma;
 	const char *why;
@@ -761,9 +763,8 @@ session_rdma_resume_tcp_through(struct session *s, uint64_t rx, uint64_t fin)
  * at the next tick; a peer that refuses, or fails to prove its key (an
  * impostor on its port), ends the resume.
  */
-void
-session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
-			       bool peer_said)
+static void
+resume_tcp_failed(struct session *s, enum session_reason r, bool peer_said)
 {
 	struct session_rdma *sr = s->rdma;
 
@@ -824,7 +825,7 @@ resume_tcp_out(struct session_rdma *sr)
 		} else if (n == -1 && errno == EAGAIN) {
 			s->wr_ready[u] = false;
 		} else if (n == -1 && errno != EINTR) {
-			session_rdma_fail(sr, SESSION_PEER_RST);
+			session_rdma_conn_fail(sr, SESSION_PEER_RST);
 		}
 	}
 	if (sr->rd_eof && !sr->tcp_shut && !sr->closing &&
@@ -860,7 +861,7 @@ resume_tcp_in(struct session_rdma *sr)
 			s->rd_ready[u] = false;
 		} else if (errno != EINTR) {
 			tx_close(sr->rc, TX_CLOSE_ABORT);
-			session_rdma_fail(sr, SESSION_PEER_RST);
+			session_rdma_conn_fail(sr, SESSION_PEER_RST);
 		}
 	}
 	return moved;
@@ -960,9 +961,9 @@ resume_tcp_arrive(struct worker *w, void *arg)
  * connection takes fs's socket (fs goes), here or on the worker hi names.
  * 0 when taken, else -errno with *why, the reason fs is to be refused.
  */
-int
-session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
-			enum session_reason *why)
+static int
+resume_tcp_take(struct session *fs, const struct fb_hello_info *hi,
+		enum session_reason *why)
 {
 	struct session_rdma_worker *srw = worker_rdma(fs->w);
 	struct resume_tcp_hop *h;
@@ -1000,6 +1001,12 @@ session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
 	}
 	return 0;
 }
+
+const struct fallback_resume_ops resume_tcp_ops = {
+	.through = resume_tcp_through,
+	.failed = resume_tcp_failed,
+	.take = resume_tcp_take,
+};
 
 /* sr's resume in its JSON object (show conns). */
 void

@@ -5,6 +5,8 @@
  * relay, the bounded relay loop, the byte counts and which side's FIN or
  * reset a close stands for.  The transports move the bytes themselves:
  * splice() in fallback.c, the registered buffers in session_rdma.c.
+ * Below every transport: it reaches the one a session is on only
+ * through the session_ops that transport set (accept.c picks it).
  * Every close has a reason, which is logged and counted.
  */
 #include <sys/socket.h>
@@ -19,88 +21,8 @@
 #include <jansson.h>
 
 #include "smcproxyd.h"
-#include "clc_wire.h"
-
-static const struct {
-	const char *name;
-	const char *desc;
-} session_reasons[SESSION_NREASONS] = {
-#define X(id, name, desc) [SESSION_##id] = {name, desc},
-	SESSION_REASONS(X)
-#undef X
-};
 
 static uint64_t session_ids;
-
-const char *
-session_reason_name(enum session_reason r)
-{
-	return r < SESSION_NREASONS ? session_reasons[r].name : "unknown";
-}
-
-const char *
-session_reason_desc(enum session_reason r)
-{
-	return r < SESSION_NREASONS ? session_reasons[r].desc : "unknown";
-}
-
-/* Result codes on the wire; stable, independent of the enum's order. */
-static const struct {
-	uint32_t code;
-	enum session_reason reason;
-} session_codes[] = {
-	{1, SESSION_TARGET_REFUSED},	 {2, SESSION_TARGET_TIMEOUT},
-	{3, SESSION_TARGET_UNREACHABLE}, {4, SESSION_EXPORT_DENIED},
-	{5, SESSION_UNKNOWN_EXPORT},	 {6, SESSION_UNKNOWN_PEER},
-	{7, SESSION_AUTH_FAILED},	 {8, SESSION_PROTOCOL_ERROR},
-	{9, SESSION_SHUTDOWN},		 {10, SESSION_RESOURCE},
-	{11, SESSION_RESUME_FAILED},
-};
-
-/* The wire code (fallback RESULT, LLC CONN_REJECT) for close reason r. */
-uint32_t
-session_reason_code(enum session_reason r)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(session_codes) / sizeof(session_codes[0]); i++)
-		if (session_codes[i].reason == r)
-			return session_codes[i].code;
-	return 8;
-}
-
-/* The close reason a peer's refusal code stands for. */
-enum session_reason
-session_code_reason(uint32_t code)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(session_codes) / sizeof(session_codes[0]); i++)
-		if (session_codes[i].code == code)
-			return session_codes[i].reason;
-	return SESSION_PROTOCOL_ERROR;
-}
-
-/* The close reason of a failed connect (errno err) to a target or peer. */
-enum session_reason
-session_connect_reason(int err, bool target)
-{
-	switch (err) {
-	case ECONNREFUSED:
-		return target ? SESSION_TARGET_REFUSED :
-				SESSION_PEER_UNREACHABLE;
-	case ETIMEDOUT:
-		return target ? SESSION_TARGET_TIMEOUT : SESSION_PEER_TIMEOUT;
-	case EMFILE:
-	case ENFILE:
-	case ENOBUFS:
-	case ENOMEM:
-		return SESSION_RESOURCE;
-	default:
-		return target ? SESSION_TARGET_UNREACHABLE :
-				SESSION_PEER_UNREACHABLE;
-	}
-}
 
 uint64_t
 session_id(const struct session *s)
@@ -225,192 +147,6 @@ session_new(struct worker *w, int fd, enum session_role role)
 	return s;
 }
 
-/* Listener callback: a client connected to one of our rules. */
-void
-session_accept_rule(struct worker *w, int fd, void *arg)
-{
-	const struct conf_rule *rule = arg;
-	struct session *s;
-
-	STATS_INC(worker_stats(w), conns_accepted);
-	if (!worker_has_room(w)) {
-		sock_reset(fd);
-		STATS_INC(worker_stats(w), conns_refused_limit);
-		return;
-	}
-	s = session_new(w, fd, SESSION_ROLE_RULE);
-	if (s == NULL)
-		return;
-	s->rule = rule;
-	s->peer = rule->peer;
-	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
-	tally_open(s);
-	if (rule->target_smc.len != 0) {
-		kpeer_connect(s);
-		return;
-	}
-	if (!session_rdma_connect(s))
-		fallback_connect(s);
-}
-
-/*
- * A stranger on the peer port until its first bytes say whether it opens
- * a link group (CLC's eyecatcher: clc.c) or a fallback connection
- * (fallback.c): a socket, its place among strangers and a deadline, no
- * session.
- */
-struct session_stranger {
-	LIST_ENTRY(session_stranger) entry; /* worker_strangers */
-	struct worker *w;
-	int fd;
-	struct addr src;
-	uint64_t since_ms, deadline_ms;
-	struct event *rev, *timer;
-};
-
-#define SESSION_PEEK_WAIT_MS 10 /* part of an eyecatcher came: look again */
-
-static void
-session_stranger_free(struct session_stranger *st)
-{
-	LIST_REMOVE(st, entry);
-	if (st->rev != NULL)
-		event_free(st->rev);
-	if (st->timer != NULL)
-		event_free(st->timer);
-	free(st);
-}
-
-/*
- * Hand st's socket over, to clc.c when it opened with CLC's eyecatcher,
- * else to fallback.c, which also times out one that sent nothing.
- */
-static void
-session_stranger_hand(struct session_stranger *st, bool clc)
-{
-	struct worker *w = st->w;
-	struct addr src = st->src;
-	uint64_t since = st->since_ms;
-	int fd = st->fd;
-
-	session_stranger_free(st);
-	if (clc)
-		clc_accept(w, fd, &src);
-	else
-		fallback_accept(w, fd, &src, since);
-}
-
-static int
-session_stranger_wait(struct session_stranger *st, uint64_t ms)
-{
-	struct timeval tv = {(time_t)(ms / 1000),
-			     (suseconds_t)(ms % 1000) * 1000};
-
-	event_base_update_cache_time(
-		worker_base(st->w)); /* see session_timer_ms */
-	return evtimer_add(st->timer, &tv);
-}
-
-/*
- * Peek at the first bytes, reading none: whoever st goes to reads its
- * messages whole.  Both eyecatchers begin alike, so a part of one waits
- * a moment for the rest rather than spin on a readable socket.
- */
-static void
-session_stranger_read(evutil_socket_t fd, short what, void *arg)
-{
-	struct session_stranger *st = arg;
-	unsigned char b[4];
-	ssize_t n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-	uint64_t now;
-
-	if (n == -1 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n > 0 && (size_t)n < sizeof(b) &&
-	    memcmp(b, CLC_EYECATCHER, (size_t)n) == 0) {
-		now = now_ms();
-		event_del(st->rev);
-		session_stranger_wait(
-			st, st->deadline_ms > now ? SESSION_PEEK_WAIT_MS : 0);
-		return;
-	}
-	session_stranger_hand(
-		st, n == (ssize_t)sizeof(b) &&
-			    memcmp(b, CLC_EYECATCHER, sizeof(b)) == 0);
-}
-
-static void
-session_stranger_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct session_stranger *st = arg;
-	uint64_t now = now_ms();
-
-	if (now >= st->deadline_ms) {
-		/* nothing whole in time: the fallback counts the failure */
-		session_stranger_hand(st, false);
-		return;
-	}
-	event_add(st->rev, NULL);
-	session_stranger_wait(st, st->deadline_ms - now);
-}
-
-/*
- * Listener callback: a peer daemon connected to our peer port.  Until it
- * authenticates it is a stranger: refused at once when its host failed
- * too often or the strangers' budget is full, and never counted towards
- * max_conns.  Its first bytes, due within first_byte_timeout, say which
- * handshake it is.
- */
-void
-session_accept_peer(struct worker *w, int fd, void *unused)
-{
-	const struct conf *conf = worker_conf(w);
-	struct session_stranger *st;
-	struct addr src;
-	socklen_t len = sizeof(src.ss);
-
-	memset(&src, 0, sizeof(src));
-	if (getpeername(fd, (struct sockaddr *)&src.ss, &len) == -1) {
-		close(fd);
-		return;
-	}
-	src.len = len;
-	if (auth_rate_limited(worker_auth(w), &src, now_ms())) {
-		STATS_INC(worker_stats(w), auth_rate_limited);
-		sock_reset(fd);
-		return;
-	}
-	if (worker_preauth_get(w, &src)) {
-		STATS_INC(worker_stats(w), preauth_refused);
-		sock_reset(fd);
-		return;
-	}
-	sock_tcp_liveness(fd, conf);
-	st = calloc(1, sizeof(*st));
-	if (st == NULL) {
-		worker_preauth_put(w, &src);
-		close(fd);
-		return;
-	}
-	st->w = w;
-	st->fd = fd;
-	st->src = src;
-	st->since_ms = now_ms();
-	st->deadline_ms =
-		st->since_ms + (uint64_t)conf->first_byte_timeout * 1000;
-	LIST_INSERT_HEAD(worker_strangers(w), st, entry);
-	st->rev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
-			    session_stranger_read, st);
-	st->timer = evtimer_new(worker_base(w), session_stranger_timer, st);
-	if (st->rev == NULL || st->timer == NULL || event_add(st->rev, NULL) ||
-	    session_stranger_wait(st,
-				  (uint64_t)conf->first_byte_timeout * 1000)) {
-		session_stranger_free(st);
-		worker_preauth_put(w, &src);
-		close(fd);
-	}
-}
-
 /* s holds the place among strangers its socket was given at accept. */
 void
 session_preauth_take(struct session *s)
@@ -428,6 +164,43 @@ session_preauth_done(struct session *s)
 	s->preauth = false;
 	worker_preauth_session(s->w, -1);
 	worker_preauth_put(s->w, &s->addr[0]);
+}
+
+/*
+ * s (export side, s->peer set) takes a place among its peer's
+ * connections on our exports, if peers[].max_conns leaves one: held
+ * until s ends.  false when none is left.
+ */
+bool
+session_peer_hold(struct session *s)
+{
+	if (!peer_export_conns(s->peer->name, s->peer->max_conns, 1))
+		return false;
+	s->peer_held = true;
+	return true;
+}
+
+/* s ends: it gives back its place among its peer's connections. */
+static void
+session_peer_release(struct session *s)
+{
+	if (!s->peer_held)
+		return;
+	s->peer_held = false;
+	peer_export_conns(s->peer->name, 0, -1);
+}
+
+/*
+ * s moves to the transport ops (a kernel peer's connection after its
+ * CLC, an RDMA connection falling back to TCP): the handshake state of
+ * the transport it leaves goes.
+ */
+void
+session_ops_set(struct session *s, const struct session_ops *ops)
+{
+	if (s->ops != NULL && s->ops != ops && s->ops->hs_free != NULL)
+		s->ops->hs_free(s);
+	s->ops = ops;
 }
 
 /* Take over fd as fd[1] (the upstream socket). */
@@ -598,15 +371,8 @@ session_io(evutil_socket_t fd, short what, void *arg)
 		s->rd_ready[i] = true;
 	if (what & EV_WRITE)
 		s->wr_ready[i] = true;
-	if (s->mode == SESSION_MODE_RDMA) {
-		session_rdma_io(s, i, what);
-		return;
-	}
-	if (s->dialect == SESSION_DIALECT_SMCR && s->state != SESSION_RELAY) {
-		kpeer_io(s, i, what);
-		return;
-	}
-	fallback_io(s, i, what);
+	if (s->ops != NULL)
+		s->ops->io(s, i, what);
 }
 
 static void
@@ -617,12 +383,8 @@ session_timeout(evutil_socket_t fd, short what, void *arg)
 	int idle;
 
 	if (s->state != SESSION_RELAY) {
-		if (s->mode == SESSION_MODE_RDMA)
-			session_rdma_timeout(s);
-		else if (s->dialect == SESSION_DIALECT_SMCR)
-			kpeer_timeout(s);
-		else
-			fallback_timeout(s);
+		if (s->ops != NULL)
+			s->ops->timeout(s);
 		return;
 	}
 	idle = session_idle_timeout(s);
@@ -665,7 +427,8 @@ session_close(struct session *s, enum session_reason reason)
 			  session_reason_name(reason),
 			  (unsigned long long)s->bytes[0],
 			  (unsigned long long)s->bytes[1]);
-	session_rdma_close(s, reason);
+	if (s->ops != NULL && s->ops->close != NULL)
+		s->ops->close(s, reason);
 	session_free(s, abort);
 }
 
@@ -680,7 +443,7 @@ session_free(struct session *s, bool abort)
 
 	s->state = SESSION_CLOSED;
 	session_preauth_done(s);
-	export_release(s);
+	session_peer_release(s);
 	for (i = 0; i < 2; i++) {
 		if (s->rev[i])
 			event_free(s->rev[i]);
@@ -697,8 +460,8 @@ session_free(struct session *s, bool abort)
 		event_free(s->timer);
 	if (s->retry_ev)
 		event_free(s->retry_ev);
-	fallback_hs_free(s);
-	kpeer_hs_free(s);
+	if (s->ops != NULL && s->ops->hs_free != NULL)
+		s->ops->hs_free(s);
 	worker_session_del(s->w, s);
 	conf_drop(s->conf);
 	free(s);
@@ -734,23 +497,12 @@ session_upstream_drop(struct session *s)
 	s->fd[1] = -1;
 }
 
-/*
- * Close every session of w (on w's thread), and reset the strangers on
- * its peer port that are none yet.
- */
+/* Close every session of w (on w's thread). */
 void
 session_close_all(struct worker *w, enum session_reason reason)
 {
-	struct session_stranger *st;
 	struct session *s;
-	int fd;
 
-	while ((st = LIST_FIRST(worker_strangers(w))) != NULL) {
-		fd = st->fd;
-		worker_preauth_put(w, &st->src);
-		session_stranger_free(st);
-		sock_reset(fd);
-	}
 	while ((s = worker_sessions(w)) != NULL)
 		session_close(s, reason);
 }
@@ -777,26 +529,6 @@ session_idle_timeout(const struct session *s)
 	if (s->rule != NULL)
 		return s->rule->idle_timeout;
 	return s->export != NULL ? s->export->idle_timeout : 0;
-}
-
-static const char *
-session_state_name(enum session_state st)
-{
-	static const char *const names[] = {
-		[SESSION_CONNECT_PEER] = "connect_peer",
-		[SESSION_HELLO] = "hello",
-		[SESSION_HANDSHAKE] = "handshake",
-		[SESSION_CONNECT_TARGET] = "connect_target",
-		[SESSION_RDMA_WAIT] = "rdma_wait",
-		[SESSION_RDMA_OPEN] = "rdma_open",
-		/* waits for a group again: outside, it is rdma_wait */
-		[SESSION_RDMA_REOPEN] = "rdma_wait",
-		[SESSION_RELAY] = "relay",
-		[SESSION_RESUMING] = "resuming",
-		[SESSION_CLOSED] = "closed",
-	};
-
-	return names[st];
 }
 
 /* Append a JSON object describing s to the jansson array json_array. */
@@ -836,6 +568,7 @@ session_json_add(const struct session *s, void *json_array)
 		snprintf(id, sizeof(id), "0x%08x", s->smc_decline);
 		json_object_set_new(o, "smc_decline", json_string(id));
 	}
-	session_rdma_json(s, o);
+	if (s->ops != NULL && s->ops->json != NULL)
+		s->ops->json(s, o);
 	json_array_append_new(json_array, o);
 }

@@ -55,6 +55,8 @@
 #include "clc_wire.h"
 
 static void session_rdma_free(struct session_rdma *sr);
+static void session_rdma_run(struct session_rdma *sr);
+static const struct session_ops session_rdma_session_ops;
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
@@ -71,12 +73,6 @@ static const struct lgr_data_ops session_rdma_lgr_ops = {
 	.setup_failed = session_rdma_setup_failed,
 };
 static const struct lgr_data_ops session_rdma_no_ops;
-
-unsigned long long
-session_rdma_id(const struct session_rdma *sr)
-{
-	return (unsigned long long)sr->s->id;
-}
 
 /* The worker's share of the registered-memory cap, in bytes. */
 static size_t
@@ -104,6 +100,7 @@ session_rdma_worker_new(struct worker *w, struct lgr_ctx *ctx)
 		return NULL;
 	srw->w = w;
 	srw->ctx = ctx;
+	srw->run = session_rdma_run;
 	TAILQ_INIT(&srw->parked.q);
 	TAILQ_INIT(&srw->woken.q);
 	TAILQ_INIT(&srw->resuming);
@@ -183,90 +180,6 @@ session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 	return lgr_link_has_pd(link) ? 0 : -ENODEV;
 }
 
-/* The MR of b in link's PD, registered there now if need be; or NULL. */
-const struct dev_mr *
-session_rdma_mr(struct session_rdma_worker *srw, struct buf *b,
-		const struct lgr_link *link)
-{
-	(void)srw;
-	return lgr_link_mr(link, b);
-}
-
-static struct buf *
-session_rdma_rmb(const struct session_rdma *sr)
-{
-	return sr->rc != NULL ? rx_rmb(sr->rc) : sr->rmb;
-}
-
-/* The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told. */
-static int
-session_rdma_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
-		       uint32_t *rkey)
-{
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (link_id != 0 && sr->peer_rkeys[i].link_id == link_id) {
-			*rkey = sr->peer_rkeys[i].rkey;
-			return 0;
-		}
-	return -ENOENT;
-}
-
-/*
- * Remember the peer's rkey for link_id, in place of one for the same
- * link or of one for a link the group no longer has.
- */
-void
-session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
-			   uint32_t rkey)
-{
-	struct session_rdma_rkey *e, *spare = NULL;
-	struct lgr *lgr = sr->lc.lgr;
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++) {
-		e = &sr->peer_rkeys[i];
-		if (e->link_id == link_id) {
-			e->rkey = rkey;
-			return;
-		}
-		if (spare == NULL && (e->link_id == 0 || lgr == NULL ||
-				      lgr_link_by_id(lgr, e->link_id) == NULL))
-			spare = e;
-	}
-	if (spare == NULL)
-		spare = &sr->peer_rkeys[0];
-	spare->link_id = link_id;
-	spare->rkey = rkey;
-}
-
-static bool
-session_rdma_told(const struct session_rdma *sr, uint8_t link_id)
-{
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (sr->told[i] == link_id)
-			return true;
-	return false;
-}
-
-void
-session_rdma_told_set(struct session_rdma *sr, uint8_t link_id)
-{
-	struct lgr *lgr = sr->lc.lgr;
-	int i;
-
-	if (session_rdma_told(sr, link_id))
-		return;
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (sr->told[i] == 0 || lgr == NULL ||
-		    lgr_link_by_id(lgr, sr->told[i]) == NULL)
-			break;
-	sr->told[i < LGR_LINK_SLOTS ? i : 0] = link_id;
-}
-
 /* An RMB element's size as the wire has it (never below 16 KiB). */
 static uint8_t
 session_rdma_rmbe_size(size_t size)
@@ -283,121 +196,6 @@ session_rdma_find(struct lgr *lgr, uint32_t token)
 	struct lgr_conn *c = lgr_conn_find(lgr, token);
 
 	return c != NULL ? c->arg : NULL;
-}
-
-/* Close the session from outside the relay loop, or have the loop do it. */
-void
-session_rdma_fail(struct session_rdma *sr, enum session_reason r)
-{
-	if (!sr->closing) {
-		sr->closing = true;
-		sr->close_reason = r;
-	}
-	session_rdma_kick(sr);
-}
-
-/*
- * sr's LLC message that waited for a TX slot went out (status 0) or could
- * not.  Once the export side's CONN_ACCEPT went out the relay starts: no
- * CDC of ours may overtake it.
- */
-static void
-session_rdma_llc_sent(struct llc_pending *p, int status)
-{
-	struct session_rdma *sr = container_of(p, struct session_rdma, llc);
-
-	if (status && sr->llc_kind == SESSION_RDMA_LLC_RESUMED) {
-		/* a resume goes back to waiting; it is not lost */
-		resume_answer_sent(sr, status);
-		return;
-	}
-	if (status) {
-		session_rdma_fail(sr, SESSION_LINK_FAILED);
-		return;
-	}
-	/* before the relay, which may close (and free) sr */
-	if (sr->rkeys_owed)
-		session_rdma_rkeys_announce(sr);
-	if (sr->llc_kind == SESSION_RDMA_LLC_ACCEPT)
-		session_rdma_relay_start(sr, sr->lc.link);
-	else if (sr->llc_kind == SESSION_RDMA_LLC_RESUMED)
-		resume_answer_sent(sr, 0);
-}
-
-/*
- * Send m, the LLC message of sr's open (CONN_OPEN, CONN_ACCEPT), on
- * link.  llc.c's queue is short and a burst of opens fills it: then sr
- * waits for a TX slot in its turn rather than give up.  0 when it went
- * out or was queued by llc.c, 1 when sr waits (session_rdma_llc_sent
- * goes on), -errno.
- */
-int
-session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
-		      const struct llc_info *m, enum session_rdma_llc kind)
-{
-	sr->llc_kind = kind;
-	return llc_send_wait(link, m, &sr->llc, session_rdma_llc_sent);
-}
-
-/* ---- rkeys of the other links ---- */
-
-/*
- * Tell the peer our RMB element's rkey on every active link of the group
- * it does not have one for yet: a CONFIRM_RKEY per link on the
- * connection's link, whose rkey there names the RMB element.  Once our
- * open or accept went out; while a message of ours waits for a TX slot,
- * after it (nothing may overtake the open).
- */
-void
-session_rdma_rkeys_announce(struct session_rdma *sr)
-{
-	struct lgr *lgr = sr->lc.lgr;
-	struct lgr_link *via = sr->lc.link, *l;
-	const struct dev_mr *cur, *mr;
-	struct buf *rmb = session_rdma_rmb(sr);
-	struct llc_info m;
-	uint8_t id;
-	int rc;
-
-	if (!sr->opened || lgr == NULL || via == NULL || rmb == NULL ||
-	    !lgr_link_is_active(via))
-		return;
-	if (llc_pending_waits(&sr->llc)) {
-		sr->rkeys_owed = true;
-		return;
-	}
-	sr->rkeys_owed = false;
-	cur = session_rdma_mr(sr->srw, rmb, via);
-	if (cur == NULL)
-		return;
-	for (l = lgr_link_next_active(lgr, NULL); l != NULL;
-	     l = lgr_link_next_active(lgr, l)) {
-		id = lgr_link_id(l);
-		if (l == via || id == 0 || session_rdma_told(sr, id))
-			continue;
-		mr = session_rdma_mr(sr->srw, rmb, l);
-		if (mr == NULL)
-			continue; /* not registered there: cannot move there */
-		memset(&m, 0, sizeof(m));
-		m.type = LLC_CONFIRM_RKEY;
-		m.confirm_rkey.num_rkeys = 1;
-		m.confirm_rkey.rt[0].rkey = cur->rkey;
-		m.confirm_rkey.rt[0].vaddr = (uint64_t)(uintptr_t)rmb->addr;
-		m.confirm_rkey.rt[1].link_id = id;
-		m.confirm_rkey.rt[1].rkey = mr->rkey;
-		m.confirm_rkey.rt[1].vaddr = (uint64_t)(uintptr_t)rmb->addr;
-		rc = session_rdma_llc_send(sr, via, &m, SESSION_RDMA_LLC_RKEY);
-		if (rc < 0) {
-			log_debug("conn 0x%llx: CONFIRM_RKEY for link %u: %s",
-				  session_rdma_id(sr), id, strerror(-rc));
-			return;
-		}
-		session_rdma_told_set(sr, id);
-		if (rc == 1) {
-			sr->rkeys_owed = true; /* the rest after this one */
-			return;
-		}
-	}
 }
 
 /* ---- the standard dialect's export side (kpeer.c runs the CLC) ---- */
@@ -467,9 +265,9 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (rc == 0)
 		rc = buf_get_for(srw->pool, BUF_RMB, (size_t)r->rmb,
 				 lgr_peer(lgr)->name, &sr->rmb);
-	mr = rc == 0 ? session_rdma_mr(srw, sr->rmb, sr->lc.link) : NULL;
+	mr = rc == 0 ? session_rdma_conn_mr(srw, sr->rmb, sr->lc.link) : NULL;
 	if (mr == NULL ||
-	    session_rdma_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
+	    session_rdma_conn_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
 		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
 		lgr_conn_del(&sr->lc);
 		if (!joined)
@@ -489,7 +287,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (joined)
 		STATS_INC(worker_stats(s->w), smc_lgr_joins);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: %s lgr %u, token %u",
-		  session_rdma_id(sr),
+		  session_rdma_conn_id(sr),
 		  s->role == SESSION_ROLE_RULE ? "rule" : "export",
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name,
@@ -572,9 +370,11 @@ session_rdma_std_start(struct session *s)
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
-	session_rdma_peer_rkey_set(sr, lgr_link_id(link), sr->peer_rmb.rkey);
-	session_rdma_told_set(sr, lgr_link_id(link));
-	kpeer_hs_free(s);
+	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link),
+					sr->peer_rmb.rkey);
+	session_rdma_conn_told_set(sr, lgr_link_id(link));
+	/* kpeer.c's CLC is over */
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	sr->opened = true;
 	if (s->role == SESSION_ROLE_RULE)
@@ -619,7 +419,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
-		session_rdma_rkeys_announce(c->arg);
+		session_rdma_conn_rkeys_announce(c->arg);
 	if (lgr_is_active(lgr) && srw->nresuming > 0)
 		resume_peer(srw, lgr, false);
 	if (lgr_role(lgr) == LGR_ROLE_CLIENT && lgr_is_active(lgr))
@@ -649,7 +449,7 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 	     lc = lgr_conn_next(lgr, lc)) {
 		sr = lc->arg;
 		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
-		    session_rdma_peer_rkey(sr, link_id, &rkey) == 0 &&
+		    session_rdma_conn_peer_rkey(sr, link_id, &rkey) == 0 &&
 		    rkey == c->rt[0].rkey)
 			break;
 	}
@@ -668,7 +468,8 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 			lgr_protocol_error(lgr, why);
 			return;
 		}
-		session_rdma_peer_rkey_set(sr, c->rt[i].link_id, c->rt[i].rkey);
+		session_rdma_conn_peer_rkey_set(sr, c->rt[i].link_id,
+						c->rt[i].rkey);
 	}
 }
 
@@ -677,7 +478,7 @@ session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 static void
 session_rdma_data_ready(struct rconn *rc, void *arg)
 {
-	session_rdma_kick(arg);
+	session_rdma_conn_kick(arg);
 }
 
 static void
@@ -686,7 +487,7 @@ session_rdma_space_ready(struct rconn *rc, void *arg)
 	struct session_rdma *sr = arg;
 
 	sr->rd_blocked = false;
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 static void
@@ -695,13 +496,13 @@ session_rdma_peer_done(struct rconn *rc, void *arg)
 	struct session_rdma *sr = arg;
 
 	sr->peer_done = true;
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 static void
 session_rdma_peer_abort(struct rconn *rc, void *arg)
 {
-	session_rdma_fail(arg, SESSION_PEER_RST);
+	session_rdma_conn_fail(arg, SESSION_PEER_RST);
 }
 
 /* The link's failure reaches lgr.c too, which moves us (link_down). */
@@ -709,7 +510,7 @@ static void
 session_rdma_link_failed(struct rconn *rc, void *arg)
 {
 	log_debug("conn 0x%llx: link failed, waiting for the group",
-		  session_rdma_id(arg));
+		  session_rdma_conn_id(arg));
 }
 
 static const struct rconn_ops session_rdma_ops = {
@@ -745,12 +546,13 @@ session_rdma_reopen(struct session_rdma *sr, const struct lgr *ended)
 			 "(CONN_REJECT "
 			 "shutdown on lgr %u): opening again over TCP, where "
 			 "its next process takes it",
-			 session_rdma_id(sr), s->rule->name, s->peer->name,
+			 session_rdma_conn_id(sr), s->rule->name, s->peer->name,
 			 lgr_id(ended));
 	else
 		log_info("conn 0x%llx: rule %s: lgr %u ended before the peer "
 			 "answered CONN_OPEN: opening again",
-			 session_rdma_id(sr), s->rule->name, lgr_id(ended));
+			 session_rdma_conn_id(sr), s->rule->name,
+			 lgr_id(ended));
 	s->rdma_reopens++;
 	s->rdma = NULL;
 	s->state = SESSION_RDMA_REOPEN;
@@ -784,7 +586,7 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 		if (to == NULL || resume_waiting(sr)) {
 			lgr_conn_del(&sr->lc);
 			if (!resume_begin(sr, NULL, false))
-				session_rdma_fail(sr, SESSION_LINK_FAILED);
+				session_rdma_conn_fail(sr, SESSION_LINK_FAILED);
 		}
 		return;
 	}
@@ -795,11 +597,11 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 		return;
 	if (to == NULL || sr->rc == NULL) {
 		/* an open in flight may be lost with the link */
-		session_rdma_fail(sr, SESSION_LINK_FAILED);
+		session_rdma_conn_fail(sr, SESSION_LINK_FAILED);
 		return;
 	}
 	sr->failover_to = to;
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 /* ---- the relay ---- */
@@ -849,7 +651,7 @@ session_rdma_write(struct session_rdma *sr)
 			s->wr_ready[sr->t] = false;
 		} else if (n == -1 && errno != EINTR) {
 			tx_close(sr->rc, TX_CLOSE_ABORT);
-			session_rdma_fail(sr, session_rdma_tcp_reset(sr));
+			session_rdma_conn_fail(sr, session_rdma_tcp_reset(sr));
 		}
 	}
 	if (sr->peer_done && !sr->wr_shut && !sr->closing &&
@@ -889,8 +691,8 @@ session_rdma_read(struct session_rdma *sr)
 		session_rdma_account(sr, true, (size_t)n);
 		err = tx_push(sr->rc);
 		if (err && err != -ENOLINK && err != -EBUSY)
-			log_debug("conn 0x%llx: push: %s", session_rdma_id(sr),
-				  strerror(-err));
+			log_debug("conn 0x%llx: push: %s",
+				  session_rdma_conn_id(sr), strerror(-err));
 		return true;
 	}
 	if (n == 0) {
@@ -906,7 +708,7 @@ session_rdma_read(struct session_rdma *sr)
 	if (errno == EINTR)
 		return true;
 	tx_close(sr->rc, TX_CLOSE_ABORT);
-	session_rdma_fail(sr, session_rdma_tcp_reset(sr));
+	session_rdma_conn_fail(sr, session_rdma_tcp_reset(sr));
 	return false;
 }
 
@@ -933,20 +735,22 @@ static int
 session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 {
 	const struct dev_mr *mr =
-		session_rdma_mr(sr->srw, tx_sndbuf(sr->rc), to);
+		session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc), to);
 	uint32_t rkey;
 
-	if (mr == NULL || session_rdma_peer_rkey(sr, lgr_link_id(to), &rkey)) {
+	if (mr == NULL ||
+	    session_rdma_conn_peer_rkey(sr, lgr_link_id(to), &rkey)) {
 		STATS_INC(worker_stats(sr->s->w), conn_failover_failed);
 		log_warnx("conn 0x%llx: cannot move to lgr %u link %u: %s",
-			  session_rdma_id(sr), lgr_id(lgr_link_group(to)),
+			  session_rdma_conn_id(sr), lgr_id(lgr_link_group(to)),
 			  lgr_link_id(to),
 			  mr == NULL ? "buffers not registered on its device" :
 				       "the peer's rkey for it is unknown");
 		return -ENOKEY;
 	}
-	log_debug("conn 0x%llx: moves to lgr %u link %u", session_rdma_id(sr),
-		  lgr_id(lgr_link_group(to)), lgr_link_id(to));
+	log_debug("conn 0x%llx: moves to lgr %u link %u",
+		  session_rdma_conn_id(sr), lgr_id(lgr_link_group(to)),
+		  lgr_link_id(to));
 	STATS_INC(worker_stats(sr->s->w), conn_failovers);
 	return tx_failover(sr->rc, lgr_link_wr(to), mr->lkey, rkey);
 }
@@ -972,7 +776,7 @@ session_rdma_round(void *arg)
 		if (tx_link(sr->rc) != NULL &&
 		    lgr_link_wr(to) != tx_link(sr->rc) &&
 		    session_rdma_failover(sr, to) != 0)
-			session_rdma_fail(sr, SESSION_LINK_FAILED);
+			session_rdma_conn_fail(sr, SESSION_LINK_FAILED);
 	}
 	/* resuming: the RMB still drains, the ring still fills */
 	if (sr->closing ||
@@ -1018,23 +822,14 @@ session_rdma_run(struct session_rdma *sr)
 		session_close(sr->s, sr->close_reason);
 }
 
-void
-session_rdma_kick(struct session_rdma *sr)
-{
-	if (sr->in_run) {
-		sr->again = true;
-		return;
-	}
-	session_rdma_run(sr);
-}
-
 /* Both sides: the peer has our RMB and we have its; relay from now. */
 static void
 session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 {
 	struct session *s = sr->s;
 	const struct conf_rdma *r = &s->conf->rdma;
-	const struct dev_mr *mr = session_rdma_mr(sr->srw, sr->sndbuf, link);
+	const struct dev_mr *mr =
+		session_rdma_conn_mr(sr->srw, sr->sndbuf, link);
 	struct rconn_init in;
 
 	memset(&in, 0, sizeof(in));
@@ -1045,11 +840,11 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	in.sndbuf = sr->sndbuf;
 	in.rmb = sr->rmb;
 	in.peer_rmb = sr->peer_rmb;
-	if (mr == NULL ||
-	    session_rdma_peer_rkey(sr, lgr_link_id(link), &in.peer_rmb.rkey)) {
+	if (mr == NULL || session_rdma_conn_peer_rkey(sr, lgr_link_id(link),
+						      &in.peer_rmb.rkey)) {
 		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
-			  session_rdma_id(sr), lgr_id(lgr_link_group(link)),
-			  lgr_link_id(link));
+			  session_rdma_conn_id(sr),
+			  lgr_id(lgr_link_group(link)), lgr_link_id(link));
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
@@ -1062,7 +857,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	sr->lc.rc = sr->rc;
 	if (sr->rc == NULL) {
 		log_warn("conn 0x%llx: connection over RDMA",
-			 session_rdma_id(sr));
+			 session_rdma_conn_id(sr));
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
@@ -1073,11 +868,11 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	}
 	lgr_conn_replay(&sr->lc); /* may fail the connection: kick sees it */
 	log_debug("conn 0x%llx: relaying over lgr %u link %u (%s)",
-		  session_rdma_id(sr), lgr_id(lgr_link_group(link)),
+		  session_rdma_conn_id(sr), lgr_id(lgr_link_group(link)),
 		  lgr_link_id(link),
 		  s->role == SESSION_ROLE_RULE ? s->rule->name :
 						 s->export->name);
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 static struct session_rdma *
@@ -1125,7 +920,8 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 		STATS_INC(worker_stats(srw->w), conns_rdma_nobufs);
 		log_debug("conn 0x%llx: peer %s holds %zu bytes of its %zu: "
 			  "fallback",
-			  session_rdma_id(sr), peer->name, sh->bytes, limit);
+			  session_rdma_conn_id(sr), peer->name, sh->bytes,
+			  limit);
 		return -ENOBUFS;
 	}
 	sh->bytes += bytes;
@@ -1167,8 +963,8 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	/* the cap, or the device refused a registration in the group's PD
 	 * (memlock limit: ib.c says) */
 	if (rc == 0 &&
-	    (session_rdma_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
-	     session_rdma_mr(sr->srw, sr->rmb, sr->lc.link) == NULL))
+	    (session_rdma_conn_mr(sr->srw, sr->sndbuf, sr->lc.link) == NULL ||
+	     session_rdma_conn_mr(sr->srw, sr->rmb, sr->lc.link) == NULL))
 		rc = -EIO;
 	if (rc) {
 		STATS_INC(worker_stats(sr->s->w), conns_rdma_nobufs);
@@ -1221,7 +1017,9 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 		return false;
 	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
-	s->mode = SESSION_MODE_RDMA; /* its timer comes to us */
+	/* its timer comes to us */
+	session_ops_set(s, &session_rdma_session_ops);
+	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_WAIT;
 	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
 	STATS_INC(worker_stats(s->w), conns_lgr_waits);
@@ -1316,7 +1114,7 @@ session_rdma_origin_send(struct session_rdma *sr)
 	if (llc_send(sr->lc.link, &m, NULL, NULL) != 0)
 		log_debug("conn 0x%llx: CONN_ORIGIN not sent: the export side "
 			  "will not name the client",
-			  session_rdma_id(sr));
+			  session_rdma_conn_id(sr));
 }
 
 /*
@@ -1349,24 +1147,26 @@ session_rdma_connect(struct session *s)
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONN_OPEN;
 	m.conn_open.token = sr->lc.token;
-	m.conn_open.rmb_rkey = session_rdma_mr(srw, sr->rmb, sr->lc.link)->rkey;
+	m.conn_open.rmb_rkey =
+		session_rdma_conn_mr(srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
 		 s->export_name);
-	rc = session_rdma_llc_send(sr, sr->lc.link, &m, SESSION_RDMA_LLC_OPEN);
+	rc = session_rdma_conn_llc_send(sr, sr->lc.link, &m, NULL);
 	if (rc < 0)
 		goto fallback;
 	s->rdma = sr;
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_RDMA_OPEN;
 	sr->opened = true;
-	session_rdma_told_set(sr, lgr_link_id(sr->lc.link));
-	session_rdma_rkeys_announce(sr);
+	session_rdma_conn_told_set(sr, lgr_link_id(sr->lc.link));
+	session_rdma_conn_rkeys_announce(sr);
 	session_timer(s, SESSION_RDMA_OPEN_TIMEOUT);
 	log_debug("conn 0x%llx: rule %s: CONN_OPEN %s on lgr %u link %u, "
 		  "token %u",
-		  session_rdma_id(sr), s->rule->name, s->export_name,
+		  session_rdma_conn_id(sr), s->rule->name, s->export_name,
 		  lgr_id(lgr), lgr_link_id(sr->lc.link), sr->lc.token);
 	return true;
 fallback:
@@ -1394,7 +1194,7 @@ session_rdma_accepted(struct lgr_link *link,
 	sr->peer_rmb.rkey = a->rmb_rkey;
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
-	session_rdma_peer_rkey_set(sr, lgr_link_id(link), a->rmb_rkey);
+	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), a->rmb_rkey);
 	if (lgr_has_feature(lgr_link_group(link), CLC_FEAT_RESUME))
 		memcpy(sr->resume_id, a->resume_id, sizeof(sr->resume_id));
 	session_rdma_relay_start(sr, sr->lc.link);
@@ -1412,7 +1212,7 @@ session_rdma_rejected(struct lgr_link *link,
 		/* done both ways here and the FIN sent: the peer closed */
 		if (sr->rd_eof && sr->wr_shut && tx_unsent(sr->rc) == 0) {
 			resume_end(sr);
-			session_rdma_fail(sr, sr->fin_reason);
+			session_rdma_conn_fail(sr, sr->fin_reason);
 			return;
 		}
 		resume_fail(sr, STAT_resume_failed_refused,
@@ -1425,7 +1225,7 @@ session_rdma_rejected(struct lgr_link *link,
 			  lgr_id(lgr_link_group(link)), rj->opener_token);
 		return;
 	}
-	r = session_code_reason(rj->reason);
+	r = session_reason_of_code(rj->reason);
 	/*
 	 * The peer daemon drains to stop (a restart): its group takes no
 	 * new connection, but its peer port's listening socket waits in
@@ -1437,36 +1237,13 @@ session_rdma_rejected(struct lgr_link *link,
 		if (session_rdma_reopen(sr, lgr_link_group(link)))
 			return;
 	}
-	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_id(sr),
+	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_conn_id(sr),
 		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
 	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
 	session_close(sr->s, r);
 }
 
 /* ---- export side ---- */
-
-/*
- * Refuse the opener's CONN_OPEN (opener_token) on link with reason r.  A
- * burst of refusals can fill llc.c's queue: then the message waits for a
- * TX slot on its own, since the session it belonged to is going (the
- * opener would otherwise wait out its open timeout).  The link going
- * down wakes and frees it.  0 or -errno.
- */
-int
-session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
-			 enum session_reason r)
-{
-	struct llc_info m;
-
-	if (link == NULL)
-		return -ENOLINK;
-	memset(&m, 0, sizeof(m));
-	m.type = LLC_CONN_REJECT;
-	m.flags = LLC_FLAG_RESP;
-	m.conn_reject.opener_token = opener_token;
-	m.conn_reject.reason = session_reason_code(r);
-	return llc_send_detached(link, &m);
-}
 
 /*
  * Refuse the open of sr with reason r (logged by the caller): the close
@@ -1486,7 +1263,7 @@ session_rdma_refuse_open(struct session_rdma_worker *srw, struct lgr_link *link,
 {
 	STATS_INC(worker_stats(srw->w), srv_hshake_err_cnt);
 	stats_add(worker_stats(srw->w), STAT_CLOSE_BASE + r, 1);
-	(void)session_rdma_reject_send(link, opener_token, r);
+	(void)session_rdma_conn_reject(link, opener_token, r);
 }
 
 /* Export side: a CONN_ORIGIN, kept for the CONN_OPEN that follows. */
@@ -1560,6 +1337,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	s->rdma = sr;
+	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	s->state = SESSION_CONNECT_TARGET;
 	sr->peer_token = o->token;
@@ -1567,13 +1345,13 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.rkey = o->rmb_rkey;
 	sr->peer_rmb.vaddr = o->rmb_vaddr;
 	sr->peer_rmb.size = 1u << (o->rmbe_size + 14);
-	session_rdma_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
+	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
 	rc = session_rdma_join(sr, lgr, link);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
-			  session_rdma_id(sr), s->export->name, lgr_id(lgr),
-			  strerror(-rc));
+			  session_rdma_conn_id(sr), s->export->name,
+			  lgr_id(lgr), strerror(-rc));
 		session_rdma_refuse(sr, SESSION_RESOURCE);
 		return;
 	}
@@ -1582,8 +1360,21 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	log_debug("conn 0x%llx: peer %s: CONN_OPEN %s (token %u) on lgr %u",
-		  session_rdma_id(sr), lgr_peer(lgr)->name, o->export, o->token,
-		  lgr_id(lgr));
+		  session_rdma_conn_id(sr), lgr_peer(lgr)->name, o->export,
+		  o->token, lgr_id(lgr));
+}
+
+/*
+ * The CONN_ACCEPT that waited for a TX slot went out: the relay starts,
+ * since no CDC of ours may overtake it; or it could not go.
+ */
+static void
+session_rdma_accept_sent(struct session_rdma *sr, int status)
+{
+	if (status)
+		session_rdma_conn_fail(sr, SESSION_LINK_FAILED);
+	else
+		session_rdma_relay_start(sr, sr->lc.link);
 }
 
 /* Export side: the target connect finished; accept or refuse the open. */
@@ -1605,7 +1396,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.conn_accept.opener_token = sr->peer_token;
 	m.conn_accept.token = sr->lc.token;
 	m.conn_accept.rmb_rkey =
-		session_rdma_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
+		session_rdma_conn_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	if (sr->lc.lgr != NULL &&
@@ -1618,8 +1409,8 @@ session_rdma_target_connected(struct session_rdma *sr)
 	}
 	sr->answered = true;
 	rc = sr->lc.link != NULL ?
-		     session_rdma_llc_send(sr, sr->lc.link, &m,
-					   SESSION_RDMA_LLC_ACCEPT) :
+		     session_rdma_conn_llc_send(sr, sr->lc.link, &m,
+						session_rdma_accept_sent) :
 		     -ENOLINK;
 	if (rc < 0) {
 		/* the link is gone: nobody to tell */
@@ -1627,9 +1418,9 @@ session_rdma_target_connected(struct session_rdma *sr)
 		return;
 	}
 	sr->opened = true;
-	session_rdma_told_set(sr, lgr_link_id(sr->lc.link));
+	session_rdma_conn_told_set(sr, lgr_link_id(sr->lc.link));
 	if (rc == 0) {
-		session_rdma_rkeys_announce(sr);
+		session_rdma_conn_rkeys_announce(sr);
 		session_rdma_relay_start(sr, sr->lc.link);
 	} else {
 		sr->rkeys_owed = true;
@@ -1724,18 +1515,18 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 			continue;
 		log_warnx("conn 0x%llx: peer %s consumed nothing for %d s "
 			  "(tcp_user_timeout) with %zu bytes waiting: reset",
-			  session_rdma_id(sr), s->peer->name,
+			  session_rdma_conn_id(sr), s->peer->name,
 			  conf->tcp_user_timeout, tx_unsent(sr->rc));
 		STATS_INC(worker_stats(srw->w), conns_window_timeout);
 		tx_close(sr->rc, TX_CLOSE_ABORT);
-		session_rdma_fail(sr, SESSION_PEER_TIMEOUT);
+		session_rdma_conn_fail(sr, SESSION_PEER_TIMEOUT);
 	}
 }
 
 /* ---- session.c's hooks ---- */
 
 /* A socket event of s in RDMA mode (session.c hands them over). */
-void
+static void
 session_rdma_io(struct session *s, int i, short what)
 {
 	struct session_rdma *sr = s->rdma;
@@ -1750,11 +1541,11 @@ session_rdma_io(struct session *s, int i, short what)
 	if ((s->state != SESSION_RELAY && s->state != SESSION_RESUMING) ||
 	    (i != sr->t && !sr->over_tcp))
 		return;
-	session_rdma_kick(sr);
+	session_rdma_conn_kick(sr);
 }
 
 /* The open timer of s fired (CONN_OPEN unanswered, target connect). */
-void
+static void
 session_rdma_timeout(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
@@ -1781,8 +1572,8 @@ session_rdma_timeout(struct session *s)
 	if (s->state == SESSION_RDMA_OPEN) {
 		log_warnx("conn 0x%llx: rule %s: peer %s: no answer to "
 			  "CONN_OPEN in %d s",
-			  session_rdma_id(sr), s->rule->name, s->peer->name,
-			  SESSION_RDMA_OPEN_TIMEOUT);
+			  session_rdma_conn_id(sr), s->rule->name,
+			  s->peer->name, SESSION_RDMA_OPEN_TIMEOUT);
 		STATS_INC(worker_stats(s->w), clnt_hshake_err_cnt);
 		session_close(s, SESSION_PEER_TIMEOUT);
 		return;
@@ -1807,7 +1598,7 @@ session_rdma_std_delete_rkey(struct session_rdma *sr)
 	if (!sr->std || link == NULL || !lgr_link_is_active(link) ||
 	    sr->lc.lgr == NULL || !lgr_is_active(sr->lc.lgr))
 		return;
-	mr = session_rdma_mr(sr->srw, session_rdma_rmb(sr), link);
+	mr = session_rdma_conn_mr(sr->srw, session_rdma_conn_rmb(sr), link);
 	if (mr == NULL)
 		return;
 	memset(&m, 0, sizeof(m));
@@ -1834,7 +1625,7 @@ session_rdma_close(struct session *s, enum session_reason reason)
 	resume_end(sr);
 	s->rdma = NULL;
 	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
-		(void)session_rdma_reject_send(
+		(void)session_rdma_conn_reject(
 			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
 			sr->peer_token, reason);
 	session_rdma_std_delete_rkey(sr);
@@ -1883,3 +1674,10 @@ session_rdma_json(const struct session *s, void *json_obj)
 	}
 	json_object_set_new(json_obj, "rdma", o);
 }
+
+static const struct session_ops session_rdma_session_ops = {
+	.io = session_rdma_io,
+	.timeout = session_rdma_timeout,
+	.close = session_rdma_close,
+	.json = session_rdma_json,
+};

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Private to the RDMA data path's session files: session_rdma.c (the
- * in-band open and the relay) and resume.c (a connection whose link
- * group ended, moving to a new one or to TCP).  Nothing else includes
+ * in-band open and the relay), resume.c (a connection whose link
+ * group ended, moving to a new one or to TCP) and session_rdma_conn.c
+ * (what both do to one connection), in that order from the top.  Nothing else includes
  * it; the rest of the daemon sees the opaque names in smcproxyd.h.
  */
 #ifndef SMCPROXYD_SESSION_RDMA_H
@@ -44,6 +45,8 @@ struct resume;
 struct session_rdma_worker {
 	struct worker *w;
 	struct lgr_ctx *ctx;
+	/* session_rdma.c's relay loop, above session_rdma_conn.c's kick */
+	void (*run)(struct session_rdma *sr);
 	struct buf_pool *pool; /* on every device of the worker's links */
 	/* client connections waiting for a group on its way (FIFO) */
 	struct session_rdma_queue parked;
@@ -64,15 +67,6 @@ struct session_rdma_worker {
 		struct fb_origin origin;
 	} origins[SESSION_RDMA_ORIGINS];
 	unsigned int origins_next;
-};
-
-/* What sr's own LLC message (waiting for a TX slot) is. */
-enum session_rdma_llc {
-	SESSION_RDMA_LLC_OPEN,
-	SESSION_RDMA_LLC_ACCEPT,
-	SESSION_RDMA_LLC_RKEY,
-	SESSION_RDMA_LLC_RESUME,  /* opener's CONN_RESUME request */
-	SESSION_RDMA_LLC_RESUMED, /* acceptor's answer: then resume */
 };
 
 /* An rkey of the peer's RMB element, valid on the link with link_id. */
@@ -103,7 +97,8 @@ struct session_rdma {
 	struct lgr_link *failover_to; /* link_down: move there */
 	bool in_run, again;
 	struct llc_pending llc; /* our LLC message waiting for a TX slot */
-	enum session_rdma_llc llc_kind;
+	/* its sender's next step once it went (session_rdma_conn_llc_send) */
+	void (*llc_then)(struct session_rdma *sr, int status);
 	/* keys per link (see the top of session_rdma.c) */
 	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
 	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
@@ -125,20 +120,25 @@ struct session_rdma {
 	bool std;
 };
 
-/* session_rdma.c, for resume.c */
-unsigned long long session_rdma_id(const struct session_rdma *sr);
-const struct dev_mr *session_rdma_mr(struct session_rdma_worker *srw,
-				     struct buf *b,
-				     const struct lgr_link *link);
-void session_rdma_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
-				uint32_t rkey);
-void session_rdma_told_set(struct session_rdma *sr, uint8_t link_id);
-void session_rdma_rkeys_announce(struct session_rdma *sr);
-void session_rdma_fail(struct session_rdma *sr, enum session_reason r);
-void session_rdma_kick(struct session_rdma *sr);
-int session_rdma_llc_send(struct session_rdma *sr, struct lgr_link *link,
-			  const struct llc_info *m, enum session_rdma_llc kind);
-int session_rdma_reject_send(struct lgr_link *link, uint32_t opener_token,
+/* session_rdma_conn.c: one connection, for session_rdma.c and resume.c */
+unsigned long long session_rdma_conn_id(const struct session_rdma *sr);
+const struct dev_mr *session_rdma_conn_mr(struct session_rdma_worker *srw,
+					  struct buf *b,
+					  const struct lgr_link *link);
+struct buf *session_rdma_conn_rmb(const struct session_rdma *sr);
+int session_rdma_conn_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
+				uint32_t *rkey);
+void session_rdma_conn_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
+				     uint32_t rkey);
+void session_rdma_conn_told_set(struct session_rdma *sr, uint8_t link_id);
+void session_rdma_conn_rkeys_announce(struct session_rdma *sr);
+void session_rdma_conn_kick(struct session_rdma *sr);
+void session_rdma_conn_fail(struct session_rdma *sr, enum session_reason r);
+int session_rdma_conn_llc_send(struct session_rdma *sr, struct lgr_link *link,
+			       const struct llc_info *m,
+			       void (*then)(struct session_rdma *sr,
+					    int status));
+int session_rdma_conn_reject(struct lgr_link *link, uint32_t opener_token,
 			     enum session_reason r);
 
 /* resume.c */
@@ -146,7 +146,6 @@ bool resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended);
 void resume_end(struct session_rdma *sr);
 void resume_fail(struct session_rdma *sr, enum stats_id stat, const char *why);
 bool resume_waiting(const struct session_rdma *sr);
-void resume_answer_sent(struct session_rdma *sr, int status);
 void resume_timeout(struct session_rdma *sr);
 void resume_peer(struct session_rdma_worker *srw, struct lgr *lgr, bool failed);
 void resume_rx(struct session_rdma_worker *srw, struct lgr_link *link,

@@ -347,9 +347,6 @@ void fdstore_forget(const char *name);
 struct kpeer_hs;
 void kpeer_accept(struct worker *w, int fd, void *export);
 void kpeer_connect(struct session *s);
-void kpeer_io(struct session *s, int i, short what);
-void kpeer_timeout(struct session *s);
-void kpeer_hs_free(struct session *s);
 
 /* smc_opt.c */
 int smc_opt_load(const char *path, const char *pin);
@@ -457,9 +454,9 @@ void worker_session_add(struct worker *w, struct session *s);
 void worker_session_del(struct worker *w, struct session *s);
 struct session *worker_sessions(struct worker *w);
 void worker_preauth_session(struct worker *w, int delta);
-struct session_stranger;
-LIST_HEAD(session_strangers, session_stranger);
-struct session_strangers *worker_strangers(struct worker *w);
+struct accept_stranger;
+LIST_HEAD(accept_strangers, accept_stranger);
+struct accept_strangers *worker_strangers(struct worker *w);
 int worker_pipe_get(struct worker *w, int fds[2]);
 void worker_pipe_put(struct worker *w, int fds[2], size_t cap, bool empty);
 
@@ -514,6 +511,18 @@ struct session_pump {
 	size_t burst; /* bytes read since fd[i] was last found empty */
 };
 
+/*
+ * What session.c asks of the transport a session is on: the transport
+ * sets it (session_ops_set), so that the session core calls up to none.
+ */
+struct session_ops {
+	void (*io)(struct session *s, int i, short what); /* fd[i] ready */
+	void (*timeout)(struct session *s); /* its timer, before the relay */
+	void (*close)(struct session *s, enum session_reason reason);
+	void (*hs_free)(struct session *s); /* its handshake is over */
+	void (*json)(const struct session *s, void *json_obj);
+};
+
 struct session {
 	LIST_ENTRY(session) entry; /* its worker's sessions, newest first */
 	struct worker *w;
@@ -521,8 +530,9 @@ struct session {
 	enum session_role role;
 	enum session_mode mode;
 	enum session_state state;
-	struct conf *conf;	      /* held */
-	const struct conf_rule *rule; /* rule side */
+	const struct session_ops *ops; /* NULL until a transport takes it */
+	struct conf *conf;	       /* held */
+	const struct conf_rule *rule;  /* rule side */
 	const struct conf_peer *peer;
 	const struct conf_export *export; /* export side */
 	int fd[2];
@@ -552,18 +562,13 @@ struct session {
 	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
 	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
 	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
-	bool peer_held; /* holds one of its peer's max_conns: export.c */
-	bool tallied;	/* counted open by tally_open */
+	bool peer_held;		 /* holds one of its peer's max_conns */
+	bool tallied;		 /* counted open by tally_open */
 };
 
-const char *session_reason_name(enum session_reason r);
-const char *session_reason_desc(enum session_reason r);
-uint32_t session_reason_code(enum session_reason r);
-enum session_reason session_code_reason(uint32_t code);
-enum session_reason session_connect_reason(int err, bool target);
 struct session *session_new(struct worker *w, int fd, enum session_role role);
-void session_accept_rule(struct worker *w, int fd, void *rule);
-void session_accept_peer(struct worker *w, int fd, void *unused);
+void session_ops_set(struct session *s, const struct session_ops *ops);
+bool session_peer_hold(struct session *s);
 void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
@@ -589,6 +594,21 @@ uint64_t session_id(const struct session *s);
 void session_json_add(const struct session *s, void *json_array);
 int session_kill(struct worker *w, uint64_t id);
 
+/* accept.c: what an accepted socket becomes */
+void accept_rule(struct worker *w, int fd, void *rule);
+void accept_peer(struct worker *w, int fd, void *unused);
+void accept_close_all(struct worker *w, enum session_reason reason);
+
+/* session_reason.c */
+const char *session_reason_name(enum session_reason r);
+const char *session_reason_desc(enum session_reason r);
+uint32_t session_reason_code(enum session_reason r);
+enum session_reason session_reason_of_code(uint32_t code);
+enum session_reason session_reason_of_connect(int err, bool target);
+
+/* session_state.c */
+const char *session_state_name(enum session_state st);
+
 /* export.c */
 const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 				      const char *who, const char *peer,
@@ -601,7 +621,6 @@ int export_connected(struct session *s, enum session_reason *why);
 size_t export_proxy_header(void *buf, const struct addr *src,
 			   const struct addr *dst);
 enum session_reason export_timed_out(struct session *s);
-void export_release(struct session *s);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
@@ -669,14 +688,28 @@ struct fb_origin;
 int fallback_origin(const struct session *s, struct fb_origin *o);
 void fallback_hs_free(struct session *s);
 int fallback_msg_read(int fd, unsigned char *buf, size_t *len);
+/*
+ * A resume over TCP (resume.c), heard back through these: the fallback's
+ * one handshake carries it, and stays below the RDMA data path.
+ */
+struct fallback_resume_ops {
+	/* client: the peer accepted our resume HELLO; relay from rx, fin */
+	void (*through)(struct session *s, uint64_t rx, uint64_t fin);
+	/* client: it failed with r (peer_said: the peer's RESULT says so) */
+	void (*failed)(struct session *s, enum session_reason r,
+		       bool peer_said);
+	/* server: authenticated fs asks with HELLO hi to resume over it;
+	 * 0 when taken (fs goes), else -errno with *why */
+	int (*take)(struct session *fs, const struct fb_hello_info *hi,
+		    enum session_reason *why);
+};
 void fallback_connect(struct session *s);
-void fallback_resume(struct session *s, const struct fb_hello_info *ri);
+void fallback_resume(struct session *s, const struct fb_hello_info *ri,
+		     const struct fallback_resume_ops *rops);
 void fallback_client_io(struct session *s, short what);
 void fallback_accept(struct worker *w, int fd, const struct addr *src,
-		     uint64_t since_ms);
-void fallback_io(struct session *s, int i, short what);
+		     uint64_t since_ms, const struct fallback_resume_ops *rops);
 void fallback_relay_start(struct session *s, enum stats_id stat);
-void fallback_timeout(struct session *s);
 struct fb_proof;
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
@@ -1187,8 +1220,6 @@ struct session_rdma_worker *session_rdma_worker_new(struct worker *w,
 						    struct lgr_ctx *ctx);
 void session_rdma_worker_free(struct session_rdma_worker *srw);
 bool session_rdma_connect(struct session *s);
-void session_rdma_io(struct session *s, int i, short what);
-void session_rdma_timeout(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
 
@@ -1222,13 +1253,9 @@ uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);
 void session_rdma_std_start(struct session *s);
-int session_rdma_resume_tcp(struct session *fs, const struct fb_hello_info *hi,
-			    enum session_reason *why);
-/* resume.c: the client handshake's outcome for a resume (fallback.c) */
-void session_rdma_resume_tcp_through(struct session *s, uint64_t rx,
-				     uint64_t fin);
-void session_rdma_resume_tcp_failed(struct session *s, enum session_reason r,
-				    bool peer_said);
+
+/* resume.c: what the fallback's handshake tells of a resume over TCP */
+extern const struct fallback_resume_ops resume_tcp_ops;
 
 /* stats.c */
 const char *stats_name(enum stats_id id);

@@ -226,8 +226,8 @@ worker_preauth_session(struct worker *w, int delta)
 	w->npreauth_sessions += delta;
 }
 
-/* w's strangers on the peer port that are no sessions yet (session.c). */
-struct session_strangers *
+/* w's strangers on the peer port that are no sessions yet (accept.c). */
+struct accept_strangers *
 worker_strangers(struct worker *w)
 {
 	return &w->strangers;

@@ -63,8 +63,8 @@ worker_listen(struct worker *w, const struct addr *a,
 	      enum worker_listen_kind kind, void *arg)
 {
 	static void (*const accept[])(struct worker *, int, void *) = {
-		[WORKER_LISTEN_RULE] = session_accept_rule,
-		[WORKER_LISTEN_PEER] = session_accept_peer,
+		[WORKER_LISTEN_RULE] = accept_rule,
+		[WORKER_LISTEN_PEER] = accept_peer,
 		[WORKER_LISTEN_SMC] = kpeer_accept,
 	};
 	struct worker_listener *wl;
@@ -366,7 +366,7 @@ worker_drain_timeout(evutil_socket_t fd, short what, void *arg)
 			 what & EV_TIMEOUT ? "shutdown timeout" :
 					     "drain cut short",
 			 w->nsessions);
-	session_close_all(w, SESSION_SHUTDOWN);
+	accept_close_all(w, SESSION_SHUTDOWN);
 	worker_drained(w);
 }
 
@@ -507,7 +507,7 @@ worker_main(void *arg)
 			 "it may run on one CPU only",
 			 w->id);
 	busy_poll_loop(w->base, &bp);
-	session_close_all(w, SESSION_SHUTDOWN);
+	accept_close_all(w, SESSION_SHUTDOWN);
 	session_rdma_worker_free(w->rdma);
 	w->rdma = NULL;
 	lgr_ctx_free(w->lgr);

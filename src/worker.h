@@ -24,8 +24,8 @@ struct worker_msg {
 };
 
 enum worker_listen_kind {
-	WORKER_LISTEN_RULE, /* rules[].listen: session_accept_rule */
-	WORKER_LISTEN_PEER, /* peer_listen: session_accept_peer */
+	WORKER_LISTEN_RULE, /* rules[].listen: accept_rule */
+	WORKER_LISTEN_PEER, /* peer_listen: accept_peer */
 	WORKER_LISTEN_SMC,  /* exports[].smc_listen: kpeer_accept */
 };
 
@@ -49,7 +49,7 @@ struct worker {
 	LIST_HEAD(, worker_listener) listeners;
 	LIST_HEAD(, session) sessions; /* newest first */
 	int nsessions;
-	struct session_strangers strangers; /* peer port: not yet sessions */
+	struct accept_strangers strangers; /* peer port: not yet sessions */
 	bool draining;
 	bool drained;	   /* told the main thread; its own thread writes */
 	bool fd_exhausted; /* a session could not get a descriptor */

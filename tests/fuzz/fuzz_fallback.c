@@ -40,7 +40,7 @@
  *
  * What A must do (the rule of docs/protocol.md, "nothing from a peer is
  * believed before its proof"): it starts relaying (mode 1) or takes the
- * RESUMED (mode 2: session_rdma_resume_tcp_through) exactly when the
+ * RESUMED (mode 2: resume.c's resume_tcp_through) exactly when the
  * stream, read as whole messages, has, with a key, a CHALLENGE whose MAC
  * verifies, then a RESULT 0, then (mode 2) a RESUMED; without a key a
  * RESULT 0 and no CHALLENGE.  fuzz_model() reads the stream so; the

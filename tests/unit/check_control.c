@@ -199,13 +199,6 @@ lgr_worker_json(struct worker *w, void *lgrs, void *links)
 	ncalls++;
 }
 
-/* the stats reply's per-rule closes (tally.c) name their reasons */
-const char *
-session_reason_name(enum session_reason r)
-{
-	return r == SESSION_CLIENT_FIN ? "client_fin" : "?";
-}
-
 /* check NAME: lgr_check_step is done after check_steps more steps */
 static int check_steps, check_rc, check_stepped;
 

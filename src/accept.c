@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The front door: what an accepted socket becomes.  A rule's client is
+ * a session that tries its transports in order (a kernel SMC-R server
+ * for a target_smc rule, else RDMA, else the TCP fallback); a peer
+ * daemon on the peer port is a stranger until its first bytes say which
+ * handshake it opens.  Above the session and every transport, so that
+ * the session core calls none of them.
+ */
+#include <sys/socket.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "smcproxyd.h"
+#include "clc_wire.h"
+
+/* Listener callback: a client connected to one of our rules. */
+void
+accept_rule(struct worker *w, int fd, void *arg)
+{
+	const struct conf_rule *rule = arg;
+	struct session *s;
+
+	STATS_INC(worker_stats(w), conns_accepted);
+	if (!worker_has_room(w)) {
+		sock_reset(fd);
+		STATS_INC(worker_stats(w), conns_refused_limit);
+		return;
+	}
+	s = session_new(w, fd, SESSION_ROLE_RULE);
+	if (s == NULL)
+		return;
+	s->rule = rule;
+	s->peer = rule->peer;
+	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
+	tally_open(s);
+	if (rule->target_smc.len != 0) {
+		kpeer_connect(s);
+		return;
+	}
+	if (!session_rdma_connect(s))
+		fallback_connect(s);
+}
+
+/*
+ * A stranger on the peer port until its first bytes say whether it opens
+ * a link group (CLC's eyecatcher: clc.c) or a fallback connection
+ * (fallback.c): a socket, its place among strangers and a deadline, no
+ * session.
+ */
+struct accept_stranger {
+	LIST_ENTRY(accept_stranger) entry; /* worker_strangers */
+	struct worker *w;
+	int fd;
+	struct addr src;
+	uint64_t since_ms, deadline_ms;
+	struct event *rev, *timer;
+};
+
+#define ACCEPT_PEEK_WAIT_MS 10 /* part of an eyecatcher came: look again */
+
+static void
+accept_stranger_free(struct accept_stranger *st)
+{
+	LIST_REMOVE(st, entry);
+	if (st->rev != NULL)
+		event_free(st->rev);
+	if (st->timer != NULL)
+		event_free(st->timer);
+	free(st);
+}
+
+/*
+ * Hand st's socket over, to clc.c when it opened with CLC's eyecatcher,
+ * else to fallback.c, which also times out one that sent nothing.
+ */
+static void
+accept_stranger_hand(struct accept_stranger *st, bool clc)
+{
+	struct worker *w = st->w;
+	struct addr src = st->src;
+	uint64_t since = st->since_ms;
+	int fd = st->fd;
+
+	accept_stranger_free(st);
+	if (clc)
+		clc_accept(w, fd, &src);
+	else
+		fallback_accept(w, fd, &src, since, &resume_tcp_ops);
+}
+
+static int
+accept_stranger_wait(struct accept_stranger *st, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
+
+	event_base_update_cache_time(
+		worker_base(st->w)); /* see session_timer_ms */
+	return evtimer_add(st->timer, &tv);
+}
+
+/*
+ * Peek at the first bytes, reading none: whoever st goes to reads its
+ * messages whole.  Both eyecatchers begin alike, so a part of one waits
+ * a moment for the rest rather than spin on a readable socket.
+ */
+static void
+accept_stranger_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct accept_stranger *st = arg;
+	unsigned char b[4];
+	ssize_t n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	uint64_t now;
+
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0 && (size_t)n < sizeof(b) &&
+	    memcmp(b, CLC_EYECATCHER, (size_t)n) == 0) {
+		now = now_ms();
+		event_del(st->rev);
+		accept_stranger_wait(
+			st, st->deadline_ms > now ? ACCEPT_PEEK_WAIT_MS : 0);
+		return;
+	}
+	accept_stranger_hand(st,
+			     n == (ssize_t)sizeof(b) &&
+				     memcmp(b, CLC_EYECATCHER, sizeof(b)) == 0);
+}
+
+static void
+accept_stranger_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct accept_stranger *st = arg;
+	uint64_t now = now_ms();
+
+	if (now >= st->deadline_ms) {
+		/* nothing whole in time: the fallback counts the failure */
+		accept_stranger_hand(st, false);
+		return;
+	}
+	event_add(st->rev, NULL);
+	accept_stranger_wait(st, st->deadline_ms - now);
+}
+
+/*
+ * Listener callback: a peer daemon connected to our peer port.  Until it
+ * authenticates it is a stranger: refused at once when its host failed
+ * too often or the strangers' budget is full, and never counted towards
+ * max_conns.  Its first bytes, due within first_byte_timeout, say which
+ * handshake it is.
+ */
+void
+accept_peer(struct worker *w, int fd, void *unused)
+{
+	const struct conf *conf = worker_conf(w);
+	struct accept_stranger *st;
+	struct addr src;
+	socklen_t len = sizeof(src.ss);
+
+	memset(&src, 0, sizeof(src));
+	if (getpeername(fd, (struct sockaddr *)&src.ss, &len) == -1) {
+		close(fd);
+		return;
+	}
+	src.len = len;
+	if (auth_rate_limited(worker_auth(w), &src, now_ms())) {
+		STATS_INC(worker_stats(w), auth_rate_limited);
+		sock_reset(fd);
+		return;
+	}
+	if (worker_preauth_get(w, &src)) {
+		STATS_INC(worker_stats(w), preauth_refused);
+		sock_reset(fd);
+		return;
+	}
+	sock_tcp_liveness(fd, conf);
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		worker_preauth_put(w, &src);
+		close(fd);
+		return;
+	}
+	st->w = w;
+	st->fd = fd;
+	st->src = src;
+	st->since_ms = now_ms();
+	st->deadline_ms =
+		st->since_ms + (uint64_t)conf->first_byte_timeout * 1000;
+	LIST_INSERT_HEAD(worker_strangers(w), st, entry);
+	st->rev = event_new(worker_base(w), fd, EV_READ | EV_PERSIST,
+			    accept_stranger_read, st);
+	st->timer = evtimer_new(worker_base(w), accept_stranger_timer, st);
+	if (st->rev == NULL || st->timer == NULL || event_add(st->rev, NULL) ||
+	    accept_stranger_wait(st,
+				 (uint64_t)conf->first_byte_timeout * 1000)) {
+		accept_stranger_free(st);
+		worker_preauth_put(w, &src);
+		close(fd);
+	}
+}
+
+/*
+ * Close every session of w (on w's thread), and reset the strangers on
+ * its peer port that are none yet.
+ */
+void
+accept_close_all(struct worker *w, enum session_reason reason)
+{
+	struct accept_stranger *st;
+	int fd;
+
+	while ((st = LIST_FIRST(worker_strangers(w))) != NULL) {
+		fd = st->fd;
+		worker_preauth_put(w, &st->src);
+		accept_stranger_free(st);
+		sock_reset(fd);
+	}
+	session_close_all(w, reason);
+}
