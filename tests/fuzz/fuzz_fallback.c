@@ -71,7 +71,7 @@
 #include "fallback_wire.h"
 #include "llc_wire.h"
 #include "fuzz.h"
-#include "../unit/loopnet.h"
+#include "../unit/harness.h"
 
 #define FUZZ_WAIT_MS 5000 /* an answer from A; far more than it takes */
 #define FUZZ_FLUSH_MS 20  /* record 7: A's PROOF */
@@ -102,20 +102,6 @@ static int port_b = -1, port_c = -1, port_d = -1;
 static int rule_o, rule_u, rule_r; /* A's rules: open d, open c, RDMA b */
 static char key_path[64];
 static unsigned char key[32];
-
-/*
- * A's device: it goes before A's worker does, whose buffer pool then
- * has nothing to deregister.
- */
-static struct dev_ops a_ops;
-static bool devs_freed;
-
-static void
-fuzz_mr_dereg(struct dev *d, struct dev_mr *mr)
-{
-	if (!devs_freed)
-		loopdev_ops.mr_dereg(d, mr);
-}
 
 /* b's side of the connection over RDMA (mode 2), one per input */
 static struct buf_pool *b_pool;
@@ -184,29 +170,8 @@ fuzz_connect(int port)
 static int
 fuzz_peer_accept(int lfd, bool clc)
 {
-	const char *want = clc ? CLC_EYECATCHER : FB_EYECATCHER;
-	struct pollfd p = {lfd, POLLIN, 0};
-	unsigned char eye[4];
-	struct pollfd q;
-	int fd, i;
-
-	for (i = 0; i < FUZZ_WAIT_MS / 10; i++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				FUZZ_FAIL();
-			(void)poll(&p, 1, 10);
-			continue;
-		}
-		q.fd = fd;
-		q.events = POLLIN;
-		if (poll(&q, 1, FUZZ_WAIT_MS) == 1 &&
-		    recv(fd, eye, sizeof(eye), MSG_PEEK | MSG_WAITALL) == 4 &&
-		    memcmp(eye, want, 4) == 0)
-			return fd;
-		close(fd);
-	}
-	return -1;
+	return harness_accept(lfd, FUZZ_WAIT_MS,
+			      clc ? CLC_EYECATCHER : FB_EYECATCHER);
 }
 
 /* Close whatever waits on the peer ports (retries of earlier inputs). */
@@ -252,12 +217,10 @@ fuzz_setup_cb(struct worker *wk, void *arg)
 
 	/* a declined group must not put b on the fallback for the next input */
 	ctx_a->t.backoff_ms = 0;
-	a_ops = loopdev_ops;
-	a_ops.mr_dereg = fuzz_mr_dereg;
 	dev_a = loopdev_new(worker_base(wk));
 	dev_b = loopdev_new(worker_base(wk));
 	if (dev_a == NULL || dev_b == NULL ||
-	    lgr_ctx_add_dev(ctx_a, &a_ops, dev_a, "loopa") != 0)
+	    lgr_ctx_add_dev(ctx_a, harness_dev_ops(), dev_a, "loopa") != 0)
 		FUZZ_FAIL();
 	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
@@ -329,18 +292,9 @@ fuzz_devs_cb(struct worker *wk, void *arg)
 	}
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
-	worker_lgr(wk)->ndevs = 0;
 	loopdev_free(dev_a);
 	loopdev_free(dev_b);
-	devs_freed = true;
-}
-
-static void
-fuzz_state_cb(struct worker *wk, void *arg)
-{
-	struct session *s = worker_sessions(wk);
-
-	*(int *)arg = s != NULL ? (int)s->state : -1;
+	harness_devs_gone(wk);
 }
 
 /* What A counted of the handshakes' outcomes. */
@@ -368,15 +322,7 @@ fuzz_counts_cb(struct worker *wk, void *arg)
 static bool
 fuzz_wait_state(int want)
 {
-	int i, st;
-
-	for (i = 0; i < FUZZ_WAIT_MS; i++) {
-		worker_call(w, fuzz_state_cb, &st);
-		if (st == want)
-			return true;
-		usleep(1000);
-	}
-	return false;
+	return harness_wait_session_state(w, want, FUZZ_WAIT_MS);
 }
 
 /* ---- the world, made on the first input that needs it ---- */
@@ -384,19 +330,8 @@ fuzz_wait_state(int want)
 static void
 fuzz_world_free(void)
 {
-	bool gone = false;
-	int i;
-
-	worker_call(w, fuzz_close_cb, NULL);
-	for (i = 0; i < FUZZ_WAIT_MS && !gone; i++) {
-		worker_call(w, fuzz_groups_cb, &gone);
-		if (!gone)
-			usleep(1000);
-	}
-	worker_call(w, fuzz_devs_cb, NULL);
-	worker_stop_all(0, NULL);
-	worker_exit_all();
-	worker_join_all();
+	harness_stop(w, fuzz_close_cb, fuzz_groups_cb, fuzz_devs_cb,
+		     FUZZ_WAIT_MS);
 	close(port_b);
 	close(port_c);
 	close(port_d);

@@ -63,7 +63,7 @@
 #include "dev.h"
 #include "llc_wire.h"
 #include "fuzz.h"
-#include "../unit/loopnet.h"
+#include "../unit/harness.h"
 
 #define FUZZ_WAIT_MS 5000    /* an answer from A; far more than it takes */
 #define FUZZ_ASKED_MS 1000   /* record 5: A asks again */
@@ -91,17 +91,6 @@ static struct auth_limit al_b;
 static struct dev *dev_a, *dev_b, *dev_a2, *dev_b2;
 static int port_b = -1; /* b's peer port: A's CLC comes here */
 static int rule_r;
-
-/* A's devices go before A's worker, whose pool then has nothing to do. */
-static struct dev_ops a_ops;
-static bool devs_freed;
-
-static void
-fuzz_mr_dereg(struct dev *d, struct dev_mr *mr)
-{
-	if (!devs_freed)
-		loopdev_ops.mr_dereg(d, mr);
-}
 
 /* ---- b, on A's worker ---- */
 
@@ -274,17 +263,16 @@ static void
 fuzz_setup_cb(struct worker *wk, void *arg)
 {
 	struct lgr_ctx *ctx_a = worker_lgr(wk);
+	struct dev_ops *a_ops = harness_dev_ops();
 
 	ctx_a->t.backoff_ms = 0;
-	a_ops = loopdev_ops;
-	a_ops.mr_dereg = fuzz_mr_dereg;
 	dev_a = loopdev_new(worker_base(wk));
 	dev_b = loopdev_new(worker_base(wk));
 	dev_a2 = loopdev_new(worker_base(wk));
 	dev_b2 = loopdev_new(worker_base(wk));
 	if (dev_a == NULL || dev_b == NULL || dev_a2 == NULL ||
-	    dev_b2 == NULL || lgr_ctx_add_dev(ctx_a, &a_ops, dev_a, "loopa") ||
-	    lgr_ctx_add_dev(ctx_a, &a_ops, dev_a2, "loopa2"))
+	    dev_b2 == NULL || lgr_ctx_add_dev(ctx_a, a_ops, dev_a, "loopa") ||
+	    lgr_ctx_add_dev(ctx_a, a_ops, dev_a2, "loopa2"))
 		FUZZ_FAIL();
 	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
@@ -364,12 +352,11 @@ fuzz_devs_cb(struct worker *wk, void *arg)
 	b_pool = NULL;
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
-	worker_lgr(wk)->ndevs = 0;
 	loopdev_free(dev_a);
 	loopdev_free(dev_b);
 	loopdev_free(dev_a2);
 	loopdev_free(dev_b2);
-	devs_freed = true;
+	harness_devs_gone(wk);
 }
 
 /* Where A and b stand, read on the worker. */
@@ -458,36 +445,14 @@ fuzz_connect(int port)
 static int
 fuzz_peer_accept(void)
 {
-	struct pollfd p = {port_b, POLLIN, 0};
-	int fd, i;
-
-	for (i = 0; i < FUZZ_WAIT_MS / 10; i++) {
-		fd = accept4(port_b, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
-			return fd;
-		if (errno != EAGAIN && errno != EINTR)
-			FUZZ_FAIL();
-		(void)poll(&p, 1, 10);
-	}
-	return -1;
+	return harness_accept(port_b, FUZZ_WAIT_MS, NULL);
 }
 
 static void
 fuzz_world_free(void)
 {
-	bool gone = false;
-	int i;
-
-	worker_call(w, fuzz_close_cb, NULL);
-	for (i = 0; i < FUZZ_WAIT_MS && !gone; i++) {
-		worker_call(w, fuzz_groups_cb, &gone);
-		if (!gone)
-			usleep(1000);
-	}
-	worker_call(w, fuzz_devs_cb, NULL);
-	worker_stop_all(0, NULL);
-	worker_exit_all();
-	worker_join_all();
+	harness_stop(w, fuzz_close_cb, fuzz_groups_cb, fuzz_devs_cb,
+		     FUZZ_WAIT_MS);
 	close(port_b);
 	conf_drop(conf_a);
 	conf_drop(conf_b);

@@ -26,6 +26,7 @@
 #include "smcproxyd.h"
 #include "lgr.h"
 #include "llc_wire.h"
+#include "harness.h"
 
 #define WAIT_MS 5000
 #define TOKEN1 0x77
@@ -57,18 +58,9 @@ static int target_fd = -1, target_port, peer_port;
 static int
 listen_any(int *port)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loopnet_listen(port);
 
 	ck_assert_int_ge(fd, 0);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	ck_assert_int_eq(listen(fd, 64), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
@@ -109,30 +101,14 @@ side_init(struct side *s)
 	ck_assert_int_eq(buf_get(s->pool, BUF_RMB, BUF_SIZE_MIN, &s->rmb), 0);
 }
 
-/*
- * A's device goes with the test, before the worker's buffer pool: the
- * pool's last deregistrations then have nothing to do.
- */
-static struct dev_ops a_ops;
-static bool devs_freed;
-
-static void
-a_mr_dereg(struct dev *d, struct dev_mr *mr)
-{
-	if (!devs_freed)
-		loopdev_ops.mr_dereg(d, mr);
-}
-
 static void
 setup_cb(struct worker *wk, void *arg)
 {
-	a_ops = loopdev_ops;
-	a_ops.mr_dereg = a_mr_dereg;
-	devs_freed = false;
 	dev_a = loopdev_new(worker_base(wk));
 	ck_assert_ptr_nonnull(dev_a);
-	ck_assert_int_eq(
-		lgr_ctx_add_dev(worker_lgr(wk), &a_ops, dev_a, "loopa"), 0);
+	ck_assert_int_eq(lgr_ctx_add_dev(worker_lgr(wk), harness_dev_ops(),
+					 dev_a, "loopa"),
+			 0);
 	side_init(&B);
 	side_init(&C);
 }
@@ -146,12 +122,6 @@ close_cb(struct worker *wk, void *arg)
 	lgr_ctx_free(C.ctx);
 }
 
-static void
-groups_cb(struct worker *wk, void *arg)
-{
-	*(bool *)arg = !TAILQ_EMPTY(&worker_lgr(wk)->lgrs);
-}
-
 /* Once no group is left: the devices, which go with the test. */
 static void
 devs_cb(struct worker *wk, void *arg)
@@ -159,7 +129,6 @@ devs_cb(struct worker *wk, void *arg)
 	struct side *sides[] = {&B, &C};
 	int i;
 
-	worker_lgr(wk)->ndevs = 0;
 	for (i = 0; i < 2; i++) {
 		buf_put(sides[i]->rmb);
 		buf_pool_free(sides[i]->pool);
@@ -167,7 +136,7 @@ devs_cb(struct worker *wk, void *arg)
 		conf_drop(sides[i]->conf);
 	}
 	loopdev_free(dev_a);
-	devs_freed = true;
+	harness_devs_gone(wk);
 }
 
 /* A new group from side s to A, over a socket pair. */
@@ -370,20 +339,13 @@ answer(struct side *s, int n)
 static uint64_t
 stat_a(enum stats_id id)
 {
-	return stats_read(worker_stats(w), id);
+	return harness_stat(w, id);
 }
 
 static bool
 wait_stat_a(enum stats_id id, uint64_t want)
 {
-	int i;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		if (stat_a(id) == want)
-			return true;
-		usleep(10000);
-	}
-	return false;
+	return harness_wait_stat(w, id, HARNESS_EQ, want, WAIT_MS);
 }
 
 static void
@@ -429,19 +391,7 @@ setup(void)
 static void
 teardown(void)
 {
-	bool groups = true;
-	int i;
-
-	worker_call(w, close_cb, NULL);
-	for (i = 0; i < WAIT_MS / 10 && groups; i++) {
-		worker_call(w, groups_cb, &groups);
-		if (groups)
-			usleep(10000);
-	}
-	worker_call(w, devs_cb, NULL);
-	worker_stop_all(0, NULL);
-	worker_exit_all();
-	worker_join_all();
+	harness_stop(w, close_cb, NULL, devs_cb, WAIT_MS);
 	close(target_fd);
 	conf_drop(conf_a);
 }

@@ -26,7 +26,7 @@
 
 #include "session_rdma.h"
 #include "lgr.h"
-#include "loopnet.h"
+#include "harness.h"
 #include "clc_wire.h"
 #include "dev.h"
 #include "fallback_wire.h"
@@ -56,16 +56,8 @@ static int rule_port, peer_port;
  * A's device: its QP creation fails after the first; it goes before the
  * worker's buffer pool, whose deregistrations then have nothing to do.
  */
-static struct dev_ops flaky_ops;
+static struct dev_ops *flaky_ops;
 static int qps_created;
-static bool devs_freed;
-
-static void
-flaky_mr_dereg(struct dev *d, struct dev_mr *mr)
-{
-	if (!devs_freed)
-		loopdev_ops.mr_dereg(d, mr);
-}
 
 static struct dev_qp *
 flaky_qp_create(struct dev *d, struct event_base *base,
@@ -169,35 +161,19 @@ connect_to(int port)
 static int
 peer_accept(int ms)
 {
-	struct pollfd p = {peer_fd, POLLIN, 0};
-	int fd;
-
-	for (;;) {
-		fd = accept4(peer_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0 || errno != EAGAIN)
-			return fd;
-		if (poll(&p, 1, ms) <= 0)
-			return -1;
-	}
+	return harness_accept(peer_fd, ms, NULL);
 }
 
 static uint64_t
 stat_a(enum stats_id id)
 {
-	return stats_read(worker_stats(w), id);
+	return harness_stat(w, id);
 }
 
 static bool
 wait_stat_a(enum stats_id id, uint64_t want)
 {
-	int i;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		if (stat_a(id) >= want)
-			return true;
-		usleep(10000);
-	}
-	return false;
+	return harness_wait_stat(w, id, HARNESS_GE, want, WAIT_MS);
 }
 
 static void
@@ -206,15 +182,13 @@ setup_cb(struct worker *wk, void *arg)
 	struct lgr_ctx *ctx_a = worker_lgr(wk);
 
 	ck_assert_ptr_nonnull(ctx_a);
-	flaky_ops = loopdev_ops;
-	flaky_ops.qp_create = flaky_qp_create;
-	flaky_ops.mr_dereg = flaky_mr_dereg;
-	devs_freed = false;
+	flaky_ops = harness_dev_ops();
+	flaky_ops->qp_create = flaky_qp_create;
 	dev_a = loopdev_new(worker_base(wk));
 	dev_b = loopdev_new(worker_base(wk));
 	ck_assert_ptr_nonnull(dev_a);
 	ck_assert_ptr_nonnull(dev_b);
-	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a, "loopa"), 0);
+	ck_assert_int_eq(lgr_ctx_add_dev(ctx_a, flaky_ops, dev_a, "loopa"), 0);
 	auth_limit_init(&al_b);
 	ctx_b = lgr_ctx_new(worker_base(wk), conf_b, &st_b, &al_b, NULL);
 	ck_assert_ptr_nonnull(ctx_b);
@@ -225,8 +199,7 @@ setup_cb(struct worker *wk, void *arg)
 		dev_a2 = loopdev_new(worker_base(wk));
 		dev_b2 = loopdev_new(worker_base(wk));
 		ck_assert_int_eq(
-			lgr_ctx_add_dev(ctx_a, &flaky_ops, dev_a2, "loopa2"),
-			0);
+			lgr_ctx_add_dev(ctx_a, flaky_ops, dev_a2, "loopa2"), 0);
 		ck_assert_int_eq(
 			lgr_ctx_add_dev(ctx_b, &loopdev_ops, dev_b2, "loopb2"),
 			0);
@@ -251,17 +224,10 @@ close_cb(struct worker *wk, void *arg)
 	ctx_b = NULL;
 }
 
-static void
-groups_cb(struct worker *wk, void *arg)
-{
-	*(bool *)arg = !TAILQ_EMPTY(&worker_lgr(wk)->lgrs);
-}
-
 /* A's device goes with the test, not with the worker's context. */
 static void
 devs_cb(struct worker *wk, void *arg)
 {
-	worker_lgr(wk)->ndevs = 0;
 	if (b_pool != NULL) {
 		buf_put(b_rmb);
 		buf_pool_free(b_pool);
@@ -274,7 +240,7 @@ devs_cb(struct worker *wk, void *arg)
 		loopdev_free(dev_b2);
 		dev_a2 = dev_b2 = NULL;
 	}
-	devs_freed = true;
+	harness_devs_gone(wk);
 }
 
 /*
@@ -359,19 +325,9 @@ setup(void)
 static void
 teardown(void)
 {
-	bool groups = true;
 	int i;
 
-	worker_call(w, close_cb, NULL);
-	for (i = 0; i < WAIT_MS / 10 && groups; i++) {
-		worker_call(w, groups_cb, &groups);
-		if (groups)
-			usleep(10000);
-	}
-	worker_call(w, devs_cb, NULL);
-	worker_stop_all(0, NULL);
-	worker_exit_all();
-	worker_join_all();
+	harness_stop(w, close_cb, NULL, devs_cb, WAIT_MS);
 	for (i = 0; i < NCLIENTS; i++)
 		if (clients[i] >= 0)
 			close(clients[i]);
@@ -542,36 +498,13 @@ END_TEST
 static bool
 wait_stat_a_down(enum stats_id id, uint64_t want)
 {
-	int i;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		if (stat_a(id) <= want)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
-static void
-session_state_cb(struct worker *wk, void *arg)
-{
-	struct session *s = worker_sessions(wk);
-
-	*(int *)arg = s != NULL ? (int)s->state : -1;
+	return harness_wait_stat(w, id, HARNESS_LE, want, WAIT_MS);
 }
 
 static bool
 wait_session_state_a(int want)
 {
-	int i, st;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		worker_call(w, session_state_cb, &st);
-		if (st == want)
-			return true;
-		usleep(10000);
-	}
-	return false;
+	return harness_wait_session_state(w, want, WAIT_MS);
 }
 
 /* A's group ends as if its peer had gone (no DELETE_LINK to b). */
