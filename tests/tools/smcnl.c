@@ -16,7 +16,8 @@
  *                  clnt_v2_succ / srv_v2_succ rising.
  *   pnet add PNETID ETH IBDEV [PORT]
  *                  a pnet table entry (the SMC_PNETID family): network
- *                  device ETH and IBDEV's PORT (default 1) on PNETID.
+ *                  device ETH and IBDEV's PORT (default 1) on PNETID
+ *                  (one already there is no error).
  *                  Linux 6.1's SMC finds no RDMA device for a netdev
  *                  without one when the device driver has no get_netdev
  *                  (rxe in 6.1), and falls back to TCP; 6.12 asks the
@@ -508,7 +509,10 @@ pnet_add(struct nl *nl, const char *pnetid, const char *eth, const char *ibdev,
 	nla_put(h, SMC_PNETID_IBNAME, ibdev, strlen(ibdev) + 1);
 	nla_put(h, SMC_PNETID_IBPORT, &port, sizeof(port));
 	rc = nl_send(nl, h);
-	return rc != 0 ? rc : nl_recv(nl, NULL, NULL);
+	if (rc == 0)
+		rc = nl_recv(nl, NULL, NULL);
+	/* the device already on a pnetid (an earlier check's entry) */
+	return rc == -EEXIST ? 0 : rc;
 }
 
 int
