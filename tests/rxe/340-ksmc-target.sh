@@ -36,14 +36,8 @@ fail=0
 
 [ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
-listening() {
-	ss -ltn | grep -q ":$PORT "
-}
-
 if [ "$RXE_HOST" = b ]; then
-	ksmc "$XFER" server -q -l "$RXE_LINK_IP:$PORT" >"$RXE_OUT/xfer-server.log" 2>&1 &
-	server=$!
-	rxe_wait 20 listening || rxe_die "the SMC xfer server did not listen"
+	ksmc_server_start
 	succ=$(ksmc_stat srv_v2_succ)
 	snap=$(ksmc_snap srv)
 	rxe_signal b-ready
@@ -60,16 +54,7 @@ if [ "$RXE_HOST" = b ]; then
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null
 else
-	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-		mount -t cgroup2 none /sys/fs/cgroup ||
-		rxe_die "cannot mount cgroup2"
-	cat >"$R/a.conf" <<EOF
-smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock"; };
-rules = ( { name = "k"; listen = "127.0.0.1:$PORT_RULE";
-            target_smc = "$RXE_PEER_IP:$PORT"; } );
-kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; bpf_object = "$OBJ"; };
-EOF
-	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+	ksmc_rule_start
 	rxe_await b-ready 120 || rxe_die "b did not start its server"
 	xfer_ok "a plain TCP client: $N x 4 MiB both ways verified through target_smc to b's kernel SMC-R server" \
 		-n $N -b 4M -T 240

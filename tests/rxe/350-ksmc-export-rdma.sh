@@ -39,19 +39,7 @@ fail=0
 [ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 if [ "$RXE_HOST" = b ]; then
-	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-		mount -t cgroup2 none /sys/fs/cgroup ||
-		rxe_die "cannot mount cgroup2"
-	cat >"$R/b.conf" <<EOF
-smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock";
-              log_level = "debug"; };
-exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
-              smc_listen = "$RXE_LINK_IP:$PORT"; } );
-kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
-              bpf_object = "$OBJ"; };
-EOF
-	rxe_target_start
-	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+	ksmc_export_start
 	rxe_signal b-ready
 	rxe_await moved 300 || bad "a's transfer did not end"
 	"$CTL" -s "$R/b.sock" show lgrs >"$RXE_OUT/b-lgrs.log" 2>&1

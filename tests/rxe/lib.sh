@@ -673,18 +673,35 @@ rxe_no_lgrs() {
 		! grep -q '"state"' "$RXE_OUT/$1.lgrs.json"
 }
 
-# Linux's own SMC-R between the two hosts (ksmc.rxe; Linux 6.12: 6.1's rxe
-# hangs kernel SMC-R at link setup), after rxe_host_setup:
+# Linux's own SMC-R between the two hosts (ksmc.rxe on Linux 6.12;
+# ksmc61.rxe on 6.1 with the patched rdma_rxe, RXE_KERNEL=stock-rxefix:
+# 6.1's own rxe hangs kernel SMC-R at link setup), after rxe_host_setup:
 #
 #   ksmc_setup            modprobe smc, and the user EID both hosts share
 #                         (SMC-Rv2, the only version rxe's RoCE v2 GIDs
-#                         allow, needs one); $SMCNL, $SMCPRELOAD
+#                         allow, needs one); $SMCNL, $SMCPRELOAD; under
+#                         stock-rxefix, dies unless the loaded rdma_rxe is
+#                         the patched one ($RXE_RXE_KO, vm-run); on 6.1,
+#                         the link and rxe0 on one pnetid (smcnl pnet add)
 #   ksmc CMD...           CMD with its TCP sockets as kernel SMC sockets
 #                         (LD_PRELOAD tests/tools/smcpreload.so)
 #   ksmc_stat NAME        a counter of the kernel's SMC statistics (smcnl)
 #   rxe_hwc NAME          a counter of rxe0's port (sent_pkts, rcvd_pkts)
 #   rxe_active_mtu        rxe0's active RoCE MTU in bytes
 #   tcp_out_segs          the TCP segments this host sent (/proc/net/snmp)
+# Daemons with kernel peers (340, 350 and ksmc61.rxe's), after
+# rxe_pair_tools, with R, PORT and OBJ (the BPF object) set:
+#   ksmc_export_start     b: daemon b, root, with export x on smc_listen
+#                         $RXE_LINK_IP:PORT relaying to an xfer server on
+#                         127.0.0.1:$PORT_T ($server), debug log
+#   ksmc_rule_start       a: daemon a, root, with rule k on
+#                         127.0.0.1:$PORT_RULE to target_smc
+#                         $RXE_PEER_IP:PORT (KSMC_LOG_LEVEL: its log_level)
+#   ksmc_server_start     b: a kernel SMC-R xfer server on
+#                         $RXE_LINK_IP:PORT ($server)
+#   rxe_timed CMD...      run CMD; its wall time in seconds in $rxe_secs
+#   ksmc_kernel_log       this host's kernel's SMC and rxe lines, and its
+#                         SMC statistics, into $RXE_OUT/kernel-smc.log
 RXE_KSMC_UEID=${RXE_KSMC_UEID:-SMCPROXYD-TEST-LAB}
 
 # rxe_install_package: under systemd (run-checks --systemd), "make install"
@@ -824,8 +841,84 @@ ksmc_setup() {
 	[ -x "$SMCNL" ] && [ -f "$SMCPRELOAD" ] ||
 		rxe_die "$SMCNL or $SMCPRELOAD is not built (make check builds them)"
 	modprobe smc || rxe_die "modprobe smc failed (Linux $(uname -r))"
+	# the stock module is in-tree and signed; build-rxe61's is neither,
+	# so the kernel marks it O (out of tree)
+	if [ -n "${RXE_RXE_KO:-}" ]; then
+		_t=$(cat /sys/module/rdma_rxe/taint 2>/dev/null)
+		case $_t in
+		*O*) echo "# rdma_rxe: the patched module, $RXE_RXE_KO (taint $_t)" ;;
+		*) rxe_die "rdma_rxe is not the patched $RXE_RXE_KO (taint '$_t': the stock module)" ;;
+		esac
+	fi
+	# Linux 6.1's SMC finds the RDMA device of a netdev without a pnet
+	# entry only through the driver's get_netdev, which 6.1's rxe lacks:
+	# without one every connection falls back to TCP (6.12 asks the RDMA
+	# core and needs none)
+	case $(uname -r) in
+	6.1.*)
+		"$SMCNL" pnet add RXELAB "$RXE_LINK_IF" "$RXE_DEV0" 1 ||
+			rxe_die "cannot put $RXE_LINK_IF and $RXE_DEV0 on pnetid RXELAB"
+		;;
+	esac
 	"$SMCNL" ueid add "$RXE_KSMC_UEID" ||
 		rxe_die "cannot set the user EID $RXE_KSMC_UEID"
+}
+
+ksmc_cgroup2() {
+	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
+		mount -t cgroup2 none /sys/fs/cgroup ||
+		rxe_die "cannot mount cgroup2"
+}
+
+ksmc_export_start() {
+	ksmc_cgroup2
+	cat >"$R/b.conf" <<EOF
+smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock";
+              log_level = "debug"; };
+exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
+              smc_listen = "$RXE_LINK_IP:$PORT"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+              bpf_object = "$OBJ"; };
+EOF
+	rxe_target_start
+	daemon_start b "$R/b.conf" || rxe_die "daemon b did not start"
+}
+
+ksmc_rule_start() {
+	ksmc_cgroup2
+	cat >"$R/a.conf" <<EOF
+smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock";
+              ${KSMC_LOG_LEVEL:+log_level = \"$KSMC_LOG_LEVEL\";} };
+rules = ( { name = "k"; listen = "127.0.0.1:$PORT_RULE";
+            target_smc = "$RXE_PEER_IP:$PORT"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; bpf_object = "$OBJ"; };
+EOF
+	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
+}
+
+ksmc_server_start() {
+	ksmc "$XFER" server -q -l "$RXE_LINK_IP:$PORT" \
+		>"$RXE_OUT/xfer-server.log" 2>&1 &
+	server=$!
+	rxe_wait 20 sh -c "ss -ltn | grep -q ':$PORT '" ||
+		rxe_die "the SMC xfer server did not listen: $(cat "$RXE_OUT/xfer-server.log")"
+}
+
+rxe_timed() {
+	_t0=$(rxe_now)
+	"$@"
+	_rc=$?
+	rxe_secs=$(awk -v a="$_t0" -v b="$(rxe_now)" 'BEGIN { printf "%.2f", b - a }')
+	return $_rc
+}
+
+ksmc_kernel_log() {
+	{
+		echo "== dmesg (smc, rxe, infiniband) on $RXE_HOST, Linux $(uname -r)"
+		dmesg | grep -iE 'smc|rxe|infiniband'
+		echo "== smcnl stats on $RXE_HOST"
+		"$SMCNL" stats
+	} >"$RXE_OUT/kernel-smc.log" 2>&1
 }
 
 # A sanitized program (xfer of an --enable-sanitizers build) would refuse

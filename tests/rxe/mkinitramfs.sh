@@ -5,13 +5,18 @@
 # and just the modules needed to mount the host's root over virtio-9p (and
 # overlayfs, which makes that root writable for vm-run --systemd).  Every
 # other module (rdma_rxe, veth, ...) is loaded later from the host's own
-# /lib/modules, which the VM sees through that root.
+# /lib/modules, which the VM sees through that root.  With MODULE.ko
+# (vm-run's RXE_KERNEL=stock-rxefix: tests/rxe/build-rxe61's rdma_rxe.ko),
+# that module file is loaded at boot after the modules it depends on, in
+# place of the kernel's own module of that name: a later "modprobe
+# rdma_rxe" finds it loaded.
 #
-# usage: mkinitramfs.sh KERNEL-VERSION OUTPUT.cpio.gz
+# usage: mkinitramfs.sh KERNEL-VERSION OUTPUT.cpio.gz [MODULE.ko]
 set -eu
 
 kver=$1
 output=$2
+extra=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 moddir=/lib/modules/$kver
 busybox=${RXE_BUSYBOX:-/bin/busybox}
@@ -42,16 +47,28 @@ chmod 755 "$work/init" "$work/bin/busybox"
 # differ: netfs and fscache, say), dependencies first; a module built into
 # the kernel needs nothing.  A module two leaves share is taken once.
 order=
+# With MODULE.ko, its name's dependencies follow, then the file itself
+# (not the kernel's module of that name, which modprobe lists last).
+extra_name=
+[ -z "$extra" ] || {
+	[ -f "$extra" ] || die "$extra: no such module"
+	extra_name=$(basename "$extra" .ko)
+	wanted="$wanted $extra_name"
+}
 for w in $wanted; do
 	deps=$(modprobe --show-depends -S "$kver" "$w" 2>&1) ||
 		die "modprobe --show-depends -S $kver $w: $deps"
 	for m in $(printf '%s\n' "$deps" | sed -n 's|^insmod \([^ ]*\).*|\1|p'); do
+		case $(basename "$m") in
+		"$extra_name".ko*) continue ;;
+		esac
 		case " $order " in
 		*" $m "*) ;;
 		*) order="$order $m" ;;
 		esac
 	done
 done
+[ -z "$extra" ] || order="$order $extra"
 
 : >"$work/modules/order"
 for m in $order; do

@@ -14,6 +14,15 @@
  *                  "name value" line each; with NAME only its value.  A
  *                  test proves a connection ran over SMC-R, not TCP, by
  *                  clnt_v2_succ / srv_v2_succ rising.
+ *   pnet add PNETID ETH IBDEV [PORT]
+ *                  a pnet table entry (the SMC_PNETID family): network
+ *                  device ETH and IBDEV's PORT (default 1) on PNETID
+ *                  (one already there is no error).
+ *                  Linux 6.1's SMC finds no RDMA device for a netdev
+ *                  without one when the device driver has no get_netdev
+ *                  (rxe in 6.1), and falls back to TCP; 6.12 asks the
+ *                  RDMA core instead and needs none (tests/rxe/lib.sh,
+ *                  ksmc_setup)
  *
  * The kernel's EID format (net/smc/smc_clc.c): exactly 32 characters of
  * A-Z, 0-9, '.' and '-', the first a letter or digit, blank padded, sent
@@ -90,6 +99,7 @@ static void __attribute__((noreturn)) usage(FILE *f, int status)
 	fputs("usage: smcnl ueid add EID | ueid del EID | ueid flush | "
 	      "ueid list\n"
 	      "       smcnl stats [NAME]\n"
+	      "       smcnl pnet add PNETID ETH IBDEV [PORT]\n"
 	      "       smcnl --help\n"
 	      "\n"
 	      "The Linux kernel's SMC generic netlink family "
@@ -111,8 +121,13 @@ static void __attribute__((noreturn)) usage(FILE *f, int status)
 	      "                rx_cnt, tx_cnt, clnt_hs_err, srv_hs_err, "
 	      "fback_clnt, fback_srv\n"
 	      "  stats NAME    only that counter's value\n"
-	      "Adding and removing EIDs needs CAP_NET_ADMIN; reading does "
-	      "not.\n"
+	      "  pnet add PNETID ETH IBDEV [PORT]\n"
+	      "                put ETH and IBDEV's PORT (default 1) on PNETID "
+	      "in the pnet\n"
+	      "                table (SMC_PNETID family; 1 to 16 of A-Z "
+	      "0-9)\n"
+	      "Adding and removing EIDs and pnet entries needs "
+	      "CAP_NET_ADMIN; reading does\nnot.\n"
 	      "exit: 0 done, 1 the kernel refused or the family is missing, "
 	      "2 usage\n",
 	      f);
@@ -257,9 +272,9 @@ genl_msg(char *buf, uint16_t family, uint8_t cmd, uint16_t flags)
 	return h;
 }
 
-/* Open the socket and resolve SMC_GEN_NETLINK: 0 or a negative errno. */
+/* Open the socket and resolve family name: 0 or a negative errno. */
 static int
-nl_open(struct nl *nl)
+nl_open(struct nl *nl, const char *name)
 {
 	char buf[256];
 	struct nlmsghdr *h;
@@ -270,8 +285,7 @@ nl_open(struct nl *nl)
 		return -errno;
 	h = genl_msg(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, NLM_F_ACK);
 	((struct genlmsghdr *)NLMSG_DATA(h))->version = 1;
-	nla_put(h, CTRL_ATTR_FAMILY_NAME, SMC_GENL_FAMILY_NAME,
-		sizeof(SMC_GENL_FAMILY_NAME));
+	nla_put(h, CTRL_ATTR_FAMILY_NAME, name, strlen(name) + 1);
 	rc = nl_send(nl, h);
 	if (rc == 0)
 		rc = nl_recv(nl, family_cb, &nl->family);
@@ -476,6 +490,31 @@ stats_cmd(struct nl *nl, const char *name)
 	return 0;
 }
 
+/* --- pnet table -------------------------------------------------------- */
+
+/* pnet add PNETID ETH IBDEV PORT: 0 or a negative errno. */
+static int
+pnet_add(struct nl *nl, const char *pnetid, const char *eth, const char *ibdev,
+	 uint8_t port)
+{
+	char buf[512];
+	struct nlmsghdr *h;
+	int rc;
+
+	h = genl_msg(buf, nl->family, SMC_PNETID_ADD, NLM_F_ACK);
+	((struct genlmsghdr *)NLMSG_DATA(h))->version =
+		SMCR_GENL_FAMILY_VERSION;
+	nla_put(h, SMC_PNETID_NAME, pnetid, strlen(pnetid) + 1);
+	nla_put(h, SMC_PNETID_ETHNAME, eth, strlen(eth) + 1);
+	nla_put(h, SMC_PNETID_IBNAME, ibdev, strlen(ibdev) + 1);
+	nla_put(h, SMC_PNETID_IBPORT, &port, sizeof(port));
+	rc = nl_send(nl, h);
+	if (rc == 0)
+		rc = nl_recv(nl, NULL, NULL);
+	/* the device already on a pnetid (an earlier check's entry) */
+	return rc == -EEXIST ? 0 : rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -494,8 +533,38 @@ main(int argc, char **argv)
 		what = "ueid";
 	else if (argc >= 2 && argc <= 3 && strcmp(argv[1], "stats") == 0)
 		what = "stats";
+	else if ((argc == 6 || argc == 7) && strcmp(argv[1], "pnet") == 0 &&
+		 strcmp(argv[2], "add") == 0)
+		what = "pnet";
 	else
 		usage(stderr, 2);
+	if (strcmp(what, "pnet") == 0) {
+		size_t i, n = strlen(argv[3]);
+		long port = argc == 7 ? strtol(argv[6], NULL, 10) : 1;
+
+		for (i = 0; i < n; i++)
+			if (!((argv[3][i] >= 'A' && argv[3][i] <= 'Z') ||
+			      (argv[3][i] >= '0' && argv[3][i] <= '9')))
+				break;
+		if (n == 0 || n > 16 || i < n)
+			die("PNETID \"%s\" must be 1 to 16 of A-Z 0-9",
+			    argv[3]);
+		if (port < 1 || port > 2)
+			die("PORT must be 1 or 2");
+		rc = nl_open(&nl, SMCR_GENL_FAMILY_NAME);
+		if (rc == -ENOENT)
+			die("no generic netlink family %s: is the smc module "
+			    "loaded (modprobe smc)?",
+			    SMCR_GENL_FAMILY_NAME);
+		if (rc == 0)
+			rc = pnet_add(&nl, argv[3], argv[4], argv[5],
+				      (uint8_t)port);
+		close(nl.fd);
+		if (rc != 0)
+			die("pnet add %s %s %s: %s", argv[3], argv[4], argv[5],
+			    strerror(-rc));
+		return 0;
+	}
 	if (argc == 4) {
 		char eid[EID_LEN + 1];
 		const char *why;
@@ -503,7 +572,7 @@ main(int argc, char **argv)
 		if (!eid_make(eid, argv[3], &why))
 			die("EID \"%s\" %s", argv[3], why);
 	}
-	rc = nl_open(&nl);
+	rc = nl_open(&nl, SMC_GENL_FAMILY_NAME);
 	if (rc == -ENOENT)
 		die("no generic netlink family %s: is the smc module loaded "
 		    "(modprobe smc)?",
