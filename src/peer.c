@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,23 +294,39 @@ peer_backoff_until(const char *name)
 }
 
 /*
+ * One of the peer's bounded counts (its member at off): +1 is taken
+ * (true, counted) unless it is at max already (0: no bound); -1 gives
+ * one back (always true).
+ */
+static bool
+peer_bounded(const char *name, size_t off, int max, int delta)
+{
+	struct peer_state *p;
+	bool ok = false;
+	int *n;
+
+	pthread_mutex_lock(&peer_lock);
+	p = peer_find(name, true);
+	if (p != NULL) {
+		n = (int *)((char *)p + off);
+		if (delta < 0 || max == 0 || *n < max) {
+			*n += delta;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return ok;
+}
+
+/*
  * A server group for the peer may be set up (+1: true, counted) unless
  * it has max already; -1: one went (always true).
  */
 bool
 peer_server_lgrs(const char *name, int max, int delta)
 {
-	struct peer_state *p;
-	bool ok = false;
-
-	pthread_mutex_lock(&peer_lock);
-	p = peer_find(name, true);
-	if (p != NULL && (delta < 0 || p->server_lgrs < max)) {
-		p->server_lgrs += delta;
-		ok = true;
-	}
-	pthread_mutex_unlock(&peer_lock);
-	return ok;
+	return peer_bounded(name, offsetof(struct peer_state, server_lgrs), max,
+			    delta);
 }
 
 /*
@@ -320,17 +337,8 @@ peer_server_lgrs(const char *name, int max, int delta)
 bool
 peer_export_conns(const char *name, int max, int delta)
 {
-	struct peer_state *p;
-	bool ok = false;
-
-	pthread_mutex_lock(&peer_lock);
-	p = peer_find(name, true);
-	if (p != NULL && (delta < 0 || max == 0 || p->export_conns < max)) {
-		p->export_conns += delta;
-		ok = true;
-	}
-	pthread_mutex_unlock(&peer_lock);
-	return ok;
+	return peer_bounded(name, offsetof(struct peer_state, export_conns),
+			    max, delta);
 }
 
 /*
