@@ -313,7 +313,7 @@ session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
 	sr->peer_token = peer->token;
 	sr->peer_rmb.rkey = peer->rmb_rkey;
 	sr->peer_rmb.vaddr = peer->rmb_vaddr;
-	sr->peer_rmb.size = 1u << (peer->rmbe_size + 14);
+	sr->peer_rmb.size = clc_rmbe_bytes(peer->rmbe_size);
 	if (lgr_is_active(sr->lc.lgr))
 		return 0; /* joined: session_rdma_std_start now */
 	return lgr_std_peer(sr->lc.lgr, &peer->qp);
@@ -1193,7 +1193,7 @@ session_rdma_accepted(struct lgr_link *link,
 	sr->peer_token = a->token;
 	sr->peer_rmb.rkey = a->rmb_rkey;
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
-	sr->peer_rmb.size = 1u << (a->rmbe_size + 14);
+	sr->peer_rmb.size = clc_rmbe_bytes(a->rmbe_size);
 	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), a->rmb_rkey);
 	if (lgr_has_feature(lgr_link_group(link), CLC_FEAT_RESUME))
 		memcpy(sr->resume_id, a->resume_id, sizeof(sr->resume_id));
@@ -1344,7 +1344,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->open_link = link;
 	sr->peer_rmb.rkey = o->rmb_rkey;
 	sr->peer_rmb.vaddr = o->rmb_vaddr;
-	sr->peer_rmb.size = 1u << (o->rmbe_size + 14);
+	sr->peer_rmb.size = clc_rmbe_bytes(o->rmbe_size);
 	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
 	rc = session_rdma_join(sr, lgr, link);

@@ -7,8 +7,9 @@
 # smcproxyd on a (340's rule side, against a release-0 kernel).  Unlike
 # 6.12, which negotiates max_links = 1, a 6.1 server always offers a
 # second link after CONFIRM_LINK on first contact (LLC ADD_LINK, on the
-# same device when it has no other); smcproxyd must answer it (a
-# reject: one link) and carry on:
+# same device when it has no other); smcproxyd refuses it (one link per
+# group with kernel peers, smc_add_link_rejects one per group) and
+# carries on:
 #   - the first connection (first contact) verifies, timed;
 #   - 16 connections x 4 MiB both ways verify;
 #   - a counts 17 PROPOSALs, ACCEPTs and CONFIRMs, 17 connections relayed
@@ -18,9 +19,7 @@
 #     rxe0 on b carried about the bytes / MTU packets each way, TCP only
 #     the handshakes.
 # a's daemon logs at debug, and each host's kernel SMC lines and counters
-# are kept (kernel-smc.log): when the ADD_LINK goes unanswered, they say
-# how.  Listed apart in ksmc61.rxe (known to fail until smcproxyd answers
-# a 6.1 server's ADD_LINK).
+# are kept (kernel-smc.log): if the ADD_LINK went wrong, they say how.
 . "$(dirname "$0")/lib.sh"
 
 rxe_host_setup
@@ -66,6 +65,10 @@ else
 	ksmc_groups a smc_out_lgrs $((N + 1))
 	expect_stat a smc_out_rdma $((N + 1))
 	expect_stat a smc_out_tcp 0
+	# every group's first contact brought the server's ADD_LINK offer,
+	# refused, and no LLC message was a violation
+	expect_stat a smc_add_link_rejects "$(rxe_stat a smc_out_lgrs)"
+	expect_stat a llc_protocol_errors 0
 	if logged a "rule=k peer=$RXE_PEER_IP:$PORT dialect=smc-r client=127.0.0.1:[0-9]+ transport=rdma"; then
 		ok "a's connection log names the kernel server, the dialect and transport=rdma"
 	else
