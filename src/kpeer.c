@@ -340,6 +340,7 @@ kpeer_rdma_accept(struct session *s)
 	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
 	memcpy(want.gid, hs->gid, sizeof(want.gid));
 	want.max_conns = hs->max_conns;
+	want.release = hs->release;
 	want.join = want.create = true;
 	code = session_rdma_std_open(s, &local, &want, &me);
 	if (code != 0) {
@@ -478,6 +479,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	memcpy(want.gid, a->gid, sizeof(want.gid));
 	want.qpn = a->qpn;
 	want.max_conns = a->release ? a->max_conns : CLC_MAX_CONNS_MAX;
+	want.release = a->release;
 	want.join = !a->first_contact;
 	want.create = a->first_contact;
 	code = session_rdma_std_open(s, &local, &want, &me);

@@ -1471,7 +1471,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
  */
 struct lgr *
 lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	    uint8_t max_conns, const struct addr *local, uint32_t *decline)
+	    uint8_t max_conns, uint8_t release, const struct addr *local,
+	    uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1489,6 +1490,7 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 		return NULL;
 	}
 	lgr->std = true;
+	lgr->std_release = release;
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -2036,6 +2038,12 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
+	/* a release 0 kernel client waits 2 + 1 s for a second link's
+	 * offer after its first: it gets one without a link, refused at
+	 * once, as single-link SMC-R servers make it (release 1 negotiated
+	 * max_links 1 and waits for nothing) */
+	if (lgr->std && lgr->role == LGR_ROLE_SERVER && lgr->std_release == 0)
+		llc_add_link_none_send(link);
 	if (lgr->ctx->ops.link_up != NULL)
 		lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
 }

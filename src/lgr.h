@@ -125,6 +125,8 @@ struct lgr {
 	bool for_resume;     /* client: set up to resume on */
 	bool tcp_connected;  /* client: the peer port answered */
 	bool std;	     /* standard dialect: a kernel SMC-R peer */
+	uint8_t std_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
+	bool std_offered;    /* server: our ADD_LINK without a link is out */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };

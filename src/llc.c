@@ -632,12 +632,29 @@ llc_v2_type_ok(uint8_t type, uint8_t form)
 	return false;
 }
 
+/*
+ * An ADD_LINK request without a link: no QP, link number, MTU or PSN,
+ * only the sender's GID and MAC.  Single-link SMC-R servers offer one
+ * because the client waits for an offer after its first link; Linux
+ * clients refuse it at once (qp_mtu 0; "net/smc: fix toleration of fake
+ * add_link messages", 2020).
+ */
+static bool
+llc_add_link_none(const struct llc_info *m)
+{
+	const struct llc_add_link_info *a = &m->add_link;
+
+	return m->type == LLC_ADD_LINK && !(m->flags & LLC_FLAG_RESP) &&
+	       a->qpn == 0 && a->link_num == 0 && a->mtu == 0 && a->psn == 0;
+}
+
 /* A v2-form ADD_LINK request or accepting response carries rkeys. */
 static bool
 llc_v2_has_ext(const struct llc_v2_info *v)
 {
 	return v->form == 2 && v->m.type == LLC_ADD_LINK &&
-	       !(v->m.flags & LLC_FLAG_ADD_LINK_REJ);
+	       !(v->m.flags & LLC_FLAG_ADD_LINK_REJ) &&
+	       !llc_add_link_none(&v->m);
 }
 
 /* The length of *v on the wire. */
@@ -727,6 +744,8 @@ llc_v2_info_ok(const struct llc_v2_info *v)
 			return false;
 		if (m->flags & LLC_FLAG_ADD_LINK_REJ)
 			return v->form == 1 || a->rej_rsn == 0;
+		if (llc_add_link_none(m))
+			return !wire_all_zero(a->gid, sizeof(a->gid));
 		return a->rej_rsn == 0 &&
 		       !wire_all_zero(a->gid, sizeof(a->gid)) &&
 		       llc_qpn_ok(a->qpn) && llc_link_num_ok(a->link_num) &&
@@ -839,7 +858,12 @@ llc_v2_decode(const void *buf, size_t len, struct llc_v2_info *out)
 	case LLC_V2_FORM:
 		v.form = 2;
 		memcpy(&l, b + offsetof(struct llc_v2_hdr, length), sizeof(l));
-		if (le16toh(l) != len)
+		/* Linux refuses an ADD_LINK by sending its first 44 bytes
+		 * back with the reason's nibble in the length's high byte */
+		if (le16toh(l) != len &&
+		    !(len == LLC_MSG_LEN && b[1] == LLC_MSG_LEN &&
+		      b[2] <= 0x0f && v.m.type == LLC_ADD_LINK &&
+		      (v.m.flags & LLC_FLAG_ADD_LINK_REJ)))
 			return -EPROTO;
 		break;
 	default:
@@ -1545,6 +1569,31 @@ llc_rx_std_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
 }
 
 /*
+ * Server of a kernel peer's group, its first link just up: the ADD_LINK
+ * without a link that a release 0 client waits for (llc_add_link_none),
+ * in v2 form, 44 bytes.  Its refusal ends the client's wait at once.
+ */
+void
+llc_add_link_none_send(struct lgr_link *link)
+{
+	struct llc_v2_info *v = calloc(1, sizeof(*v));
+	uint8_t msg[LLC_MSG_LEN];
+
+	if (v == NULL)
+		return; /* the client goes on after its 3 s */
+	v->form = 2;
+	v->m.type = LLC_ADD_LINK;
+	memcpy(v->m.add_link.mac, link->local.mac, sizeof(v->m.add_link.mac));
+	memcpy(v->m.add_link.gid, link->local.gid, sizeof(v->m.add_link.gid));
+	if (llc_v2_encode(msg, sizeof(msg), v) == LLC_MSG_LEN &&
+	    llc_send_msg(link, msg, NULL, NULL) == 0) {
+		link->lgr->std_offered = true;
+		STATS_INC(link->lgr->ctx->stats, smc_add_link_none);
+	}
+	free(v);
+}
+
+/*
  * A kernel server's ADD_LINK: refused as a Linux client refuses one it
  * has no alternate path for (a v2 reject carries no reason: that byte is
  * the length's).  Linux before 6.6 (release 0) always offers a second
@@ -1620,10 +1669,14 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 			llc_rx_std_req_add_link(link, v);
 		break;
 	case LLC_ADD_LINK:
-		/* the server's flow: only a client takes a request */
+		/* the server's flow: only a client takes a request, and a
+		 * server only the refusal of its offer without a link */
 		if (!(v->m.flags & LLC_FLAG_RESP) &&
 		    link->lgr->role == LGR_ROLE_CLIENT)
 			llc_rx_std_add_link(link);
+		else if ((v->m.flags & LLC_FLAG_ADD_LINK_REJ) &&
+			 link->lgr->std_offered)
+			link->lgr->std_offered = false;
 		else
 			llc_violation(link, &v->m, "not handled here");
 		break;

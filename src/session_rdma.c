@@ -243,7 +243,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		return CLC_DECL_SYNCERR;
 	if (lgr == NULL)
 		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->max_conns,
-				  local, &code);
+				  want->release, local, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);

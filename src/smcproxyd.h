@@ -1024,6 +1024,7 @@ bool llc_pending_waits(const struct llc_pending *p);
 void llc_pending_cancel(struct llc_pending *p);
 int llc_confirm_link_send(struct lgr_link *link);
 int llc_add_link_send(struct lgr_link *via, struct lgr_link *link);
+void llc_add_link_none_send(struct lgr_link *link);
 int llc_delete_link_send(struct lgr_link *via, uint8_t link_num,
 			 uint32_t reason, bool all, bool orderly,
 			 wr_tx_done_fn done, void *arg);
@@ -1132,7 +1133,8 @@ int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
 struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const uint8_t sysid[8], uint8_t max_conns,
-			const struct addr *local, uint32_t *decline);
+			uint8_t release, const struct addr *local,
+			uint32_t *decline);
 bool lgr_is_std(const struct lgr *lgr);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
@@ -1243,6 +1245,7 @@ struct session_rdma_std_want {
 	uint8_t gid[16];   /* the peer's RoCE v2 GID */
 	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
 	uint8_t max_conns; /* a new group's, as the CLC negotiated */
+	uint8_t release;   /* a new group's SMC-Rv2 release (0 or 1) */
 	bool join, create; /* one we have, a new one */
 };
 uint32_t session_rdma_std_open(struct session *s, const struct addr *local,

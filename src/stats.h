@@ -143,6 +143,10 @@
 	X(smc_add_link_rejects, COUNTER, "events",                             \
 	  "second links kernel SMC-R servers offered (LLC ADD_LINK, Linux "    \
 	  "before 6.6), refused: one link per group with kernel peers")        \
+	X(smc_add_link_none, COUNTER, "events",                                \
+	  "ADD_LINKs without a link sent to release 0 kernel SMC-R clients "   \
+	  "(Linux before 6.6) after first contact: refused at once, where "    \
+	  "no offer costs them 3 s")                                           \
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \

@@ -7,13 +7,12 @@
 # through its smc_listen (350's export side, against the kernel most
 # Debian 12 users run):
 #   - the first connection makes the link group (first contact), timed:
-#     a release-0 client waits up to 2 s for the ADD_LINK a kernel server
-#     would offer after CONFIRM_LINK, and smcproxyd offers none
-#     (docs/protocol.md, "Kernel peers"), so it is expected to take about
-#     3 s more than a joining one; printed, not judged;
-#   - the second one joins that group: no ADD_LINK wait, so it must take
-#     less than 2 s more than a plain TCP connection through the same
-#     export (the baseline, timed too: TCG's own cost);
+#     a release-0 client waits 2 s for an ADD_LINK after CONFIRM_LINK and
+#     1 s more for a DECLINE; smcproxyd offers one without a link, which
+#     the client refuses at once (docs/protocol.md, "Kernel peers"), so
+#     it must take less than 2 s more than a plain TCP connection through
+#     the same export (the baseline, timed too: TCG's own cost);
+#   - the second one joins that group: no ADD_LINK wait either;
 #   - 16 connections x 4 MiB both ways verify; a's kernel counts 16
 #     SMC-Rv2 client connections and no fallback, rxe0 on a carried about
 #     the bytes / MTU packets each way, TCP only the handshakes;
@@ -51,6 +50,9 @@ if [ "$RXE_HOST" = b ]; then
 	expect_stat b smc_conns_rdma $((N + 2))
 	expect_stat b smc_conns_tcp 1
 	expect_stat b smc_opt_absent 1
+	# each first contact's offer without a link, refused, no violation
+	expect_stat b smc_add_link_none "$(rxe_stat b smc_lgrs)"
+	expect_stat b llc_protocol_errors 0
 	if logged b "export=x peer=$RXE_PEER_IP:[0-9]+ dialect=smc-r target=127.0.0.1:$PORT_T transport=rdma"; then
 		ok "b's connection log names the dialect and transport=rdma"
 	else
@@ -77,6 +79,11 @@ else
 		ok "a's kernel made both over SMC-Rv2 (first contact $first_s s, joining $join_s s)"
 	else
 		bad "a's kernel: clnt_v2_succ $(ksmc_stat clnt_v2_succ), fback_clnt $(ksmc_stat fback_clnt) (want 2 SMC-Rv2 connections)"
+	fi
+	if awk -v j="$first_s" -v t="$tcp_s" 'BEGIN { exit !(j < t + 2) }'; then
+		ok "first contact does not wait 3 s for a second link ($first_s s, plain TCP $tcp_s s)"
+	else
+		bad "first contact took $first_s s (plain TCP $tcp_s s): the client waited for an ADD_LINK"
 	fi
 	if awk -v j="$join_s" -v t="$tcp_s" 'BEGIN { exit !(j < t + 2) }'; then
 		ok "a joining connection does not wait for an ADD_LINK ($join_s s, plain TCP $tcp_s s)"

@@ -949,6 +949,64 @@ START_TEST(v2_long_messages)
 }
 END_TEST
 
+/*
+ * The ADD_LINK without a link a single-link server offers (only GID and
+ * MAC: 44 bytes in v2 form, no rkeys), and a Linux 6.1 client's refusal:
+ * the offer's 44 bytes sent back with RESP | REJ and the reason's nibble
+ * in byte 2, the v2 length's high byte.
+ */
+START_TEST(v2_add_link_none)
+{
+	static uint8_t wire[LLC_V2_MSG_MAX];
+	static struct llc_v2_info v, w;
+	int n;
+
+	memset(&v, 0, sizeof(v));
+	v.form = 2;
+	v.m.type = LLC_ADD_LINK;
+	memcpy(v.m.add_link.gid, gid_b, 16);
+	v.m.add_link.mac[0] = 0x52;
+	n = llc_v2_encode(wire, sizeof(wire), &v);
+	ck_assert_int_eq(n, 44);
+	ck_assert_uint_eq(wire[0], 0x22);
+	ck_assert_uint_eq(wire[1], 44);
+	ck_assert_uint_eq(wire[2], 0);
+	ck_assert_uint_eq(wire[3], 0);
+	ck_assert_int_eq(llc_v2_decode(wire, (size_t)n, &w), 0);
+	ck_assert_mem_eq(&w, &v, sizeof(v));
+	/* without a GID it is nothing (Linux takes an empty one for its
+	 * own); with a QP but no MTU, a broken offer */
+	memset(v.m.add_link.gid, 0, 16);
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	memcpy(v.m.add_link.gid, gid_b, 16);
+	v.m.add_link.qpn = 17;
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	v.m.add_link.qpn = 0;
+	/* not as an answer either */
+	v.m.flags = LLC_FLAG_RESP;
+	ck_assert_int_eq(llc_v2_encode(wire, sizeof(wire), &v), -EINVAL);
+	v.m.flags = 0;
+
+	/* Linux 6.1's refusal: byte 2 = 1 (NO_ALT_PATH), 44 bytes sent */
+	n = llc_v2_encode(wire, sizeof(wire), &v);
+	ck_assert_int_eq(n, 44);
+	wire[2] = 0x01;
+	wire[3] = LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ;
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &w), 0);
+	ck_assert_uint_eq(w.m.type, LLC_ADD_LINK);
+	ck_assert_uint_eq(w.m.flags, LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ);
+	/* that reading is for a refusal of 44 bytes only */
+	wire[3] = LLC_FLAG_RESP;
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &w), -EPROTO);
+	wire[3] = LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ;
+	wire[2] = 0x10;
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &w), -EPROTO);
+	wire[2] = 0x01;
+	wire[1] = 43;
+	ck_assert_int_eq(llc_v2_decode(wire, 44, &w), -EPROTO);
+}
+END_TEST
+
 START_TEST(v2_header_and_quirks)
 {
 	static uint8_t wire[LLC_V2_MSG_MAX], w[LLC_V2_MSG_MAX];
@@ -1062,6 +1120,7 @@ llc_suite(void)
 	tcase_add_test(tc, kernel_every_message);
 	tcase_add_test(tc, kernel_values);
 	tcase_add_test(tc, v2_long_messages);
+	tcase_add_test(tc, v2_add_link_none);
 	tcase_add_test(tc, v2_header_and_quirks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("malformed");
