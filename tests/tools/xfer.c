@@ -1854,7 +1854,8 @@ run_client(void)
 
 	secs = (double)(t1 - t0) / 1e9;
 	if (opt.mode == MODE_PINGPONG) {
-		qsort(rtts, nrtts, sizeof(*rtts), cmp_u64);
+		if (nrtts > 0) /* none when no connection got through */
+			qsort(rtts, nrtts, sizeof(*rtts), cmp_u64);
 		if (opt.json)
 			printf("{\"mode\":\"pingpong\",\"conns\":%d,\"size\":%"
 			       "u,"
