@@ -18,18 +18,10 @@
 #   - a plain TCP client (no library): no option, TCP, counted.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT=16550
 PORT_T=16551
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
-fail=0
-
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 if [ "$RXE_HOST" = b ]; then
 	# the daemon attaches to the cgroup v2 it runs in

@@ -22,19 +22,11 @@
 #     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT=16560
 PORT_RULE=16561
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
 SHORT=${SHORT:-300}
-fail=0
-
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 if [ "$RXE_HOST" = b ]; then
 	ksmc_server_start

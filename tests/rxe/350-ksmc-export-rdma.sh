@@ -22,21 +22,13 @@
 # SHORT=n for fewer of them (a quick look).
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT=16560
 PORT_T=16561
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=${KSMC_N:-16}
 SHORT=${SHORT:-300}
 SIZE_ARG=${KSMC_SIZE:-4M}
 SIZE=$(($(echo "$SIZE_ARG" | tr -d M) * 1048576))
-fail=0
-
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 if [ "$RXE_HOST" = b ]; then
 	ksmc_export_start

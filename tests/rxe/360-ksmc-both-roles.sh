@@ -14,21 +14,14 @@
 #   - each daemon's show lgrs lists a group of each dialect.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT_B=16580
 PORT_RULE=16581
 PORT_T=16582
 PORT_K=16583
 PORT_L=16584
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=8
-fail=0
 
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 	mount -t cgroup2 none /sys/fs/cgroup ||
 	rxe_die "cannot mount cgroup2"

@@ -20,20 +20,13 @@
 #     within $KILL_BOUND s too.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT_L=16590    # b's smc_listen
 PORT_T=16591    # b's TCP target of export x
 PORT_S=16592    # b's kernel SMC-R server
 PORT_RULE=16593 # a's rule k
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 KILL_BOUND=60
-fail=0
 
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 	mount -t cgroup2 none /sys/fs/cgroup ||
 	rxe_die "cannot mount cgroup2"

@@ -14,21 +14,14 @@
 # relay; the kernels' SMC-Rv2 counters rise).
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT_L=16600     # b's smc_listen, to the plain redis
 PORT_REDIS=16601 # b's plain redis-server (127.0.0.1)
 PORT_KREDIS=16602 # b's redis-server under kernel SMC-R
 PORT_RULE=16603  # a's rule to it
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
-fail=0
 
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 	rxe_die "redis-server and redis-benchmark are needed (redis-server, redis-tools)"
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 	mount -t cgroup2 none /sys/fs/cgroup ||
 	rxe_die "cannot mount cgroup2"

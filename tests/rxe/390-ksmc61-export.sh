@@ -20,18 +20,10 @@
 #     groups it made or joined, and logs the dialect and transport=rdma.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT=16560
 PORT_T=16561
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
-fail=0
-
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 # one: one short SMC connection to b's smc_listen, timed ($rxe_secs)
 one() {

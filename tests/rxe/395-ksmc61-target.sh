@@ -22,18 +22,10 @@
 # are kept (kernel-smc.log): if the ADD_LINK went wrong, they say how.
 . "$(dirname "$0")/lib.sh"
 
-rxe_host_setup
-rxe_pair_tools
-ksmc_setup
-
-R=$RXE_RUNDIR
+ksmc_check_init
 PORT=16560
 PORT_RULE=16561
-OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
 N=16
-fail=0
-
-[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
 
 if [ "$RXE_HOST" = b ]; then
 	ksmc_server_start

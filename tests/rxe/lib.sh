@@ -835,6 +835,20 @@ rxe_build_deb() {
 	[ -n "$deb" ]
 }
 
+# ksmc_check_init: the start of every kernel SMC-R check: this host's
+# rxe and tools, kernel SMC (ksmc_setup), R (the run directory), OBJ (the
+# SMC-R option's BPF object, which the daemons load; dies if not built)
+# and fail=0.
+ksmc_check_init() {
+	rxe_host_setup
+	rxe_pair_tools
+	ksmc_setup
+	R=$RXE_RUNDIR
+	OBJ=$abs_top_builddir/src/bpf/smc_opt.bpf.o
+	fail=0
+	[ -f "$OBJ" ] || rxe_die "$OBJ not built (configure found no clang or libbpf)"
+}
+
 ksmc_setup() {
 	SMCNL=$abs_top_builddir/tests/tools/smcnl
 	SMCPRELOAD=$abs_top_builddir/tests/tools/smcpreload.so
