@@ -647,6 +647,13 @@ def llc_v2_msgs(top):
         rkeys=((1, 2, 3), (4, 5, 6), (7, 8, 9)))
     yield "ok-add-link-accept", llc2_add_link(flags=0x80)
     yield "ok-add-link-reject", llc2_add_link(flags=0xC0)
+    # a single-link server's offer without a link (GID and MAC only), and
+    # Linux 6.1's refusal of it: the 44 bytes back, the reason's nibble
+    # in the length's high byte (300)
+    none = MAC + bytes(2) + GID_B + bytes(16)
+    yield "ok-add-link-none", llc2(0x02, 0, none)
+    yield "ok-add-link-none-refused", llc2(0x02, 0xC0, none, length=300)
+    yield "bad-add-link-none-no-gid", llc2(0x02, 0, MAC + bytes(34))
     yield "ok-req-add-link", llc2_req_add_link()
     yield "ok-req-add-link-two", llc2_req_add_link(gids=(GID_A, GID_B))
     yield "ok-req-add-link-resp", llc2_req_add_link(flags=0x80)
