@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Two hosts on Linux 6.12 (ksmc.rxe): Linux's own SMC-R client on a
+# Two hosts on Linux 6.12 (ksmc.rxe; ksmc61.rxe runs it on 6.1 too): Linux's own SMC-R client on a
 # reaches an export of smcproxyd on b through its smc_listen, over RDMA
 # end to end (the standard dialect's export side: src/kpeer.c for the
 # CLC, a link group of the standard dialect per connection, LLC v2 and

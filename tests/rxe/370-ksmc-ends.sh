@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Two hosts on Linux 6.12 (ksmc.rxe): how connections with Linux kernel
+# Two hosts on Linux 6.12 (ksmc.rxe; ksmc61.rxe runs it on 6.1 too): how connections with Linux kernel
 # SMC-R peers end, both roles, over RDMA.  Daemon b serves export x on
 # its smc_listen (a's kernel SMC-R client, xfer under smcpreload.so);
 # daemon a has rule k to b's kernel SMC-R server (xfer server under
