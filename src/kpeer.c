@@ -51,6 +51,9 @@
 #include "smc_opt.h"
 
 #define KPEER_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
+/* a PROPOSAL waits this long for a group with its client on its way */
+#define KPEER_GROUP_WAIT_MS 2000
+#define KPEER_GROUP_POLL_MS 10
 
 /* The handshake's state: the CLC message being read. */
 struct kpeer_hs {
@@ -67,6 +70,9 @@ struct kpeer_hs {
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
+	struct addr local;	/* our end, on the device we answer from */
+	uint64_t group_wait_ms; /* until then: wait for a group on its way */
+	bool group_waiting;	/* the timer is that wait's */
 };
 
 static void kpeer_malformed(struct session *s, const char *why);
@@ -303,7 +309,7 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
 }
 
 /*
- * Export side: the target answered; the client joins the group we have
+ * Export side, the target connected: the client joins the group we have
  * with it (same system id and GID, room left) or gets one of its own
  * (first contact), and our ACCEPT: our QP, its RMB element and token, the
  * EID it proposed that we serve, for a new group release 1 limits with
@@ -311,38 +317,38 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
  * group to give (no device for the address, no buffers), a DECLINE: TCP.
  * Our RMB element needs no CONFIRM_RKEY on a group of one link: the
  * ACCEPT's rkey is the one for it.
+ *
+ * A client's connections propose in parallel (Linux serializes only
+ * from the ACCEPT on), and Linux's server takes one PROPOSAL at a time
+ * (smc_server_lgr_pending), so that the next finds the group the first
+ * set up.  Here one that finds this worker's group with that client on
+ * its way waits for it, up to KPEER_GROUP_WAIT_MS, polling: else each
+ * would be a first contact with a group of its own.
  */
 static void
-kpeer_rdma_accept(struct session *s)
+kpeer_rdma_offer(struct session *s)
 {
 	struct kpeer_hs *hs = s->shs;
 	struct session_rdma_std_want want;
 	struct session_rdma_std me;
 	struct sclc_accept_info a;
 	uint8_t msg[SCLC_ACCEPT_FC_LEN];
-	enum session_reason r;
-	struct addr local;
-	socklen_t len = sizeof(local.ss);
 	uint32_t code;
 	int n;
 
-	if (export_connected(s, &r) != 0) {
-		session_close(s, r);
-		return;
-	}
-	memset(&local, 0, sizeof(local));
-	if (getsockname(s->fd[0], (struct sockaddr *)&local.ss, &len) != 0) {
-		session_close(s, SESSION_CLIENT_RST);
-		return;
-	}
-	local.len = len;
 	memset(&want, 0, sizeof(want));
 	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
 	memcpy(want.gid, hs->gid, sizeof(want.gid));
 	want.max_conns = hs->max_conns;
 	want.release = hs->release;
 	want.join = want.create = true;
-	code = session_rdma_std_open(s, &local, &want, &me);
+	if (now_ms() < hs->group_wait_ms &&
+	    session_rdma_std_pending(s, &want)) {
+		hs->group_waiting = true;
+		session_timer_ms(s, KPEER_GROUP_POLL_MS);
+		return;
+	}
+	code = session_rdma_std_open(s, &hs->local, &want, &me);
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
 			      false);
@@ -365,9 +371,32 @@ kpeer_rdma_accept(struct session *s)
 	STATS_INC(worker_stats(s->w), smc_accepts);
 	hs->len = hs->want = 0;
 	hs->owed = CLC_CONFIRM;
-	s->state = SESSION_HANDSHAKE;
 	session_want(s, 0, EV_READ, true);
 	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+}
+
+/* Export side: the target answered; our ACCEPT (kpeer_rdma_offer). */
+static void
+kpeer_rdma_accept(struct session *s)
+{
+	struct kpeer_hs *hs = s->shs;
+	socklen_t len = sizeof(hs->local.ss);
+	enum session_reason r;
+
+	if (export_connected(s, &r) != 0) {
+		session_close(s, r);
+		return;
+	}
+	memset(&hs->local, 0, sizeof(hs->local));
+	if (getsockname(s->fd[0], (struct sockaddr *)&hs->local.ss, &len) !=
+	    0) {
+		session_close(s, SESSION_CLIENT_RST);
+		return;
+	}
+	hs->local.len = len;
+	s->state = SESSION_HANDSHAKE;
+	hs->group_wait_ms = now_ms() + KPEER_GROUP_WAIT_MS;
+	kpeer_rdma_offer(s);
 }
 
 /*
@@ -802,6 +831,11 @@ kpeer_timeout(struct session *s)
 {
 	struct stats *st = worker_stats(s->w);
 
+	if (s->shs != NULL && s->shs->group_waiting) {
+		s->shs->group_waiting = false;
+		kpeer_rdma_offer(s);
+		return;
+	}
 	if (s->state == SESSION_CONNECT_TARGET) {
 		if (s->role == SESSION_ROLE_EXPORT)
 			session_close(s, export_timed_out(s));

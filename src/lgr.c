@@ -1471,8 +1471,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
  */
 struct lgr *
 lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	    uint8_t max_conns, uint8_t release, const struct addr *local,
-	    uint32_t *decline)
+	    const uint8_t gid[16], uint8_t max_conns, uint8_t release,
+	    const struct addr *local, uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1491,6 +1491,7 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	}
 	lgr->std = true;
 	lgr->std_release = release;
+	memcpy(lgr->std_gid, gid, sizeof(lgr->std_gid));
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -1534,6 +1535,28 @@ lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 			return lgr;
 	}
 	return NULL;
+}
+
+/*
+ * Whether a group of role with the kernel peer (system id and GID) is on
+ * its way: set up, its first link not yet confirmed.  A connection that
+ * finds one waits for it rather than making a group of its own.
+ */
+bool
+lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
+		const uint8_t sysid[8], const uint8_t gid[16])
+{
+	const struct lgr *lgr;
+
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
+		if (lgr->std && lgr->role == role &&
+		    (lgr->state == LGR_STATE_CLC ||
+		     lgr->state == LGR_STATE_CONFIRMING) &&
+		    memcmp(lgr->peer_system_id, sysid,
+			   sizeof(lgr->peer_system_id)) == 0 &&
+		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0)
+			return true;
+	return false;
 }
 
 /*

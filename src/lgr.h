@@ -126,6 +126,7 @@ struct lgr {
 	bool tcp_connected;  /* client: the peer port answered */
 	bool std;	     /* standard dialect: a kernel SMC-R peer */
 	uint8_t std_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
+	uint8_t std_gid[16]; /* the GID the peer's CLC gave */
 	bool std_offered;    /* server: our ADD_LINK without a link is out */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;

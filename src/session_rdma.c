@@ -209,6 +209,25 @@ static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 
 /*
+ * Whether s, with a kernel peer, should wait for a group with it that is
+ * on its way on this worker: none of its groups takes s now, one is being
+ * set up (lgr_std_pending).
+ */
+bool
+session_rdma_std_pending(struct session *s,
+			 const struct session_rdma_std_want *want)
+{
+	struct session_rdma_worker *srw = worker_rdma(s->w);
+	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
+							    LGR_ROLE_SERVER;
+
+	return srw != NULL &&
+	       lgr_std_find(srw->ctx, role, want->sysid, want->gid,
+			    want->qpn) == NULL &&
+	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid);
+}
+
+/*
  * s, a connection with a kernel SMC-R peer of system id sysid (export
  * side: a client whose PROPOSAL passed, its target connected; rule side:
  * a server whose ACCEPT said first contact), gets a link group of its own
@@ -242,8 +261,8 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (lgr == NULL && !want->create)
 		return CLC_DECL_SYNCERR;
 	if (lgr == NULL)
-		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->max_conns,
-				  want->release, local, &code);
+		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
+				  want->max_conns, want->release, local, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);

@@ -1132,9 +1132,11 @@ int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
 struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
-			const uint8_t sysid[8], uint8_t max_conns,
-			uint8_t release, const struct addr *local,
-			uint32_t *decline);
+			const uint8_t sysid[8], const uint8_t gid[16],
+			uint8_t max_conns, uint8_t release,
+			const struct addr *local, uint32_t *decline);
+bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
+		     const uint8_t sysid[8], const uint8_t gid[16]);
 bool lgr_is_std(const struct lgr *lgr);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
@@ -1252,6 +1254,8 @@ uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
 			       const struct session_rdma_std_want *want,
 			       struct session_rdma_std *out);
 void session_rdma_std_system_id(struct session *s, uint8_t out[8]);
+bool session_rdma_std_pending(struct session *s,
+			      const struct session_rdma_std_want *want);
 uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);

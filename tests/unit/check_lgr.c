@@ -448,6 +448,9 @@ START_TEST(std_groups_both_roles)
 	struct dev_qp_addr qa, qb;
 	struct addr any;
 	uint8_t sa[8], sb[8], zero[8] = {0};
+	/* the GIDs the CLC gave each (the client's, the server's) */
+	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
+		      gb[16] = {0xfe, 0x80, [15] = 0xb};
 	struct lgr *la, *lb;
 	uint32_t decline = 0;
 	json_t *lgrs, *links;
@@ -466,13 +469,19 @@ START_TEST(std_groups_both_roles)
 	/* the client's PROPOSAL (v2 only, as Linux: system id zero) */
 	/* the client is release 0 (Linux 6.1): B offers an ADD_LINK
 	 * without a link once the group is up */
-	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, 255, 0, &any, &decline);
+	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 0, &any,
+			 &decline);
+	/* on its way: a second PROPOSAL from that client waits for it */
+	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, gb));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga));
 	ck_assert_ptr_nonnull(lb);
 	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
 	ck_assert_uint_ne(cb.token, 0);
 	lgr_std_local(lb, &qb, sb);
 	/* B's ACCEPT: A's group with B, its QP connected, waiting */
-	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, 255, 1, &any, &decline);
+	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 1, &any,
+			 &decline);
 	ck_assert_ptr_nonnull(la);
 	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
 	/* not before the group is active: only at its setup */
@@ -483,6 +492,7 @@ START_TEST(std_groups_both_roles)
 	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
 	ck_assert(run_until(std_both_active, WAIT_MS));
 	ck_assert(lgr_is_std(la) && lgr_is_std(lb));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
 	ck_assert_uint_eq(la->max_links, 1);
 	ck_assert_uint_eq(lb->max_links, 1);
 	ck_assert_str_eq(lgr_peer(la)->name, CONF_KSMC_PEER);
