@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Two hosts on Linux 6.12 (ksmc.rxe; ksmc61.rxe runs it on 6.1 too): a plain TCP client on a reaches a
+# Two hosts on Linux 6.12 (ksmc.rxe): a plain TCP client on a reaches a
 # Linux kernel SMC-R server on b (xfer server under smcpreload.so) through
 # a target_smc rule of smcproxyd on a (the standard dialect's rule side,
 # src/kpeer.c), with no smcproxyd on b.  a's daemon, root here, loads the
