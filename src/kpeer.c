@@ -70,6 +70,7 @@ struct kpeer_hs {
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
+	uint8_t max_links; /* release 1: what it proposed; else 2 */
 	struct addr local;	/* our end, on the device we answer from */
 	uint64_t group_wait_ms; /* until then: wait for a group on its way */
 	bool group_waiting;	/* the timer is that wait's */
@@ -239,6 +240,7 @@ kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
 	memcpy(hs->gid, p->roce_gid, sizeof(hs->gid));
 	hs->release = p->release >= SCLC_RELEASE_1 ? SCLC_RELEASE_1 : 0;
 	hs->max_conns = hs->release ? p->max_conns : CLC_MAX_CONNS_MAX;
+	hs->max_links = hs->release ? p->max_links : CLC_MAX_LINKS_MAX;
 	session_want(s, 0, EV_READ, false);
 	if (export_room(s->w, &r) != 0 || export_connect(s, &r) != 0) {
 		session_close(s, r);
@@ -312,11 +314,12 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
  * Export side, the target connected: the client joins the group we have
  * with it (same system id and GID, room left) or gets one of its own
  * (first contact), and our ACCEPT: our QP, its RMB element and token, the
- * EID it proposed that we serve, for a new group release 1 limits with
- * one link (no ADD_LINK to wait for).  Then its CONFIRM is owed.  With no
- * group to give (no device for the address, no buffers), a DECLINE: TCP.
- * Our RMB element needs no CONFIRM_RKEY on a group of one link: the
- * ACCEPT's rkey is the one for it.
+ * EID it proposed that we serve, for a new group release 1 limits (two
+ * links only with a device here for the second: the client then waits
+ * for its ADD_LINK).  Then its CONFIRM is owed.  With no group to give
+ * (no device for the address, no buffers), a DECLINE: TCP.  The ACCEPT's
+ * rkey is our RMB element's on the link it names; on a group of two
+ * links CONFIRM_RKEY tells the other (session_rdma_std_start).
  *
  * A client's connections propose in parallel (Linux serializes only
  * from the ACCEPT on), and Linux's server takes one PROPOSAL at a time
@@ -340,6 +343,7 @@ kpeer_rdma_offer(struct session *s)
 	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
 	memcpy(want.gid, hs->gid, sizeof(want.gid));
 	want.max_conns = hs->max_conns;
+	want.max_links = hs->max_links;
 	want.release = hs->release;
 	want.join = want.create = true;
 	if (now_ms() < hs->group_wait_ms &&
@@ -360,7 +364,7 @@ kpeer_rdma_offer(struct session *s)
 	a.release = hs->first ? hs->release : 0;
 	if (a.release) {
 		a.max_conns = me.max_conns;
-		a.max_links = CLC_MAX_LINKS_MIN;
+		a.max_links = me.max_links;
 	}
 	n = sclc_accept_encode(msg, sizeof(msg), &a);
 	if (n < 0 ||
@@ -508,6 +512,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	memcpy(want.gid, a->gid, sizeof(want.gid));
 	want.qpn = a->qpn;
 	want.max_conns = a->release ? a->max_conns : CLC_MAX_CONNS_MAX;
+	want.max_links = a->release ? a->max_links : CLC_MAX_LINKS_MAX;
 	want.release = a->release;
 	want.join = !a->first_contact;
 	want.create = a->first_contact;
@@ -688,10 +693,9 @@ kpeer_hs_new(struct session *s)
 
 /*
  * Rule side: the server echoed our option, so we owe it a PROPOSAL:
- * SMC-Rv2 only, as Linux 6.12 sends it but for one link (release 1, 255
- * connections, max_links 1: no ADD_LINK, whose v2 form our receive
- * buffers lack), feature_mask 0, the worker's system id, our EIDs and
- * the RoCE v2 GID of the address we connected from.
+ * SMC-Rv2 only, as Linux 6.12 sends it (release 1, 255 connections,
+ * rdma.max_links links), feature_mask 0, the worker's system id, our EIDs
+ * and the RoCE v2 GID of the address we connected from.
  * Without an EID to offer, or over IPv6 (the kernel proposes SMC-Rv2 on
  * IPv4 only), we decline at once instead.
  */
@@ -738,8 +742,9 @@ kpeer_propose(struct session *s)
 	p->typev2 = SCLC_TYPE_R;
 	p->release = SCLC_RELEASE_1;
 	p->max_conns = CLC_MAX_CONNS_MAX;
-	/* one link: no ADD_LINK, whose v2 form our receive buffers lack */
-	p->max_links = CLC_MAX_LINKS_MIN;
+	/* a second link if the server has a device for one; without a
+	 * device here for ours we refuse its ADD_LINK at once */
+	p->max_links = (uint8_t)s->conf->rdma.max_links;
 	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
 		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
 			p->eid_cnt++;

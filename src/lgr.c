@@ -69,6 +69,7 @@ static void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 			  const char *why);
 static uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
 static void lgr_clc_done(struct lgr *lgr);
+static bool lgr_add_link_start(struct lgr *lgr);
 static const struct lgr_llc_ops lgr_llc_ops;
 static const struct lgr_clc_ops lgr_clc_ops;
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
@@ -983,6 +984,7 @@ lgr_free(struct lgr *lgr)
 			ctx->devs[i].ops->pd_close(lgr->pd[i]);
 	if (lgr->clc != NULL)
 		clc_conn_free(lgr->clc);
+	rtoken_free(&lgr->rtokens);
 	event_free(lgr->tick);
 	TAILQ_REMOVE(&ctx->lgrs, lgr, entry);
 	conf_drop(lgr->conf);
@@ -1464,15 +1466,15 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
  * SMC-R peer of system id sysid, for the connection whose CLC came over
  * a TCP connection from local: as the server (its PROPOSAL asked for
  * max_conns) or the client (its ACCEPT said first contact, max_conns).
- * One link, so no ADD_LINK and no second link to wait for (max_links 1
- * with release 1); its QP on the device for local, not connected; no
+ * A second link (max_links 2) when another device here may reach the
+ * peer; its first QP on the device for local, not connected; no
  * control connection: each connection brings its own CLC.  Kernel peers
  * are one peer to the bounds, kernel_smc's.  NULL with *decline set.
  */
 struct lgr *
 lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	    const uint8_t gid[16], uint8_t max_conns, uint8_t release,
-	    const struct addr *local, uint32_t *decline)
+	    const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
+	    uint8_t release, const struct addr *local, uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1495,7 +1497,13 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
-	lgr->max_links = 1;
+	/* a second link only with a device for it here (max_links is what
+	 * our ACCEPT says: a kernel client then waits for its ADD_LINK) */
+	lgr->max_links = max_links < conf->rdma.max_links ?
+				 max_links :
+				 (uint8_t)conf->rdma.max_links;
+	if (lgr->max_links > 1 && lgr_dev_alt(ctx, dev) == NULL)
+		lgr->max_links = 1;
 	memcpy(lgr->peer_system_id, sysid, sizeof(lgr->peer_system_id));
 	/* the server names the first link 1 */
 	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
@@ -1511,28 +1519,37 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 }
 
 /*
- * An active standard group of role with the kernel peer sysid whose link
- * reaches the peer's GID (and its QP qpn, unless 0), with room for one
- * more connection: one a new connection may join.  NULL if none.
+ * An active standard group of role with the kernel peer sysid one of
+ * whose links reaches the peer's GID (and its QP qpn, unless 0), with
+ * room for one more connection: one a new connection may join, *link
+ * (unless NULL) that link.  NULL if none.
  */
 struct lgr *
 lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	     const uint8_t gid[16], uint32_t qpn)
+	     const uint8_t gid[16], uint32_t qpn, struct lgr_link **linkp)
 {
-	const struct lgr_link *link;
+	struct lgr_link *link;
 	struct lgr *lgr;
+	int i;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		link = &lgr->link[0];
-		if (lgr->std && lgr->role == role &&
-		    lgr->state == LGR_STATE_ACTIVE &&
-		    lgr->nconns < lgr->max_conns &&
-		    link->state == LGR_LINK_ACTIVE &&
+		if (!lgr->std || lgr->role != role ||
+		    lgr->state != LGR_STATE_ACTIVE ||
+		    lgr->nconns >= lgr->max_conns ||
 		    memcmp(lgr->peer_system_id, sysid,
-			   sizeof(lgr->peer_system_id)) == 0 &&
-		    memcmp(link->peer.gid, gid, sizeof(link->peer.gid)) == 0 &&
-		    (qpn == 0 || link->peer.qpn == qpn))
-			return lgr;
+			   sizeof(lgr->peer_system_id)) != 0)
+			continue;
+		for (i = 0; i < LGR_LINK_SLOTS; i++) {
+			link = &lgr->link[i];
+			if (link->state == LGR_LINK_ACTIVE &&
+			    memcmp(link->peer.gid, gid,
+				   sizeof(link->peer.gid)) == 0 &&
+			    (qpn == 0 || link->peer.qpn == qpn)) {
+				if (linkp != NULL)
+					*linkp = link;
+				return lgr;
+			}
+		}
 	}
 	return NULL;
 }
@@ -1585,12 +1602,31 @@ lgr_is_std(const struct lgr *lgr)
 	return lgr->std;
 }
 
-/* A standard group's first link's QP and our system id, for the ACCEPT. */
+/* A standard group's link's QP and our system id, for the CLC. */
 void
-lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp, uint8_t sysid[8])
+lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
+	      uint8_t sysid[8])
 {
-	*qp = lgr->link[0].local;
-	lgr_std_system_id(lgr->ctx, sysid);
+	*qp = link->local;
+	lgr_std_system_id(link->lgr->ctx, sysid);
+}
+
+/* Links the group may have (negotiated). */
+uint8_t
+lgr_max_links(const struct lgr *lgr)
+{
+	return lgr->max_links;
+}
+
+/*
+ * A kernel peer's RMB that has rkey on link id: its rkey and address on
+ * link want, as its CONFIRM_RKEY or ADD_LINK told them.  0, or -ENOENT.
+ */
+int
+lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
+		  uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out)
+{
+	return rtoken_get(&lgr->rtokens, id, rkey, want, rkey_out, vaddr_out);
 }
 
 /*
@@ -2061,11 +2097,13 @@ lgr_link_confirmed(struct lgr_link *link)
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
-	/* a release 0 kernel client waits 2 + 1 s for a second link's
-	 * offer after its first: it gets one without a link, refused at
-	 * once, as single-link SMC-R servers make it (release 1 negotiated
-	 * max_links 1 and waits for nothing) */
-	if (lgr->std && lgr->role == LGR_ROLE_SERVER && lgr->std_release == 0)
+	/* a kernel client waits 2 + 1 s for a second link's offer after
+	 * its first (release 1 only when it negotiated max_links 2): the
+	 * second link, or, with no device for it, an offer without a link,
+	 * refused at once, as single-link SMC-R servers make it */
+	if (lgr->std && lgr->role == LGR_ROLE_SERVER &&
+	    (lgr->max_links < 2 || !lgr_add_link_start(lgr)) &&
+	    lgr->std_release == 0)
 		llc_add_link_none_send(link);
 	if (lgr->ctx->ops.link_up != NULL)
 		lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
@@ -2241,6 +2279,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 		return NULL;
 	}
 	link->id = link_num;
+	rtoken_drop_link(&lgr->rtokens, link_num);
 	link->state = LGR_LINK_CONFIRMING;
 	link->wait = LGR_WAIT_CONFIRM_REQ;
 	link->act_ms = now;
@@ -2289,6 +2328,73 @@ lgr_link_add_rejected(struct lgr_link *link)
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
 
+/* ---- a kernel peer's rkeys (rtoken.c), and ours for it ---- */
+
+/* Its CONFIRM_RKEY request on link: rt[0] is its rkey there. */
+static int
+lgr_std_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
+{
+	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
+	int i, rc = 0;
+
+	for (i = 1; i <= c->num_rkeys && rc == 0; i++)
+		rc = rtoken_set(&link->lgr->rtokens, link->id, c->rt[0].rkey,
+				c->rt[i].link_id, c->rt[i].rkey,
+				c->rt[i].vaddr);
+	return rc;
+}
+
+/* Its DELETE_RKEY request on link: the rkeys there. */
+static void
+lgr_std_delete_rkey(struct lgr_link *link, const struct llc_info *m)
+{
+	const struct llc_delete_rkey_info *d = &m->delete_rkey;
+	int i;
+
+	for (i = 0; i < d->num_rkeys; i++)
+		(void)rtoken_del(&link->lgr->rtokens, link->id, d->rkey[i]);
+}
+
+/* Its ADD_LINK (request or answer) for added, over via: rkeys there. */
+static void
+lgr_std_add_link_rkeys(struct lgr_link *via, struct lgr_link *added,
+		       const struct llc_v2_info *v)
+{
+	struct lgr *lgr = via->lgr;
+	int i, n = 0;
+
+	for (i = 0; i < v->num_rkeys; i++)
+		if (rtoken_set(&lgr->rtokens, via->id, v->rt[i].rkey,
+			       added->id, v->rt[i].rkey_new,
+			       v->rt[i].vaddr_new) == 0)
+			n++;
+	log_debug("lgr %u link %u: the peer's rkeys for it: %d of %u", lgr->id,
+		  added->id, n, v->num_rkeys);
+}
+
+/* Ours for added in v: the data path's RMBs (lgr_data_ops.rkeys). */
+static void
+lgr_std_rkeys_fill(struct lgr_link *via, struct lgr_link *added,
+		   struct llc_v2_info *v, int max)
+{
+	struct lgr_ctx *ctx = via->lgr->ctx;
+	struct lgr_rkey *rk;
+	int i, n = 0;
+
+	v->num_rkeys = 0;
+	if (ctx->ops.rkeys == NULL || max <= 0 ||
+	    (rk = calloc((size_t)max, sizeof(*rk))) == NULL)
+		return;
+	n = ctx->ops.rkeys(via, added, rk, max, ctx->ops_arg);
+	for (i = 0; i < n && i < max; i++) {
+		v->rt[i].rkey = rk[i].rkey;
+		v->rt[i].rkey_new = rk[i].rkey_new;
+		v->rt[i].vaddr_new = rk[i].vaddr_new;
+	}
+	v->num_rkeys = (uint16_t)i;
+	free(rk);
+}
+
 /* llc.c's only way up to the group (lgr_ctx_new sets ctx->llc_ops). */
 static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_confirmed = lgr_link_confirmed,
@@ -2297,12 +2403,19 @@ static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_add_peer = lgr_link_add_peer,
 	.link_add_answer = lgr_link_add_answer,
 	.link_add_rejected = lgr_link_add_rejected,
+	.confirm_rkey = lgr_std_confirm_rkey,
+	.delete_rkey = lgr_std_delete_rkey,
+	.add_link_rkeys = lgr_std_add_link_rkeys,
+	.rkeys_fill = lgr_std_rkeys_fill,
 	.protocol_error = lgr_protocol_error,
 	.terminate = lgr_terminate,
 };
 
-/* Server: a second link on another device, if both sides may have one. */
-static void
+/*
+ * Server: a second link on another device, if both sides may have one.
+ * Whether its ADD_LINK went out.
+ */
+static bool
 lgr_add_link_start(struct lgr *lgr)
 {
 	struct lgr_link *via = lgr_link_active(lgr, NULL), *link;
@@ -2312,24 +2425,28 @@ lgr_add_link_start(struct lgr *lgr)
 
 	lgr->next_add_ms = now + lgr->ctx->t.add_link_retry_ms;
 	if (via == NULL)
-		return;
+		return false;
 	dev = lgr_dev_alt(lgr->ctx, via->dev);
 	if (dev == NULL)
-		return;
+		return false;
 	id = lgr_link_id_new(lgr);
 	link = id != 0 ? lgr_link_open(lgr, dev, id) : NULL;
 	if (link == NULL)
-		return;
+		return false;
 	link->id = id;
+	rtoken_drop_link(&lgr->rtokens, id);
 	link->state = LGR_LINK_ADDING;
 	link->wait = LGR_WAIT_ADD_RESP;
 	link->act_ms = now;
 	link->deadline_ms = now + lgr->ctx->t.llc_wait_ms;
 	log_info("lgr %u link %u: adding on %s (qpn %u)", lgr->id, link->id,
 		 dev->name, link->local.qpn);
-	if (llc_add_link_send(via, link))
+	if (llc_add_link_send(via, link)) {
 		lgr_link_fail(link, LLC_DEL_LOST_PATH, true,
 			      "cannot send ADD_LINK");
+		return false;
+	}
+	return true;
 }
 
 static void

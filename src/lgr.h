@@ -128,6 +128,7 @@ struct lgr {
 	uint8_t std_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
 	uint8_t std_gid[16]; /* the GID the peer's CLC gave */
 	bool std_offered;    /* server: our ADD_LINK without a link is out */
+	struct rtoken_table rtokens; /* standard: the peer's RMBs per link */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };
@@ -153,6 +154,19 @@ struct lgr_llc_ops {
 	int (*link_add_answer)(struct lgr_link *link,
 			       const struct dev_qp_addr *peer);
 	void (*link_add_rejected)(struct lgr_link *link);
+	/*
+	 * Standard dialect: the rkeys of the peer's RMBs on other links, as
+	 * its CONFIRM_RKEY on link (0, or -errno: refused) and ADD_LINK for
+	 * added (over via) tell them; DELETE_RKEY drops them.  rkeys_fill
+	 * puts ours for added in v, at most max (ADD_LINK, request or
+	 * answer).
+	 */
+	int (*confirm_rkey)(struct lgr_link *link, const struct llc_info *m);
+	void (*delete_rkey)(struct lgr_link *link, const struct llc_info *m);
+	void (*add_link_rkeys)(struct lgr_link *via, struct lgr_link *added,
+			       const struct llc_v2_info *v);
+	void (*rkeys_fill)(struct lgr_link *via, struct lgr_link *added,
+			   struct llc_v2_info *v, int max);
 	void (*protocol_error)(struct lgr *lgr, const char *why);
 	void (*terminate)(struct lgr *lgr, uint32_t reason, bool orderly,
 			  bool by_peer);

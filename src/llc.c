@@ -33,6 +33,9 @@
 #include "cdc_wire.h"
 #include "llc_wire.h"
 
+_Static_assert(LLC_V2_TX_MAX <= CDC_MSG_LEN + CDC_DATA_MAX,
+	       "a long LLC message fits a TX slot");
+
 #define LLC_FLAG_RKEY_FLAGS (LLC_FLAG_RKEY_NEG | LLC_FLAG_RKEY_RETRY)
 
 /* An RMB element must not wrap the address space. */
@@ -1019,6 +1022,30 @@ llc_post_msg(struct wr_link *wr, struct wr_waiter *w, const uint8_t *msg,
 	return wr_tx_post(wr, slot, NULL, 0, done, arg);
 }
 
+/*
+ * A standard-dialect message longer than 44 bytes (a v2 ADD_LINK with
+ * rkeys), len bytes of msg, in a TX slot of its own, now: Linux sends
+ * those from one buffer per group, one at a time, and so its peer takes
+ * them only in their flow.  0, -EBUSY (no slot free now), or -errno.
+ */
+static int
+llc_post_long(struct lgr_link *link, const uint8_t *msg, size_t len)
+{
+	struct wr_tx_slot *slot;
+	int rc;
+
+	if (link->wr == NULL || wr_link_is_down(link->wr))
+		return -ENOLINK;
+	if (len > LLC_V2_TX_MAX)
+		return -EMSGSIZE;
+	rc = wr_tx_get(link->wr, &slot, NULL);
+	if (rc)
+		return rc;
+	memcpy(wr_tx_buf(slot), msg, len);
+	wr_tx_len(link->wr, slot, (uint32_t)len);
+	return wr_tx_post(link->wr, slot, NULL, 0, NULL, NULL);
+}
+
 /* Take a TX slot and post msg.  0, -EBUSY (parked), or -errno. */
 static int
 llc_post(struct lgr_link *link, const uint8_t *msg, wr_tx_done_fn done,
@@ -1271,6 +1298,48 @@ llc_confirm_link_send(struct lgr_link *link)
 	return llc_send(link, &m, NULL, NULL);
 }
 
+/*
+ * A kernel peer's group: ADD_LINK for link over via, our request (server)
+ * or our accepting answer (client), in v2 form with the rkeys of our RMBs
+ * on link, as many as one TX slot takes (the rest follow in CONFIRM_RKEY
+ * once link is up, session_rdma_conn_rkeys_announce).  0 or -errno.
+ */
+static int
+llc_std_add_link_send(struct lgr_link *via, struct lgr_link *link, bool resp)
+{
+	struct llc_v2_info *v = calloc(1, sizeof(*v));
+	struct llc_add_link_info *a;
+	uint8_t *msg = malloc(LLC_V2_TX_MAX);
+	int n = -ENOMEM;
+
+	if (v == NULL || msg == NULL)
+		goto out;
+	v->form = 2;
+	v->m.type = LLC_ADD_LINK;
+	v->m.flags = resp ? LLC_FLAG_RESP : 0;
+	a = &v->m.add_link;
+	memcpy(a->mac, link->local.mac, sizeof(a->mac));
+	memcpy(a->gid, link->local.gid, sizeof(a->gid));
+	a->qpn = link->local.qpn;
+	a->link_num = link->id;
+	a->mtu = (uint8_t)link->local.mtu;
+	if (resp && link->peer.mtu != 0 && link->peer.mtu < link->local.mtu)
+		a->mtu = (uint8_t)link->peer.mtu;
+	a->psn = link->local.psn;
+	/* Linux: direct unless its route has a gateway; the target GID is
+	 * the sender's own on the new link */
+	v->direct = true;
+	memcpy(v->target_gid, link->local.gid, sizeof(v->target_gid));
+	llc_up(via)->rkeys_fill(via, link, v, LLC_V2_TX_RKEYS);
+	n = llc_v2_encode(msg, LLC_V2_TX_MAX, v);
+	if (n > 0)
+		n = llc_post_long(via, msg, (size_t)n);
+out:
+	free(msg);
+	free(v);
+	return n;
+}
+
 /* Server: offer link (its QP made, not connected) in ADD_LINK over via. */
 int
 llc_add_link_send(struct lgr_link *via, struct lgr_link *link)
@@ -1278,6 +1347,8 @@ llc_add_link_send(struct lgr_link *via, struct lgr_link *link)
 	struct llc_add_link_info *a;
 	struct llc_info m;
 
+	if (via->lgr->std)
+		return llc_std_add_link_send(via, link, false);
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_ADD_LINK;
 	a = &m.add_link;
@@ -1398,8 +1469,15 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 	llc_up(link)->link_confirmed(link);
 }
 
+static void llc_rx_std_add_link(struct lgr_link *link);
+
+/*
+ * ADD_LINK on link, m as decoded, v the whole message for a kernel
+ * peer's group (its rkeys for the new link; NULL in our own dialect).
+ */
 static void
-llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
+llc_rx_add_link(struct lgr_link *link, const struct llc_info *m,
+		const struct llc_v2_info *v)
 {
 	const struct llc_add_link_info *a = &m->add_link;
 	struct lgr *lgr = link->lgr;
@@ -1427,6 +1505,8 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 			llc_up(link)->link_add_rejected(added);
 			return;
 		}
+		if (v != NULL)
+			llc_up(link)->add_link_rkeys(link, added, v);
 		llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
 		llc_up(link)->link_add_answer(added, &peer);
 		return;
@@ -1436,7 +1516,23 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m)
 		return;
 	}
 	llc_dev_addr(&peer, a->gid, a->mac, a->qpn, a->psn, a->mtu);
-	added = llc_up(link)->link_add_peer(lgr, a->link_num, &peer);
+	added = a->mtu != 0 ?
+			llc_up(link)->link_add_peer(lgr, a->link_num, &peer) :
+			NULL;
+	if (v != NULL) {
+		/* a kernel server's: the answer carries our rkeys */
+		if (added == NULL) {
+			llc_rx_std_add_link(link);
+			return;
+		}
+		llc_up(link)->add_link_rkeys(link, added, v);
+		if (llc_std_add_link_send(link, added, true) == 0)
+			return;
+		llc_up(link)->link_fail(added, LLC_DEL_LOST_PATH, true,
+					"cannot answer ADD_LINK");
+		llc_rx_std_add_link(link);
+		return;
+	}
 	memset(&r, 0, sizeof(r));
 	r.type = LLC_ADD_LINK;
 	r.flags = LLC_FLAG_RESP;
@@ -1657,9 +1753,18 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 		llc_rx_test_link(link, &v->m);
 		break;
 	case LLC_CONFIRM_RKEY:
+		/* the rkeys of its new RMB on the group's other links */
+		if (v->m.flags & LLC_FLAG_RESP)
+			break;
+		if (llc_up(link)->confirm_rkey(link, &v->m))
+			v->m.flags |= LLC_FLAG_RKEY_NEG;
+		llc_rx_std_echo(link, &v->m);
+		break;
 	case LLC_DELETE_RKEY:
-		if (!(v->m.flags & LLC_FLAG_RESP))
-			llc_rx_std_echo(link, &v->m);
+		if (v->m.flags & LLC_FLAG_RESP)
+			break;
+		llc_up(link)->delete_rkey(link, &v->m);
+		llc_rx_std_echo(link, &v->m);
 		break;
 	case LLC_REQ_ADD_LINK:
 		/* a second link is not offered to kernel peers: answered as
@@ -1669,16 +1774,14 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 			llc_rx_std_req_add_link(link, v);
 		break;
 	case LLC_ADD_LINK:
-		/* the server's flow: only a client takes a request, and a
-		 * server only the refusal of its offer without a link */
-		if (!(v->m.flags & LLC_FLAG_RESP) &&
-		    link->lgr->role == LGR_ROLE_CLIENT)
-			llc_rx_std_add_link(link);
-		else if ((v->m.flags & LLC_FLAG_ADD_LINK_REJ) &&
-			 link->lgr->std_offered)
+		/* the refusal of our offer without a link; else as in our
+		 * own dialect, with the rkeys in the message */
+		if ((v->m.flags & LLC_FLAG_RESP) &&
+		    (v->m.flags & LLC_FLAG_ADD_LINK_REJ) &&
+		    link->lgr->std_offered)
 			link->lgr->std_offered = false;
 		else
-			llc_violation(link, &v->m, "not handled here");
+			llc_rx_add_link(link, &v->m, v);
 		break;
 	default:
 		llc_violation(link, &v->m, "not handled here");
@@ -1718,7 +1821,7 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 		llc_rx_confirm_link(link, &m);
 		return;
 	case LLC_ADD_LINK:
-		llc_rx_add_link(link, &m);
+		llc_rx_add_link(link, &m, NULL);
 		return;
 	case LLC_DELETE_LINK:
 		llc_rx_delete_link(link, &m);

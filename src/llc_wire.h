@@ -381,6 +381,10 @@ _Static_assert(sizeof(struct llc_add_link_v2_ext) == 28, "ADD_LINK ext. size");
 	(LLC_MSG_LEN + sizeof(struct llc_add_link_v2_ext) + \
 	 (n) * sizeof(struct llc_rkey_triple))
 #define LLC_V2_MSG_MAX LLC_V2_ADD_LINK_LEN(LLC_V2_RKEYS_MAX)
+/* the longest we send: what one TX slot takes (CDC_MSG_LEN + CDC_DATA_MAX,
+ * wr.c), 62 rkeys; Linux sends up to LLC_V2_MSG_MAX */
+#define LLC_V2_TX_RKEYS 62
+#define LLC_V2_TX_MAX LLC_V2_ADD_LINK_LEN(LLC_V2_TX_RKEYS)
 
 /* REQ_ADD_LINK: then gid_cnt GIDs of 16 bytes. */
 struct llc_req_add_link {

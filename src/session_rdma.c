@@ -67,10 +67,13 @@ static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
+static int session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
+			      struct lgr_rkey *out, int max, void *arg);
 static const struct lgr_data_ops session_rdma_lgr_ops = {
 	.llc_rx = session_rdma_llc_rx,
 	.link_up = session_rdma_link_up,
 	.setup_failed = session_rdma_setup_failed,
+	.rkeys = session_rdma_rkeys,
 };
 static const struct lgr_data_ops session_rdma_no_ops;
 
@@ -223,7 +226,7 @@ session_rdma_std_pending(struct session *s,
 
 	return srw != NULL &&
 	       lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-			    want->qpn) == NULL &&
+			    want->qpn, NULL) == NULL &&
 	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid);
 }
 
@@ -248,6 +251,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	struct session_rdma *sr;
 	const struct dev_mr *mr;
 	struct lgr *lgr = NULL;
+	struct lgr_link *on = NULL;
 	uint32_t code = CLC_DECL_NOSMCRDEV;
 	bool joined;
 	int rc;
@@ -256,13 +260,14 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		return want->create ? CLC_DECL_NOSMCRDEV : CLC_DECL_SYNCERR;
 	if (want->join)
 		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-				   want->qpn);
+				   want->qpn, &on);
 	joined = lgr != NULL;
 	if (lgr == NULL && !want->create)
 		return CLC_DECL_SYNCERR;
 	if (lgr == NULL)
 		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
-				  want->max_conns, want->release, local, &code);
+				  want->max_conns, want->max_links,
+				  want->release, local, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);
@@ -273,8 +278,14 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	}
 	sr->std = true;
 	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
-	rc = joined ? lgr_conn_add(lgr, &sr->lc) :
-		      lgr_conn_add_first(lgr, &sr->lc);
+	/* a client joins on the link the server's ACCEPT named; a server
+	 * puts the connection on its least used link and names that one */
+	if (!joined)
+		rc = lgr_conn_add_first(lgr, &sr->lc);
+	else if (role == LGR_ROLE_CLIENT)
+		rc = lgr_conn_add_on(lgr, &sr->lc, on);
+	else
+		rc = lgr_conn_add(lgr, &sr->lc);
 	if (rc == 0)
 		rc = session_rdma_charge(sr, lgr_peer(lgr),
 					 (size_t)r->sndbuf + (size_t)r->rmb);
@@ -297,12 +308,13 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	s->rdma = sr;
 	memset(out, 0, sizeof(*out));
 	out->first_contact = !joined;
-	lgr_std_local(lgr, &out->qp, out->system_id);
+	lgr_std_local(sr->lc.link, &out->qp, out->system_id);
 	out->token = sr->lc.token;
 	out->rmb_rkey = mr->rkey;
 	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	out->max_conns = (uint8_t)lgr_max_conns(lgr);
+	out->max_links = lgr_max_links(lgr);
 	if (joined)
 		STATS_INC(worker_stats(s->w), smc_lgr_joins);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: %s lgr %u, token %u",
@@ -392,6 +404,10 @@ session_rdma_std_start(struct session *s)
 	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link),
 					sr->peer_rmb.rkey);
 	session_rdma_conn_told_set(sr, lgr_link_id(link));
+	/* on a group of two links, our RMB element's rkey on the other
+	 * (Linux's smcr_lgr_reg_rmbs: CONFIRM_RKEY) */
+	sr->opened = true;
+	session_rdma_conn_rkeys_announce(sr);
 	/* kpeer.c's CLC is over */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
@@ -426,8 +442,10 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 			  lgr_link_dev_name(link), strerror(-di));
 		return;
 	}
-	if (lgr_is_std(lgr)) {
-		/* the connection that set the group up (kpeer.c waits) */
+	if (lgr_is_std(lgr) && lgr_link_next_active(lgr, link) == NULL &&
+	    lgr_link_next_active(lgr, NULL) == link) {
+		/* its first: the connection that set the group up (kpeer.c
+		 * waits) */
 		for (c = lgr_conn_next(lgr, NULL); c != NULL;
 		     c = lgr_conn_next(lgr, c))
 			if (((struct session_rdma *)c->arg)->rc == NULL) {
@@ -437,12 +455,53 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 			}
 		return;
 	}
+	/* a kernel peer's second: those its ADD_LINK did not carry */
 	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
 		session_rdma_conn_rkeys_announce(c->arg);
+	if (lgr_is_std(lgr))
+		return;
 	if (lgr_is_active(lgr) && srw->nresuming > 0)
 		resume_peer(srw, lgr, false);
 	if (lgr_role(lgr) == LGR_ROLE_CLIENT && lgr_is_active(lgr))
 		session_rdma_unpark_peer(srw, lgr_peer(lgr));
+}
+
+/*
+ * lgr.c: a kernel peer's group adds link added (over via): our RMB
+ * elements there for its ADD_LINK, registered in the group's protection
+ * domain on added's device now, up to max; the rest are announced once
+ * added is up (CONFIRM_RKEY).  How many.
+ */
+static int
+session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
+		   struct lgr_rkey *out, int max, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	struct lgr *lgr = lgr_link_group(via);
+	const struct dev_mr *cur, *mr;
+	struct session_rdma *sr;
+	struct lgr_conn *c;
+	struct buf *rmb;
+	int n = 0;
+
+	for (c = lgr_conn_next(lgr, NULL); c != NULL && n < max;
+	     c = lgr_conn_next(lgr, c)) {
+		sr = c->arg;
+		rmb = session_rdma_conn_rmb(sr);
+		/* the peer knows it once our CLC went (opened) */
+		if (rmb == NULL || !sr->opened || c->link != via)
+			continue;
+		cur = session_rdma_conn_mr(srw, rmb, via);
+		mr = session_rdma_conn_mr(srw, rmb, added);
+		if (cur == NULL || mr == NULL)
+			continue;
+		out[n].rkey = cur->rkey;
+		out[n].rkey_new = mr->rkey;
+		out[n].vaddr_new = (uint64_t)(uintptr_t)rmb->addr;
+		n++;
+		session_rdma_conn_told_set(sr, lgr_link_id(added));
+	}
+	return n;
 }
 
 /*

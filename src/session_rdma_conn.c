@@ -37,11 +37,16 @@ session_rdma_conn_rmb(const struct session_rdma *sr)
 	return sr->rc != NULL ? rx_rmb(sr->rc) : sr->rmb;
 }
 
-/* The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told. */
+/*
+ * The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told.  A
+ * kernel peer tells it to the group (rtoken.c), by the rkey we have for
+ * another link, at the same address (one per connection here).
+ */
 int
 session_rdma_conn_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
 			    uint32_t *rkey)
 {
+	uint64_t vaddr;
 	int i;
 
 	for (i = 0; i < LGR_LINK_SLOTS; i++)
@@ -49,6 +54,13 @@ session_rdma_conn_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
 			*rkey = sr->peer_rkeys[i].rkey;
 			return 0;
 		}
+	for (i = 0; sr->std && sr->lc.lgr != NULL && i < LGR_LINK_SLOTS; i++)
+		if (sr->peer_rkeys[i].link_id != 0 &&
+		    lgr_std_peer_rkey(sr->lc.lgr, sr->peer_rkeys[i].link_id,
+				      sr->peer_rkeys[i].rkey, link_id, rkey,
+				      &vaddr) == 0 &&
+		    (vaddr == sr->peer_rmb.vaddr || vaddr == 0))
+			return 0;
 	return -ENOENT;
 }
 

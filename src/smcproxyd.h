@@ -1037,6 +1037,29 @@ void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
 
 enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
 
+/* rtoken.c: a kernel peer's RMBs by their rkeys on each link of a group */
+#define RTOKEN_LINKS (LGR_LINK_SLOTS + 1) /* the ids a row keeps */
+#define RTOKEN_MAX 255			  /* RMBs per group, as Linux */
+struct rtoken_on {
+	uint8_t link_id; /* 0: unused */
+	uint32_t rkey;
+	uint64_t vaddr; /* 0 where only the rkey was told */
+};
+struct rtoken {
+	struct rtoken_on on[RTOKEN_LINKS];
+};
+struct rtoken_table {
+	struct rtoken *v;
+	int n, cap;
+};
+int rtoken_set(struct rtoken_table *t, uint8_t id, uint32_t rkey, uint8_t id2,
+	       uint32_t rkey2, uint64_t vaddr2);
+int rtoken_del(struct rtoken_table *t, uint8_t id, uint32_t rkey);
+int rtoken_get(const struct rtoken_table *t, uint8_t id, uint32_t rkey,
+	       uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out);
+void rtoken_drop_link(struct rtoken_table *t, uint8_t id);
+void rtoken_free(struct rtoken_table *t);
+
 /*
  * Protocol timers in milliseconds.  lgr_ctx_new() fills in SMC's values
  * for every field left 0; tests shrink them.  test_link_ms and idle_ms
@@ -1076,6 +1099,12 @@ struct lgr_conn {
 	size_t early_len;
 };
 
+/* One of our RMBs for a link being added: rkey on the old, the new. */
+struct lgr_rkey {
+	uint32_t rkey, rkey_new;
+	uint64_t vaddr_new;
+};
+
 /* What the data path (session_rdma.c) hears of a context's groups. */
 struct lgr_data_ops {
 	/* the data path's LLC types (CONN_*, rkeys); NULL: refused */
@@ -1085,6 +1114,10 @@ struct lgr_data_ops {
 	void (*link_up)(struct lgr_link *link, void *arg);
 	/* a client group's setup failed (nothing waits) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
+	/* standard dialect: our RMBs' rkeys on via and on added (being
+	 * added), at most max, for ADD_LINK; how many */
+	int (*rkeys)(struct lgr_link *via, struct lgr_link *added,
+		     struct lgr_rkey *out, int max, void *arg);
 };
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
@@ -1133,19 +1166,22 @@ int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
 struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const uint8_t sysid[8], const uint8_t gid[16],
-			uint8_t max_conns, uint8_t release,
+			uint8_t max_conns, uint8_t max_links, uint8_t release,
 			const struct addr *local, uint32_t *decline);
 bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 		     const uint8_t sysid[8], const uint8_t gid[16]);
 bool lgr_is_std(const struct lgr *lgr);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
-void lgr_std_local(const struct lgr *lgr, struct dev_qp_addr *qp,
+void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
 		   uint8_t sysid[8]);
+uint8_t lgr_max_links(const struct lgr *lgr);
+int lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
+		      uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out);
 uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
 struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
 			 const uint8_t sysid[8], const uint8_t gid[16],
-			 uint32_t qpn);
+			 uint32_t qpn, struct lgr_link **link);
 void lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
 void lgr_conn_del(struct lgr_conn *c);
 void lgr_conn_replay(struct lgr_conn *c);
@@ -1240,6 +1276,7 @@ struct session_rdma_std {
 	uint64_t rmb_vaddr; /* of the RMB element */
 	uint8_t rmbe_size;  /* compressed */
 	uint8_t max_conns;  /* ours: the group's, negotiated */
+	uint8_t max_links;  /* the group's: 2 with a device for a second */
 };
 /* Which group a connection with a kernel peer may go on. */
 struct session_rdma_std_want {
@@ -1247,6 +1284,7 @@ struct session_rdma_std_want {
 	uint8_t gid[16];   /* the peer's RoCE v2 GID */
 	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
 	uint8_t max_conns; /* a new group's, as the CLC negotiated */
+	uint8_t max_links; /* a new group's at most (release 0: 2) */
 	uint8_t release;   /* a new group's SMC-Rv2 release (0 or 1) */
 	bool join, create; /* one we have, a new one */
 };

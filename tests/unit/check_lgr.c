@@ -452,6 +452,7 @@ START_TEST(std_groups_both_roles)
 	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
 		      gb[16] = {0xfe, 0x80, [15] = 0xb};
 	struct lgr *la, *lb;
+	struct lgr_link *on = NULL;
 	uint32_t decline = 0;
 	json_t *lgrs, *links;
 	struct llc_v2_info *v2;
@@ -469,7 +470,7 @@ START_TEST(std_groups_both_roles)
 	/* the client's PROPOSAL (v2 only, as Linux: system id zero) */
 	/* the client is release 0 (Linux 6.1): B offers an ADD_LINK
 	 * without a link once the group is up */
-	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 0, &any,
+	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 2, 0, &any,
 			 &decline);
 	/* on its way: a second PROPOSAL from that client waits for it */
 	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
@@ -478,15 +479,15 @@ START_TEST(std_groups_both_roles)
 	ck_assert_ptr_nonnull(lb);
 	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
 	ck_assert_uint_ne(cb.token, 0);
-	lgr_std_local(lb, &qb, sb);
+	lgr_std_local(&lb->link[0], &qb, sb);
 	/* B's ACCEPT: A's group with B, its QP connected, waiting */
-	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 1, &any,
+	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 2, 1, &any,
 			 &decline);
 	ck_assert_ptr_nonnull(la);
 	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
 	/* not before the group is active: only at its setup */
 	ck_assert_int_eq(lgr_conn_add_first(la, &ca2), -EINVAL);
-	lgr_std_local(la, &qa, sa);
+	lgr_std_local(&la->link[0], &qa, sa);
 	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
 	/* A's CONFIRM: B connects and sends CONFIRM_LINK */
 	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
@@ -504,13 +505,16 @@ START_TEST(std_groups_both_roles)
 	ck_assert(memcmp(sa, zero, 8) != 0);
 	/* a later connection joins: the server by system id and GID, the
 	 * client by the QP the server's ACCEPT names */
-	ck_assert_ptr_eq(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0),
-			 lb);
 	ck_assert_ptr_eq(
-		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn), la);
+		lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0, NULL), lb);
+	ck_assert_ptr_eq(
+		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn, &on),
+		la);
+	ck_assert_ptr_eq(on, &la->link[0]);
+	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+					qb.qpn + 1, NULL));
 	ck_assert_ptr_null(
-		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn + 1));
-	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0));
+		lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0, NULL));
 	ck_assert_int_eq(lgr_conn_add(la, &ca2), 0);
 	ck_assert_ptr_eq(lgr_conn_find(la, ca2.token), &ca2);
 	/* B's offer without a link went out once and A refused it, as a
@@ -950,6 +954,144 @@ START_TEST(completion_error_failover)
 	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
 	lgr_conn_del(&c[0]);
 	lgr_conn_del(&c[1]);
+}
+END_TEST
+
+/* A's rkey for the peer's RMB 0x1111 on link 1, told for link id. */
+static uint32_t std_rkey_id;
+
+static bool
+std_rkey_told(void)
+{
+	uint32_t rkey = 0;
+	uint64_t vaddr;
+
+	return lgr_std_peer_rkey(lgr_of(&A), 1, 0x1111, (uint8_t)std_rkey_id,
+				 &rkey, &vaddr) == 0 &&
+	       rkey == 0x2222 && vaddr == 0x20000;
+}
+
+static bool
+std_rkey_gone(void)
+{
+	return !std_rkey_told();
+}
+
+/* A kernel peer's message m in v2 form over B's link to A's. */
+static void
+std_post(struct lgr_link *link, const struct llc_info *m)
+{
+	struct llc_v2_info *v = calloc(1, sizeof(*v));
+	uint8_t raw[LLC_MSG_LEN];
+
+	ck_assert_ptr_nonnull(v);
+	v->form = 2;
+	v->m = *m;
+	ck_assert_int_eq(llc_v2_encode(raw, sizeof(raw), v), LLC_MSG_LEN);
+	post_raw(link, raw, sizeof(raw));
+	free(v);
+}
+
+/*
+ * Standard groups where both sides have a second device: the server (a
+ * release 0 client's) adds the second link with a v2 ADD_LINK, and the
+ * client takes it, where one device each gets the offer without a link
+ * (std_groups_both_roles).  A kernel peer's CONFIRM_RKEY tells the rkey
+ * of its RMB on the other link (kept by the group, rtoken.c) and its
+ * DELETE_RKEY drops it; a link's failure moves the connections to the
+ * other, as in our own dialect.
+ */
+START_TEST(std_second_link)
+{
+	struct lgr_conn ca, cb, c2;
+	struct dev_qp_addr qa, qb;
+	struct lgr_link *ka, *kb, *bad;
+	struct addr any;
+	uint8_t sa[8], sb[8], zero[8] = {0};
+	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
+		      gb[16] = {0xfe, 0x80, [15] = 0xb};
+	struct lgr *la, *lb;
+	uint32_t decline = 0;
+	struct llc_info m;
+
+	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	side_extra = "";
+	memset(&any, 0, sizeof(any));
+	memset(&ca, 0, sizeof(ca));
+	memset(&cb, 0, sizeof(cb));
+	memset(&c2, 0, sizeof(c2));
+	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 2, 0, &any,
+			 &decline);
+	ck_assert_ptr_nonnull(lb);
+	ck_assert_uint_eq(lb->max_links, 2);
+	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
+	lgr_std_local(&lb->link[0], &qb, sb);
+	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 2, 0, &any,
+			 &decline);
+	ck_assert_ptr_nonnull(la);
+	ck_assert_uint_eq(la->max_links, 2);
+	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
+	lgr_std_local(&la->link[0], &qa, sa);
+	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
+	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	ka = link_n(&A, 2);
+	kb = link_n(&B, 2);
+	ck_assert_ptr_nonnull(ka);
+	ck_assert_ptr_nonnull(kb);
+	ck_assert_str_eq(ka->dev->name, "loop1");
+	ck_assert_str_eq(kb->dev->name, "loop1");
+	ck_assert_uint_eq(ka->peer.qpn, kb->local.qpn);
+	ck_assert_uint_eq(stat(&B, STAT_smc_add_link_none), 0);
+	ck_assert_uint_eq(stat(&A, STAT_smc_add_link_rejects), 0);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	/* the client joins on the link the ACCEPT names: the second's QP */
+	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, kb->local.gid,
+				      kb->local.qpn, &bad),
+			 la);
+	ck_assert_ptr_eq(bad, ka);
+	/* the kernel server's CONFIRM_RKEY for a new RMB, over link 1 */
+	std_rkey_id = ka->id;
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONFIRM_RKEY;
+	m.confirm_rkey.num_rkeys = 1;
+	m.confirm_rkey.rt[0].rkey = 0x1111;
+	m.confirm_rkey.rt[0].vaddr = 0x20000;
+	m.confirm_rkey.rt[1].link_id = ka->id;
+	m.confirm_rkey.rt[1].rkey = 0x2222;
+	m.confirm_rkey.rt[1].vaddr = 0x20000;
+	std_post(&lb->link[0], &m);
+	ck_assert(run_until(std_rkey_told, WAIT_MS));
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_DELETE_RKEY;
+	m.delete_rkey.num_rkeys = 1;
+	m.delete_rkey.rkey[0] = 0x1111;
+	std_post(&lb->link[0], &m);
+	ck_assert(run_until(std_rkey_gone, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	/* link 1 fails: A's connections move to link 2, the group stays */
+	ca.link_down = conn_link_down;
+	ck_assert_int_eq(lgr_conn_add_on(la, &c2, ka), 0);
+	c2.link_down = conn_link_down;
+	bad = &la->link[0];
+	moved = 0;
+	loopdev_error_next_completion(wr_link_qp(bad->wr),
+				      DEV_WC_RETRY_EXC_ERR);
+	ck_assert_int_eq(llc_test_link_send(bad), 0);
+	ck_assert(run_until(b_one_link, WAIT_MS));
+	ck_assert_int_eq(moved, 1);
+	ck_assert_ptr_eq(moved_to, ka);
+	ck_assert_ptr_eq(ca.link, ka);
+	ck_assert_int_eq(ka->conns, 2);
+	ck_assert(lgr_is_active(la) && lgr_is_active(lb));
+	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 0);
+	ck_assert_uint_eq(stat(&B, STAT_lgr_terminated), 0);
+	lgr_conn_del(&c2);
+	lgr_conn_del(&ca);
+	lgr_conn_del(&cb);
 }
 END_TEST
 
@@ -1748,6 +1890,7 @@ lgr_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
 	tcase_add_test(tc, std_groups_both_roles);
+	tcase_add_test(tc, std_second_link);
 	tcase_add_test(tc, links_take_the_peers_path);
 	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);
