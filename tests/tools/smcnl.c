@@ -546,6 +546,17 @@ static const char *const lgr_types[] = {"NONE", "SINGLE", "SYMMETRIC",
 static const char *const link_states[] = {"UNUSED", "INACTIVE", "ACTIVATING",
 					  "ACTIVE"};
 
+/* id's bytes in memory order, as hex, in buf (at least 9 bytes) */
+static const char *
+lgr_hex(uint32_t id, char *buf)
+{
+	unsigned char b[4];
+
+	memcpy(b, &id, sizeof(b));
+	snprintf(buf, 9, "%02x%02x%02x%02x", b[0], b[1], b[2], b[3]);
+	return buf;
+}
+
 static void
 links_cb(struct nlmsghdr *h, void *arg)
 {
@@ -562,9 +573,11 @@ links_cb(struct nlmsghdr *h, void *arg)
 
 		nla_parse(l, SMC_NLA_LGR_R_MAX, nla_data(tb[SMC_GEN_LGR_SMCR]),
 			  nla_payload(tb[SMC_GEN_LGR_SMCR]));
+		/* the kernel's four id bytes as a u32: printed in their
+		 * order, as its log prints them ("SMC-R lg 00010000") */
 		*lgr_id = nla_u32(l[SMC_NLA_LGR_R_ID]);
 		type = nla_u8(l[SMC_NLA_LGR_R_TYPE]);
-		printf("lgr %08" PRIx32 " role %s type ", *lgr_id,
+		printf("lgr %s role %s type ", lgr_hex(*lgr_id, s),
 		       nla_u8(l[SMC_NLA_LGR_R_ROLE]) ? "server" : "client");
 		if (type < sizeof(lgr_types) / sizeof(lgr_types[0]))
 			printf("%s", lgr_types[type]);
@@ -581,8 +594,9 @@ links_cb(struct nlmsghdr *h, void *arg)
 		nla_parse(k, SMC_NLA_LINK_MAX, nla_data(tb[SMC_GEN_LINK_SMCR]),
 			  nla_payload(tb[SMC_GEN_LINK_SMCR]));
 		state = nla_u32(k[SMC_NLA_LINK_STATE]);
-		printf("link %08" PRIx32 " id %u dev %s port %u state ",
-		       *lgr_id, nla_u8(k[SMC_NLA_LINK_ID]),
+		printf("link %s id %u dev ", lgr_hex(*lgr_id, s),
+		       nla_u8(k[SMC_NLA_LINK_ID]));
+		printf("%s port %u state ",
 		       nla_str(k[SMC_NLA_LINK_IB_DEV], s, sizeof(s)),
 		       nla_u8(k[SMC_NLA_LINK_IB_PORT]));
 		if (state < sizeof(link_states) / sizeof(link_states[0]))
