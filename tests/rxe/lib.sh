@@ -128,7 +128,10 @@ rxe_setup() {
 # $RXE_SYNC_DIR, a folder both see (one per check under rxe_run_checks).
 #
 #   rxe_host_setup        rxe0 on the link; sets RXE_IP0 to this host's
-#                         address, RXE_PEER to the other host's letter
+#                         address, RXE_PEER to the other host's letter;
+#                         with RXE_LINKS=2 (vm-run) also rxe1 on the
+#                         second link, $RXE_LINK2_IF ($RXE_LINK2_IP here,
+#                         $RXE_PEER2_IP there), RXE_IP1 its address
 #   rxe_signal NAME [VALUE]
 #                         tell the other host NAME (with a one-line VALUE)
 #   rxe_await NAME [SECONDS]
@@ -165,6 +168,37 @@ rxe_host_setup() {
 	rxe_wait 20 rxe_port_ready "$RXE_DEV0" "$RXE_LINK_IP" ||
 		rxe_die "$RXE_DEV0 did not get an active port with a RoCE v2 GID"
 	RXE_IP0=$RXE_LINK_IP
+	[ -z "${RXE_LINK2_IF:-}" ] || rxe_host_link2
+}
+
+# The second link (vm-run -2 with RXE_LINKS=2): $RXE_LINK2_IF (eth1) with
+# $RXE_LINK2_IP/24 here, $RXE_PEER2_IP there (10.99.0.11 on a, .12 on b),
+# rxe1 on it.  The /24 is noprefixroute: 10.99.0.0/24 stays routed over
+# eth0 alone, so the TCP handshakes and rxe0's packets go where they went
+# with one link; one host route, to the peer's second address over eth1
+# from ours, carries rxe1's.  It is a /24 all the same because kernel
+# SMC-Rv2 takes a second RDMA device for ADD_LINK only when its netdev
+# has an address in the subnet of the group's CLC source address
+# (smc_ib.c, smc_ib_determine_gid_rcu: inet_ifa_match).
+rxe_host_link2() {
+	if ! ip -4 addr show dev "$RXE_LINK2_IF" 2>/dev/null |
+		grep -q "inet $RXE_LINK2_IP/"; then
+		rxe_wait 10 test -e "/sys/class/net/$RXE_LINK2_IF" ||
+			rxe_die "no $RXE_LINK2_IF (virtio-net; RXE_LINKS=2)"
+		ip addr add "$RXE_LINK2_IP/24" dev "$RXE_LINK2_IF" noprefixroute &&
+			ip link set "$RXE_LINK2_IF" up ||
+			rxe_die "cannot bring $RXE_LINK2_IF up"
+	fi
+	ip route replace "$RXE_PEER2_IP/32" dev "$RXE_LINK2_IF" \
+		src "$RXE_LINK2_IP" ||
+		rxe_die "cannot route $RXE_PEER2_IP over $RXE_LINK2_IF"
+	if [ ! -e "/sys/class/infiniband/$RXE_DEV1" ]; then
+		rdma link add "$RXE_DEV1" type rxe netdev "$RXE_LINK2_IF" ||
+			rxe_die "rdma link add $RXE_DEV1 on $RXE_LINK2_IF failed"
+	fi
+	rxe_wait 20 rxe_port_ready "$RXE_DEV1" "$RXE_LINK2_IP" ||
+		rxe_die "$RXE_DEV1 did not get an active port with a RoCE v2 GID"
+	RXE_IP1=$RXE_LINK2_IP
 }
 
 # rxe_sync_has NAME: NAME is in the sync folder.  A glob reads the folder
@@ -682,11 +716,13 @@ rxe_no_lgrs() {
 #                         allow, needs one); $SMCNL, $SMCPRELOAD; under
 #                         stock-rxefix, dies unless the loaded rdma_rxe is
 #                         the patched one ($RXE_RXE_KO, vm-run); on 6.1,
-#                         the link and rxe0 on one pnetid (smcnl pnet add)
+#                         the link and rxe0 on one pnetid (smcnl pnet add),
+#                         and with two links the second and rxe1 on it too
 #   ksmc CMD...           CMD with its TCP sockets as kernel SMC sockets
 #                         (LD_PRELOAD tests/tools/smcpreload.so)
 #   ksmc_stat NAME        a counter of the kernel's SMC statistics (smcnl)
-#   rxe_hwc NAME          a counter of rxe0's port (sent_pkts, rcvd_pkts)
+#   rxe_hwc NAME [DEV]    a counter of rxe0's port (sent_pkts, rcvd_pkts),
+#                         or DEV's
 #   rxe_active_mtu        rxe0's active RoCE MTU in bytes
 #   tcp_out_segs          the TCP segments this host sent (/proc/net/snmp)
 # Daemons with kernel peers (340, 350 and ksmc61.rxe's), after
@@ -872,6 +908,13 @@ ksmc_setup() {
 	6.1.*)
 		"$SMCNL" pnet add RXELAB "$RXE_LINK_IF" "$RXE_DEV0" 1 ||
 			rxe_die "cannot put $RXE_LINK_IF and $RXE_DEV0 on pnetid RXELAB"
+		# the second link's on the same one: SMC takes an alternate
+		# device for ADD_LINK only on the group's pnetid
+		# (smc_pnet.c, _smc_pnet_find_roce_by_pnetid)
+		if [ -n "${RXE_LINK2_IF:-}" ]; then
+			"$SMCNL" pnet add RXELAB "$RXE_LINK2_IF" "$RXE_DEV1" 1 ||
+				rxe_die "cannot put $RXE_LINK2_IF and $RXE_DEV1 on pnetid RXELAB"
+		fi
 		;;
 	esac
 	"$SMCNL" ueid add "$RXE_KSMC_UEID" ||
@@ -1018,7 +1061,7 @@ redis_bench() {
 }
 
 rxe_hwc() {
-	cat "/sys/class/infiniband/$RXE_DEV0/ports/1/hw_counters/$1"
+	cat "/sys/class/infiniband/${2:-$RXE_DEV0}/ports/1/hw_counters/$1"
 }
 
 rxe_active_mtu() {

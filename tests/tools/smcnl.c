@@ -23,6 +23,15 @@
  *                  (rxe in 6.1), and falls back to TCP; 6.12 asks the
  *                  RDMA core instead and needs none (tests/rxe/lib.sh,
  *                  ksmc_setup)
+ *   links          the SMC-R link groups and their usable links
+ *                  (SMC_NETLINK_GET_LINK_SMCR, which dumps each group
+ *                  followed by its links), one line each:
+ *                    lgr ID role ROLE type TYPE conns N pnetid P
+ *                    link ID-OF-ITS-GROUP id N dev IBDEV port N
+ *                         state STATE conns N
+ *                  (TYPE: NONE, SINGLE, SYMMETRIC, ASYM_PEER,
+ *                  ASYM_LOCAL; STATE: ACTIVATING, ACTIVE, ...); the
+ *                  two-link lab's 315 counts links per RDMA device
  *
  * The kernel's EID format (net/smc/smc_clc.c): exactly 32 characters of
  * A-Z, 0-9, '.' and '-', the first a letter or digit, blank padded, sent
@@ -100,6 +109,7 @@ static void __attribute__((noreturn)) usage(FILE *f, int status)
 	      "ueid list\n"
 	      "       smcnl stats [NAME]\n"
 	      "       smcnl pnet add PNETID ETH IBDEV [PORT]\n"
+	      "       smcnl links\n"
 	      "       smcnl --help\n"
 	      "\n"
 	      "The Linux kernel's SMC generic netlink family "
@@ -126,6 +136,11 @@ static void __attribute__((noreturn)) usage(FILE *f, int status)
 	      "in the pnet\n"
 	      "                table (SMC_PNETID family; 1 to 16 of A-Z "
 	      "0-9)\n"
+	      "  links         the SMC-R link groups and their links, a line "
+	      "each:\n"
+	      "                lgr ID role ROLE type TYPE conns N pnetid P\n"
+	      "                link LGRID id N dev IBDEV port N state STATE "
+	      "conns N\n"
 	      "Adding and removing EIDs and pnet entries needs "
 	      "CAP_NET_ADMIN; reading does\nnot.\n"
 	      "exit: 0 done, 1 the kernel refused or the family is missing, "
@@ -490,6 +505,124 @@ stats_cmd(struct nl *nl, const char *name)
 	return 0;
 }
 
+/* --- link groups and links ----------------------------------------- */
+
+static uint32_t
+nla_u32(const struct nlattr *a)
+{
+	uint32_t v = 0;
+
+	if (a != NULL && nla_payload(a) >= sizeof(v))
+		memcpy(&v, nla_data(a), sizeof(v));
+	return v;
+}
+
+static uint8_t
+nla_u8(const struct nlattr *a)
+{
+	return a != NULL && nla_payload(a) >= 1 ? *(uint8_t *)nla_data(a) : 0;
+}
+
+/* A string attribute, printable ("-" when missing or empty). */
+static const char *
+nla_str(const struct nlattr *a, char *buf, size_t size)
+{
+	size_t n, i;
+
+	if (a == NULL || nla_payload(a) == 0)
+		return "-";
+	n = nla_payload(a) < size - 1 ? nla_payload(a) : size - 1;
+	memcpy(buf, nla_data(a), n);
+	buf[n] = '\0';
+	for (i = 0; buf[i] != '\0'; i++)
+		if (buf[i] <= ' ' || buf[i] > '~')
+			buf[i] = '_';
+	return i == 0 ? "-" : buf;
+}
+
+/* net/smc/smc_core.h: enum smc_lgr_type and enum smc_link_state */
+static const char *const lgr_types[] = {"NONE", "SINGLE", "SYMMETRIC",
+					"ASYM_PEER", "ASYM_LOCAL"};
+static const char *const link_states[] = {"UNUSED", "INACTIVE", "ACTIVATING",
+					  "ACTIVE"};
+
+/* id's bytes in memory order, as hex, in buf (at least 9 bytes) */
+static const char *
+lgr_hex(uint32_t id, char *buf)
+{
+	unsigned char b[4];
+
+	memcpy(b, &id, sizeof(b));
+	snprintf(buf, 9, "%02x%02x%02x%02x", b[0], b[1], b[2], b[3]);
+	return buf;
+}
+
+static void
+links_cb(struct nlmsghdr *h, void *arg)
+{
+	struct nlattr *tb[SMC_GEN_MAX + 1];
+	struct genlmsghdr *g = NLMSG_DATA(h);
+	uint32_t *lgr_id = arg;
+	char s[64];
+
+	nla_parse(tb, SMC_GEN_MAX, (char *)g + GENL_HDRLEN,
+		  h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN);
+	if (tb[SMC_GEN_LGR_SMCR] != NULL) {
+		struct nlattr *l[SMC_NLA_LGR_R_MAX + 1];
+		uint8_t type;
+
+		nla_parse(l, SMC_NLA_LGR_R_MAX, nla_data(tb[SMC_GEN_LGR_SMCR]),
+			  nla_payload(tb[SMC_GEN_LGR_SMCR]));
+		/* the kernel's four id bytes as a u32: printed in their
+		 * order, as its log prints them ("SMC-R lg 00010000") */
+		*lgr_id = nla_u32(l[SMC_NLA_LGR_R_ID]);
+		type = nla_u8(l[SMC_NLA_LGR_R_TYPE]);
+		printf("lgr %s role %s type ", lgr_hex(*lgr_id, s),
+		       nla_u8(l[SMC_NLA_LGR_R_ROLE]) ? "server" : "client");
+		if (type < sizeof(lgr_types) / sizeof(lgr_types[0]))
+			printf("%s", lgr_types[type]);
+		else
+			printf("%u", type);
+		printf(" conns %" PRIu32 " pnetid %s\n",
+		       nla_u32(l[SMC_NLA_LGR_R_CONNS_NUM]),
+		       nla_str(l[SMC_NLA_LGR_R_PNETID], s, sizeof(s)));
+	}
+	if (tb[SMC_GEN_LINK_SMCR] != NULL) {
+		struct nlattr *k[SMC_NLA_LINK_MAX + 1];
+		uint32_t state;
+
+		nla_parse(k, SMC_NLA_LINK_MAX, nla_data(tb[SMC_GEN_LINK_SMCR]),
+			  nla_payload(tb[SMC_GEN_LINK_SMCR]));
+		state = nla_u32(k[SMC_NLA_LINK_STATE]);
+		printf("link %s id %u dev ", lgr_hex(*lgr_id, s),
+		       nla_u8(k[SMC_NLA_LINK_ID]));
+		printf("%s port %u state ",
+		       nla_str(k[SMC_NLA_LINK_IB_DEV], s, sizeof(s)),
+		       nla_u8(k[SMC_NLA_LINK_IB_PORT]));
+		if (state < sizeof(link_states) / sizeof(link_states[0]))
+			printf("%s", link_states[state]);
+		else
+			printf("%" PRIu32, state);
+		printf(" conns %" PRIu32 "\n",
+		       nla_u32(k[SMC_NLA_LINK_CONN_CNT]));
+	}
+}
+
+static int
+links_cmd(struct nl *nl)
+{
+	char buf[256];
+	struct nlmsghdr *h;
+	uint32_t lgr_id = 0;
+	int rc;
+
+	h = genl_msg(buf, nl->family, SMC_NETLINK_GET_LINK_SMCR, NLM_F_DUMP);
+	rc = nl_send(nl, h);
+	if (rc == 0)
+		rc = nl_recv(nl, links_cb, &lgr_id);
+	return rc;
+}
+
 /* --- pnet table -------------------------------------------------------- */
 
 /* pnet add PNETID ETH IBDEV PORT: 0 or a negative errno. */
@@ -536,6 +669,8 @@ main(int argc, char **argv)
 	else if ((argc == 6 || argc == 7) && strcmp(argv[1], "pnet") == 0 &&
 		 strcmp(argv[2], "add") == 0)
 		what = "pnet";
+	else if (argc == 2 && strcmp(argv[1], "links") == 0)
+		what = "links";
 	else
 		usage(stderr, 2);
 	if (strcmp(what, "pnet") == 0) {
@@ -581,6 +716,8 @@ main(int argc, char **argv)
 		die("netlink: %s", strerror(-rc));
 	if (strcmp(what, "ueid") == 0)
 		rc = ueid_cmd(&nl, argv[2], argc == 4 ? argv[3] : NULL);
+	else if (strcmp(what, "links") == 0)
+		rc = links_cmd(&nl);
 	else
 		rc = stats_cmd(&nl, argc == 3 ? argv[2] : NULL);
 	close(nl.fd);

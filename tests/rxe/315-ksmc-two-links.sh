@@ -1,0 +1,216 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Two hosts with two links (ksmc2.rxe: vm-run -2 with RXE_LINKS=2, rxe0
+# on eth0, rxe1 on eth1; Linux 6.12): Linux's own SMC-R link group gets
+# its second link and fails over to it, with no daemon of ours (the lab
+# for smcproxyd's second link with kernel peers).  xfer under
+# smcpreload.so on both hosts, as 310.
+#   1. a short transfer makes the link group (a client, b server); b's
+#      kernel adds the second link (ADD_LINK): on each host the group has
+#      two ACTIVE links, one on rxe0 and one on rxe1 (smcnl links), and
+#      is SYMMETRIC;
+#   2. N connections x SIZE both ways on that group, spread over both
+#      links (a's kernel, mid-transfer); when about a fifth has crossed,
+#      b takes eth0 down (rxe0's port goes down with it):
+#      every byte still verifies, both kernels count N SMC-Rv2
+#      connections and no fallback, the group ends with one link, on
+#      rxe1, on each host; after the down rxe0 received next to nothing
+#      and rxe1 carried the rest (rxe0 + rxe1 received at least 95 % of
+#      bytes/MTU each way);
+#   3. b takes eth0 up again: the group gets its link on rxe0 back
+#      (ADD_LINK again), two links on each host.
+. "$(dirname "$0")/lib.sh"
+
+rxe_host_setup
+rxe_pair_tools
+ksmc_setup
+
+PORT=16530
+N=8
+SIZE=16777216
+fail=0
+
+[ -n "${RXE_LINK2_IF:-}" ] && [ -e "/sys/class/infiniband/$RXE_DEV1" ] ||
+	rxe_die "no second link: run with RXE_LINKS=2 (ksmc2.rxe)"
+mtu=$(rxe_active_mtu)
+[ -n "$mtu" ] || rxe_die "no active_mtu for $RXE_DEV0"
+# each host sends N x SIZE and receives as much, in packets of one MTU
+want=$((N * SIZE / mtu))
+echo "# Linux $(uname -r), RoCE MTU $mtu; $RXE_HOST: $RXE_DEV0 on $RXE_LINK_IF ($RXE_LINK_IP), $RXE_DEV1 on $RXE_LINK2_IF ($RXE_LINK2_IP)"
+ip -4 addr show dev "$RXE_LINK2_IF" | sed -n 's/^ *inet /# eth1: inet /p'
+ip -4 route | sed 's/^/# route: /'
+
+# rcvd: rxe0's and rxe1's received packets, "R0 R1"
+rcvd() {
+	echo "$(rxe_hwc rcvd_pkts) $(rxe_hwc rcvd_pkts "$RXE_DEV1")"
+}
+
+# links_now NAME: this kernel's groups and links, into $RXE_OUT/NAME.txt
+links_now() {
+	"$SMCNL" links >"$RXE_OUT/links-$1.txt" 2>&1
+}
+
+# two_links [NAME]: the one group here has two ACTIVE links, on rxe0 and
+# rxe1 (the kernel's view in $RXE_OUT/links-NAME.txt, default two)
+two_links() {
+	_n=${1:-two}
+	links_now "$_n" &&
+		[ "$(grep -c '^lgr ' "$RXE_OUT/links-$_n.txt")" = 1 ] &&
+		awk -v d0="$RXE_DEV0" -v d1="$RXE_DEV1" '
+		$1 == "link" && $10 == "ACTIVE" && $6 == d0 { a++ }
+		$1 == "link" && $10 == "ACTIVE" && $6 == d1 { b++ }
+		$1 == "link" { n++ }
+		END { exit !(n == 2 && a == 1 && b == 1) }' "$RXE_OUT/links-$_n.txt"
+}
+
+# two_links_again: two_links after the failover
+two_links_again() {
+	two_links again
+}
+
+# one_link: the group has one link, ACTIVE, on rxe1
+one_link() {
+	links_now one &&
+		[ "$(grep -c '^lgr ' "$RXE_OUT/links-one.txt")" = 1 ] &&
+		awk -v d1="$RXE_DEV1" '
+		$1 == "link" && $10 == "ACTIVE" && $6 == d1 { b++ }
+		$1 == "link" { n++ }
+		END { exit !(n == 1 && b == 1) }' "$RXE_OUT/links-one.txt"
+}
+
+# expect_links WHAT NAME CMD: CMD within 60 s; shows the kernel's view
+# that CMD left in $RXE_OUT/links-NAME.txt
+expect_links() {
+	if rxe_wait 60 "$3"; then
+		ok "$RXE_HOST's kernel: $1"
+	else
+		bad "$RXE_HOST's kernel: not $1"
+	fi
+	sed "s/^/# $RXE_HOST: /" "$RXE_OUT/links-$2.txt"
+}
+
+# proof ROLE SUCC0 FB0 R_BEFORE R_DOWN R_END: the SMC-R proof of part 2
+proof() {
+	_s=$(($(ksmc_stat "$1_v2_succ") - $2))
+	_f=$(($(ksmc_stat "fback_$1") - $3))
+	if [ "$_s" = "$N" ] && [ "$_f" = 0 ]; then
+		ok "$RXE_HOST's kernel counts $N SMC-Rv2 $1 connections, no fallback"
+	else
+		bad "$RXE_HOST's kernel: $1_v2_succ +$_s (want $N), fback_$1 +$_f (want 0)"
+	fi
+	# shellcheck disable=SC2086 # three snapshots of two numbers each
+	set -- $4 $5 $6
+	_r0=$(($5 - $1)) _r1=$(($6 - $2))
+	_d0=$(($5 - $3)) _d1=$(($6 - $4))
+	echo "# $RXE_HOST: received on rxe0 +$_r0, rxe1 +$_r1 in all; after the down rxe0 +$_d0, rxe1 +$_d1 (bytes/MTU: $want)"
+	if [ $((_r0 + _r1)) -ge $((want * 95 / 100)) ]; then
+		ok "$RXE_HOST: rxe0 + rxe1 received $((_r0 + _r1)) packets, about bytes/MTU ($want)"
+	else
+		bad "$RXE_HOST: rxe0 + rxe1 received $((_r0 + _r1)) packets; bytes/MTU is $want"
+	fi
+	if [ "$_d0" -lt 200 ] && [ "$_d1" -ge $((want / 10)) ]; then
+		ok "$RXE_HOST: after eth0 went down rxe1 carried the rest (+$_d1 received), rxe0 +$_d0"
+	else
+		bad "$RXE_HOST: after eth0 went down rxe0 +$_d0 (want < 200), rxe1 +$_d1 (want >= $((want / 10)))"
+	fi
+}
+
+listening() {
+	ss -ltn | grep -q ":$PORT "
+}
+
+if [ "$RXE_HOST" = b ]; then
+	ksmc "$XFER" server -q -l "$RXE_LINK_IP:$PORT" \
+		>"$RXE_OUT/xfer-server.log" 2>&1 &
+	server=$!
+	rxe_wait 20 listening || rxe_die "the SMC xfer server did not listen"
+	rxe_signal b-ready
+	rxe_await group 120 || rxe_die "a made no link group"
+	expect_links "a link group with two links, one on $RXE_DEV0, one on $RXE_DEV1" \
+		two two_links
+	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.txt" ||
+		bad "$RXE_HOST's group is not SYMMETRIC"
+	s0=$(ksmc_stat srv_v2_succ) f0=$(ksmc_stat fback_srv) r_before=$(rcvd)
+	rxe_signal b-ready2
+	rxe_await started 180 || rxe_die "a's transfer did not start"
+	ip link set "$RXE_LINK_IF" down || bad "cannot take $RXE_LINK_IF down"
+	r_down=$(rcvd)
+	echo "# b: $RXE_LINK_IF down at $(rxe_now) s"
+	rxe_signal down
+	rxe_await moved 300 || bad "a's transfer did not end"
+	proof srv "$s0" "$f0" "$r_before" "$r_down" "$(rcvd)"
+	expect_links "one link left, on $RXE_DEV1" one one_link
+	ip link set "$RXE_LINK_IF" up || bad "cannot take $RXE_LINK_IF up again"
+	echo "# b: $RXE_LINK_IF up at $(rxe_now) s"
+	rxe_signal up
+	expect_links "two links again after $RXE_LINK_IF came back up, one on $RXE_DEV0, one on $RXE_DEV1" \
+		again two_links_again
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+else
+	rxe_await b-ready 120 || rxe_die "b did not start its server"
+	if ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n 2 -b 256K -T 120 \
+		>"$RXE_OUT/xfer-first.out" 2>&1; then
+		ok "kernel SMC-R: first contact, 2 connections x 256 KiB both ways verified"
+	else
+		bad "kernel SMC-R first transfer: $(tail -3 "$RXE_OUT/xfer-first.out")"
+	fi
+	rxe_signal group
+	expect_links "a link group with two links, one on $RXE_DEV0, one on $RXE_DEV1" \
+		two two_links
+	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.txt" ||
+		bad "$RXE_HOST's group is not SYMMETRIC"
+	rxe_await b-ready2 120 || rxe_die "b is not ready for the transfer"
+	s0=$(ksmc_stat clnt_v2_succ) f0=$(ksmc_stat fback_clnt) r_before=$(rcvd)
+	t0=$(rxe_now)
+	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b $SIZE -T 240 \
+		>"$RXE_OUT/xfer.out" 2>&1 &
+	xpid=$!
+	# about a fifth of it received: well under way
+	underway() {
+		# shellcheck disable=SC2046,SC2086 # rcvd's two numbers, twice
+		set -- $r_before $(rcvd)
+		[ $(($3 - $1 + $4 - $2)) -ge $((want / 5)) ] || ! rxe_alive "$xpid"
+	}
+	rxe_wait 180 underway || bad "a's transfer did not get under way"
+	rxe_alive "$xpid" || bad "the transfer ended before eth0 went down (make it bigger)"
+	echo "# a: a fifth received after $(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }') s"
+	# the connections on the two links, mid-transfer
+	links_now mid
+	sed "s/^/# a, mid-transfer: /" "$RXE_OUT/links-mid.txt"
+	if awk -v d0="$RXE_DEV0" -v d1="$RXE_DEV1" '
+		$1 == "link" && $6 == d0 && $12 > 0 { a = 1 }
+		$1 == "link" && $6 == d1 && $12 > 0 { b = 1 }
+		END { exit !(a && b) }' "$RXE_OUT/links-mid.txt"; then
+		ok "mid-transfer both links carry connections"
+	else
+		bad "mid-transfer not both links carry connections"
+	fi
+	rxe_signal started
+	rxe_await down 60 || bad "b did not take $RXE_LINK_IF down"
+	r_down=$(rcvd)
+	if rxe_alive "$xpid"; then
+		ok "the transfer was still running when b's $RXE_LINK_IF went down"
+	else
+		bad "the transfer had ended when b's $RXE_LINK_IF went down"
+	fi
+	if wait "$xpid"; then
+		ok "kernel SMC-R: $N connections x $((SIZE / 1048576)) MiB both ways verified across the failover"
+	else
+		bad "kernel SMC-R transfer: $(tail -3 "$RXE_OUT/xfer.out")"
+	fi
+	awk -v a="$t0" -v b="$(rxe_now)" \
+		'BEGIN { printf "# %d x %d MiB both ways in %.1f s\n", '$N', '$((SIZE / 1048576))', b - a }'
+	r_end=$(rcvd)
+	rxe_signal moved
+	proof clnt "$s0" "$f0" "$r_before" "$r_down" "$r_end"
+	expect_links "one link left, on $RXE_DEV1" one one_link
+	rxe_await up 120 || bad "b did not take $RXE_LINK_IF up again"
+	expect_links "two links again after b's $RXE_LINK_IF came back up, one on $RXE_DEV0, one on $RXE_DEV1" \
+		again two_links_again
+fi
+"$SMCNL" stats >"$RXE_OUT/smc-stats.log" 2>&1
+dmesg | grep -i -E 'smc|rxe' >"$RXE_OUT/dmesg.log" 2>&1
+rxe_barrier end-ksmc2 120 || bad "the hosts are out of step at the end"
+exit $fail
