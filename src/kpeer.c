@@ -418,8 +418,11 @@ kpeer_rdma_confirmed(struct session *s)
 	struct sclc_accept_info c;
 	uint32_t code = 0;
 
+	/* a first contact's GID is the client's address; a joining one's
+	 * is that of its link our ACCEPT named (session_rdma_std_confirm) */
 	if (sclc_confirm_decode(hs->buf, hs->len, &c, &code) != 0 ||
-	    c.first_contact != hs->first || !kpeer_gid_of(c.gid, &s->addr[0])) {
+	    c.first_contact != hs->first ||
+	    (hs->first && !kpeer_gid_of(c.gid, &s->addr[0]))) {
 		kpeer_malformed(s, "a CONFIRM we cannot take");
 		return;
 	}
@@ -427,6 +430,10 @@ kpeer_rdma_confirmed(struct session *s)
 	STATS_INC(worker_stats(s->w), smc_confirms);
 	session_want(s, 0, EV_READ, false);
 	code = session_rdma_std_confirm(s, &peer);
+	if (code == CLC_DECL_SYNCERR) {
+		kpeer_malformed(s, "a CONFIRM from another link than ours");
+		return;
+	}
 	if (code != 0) {
 		session_close(s, SESSION_LINK_FAILED);
 		return;

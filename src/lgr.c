@@ -1611,6 +1611,15 @@ lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
 	lgr_std_system_id(link->lgr->ctx, sysid);
 }
 
+/* Whether link's peer is the QP qpn with GID gid. */
+bool
+lgr_link_peer_is(const struct lgr_link *link, const uint8_t gid[16],
+		 uint32_t qpn)
+{
+	return link != NULL && link->peer.qpn == qpn &&
+	       memcmp(link->peer.gid, gid, sizeof(link->peer.gid)) == 0;
+}
+
 /* Links the group may have (negotiated). */
 uint8_t
 lgr_max_links(const struct lgr *lgr)

@@ -346,7 +346,12 @@ session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
 	sr->peer_rmb.vaddr = peer->rmb_vaddr;
 	sr->peer_rmb.size = clc_rmbe_bytes(peer->rmbe_size);
 	if (lgr_is_active(sr->lc.lgr))
-		return 0; /* joined: session_rdma_std_start now */
+		/* joined: session_rdma_std_start now, on the link whose peer
+		 * QP that is (a client joins on the link our ACCEPT named) */
+		return lgr_link_peer_is(sr->lc.link, peer->qp.gid,
+					peer->qp.qpn) ?
+			       0 :
+			       CLC_DECL_SYNCERR;
 	return lgr_std_peer(sr->lc.lgr, &peer->qp);
 }
 

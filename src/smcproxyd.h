@@ -1176,6 +1176,8 @@ struct dev_qp_addr;
 void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
 		   uint8_t sysid[8]);
 uint8_t lgr_max_links(const struct lgr *lgr);
+bool lgr_link_peer_is(const struct lgr_link *link, const uint8_t gid[16],
+		      uint32_t qpn);
 int lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
 		      uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out);
 uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);

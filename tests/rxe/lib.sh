@@ -921,6 +921,53 @@ ksmc_setup() {
 		rxe_die "cannot set the user EID $RXE_KSMC_UEID"
 }
 
+# rxe_rcvd2: rxe0's and rxe1's received packets (two links), "R0 R1"
+rxe_rcvd2() {
+	echo "$(rxe_hwc rcvd_pkts) $(rxe_hwc rcvd_pkts "$RXE_DEV1")"
+}
+
+# rxe_expect WHAT CMD...: CMD succeeds within 60 s (ok WHAT), else bad
+rxe_expect() {
+	_what=$1
+	shift
+	if rxe_wait 60 "$@"; then
+		ok "$_what"
+	else
+		bad "not $_what"
+	fi
+}
+
+# ksmc_kernel_links NAME N0 N1: this host's kernel has one SMC-R link
+# group, with N0 active links on rxe0 and N1 on rxe1 and no other (its
+# view in $RXE_OUT/links-NAME.log, smcnl links)
+ksmc_kernel_links() {
+	"$SMCNL" links >"$RXE_OUT/links-$1.log" 2>&1 &&
+		[ "$(grep -c '^lgr ' "$RXE_OUT/links-$1.log")" = 1 ] &&
+		awk -v d0="$RXE_DEV0" -v d1="$RXE_DEV1" -v w0="$2" -v w1="$3" '
+		$1 == "link" && $10 == "ACTIVE" && $6 == d0 { a++ }
+		$1 == "link" && $10 == "ACTIVE" && $6 == d1 { b++ }
+		$1 == "link" { n++ }
+		END { exit !(n == w0 + w1 && a + 0 == w0 && b + 0 == w1) }' \
+			"$RXE_OUT/links-$1.log"
+}
+
+# ksmc_daemon_links HOST NAME N0 N1: the same of daemon HOST's active
+# links (show links, in $RXE_OUT/HOST-links-NAME.log)
+ksmc_daemon_links() {
+	"$CTL" -s "$R/$1.sock" -j show links >"$RXE_OUT/$1-links-$2.log" \
+		2>"$RXE_OUT/$1-links-$2.err" &&
+		python3 - "$RXE_OUT/$1-links-$2.log" "$RXE_DEV0" "$RXE_DEV1" \
+			"$3" "$4" <<'PY'
+import json, sys
+links = json.load(open(sys.argv[1])).get("data", {}).get("links", [])
+act = [l for l in links if l.get("state") == "active"]
+d0 = sum(1 for l in act if l.get("device") == sys.argv[2])
+d1 = sum(1 for l in act if l.get("device") == sys.argv[3])
+w0, w1 = int(sys.argv[4]), int(sys.argv[5])
+sys.exit(0 if (d0, d1, len(act)) == (w0, w1, w0 + w1) else 1)
+PY
+}
+
 ksmc_cgroup2() {
 	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 		mount -t cgroup2 none /sys/fs/cgroup ||
