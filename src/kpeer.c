@@ -70,7 +70,7 @@ struct kpeer_hs {
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
-	uint8_t max_links; /* release 1: what it proposed; else 2 */
+	uint8_t max_links;	/* release 1: what it proposed; else 2 */
 	struct addr local;	/* our end, on the device we answer from */
 	uint64_t group_wait_ms; /* until then: wait for a group on its way */
 	bool group_waiting;	/* the timer is that wait's */

@@ -2373,9 +2373,8 @@ lgr_std_add_link_rkeys(struct lgr_link *via, struct lgr_link *added,
 	int i, n = 0;
 
 	for (i = 0; i < v->num_rkeys; i++)
-		if (rtoken_set(&lgr->rtokens, via->id, v->rt[i].rkey,
-			       added->id, v->rt[i].rkey_new,
-			       v->rt[i].vaddr_new) == 0)
+		if (rtoken_set(&lgr->rtokens, via->id, v->rt[i].rkey, added->id,
+			       v->rt[i].rkey_new, v->rt[i].vaddr_new) == 0)
 			n++;
 	log_debug("lgr %u link %u: the peer's rkeys for it: %d of %u", lgr->id,
 		  added->id, n, v->num_rkeys);

@@ -225,8 +225,8 @@ session_rdma_std_pending(struct session *s,
 							    LGR_ROLE_SERVER;
 
 	return srw != NULL &&
-	       lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-			    want->qpn, NULL) == NULL &&
+	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
+			    NULL) == NULL &&
 	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid);
 }
 

@@ -506,7 +506,8 @@ START_TEST(std_groups_both_roles)
 	/* a later connection joins: the server by system id and GID, the
 	 * client by the QP the server's ACCEPT names */
 	ck_assert_ptr_eq(
-		lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0, NULL), lb);
+		lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0, NULL),
+		lb);
 	ck_assert_ptr_eq(
 		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn, &on),
 		la);
