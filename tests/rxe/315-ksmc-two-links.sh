@@ -41,53 +41,11 @@ echo "# Linux $(uname -r), RoCE MTU $mtu; $RXE_HOST: $RXE_DEV0 on $RXE_LINK_IF (
 ip -4 addr show dev "$RXE_LINK2_IF" | sed -n 's/^ *inet /# eth1: inet /p'
 ip -4 route | sed 's/^/# route: /'
 
-# rcvd: rxe0's and rxe1's received packets, "R0 R1"
-rcvd() {
-	echo "$(rxe_hwc rcvd_pkts) $(rxe_hwc rcvd_pkts "$RXE_DEV1")"
-}
-
-# links_now NAME: this kernel's groups and links, into $RXE_OUT/NAME.txt
-links_now() {
-	"$SMCNL" links >"$RXE_OUT/links-$1.txt" 2>&1
-}
-
-# two_links [NAME]: the one group here has two ACTIVE links, on rxe0 and
-# rxe1 (the kernel's view in $RXE_OUT/links-NAME.txt, default two)
-two_links() {
-	_n=${1:-two}
-	links_now "$_n" &&
-		[ "$(grep -c '^lgr ' "$RXE_OUT/links-$_n.txt")" = 1 ] &&
-		awk -v d0="$RXE_DEV0" -v d1="$RXE_DEV1" '
-		$1 == "link" && $10 == "ACTIVE" && $6 == d0 { a++ }
-		$1 == "link" && $10 == "ACTIVE" && $6 == d1 { b++ }
-		$1 == "link" { n++ }
-		END { exit !(n == 2 && a == 1 && b == 1) }' "$RXE_OUT/links-$_n.txt"
-}
-
-# two_links_again: two_links after the failover
-two_links_again() {
-	two_links again
-}
-
-# one_link: the group has one link, ACTIVE, on rxe1
-one_link() {
-	links_now one &&
-		[ "$(grep -c '^lgr ' "$RXE_OUT/links-one.txt")" = 1 ] &&
-		awk -v d1="$RXE_DEV1" '
-		$1 == "link" && $10 == "ACTIVE" && $6 == d1 { b++ }
-		$1 == "link" { n++ }
-		END { exit !(n == 1 && b == 1) }' "$RXE_OUT/links-one.txt"
-}
-
-# expect_links WHAT NAME CMD: CMD within 60 s; shows the kernel's view
-# that CMD left in $RXE_OUT/links-NAME.txt
+# expect_links WHAT NAME N0 N1: within 60 s this kernel's group has N0
+# active links on rxe0 and N1 on rxe1 (ksmc_kernel_links); its view shown
 expect_links() {
-	if rxe_wait 60 "$3"; then
-		ok "$RXE_HOST's kernel: $1"
-	else
-		bad "$RXE_HOST's kernel: not $1"
-	fi
-	sed "s/^/# $RXE_HOST: /" "$RXE_OUT/links-$2.txt"
+	rxe_expect "$RXE_HOST's kernel: $1" ksmc_kernel_links "$2" "$3" "$4"
+	sed "s/^/# $RXE_HOST: /" "$RXE_OUT/links-$2.log"
 }
 
 # proof ROLE SUCC0 FB0 R_BEFORE R_DOWN R_END: the SMC-R proof of part 2
@@ -128,24 +86,24 @@ if [ "$RXE_HOST" = b ]; then
 	rxe_signal b-ready
 	rxe_await group 120 || rxe_die "a made no link group"
 	expect_links "a link group with two links, one on $RXE_DEV0, one on $RXE_DEV1" \
-		two two_links
-	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.txt" ||
+		two 1 1
+	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.log" ||
 		bad "$RXE_HOST's group is not SYMMETRIC"
-	s0=$(ksmc_stat srv_v2_succ) f0=$(ksmc_stat fback_srv) r_before=$(rcvd)
+	s0=$(ksmc_stat srv_v2_succ) f0=$(ksmc_stat fback_srv) r_before=$(rxe_rcvd2)
 	rxe_signal b-ready2
 	rxe_await started 180 || rxe_die "a's transfer did not start"
 	ip link set "$RXE_LINK_IF" down || bad "cannot take $RXE_LINK_IF down"
-	r_down=$(rcvd)
+	r_down=$(rxe_rcvd2)
 	echo "# b: $RXE_LINK_IF down at $(rxe_now) s"
 	rxe_signal down
 	rxe_await moved 300 || bad "a's transfer did not end"
-	proof srv "$s0" "$f0" "$r_before" "$r_down" "$(rcvd)"
-	expect_links "one link left, on $RXE_DEV1" one one_link
+	proof srv "$s0" "$f0" "$r_before" "$r_down" "$(rxe_rcvd2)"
+	expect_links "one link left, on $RXE_DEV1" one 0 1
 	ip link set "$RXE_LINK_IF" up || bad "cannot take $RXE_LINK_IF up again"
 	echo "# b: $RXE_LINK_IF up at $(rxe_now) s"
 	rxe_signal up
 	expect_links "two links again after $RXE_LINK_IF came back up, one on $RXE_DEV0, one on $RXE_DEV1" \
-		again two_links_again
+		again 1 1
 	kill "$server" 2>/dev/null
 	wait "$server" 2>/dev/null
 else
@@ -158,11 +116,11 @@ else
 	fi
 	rxe_signal group
 	expect_links "a link group with two links, one on $RXE_DEV0, one on $RXE_DEV1" \
-		two two_links
-	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.txt" ||
+		two 1 1
+	grep -q '^lgr .* type SYMMETRIC ' "$RXE_OUT/links-two.log" ||
 		bad "$RXE_HOST's group is not SYMMETRIC"
 	rxe_await b-ready2 120 || rxe_die "b is not ready for the transfer"
-	s0=$(ksmc_stat clnt_v2_succ) f0=$(ksmc_stat fback_clnt) r_before=$(rcvd)
+	s0=$(ksmc_stat clnt_v2_succ) f0=$(ksmc_stat fback_clnt) r_before=$(rxe_rcvd2)
 	t0=$(rxe_now)
 	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b $SIZE -T 240 \
 		>"$RXE_OUT/xfer.out" 2>&1 &
@@ -170,26 +128,17 @@ else
 	# about a fifth of it received: well under way
 	underway() {
 		# shellcheck disable=SC2046,SC2086 # rcvd's two numbers, twice
-		set -- $r_before $(rcvd)
+		set -- $r_before $(rxe_rcvd2)
 		[ $(($3 - $1 + $4 - $2)) -ge $((want / 5)) ] || ! rxe_alive "$xpid"
 	}
 	rxe_wait 180 underway || bad "a's transfer did not get under way"
 	rxe_alive "$xpid" || bad "the transfer ended before eth0 went down (make it bigger)"
 	echo "# a: a fifth received after $(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }') s"
 	# the connections on the two links, mid-transfer
-	links_now mid
-	sed "s/^/# a, mid-transfer: /" "$RXE_OUT/links-mid.txt"
-	if awk -v d0="$RXE_DEV0" -v d1="$RXE_DEV1" '
-		$1 == "link" && $6 == d0 && $12 > 0 { a = 1 }
-		$1 == "link" && $6 == d1 && $12 > 0 { b = 1 }
-		END { exit !(a && b) }' "$RXE_OUT/links-mid.txt"; then
-		ok "mid-transfer both links carry connections"
-	else
-		bad "mid-transfer not both links carry connections"
-	fi
+	ksmc_links_busy a
 	rxe_signal started
 	rxe_await down 60 || bad "b did not take $RXE_LINK_IF down"
-	r_down=$(rcvd)
+	r_down=$(rxe_rcvd2)
 	if rxe_alive "$xpid"; then
 		ok "the transfer was still running when b's $RXE_LINK_IF went down"
 	else
@@ -202,13 +151,13 @@ else
 	fi
 	awk -v a="$t0" -v b="$(rxe_now)" \
 		'BEGIN { printf "# %d x %d MiB both ways in %.1f s\n", '$N', '$((SIZE / 1048576))', b - a }'
-	r_end=$(rcvd)
+	r_end=$(rxe_rcvd2)
 	rxe_signal moved
 	proof clnt "$s0" "$f0" "$r_before" "$r_down" "$r_end"
-	expect_links "one link left, on $RXE_DEV1" one one_link
+	expect_links "one link left, on $RXE_DEV1" one 0 1
 	rxe_await up 120 || bad "b did not take $RXE_LINK_IF up again"
 	expect_links "two links again after b's $RXE_LINK_IF came back up, one on $RXE_DEV0, one on $RXE_DEV1" \
-		again two_links_again
+		again 1 1
 fi
 "$SMCNL" stats >"$RXE_OUT/smc-stats.log" 2>&1
 dmesg | grep -i -E 'smc|rxe' >"$RXE_OUT/dmesg.log" 2>&1

@@ -433,6 +433,41 @@ post_raw(struct lgr_link *link, const void *msg, size_t len)
 	ck_assert_int_eq(wr_tx_post(link->wr, slot, NULL, 0, NULL, NULL), 0);
 }
 
+/* Both sides with kernel_smc on (the standard dialect), ndev devices. */
+static void
+std_sides(int ndev)
+{
+	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
+	side_init(&A, "a", "b", ndev, NULL, NULL);
+	side_init(&B, "b", "a", ndev, NULL, NULL);
+	side_extra = "";
+}
+
+/*
+ * s's standard group of role with the peer sysid, gid (release, asking
+ * for two links), as kpeer.c makes it, with its first connection c: its
+ * first link's QP and our system id for the CLC in *q and sys.
+ */
+static struct lgr *
+std_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
+	  const uint8_t gid[16], uint8_t release, struct lgr_conn *c,
+	  struct dev_qp_addr *q, uint8_t sys[8])
+{
+	struct addr any;
+	uint32_t decline = 0;
+	struct lgr *l;
+
+	memset(&any, 0, sizeof(any));
+	memset(c, 0, sizeof(*c));
+	l = lgr_std_new(s->ctx, role, sysid, gid, 255, 2, release, &any,
+			&decline);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_int_eq(lgr_conn_add_first(l, c), 0);
+	ck_assert_uint_ne(c->token, 0);
+	lgr_std_local(&l->link[0], q, sys);
+	return l;
+}
+
 /*
  * The standard dialect's groups (kernel SMC-R peers), set up as kpeer.c
  * does once the CLC told each side the other's QP: the server's group
@@ -446,48 +481,31 @@ START_TEST(std_groups_both_roles)
 {
 	struct lgr_conn ca, cb, ca2;
 	struct dev_qp_addr qa, qb;
-	struct addr any;
 	uint8_t sa[8], sb[8], zero[8] = {0};
 	/* the GIDs the CLC gave each (the client's, the server's) */
 	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
 		      gb[16] = {0xfe, 0x80, [15] = 0xb};
 	struct lgr *la, *lb;
 	struct lgr_link *on = NULL;
-	uint32_t decline = 0;
 	json_t *lgrs, *links;
 	struct llc_v2_info *v2;
 	uint8_t raw[LLC_V2_ADD_LINK_LEN(1)];
 	int n;
 
-	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
-	side_init(&A, "a", "b", 1, NULL, NULL);
-	side_init(&B, "b", "a", 1, NULL, NULL);
-	side_extra = "";
-	memset(&any, 0, sizeof(any));
-	memset(&ca, 0, sizeof(ca));
-	memset(&cb, 0, sizeof(cb));
+	std_sides(1);
 	memset(&ca2, 0, sizeof(ca2));
 	/* the client's PROPOSAL (v2 only, as Linux: system id zero) */
 	/* the client is release 0 (Linux 6.1): B offers an ADD_LINK
-	 * without a link once the group is up */
-	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 2, 0, &any,
-			 &decline);
+	 * without a link once the group is up (one device: one link) */
+	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
 	/* on its way: a second PROPOSAL from that client waits for it */
 	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
 	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, gb));
 	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga));
-	ck_assert_ptr_nonnull(lb);
-	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
-	ck_assert_uint_ne(cb.token, 0);
-	lgr_std_local(&lb->link[0], &qb, sb);
 	/* B's ACCEPT: A's group with B, its QP connected, waiting */
-	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 2, 1, &any,
-			 &decline);
-	ck_assert_ptr_nonnull(la);
-	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
+	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 1, &ca, &qa, sa);
 	/* not before the group is active: only at its setup */
 	ck_assert_int_eq(lgr_conn_add_first(la, &ca2), -EINVAL);
-	lgr_std_local(&la->link[0], &qa, sa);
 	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
 	/* A's CONFIRM: B connects and sends CONFIRM_LINK */
 	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
@@ -1007,34 +1025,18 @@ START_TEST(std_second_link)
 	struct lgr_conn ca, cb, c2;
 	struct dev_qp_addr qa, qb;
 	struct lgr_link *ka, *kb, *bad;
-	struct addr any;
 	uint8_t sa[8], sb[8], zero[8] = {0};
 	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
 		      gb[16] = {0xfe, 0x80, [15] = 0xb};
 	struct lgr *la, *lb;
-	uint32_t decline = 0;
 	struct llc_info m;
 
-	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
-	side_init(&A, "a", "b", 2, NULL, NULL);
-	side_init(&B, "b", "a", 2, NULL, NULL);
-	side_extra = "";
-	memset(&any, 0, sizeof(any));
-	memset(&ca, 0, sizeof(ca));
-	memset(&cb, 0, sizeof(cb));
+	std_sides(2);
 	memset(&c2, 0, sizeof(c2));
-	lb = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, ga, 255, 2, 0, &any,
-			 &decline);
-	ck_assert_ptr_nonnull(lb);
+	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
 	ck_assert_uint_eq(lb->max_links, 2);
-	ck_assert_int_eq(lgr_conn_add_first(lb, &cb), 0);
-	lgr_std_local(&lb->link[0], &qb, sb);
-	la = lgr_std_new(A.ctx, LGR_ROLE_CLIENT, sb, gb, 255, 2, 0, &any,
-			 &decline);
-	ck_assert_ptr_nonnull(la);
+	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, &ca, &qa, sa);
 	ck_assert_uint_eq(la->max_links, 2);
-	ck_assert_int_eq(lgr_conn_add_first(la, &ca), 0);
-	lgr_std_local(&la->link[0], &qa, sa);
 	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
 	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
 	ck_assert(run_until(both_two_links, WAIT_MS));
