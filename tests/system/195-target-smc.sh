@@ -94,9 +94,9 @@ for c in "$T/accept-lo.bin:NOSMCRDEV (0x03030002)\$:smc_out_decline_nodev" \
 	wait "$kd_pid" || fail "$file: ksmcdecline: $(cat "$T/kd.log")"
 	untrack "$kd_pid"
 	sed 's/^/  /' "$T/kd.log" >&2
-	grep -q '^PROPOSAL 156 bytes: v1 2, v2 0, release 1, RoCE GID ::ffff:127.0.0.1, max_conns 255, max_links 1, 1 EID(s)$' "$T/kd.log" &&
+	grep -q '^PROPOSAL 156 bytes: v1 2, v2 0, release 1, RoCE GID ::ffff:127.0.0.1, max_conns 255, max_links 2, 1 EID(s)$' "$T/kd.log" &&
 		grep -qx 'EID SMCPROXYD-LAB' "$T/kd.log" ||
-		fail "$file: our PROPOSAL is not what a 6.12 client sends (but for max_links 1)"
+		fail "$file: our PROPOSAL is not what a 6.12 client sends"
 	grep -q "^client DECLINE $want" "$T/kd.log" ||
 		fail "$file: want our DECLINE $want"
 	count "$stat" "$v0" 1
