@@ -1690,11 +1690,11 @@ llc_add_link_none_send(struct lgr_link *link)
 }
 
 /*
- * A kernel server's ADD_LINK: refused as a Linux client refuses one it
- * has no alternate path for (a v2 reject carries no reason: that byte is
- * the length's).  Linux before 6.6 (release 0) always offers a second
- * link after CONFIRM_LINK; we keep one link per group with kernel peers,
- * and its flow then ends at once instead of after 2 s.
+ * A kernel server's ADD_LINK we have no device for (or no room): refused
+ * as a Linux client refuses one it has no alternate path for (a v2
+ * reject carries no reason: that byte is the length's).  Linux before
+ * 6.6 (release 0) always offers a second link after CONFIRM_LINK; its
+ * flow then ends at once instead of after 2 s.
  */
 static void
 llc_rx_std_add_link(struct lgr_link *link)
