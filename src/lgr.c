@@ -2380,29 +2380,6 @@ lgr_std_add_link_rkeys(struct lgr_link *via, struct lgr_link *added,
 		  added->id, n, v->num_rkeys);
 }
 
-/* Ours for added in v: the data path's RMBs (lgr_data_ops.rkeys). */
-static void
-lgr_std_rkeys_fill(struct lgr_link *via, struct lgr_link *added,
-		   struct llc_v2_info *v, int max)
-{
-	struct lgr_ctx *ctx = via->lgr->ctx;
-	struct lgr_rkey *rk;
-	int i, n = 0;
-
-	v->num_rkeys = 0;
-	if (ctx->ops.rkeys == NULL || max <= 0 ||
-	    (rk = calloc((size_t)max, sizeof(*rk))) == NULL)
-		return;
-	n = ctx->ops.rkeys(via, added, rk, max, ctx->ops_arg);
-	for (i = 0; i < n && i < max; i++) {
-		v->rt[i].rkey = rk[i].rkey;
-		v->rt[i].rkey_new = rk[i].rkey_new;
-		v->rt[i].vaddr_new = rk[i].vaddr_new;
-	}
-	v->num_rkeys = (uint16_t)i;
-	free(rk);
-}
-
 /* llc.c's only way up to the group (lgr_ctx_new sets ctx->llc_ops). */
 static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_confirmed = lgr_link_confirmed,
@@ -2414,7 +2391,6 @@ static const struct lgr_llc_ops lgr_llc_ops = {
 	.confirm_rkey = lgr_std_confirm_rkey,
 	.delete_rkey = lgr_std_delete_rkey,
 	.add_link_rkeys = lgr_std_add_link_rkeys,
-	.rkeys_fill = lgr_std_rkeys_fill,
 	.protocol_error = lgr_protocol_error,
 	.terminate = lgr_terminate,
 };

@@ -157,16 +157,12 @@ struct lgr_llc_ops {
 	/*
 	 * Standard dialect: the rkeys of the peer's RMBs on other links, as
 	 * its CONFIRM_RKEY on link (0, or -errno: refused) and ADD_LINK for
-	 * added (over via) tell them; DELETE_RKEY drops them.  rkeys_fill
-	 * puts ours for added in v, at most max (ADD_LINK, request or
-	 * answer).
+	 * added (over via) tell them; DELETE_RKEY drops them.
 	 */
 	int (*confirm_rkey)(struct lgr_link *link, const struct llc_info *m);
 	void (*delete_rkey)(struct lgr_link *link, const struct llc_info *m);
 	void (*add_link_rkeys)(struct lgr_link *via, struct lgr_link *added,
 			       const struct llc_v2_info *v);
-	void (*rkeys_fill)(struct lgr_link *via, struct lgr_link *added,
-			   struct llc_v2_info *v, int max);
 	void (*protocol_error)(struct lgr *lgr, const char *why);
 	void (*terminate)(struct lgr *lgr, uint32_t reason, bool orderly,
 			  bool by_peer);

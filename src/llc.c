@@ -1307,13 +1307,14 @@ llc_confirm_link_send(struct lgr_link *link)
 static int
 llc_std_add_link_send(struct lgr_link *via, struct lgr_link *link, bool resp)
 {
+	const struct lgr_ctx *ctx = via->lgr->ctx;
 	struct llc_v2_info *v = calloc(1, sizeof(*v));
 	struct llc_add_link_info *a;
-	uint8_t *msg = malloc(LLC_V2_TX_MAX);
-	int n = -ENOMEM;
+	uint8_t msg[LLC_V2_TX_MAX];
+	int n;
 
-	if (v == NULL || msg == NULL)
-		goto out;
+	if (v == NULL)
+		return -ENOMEM;
 	v->form = 2;
 	v->m.type = LLC_ADD_LINK;
 	v->m.flags = resp ? LLC_FLAG_RESP : 0;
@@ -1330,12 +1331,12 @@ llc_std_add_link_send(struct lgr_link *via, struct lgr_link *link, bool resp)
 	 * the sender's own on the new link */
 	v->direct = true;
 	memcpy(v->target_gid, link->local.gid, sizeof(v->target_gid));
-	llc_up(via)->rkeys_fill(via, link, v, LLC_V2_TX_RKEYS);
-	n = llc_v2_encode(msg, LLC_V2_TX_MAX, v);
+	/* the data path's RMBs (none in tests without one) */
+	if (ctx->ops.rkeys != NULL)
+		ctx->ops.rkeys(via, link, v, LLC_V2_TX_RKEYS, ctx->ops_arg);
+	n = llc_v2_encode(msg, sizeof(msg), v);
 	if (n > 0)
 		n = llc_post_long(via, msg, (size_t)n);
-out:
-	free(msg);
 	free(v);
 	return n;
 }

@@ -67,8 +67,8 @@ static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
-static int session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
-			      struct lgr_rkey *out, int max, void *arg);
+static void session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
+			       struct llc_v2_info *v, int max, void *arg);
 static const struct lgr_data_ops session_rdma_lgr_ops = {
 	.llc_rx = session_rdma_llc_rx,
 	.link_up = session_rdma_link_up,
@@ -416,7 +416,6 @@ session_rdma_std_start(struct session *s)
 	/* kpeer.c's CLC is over */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
-	sr->opened = true;
 	if (s->role == SESSION_ROLE_RULE)
 		STATS_INC(worker_stats(s->w), smc_out_rdma);
 	else
@@ -447,8 +446,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 			  lgr_link_dev_name(link), strerror(-di));
 		return;
 	}
-	if (lgr_is_std(lgr) && lgr_link_next_active(lgr, link) == NULL &&
-	    lgr_link_next_active(lgr, NULL) == link) {
+	if (lgr_is_std(lgr) && lgr_links_active(lgr) == 1) {
 		/* its first: the connection that set the group up (kpeer.c
 		 * waits) */
 		for (c = lgr_conn_next(lgr, NULL); c != NULL;
@@ -472,14 +470,14 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 }
 
 /*
- * lgr.c: a kernel peer's group adds link added (over via): our RMB
- * elements there for its ADD_LINK, registered in the group's protection
- * domain on added's device now, up to max; the rest are announced once
- * added is up (CONFIRM_RKEY).  How many.
+ * llc.c: a kernel peer's group adds link added (over via): our RMB
+ * elements there, into v's rkey triples for its ADD_LINK, registered in
+ * the group's protection domain on added's device now, up to max; the
+ * rest are announced once added is up (CONFIRM_RKEY).
  */
-static int
+static void
 session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
-		   struct lgr_rkey *out, int max, void *arg)
+		   struct llc_v2_info *v, int max, void *arg)
 {
 	struct session_rdma_worker *srw = arg;
 	struct lgr *lgr = lgr_link_group(via);
@@ -500,13 +498,13 @@ session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
 		mr = session_rdma_conn_mr(srw, rmb, added);
 		if (cur == NULL || mr == NULL)
 			continue;
-		out[n].rkey = cur->rkey;
-		out[n].rkey_new = mr->rkey;
-		out[n].vaddr_new = (uint64_t)(uintptr_t)rmb->addr;
+		v->rt[n].rkey = cur->rkey;
+		v->rt[n].rkey_new = mr->rkey;
+		v->rt[n].vaddr_new = (uint64_t)(uintptr_t)rmb->addr;
 		n++;
 		session_rdma_conn_told_set(sr, lgr_link_id(added));
 	}
-	return n;
+	v->num_rkeys = (uint16_t)n;
 }
 
 /*

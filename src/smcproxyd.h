@@ -1099,11 +1099,7 @@ struct lgr_conn {
 	size_t early_len;
 };
 
-/* One of our RMBs for a link being added: rkey on the old, the new. */
-struct lgr_rkey {
-	uint32_t rkey, rkey_new;
-	uint64_t vaddr_new;
-};
+struct llc_v2_info;
 
 /* What the data path (session_rdma.c) hears of a context's groups. */
 struct lgr_data_ops {
@@ -1115,9 +1111,9 @@ struct lgr_data_ops {
 	/* a client group's setup failed (nothing waits) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
 	/* standard dialect: our RMBs' rkeys on via and on added (being
-	 * added), at most max, for ADD_LINK; how many */
-	int (*rkeys)(struct lgr_link *via, struct lgr_link *added,
-		     struct lgr_rkey *out, int max, void *arg);
+	 * added) into v's rkey triples, at most max, for ADD_LINK */
+	void (*rkeys)(struct lgr_link *via, struct lgr_link *added,
+		      struct llc_v2_info *v, int max, void *arg);
 };
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,

@@ -126,13 +126,7 @@ else
 		>"$RXE_OUT/xfer.out" 2>&1 &
 	xpid=$!
 	# about a fifth of it received: well under way
-	underway() {
-		# shellcheck disable=SC2046,SC2086 # rcvd's two numbers, twice
-		set -- $r_before $(rxe_rcvd2)
-		[ $(($3 - $1 + $4 - $2)) -ge $((want / 5)) ] || ! rxe_alive "$xpid"
-	}
-	rxe_wait 180 underway || bad "a's transfer did not get under way"
-	rxe_alive "$xpid" || bad "the transfer ended before eth0 went down (make it bigger)"
+	rxe_underway "$r_before" "$xpid" "$want"
 	echo "# a: a fifth received after $(awk -v a="$t0" -v b="$(rxe_now)" 'BEGIN { printf "%.1f", b - a }') s"
 	# the connections on the two links, mid-transfer
 	ksmc_links_busy a

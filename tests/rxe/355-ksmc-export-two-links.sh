@@ -82,13 +82,7 @@ else
 	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n $N -b $SIZE -T 240 \
 		>"$RXE_OUT/xfer.out" 2>&1 &
 	xpid=$!
-	underway() {
-		# shellcheck disable=SC2046,SC2086 # rcvd's two numbers, twice
-		set -- $r0 $(rxe_rcvd2)
-		[ $(($3 - $1 + $4 - $2)) -ge $((want / 5)) ] || ! rxe_alive "$xpid"
-	}
-	rxe_wait 180 underway || bad "a's transfer did not get under way"
-	rxe_alive "$xpid" || bad "the transfer ended before eth0 went down"
+	rxe_underway "$r0" "$xpid" "$want"
 	ksmc_links_busy a
 	rxe_signal started
 	rxe_await down 60 || bad "b did not take $RXE_LINK_IF down"

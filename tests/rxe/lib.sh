@@ -928,6 +928,23 @@ rxe_rcvd2() {
 	echo "$(rxe_hwc rcvd_pkts) $(rxe_hwc rcvd_pkts "$RXE_DEV1")"
 }
 
+# rxe_underway BEFORE PID WANT: within 180 s rxe0 and rxe1 received a
+# fifth of WANT packets since BEFORE (rxe_rcvd2), or PID ended; bad
+# unless PID (the transfer) still runs then
+rxe_underway() {
+	_ub=$1 _up=$2 _uw=$3
+	rxe_wait 180 rxe_underway_now ||
+		bad "$RXE_HOST's transfer did not get under way"
+	rxe_alive "$_up" ||
+		bad "$RXE_HOST's transfer ended before it was under way (make it bigger)"
+}
+
+rxe_underway_now() {
+	# shellcheck disable=SC2046,SC2086 # rxe_rcvd2's two numbers, twice
+	set -- $_ub $(rxe_rcvd2)
+	[ $(($3 - $1 + $4 - $2)) -ge $((_uw / 5)) ] || ! rxe_alive "$_up"
+}
+
 # rxe_expect WHAT CMD...: CMD succeeds within 60 s (ok WHAT), else bad
 rxe_expect() {
 	_what=$1
