@@ -342,6 +342,7 @@ kpeer_rdma_offer(struct session *s)
 	memset(&want, 0, sizeof(want));
 	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
 	memcpy(want.gid, hs->gid, sizeof(want.gid));
+	want.host = s->addr[0];
 	want.max_conns = hs->max_conns;
 	want.max_links = hs->max_links;
 	want.release = hs->release;
@@ -518,6 +519,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	memcpy(want.sysid, a->system_id, sizeof(want.sysid));
 	memcpy(want.gid, a->gid, sizeof(want.gid));
 	want.qpn = a->qpn;
+	want.host = s->addr[1];
 	want.max_conns = a->release ? a->max_conns : CLC_MAX_CONNS_MAX;
 	want.max_links = a->release ? a->max_links : CLC_MAX_LINKS_MAX;
 	want.release = a->release;

@@ -1464,7 +1464,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 /*
  * A new group of the standard dialect (DESIGN.md §10) with a kernel
  * SMC-R peer of system id sysid, for the connection whose CLC came over
- * a TCP connection from local: as the server (its PROPOSAL asked for
+ * a TCP connection from local to host (the peer, to which the group is
+ * bound: lgr_std_find): as the server (its PROPOSAL asked for
  * max_conns) or the client (its ACCEPT said first contact, max_conns).
  * A second link (max_links 2) when another device here may reach the
  * peer; its first QP on the device for local, not connected; no
@@ -1474,7 +1475,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 struct lgr *
 lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	    const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
-	    uint8_t release, const struct addr *local, uint32_t *decline)
+	    uint8_t release, const struct addr *local, const struct addr *host,
+	    uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1494,6 +1496,7 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	lgr->std = true;
 	lgr->std_release = release;
 	memcpy(lgr->std_gid, gid, sizeof(lgr->std_gid));
+	lgr->std_host = *host;
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -1522,11 +1525,16 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
  * An active standard group of role with the kernel peer sysid one of
  * whose links reaches the peer's GID (and its QP qpn, unless 0), with
  * room for one more connection: one a new connection may join, *link
- * (unless NULL) that link.  NULL if none.
+ * (unless NULL) that link.  NULL if none.  Only a group made with host
+ * (the new connection's peer; NULL: any, to tell a join that names
+ * another host's group): the CLC is unauthenticated, and a server that
+ * named the group we have with another server would have us write that
+ * connection's bytes into the other's memory (issue 43, M1).
  */
 struct lgr *
 lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	     const uint8_t gid[16], uint32_t qpn, struct lgr_link **linkp)
+	     const uint8_t gid[16], uint32_t qpn, const struct addr *host,
+	     struct lgr_link **linkp)
 {
 	struct lgr_link *link;
 	struct lgr *lgr;
@@ -1537,7 +1545,8 @@ lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 		    lgr->state != LGR_STATE_ACTIVE ||
 		    lgr->nconns >= lgr->max_conns ||
 		    memcmp(lgr->peer_system_id, sysid,
-			   sizeof(lgr->peer_system_id)) != 0)
+			   sizeof(lgr->peer_system_id)) != 0 ||
+		    (host != NULL && !addr_same_host(&lgr->std_host, host)))
 			continue;
 		for (i = 0; i < LGR_LINK_SLOTS; i++) {
 			link = &lgr->link[i];
@@ -1555,13 +1564,15 @@ lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 }
 
 /*
- * Whether a group of role with the kernel peer (system id and GID) is on
- * its way: set up, its first link not yet confirmed.  A connection that
- * finds one waits for it rather than making a group of its own.
+ * Whether a group of role with the kernel peer (system id and GID, at
+ * host) is on its way: set up, its first link not yet confirmed.  A
+ * connection that finds one waits for it rather than making a group of
+ * its own.
  */
 bool
 lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		const uint8_t sysid[8], const uint8_t gid[16])
+		const uint8_t sysid[8], const uint8_t gid[16],
+		const struct addr *host)
 {
 	const struct lgr *lgr;
 
@@ -1571,7 +1582,8 @@ lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 		     lgr->state == LGR_STATE_CONFIRMING) &&
 		    memcmp(lgr->peer_system_id, sysid,
 			   sizeof(lgr->peer_system_id)) == 0 &&
-		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0)
+		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0 &&
+		    addr_same_host(&lgr->std_host, host))
 			return true;
 	return false;
 }

@@ -127,7 +127,10 @@ struct lgr {
 	bool std;	     /* standard dialect: a kernel SMC-R peer */
 	uint8_t std_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
 	uint8_t std_gid[16]; /* the GID the peer's CLC gave */
-	bool std_offered;    /* server: our ADD_LINK without a link is out */
+	/* the peer's TCP address at first contact (its port unused): only
+	 * connections with that host join the group */
+	struct addr std_host;
+	bool std_offered; /* server: our ADD_LINK without a link is out */
 	struct rtoken_table rtokens; /* standard: the peer's RMBs per link */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;

@@ -212,6 +212,39 @@ static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 
 /*
+ * A join that names a group we have with another host (its system id,
+ * GID and QP, the only identity the CLC has): refused by lgr_std_find,
+ * counted and said here.  A server does it to have us write to another
+ * server's memory, a client to read what we send another client.
+ */
+static void
+session_rdma_std_foreign(struct session *s,
+			 const struct session_rdma_std_want *want)
+{
+	struct session_rdma_worker *srw = worker_rdma(s->w);
+	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
+							    LGR_ROLE_SERVER;
+	char host[ADDR_STRLEN] = "?";
+	struct lgr *lgr;
+
+	lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
+			   NULL, NULL);
+	if (lgr == NULL)
+		return;
+	STATS_INC(worker_stats(s->w), smc_join_foreign);
+	addr_host(&want->host, host, sizeof(host));
+	log_warnx_rl("kernel SMC-R foreign join", host,
+		     "conn 0x%llx: %s %s: kernel SMC-R %s %s named lgr %u, "
+		     "which is another host's: refused",
+		     (unsigned long long)s->id,
+		     s->role == SESSION_ROLE_RULE ? "rule" : "export",
+		     s->role == SESSION_ROLE_RULE ? s->rule->name :
+						    s->export->name,
+		     s->role == SESSION_ROLE_RULE ? "server" : "client", host,
+		     lgr_id(lgr));
+}
+
+/*
  * Whether s, with a kernel peer, should wait for a group with it that is
  * on its way on this worker: none of its groups takes s now, one is being
  * set up (lgr_std_pending).
@@ -226,8 +259,9 @@ session_rdma_std_pending(struct session *s,
 
 	return srw != NULL &&
 	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			    NULL) == NULL &&
-	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid);
+			    &want->host, NULL) == NULL &&
+	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
+			       &want->host);
 }
 
 /*
@@ -260,14 +294,16 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		return want->create ? CLC_DECL_NOSMCRDEV : CLC_DECL_SYNCERR;
 	if (want->join)
 		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-				   want->qpn, &on);
+				   want->qpn, &want->host, &on);
 	joined = lgr != NULL;
+	if (lgr == NULL && want->join)
+		session_rdma_std_foreign(s, want);
 	if (lgr == NULL && !want->create)
 		return CLC_DECL_SYNCERR;
 	if (lgr == NULL)
 		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
 				  want->max_conns, want->max_links,
-				  want->release, local, &code);
+				  want->release, local, &want->host, &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);

@@ -1163,9 +1163,11 @@ int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
 struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const uint8_t sysid[8], const uint8_t gid[16],
 			uint8_t max_conns, uint8_t max_links, uint8_t release,
-			const struct addr *local, uint32_t *decline);
+			const struct addr *local, const struct addr *host,
+			uint32_t *decline);
 bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		     const uint8_t sysid[8], const uint8_t gid[16]);
+		     const uint8_t sysid[8], const uint8_t gid[16],
+		     const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
@@ -1179,7 +1181,8 @@ int lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
 uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
 struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
 			 const uint8_t sysid[8], const uint8_t gid[16],
-			 uint32_t qpn, struct lgr_link **link);
+			 uint32_t qpn, const struct addr *host,
+			 struct lgr_link **link);
 void lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
 void lgr_conn_del(struct lgr_conn *c);
 void lgr_conn_replay(struct lgr_conn *c);
@@ -1281,6 +1284,8 @@ struct session_rdma_std_want {
 	uint8_t sysid[8];  /* the peer's system id */
 	uint8_t gid[16];   /* the peer's RoCE v2 GID */
 	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
+	struct addr host;  /* the peer's end of the TCP connection: a group
+			    * is bound to the host it was made with */
 	uint8_t max_conns; /* a new group's, as the CLC negotiated */
 	uint8_t max_links; /* a new group's at most (release 0: 2) */
 	uint8_t release;   /* a new group's SMC-Rv2 release (0 or 1) */

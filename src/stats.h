@@ -150,6 +150,9 @@
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \
+	X(smc_join_foreign, COUNTER, "handshakes",                             \
+	  "joins refused: the kernel peer named a link group we have with "    \
+	  "another host")                                                      \
 	X(smc_opt_echoed, COUNTER, "connections",                              \
 	  "smc_listen connections whose SYN carried the SMC-R option, "        \
 	  "echoed: a CLC PROPOSAL was owed")                                   \

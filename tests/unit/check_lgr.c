@@ -443,23 +443,38 @@ std_sides(int ndev)
 	side_extra = "";
 }
 
+/* The TCP addresses the standard groups are made with (std_host). */
+static struct addr host_a, host_b, host_x;
+
+static const struct addr *
+host(struct addr *a, const char *ip)
+{
+	ck_assert_int_eq(addr_parse_host(ip, a), 0);
+	return a;
+}
+
 /*
  * s's standard group of role with the peer sysid, gid (release, asking
  * for two links), as kpeer.c makes it, with its first connection c: its
- * first link's QP and our system id for the CLC in *q and sys.
+ * first link's QP and our system id for the CLC in *q and sys.  The
+ * peer's TCP address: A's (192.0.2.1) for B's server groups, B's
+ * (192.0.2.2) for A's client groups.
  */
 static struct lgr *
 std_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
 	  const uint8_t gid[16], uint8_t release, struct lgr_conn *c,
 	  struct dev_qp_addr *q, uint8_t sys[8])
 {
+	const struct addr *peer = role == LGR_ROLE_SERVER ?
+					  host(&host_a, "192.0.2.1") :
+					  host(&host_b, "192.0.2.2");
 	struct addr any;
 	uint32_t decline = 0;
 	struct lgr *l;
 
 	memset(&any, 0, sizeof(any));
 	memset(c, 0, sizeof(*c));
-	l = lgr_std_new(s->ctx, role, sysid, gid, 255, 2, release, &any,
+	l = lgr_std_new(s->ctx, role, sysid, gid, 255, 2, release, &any, peer,
 			&decline);
 	ck_assert_ptr_nonnull(l);
 	ck_assert_int_eq(lgr_conn_add_first(l, c), 0);
@@ -499,9 +514,12 @@ START_TEST(std_groups_both_roles)
 	 * without a link once the group is up (one device: one link) */
 	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
 	/* on its way: a second PROPOSAL from that client waits for it */
-	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, gb));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga));
+	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, gb, &host_a));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga, &host_a));
+	/* not for another host claiming that client's system id and GID */
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga,
+				   host(&host_x, "192.0.2.9")));
 	/* B's ACCEPT: A's group with B, its QP connected, waiting */
 	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 1, &ca, &qa, sa);
 	/* not before the group is active: only at its setup */
@@ -511,7 +529,7 @@ START_TEST(std_groups_both_roles)
 	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
 	ck_assert(run_until(std_both_active, WAIT_MS));
 	ck_assert(lgr_is_std(la) && lgr_is_std(lb));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga));
+	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
 	ck_assert_uint_eq(la->max_links, 1);
 	ck_assert_uint_eq(lb->max_links, 1);
 	ck_assert_str_eq(lgr_peer(la)->name, CONF_KSMC_PEER);
@@ -523,17 +541,36 @@ START_TEST(std_groups_both_roles)
 	ck_assert(memcmp(sa, zero, 8) != 0);
 	/* a later connection joins: the server by system id and GID, the
 	 * client by the QP the server's ACCEPT names */
-	ck_assert_ptr_eq(
-		lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0, NULL),
-		lb);
-	ck_assert_ptr_eq(
-		lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid, qb.qpn, &on),
-		la);
+	ck_assert_ptr_eq(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0,
+				      &host_a, NULL),
+			 lb);
+	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				      qb.qpn, &host_b, &on),
+			 la);
 	ck_assert_ptr_eq(on, &la->link[0]);
 	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-					qb.qpn + 1, NULL));
-	ck_assert_ptr_null(
-		lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0, NULL));
+					qb.qpn + 1, &host_b, NULL));
+	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0,
+					&host_b, NULL));
+	/* issue 43, M1: a join is bound to the host the group was made
+	 * with.  Another server (192.0.2.9), whose ACCEPT names B's system
+	 * id, GID and QP, does not get A's group with B (A would write its
+	 * client's bytes into B's memory at the rkey the other chose); nor
+	 * does another client that names A's in its PROPOSAL get B's.  With
+	 * no host (session_rdma_std_foreign: is it another's?) both show */
+	host(&host_x, "192.0.2.9");
+	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+					qb.qpn, &host_x, NULL));
+	ck_assert_ptr_null(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0,
+					&host_x, NULL));
+	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				      qb.qpn, NULL, NULL),
+			 la);
+	/* the same host under another address family is the same host */
+	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				      qb.qpn, host(&host_x, "::ffff:192.0.2.2"),
+				      NULL),
+			 la);
 	ck_assert_int_eq(lgr_conn_add(la, &ca2), 0);
 	ck_assert_ptr_eq(lgr_conn_find(la, ca2.token), &ca2);
 	/* B's offer without a link went out once and A refused it, as a
@@ -1053,7 +1090,7 @@ START_TEST(std_second_link)
 	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
 	/* the client joins on the link the ACCEPT names: the second's QP */
 	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, kb->local.gid,
-				      kb->local.qpn, &bad),
+				      kb->local.qpn, &host_b, &bad),
 			 la);
 	ck_assert_ptr_eq(bad, ka);
 	/* the kernel server's CONFIRM_RKEY for a new RMB, over link 1 */
