@@ -917,6 +917,22 @@ static const struct conf_key conf_ksmc_keys[] = {
 	    "loads itself",
 	    .def_doc = "smc_opt.bpf.o where make install put it",
 	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
+	KEY_INT(struct conf_ksmc, max_pending, "max_pending", "32", 1, 4096,
+		NULL, R,
+		"link groups with kernel peers not yet up (CLC and first "
+		"link under way), all hosts together, per worker; the peer "
+		"port's handshakes have a bound of their own"),
+	KEY_INT(struct conf_ksmc, max_pending_per_host, "max_pending_per_host",
+		"4", 1, 4096, NULL, R,
+		"link groups not yet up with one kernel host, per worker"),
+	KEY_INT(struct conf_ksmc, max_lgrs_per_host, "max_lgrs_per_host", "16",
+		1, 4096, NULL, R,
+		"link groups with one kernel host, per worker"),
+	KEY_INT(struct conf_ksmc, max_conns_per_host, "max_conns_per_host",
+		"4096", 1, 1048576, NULL, R,
+		"connections with one kernel host over RDMA, per worker; "
+		"beyond it the host's connections are declined (MEM) and go "
+		"on as TCP"),
 	KEY(struct conf_ksmc, bpf_pin, "bpf_pin", CONF_T_PATH,
 	    "/sys/fs/bpf/smcproxyd", 0, 0, NULL, 0,
 	    "where smcproxyd-bpf.service pinned the program and its maps "

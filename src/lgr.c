@@ -1564,6 +1564,52 @@ lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 }
 
 /*
+ * Whether a kernel host (host, the new connection's peer) may have one
+ * more connection with us on this worker, on a new group (group) or on
+ * one it has: kernel_smc's budgets, which keep one host from holding
+ * QPs, buffers and handshakes that every other host and the native
+ * peers need (issue 43, M2/M3).  Groups not yet up count, as they hold
+ * a QP and receive buffers from the CLC on.  The native peer port's
+ * handshakes are bounded apart (CLC_PENDING_MAX, clc.c).  0, or
+ * -ENOSPC with the bound counted.
+ */
+int
+lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
+{
+	const struct conf_ksmc *k = &lgr_ctx_conf(ctx)->ksmc;
+	int pending = 0, host_pending = 0, host_lgrs = 0, host_conns = 0;
+	enum stats_id over;
+	const struct lgr *lgr;
+	bool up;
+
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
+			continue;
+		up = lgr->state == LGR_STATE_ACTIVE;
+		pending += !up;
+		if (!addr_same_host(&lgr->std_host, host))
+			continue;
+		host_pending += !up;
+		host_lgrs++;
+		host_conns += lgr->nconns;
+	}
+	if (host_conns >= k->max_conns_per_host)
+		over = STAT_smc_budget_host_conns;
+	else if (!group)
+		return 0;
+	else if (host_lgrs >= k->max_lgrs_per_host)
+		over = STAT_smc_budget_host_lgrs;
+	else if (host_pending >= k->max_pending_per_host)
+		over = STAT_smc_budget_host_pending;
+	else if (pending >= k->max_pending)
+		over = STAT_smc_budget_pending;
+	else
+		return 0;
+	stats_add(ctx->stats, over, 1);
+	return -ENOSPC;
+}
+
+/*
  * Whether a group of role with the kernel peer (system id and GID, at
  * host) is on its way: set up, its first link not yet confirmed.  A
  * connection that finds one waits for it rather than making a group of

@@ -300,6 +300,8 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		session_rdma_std_foreign(s, want);
 	if (lgr == NULL && !want->create)
 		return CLC_DECL_SYNCERR;
+	if (lgr_std_budget(srw->ctx, &want->host, lgr == NULL) != 0)
+		return CLC_DECL_MEM;
 	if (lgr == NULL)
 		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
 				  want->max_conns, want->max_links,

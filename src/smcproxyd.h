@@ -245,6 +245,10 @@ struct conf_ksmc {
 	struct addr_net *allow_nets; /* allow, parsed */
 	char *bpf_object;	     /* the SMC-R option's BPF program */
 	char *bpf_pin;		     /* where smcproxyd-bpf.service pins it */
+	/* each host's budget, per worker (lgr_std_budget): groups not yet
+	 * up (all hosts, one host), groups and connections of one host */
+	int max_pending, max_pending_per_host;
+	int max_lgrs_per_host, max_conns_per_host;
 	/* what link groups with kernel peers are held to, as a peer's
 	 * keys hold a peer daemon (named "smc-r"; rdma's route) */
 	struct conf_peer peer;
@@ -1169,6 +1173,7 @@ bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 		     const uint8_t sysid[8], const uint8_t gid[16],
 		     const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
+int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
 void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,

@@ -150,6 +150,18 @@
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \
+	X(smc_budget_pending, COUNTER, "handshakes",                           \
+	  "kernel SMC-R connections declined MEM (either role): "              \
+	  "kernel_smc.max_pending groups were not yet up on the worker")       \
+	X(smc_budget_host_pending, COUNTER, "handshakes",                      \
+	  "kernel SMC-R connections declined MEM: their host had "             \
+	  "kernel_smc.max_pending_per_host groups not yet up")                 \
+	X(smc_budget_host_lgrs, COUNTER, "handshakes",                         \
+	  "kernel SMC-R connections declined MEM: their host had "             \
+	  "kernel_smc.max_lgrs_per_host groups")                               \
+	X(smc_budget_host_conns, COUNTER, "handshakes",                        \
+	  "kernel SMC-R connections declined MEM: their host had "             \
+	  "kernel_smc.max_conns_per_host connections")                         \
 	X(smc_join_foreign, COUNTER, "handshakes",                             \
 	  "joins refused: the kernel peer named a link group we have with "    \
 	  "another host")                                                      \

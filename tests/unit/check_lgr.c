@@ -1858,6 +1858,110 @@ b_groups_settled(void)
  * A peer may set up max_lgrs groups with us and no more: the next is
  * declined for lack of resources (it falls back for a moment), counted.
  */
+/* A pending standard server group on B with the client at ip. */
+static struct lgr *
+std_pending_on_b(const char *ip)
+{
+	static const uint8_t zero[8], g[16] = {0xfe, 0x80, [15] = 0xa};
+	struct addr any, peer;
+	uint32_t decline = 0;
+	struct lgr *l;
+
+	memset(&any, 0, sizeof(any));
+	l = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, g, 255, 1, 1, &any,
+			host(&peer, ip), &decline);
+	ck_assert_ptr_nonnull(l);
+	return l;
+}
+
+/*
+ * Issue 43, M3: kernel peers' budgets are per host.  One host's groups
+ * not yet up stop at max_pending_per_host while another host still gets
+ * its own; all hosts together at max_pending; a host's connections at
+ * max_conns_per_host, joins included.  Each bound is counted.
+ */
+START_TEST(std_budgets_per_host)
+{
+	struct conf_ksmc *k;
+	struct lgr_conn c;
+	struct addr h;
+	char ip[32];
+	struct lgr *first = NULL;
+	int i, n;
+
+	std_sides(1);
+	k = &B.conf->ksmc;
+	ck_assert_int_eq(k->max_pending_per_host, 4);
+	ck_assert_int_eq(k->max_pending, 32);
+	host(&host_a, "192.0.2.1");
+	for (n = 0; lgr_std_budget(B.ctx, &host_a, true) == 0; n++) {
+		ck_assert_int_lt(n, 100);
+		first = std_pending_on_b("192.0.2.1");
+	}
+	ck_assert_int_eq(n, 4);
+	ck_assert_uint_eq(stat(&B, STAT_smc_budget_host_pending), 1);
+	/* another host is not held up by the first */
+	ck_assert_int_eq(lgr_std_budget(B.ctx, host(&h, "192.0.2.9"), true), 0);
+	/* all hosts together: 28 more from seven others, then none */
+	for (i = 2; i < 9; i++) {
+		snprintf(ip, sizeof(ip), "198.51.100.%d", i);
+		for (n = 0; n < 4; n++) {
+			ck_assert_int_eq(
+				lgr_std_budget(B.ctx, host(&h, ip), true), 0);
+			std_pending_on_b(ip);
+		}
+	}
+	ck_assert_int_eq(lgr_std_budget(B.ctx, host(&h, "192.0.2.9"), true),
+			 -ENOSPC);
+	ck_assert_uint_eq(stat(&B, STAT_smc_budget_pending), 1);
+	/* a join needs no new group: only the host's connections count */
+	ck_assert_int_eq(lgr_std_budget(B.ctx, &host_a, false), 0);
+	k->max_conns_per_host = 1;
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(lgr_conn_add_first(first, &c), 0);
+	ck_assert_int_eq(lgr_std_budget(B.ctx, &host_a, false), -ENOSPC);
+	ck_assert_uint_eq(stat(&B, STAT_smc_budget_host_conns), 1);
+	lgr_conn_del(&c);
+}
+END_TEST
+
+/* A's group with B active on both sides, B's among its kernel groups. */
+static bool
+native_up_beside_std(void)
+{
+	const struct lgr *l;
+
+	if (!lgr_active(&A, 1))
+		return stat(&A, STAT_clnt_hshake_err_cnt) > 0;
+	TAILQ_FOREACH(l, &B.ctx->lgrs, entry)
+		if (!l->std && l->state == LGR_STATE_ACTIVE)
+			return true;
+	return false;
+}
+
+/*
+ * Issue 43, M2: kernel clients' groups waiting for their CONFIRM do not
+ * count towards the native peer port's CLC_PENDING_MAX (64).  With 70 of
+ * them on B (budgets raised, as if 70 hosts each had one), the
+ * authenticated peer A still gets its group (before: DECLINE MEM).
+ */
+START_TEST(std_pending_spare_native_peers)
+{
+	char ip[32];
+	int i;
+
+	std_sides(1);
+	B.conf->ksmc.max_pending = 4096;
+	for (i = 0; i < 70; i++) {
+		snprintf(ip, sizeof(ip), "198.51.100.%d", i + 1);
+		std_pending_on_b(ip);
+	}
+	connect_ab();
+	ck_assert(run_until(native_up_beside_std, WAIT_MS));
+	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 0);
+}
+END_TEST
+
 START_TEST(max_lgrs_per_peer)
 {
 	side_init(&A, "a", "b", 1, NULL, NULL);
@@ -1957,6 +2061,8 @@ lgr_suite(void)
 	tcase_add_test(tc, llc_waits_past_queue);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
+	tcase_add_test(tc, std_budgets_per_host);
+	tcase_add_test(tc, std_pending_spare_native_peers);
 	tcase_add_test(tc, max_lgrs_charged_after_auth);
 	suite_add_tcase(s, tc);
 	return s;
