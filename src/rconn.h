@@ -46,7 +46,8 @@ struct rconn_pend {
 #define RCONN_F_TX_BLOCKED 0x400  /* owner found the ring full */
 #define RCONN_F_FREEING 0x800	  /* tx_conn_free ran: free when idle */
 #define RCONN_F_OUT_OF_SYNC 0x1000
-#define RCONN_F_URG 0x2000 /* urgent data came: confirm all once read */
+#define RCONN_F_URG 0x2000  /* urgent data came: confirm all once read */
+#define RCONN_F_DOOR 0x4000 /* owner corked at the door: tell it when done */
 
 struct rconn {
 	uint64_t id;

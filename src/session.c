@@ -211,24 +211,39 @@ session_attach_upstream(struct session *s, int fd)
 }
 
 /*
- * Relay mode for fd[i]: one edge-triggered event from here on, readiness
- * remembered in rd_ready/wr_ready.  0 or -ENOMEM.
+ * Relay mode for fd[i]: edge-triggered events from here on, one for each
+ * direction so that reading can pause alone (session_relay_read),
+ * readiness remembered in rd_ready/wr_ready.  0 or -ENOMEM.
  */
 static int
 session_watch_relay(struct session *s, int i)
 {
+	struct event_base *base = worker_base(s->w);
+
 	if (s->rev[i] != NULL)
 		event_free(s->rev[i]);
 	if (s->wev[i] != NULL)
 		event_free(s->wev[i]);
-	s->wev[i] = NULL;
-	s->rev[i] = event_new(worker_base(s->w), s->fd[i],
-			      EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+	s->rev[i] = event_new(base, s->fd[i], EV_READ | EV_ET | EV_PERSIST,
 			      session_io, s);
-	if (s->rev[i] == NULL || event_add(s->rev[i], NULL))
+	s->wev[i] = event_new(base, s->fd[i], EV_WRITE | EV_ET | EV_PERSIST,
+			      session_io, s);
+	if (s->rev[i] == NULL || s->wev[i] == NULL ||
+	    event_add(s->rev[i], NULL) || event_add(s->wev[i], NULL))
 		return -ENOMEM;
 	s->rd_ready[i] = s->wr_ready[i] = true;
 	return 0;
+}
+
+/*
+ * Relay mode: stop or go on waking for what arrives on fd[i] (autocork
+ * at the door: what comes meanwhile waits in the kernel).  Turned on
+ * again, a socket that became readable meanwhile is reported at once.
+ */
+void
+session_relay_read(struct session *s, int i, bool on)
+{
+	session_want(s, i, EV_READ, on);
 }
 
 /*

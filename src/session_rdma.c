@@ -38,6 +38,7 @@
  * the connection tokens, handed out in increasing order so that a CDC
  * for a token closed just now is told apart from a forged one.
  */
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
@@ -783,6 +784,29 @@ session_rdma_write(struct session_rdma *sr)
 	return moved;
 }
 
+/*
+ * Autocork at the door: the socket, read dry since its last bytes, has
+ * more; while the send engine would cork them (tx_cork_door: CDCs in
+ * flight, little unsent), they wait in the kernel and its read event is
+ * off, so that the client's further writes wake nobody; the completion
+ * that ends the cork has them read in one go (session_rdma_read).  How
+ * much is queued (FIONREAD) decides, as a push's size does in the ring.
+ */
+static bool
+session_rdma_cork(struct session_rdma *sr)
+{
+	struct session *s = sr->s;
+	int queued = 0;
+
+	if (ioctl(s->fd[sr->t], FIONREAD, &queued) != 0 || queued <= 0 ||
+	    !tx_cork_door(sr->rc, (size_t)queued))
+		return false;
+	sr->rd_corked = true;
+	session_relay_read(s, sr->t, false);
+	STATS_INC(worker_stats(s->w), autocork_door);
+	return true;
+}
+
 /* TCP socket -> send ring.  true if anything moved. */
 static bool
 session_rdma_read(struct session_rdma *sr)
@@ -794,6 +818,15 @@ session_rdma_read(struct session_rdma *sr)
 
 	if (sr->rd_eof || sr->rd_blocked || sr->closing || !s->rd_ready[sr->t])
 		return false;
+	if (sr->rd_corked) {
+		if (tx_door_closed(sr->rc))
+			return false;
+		/* the cork ended: everything queued in one go */
+		sr->rd_corked = sr->rd_dry = false;
+		session_relay_read(s, sr->t, true);
+	} else if (sr->rd_dry && session_rdma_cork(sr)) {
+		return false;
+	}
 	cnt = tx_space(sr->rc, iov);
 	if (cnt == 0) {
 		sr->rd_blocked = true;
@@ -805,7 +838,9 @@ session_rdma_read(struct session_rdma *sr)
 		return false;
 	}
 	n = readv(s->fd[sr->t], iov, cnt);
+	STATS_INC(worker_stats(s->w), relay_reads);
 	if (n > 0) {
+		sr->rd_dry = false;
 		tx_produced(sr->rc, (size_t)n);
 		session_rdma_account(sr, true, (size_t)n);
 		err = tx_push(sr->rc);
@@ -822,6 +857,7 @@ session_rdma_read(struct session_rdma *sr)
 	}
 	if (errno == EAGAIN) {
 		s->rd_ready[sr->t] = false;
+		sr->rd_dry = true;
 		return false;
 	}
 	if (errno == EINTR)

@@ -88,8 +88,11 @@ struct session_rdma {
 	struct lgr_link *open_link;	/* export side: CONN_OPEN came here */
 	bool rd_eof;			/* TCP EOF read, DONE_WRITING asked */
 	bool rd_blocked;		/* ring full: until tx_space_ready */
-	bool peer_done;			/* peer_done_writing told */
-	bool wr_shut;			/* shutdown(SHUT_WR) of the TCP side */
+	/* autocork at the door (tx_cork_door): reading paused, its event
+	 * off; and whether the socket was read dry since the last bytes */
+	bool rd_corked, rd_dry;
+	bool peer_done; /* peer_done_writing told */
+	bool wr_shut;	/* shutdown(SHUT_WR) of the TCP side */
 	bool fin_set;
 	enum session_reason fin_reason; /* which side finished first */
 	bool closing;

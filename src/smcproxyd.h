@@ -577,6 +577,7 @@ void session_preauth_take(struct session *s);
 void session_preauth_done(struct session *s);
 #define SESSION_RELAY_ROUNDS 16 /* relay rounds before yielding */
 int session_relay_begin(struct session *s, int i, enum stats_id stat);
+void session_relay_read(struct session *s, int i, bool on);
 void session_relay_run(struct session *s, int i, int (*round)(void *),
 		       void *arg);
 int session_connect(struct session *s, const struct addr *to,
@@ -905,13 +906,14 @@ struct rconn_ops {
 };
 
 struct rconn_stats {
-	uint64_t tx_bytes;	    /* RDMA-written, re-sends not counted */
-	uint64_t rx_bytes;	    /* consumed from the RMB */
-	uint64_t tx_cdcs;	    /* CDC messages posted */
-	uint64_t data_cdcs;	    /* ... that carried their bytes, no WRITE */
-	uint64_t rx_cdcs;	    /* accepted */
-	uint64_t rx_data_cdcs;	    /* ... whose bytes came inside them */
-	uint64_t corked;	    /* pushes held back by autocork */
+	uint64_t tx_bytes;     /* RDMA-written, re-sends not counted */
+	uint64_t rx_bytes;     /* consumed from the RMB */
+	uint64_t tx_cdcs;      /* CDC messages posted */
+	uint64_t data_cdcs;    /* ... that carried their bytes, no WRITE */
+	uint64_t rx_cdcs;      /* accepted */
+	uint64_t rx_data_cdcs; /* ... whose bytes came inside them */
+	uint64_t corked;       /* pushes held back by autocork */
+	uint64_t door_corks;   /* reads left to the socket (tx_cork_door) */
 	uint64_t completion_pushes; /* data pushed by a last completion */
 	uint64_t cons_updates;	    /* CDCs posted for the window-update rule */
 	uint64_t peer_window_full;  /* data waiting for the peer's window */
@@ -953,6 +955,8 @@ void tx_conn_put(struct rconn *rc);
 int tx_space(struct rconn *rc, struct iovec iov[2]);
 void tx_produced(struct rconn *rc, size_t n);
 int tx_push(struct rconn *rc);
+bool tx_cork_door(struct rconn *rc, size_t queued);
+bool tx_door_closed(const struct rconn *rc);
 int tx_close(struct rconn *rc, enum tx_close_how how);
 int tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 		uint32_t peer_rkey);

@@ -150,6 +150,11 @@
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \
+	X(relay_reads, COUNTER, "calls",                                       \
+	  "reads of relayed TCP sockets into send rings (RDMA)")               \
+	X(autocork_door, COUNTER, "corks",                                     \
+	  "times a relayed socket was left unread while its connection's "     \
+	  "CDCs were in flight (autocork at the door)")                        \
 	X(smc_budget_pending, COUNTER, "handshakes",                           \
 	  "kernel SMC-R connections declined MEM (either role): "              \
 	  "kernel_smc.max_pending groups were not yet up on the worker")       \

@@ -22,7 +22,11 @@
  *   flight and at most min(sndbuf/2, autocork_size) bytes unsent; a push
  *   with nothing in flight never corks; the completion of the last CDC in
  *   flight pushes whatever waits, and so does the peer's window opening,
- *   so a corked tail is never stranded.
+ *   so a corked tail is never stranded.  The owner corks at the door the
+ *   same way (tx_cork_door): while the rule holds, it leaves its socket
+ *   unread, the kernel's socket buffer being the cork, and reads what
+ *   queued there in one go when tx_space_ready says the cork ended (the
+ *   last completion, or a move to another link).
  * - Inline WRITEs and CDCs: decided by wr.c from the QP's real
  *   max_inline_data (and counted there).
  * - Slot waiting: with no free TX slot the connection parks its
@@ -131,6 +135,8 @@ tx_json(const struct rconn *rc, void *json_obj)
 			    json_integer((json_int_t)rc->cdc_pend_tx_wr));
 	json_object_set_new(o, "corked",
 			    json_integer((json_int_t)rc->stats.corked));
+	json_object_set_new(o, "door_corks",
+			    json_integer((json_int_t)rc->stats.door_corks));
 	json_object_set_new(o, "data_cdcs",
 			    json_integer((json_int_t)rc->stats.data_cdcs));
 	json_object_set_new(o, "resumes",
@@ -398,6 +404,46 @@ tx_should_cork(const struct rconn *rc, size_t unsent)
 		return false;
 	limit = tx_min(rc->sndbuf->size / 2, rc->params.autocork_size);
 	return unsent <= limit;
+}
+
+/*
+ * Autocork at the door: should the owner leave the queued bytes waiting
+ * in its socket unread for now?  Yes while the rule above would cork
+ * them once read (CDCs in flight, the ring's unsent bytes and these at
+ * most the limit): then tx_space_ready tells it when the cork ends, and
+ * it reads them all in one go.  Where the cork sits decides what it
+ * saves: in the ring, the owner still wakes and reads once per write of
+ * its client; at the door, once per round trip.
+ */
+bool
+tx_cork_door(struct rconn *rc, size_t queued)
+{
+	if (rc->link == NULL || wr_link_is_down(rc->link) ||
+	    (rc->flags & (RCONN_F_ABORT | RCONN_F_PEER_ABORT)) ||
+	    !tx_should_cork(rc, tx_unsent(rc) + queued))
+		return false;
+	rc->flags |= RCONN_F_DOOR;
+	tx_want_done(rc);
+	RCONN_STAT(rc, door_corks, 1);
+	return true;
+}
+
+/* Whether the owner's cork at the door still holds. */
+bool
+tx_door_closed(const struct rconn *rc)
+{
+	return (rc->flags & RCONN_F_DOOR) != 0;
+}
+
+/* The cork at the door ends: the owner reads again (tx_space_ready). */
+static void
+tx_door_open(struct rconn *rc)
+{
+	if (!(rc->flags & RCONN_F_DOOR))
+		return;
+	rc->flags &= ~RCONN_F_DOOR;
+	if (rc->ops->tx_space_ready != NULL)
+		rc->ops->tx_space_ready(rc, rc->arg);
 }
 
 /*
@@ -789,6 +835,8 @@ tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status, void *arg)
 	tx_space_opened(rc);
 	if (rc->flags & RCONN_F_FREEING)
 		goto out;
+	if (rc->cdc_pend_tx_wr == 0)
+		tx_door_open(rc);
 	/* the last one in flight pushes what autocork held back */
 	if (rc->cdc_pend_tx_wr == 0 && tx_unsent(rc) > 0)
 		owe = RCONN_OWE_PUSH | RCONN_OWE_LAST;
@@ -834,6 +882,7 @@ tx_failover(struct rconn *rc, struct wr_link *newlink, uint32_t lkey,
 	rc->peer_rmb.rkey = peer_rkey;
 	rc->flags &= ~RCONN_F_LINK_FAILED;
 	RCONN_STAT(rc, failovers, 1);
+	tx_door_open(rc);
 	err = 0;
 	if (!(rc->flags & (RCONN_F_ABORT_SENT | RCONN_F_PEER_ABORT)))
 		err = tx_kick(rc, RCONN_OWE_VALIDATE | RCONN_OWE_CDC |
@@ -862,6 +911,7 @@ tx_detach(struct rconn *rc)
 	rc->pend_head = 0;
 	rc->link = NULL;
 	rc->flags |= RCONN_F_LINK_FAILED;
+	tx_door_open(rc); /* resuming: the ring still fills */
 }
 
 /* The send ring (its memory registered on each link the owner moves to). */
