@@ -1117,6 +1117,32 @@ conf_post_rdma(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	}
 }
 
+/* Whether a kernel SMC-R client at a may use SMC-R (kernel_smc.allow). */
+bool
+conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a)
+{
+	int i;
+
+	for (i = 0; i < k->nallow; i++)
+		if (addr_net_match(&k->allow_nets[i], a))
+			return true;
+	return false;
+}
+
+/* Whether the EID (as the wire has it) is one of kernel_smc.ueids. */
+bool
+conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid)
+{
+	uint8_t ours[SCLC_EID_LEN];
+	int i;
+
+	for (i = 0; i < k->nueids; i++)
+		if (sclc_eid_put(ours, k->ueids[i]) == 0 &&
+		    memcmp(ours, eid, SCLC_EID_LEN) == 0)
+			return true;
+	return false;
+}
+
 /*
  * The standard dialect is on: parse the allowed networks, and say what it
  * does not protect, at every start and reload (DESIGN.md §10).

@@ -179,29 +179,12 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 static const uint8_t *
 kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
 {
-	uint8_t eid[SCLC_EID_LEN];
-	int i, j;
+	int j;
 
-	for (i = 0; i < k->nueids; i++) {
-		if (sclc_eid_put(eid, k->ueids[i]) != 0)
-			continue;
-		for (j = 0; j < p->eid_cnt; j++)
-			if (memcmp(eid, p->eid[j], SCLC_EID_LEN) == 0)
-				return p->eid[j];
-	}
+	for (j = 0; j < p->eid_cnt; j++)
+		if (conf_ksmc_serves(k, p->eid[j]))
+			return p->eid[j];
 	return NULL;
-}
-
-/* Whether the client's address is in kernel_smc.allow. */
-static bool
-kpeer_allowed(const struct conf_ksmc *k, const struct addr *a)
-{
-	int i;
-
-	for (i = 0; i < k->nallow; i++)
-		if (addr_net_match(&k->allow_nets[i], a))
-			return true;
-	return false;
 }
 
 /* Whether the RoCE v2 GID is the IPv4 address a (IPv4-mapped). */
@@ -343,6 +326,7 @@ kpeer_rdma_offer(struct session *s)
 	memcpy(want.sysid, hs->sysid, sizeof(want.sysid));
 	memcpy(want.gid, hs->gid, sizeof(want.gid));
 	want.host = s->addr[0];
+	memcpy(want.eid, hs->eid, sizeof(want.eid));
 	want.max_conns = hs->max_conns;
 	want.max_links = hs->max_links;
 	want.release = hs->release;
@@ -467,7 +451,7 @@ kpeer_proposal(struct session *s)
 			      false);
 		return;
 	}
-	if (!kpeer_allowed(k, &s->addr[0]))
+	if (!conf_ksmc_allows(k, &s->addr[0]))
 		kpeer_decline(s, CLC_DECL_CNFERR, STAT_smc_decline_allow,
 			      SCLC_VERSION, false);
 	else if (p->typev2 != SCLC_TYPE_R && p->typev2 != SCLC_TYPE_B)
@@ -520,6 +504,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	memcpy(want.gid, a->gid, sizeof(want.gid));
 	want.qpn = a->qpn;
 	want.host = s->addr[1];
+	memcpy(want.eid, a->eid, sizeof(want.eid));
 	want.max_conns = a->release ? a->max_conns : CLC_MAX_CONNS_MAX;
 	want.max_links = a->release ? a->max_links : CLC_MAX_LINKS_MAX;
 	want.release = a->release;

@@ -1476,7 +1476,7 @@ struct lgr *
 lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	    const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
 	    uint8_t release, const struct addr *local, const struct addr *host,
-	    uint32_t *decline)
+	    const uint8_t *eid, uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct conf_peer *peer = &conf->ksmc.peer;
@@ -1497,6 +1497,7 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	lgr->std_release = release;
 	memcpy(lgr->std_gid, gid, sizeof(lgr->std_gid));
 	lgr->std_host = *host;
+	memcpy(lgr->std_eid, eid, sizeof(lgr->std_eid));
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -1607,6 +1608,21 @@ lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
 		return 0;
 	stats_add(ctx->stats, over, 1);
 	return -ENOSPC;
+}
+
+/*
+ * Whether a kernel peer's group may stay under k (after a reload): the
+ * standard dialect still on, the EID it was made under still served,
+ * and a client host (our server role) still in allow.  One that may not
+ * ends, as a native peer's whose key changed: the peer loses the rkeys
+ * it holds into our buffers.
+ */
+bool
+lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
+{
+	return k->enabled && conf_ksmc_serves(k, lgr->std_eid) &&
+	       (lgr->role == LGR_ROLE_CLIENT ||
+		conf_ksmc_allows(k, &lgr->std_host));
 }
 
 /*

@@ -130,7 +130,8 @@ struct lgr {
 	/* the peer's TCP address at first contact (its port unused): only
 	 * connections with that host join the group */
 	struct addr std_host;
-	bool std_offered; /* server: our ADD_LINK without a link is out */
+	uint8_t std_eid[32]; /* the EID its first CLC agreed on */
+	bool std_offered;    /* server: our ADD_LINK without a link is out */
 	struct rtoken_table rtokens; /* standard: the peer's RMBs per link */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;

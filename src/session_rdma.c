@@ -306,7 +306,8 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (lgr == NULL)
 		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
 				  want->max_conns, want->max_links,
-				  want->release, local, &want->host, &code);
+				  want->release, local, &want->host, want->eid,
+				  &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);

@@ -298,6 +298,8 @@ bool conf_peer_auth_same(const struct conf_peer *a, const struct conf_peer *b);
 const struct conf_export *conf_export_find(const struct conf *conf,
 					   const char *name);
 bool conf_export_allows(const struct conf_export *exp, const char *peer);
+bool conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a);
+bool conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid);
 int conf_reload_check(const struct conf *old, const struct conf *new,
 		      FILE *errors);
 void conf_print_schema(FILE *out);
@@ -1172,7 +1174,8 @@ struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const uint8_t sysid[8], const uint8_t gid[16],
 			uint8_t max_conns, uint8_t max_links, uint8_t release,
 			const struct addr *local, const struct addr *host,
-			uint32_t *decline);
+			const uint8_t *eid, uint32_t *decline);
+bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
 bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 		     const uint8_t sysid[8], const uint8_t gid[16],
 		     const struct addr *host);
@@ -1295,6 +1298,7 @@ struct session_rdma_std_want {
 	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
 	struct addr host;  /* the peer's end of the TCP connection: a group
 			    * is bound to the host it was made with */
+	uint8_t eid[32];   /* the EID the CLC agreed on (SCLC_EID_LEN) */
 	uint8_t max_conns; /* a new group's, as the CLC negotiated */
 	uint8_t max_links; /* a new group's at most (release 0: 2) */
 	uint8_t release;   /* a new group's SMC-Rv2 release (0 or 1) */

@@ -308,14 +308,19 @@ worker_revoke(struct worker *w, const struct conf *conf)
 		return;
 	for (lgr = lgr_next(ctx, NULL); lgr != NULL; lgr = lnext) {
 		lnext = lgr_next(ctx, lgr);
-		/* a kernel peer's group stays while kernel_smc does */
+		/* a kernel peer's group stays while kernel_smc still serves
+		 * its EID and, a client's, its host */
 		if (lgr_is_ending(lgr) ||
-		    (lgr_is_std(lgr) ? conf->ksmc.enabled :
+		    (lgr_is_std(lgr) ? lgr_std_kept(lgr, &conf->ksmc) :
 				       worker_peer_kept(conf, lgr_peer(lgr))))
 			continue;
 		log_info("lgr %u: peer %s %s on reload: ending its link group",
 			 lgr_id(lgr), lgr_peer(lgr)->name,
-			 lgr_is_std(lgr) ? "(kernel_smc) removed" :
+			 lgr_is_std(lgr) ?
+				 (conf->ksmc.enabled ?
+					  "(kernel_smc: its host or EID) "
+					  "no longer allowed" :
+					  "(kernel_smc) removed") :
 			 conf_peer_find(conf, lgr_peer(lgr)->name) ? "changed" :
 								     "removed");
 		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);

@@ -24,6 +24,7 @@
 
 #include "smcproxyd.h"
 #include "lgr.h"
+#include "sclc_wire.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 
@@ -443,6 +444,16 @@ std_sides(int ndev)
 	side_extra = "";
 }
 
+/* The EID std_sides serve, as the wire has it: "LAB", blank-padded. */
+static const uint8_t *
+lab_eid(void)
+{
+	static uint8_t eid[SCLC_EID_LEN];
+
+	ck_assert_int_eq(sclc_eid_put(eid, "LAB"), 0);
+	return eid;
+}
+
 /* The TCP addresses the standard groups are made with (std_host). */
 static struct addr host_a, host_b, host_x;
 
@@ -475,7 +486,7 @@ std_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
 	memset(&any, 0, sizeof(any));
 	memset(c, 0, sizeof(*c));
 	l = lgr_std_new(s->ctx, role, sysid, gid, 255, 2, release, &any, peer,
-			&decline);
+			lab_eid(), &decline);
 	ck_assert_ptr_nonnull(l);
 	ck_assert_int_eq(lgr_conn_add_first(l, c), 0);
 	ck_assert_uint_ne(c->token, 0);
@@ -1869,7 +1880,7 @@ std_pending_on_b(const char *ip)
 
 	memset(&any, 0, sizeof(any));
 	l = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, g, 255, 1, 1, &any,
-			host(&peer, ip), &decline);
+			host(&peer, ip), lab_eid(), &decline);
 	ck_assert_ptr_nonnull(l);
 	return l;
 }
@@ -1922,6 +1933,44 @@ START_TEST(std_budgets_per_host)
 	ck_assert_int_eq(lgr_std_budget(B.ctx, &host_a, false), -ENOSPC);
 	ck_assert_uint_eq(stat(&B, STAT_smc_budget_host_conns), 1);
 	lgr_conn_del(&c);
+}
+END_TEST
+
+/*
+ * Issue 43, item 4: on reload a kernel peer's group stays only while
+ * its EID is still served and, for a client's (our server role), its
+ * host still in allow (worker_revoke ends the others).
+ */
+START_TEST(std_kept_on_reload)
+{
+	struct conf_ksmc k;
+	struct addr_net net;
+	char *allow[] = {"192.0.2.0/24"}, *ueids[] = {"LAB"},
+	     *other[] = {"OTHER"};
+	struct lgr *mine;
+
+	std_sides(1);
+	mine = std_pending_on_b("192.0.2.1");
+	memset(&k, 0, sizeof(k));
+	k.enabled = true;
+	k.allow = allow;
+	k.nallow = 1;
+	k.allow_nets = &net;
+	ck_assert_int_eq(addr_net_parse(allow[0], &net), 0);
+	k.ueids = ueids;
+	k.nueids = 1;
+	ck_assert(lgr_std_kept(mine, &k));
+	/* its host out of allow */
+	ck_assert_int_eq(addr_net_parse("198.51.100.0/24", &net), 0);
+	ck_assert(!lgr_std_kept(mine, &k));
+	ck_assert_int_eq(addr_net_parse(allow[0], &net), 0);
+	/* its EID no longer served */
+	k.ueids = other;
+	ck_assert(!lgr_std_kept(mine, &k));
+	k.ueids = ueids;
+	/* kernel_smc gone */
+	k.enabled = false;
+	ck_assert(!lgr_std_kept(mine, &k));
 }
 END_TEST
 
@@ -2062,6 +2111,7 @@ lgr_suite(void)
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
 	tcase_add_test(tc, std_budgets_per_host);
+	tcase_add_test(tc, std_kept_on_reload);
 	tcase_add_test(tc, std_pending_spare_native_peers);
 	tcase_add_test(tc, max_lgrs_charged_after_auth);
 	suite_add_tcase(s, tc);
