@@ -75,6 +75,8 @@
 	  "peer connections dropped by the authentication rate limit")         \
 	X(preauth_conns, GAUGE, "connections",                                 \
 	  "peer connections open now that have not authenticated yet")         \
+	X(preauth_peeks, COUNTER, "calls",                                     \
+	  "peeks at a peer port stranger's first bytes (MSG_PEEK)")            \
 	X(preauth_refused, COUNTER, "connections",                             \
 	  "peer connections reset: preauth_per_source full")                   \
 	X(preauth_full, COUNTER, "events",                                     \

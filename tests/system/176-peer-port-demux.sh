@@ -44,7 +44,10 @@ grep -q "eyecatcher e2d4c3d9" "$T/split.log" ||
 	fail "B did not answer a CLC header that came in pieces with CLC"
 
 # --- 2: part of an eyecatcher, then silence ----------------------------
+# (looked at again with a growing wait: a few peeks in its 2 s, not one
+# per 10 ms, some 200)
 before=$(stat_get b preauth_timeouts)
+peeks=$(stat_get b preauth_peeks)
 python3 - "$PORT_BPEER" >"$T/part.log" 2>&1 <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
@@ -61,6 +64,10 @@ grep -q "closed after" "$T/part.log" || fail "the silent stranger was not closed
 [ "$(stat_get b preauth_timeouts)" -gt "${before:-0}" ] ||
 	fail "a stranger that sent part of an eyecatcher was not timed out as a failure"
 [ "$(stat_get b preauth_conns)" = 0 ] || fail "B still holds a stranger"
+peeks=$(($(stat_get b preauth_peeks) - ${peeks:-0}))
+smc_log "peeks at the silent stranger: $peeks"
+[ "$peeks" -le 15 ] ||
+	fail "B peeked $peeks times at a stranger that sent 2 bytes in 2 s"
 
 # --- 3: the pair still serves clients --------------------------------------
 xfer_client -n 2 -b 256K || fail "a client was not served through the pair"
