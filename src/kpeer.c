@@ -175,6 +175,37 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	kpeer_open(s);
 }
 
+/*
+ * The kernel peer (a client, export side; a server, rule side) failed a
+ * handshake by its own doing (what it sent, or nothing in time): its
+ * host is charged in the table of the peer port's failed handshakes
+ * (auth.c: 10 at once, then one a second), so that one that keeps at it
+ * gets a DECLINE at once and no resources (kpeer_limited).
+ */
+static void
+kpeer_charge(struct session *s)
+{
+	auth_failed(worker_auth(s->w), &s->addr[kpeer_side(s)], now_ms());
+}
+
+/* Whether the peer's host failed too often to be given SMC-R now. */
+static bool
+kpeer_limited(struct session *s)
+{
+	char host[ADDR_STRLEN] = "?";
+	int i = kpeer_side(s);
+
+	if (!auth_rate_limited(worker_auth(s->w), &s->addr[i], now_ms()))
+		return false;
+	addr_host(&s->addr[i], host, sizeof(host));
+	log_warnx_rl("kernel SMC-R rate limited", host,
+		     "conn 0x%llx: %s %s: kernel SMC-R %s %s failed too many "
+		     "handshakes: declined at once, TCP",
+		     (unsigned long long)s->id, i ? "rule" : "export",
+		     kpeer_name(s), i ? "server" : "client", host);
+	return true;
+}
+
 /* The first of the proposal's EIDs we serve, or NULL. */
 static const uint8_t *
 kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
@@ -437,7 +468,9 @@ kpeer_proposal(struct session *s)
 	const struct conf_ksmc *k = &s->conf->ksmc;
 	struct kpeer_hs *hs = s->shs;
 	struct sclc_proposal_info *p;
+	enum stats_id stat;
 	uint32_t code = 0;
+	uint8_t version;
 
 	STATS_INC(worker_stats(s->w), smc_proposals);
 	p = malloc(sizeof(*p));
@@ -447,28 +480,40 @@ kpeer_proposal(struct session *s)
 	}
 	if (sclc_proposal_decode(hs->buf, hs->len, p, &code) != 0) {
 		free(p);
+		kpeer_charge(s);
 		kpeer_decline(s, code, STAT_smc_decline_malformed, SCLC_VERSION,
 			      false);
 		return;
 	}
-	if (!conf_ksmc_allows(k, &s->addr[0]))
-		kpeer_decline(s, CLC_DECL_CNFERR, STAT_smc_decline_allow,
-			      SCLC_VERSION, false);
-	else if (p->typev2 != SCLC_TYPE_R && p->typev2 != SCLC_TYPE_B)
-		kpeer_decline(s, CLC_DECL_MODEUNSUPP, STAT_smc_decline_mode,
-			      p->typev2 == SCLC_TYPE_N ? SCLC_VERSION_V1 :
-							 SCLC_VERSION,
-			      false);
-	else if (kpeer_eid_ours(k, p) == NULL)
+	version = SCLC_VERSION;
+	if (kpeer_limited(s)) {
+		code = CLC_DECL_CNFERR;
+		stat = STAT_smc_rate_limited;
+	} else if (!conf_ksmc_allows(k, &s->addr[0])) {
+		code = CLC_DECL_CNFERR;
+		stat = STAT_smc_decline_allow;
+	} else if (p->typev2 != SCLC_TYPE_R && p->typev2 != SCLC_TYPE_B) {
+		code = CLC_DECL_MODEUNSUPP;
+		stat = STAT_smc_decline_mode;
+		if (p->typev2 == SCLC_TYPE_N)
+			version = SCLC_VERSION_V1;
+	} else if (kpeer_eid_ours(k, p) == NULL) {
 		/* as Linux 6.12 answers it (340-ksmc-target saw it) */
-		kpeer_decline(s, CLC_DECL_NOSMCDEV, STAT_smc_decline_eid,
-			      SCLC_VERSION, false);
-	else if (!kpeer_gid_of(p->roce_gid, &s->addr[0]))
-		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_decline_gid,
-			      SCLC_VERSION, false);
-	else
+		code = CLC_DECL_NOSMCDEV;
+		stat = STAT_smc_decline_eid;
+	} else if (!kpeer_gid_of(p->roce_gid, &s->addr[0])) {
+		code = CLC_DECL_NOROUTE;
+		stat = STAT_smc_decline_gid;
+	} else {
 		kpeer_rdma_target(s, p, kpeer_eid_ours(k, p));
+		free(p);
+		return;
+	}
 	free(p);
+	/* each of these but the first is the client's doing */
+	if (stat != STAT_smc_rate_limited)
+		kpeer_charge(s);
+	kpeer_decline(s, code, stat, version, false);
 }
 
 /*
@@ -515,6 +560,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	if (code == 0 && (code = session_rdma_std_confirm(s, &peer)) != 0)
 		session_rdma_std_drop(s);
 	if (code == CLC_DECL_SYNCERR) {
+		kpeer_charge(s); /* a group we never had, or another's */
 		kpeer_decline(s, code, STAT_smc_out_decline_sync, SCLC_VERSION,
 			      true);
 		return;
@@ -566,22 +612,25 @@ kpeer_accepted(struct session *s)
 	uint32_t code = 0;
 
 	STATS_INC(worker_stats(s->w), smc_out_accepts);
-	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0)
+	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0) {
+		kpeer_charge(s);
 		kpeer_decline(s, code, STAT_smc_out_decline_bad, SCLC_VERSION,
 			      false);
-	else if (!a.first_contact) /* SYNCERR unless it names a group of ours */
+	} else if (!a.first_contact) { /* SYNCERR unless it names ours */
 		kpeer_rdma_confirm(s, &a);
-	else if (!kpeer_gid_of(a.gid, &s->addr[1]))
+	} else if (!kpeer_gid_of(a.gid, &s->addr[1])) {
+		kpeer_charge(s);
 		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
 			      SCLC_VERSION, false);
-	else
+	} else {
 		kpeer_rdma_confirm(s, &a);
+	}
 }
 
 /*
  * Not a CLC message where the peer owed us one: no DECLINE can be framed,
- * and no byte after it can be told from the message.  Reset, counted; a
- * client's source is charged as a failed handshake.
+ * and no byte after it can be told from the message.  Reset, counted, the
+ * peer's host charged as a failed handshake.
  */
 static void
 kpeer_malformed(struct session *s, const char *why)
@@ -590,12 +639,11 @@ kpeer_malformed(struct session *s, const char *why)
 	int i = kpeer_side(s);
 
 	addr_host(&s->addr[i], host, sizeof(host));
-	if (i == 0) {
+	kpeer_charge(s);
+	if (i == 0)
 		STATS_INC(worker_stats(s->w), smc_clc_malformed);
-		auth_failed(worker_auth(s->w), &s->addr[0], now_ms());
-	} else {
+	else
 		STATS_INC(worker_stats(s->w), smc_out_malformed);
-	}
 	log_warnx_rl(i ? "target_smc broken" : "smc_listen refused", host,
 		     "conn 0x%llx: %s %s: kernel SMC-R %s %s: %s",
 		     (unsigned long long)s->id, i ? "rule" : "export",
@@ -779,7 +827,11 @@ kpeer_connected(struct session *s)
 	switch (smc_opt_connected(s->fd[1])) {
 	case SMC_OPT_ECHOED:
 		STATS_INC(st, smc_out_echoed);
-		kpeer_propose(s);
+		if (kpeer_limited(s)) /* no PROPOSAL: TCP at once */
+			kpeer_decline(s, CLC_DECL_CNFERR, STAT_smc_out_limited,
+				      SCLC_VERSION, false);
+		else
+			kpeer_propose(s);
 		return;
 	case SMC_OPT_PLAIN:
 		STATS_INC(st, smc_out_plain);
@@ -851,6 +903,7 @@ kpeer_timeout(struct session *s)
 		STATS_INC(st, smc_out_timeouts);
 	else
 		STATS_INC(st, smc_clc_timeouts);
+	kpeer_charge(s);
 	session_close(s, SESSION_PROTOCOL_ERROR);
 }
 
@@ -903,12 +956,6 @@ kpeer_accept(struct worker *w, int fd, void *arg)
 	session_ops_set(s, &kpeer_ops);
 	s->export = exp;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);
-	if (echoed > 0 &&
-	    auth_rate_limited(worker_auth(w), &s->addr[0], now_ms())) {
-		STATS_INC(st, smc_rate_limited);
-		session_close(s, SESSION_PROTOCOL_ERROR);
-		return;
-	}
 	if (!smc_opt_attached()) {
 		STATS_INC(st, smc_opt_unavailable);
 		kpeer_open(s);

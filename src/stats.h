@@ -181,9 +181,9 @@
 	X(smc_opt_unavailable, COUNTER, "connections",                         \
 	  "smc_listen connections taken as plain TCP: the option's BPF "       \
 	  "program is not attached")                                           \
-	X(smc_rate_limited, COUNTER, "connections",                            \
-	  "smc_listen connections reset: their source failed CLC "             \
-	  "handshakes too often")                                              \
+	X(smc_rate_limited, COUNTER, "handshakes",                             \
+	  "smc_listen PROPOSALs declined CNFERR at once: the client's host "   \
+	  "failed too many handshakes (the peer port's rate table)")           \
 	X(smc_proposals, COUNTER, "handshakes",                                \
 	  "CLC PROPOSALs read from kernel SMC-R clients")                      \
 	X(smc_accepts, COUNTER, "handshakes",                                  \
@@ -197,6 +197,9 @@
 	  "a PROPOSAL")                                                        \
 	X(smc_decline_malformed, COUNTER, "handshakes",                        \
 	  "declined: the PROPOSAL did not decode (its own diagnosis code)")    \
+	X(smc_out_limited, COUNTER, "handshakes",                              \
+	  "target_smc connections declined at once, no PROPOSAL: the "         \
+	  "server's host failed too many handshakes")                          \
 	X(smc_decline_allow, COUNTER, "handshakes",                            \
 	  "declined CNFERR: the client's address is not in "                   \
 	  "kernel_smc.allow")                                                  \

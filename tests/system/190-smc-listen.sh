@@ -10,7 +10,8 @@
 # groups are not served yet) and the connection goes on as TCP to the
 # export's target, every byte verified; a SYN without the option is TCP
 # from the first byte; no CLC where one was owed is a reset, counted; a
-# daemon without the program serves TCP and says why.
+# client that keeps failing is declined at once (the peer port's rate
+# table); a daemon without the program serves TCP and says why.
 . "$(dirname "$0")/lib.sh"
 smc_init
 
@@ -126,6 +127,21 @@ kc
 count b smc_decline_allow "$n0" 1
 grep -q "export=x peer=127.0.0.1:[0-9]* dialect=smc-r target=127.0.0.1:$PORT_TARGET transport=tcp decline=CNFERR connected=yes" \
 	"$T/b.log" || fail "the connection log does not name the dialect and the DECLINE"
+
+# a client that keeps failing (out of allow now: each is charged to its
+# host, as a failed handshake on the peer port) is soon declined at once,
+# before anything is judged or set up; its data still goes through
+l0=$(stat_get b smc_rate_limited)
+for i in $(seq 14); do
+	kc -n 1000
+	[ "$kc_rc" = 0 ] || fail "failing client $i: the bytes did not come back"
+	[ "$(stat_get b smc_rate_limited)" -gt "$l0" ] && break
+done
+[ "$(stat_get b smc_rate_limited)" -gt "$l0" ] ||
+	fail "a client that failed 14 handshakes in a row is still judged each time"
+printf '%s\n' "$out" | grep -q '^DECLINE CNFERR 0x03000000 v2$' ||
+	fail "a rate-limited client: want DECLINE CNFERR"
+smc_log "declined at once after $i handshakes"
 
 # no program: TCP, counted, and the reason shown
 conf c "$PORT_SMC2" '"127.0.0.0/8"' "$T/nonexistent.bpf.o"
