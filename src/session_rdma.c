@@ -351,6 +351,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	lgr_std_local(sr->lc.link, &out->qp, out->system_id);
 	out->token = sr->lc.token;
 	out->rmb_rkey = mr->rkey;
+	sr->rmb_told = true;
 	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	out->max_conns = (uint8_t)lgr_max_conns(lgr);
@@ -1137,7 +1138,19 @@ session_rdma_free(struct session_rdma *sr)
 	llc_pending_cancel(&sr->llc);
 	lgr_conn_del(&sr->lc);
 	buf_put(sr->sndbuf);
-	buf_put(sr->rmb);
+	/*
+	 * Ending before its relay, after the peer was given its RMB
+	 * element's rkey (a kernel client between our ACCEPT and its
+	 * CONFIRM, a kernel server's connection whose CONFIRM went): the
+	 * peer may already write into it.  It cools, still registered, as
+	 * an aborted relay's does (tx.c): a WRITE that finds it gone would
+	 * fail at the peer and take its link, and every connection of the
+	 * group with it, down (issue 43).
+	 */
+	if (sr->rmb_told && sr->rmb != NULL)
+		buf_put_cooled(sr->rmb, now_ms() + RMB_COOL_MS);
+	else
+		buf_put(sr->rmb);
 	free(sr);
 }
 
@@ -1305,6 +1318,7 @@ session_rdma_connect(struct session *s)
 	m.conn_open.token = sr->lc.token;
 	m.conn_open.rmb_rkey =
 		session_rdma_conn_mr(srw, sr->rmb, sr->lc.link)->rkey;
+	sr->rmb_told = true;
 	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
@@ -1553,6 +1567,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.conn_accept.token = sr->lc.token;
 	m.conn_accept.rmb_rkey =
 		session_rdma_conn_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
+	sr->rmb_told = true;
 	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	if (sr->lc.lgr != NULL &&
@@ -1669,9 +1684,11 @@ session_rdma_watch(evutil_socket_t fd, short what, void *arg)
 		    s->state != SESSION_RELAY || sr->rc == NULL ||
 		    sr->closing || !session_rdma_stuck(sr, now, bound))
 			continue;
+		/* a kernel peer's session has no peer entry: its group's
+		 * pseudo-peer names it (smc-r) */
 		log_warnx("conn 0x%llx: peer %s consumed nothing for %d s "
 			  "(tcp_user_timeout) with %zu bytes waiting: reset",
-			  session_rdma_conn_id(sr), s->peer->name,
+			  session_rdma_conn_id(sr), lgr_peer(sr->lc.lgr)->name,
 			  conf->tcp_user_timeout, tx_unsent(sr->rc));
 		STATS_INC(worker_stats(srw->w), conns_window_timeout);
 		tx_close(sr->rc, TX_CLOSE_ABORT);

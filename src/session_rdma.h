@@ -121,6 +121,7 @@ struct session_rdma {
 	/* the standard dialect: a kernel peer's connection, opened by its
 	 * own CLC (kpeer.c) on a group of its own until the link is up */
 	bool std;
+	bool rmb_told; /* its RMB element's rkey went to the peer */
 };
 
 /* session_rdma_conn.c: one connection, for session_rdma.c and resume.c */

@@ -870,6 +870,8 @@ int buf_get(struct buf_pool *p, enum buf_kind kind, size_t size,
 int buf_get_for(struct buf_pool *p, enum buf_kind kind, size_t size,
 		const char *owner, struct buf **out);
 void buf_put_cooled(struct buf *b, uint64_t until_ms);
+/* how long an RMB element the peer may still write stays registered */
+#define RMB_COOL_MS 5000
 void buf_put(struct buf *b);
 void buf_written(struct buf *b, size_t n);
 

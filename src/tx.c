@@ -55,9 +55,6 @@
 #include "smcproxyd.h"
 #include "rconn.h"
 
-/* how long an aborted connection's RMB element stays registered */
-#define TX_RMB_COOL_MS 5000
-
 static void tx_cdc_done(struct wr_link *l, struct wr_tx_slot *slot, int status,
 			void *arg);
 
@@ -263,7 +260,7 @@ tx_extent(const struct cdc_cursor *c, size_t size)
  * it does not announce, and nothing after that), else all of it.  The
  * RMB element goes back at once when the peer has stopped writing (it
  * said done, closed or aborted: its WRITEs come before that CDC); else,
- * after our abort, it cools for TX_RMB_COOL_MS first, still registered:
+ * after our abort, it cools for RMB_COOL_MS first, still registered:
  * the peer's WRITEs still in flight land in it, read by nobody, instead
  * of failing at the peer and taking its link with every connection on it
  * down, or landing in the stream of the next connection to get it (it
@@ -284,7 +281,7 @@ tx_conn_destroy(struct rconn *rc)
 	    (RCONN_F_PEER_DONE | RCONN_F_PEER_CLOSED | RCONN_F_PEER_ABORT))
 		buf_put(rc->rmb);
 	else
-		buf_put_cooled(rc->rmb, now_ms() + TX_RMB_COOL_MS);
+		buf_put_cooled(rc->rmb, now_ms() + RMB_COOL_MS);
 	free(rc);
 }
 

@@ -121,7 +121,7 @@ fi
 xfer_ok "first connection after the restart" -n 1 -b 64K -T 60
 group_up 2 || bad "no new link group after the restart"
 # The killed connections' RMB elements cool (b never answered a's abort:
-# TX_RMB_COOL_MS, 5 s, in src/tx.c) only while their link group's QPs
+# RMB_COOL_MS, 5 s, in src/smcproxyd.h) only while their link group's QPs
 # could still take b's WRITEs; that group is gone, so they are a's again
 # however fast b is back.  (Under TCG the group itself takes about 3 s
 # to go and the restart 3-4 s, so the 12 often start after the 5 s
