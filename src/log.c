@@ -307,7 +307,7 @@ log_debug(const char *fmt, ...)
  * the window is preceded by "KIND SOURCE: N similar messages suppressed".
  * A fixed table of LOG_RL_SLOTS, shared by the threads under a lock; a
  * kind and source that takes the slot of another says the other's count
- * first.
+ * first, and log_rl_flush() says those still pending at stop.
  */
 #define LOG_RL_SLOTS 64
 
@@ -387,6 +387,27 @@ log_rl_pass(const char *kind, const char *source)
 	if (n > 0)
 		log_rl_said(key, n);
 	return pass;
+}
+
+/*
+ * Say the count of every kind and source with lines left out and not yet
+ * said (at stop, so that no suppressed count is lost), and forget them.
+ */
+void
+log_rl_flush(void)
+{
+	struct log_rl pending[LOG_RL_SLOTS];
+	int i, n = 0;
+
+	pthread_mutex_lock(&log_rl_lock);
+	for (i = 0; i < LOG_RL_SLOTS; i++) {
+		if (log_rl_tab[i].suppressed > 0)
+			pending[n++] = log_rl_tab[i];
+		log_rl_tab[i].suppressed = 0;
+	}
+	pthread_mutex_unlock(&log_rl_lock);
+	for (i = 0; i < n; i++)
+		log_rl_said(pending[i].key, pending[i].suppressed);
 }
 
 /* log_warn, rate limited per kind and source (above). */

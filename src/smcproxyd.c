@@ -484,6 +484,7 @@ main(int argc, char *argv[])
 	worker_join_all();
 	peer_shutdown();
 	tally_shutdown();
+	log_rl_flush();
 	log_info("stopped");
 	event_free(sig_term);
 	event_free(sig_int);

@@ -80,6 +80,7 @@ void log_warn_rl(const char *kind, const char *source, const char *fmt, ...)
 void log_warnx_rl(const char *kind, const char *source, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void log_rl_limits(uint64_t interval_ms, unsigned int burst);
+void log_rl_flush(void);
 /*
  * Events with a journal MESSAGE_ID, fixed for good (as systemd's catalog
  * ids; docs/stats.md "Log events"): X(id, name, 128-bit id in hex).

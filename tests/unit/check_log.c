@@ -144,6 +144,27 @@ START_TEST(test_evicted_say_their_count)
 }
 END_TEST
 
+/* Counts still pending at stop are said then, once, not lost. */
+START_TEST(test_flush_at_stop)
+{
+	int i;
+
+	for (i = 0; i < 14; i++)
+		log_warnx_rl("connect to target", "192.0.2.1:80",
+			     "conn %d: target refused", i);
+	log_warnx_rl("peer port refused", "192.0.2.7", "once");
+	ck_assert_int_eq(lines_with("suppressed"), 0);
+	log_rl_flush();
+	ck_assert_int_eq(lines_with("<4>smcproxyd: connect to target "
+				    "192.0.2.1:80: 4 similar messages "
+				    "suppressed"),
+			 1);
+	ck_assert_int_eq(lines_with("suppressed"), 1);
+	log_rl_flush();
+	ck_assert_int_eq(lines_with("suppressed"), 1);
+}
+END_TEST
+
 START_TEST(test_errno_appended)
 {
 	errno = ECONNREFUSED;
@@ -332,6 +353,7 @@ log_suite(void)
 	tcase_add_test(tc, test_next_window_says_the_count);
 	tcase_add_test(tc, test_sources_apart);
 	tcase_add_test(tc, test_evicted_say_their_count);
+	tcase_add_test(tc, test_flush_at_stop);
 	tcase_add_test(tc, test_errno_appended);
 	tcase_add_test(tc, test_one_limit_for_all_threads);
 	suite_add_tcase(s, tc);
