@@ -1927,6 +1927,15 @@ conf_check_exports(struct conf_parse *p)
 			continue;
 		}
 		addr_str(&e->smc_listen, a, sizeof(a));
+		/* Linux proposes SMC-Rv2 over IPv4 only; on an IPv6 socket
+		 * an IPv4 client's SYN got the option echoed and then was
+		 * taken for plain TCP, hanging the client 6 s (issue 43) */
+		if (e->smc_listen.ss.ss_family != AF_INET)
+			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
+				 "%s is IPv6: kernel SMC-R clients connect "
+				 "over IPv4 only; use 0.0.0.0:PORT or an IPv4 "
+				 "address",
+				 a);
 		if (conf->has_peer_listen &&
 		    conf_addr_overlap(&e->smc_listen, &conf->peer_listen))
 			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,

@@ -339,6 +339,12 @@ static const struct {
 		  ");\n",
 	 "t.conf:2: rules[0]: rule r: needs peer and export (or target_smc)\n",
 	 1},
+	{KSMC("") "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\";\n"
+		  "  smc_listen = \"[::]:16379\"; } );\n",
+	 "t.conf:3: exports[0].smc_listen: [::]:16379 is IPv6: kernel SMC-R "
+	 "clients connect over IPv4 only; use 0.0.0.0:PORT or an IPv4 "
+	 "address\n",
+	 1},
 	{KSMC("") LISTEN PEER_B RULE("")
 		 EXPORT("smc_listen = \"127.0.0.1:6380\";"),
 	 "t.conf:5: exports[0].smc_listen: 127.0.0.1:6380 overlaps "
