@@ -337,6 +337,32 @@ control_fail(struct control_req *req, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * What an admin command did, for people, as @data's "message" (stolen;
+ * smcproxyctl prints it).  Return: @data, or NULL out of memory.
+ */
+static json_t *control_done(json_t *data, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static json_t *
+control_done(json_t *data, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		msg = NULL;
+	va_end(ap);
+	if (data == NULL || msg == NULL ||
+	    json_object_set_new(data, "message", control_text(msg)) != 0) {
+		json_decref(data);
+		data = NULL;
+	}
+	free(msg);
+	return data;
+}
+
 /******** helpers for the commands ********/
 
 static int64_t
@@ -481,10 +507,11 @@ static json_t *
 control_cmd_stats_reset(struct control_req *req)
 {
 	stats_reset();
-	log_info("%s: statistics reset by uid %u pid %d", __func__,
+	log_info("statistics reset by uid %u pid %d",
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
-	return json_object();
+	return control_done(json_object(), "statistics reset: counters "
+					   "restart from zero");
 }
 
 static json_t *
@@ -882,10 +909,11 @@ control_cmd_kill(struct control_req *req)
 		control_fail(req, "no connection %s", hex);
 		return NULL;
 	}
-	log_info("%s: conn %s killed by uid %u pid %d", __func__, hex,
+	log_info("conn %s killed by uid %u pid %d", hex,
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
-	return json_pack("{s:s}", "id", hex);
+	return control_done(json_pack("{s:s}", "id", hex),
+			    "connection %s killed", hex);
 }
 
 /* The connections a filter matched: their ids and workers. */
@@ -924,7 +952,7 @@ control_cmd_kill_conns(struct control_req *req)
 	struct control_victims v = {&f, NULL};
 	struct control_kill k;
 	json_t *killed, *e;
-	size_t i;
+	size_t i, n;
 	int w;
 
 	if (control_filter_parse(req, &f, true) < 0)
@@ -949,11 +977,13 @@ control_cmd_kill_conns(struct control_req *req)
 			json_array_append(killed, json_object_get(e, "id"));
 	}
 	json_decref(v.ids);
-	log_info("%s: %zu connections killed by uid %u pid %d", __func__,
-		 json_array_size(killed), (unsigned int)req->cr_client->cc_uid,
+	n = json_array_size(killed);
+	log_info("%zu connections killed by uid %u pid %d", n,
+		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
-	return json_pack("{s:I, s:o}", "count",
-			 (json_int_t)json_array_size(killed), "ids", killed);
+	return control_done(
+		json_pack("{s:I, s:o}", "count", (json_int_t)n, "ids", killed),
+		"%zu connection%s killed", n, n == 1 ? "" : "s");
 }
 
 /*
@@ -968,6 +998,8 @@ control_cmd_rule_enable(struct control_req *req)
 	bool enable = strcmp(req->cr_cmd->cm_name, "enable rule") == 0;
 	const struct conf_rule *r = NULL;
 	char buf[ADDR_STRLEN];
+	int64_t conns;
+	json_t *data;
 	int i, rc;
 
 	for (i = 0; i < control_conf->nrules && r == NULL; i++)
@@ -984,12 +1016,26 @@ control_cmd_rule_enable(struct control_req *req)
 			     strerror(-rc));
 		return NULL;
 	}
-	log_info("%s: rule %s %s by uid %u pid %d", __func__, name,
+	log_info("rule %s %s by uid %u pid %d", name,
 		 enable ? "enabled" : "disabled",
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
-	return json_pack("{s:s, s:b, s:b}", "name", name, "enabled", enable,
+	data = json_pack("{s:s, s:b, s:b}", "name", name, "enabled", enable,
 			 "accepting", worker_rule_accepting(r));
+	conns = tally_conns(TALLY_RULE, name);
+	if (!enable)
+		return control_done(data,
+				    "rule %s disabled: %" PRId64
+				    " connection%s left open",
+				    name, conns, conns == 1 ? "" : "s");
+	if (!worker_rule_accepting(r))
+		return control_done(data,
+				    "rule %s enabled: not accepting while "
+				    "peer %s is draining",
+				    name,
+				    r->peer != NULL ? r->peer->name : "?");
+	return control_done(data, "rule %s enabled: accepting on %s", name,
+			    addr_str(&r->listen, buf, sizeof(buf)));
 }
 
 /*
@@ -1003,6 +1049,8 @@ control_cmd_peer_drain(struct control_req *req)
 	const char *name =
 		json_string_value(json_object_get(req->cr_args, "name"));
 	bool drain = strcmp(req->cr_cmd->cm_name, "drain peer") == 0;
+	int64_t conns;
+	json_t *data;
 	int rc;
 
 	if (conf_peer_find(control_conf, name) == NULL) {
@@ -1020,11 +1068,22 @@ control_cmd_peer_drain(struct control_req *req)
 			     name, strerror(-rc));
 		return NULL;
 	}
-	log_info("%s: peer %s %s by uid %u pid %d", __func__, name,
+	log_info("peer %s %s by uid %u pid %d", name,
 		 drain ? "draining" : "no longer draining",
 		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
-	return json_pack("{s:s, s:b}", "name", name, "draining", drain);
+	data = json_pack("{s:s, s:b}", "name", name, "draining", drain);
+	conns = tally_conns(TALLY_PEER, name);
+	if (drain)
+		return control_done(data,
+				    "peer %s draining: its rules stop "
+				    "accepting, %" PRId64
+				    " connection%s left open to finish",
+				    name, conns, conns == 1 ? "" : "s");
+	return control_done(data,
+			    "peer %s no longer draining: its enabled rules "
+			    "accept again",
+			    name);
 }
 
 static void control_rearm(struct control_client *c);
@@ -1192,12 +1251,23 @@ static json_t *
 control_cmd_shutdown(struct control_req *req)
 {
 	bool now = strcmp(req->cr_cmd->cm_name, "shutdown now") == 0;
+	bool already = control_is_stopping;
 
-	log_info("%s: %s requested by uid %u pid %d", __func__,
-		 req->cr_cmd->cm_name, (unsigned int)req->cr_client->cc_uid,
+	log_info("%s requested by uid %u pid %d", req->cr_cmd->cm_name,
+		 (unsigned int)req->cr_client->cc_uid,
 		 (int)req->cr_client->cc_pid);
 	smcproxyd_shutdown(now);
-	return json_object();
+	if (now)
+		return control_done(json_object(),
+				    "stopping now: open connections closed");
+	if (already)
+		return control_done(json_object(),
+				    "already stopping (\"shutdown now\" closes "
+				    "the open connections)");
+	return control_done(json_object(),
+			    "stopping: open connections get %d s to finish "
+			    "(\"shutdown now\" closes them at once)",
+			    control_conf->shutdown_timeout);
 }
 
 /* Config errors, one line each, as an array of strings. */
@@ -1228,6 +1298,7 @@ control_cmd_reload(struct control_req *req)
 	struct control_client *c = req->cr_client;
 	char *errors = NULL;
 	size_t len = 0;
+	json_t *data;
 	FILE *f;
 	int rc;
 
@@ -1236,8 +1307,8 @@ control_cmd_reload(struct control_req *req)
 		control_fail(req, "out of memory");
 		return NULL;
 	}
-	log_info("%s: reload requested by uid %u pid %d", __func__,
-		 (unsigned int)c->cc_uid, (int)c->cc_pid);
+	log_info("reload requested by uid %u pid %d", (unsigned int)c->cc_uid,
+		 (int)c->cc_pid);
 	rc = smcproxyd_reload(f);
 	fclose(f);
 	if (rc < 0) {
@@ -1247,9 +1318,19 @@ control_cmd_reload(struct control_req *req)
 		else
 			control_fail(req, "reload failed: %s", strerror(-rc));
 		req->cr_details = control_lines(errors);
+		free(errors);
+		return NULL;
 	}
+	data = json_pack("{s:o}", "warnings", control_lines(errors));
 	free(errors);
-	return rc == 0 ? json_object() : NULL;
+	return control_done(
+		data,
+		"reloaded %s: configuration OK, %d rule%s, "
+		"%d peer%s, %d export%s",
+		control_conf->path, control_conf->nrules,
+		control_conf->nrules == 1 ? "" : "s", control_conf->npeers,
+		control_conf->npeers == 1 ? "" : "s", control_conf->nexports,
+		control_conf->nexports == 1 ? "" : "s");
 }
 
 static json_t *

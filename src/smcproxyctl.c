@@ -652,9 +652,21 @@ ctl_show_kv(struct ctl_conn *conn, json_t *data)
 	json_decref(rows);
 }
 
+/*
+ * What an admin command did (the daemon says), and the warnings of a
+ * reload, as `smcproxyd -n` prints them ("file:line: warning: ...").
+ */
 static void
 ctl_show_done(struct ctl_conn *conn, json_t *data)
 {
+	const char *msg = json_string_value(json_object_get(data, "message"));
+	json_t *w;
+	size_t i;
+
+	if (msg != NULL)
+		fprintf(ctl_tab.out, "%s\n", msg);
+	json_array_foreach(json_object_get(data, "warnings"), i, w)
+		fprintf(ctl_tab.out, "%s\n", json_string_value(w));
 }
 
 static void

@@ -132,13 +132,18 @@ start_daemon a "$T/a.conf"
 wait_listen "$PORT_RULE" 10 "$a_pid"
 idle_conn
 ctl a shutdown >"$T/out" 2>&1 || fail "smcproxyctl shutdown: $(cat "$T/out")"
-[ -s "$T/out" ] && fail "smcproxyctl shutdown printed: $(cat "$T/out")"
+[ "$(cat "$T/out")" = 'stopping: open connections get 5 s to finish ("shutdown now" closes them at once)' ] ||
+	fail "smcproxyctl shutdown printed: $(cat "$T/out")"
 wait_not_listening "$PORT_RULE" 2 || fail "A still accepts 2 s after smcproxyctl shutdown"
 sleep 0.5
 kill -0 "$a_pid" || fail "A did not wait for its open connection"
 [ "$(conns_a)" = 1 ] || fail "A does not list its draining connection: $(conns_a)"
 ctl a shutdown >"$T/out" 2>&1 || fail "a second smcproxyctl shutdown: $(cat "$T/out")"
+[ "$(cat "$T/out")" = 'already stopping ("shutdown now" closes the open connections)' ] ||
+	fail "a second smcproxyctl shutdown printed: $(cat "$T/out")"
 ctl a shutdown now >"$T/out" 2>&1 || fail "smcproxyctl shutdown now: $(cat "$T/out")"
+[ "$(cat "$T/out")" = "stopping now: open connections closed" ] ||
+	fail "smcproxyctl shutdown now printed: $(cat "$T/out")"
 gone_within 2000
 exec 5<&-
 [ "$(grep -c 'closed: shutdown' "$T/a.log")" -eq $((closed0 + 2)) ] ||

@@ -70,7 +70,8 @@ smc_log "a: $c0=$a0 $c1=$a1 $c2=$a2; b: $b0 $b1 $b2"
 
 # Kill the middle one on a (rule side), id as show conns prints it.
 ctl a kill conn "$a1" >"$T/kill.out" 2>&1 || fail "kill conn $a1: $(cat "$T/kill.out")"
-[ -s "$T/kill.out" ] && fail "kill conn printed: $(cat "$T/kill.out")"
+[ "$(cat "$T/kill.out")" = "connection $a1 killed" ] ||
+	fail "kill conn printed: $(cat "$T/kill.out")"
 cli expect_reset 1 5
 [ "$REPLY" = "reset 1" ] || fail "the client of the killed connection saw: $REPLY"
 wait_stat a conns_active 2
@@ -102,7 +103,7 @@ xfer_bytes 2 50
 # Kill the last one on b (export side), id in decimal.
 dec=$(printf '%d' "$b2")
 ctl b -j kill conn "$dec" >"$T/kill.out" 2>&1 || fail "kill conn $dec: $(cat "$T/kill.out")"
-[ "$(cat "$T/kill.out")" = "{\"v\":1,\"ok\":true,\"data\":{\"id\":\"$b2\"}}" ] ||
+[ "$(cat "$T/kill.out")" = "{\"v\":1,\"ok\":true,\"data\":{\"id\":\"$b2\",\"message\":\"connection $b2 killed\"}}" ] ||
 	fail "kill conn $dec -j replied: $(cat "$T/kill.out")"
 cli expect_reset 2 5
 [ "$REPLY" = "reset 2" ] || fail "the client of the connection killed on b saw: $REPLY"

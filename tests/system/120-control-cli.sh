@@ -177,7 +177,7 @@ for x in s["stats"]:
                                        else [])), "schema members of " + x["name"])
     need(x["kind"] in ("counter", "gauge"), "kind of " + x["name"])
     need(x["unit"] in ("connections", "bytes", "requests", "events", "handshakes",
-                       "microseconds"),
+                       "microseconds", "calls", "corks"),
          "unit of " + x["name"])
 # the schema table: stats, a blank line, then the commands as help prints them
 st = open(A[1]).read().split("\n\n")
@@ -219,15 +219,28 @@ for cmd in "show peers" "show conns" "show rules"; do
 		END { exit bad }' "$T/out" >&2 || fail "$cmd is wider than 120 columns"
 done
 
-# The mutating commands print nothing in a table and {} in JSON.
+# The mutating commands say what they did, in JSON as data.message.
 run_ctl 0 -s "$SOCK" stats reset
-[ -s "$T/out" ] || [ -s "$T/err" ] && fail "stats reset printed: $(cat "$T/out" "$T/err")"
+[ "$(cat "$T/out")" = "statistics reset: counters restart from zero" ] && [ ! -s "$T/err" ] ||
+	fail "stats reset printed: $(cat "$T/out" "$T/err")"
 run_ctl 0 -s "$SOCK" -j stats reset
-[ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j stats reset: $(cat "$T/out")"
+[ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{"message":"statistics reset: counters restart from zero"}}' ] ||
+	fail "-j stats reset: $(cat "$T/out")"
+# reload: what it loaded, then the file's warnings as -n prints them
 run_ctl 0 -s "$SOCK" reload
-[ -s "$T/out" ] || [ -s "$T/err" ] && fail "reload printed: $(cat "$T/out" "$T/err")"
+[ "$(head -n 1 "$T/out")" = "reloaded $T/a.conf: configuration OK, 1 rule, 1 peer, 0 exports" ] &&
+	[ "$(wc -l <"$T/out")" -eq 2 ] &&
+	grep -q "^$T/a.conf:[0-9]*: warning: peers\[0\]\.insecure: peer b is not authenticated" "$T/out" &&
+	[ ! -s "$T/err" ] || fail "reload printed: $(cat "$T/out" "$T/err")"
 run_ctl 0 -s "$SOCK" -j reload
-[ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] || fail "-j reload: $(cat "$T/out")"
+pycheck "-j reload" "$T/out" <<'EOF'
+r = load(A[0])
+eq(r["ok"], True, "ok")
+eq(sorted(r["data"]), ["message", "warnings"], "data members")
+assert r["data"]["message"].startswith("reloaded "), r
+eq(len(r["data"]["warnings"]), 1, "warnings")
+assert ": warning: peers[0].insecure: " in r["data"]["warnings"][0], r
+EOF
 
 # --- table options (libsmartcols): -o, --noheadings, --raw ---------------
 

@@ -210,7 +210,7 @@ ctl a kill conns peer c >"$T/out" 2>"$T/err" || fail "kill conns peer c: $(cat "
 	fail "kill conns peer c: close_admin_kill $(stat_get a close_admin_kill), was $before"
 [ "$(conns)" = "x/b/fallback x/b/fallback" ] || fail "after kill conns peer c: $(conns)"
 ctlj a "$T/kill.json" kill conns peer c
-[ "$(cat "$T/kill.json")" = '{"v":1,"ok":true,"data":{"count":0,"ids":[]}}' ] ||
+[ "$(cat "$T/kill.json")" = '{"v":1,"ok":true,"data":{"count":0,"ids":[],"message":"0 connections killed"}}' ] ||
 	fail "-j kill conns peer c again: $(cat "$T/kill.json")"
 ctlj a "$T/kill.json" kill conns rule x age 0
 pycheck "kill conns rule x age 0" "$T/kill.json" <<'EOF'
@@ -252,7 +252,9 @@ y_pid=$hold_pid
 wait_conns a 1
 [ "$(rules)" = "x:True:True y:True:True" ] || fail "rules at first: $(rules)"
 closed0=$(stat_get a conns_closed)
-ctl a disable rule y 2>"$T/err" || fail "disable rule y: $(cat "$T/err")"
+ctl a disable rule y >"$T/out" 2>"$T/err" || fail "disable rule y: $(cat "$T/err")"
+[ "$(cat "$T/out")" = "rule y disabled: 1 connection left open" ] ||
+	fail "disable rule y said: $(cat "$T/out")"
 wait_not_listening "$PORT_RULE_Y" 5 || fail "rule y still listens once disabled"
 refused "$PORT_RULE_Y" || fail "a client of disabled rule y was not refused"
 port_listening "$PORT_RULE" || fail "rule x stopped listening with y"
@@ -267,7 +269,9 @@ ctl a reload || fail "reload"
 sleep 0.3
 port_listening "$PORT_RULE_Y" && fail "reload opened disabled rule y again"
 [ "$(rules)" = "x:True:True y:False:False" ] || fail "rules after reload: $(rules)"
-ctl a enable rule y || fail "enable rule y"
+ctl a enable rule y >"$T/out" || fail "enable rule y"
+[ "$(cat "$T/out")" = "rule y enabled: accepting on 127.0.0.1:$PORT_RULE_Y" ] ||
+	fail "enable rule y said: $(cat "$T/out")"
 wait_listen "$PORT_RULE_Y" 5
 hold 1 "$PORT_RULE_Y"
 y2_pid=$hold_pid
@@ -282,7 +286,9 @@ ctl a disable rule >"$T/out" 2>&1
 	fail "disable rule without a name: $(cat "$T/out")"
 
 # drain peer c: rule y (to c) stops accepting, x (to b) goes on
-ctl a drain peer c || fail "drain peer c"
+ctl a drain peer c >"$T/out" || fail "drain peer c"
+[ "$(cat "$T/out")" = "peer c draining: its rules stop accepting, 2 connections left open to finish" ] ||
+	fail "drain peer c said: $(cat "$T/out")"
 wait_not_listening "$PORT_RULE_Y" 5 || fail "rule y still listens with peer c draining"
 port_listening "$PORT_RULE" || fail "rule x stopped listening with peer c draining"
 [ "$(rules)" = "x:True:True y:True:False" ] || fail "rules with c draining: $(rules)"
@@ -292,7 +298,13 @@ ctl a -n -r -o peer,draining show peers >"$T/out"
 ctl a reload || fail "reload while draining"
 sleep 0.3
 port_listening "$PORT_RULE_Y" && fail "reload opened rule y of draining peer c"
-ctl a undrain peer c || fail "undrain peer c"
+ctl a disable rule y >/dev/null || fail "disable rule y while c drains"
+ctl a enable rule y >"$T/out" || fail "enable rule y while c drains"
+[ "$(cat "$T/out")" = "rule y enabled: not accepting while peer c is draining" ] ||
+	fail "enable rule y while c drains said: $(cat "$T/out")"
+ctl a undrain peer c >"$T/out" || fail "undrain peer c"
+[ "$(cat "$T/out")" = "peer c no longer draining: its enabled rules accept again" ] ||
+	fail "undrain peer c said: $(cat "$T/out")"
 wait_listen "$PORT_RULE_Y" 5
 [ "$(rules)" = "x:True:True y:True:True" ] || fail "rules after undrain: $(rules)"
 ctl a drain peer b || fail "drain peer b"

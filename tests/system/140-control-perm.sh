@@ -159,7 +159,7 @@ as_other -g "$GROUP" -s "$T/b.sock" stats reset
 grep -q "statistics reset by uid $OTHER pid" "$T/b.log" ||
 	fail "b does not log the reset by uid $OTHER"
 as_other -G "$GROUP" -s "$T/b.sock" -j stats reset
-[ "$rc" -eq 0 ] && [ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{}}' ] ||
+[ "$rc" -eq 0 ] && [ "$(cat "$T/out")" = '{"v":1,"ok":true,"data":{"message":"statistics reset: counters restart from zero"}}' ] ||
 	fail "stats reset with supplementary group $GROUP: status $rc: $(cat "$T/out" "$T/err")"
 [ "$(grep -c "statistics reset by uid $OTHER pid" "$T/b.log")" -eq 2 ] ||
 	fail "b did not log two resets by uid $OTHER"

@@ -1167,7 +1167,8 @@ START_TEST(test_shutdown_reply)
 	control_shutdown();
 	line = client_line(c);
 	ck_assert_ptr_nonnull(line);
-	ck_assert_str_eq(line, "{\"v\":1,\"ok\":true,\"data\":{}}");
+	ck_assert_str_eq(line, "{\"v\":1,\"ok\":true,\"data\":{\"message\":"
+			       "\"stopping now: open connections closed\"}}");
 	free(line);
 	ck_assert_ptr_null(client_line(c));
 	client_free(c);
