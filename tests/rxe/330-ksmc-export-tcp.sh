@@ -13,7 +13,9 @@
 # every byte verified:
 #   - 16 connections x 4 MiB both ways verify; a's kernel counts 16
 #     fallbacks and no SMC-R connection; b counts 16 echoed options, 16
-#     PROPOSALs, 16 CNFERR declines, 16 TCP relays;
+#     PROPOSALs, 16 CNFERR declines (the first 10 for allow, the rest at
+#     once: each failure is charged to a's host in the peer port's rate
+#     table), 16 TCP relays;
 #   - after the reload: NOSMCDEV, counted, the data verifies;
 #   - a plain TCP client (no library): no option, TCP, counted.
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +49,15 @@ EOF
 	expect_stat b smc_conns $N
 	expect_stat b smc_opt_echoed $N
 	expect_stat b smc_proposals $N
-	expect_stat b smc_decline_allow $N
+	# each is charged to a's host: after the rate table's burst (10)
+	# the rest are declined at once, with the same CNFERR
+	_allow=$(rxe_stat b smc_decline_allow)
+	_limited=$(rxe_stat b smc_rate_limited)
+	if [ "$((_allow + _limited))" = "$N" ] && [ "$_allow" -ge 10 ]; then
+		ok "b: $_allow CNFERR for allow, then $_limited at once for the rate table"
+	else
+		bad "b: smc_decline_allow $_allow + smc_rate_limited $_limited, want $N with 10 or more for allow"
+	fi
 	expect_stat b smc_conns_tcp $N
 	if logged b "export=x peer=$RXE_PEER_IP:[0-9]+ dialect=smc-r target=127.0.0.1:$PORT_T transport=tcp decline=CNFERR connected=yes"; then
 		ok "b's connection log names the dialect, the kernel client and the DECLINE"
