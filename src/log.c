@@ -339,8 +339,10 @@ log_rl_said(const char *key, unsigned long n)
 {
 	char msg[160];
 
-	snprintf(msg, sizeof(msg), "%s: %lu similar message%s suppressed", key,
-		 n, n == 1 ? "" : "s");
+	/* a key is at most a slot's (the bound the compiler cannot see
+	 * where a whole table of them is flushed) */
+	snprintf(msg, sizeof(msg), "%.*s: %lu similar message%s suppressed",
+		 (int)sizeof(log_rl_tab[0].key) - 1, key, n, n == 1 ? "" : "s");
 	log_emit(LOG_LEVEL_WARN, msg, NULL, 0);
 }
 
