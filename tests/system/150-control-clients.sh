@@ -5,9 +5,11 @@
 # 64 KiB, binary, pipelined requests, a last line without newline) gets
 # one error reply per request, in order, and stays usable; a client that
 # asks for megabytes of replies and never reads them does not stall other
-# control clients and is closed after the 30 s write timeout; the 65th
-# client is told "too many control clients".  A verified transfer runs
-# through all of it, and short transfers keep working meanwhile.
+# control clients (each of their requests is answered while the daemon
+# still holds the stuck client's replies, before its 30 s write timeout
+# lets it go) and is closed after that timeout; the 65th client is told
+# "too many control clients".  A verified transfer runs through all of it,
+# and short transfers keep working meanwhile.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
@@ -128,6 +130,7 @@ def stuck(path, n, wait):
             time.sleep(0.05)
     print("stuck: sent %d requests' bytes %d, not reading" % (n, sent), flush=True)
     time.sleep(wait)
+    print("stuck: reading now", flush=True)
     s.setblocking(True)
     s.settimeout(10)
     got, how = b"", "timeout"
@@ -220,6 +223,37 @@ for i in $(seq 50); do
 done
 sleep 1
 
+# dropped D: daemon D has let its stuck client go (its write timeout)
+dropped() {
+	local pid
+
+	eval "pid=\$stuck_$1"
+	grep -q "client uid [0-9]* pid $pid: reply not taken, closing" "$T/$1.log"
+}
+
+# still_stuck D: D's stuck client neither dropped nor reading yet
+still_stuck() {
+	! dropped "$1" && ! grep -q 'reading now' "$T/stuck-$1.log"
+}
+
+# Other clients are answered while the stuck ones still hold their
+# replies unread (asked a second after they stopped reading, long before
+# the 30 s write timeout and their own reading at 33 s): a daemon that
+# answered them only once its stuck client was gone or had read would
+# have logged the drop, or the client its reading, first.
+for d in a b; do
+	still_stuck $d || fail "$d's stuck client was gone before the others asked: nothing tested"
+	t0=$(date +%s%N)
+	ctl $d -t 40 -j stats >"$T/stats.json" 2>"$T/ctl.err" ||
+		fail "stats on $d while a client does not read: $(cat "$T/ctl.err")"
+	ctl $d -t 40 show conns >/dev/null 2>"$T/ctl.err" ||
+		fail "show conns on $d while a client does not read: $(cat "$T/ctl.err")"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	still_stuck $d ||
+		fail "$d answered stats and show conns only once its stuck client was gone or reading ($ms ms)"
+	smc_log "stats and show conns on $d answered in $ms ms, its stuck client still held"
+done
+
 # Garbage, on both daemons, while the stuck clients hold their replies.
 for d in a b; do
 	python3 "$T/ctlc.py" garbage "$T/$d.sock" >"$T/garbage-$d.log" 2>&1 ||
@@ -249,6 +283,7 @@ for d in a b; do
 	untrack "$pid"
 	cat "$T/stuck-$d.log"
 	[ "$rc" -eq 0 ] || fail "client that did not read, on $d: $(cat "$T/stuck-$d.log")"
+	dropped $d || fail "$d did not log why it closed its stuck client"
 done
 
 # 64 clients at most.
