@@ -8,25 +8,29 @@
 # (client_fin on both daemons), the killed one was reset (admin_kill on a,
 # peer_rst on b).
 #
-# Needs about 2 x 10 000 descriptors per daemon: the test raises
-# RLIMIT_NOFILE (as root) and is skipped when it cannot.  SMC_CONNS sets
-# another number of connections.
+# Needs 2 x 10 000 + 1 000 descriptors per daemon: the test raises
+# RLIMIT_NOFILE to that (root with CAP_SYS_RESOURCE can), else to its
+# hard limit.  Where the hard limit holds fewer connections (a sandbox
+# without CAP_SYS_RESOURCE, as the CI host's: 20 000, 9 500 connections)
+# it tests as many as it holds, at least 5 000, and its log says so first
+# and last with WARNING: it never passes as 10 000 without them; below
+# 5 000 it skips.  SMC_CONNS sets another number of connections.
 . "$(dirname "$0")/lib.sh"
 
 # The descriptors first, before smc_init starts its temporary directory.
 SMC_NAME=$(basename "$0" .sh)
 N=${SMC_CONNS:-10000}
 need_fds=$((2 * N + 1000))
-ulimit -n 200000 2>/dev/null || ulimit -Sn "$(ulimit -Hn)" 2>/dev/null
+ulimit -n "$need_fds" 2>/dev/null || ulimit -Sn "$(ulimit -Hn)" 2>/dev/null
 lim=$(ulimit -n)
+short=
 if [ "$lim" != unlimited ] && [ "$lim" -lt "$need_fds" ]; then
-	# a sandbox without CAP_SYS_RESOURCE caps the hard limit (20 000
-	# here): test as many connections as one daemon can hold
+	want=$N
 	N=$(((lim - 1000) / 2))
-	need_fds=$((2 * N + 1000))
-	echo "note: RLIMIT_NOFILE hard limit $lim cannot be raised here;" \
-		"testing $N connections instead of ${SMC_CONNS:-10000}"
-	[ "$N" -ge 1000 ] || skip "RLIMIT_NOFILE $lim is too small"
+	[ "$N" -ge 5000 ] ||
+		skip "RLIMIT_NOFILE's hard limit $lim cannot be raised to $need_fds here: it holds $N of the $want connections"
+	short="WARNING: $N connections tested, not $want: RLIMIT_NOFILE's hard limit $lim cannot be raised to the $need_fds descriptors each daemon needs for $want here (no CAP_SYS_RESOURCE)"
+	smc_log "$short"
 fi
 read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
 [ $((hi - lo)) -gt $((N + 2000)) ] ||
@@ -289,3 +293,4 @@ EOF
 out=$(ctl a show conns) || fail "show conns at the end"
 [ "$out" = "no connections" ] || fail "show conns at the end: $(echo "$out" | head -3)"
 smc_log "done after $(($(date +%s) - start)) s"
+[ -z "$short" ] || smc_log "$short"
