@@ -7,12 +7,25 @@
 # daemon a has rule k to b's kernel SMC-R server (xfer server under
 # smcpreload.so), no daemon in between:
 #   - half-close in both directions verifies on each path;
-#   - a reset by the client and one by the server each end the other end's
-#     connection, on each path.  Linux SMC-R turns a reset into a
-#     close: it sends peer_conn_abort only when unread bytes remain
-#     (smc_close_final), and its recv reports a peer's abort as the end
-#     of the stream, not ECONNRESET (smc_rx_recvmsg); so xfer's verdict is
-#     "clean EOF where a reset was expected", never a hang or a timeout;
+#   - a reset by the client and one by the server (xfer --rst-after and
+#     --server-rst-after 256K, 2 connections each) end the other end's
+#     connection, on each path, and each close is of the kind Linux
+#     makes it.  Linux SMC-R turns a reset into a close: it sends
+#     peer_conn_abort only when unread bytes remain (smc_close_final; here
+#     none do, the resetting end is sent nothing), and its recv reports a
+#     peer's abort as the end of the stream, not ECONNRESET
+#     (smc_rx_recvmsg).  So in all four cases the far end sees a FIN,
+#     never a reset: xfer exits 1 (not 0, not 2) and names every
+#     connection "clean EOF where a reset was expected" (no timeout, no
+#     refused connect).  Where a kernel end resets, the daemon saw a
+#     close and passed a FIN on (a's client got all 256 KiB before it; a
+#     counts close_target_fin +2 for b's kernel server; neither daemon
+#     counts a reset from a kernel end: close_client_rst on b,
+#     close_target_rst on a stay 0).  Where a TCP end resets, the daemon
+#     saw the reset (close_target_rst +2 on b, close_client_rst +2 on a)
+#     and sent peer_conn_abort: a kernel server's recv ends as at a
+#     close, a kernel client's drops what it had not read yet (96 KiB to
+#     all 256 KiB arrived in four runs on 6.1 and 6.12);
 #   - daemon b killed (SIGKILL) mid-transfer: a's kernel client's
 #     connections end within $KILL_BOUND s and its kernel takes the link
 #     down (dmesg "link removed");
@@ -35,25 +48,52 @@ links_removed() {
 	dmesg | grep -c 'link removed'
 }
 
-# ends_ok WHAT CLIENT... : the three endings through one path
+# eof_each SIDE HOW FILE RC: xfer (FILE its output, RC its status) ended
+# its 2 connections with HOW (client: --rst-after, server:
+# --server-rst-after) and the far end saw a FIN on each: what Linux makes
+# of a reset (above); all 256 KiB before it but where b's kernel client
+# had an abort.  A far end that saw the reset makes xfer exit 0; a
+# timeout, a refused connect or lost bytes name another verdict.
+eof_each() {
+	case $1-$2 in
+	*-client) _re='sent 262144 recv 0: clean EOF where a reset was expected: server says: clean EOF where a reset was expected$' ;;
+	export-server) _re='sent 0 recv \([0-9]*\): clean EOF where a reset was expected: after \1 bytes$' ;;
+	rule-server) _re='sent 0 recv 262144: clean EOF where a reset was expected: after 262144 bytes$' ;;
+	esac
+	[ "$4" = 1 ] &&
+		[ "$(grep -c '^conn [0-9]* id=' "$3")" = 2 ] &&
+		[ "$(grep -c "^conn [0-9]* id=[0-9a-f]*: $_re" "$3")" = 2 ]
+}
+
+# ends_ok SIDE WHAT CLIENT... : the three endings through one path; SIDE
+# rule also checks what a's daemon counted for each reset
 ends_ok() {
-	_what=$1
-	shift
+	_side=$1 _what=$2
+	shift 2
 	if "$@" -n 2 -b 1M -T 60 --half-close >"$RXE_OUT/xfer-end.out" 2>&1; then
 		ok "$_what: half-close verified"
 	else
 		bad "$_what: half-close: $(tail -3 "$RXE_OUT/xfer-end.out")"
 	fi
-	for _how in "--rst-after 256K" "--server-rst-after 256K"; do
-		# shellcheck disable=SC2086
-		"$@" -n 2 -b 1M -T 60 $_how >"$RXE_OUT/xfer-end.out" 2>&1
-		if grep -q "timeout" "$RXE_OUT/xfer-end.out"; then
-			bad "$_what: $_how: $(tail -3 "$RXE_OUT/xfer-end.out")"
-		elif grep -q "reset\|clean EOF where a reset was expected" \
-			"$RXE_OUT/xfer-end.out"; then
-			ok "$_what: $_how ended the other end (no hang, no timeout)"
+	for _how in client server; do
+		case $_how in
+		client) _arg=--rst-after _stat=close_client_rst ;;
+		server) _arg=--server-rst-after _stat=close_target_fin ;;
+		esac
+		_c0=$(rxe_stat a "$_stat")
+		"$@" -n 2 -b 1M -T 60 "$_arg" 256K >"$RXE_OUT/xfer-end.out" 2>&1
+		_rc=$?
+		cat "$RXE_OUT/xfer-end.out" >>"$RXE_OUT/xfer-ends.log"
+		if eof_each "$_side" $_how "$RXE_OUT/xfer-end.out" $_rc; then
+			ok "$_what: $_arg 256K: the far end saw a FIN on each connection (xfer exit 1: $(grep -o 'clean EOF.*' "$RXE_OUT/xfer-end.out" | sort -u | tr '\n' ' '))"
 		else
-			bad "$_what: $_how: $(tail -3 "$RXE_OUT/xfer-end.out")"
+			bad "$_what: $_arg 256K: xfer exit $_rc, want 1 and a clean EOF on each of 2: $(grep -E '^conn |connections' "$RXE_OUT/xfer-end.out" | tail -3)"
+		fi
+		[ "$_side" = rule ] || continue
+		if rxe_wait 10 stat_is a "$_stat" $((_c0 + 2)); then
+			ok "$_what: $_arg 256K: a counts $_stat +2"
+		else
+			bad "$_what: $_arg 256K: a's $_stat +$(($(rxe_stat a "$_stat") - _c0)), want +2"
 		fi
 	done
 }
@@ -76,6 +116,11 @@ EOF
 	rxe_signal b-ready
 	rxe_await ends-done 600 || bad "a's endings did not end"
 	expect_stat b smc_conns_tcp 0
+	# the export side's resets: the target's as a reset (peer_conn_abort
+	# to a's kernel), a's kernel client's as the close it sent
+	rxe_wait 10 stat_is b close_target_rst 2
+	expect_stat b close_target_rst 2
+	expect_stat b close_client_rst 0
 	# daemon b killed under a's kernel client
 	rxe_await flowing 60 || rxe_die "a's transfer did not start"
 	sleep 3
@@ -105,14 +150,15 @@ EOF
 	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 	rxe_await b-ready 120 || rxe_die "b did not start"
 	fb=$(ksmc_stat fback_clnt)
-	ends_ok "export side (a kernel client to b's smc_listen)" \
+	ends_ok export "export side (a kernel client to b's smc_listen)" \
 		ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT_L"
-	ends_ok "rule side (to b's kernel server through a's target_smc)" \
+	ends_ok rule "rule side (to b's kernel server through a's target_smc)" \
 		"$XFER" client -c "127.0.0.1:$PORT_RULE"
 	f=$(($(ksmc_stat fback_clnt) - fb))
 	[ "$f" = 0 ] && ok "a's kernel client fell back to TCP never" ||
 		bad "a's kernel client fell back $f times"
 	expect_stat a smc_out_tcp 0
+	expect_stat a close_target_rst 0
 	rxe_signal ends-done
 	# daemon b killed under our kernel client
 	n0=$(links_removed)
