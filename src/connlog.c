@@ -9,7 +9,9 @@
  * the bytes each way and the close reason.  The line is key=value pairs
  * for people and scripts; in the journal the same values are fields
  * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
- * with log_connections.  Connections that never named a rule or an
+ * with log_connections; it is a connection's only line above debug, so
+ * that with it off an aborted one is counted (close_REASON), not logged.
+ * Connections that never named a rule or an
  * export (strangers on the peer port) are logged where they fail.
  */
 #include <inttypes.h>

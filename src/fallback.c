@@ -907,7 +907,13 @@ fb_client_fail_code(struct session *s, enum session_reason r, bool peer_said,
 	const struct fallback_resume_ops *rops = s->hs->rops;
 	bool resume = s->hs->resume;
 
-	if (r == SESSION_AUTH_FAILED)
+	/* the peer reached, its target not: the connection log says so */
+	if (peer_said && session_reason_target(r))
+		log_debug("conn 0x%llx: rule %s: peer %s: %s%s",
+			  (unsigned long long)s->id, s->rule->name,
+			  s->peer->name, resume ? "resume over TCP: " : "",
+			  why);
+	else if (r == SESSION_AUTH_FAILED)
 		log_event_rl("reaching peer", s->peer->name, LOG_EV_AUTH_FAILED,
 			     &(struct log_where){s->peer->name, s->rule->name,
 						 -1, -1},

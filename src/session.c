@@ -429,19 +429,15 @@ session_close(struct session *s, enum session_reason reason)
 	tally_close(s, reason);
 	s->state = SESSION_CLOSED;
 	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
-	if (abort)
-		log_info(
-			"conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
-			(unsigned long long)s->id, session_reason_name(reason),
-			session_reason_desc(reason),
-			(unsigned long long)s->bytes[0],
-			(unsigned long long)s->bytes[1]);
-	else
-		log_debug("conn 0x%llx: closed: %s, %llu bytes in, %llu out",
-			  (unsigned long long)s->id,
-			  session_reason_name(reason),
-			  (unsigned long long)s->bytes[0],
-			  (unsigned long long)s->bytes[1]);
+	/*
+	 * One info line per connection, the connection log's, and only where
+	 * log_connections asks for it: an abort is counted (close_REASON),
+	 * not logged, lest a refusing target write a line per client.
+	 */
+	log_debug("conn 0x%llx: closed: %s (%s), %llu bytes in, %llu out",
+		  (unsigned long long)s->id, session_reason_name(reason),
+		  session_reason_desc(reason), (unsigned long long)s->bytes[0],
+		  (unsigned long long)s->bytes[1]);
 	if (s->ops != NULL && s->ops->close != NULL)
 		s->ops->close(s, reason);
 	session_free(s, abort);

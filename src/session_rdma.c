@@ -1407,8 +1407,16 @@ session_rdma_rejected(struct lgr_link *link,
 		if (session_rdma_reopen(sr, lgr_link_group(link)))
 			return;
 	}
-	log_warnx("conn 0x%llx: rule %s: peer %s: %s", session_rdma_conn_id(sr),
-		  sr->s->rule->name, sr->s->peer->name, session_reason_desc(r));
+	/* the peer reached, its target not: the connection log says so */
+	if (session_reason_target(r))
+		log_debug("conn 0x%llx: rule %s: peer %s: %s",
+			  session_rdma_conn_id(sr), sr->s->rule->name,
+			  sr->s->peer->name, session_reason_desc(r));
+	else
+		log_warnx_rl("reaching peer", sr->s->peer->name,
+			     "conn 0x%llx: rule %s: peer %s: %s",
+			     session_rdma_conn_id(sr), sr->s->rule->name,
+			     sr->s->peer->name, session_reason_desc(r));
 	STATS_INC(worker_stats(sr->s->w), clnt_hshake_err_cnt);
 	session_close(sr->s, r);
 }

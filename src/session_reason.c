@@ -32,6 +32,18 @@ session_reason_desc(enum session_reason r)
 	return r < SESSION_NREASONS ? session_reasons[r].desc : "unknown";
 }
 
+/*
+ * Whether r is the target's failure at the export's end (refused, timed
+ * out, unreachable): news of one connection, which the connection log
+ * has, not of the peer.
+ */
+bool
+session_reason_target(enum session_reason r)
+{
+	return r == SESSION_TARGET_REFUSED || r == SESSION_TARGET_TIMEOUT ||
+	       r == SESSION_TARGET_UNREACHABLE;
+}
+
 /* Result codes on the wire; stable, independent of the enum's order. */
 static const struct {
 	uint32_t code;

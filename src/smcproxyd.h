@@ -610,6 +610,7 @@ void accept_close_all(struct worker *w, enum session_reason reason);
 /* session_reason.c */
 const char *session_reason_name(enum session_reason r);
 const char *session_reason_desc(enum session_reason r);
+bool session_reason_target(enum session_reason r);
 uint32_t session_reason_code(enum session_reason r);
 enum session_reason session_reason_of_code(uint32_t code);
 enum session_reason session_reason_of_connect(int err, bool target);

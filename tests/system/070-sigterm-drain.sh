@@ -67,7 +67,7 @@ smc_log "A exited with status $stop_rc ${took}s after SIGTERM"
 [ "$stop_rc" -eq 0 ] || fail "A exited with status $stop_rc after SIGTERM"
 awk -v t="$took" 'BEGIN { exit !(t >= 4 && t <= 9) }' ||
 	fail "A exited after ${took}s; shutdown_timeout is 5 s and a connection was open"
-grep -q 'closed: shutdown' "$T/a.log" ||
+grep -q ' close=shutdown$' "$T/a.log" ||
 	fail "A did not log the idle connection closed with reason shutdown"
 if read -r -t 2 -u 5 line 2>/dev/null; then
 	fail "idle connection got data instead of a close"
@@ -114,7 +114,7 @@ gone_within()
 	[ "$ms" -lt "$1" ] || fail "A took ${ms} ms to exit after the drain was cut short"
 }
 
-closed0=$(grep -c 'closed: shutdown' "$T/a.log")
+closed0=$(grep -c ' close=shutdown$' "$T/a.log")
 start_daemon a "$T/a.conf"
 wait_listen "$PORT_RULE" 10 "$a_pid"
 idle_conn
@@ -125,7 +125,7 @@ sleep 0.5
 kill -TERM "$a_pid"
 gone_within 2000
 exec 5<&-
-[ "$(grep -c 'closed: shutdown' "$T/a.log")" -eq $((closed0 + 1)) ] ||
+[ "$(grep -c ' close=shutdown$' "$T/a.log")" -eq $((closed0 + 1)) ] ||
 	fail "the second SIGTERM did not close the idle connection with reason shutdown"
 
 start_daemon a "$T/a.conf"
@@ -146,7 +146,7 @@ ctl a shutdown now >"$T/out" 2>&1 || fail "smcproxyctl shutdown now: $(cat "$T/o
 	fail "smcproxyctl shutdown now printed: $(cat "$T/out")"
 gone_within 2000
 exec 5<&-
-[ "$(grep -c 'closed: shutdown' "$T/a.log")" -eq $((closed0 + 2)) ] ||
+[ "$(grep -c ' close=shutdown$' "$T/a.log")" -eq $((closed0 + 2)) ] ||
 	fail "shutdown now did not close the idle connection with reason shutdown"
 
 # Nothing open on B: it must exit at once.

@@ -5,7 +5,8 @@
 # on B), with the transport
 # (the fallback here, with the peer's decline), whether it got connected,
 # the duration, the bytes each way (the same stream on both sides) and the
-# close reason; none for a rule with log_connections = false.  On a
+# close reason; none for a rule with log_connections = false, not even
+# for connections that abort (they are counted).  On a
 # terminal, lines have no "<6>" prefix.  As root, in a mount namespace with
 # a journal socket of our own: with JOURNAL_STREAM naming its stderr, the
 # daemon sends the line to the journal with RULE=, PEER=, CONN_ID= fields.
@@ -104,6 +105,28 @@ grep -q 'rule=x .* connected=no .* close=target_refused$' "$T/a.log" ||
 	fail "no line for the refused connection: $(grep 'conn 0x' "$T/a.log" | tail -n 3)"
 grep -q 'export=x .* connected=no .* close=target_refused$' "$T/b.log" ||
 	fail "b: no line for the refused connection"
+# ... and that line is the only one about it above debug (the daemons run
+# with -d): no second "closed" line, no warning
+id=$(grep 'rule=x .* connected=no .* close=target_refused$' "$T/a.log" | tail -n 1 | awk '{ print $3 }')
+[ "$(grep "conn $id\b" "$T/a.log" | grep -vc '^<7>')" -eq 1 ] ||
+	fail "a logged the refused connection more than once: $(grep "conn $id\b" "$T/a.log")"
+# Through rule quiet (log_connections = false): 5 refused connections,
+# counted, and not one line about them on a.
+before=$(stat_get a close_target_refused)
+lines=$(wc -l <"$T/a.log")
+for i in 1 2 3 4 5; do
+	"$XFER" client -c "127.0.0.1:$PORT_QUIET" -n 1 -b 1K -T 20 >"$T/refused.out" 2>&1 &&
+		fail "a connection to a refusing target through rule quiet succeeded"
+done
+for i in $(seq 50); do
+	[ "$(stat_get a close_target_refused)" -ge $((before + 5)) ] && break
+	sleep 0.1
+done
+[ "$(stat_get a close_target_refused)" -eq $((before + 5)) ] ||
+	fail "close_target_refused on a: $(stat_get a close_target_refused), want $((before + 5))"
+sleep 0.3
+[ "$(tail -n +$((lines + 1)) "$T/a.log" | grep -v '^<7>' | grep -c 'conn 0x')" -eq 0 ] ||
+	fail "a logged refused connections of rule quiet: $(tail -n +$((lines + 1)) "$T/a.log" | grep -v '^<7>')"
 release_port
 
 # a terminal gets no priority prefix

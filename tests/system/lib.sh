@@ -531,9 +531,9 @@ print(v)' "$key"
 }
 
 # reason_count NAME REASON: closes counted for REASON so far.  From
-# smcproxyctl when it answers, else from the log lines
-# "conn 0x1f closed: REASON (...)".  The method is fixed per daemon at its
-# first use so that before/after counts compare like with like.
+# smcproxyctl when it answers, else from the connection log's lines
+# "conn 0x1f rule=x ... close=REASON".  The method is fixed per daemon at
+# its first use so that before/after counts compare like with like.
 reason_count()
 {
 	local name=$1 reason=$2 how v
@@ -551,7 +551,7 @@ reason_count()
 	if [ "$how" = ctl ]; then
 		v=$(stat_get "$name" "close_$reason") && { echo "$v"; return; }
 	fi
-	grep -c "closed: $reason\\b" "$T/$name.log" 2>/dev/null || true
+	grep -c " close=$reason\$" "$T/$name.log" 2>/dev/null || true
 }
 
 # expect_reason NAME REASON BEFORE [SECONDS]: the count must exceed BEFORE.
