@@ -250,7 +250,7 @@ void
 auth_nonce(unsigned char nonce[AUTH_NONCE_LEN])
 {
 	if (RAND_bytes(nonce, AUTH_NONCE_LEN) != 1)
-		fatalx("%s: RAND_bytes failed", __func__);
+		fatalx("authentication: RAND_bytes failed");
 }
 
 /*
@@ -267,7 +267,7 @@ auth_mac(const unsigned char *key, size_t keylen, const char *label,
 	unsigned int maclen = AUTH_MAC_LEN;
 
 	if (llen > 16 || alen > 512 || blen > 512)
-		fatalx("%s: message too long", __func__);
+		fatalx("authentication: message too long");
 	memcpy(buf, label, llen);
 	len += llen;
 	memcpy(buf + len, a, alen);
@@ -277,7 +277,7 @@ auth_mac(const unsigned char *key, size_t keylen, const char *label,
 	if (HMAC(EVP_sha256(), key, (int)keylen, buf, len, mac, &maclen) ==
 		    NULL ||
 	    maclen != AUTH_MAC_LEN)
-		fatalx("%s: HMAC failed", __func__);
+		fatalx("authentication: HMAC failed");
 	OPENSSL_cleanse(buf, len);
 }
 

@@ -1215,7 +1215,7 @@ control_cmd_check(struct control_req *req)
 		if (has.found)
 			ck->w = worker_get(i);
 	}
-	log_info("%s: peer %s checked by uid %u pid %d", __func__, name,
+	log_info("peer %s checked by uid %u pid %d", name,
 		 (unsigned int)c->cc_uid, (int)c->cc_pid);
 	req->cr_sent = true;
 	if (c->cc_bev == NULL) {
@@ -1792,7 +1792,7 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR)
-		log_debug("%s: client pid %d: %s", __func__, (int)c->cc_pid,
+		log_debug("control: client pid %d: %s", (int)c->cc_pid,
 			  strerror(EVUTIL_SOCKET_ERROR()));
 	control_client_free(c);
 }
@@ -1827,11 +1827,11 @@ control_deadline_cb(evutil_socket_t fd, short what, void *arg)
 		if (evbuffer_get_length(out) == 0 &&
 		    write(bufferevent_getfd(c->cc_bev), slow,
 			  sizeof(slow) - 1) == -1)
-			log_debug("%s: write: %s", __func__, strerror(errno));
+			log_debug("control: write: %s", strerror(errno));
 	} else {
 		why = "idle";
 	}
-	log_debug("%s: client uid %u pid %d: %s, closing", __func__,
+	log_debug("control: client uid %u pid %d: %s, closing",
 		  (unsigned int)c->cc_uid, (int)c->cc_pid, why);
 	control_client_free(c);
 }
@@ -1917,16 +1917,16 @@ control_refuse(int fd, const struct control_client *c, const char *msg)
 {
 	struct evbuffer *out;
 
-	log_warnx("%s: %d control clients already, refusing one of uid %u "
+	log_warnx("%d control clients already, refusing one of uid %u "
 		  "pid %d: %s",
-		  __func__, control_nclients, (unsigned int)c->cc_uid,
-		  (int)c->cc_pid, msg);
+		  control_nclients, (unsigned int)c->cc_uid, (int)c->cc_pid,
+		  msg);
 	out = evbuffer_new();
 	if (out != NULL) {
 		control_send_error(out, msg, NULL);
 		/* a fresh socket takes a line: no need to wait for room */
 		if (evbuffer_write(out, fd) == -1)
-			log_debug("%s: write: %s", __func__, strerror(errno));
+			log_debug("control: write: %s", strerror(errno));
 		evbuffer_free(out);
 	}
 	close(fd);
@@ -1942,14 +1942,14 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
-		log_warn("%s: calloc", __func__);
+		log_warn("control: calloc");
 		close(fd);
 		return;
 	}
 	rc = control_peer_creds(fd, c);
 	if (rc < 0) {
 		errno = -rc;
-		log_warn("%s: peer credentials", __func__);
+		log_warn("control: client credentials");
 		goto fail;
 	}
 	if (control_refused(c->cc_uid, why, sizeof(why))) {
@@ -1960,13 +1960,13 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->cc_bev =
 		bufferevent_socket_new(control_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->cc_bev == NULL) {
-		log_warnx("%s: bufferevent_socket_new failed", __func__);
+		log_warnx("control: bufferevent_socket_new failed");
 		goto fail;
 	}
 	fd = -1;
 	c->cc_deadline = evtimer_new(control_base, control_deadline_cb, c);
 	if (c->cc_deadline == NULL) {
-		log_warnx("%s: evtimer_new failed", __func__);
+		log_warnx("control: evtimer_new failed");
 		goto fail;
 	}
 	c->cc_request_ms = (int64_t)now_ms();
@@ -1976,7 +1976,7 @@ control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	TAILQ_INSERT_TAIL(&control_clients, c, cc_entry);
 	control_nclients++;
 	control_rearm(c);
-	log_debug("%s: client uid %u pid %d", __func__, (unsigned int)c->cc_uid,
+	log_debug("control: client uid %u pid %d", (unsigned int)c->cc_uid,
 		  (int)c->cc_pid);
 	return;
 
@@ -2002,7 +2002,7 @@ control_accept_error_cb(struct evconnlistener *l, void *arg)
 	struct timeval one = {1, 0};
 	int err = EVUTIL_SOCKET_ERROR();
 
-	log_warnx("%s: accept: %s", __func__, strerror(err));
+	log_warnx("control: accept: %s", strerror(err));
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		evconnlistener_disable(l);
 		evtimer_add(control_resume_ev, &one);
@@ -2051,31 +2051,31 @@ control_unlink_stale(const struct sockaddr_un *sun)
 		if (errno == ENOENT)
 			return 0;
 		rc = -errno;
-		log_warn("%s: %s", __func__, path);
+		log_warn("control: %s", path);
 		return rc;
 	}
 	if (!S_ISSOCK(sb.st_mode)) {
-		log_warnx("%s: %s exists and is not a socket", __func__, path);
+		log_warnx("control: %s exists and is not a socket", path);
 		return -EEXIST;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		rc = -errno;
-		log_warn("%s: socket", __func__);
+		log_warn("control: socket");
 		return rc;
 	}
 	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
 	close(fd);
 	if (rc == 0) {
-		log_warnx("%s: %s is in use by another daemon", __func__, path);
+		log_warnx("control: %s is in use by another daemon", path);
 		return -EADDRINUSE;
 	}
 	if (errno != ECONNREFUSED || unlink(path) == -1) {
 		rc = -errno;
-		log_warn("%s: %s: cannot replace it", __func__, path);
+		log_warn("control: %s: cannot replace it", path);
 		return rc;
 	}
-	log_info("%s: removed stale control socket %s", __func__, path);
+	log_info("control: removed stale control socket %s", path);
 	return 0;
 }
 
@@ -2091,14 +2091,14 @@ control_listen(const struct conf *conf)
 	int fd = -1, rc;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_warnx("%s: %s: path too long", __func__, path);
+		log_warnx("control: %s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	rc = control_mkdirs(path);
 	if (rc < 0) {
 		errno = -rc;
-		log_warn("%s: %s: creating its directory", __func__, path);
+		log_warn("control: %s: creating its directory", path);
 		return rc;
 	}
 	rc = control_unlink_stale(&sun);
@@ -2107,7 +2107,7 @@ control_listen(const struct conf *conf)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		rc = -errno;
-		log_warn("%s: socket", __func__);
+		log_warn("control: socket");
 		return rc;
 	}
 	/* no moment with wider permissions than asked for */
@@ -2116,21 +2116,21 @@ control_listen(const struct conf *conf)
 	umask(old);
 	if (rc == -1) {
 		rc = -errno;
-		log_warn("%s: bind %s", __func__, path);
+		log_warn("control: bind %s", path);
 		goto fail;
 	}
 	if (chmod(path, (mode_t)conf->control_mode) == -1) {
 		rc = -errno;
-		log_warn("%s: chmod %s", __func__, path);
+		log_warn("control: chmod %s", path);
 		goto fail_unlink;
 	}
 	if (conf->control_gid >= 0 &&
 	    chown(path, (uid_t)-1, (gid_t)conf->control_gid) == -1)
-		log_warn("%s: chown %s to group %d", __func__, path,
+		log_warn("control: chown %s to group %d", path,
 			 conf->control_gid);
 	if (listen(fd, CONTROL_BACKLOG) == -1 || stat(path, &sb) == -1) {
 		rc = -errno;
-		log_warn("%s: listen %s", __func__, path);
+		log_warn("control: listen %s", path);
 		goto fail_unlink;
 	}
 	control_listener = evconnlistener_new(
@@ -2138,7 +2138,7 @@ control_listen(const struct conf *conf)
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (control_listener == NULL) {
 		rc = -ENOMEM;
-		log_warnx("%s: evconnlistener_new failed", __func__);
+		log_warnx("control: evconnlistener_new failed");
 		goto fail_unlink;
 	}
 	evconnlistener_set_error_cb(control_listener, control_accept_error_cb);
@@ -2179,7 +2179,7 @@ control_init(const struct conf *conf, struct event_base *base)
 		control_resume_ev = NULL;
 		return rc;
 	}
-	log_debug("%s: listening on %s", __func__, control_path);
+	log_debug("control: listening on %s", control_path);
 	return 0;
 }
 
@@ -2208,8 +2208,8 @@ control_conf_update(const struct conf *conf)
 				   CONTROL_SOCKET_DEFAULT;
 
 	if (control_listener != NULL && strcmp(path, control_path) != 0)
-		log_warnx("%s: control socket stays %s until a restart",
-			  __func__, control_path);
+		log_warnx("control socket stays %s until a restart",
+			  control_path);
 	control_conf = conf;
 }
 

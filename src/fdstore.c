@@ -104,13 +104,14 @@ fdstore_init(void)
 
 	n = sd_listen_fds_with_names(1, &names);
 	if (n < 0)
-		log_warnx("%s: LISTEN_FDS: %s", __func__, strerror(-n));
+		log_warnx("fd store: LISTEN_FDS: %s", strerror(-n));
 	if (n <= 0)
 		return;
 	fdstore_fds = calloc((size_t)n, sizeof(*fdstore_fds));
 	if (fdstore_fds == NULL) {
-		log_warnx("%s: out of memory: closing the %d sockets passed",
-			  __func__, n);
+		log_warnx("fd store: out of memory: closing the %d sockets "
+			  "passed",
+			  n);
 		for (i = 0; i < n; i++)
 			close(SD_LISTEN_FDS_START + i);
 	}
@@ -155,7 +156,7 @@ fdstore_take(const char *name, const struct addr *a)
 	}
 	pthread_mutex_unlock(&fdstore_lock);
 	if (fd >= 0)
-		log_debug("%s: %s: taken over (fd %d)", __func__, name, fd);
+		log_debug("fd store: %s: taken over (fd %d)", name, fd);
 	return fd;
 }
 
@@ -224,7 +225,7 @@ fdstore_keep(const char *name, int fd)
 	snprintf(state, sizeof(state), "FDSTORE=1\nFDNAME=%s", name);
 	rc = sd_pid_notify_with_fds(0, 0, state, &fd, 1);
 	if (rc < 0)
-		log_warnx("%s: %s: %s", __func__, name, strerror(-rc));
+		log_warnx("fd store: %s: %s", name, strerror(-rc));
 }
 
 /* Remove the socket(s) stored under name: it closes for good. */
@@ -239,5 +240,5 @@ fdstore_forget(const char *name)
 	snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
 	rc = sd_notify(0, state);
 	if (rc < 0)
-		log_warnx("%s: %s: %s", __func__, name, strerror(-rc));
+		log_warnx("fd store: %s: %s", name, strerror(-rc));
 }

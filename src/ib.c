@@ -234,8 +234,8 @@ ib_port_gids(struct ibv_context *ctx, const char *dev, uint8_t port,
 		if (ret == ENODATA)
 			continue;
 		if (ret != 0) {
-			log_warnx("%s: %s port %u gid %d: ibv_query_gid_ex: %s",
-				  __func__, dev, port, i, strerror(ret));
+			log_warnx("ib: %s port %u gid %d: ibv_query_gid_ex: %s",
+				  dev, port, i, strerror(ret));
 			free(gids);
 			return -ret;
 		}
@@ -279,8 +279,8 @@ ib_list_port(FILE *out, struct ibv_context *ctx, const char *dev, uint8_t port,
 
 	ret = ibv_query_port(ctx, port, &attr);
 	if (ret != 0) {
-		log_warnx("%s: %s port %u: ibv_query_port: %s", __func__, dev,
-			  port, strerror(ret));
+		log_warnx("ib: %s port %u: ibv_query_port: %s", dev, port,
+			  strerror(ret));
 		return -ret;
 	}
 	fprintf(out, "  port %u: %s, active_mtu %d (max %d), link_layer %s\n",
@@ -330,14 +330,12 @@ ib_list_device(FILE *out, struct ibv_device *device, const char *local_ip,
 	ctx = ibv_open_device(device);
 	if (ctx == NULL) {
 		ret = errno ? -errno : -ENODEV;
-		log_warnx("%s: %s: ibv_open_device: %s", __func__, name,
-			  strerror(-ret));
+		log_warnx("ib: %s: ibv_open_device: %s", name, strerror(-ret));
 		return ret;
 	}
 	ret = ibv_query_device(ctx, &attr);
 	if (ret != 0) {
-		log_warnx("%s: %s: ibv_query_device: %s", __func__, name,
-			  strerror(ret));
+		log_warnx("ib: %s: ibv_query_device: %s", name, strerror(ret));
 		ret = -ret;
 		goto out;
 	}
@@ -384,22 +382,19 @@ ib_list_devices(FILE *out, const char *local_ip)
 	int ndev = 0, i, ret = 0, r;
 
 	if (local_ip != NULL && addr_parse_host(local_ip, &local) < 0) {
-		log_warnx("%s: %s: not an IPv4 or IPv6 address", __func__,
-			  local_ip);
+		log_warnx("ib: %s: not an IPv4 or IPv6 address", local_ip);
 		return -EINVAL;
 	}
 	errno = 0;
 	list = ibv_get_device_list(&ndev);
 	if (list == NULL && errno != ENOSYS) {
 		ret = errno ? -errno : -ENODEV;
-		log_warnx("%s: ibv_get_device_list: %s", __func__,
-			  strerror(-ret));
+		log_warnx("ib: ibv_get_device_list: %s", strerror(-ret));
 		return ret;
 	}
 	if (list == NULL || ndev == 0) {
-		log_warnx("%s: no RDMA devices found (is rdma_rxe or an RNIC "
-			  "driver loaded?)",
-			  __func__);
+		log_warnx("ib: no RDMA devices found (is rdma_rxe or an RNIC "
+			  "driver loaded?)");
 		ret = -ENODEV;
 		goto out;
 	}
@@ -411,8 +406,7 @@ ib_list_devices(FILE *out, const char *local_ip)
 			ret = r;
 	}
 	if (ret == 0 && local_ip != NULL && !picked) {
-		log_warnx("%s: no port has a RoCE v2 GID for %s", __func__,
-			  local_ip);
+		log_warnx("ib: no port has a RoCE v2 GID for %s", local_ip);
 		ret = -ENOENT;
 	}
 out:
@@ -444,8 +438,7 @@ ib_pd_unref(struct ib_dev *h)
 	if (--h->refs > 0 || !h->closed || h->root == h)
 		return;
 	if ((ret = ibv_dealloc_pd(h->pd)) != 0)
-		log_warnx("%s: %s: ibv_dealloc_pd: %s", __func__, h->name,
-			  strerror(ret));
+		log_warnx("ib: %s: ibv_dealloc_pd: %s", h->name, strerror(ret));
 	free(h);
 }
 
@@ -464,8 +457,7 @@ ib_pd_open(struct dev *dev)
 	h->pd = ibv_alloc_pd(d->ctx);
 	if (h->pd == NULL) {
 		ret = errno ? errno : ENOMEM;
-		log_warnx("%s: %s: ibv_alloc_pd: %s", __func__, d->name,
-			  strerror(ret));
+		log_warnx("ib: %s: ibv_alloc_pd: %s", d->name, strerror(ret));
 		free(h);
 		errno = ret;
 		return NULL;
@@ -556,8 +548,8 @@ ib_port_gid(struct ibv_context *ctx, const char *name, uint8_t port,
 	if (ret == ENODATA)
 		return -ENOENT;
 	if (ret != 0) {
-		log_warnx("%s: %s port %u gid %d: ibv_query_gid_ex: %s",
-			  __func__, name, port, gid_index, strerror(ret));
+		log_warnx("ib: %s port %u gid %d: ibv_query_gid_ex: %s", name,
+			  port, gid_index, strerror(ret));
 		return -ret;
 	}
 	return 0;
@@ -582,14 +574,12 @@ ib_dev_try(struct ib_dev *d, struct ibv_device *device, int port,
 	ctx = ibv_open_device(device);
 	if (ctx == NULL) {
 		ret = errno ? -errno : -ENODEV;
-		log_warnx("%s: %s: ibv_open_device: %s", __func__, name,
-			  strerror(-ret));
+		log_warnx("ib: %s: ibv_open_device: %s", name, strerror(-ret));
 		return ret;
 	}
 	ret = ibv_query_device(ctx, &dattr);
 	if (ret != 0) {
-		log_warnx("%s: %s: ibv_query_device: %s", __func__, name,
-			  strerror(ret));
+		log_warnx("ib: %s: ibv_query_device: %s", name, strerror(ret));
 		ret = -ret;
 		goto out;
 	}
@@ -601,8 +591,7 @@ ib_dev_try(struct ib_dev *d, struct ibv_device *device, int port,
 		    pattr.state != IBV_PORT_ACTIVE)
 			continue;
 		if (pattr.link_layer != IBV_LINK_LAYER_ETHERNET) {
-			log_debug("%s: %s port %d: not RoCE, skipped", __func__,
-				  name, p);
+			log_debug("ib: %s port %d: not RoCE, skipped", name, p);
 			continue;
 		}
 		ret = ib_port_gid(ctx, name, (uint8_t)p, pattr.gid_tbl_len,
@@ -612,7 +601,7 @@ ib_dev_try(struct ib_dev *d, struct ibv_device *device, int port,
 		d->pd = ibv_alloc_pd(ctx);
 		if (d->pd == NULL) {
 			ret = errno ? -errno : -ENOMEM;
-			log_warnx("%s: %s: ibv_alloc_pd: %s", __func__, name,
+			log_warnx("ib: %s: ibv_alloc_pd: %s", name,
 				  strerror(-ret));
 			goto out;
 		}
@@ -660,8 +649,7 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 		goto fail;
 	}
 	if (local_ip != NULL && addr_parse_host(local_ip, &local) < 0) {
-		log_warnx("%s: %s: not an IPv4 or IPv6 address", __func__,
-			  local_ip);
+		log_warnx("ib: %s: not an IPv4 or IPv6 address", local_ip);
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -677,8 +665,7 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 	list = ibv_get_device_list(&ndev);
 	if (list == NULL && errno != ENOSYS) {
 		ret = errno ? -errno : -ENODEV;
-		log_warnx("%s: ibv_get_device_list: %s", __func__,
-			  strerror(-ret));
+		log_warnx("ib: ibv_get_device_list: %s", strerror(-ret));
 		goto fail;
 	}
 	ret = -ENODEV;
@@ -694,7 +681,7 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 			break;
 	}
 	if (ret < 0) {
-		log_warnx("%s: %s port %d gid %d%s%s: %s", __func__,
+		log_warnx("ib: %s port %d gid %d%s%s: %s",
 			  name != NULL ? name : "any device", port, gid_index,
 			  local_ip != NULL ? " for " : "",
 			  local_ip != NULL ? local_ip : "", strerror(-ret));
@@ -706,8 +693,8 @@ ib_dev_open(const char *name, int port, const char *local_ip, int gid_index)
 		d->has_local = true;
 	}
 	d->want_gid = gid_index;
-	log_info("%s: %s port %d gid %d, active_mtu %d", __func__, d->name,
-		 d->port, d->gid_index, ib_mtu_bytes(d->active_mtu));
+	log_info("ib: %s port %d gid %d, active_mtu %d", d->name, d->port,
+		 d->gid_index, ib_mtu_bytes(d->active_mtu));
 	return (struct dev *)d;
 fail:
 	if (list != NULL)
@@ -746,18 +733,18 @@ ib_qp_free(struct ib_qp *q)
 	if (q->comp_ev != NULL)
 		event_free(q->comp_ev);
 	if (q->qp != NULL && (ret = ibv_destroy_qp(q->qp)) != 0)
-		log_warnx("%s: %s qp %u: ibv_destroy_qp: %s", __func__,
-			  q->dev->name, q->qp->qp_num, strerror(ret));
+		log_warnx("ib: %s qp %u: ibv_destroy_qp: %s", q->dev->name,
+			  q->qp->qp_num, strerror(ret));
 	if (q->send_cq != NULL && (ret = ibv_destroy_cq(q->send_cq)) != 0)
-		log_warnx("%s: %s: ibv_destroy_cq: %s", __func__, q->dev->name,
+		log_warnx("ib: %s: ibv_destroy_cq: %s", q->dev->name,
 			  strerror(ret));
 	if (q->recv_cq != NULL && (ret = ibv_destroy_cq(q->recv_cq)) != 0)
-		log_warnx("%s: %s: ibv_destroy_cq: %s", __func__, q->dev->name,
+		log_warnx("ib: %s: ibv_destroy_cq: %s", q->dev->name,
 			  strerror(ret));
 	if (q->channel != NULL &&
 	    (ret = ibv_destroy_comp_channel(q->channel)) != 0)
-		log_warnx("%s: %s: ibv_destroy_comp_channel: %s", __func__,
-			  q->dev->name, strerror(ret));
+		log_warnx("ib: %s: ibv_destroy_comp_channel: %s", q->dev->name,
+			  strerror(ret));
 	if (q->pd != NULL)
 		ib_pd_unref(q->pd);
 	free(q);
@@ -998,8 +985,8 @@ ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	mr = ibv_reg_mr(d->pd, addr, len, flags);
 	if (mr == NULL) {
 		ret = errno ? -errno : -ENOMEM;
-		log_warnx("%s: %s: ibv_reg_mr of %zu bytes: %s%s", __func__,
-			  d->name, len, strerror(-ret),
+		log_warnx("ib: %s: ibv_reg_mr of %zu bytes: %s%s", d->name, len,
+			  strerror(-ret),
 			  ret == -ENOMEM || ret == -EPERM ?
 				  " (locked memory limit? see ulimit -l, "
 				  "LimitMEMLOCK=)" :
@@ -1024,8 +1011,8 @@ ib_mr_dereg(struct dev *dev, struct dev_mr *mr)
 		return;
 	ret = ibv_dereg_mr(mr->priv);
 	if (ret != 0)
-		log_warnx("%s: %s: ibv_dereg_mr: %s", __func__,
-			  ib_dev_of(dev)->name, strerror(ret));
+		log_warnx("ib: %s: ibv_dereg_mr: %s", ib_dev_of(dev)->name,
+			  strerror(ret));
 	mr->priv = NULL;
 	ib_pd_unref(ib_pd_of(dev));
 }
@@ -1126,13 +1113,12 @@ ib_qp_create_rc(struct ib_qp *q, const struct dev_qp_caps *want)
 			return 0;
 		if (inl == 0)
 			break;
-		log_debug("%s: %s: max_inline_data %u refused (%s), asking %u",
-			  __func__, q->dev->name, inl, strerror(errno),
-			  inl / 2);
+		log_debug("ib: %s: max_inline_data %u refused (%s), asking %u",
+			  q->dev->name, inl, strerror(errno), inl / 2);
 		inl /= 2;
 	}
-	log_warnx("%s: %s: ibv_create_qp (send %u, recv %u, sge %u/%u): %s",
-		  __func__, q->dev->name, want->max_send_wr, want->max_recv_wr,
+	log_warnx("ib: %s: ibv_create_qp (send %u, recv %u, sge %u/%u): %s",
+		  q->dev->name, want->max_send_wr, want->max_recv_wr,
 		  want->max_send_sge, want->max_recv_sge, strerror(errno));
 	return errno ? -errno : -ENOMEM;
 }
@@ -1162,14 +1148,14 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 	}
 	ret = ib_async_start(d, base);
 	if (ret < 0) {
-		log_warnx("%s: %s: a device handle serves one event_base",
-			  __func__, d->name);
+		log_warnx("ib: %s: a device handle serves one event_base",
+			  d->name);
 		goto fail;
 	}
 	ret = ib_dev_refresh(d);
 	if (ret < 0) {
-		log_warnx("%s: %s port %u: no GID after the port event: %s",
-			  __func__, d->name, d->port, strerror(-ret));
+		log_warnx("ib: %s port %u: no GID after the port event: %s",
+			  d->name, d->port, strerror(-ret));
 		goto fail;
 	}
 	q = calloc(1, sizeof(*q));
@@ -1186,8 +1172,8 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 	q->channel = ibv_create_comp_channel(d->ctx);
 	if (q->channel == NULL) {
 		ret = errno ? -errno : -ENOMEM;
-		log_warnx("%s: %s: ibv_create_comp_channel: %s", __func__,
-			  d->name, strerror(-ret));
+		log_warnx("ib: %s: ibv_create_comp_channel: %s", d->name,
+			  strerror(-ret));
 		goto fail;
 	}
 	ret = ib_set_nonblock(q->channel->fd);
@@ -1200,8 +1186,7 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 					   q->channel, 0);
 	if (q->recv_cq == NULL) {
 		ret = errno ? -errno : -ENOMEM;
-		log_warnx("%s: %s: ibv_create_cq: %s", __func__, d->name,
-			  strerror(-ret));
+		log_warnx("ib: %s: ibv_create_cq: %s", d->name, strerror(-ret));
 		goto fail;
 	}
 	ret = ib_qp_create_rc(q, want);
@@ -1209,7 +1194,7 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 		goto fail;
 	ret = ibv_query_qp(q->qp, &attr, IBV_QP_CAP, &init);
 	if (ret != 0) {
-		log_warnx("%s: %s qp %u: ibv_query_qp: %s", __func__, d->name,
+		log_warnx("ib: %s qp %u: ibv_query_qp: %s", d->name,
 			  q->qp->qp_num, strerror(ret));
 		ret = -ret;
 		goto fail;
@@ -1225,7 +1210,7 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 		goto fail;
 	if ((ret = ibv_req_notify_cq(q->send_cq, 0)) != 0 ||
 	    (ret = ibv_req_notify_cq(q->recv_cq, 0)) != 0) {
-		log_warnx("%s: %s: ibv_req_notify_cq: %s", __func__, d->name,
+		log_warnx("ib: %s: ibv_req_notify_cq: %s", d->name,
 			  strerror(ret));
 		ret = -ret;
 		goto fail;
@@ -1239,11 +1224,11 @@ ib_qp_create(struct dev *dev, struct event_base *base,
 	}
 	q->psn = ib_random_psn();
 	LIST_INSERT_HEAD(&d->qps, q, entry);
-	log_debug("%s: %s qp %u: send %u recv %u sge %u/%u inline %u (asked "
+	log_debug("ib: %s qp %u: send %u recv %u sge %u/%u inline %u (asked "
 		  "%u)",
-		  __func__, d->name, q->qp->qp_num, got->max_send_wr,
-		  got->max_recv_wr, got->max_send_sge, got->max_recv_sge,
-		  got->max_inline_data, want->max_inline_data);
+		  d->name, q->qp->qp_num, got->max_send_wr, got->max_recv_wr,
+		  got->max_send_sge, got->max_recv_sge, got->max_inline_data,
+		  want->max_inline_data);
 	return (struct dev_qp *)q;
 fail:
 	if (q != NULL)
@@ -1339,7 +1324,7 @@ ib_qp_connect(struct dev_qp *qp, const struct dev_qp_addr *peer,
 				   IBV_QP_MAX_QP_RD_ATOMIC);
 	if (ret < 0)
 		return ret;
-	log_debug("%s: %s qp %u -> qpn %u, mtu %d, tclass %u, sl %u", __func__,
+	log_debug("ib: %s qp %u -> qpn %u, mtu %d, tclass %u, sl %u",
 		  q->dev->name, q->qp->qp_num, peer->qpn,
 		  ib_mtu_bytes(rtr.path_mtu), path->traffic_class, path->sl);
 	return 0;
@@ -1623,8 +1608,7 @@ ib_dev_close(struct dev *dev)
 		return;
 	d = ib_dev_of(dev);
 	while ((q = LIST_FIRST(&d->qps)) != NULL) {
-		log_warnx("%s: %s: qp %u still open", __func__, d->name,
-			  q->qp->qp_num);
+		log_warnx("ib: %s: qp %u still open", d->name, q->qp->qp_num);
 		LIST_REMOVE(q, entry);
 		ib_qp_free(q);
 	}
@@ -1634,11 +1618,11 @@ ib_dev_close(struct dev *dev)
 	if (d->async_ev != NULL)
 		event_free(d->async_ev);
 	if ((ret = ibv_dealloc_pd(d->pd)) != 0)
-		log_warnx("%s: %s: ibv_dealloc_pd: %s (memory regions still "
+		log_warnx("ib: %s: ibv_dealloc_pd: %s (memory regions still "
 			  "registered?)",
-			  __func__, d->name, strerror(ret));
+			  d->name, strerror(ret));
 	if (ibv_close_device(d->ctx) != 0)
-		log_warn("%s: %s: ibv_close_device", __func__, d->name);
+		log_warn("ib: %s: ibv_close_device", d->name);
 	free(d);
 }
 

@@ -1093,6 +1093,7 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 	struct conf *conf = lgr_ctx_conf(ctx);
 	const struct lgr_dev *dev;
 	struct lgr_link *link;
+	const char *name;
 	struct addr local;
 	char ip[INET6_ADDRSTRLEN];
 	socklen_t len = sizeof(local.ss);
@@ -1100,9 +1101,10 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 	uint64_t period;
 
 	/* the group holds conf: its peer must be that config's */
-	peer = conf_peer_find(conf, peer->name);
+	name = peer->name;
+	peer = conf_peer_find(conf, name);
 	if (peer == NULL) {
-		log_debug("%s: peer no longer configured", __func__);
+		log_debug("peer %s: no longer configured: no link group", name);
 		if (fd >= 0)
 			close(fd);
 		return NULL;

@@ -60,8 +60,8 @@ listener_socket(const struct addr *addr, int backlog, bool share, bool smc)
 		goto fail;
 	/* without the program, the listener serves as plain TCP */
 	if (smc && smc_opt_attached() && smc_opt_mark(fd, SMC_OPT_LISTEN) < 0)
-		log_warnx("%s: cannot mark the socket for the SMC-R option",
-			  __func__);
+		log_warnx("listener: cannot mark the socket for the SMC-R "
+			  "option");
 	if (backlog && listen(fd, backlog))
 		goto fail;
 	return fd;
@@ -115,15 +115,15 @@ listener_accept(evutil_socket_t lfd, short what, void *arg)
 		case ENFILE:
 		case ENOBUFS:
 		case ENOMEM:
-			log_warn("%s: worker %d listener %s: pausing 1 s",
-				 __func__, worker_id(l->w),
+			log_warn("worker %d listener %s: pausing 1 s",
+				 worker_id(l->w),
 				 addr_str(&l->addr, buf, sizeof(buf)));
 			STATS_INC(worker_stats(l->w), accept_pauses);
 			event_del(l->ev);
 			evtimer_add(l->pause_ev, &second);
 			return;
 		default:
-			log_warn("%s: accept", __func__);
+			log_warn("listener: accept");
 			return;
 		}
 	}
@@ -155,7 +155,7 @@ listener_new(struct worker *w, const struct addr *addr, const char *kind,
 		fd = listener_socket(addr, LISTENER_BACKLOG, true, smc);
 	if (fd < 0) {
 		errno = -fd;
-		log_warn("%s: worker %d: listen on %s", __func__, worker_id(w),
+		log_warn("worker %d: listen on %s", worker_id(w),
 			 addr_str(addr, buf, sizeof(buf)));
 		return NULL;
 	}

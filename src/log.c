@@ -6,7 +6,8 @@
  * daemon is not in the foreground; a terminal, plain "smcproxyd: message";
  * anything else (a file, a pipe), each line with its syslog priority
  * prefix "<6>".  Without a journal to reach, background logs go to syslog.
- * Callers put __func__ and the object id in the message themselves; the
+ * Callers put the object id in the message themselves ("conn 0x1f",
+ * "lgr 3 link 1", "control", "ib: mlx5_0"), never a C function name; the
  * events operators look for (links and peers up and down, authentication
  * failures, reloads) also go out as log_event() with a fixed MESSAGE_ID
  * and PEER=, RULE=, LGR=, LINK= fields.

@@ -86,9 +86,10 @@ metrics_sweep(void)
 		if (ecb != NULL || arg != NULL) {
 			if (metrics_deadline[i] != 0 &&
 			    now >= metrics_deadline[i]) {
-				log_debug("%s: a scraper's request took over "
+				log_debug("metrics: a scraper's request took "
+					  "over "
 					  "%d s: closing",
-					  __func__, METRICS_DEADLINE);
+					  METRICS_DEADLINE);
 				(void)shutdown(
 					bufferevent_getfd(metrics_bevs[i]),
 					SHUT_RDWR);
@@ -249,7 +250,7 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 	body = rc == 0 ? evbuffer_new() : NULL;
 	if (body == NULL ||
 	    evbuffer_add_reference(body, text, len, metrics_free_cb, NULL)) {
-		log_warnx("%s: %s", __func__,
+		log_warnx("metrics: not answering a scrape: %s",
 			  rc == -ENOENT ? "shutting down" : "out of memory");
 		free(text);
 		if (body != NULL)
@@ -318,7 +319,7 @@ metrics_init(const struct conf *conf, struct event_base *base)
 	}
 	if (metrics_listener == NULL) {
 		rc = -errno;
-		log_warn("%s: metrics_listen: cannot listen on %s", __func__,
+		log_warn("metrics_listen: cannot listen on %s",
 			 addr_str(&conf->metrics_listen, buf, sizeof(buf)));
 		goto fail;
 	}
@@ -328,14 +329,14 @@ metrics_init(const struct conf *conf, struct event_base *base)
 		goto fail;
 	}
 	fdstore_keep(name, evconnlistener_get_fd(metrics_listener));
-	log_info("%s: Prometheus metrics at http://%s%s", __func__,
+	log_info("Prometheus metrics at http://%s%s",
 		 addr_str(&conf->metrics_listen, buf, sizeof(buf)),
 		 METRICS_PATH);
 	return 0;
 
 fail:
 	if (rc == -ENOMEM)
-		log_warnx("%s: out of memory", __func__);
+		log_warnx("metrics: out of memory");
 	metrics_shutdown();
 	return rc;
 }

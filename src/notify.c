@@ -24,7 +24,7 @@ notify_send(const char *state)
 
 	rc = sd_notify(0, state);
 	if (rc < 0)
-		log_warnx("%s: sd_notify: %s", __func__, strerror(-rc));
+		log_warnx("sd_notify: %s", strerror(-rc));
 }
 
 /* notify_send() with a formatted state. */

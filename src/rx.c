@@ -177,8 +177,8 @@ rx_consumed(struct rconn *rc, size_t n)
 	size_t avail = rx_readable(rc);
 
 	if (n > avail) {
-		log_warnx("%s: conn 0x%llx: %zu bytes consumed, %zu readable",
-			  __func__, (unsigned long long)rc->id, n, avail);
+		log_warnx("conn 0x%llx: %zu bytes consumed, %zu readable",
+			  (unsigned long long)rc->id, n, avail);
 		n = avail;
 	}
 	if (n == 0 || (rc->flags & RCONN_F_FREEING))

@@ -169,7 +169,7 @@ smcproxyd_reload(FILE *errors)
 	mine = open_memstream(&text, &len);
 	if (mine == NULL) {
 		rc = -ENOMEM;
-		log_warn("%s: open_memstream", __func__);
+		log_warn("reload: open_memstream");
 		notify_reload_failed(conf_current, strerror(-rc));
 		return rc;
 	}
@@ -325,7 +325,7 @@ smcproxyd_raise_nofile(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl))
-			log_warn("%s: setrlimit", __func__);
+			log_warn("raising the open files limit: setrlimit");
 	}
 }
 

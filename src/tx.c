@@ -382,8 +382,8 @@ tx_produced(struct rconn *rc, size_t n)
 	if (rc->flags & (RCONN_F_CLOSE_WR | RCONN_F_ABORT))
 		return;
 	if (n > avail) {
-		log_warnx("%s: conn 0x%llx: %zu bytes produced, %zu free",
-			  __func__, (unsigned long long)rc->id, n, avail);
+		log_warnx("conn 0x%llx: %zu bytes produced, %zu free",
+			  (unsigned long long)rc->id, n, avail);
 		n = avail;
 	}
 	cdc_curs_add(&rc->tx_curs_prep, n, rc->sndbuf->size);

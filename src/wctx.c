@@ -136,7 +136,7 @@ worker_send(struct worker *w, struct worker_msg *m)
 		n = write(w->msg_fd[1], m, sizeof(*m));
 	while (n == -1 && errno == EINTR);
 	if (n != sizeof(*m))
-		fatal("%s: worker %d: message pipe", __func__, w->id);
+		fatal("worker %d: message pipe", w->id);
 }
 
 /*

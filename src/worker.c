@@ -577,7 +577,7 @@ worker_start_all(struct conf *conf)
 		rc = -pthread_create(&workers[i].thread, NULL, worker_main,
 				     &workers[i]);
 		if (rc)
-			fatalx("%s: pthread_create: %s", __func__,
+			fatalx("worker thread: pthread_create: %s",
 			       strerror(-rc));
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

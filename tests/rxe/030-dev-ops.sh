@@ -20,7 +20,7 @@ ip link set veth0 up
 rxe_wait 20 rxe_port_ready "$RXE_DEV0" "$RXE_IP0" ||
 	rxe_die "$RXE_DEV0 did not come back after the port-down check"
 want=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0")
-if grep -q "ib_dev_open: $RXE_DEV0 port 1 gid $want," \
+if grep -q "ib: $RXE_DEV0 port 1 gid $want," \
 	"$RXE_OUT/devcheck-stderr.log"; then
 	echo "ok: $RXE_DEV0 opened with gid index $want (sysfs agrees)"
 else

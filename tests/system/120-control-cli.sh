@@ -444,3 +444,15 @@ for i in $(seq 50); do
 	sleep 0.1
 done
 [ "$(stat_get a close_client_rst)" = 1 ] || fail "a did not count the reset of the idle connection"
+
+# No C function names in the logs (issue 47), debug lines included: no
+# line begins with the name of one of the daemon's functions.
+if command -v nm >/dev/null 2>&1; then
+	nm "$SMCPROXYD" | awk '$2 ~ /^[tT]$/ { print $3 }' | sort -u >"$T/funcs"
+	[ -s "$T/funcs" ] || fail "nm found no functions in $SMCPROXYD"
+	sed -n 's/^<[0-9]>smcproxyd: \([A-Za-z_0-9]*\):.*/\1/p' "$T/a.log" "$T/b.log" |
+		sort -u | comm -12 - "$T/funcs" >"$T/named"
+	if [ -s "$T/named" ]; then
+		fail "log lines begin with function names: $(tr '\n' ' ' <"$T/named")"
+	fi
+fi
