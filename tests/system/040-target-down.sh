@@ -5,7 +5,7 @@
 # be counted where the client was closed (A) and where it happened (B).
 # A dead target does not flood the log: of 30 connections refused in a
 # row B logs the first 10 (log_warn_rl's burst), and the first line after
-# its 5 s window says how many it left out.
+# its 5 s window says how many it left out, as does B when it stops.
 # When the target comes back, the same rule works again.
 . "$(dirname "$0")/lib.sh"
 smc_init
@@ -34,6 +34,20 @@ sleep 5.5
 xfer_client -n 1 -b 1K --expect-close -T 15 || fail "client not closed"
 grep -Eq "connect to target 127\.0\.0\.1:$PORT_TARGET: [0-9]+ similar messages suppressed" "$T/b.log" ||
 	fail "B did not say how many lines it left out: $(grep -E "$refused" "$T/b.log" | tail -3)"
+
+# Lines still left out when B stops are said as it stops, not lost: 15
+# refused in the window the last one opened, then B stops.
+xfer_client -n 15 -b 1K --expect-close -T 30 ||
+	fail "15 clients not closed when the target is down"
+stop_daemon b
+[ "$stop_rc" -eq 0 ] || fail "B exited with status $stop_rc"
+last_refused=$(grep -En "$refused" "$T/b.log" | tail -n 1 | cut -d: -f1)
+said=$(grep -En "connect to target 127\.0\.0\.1:$PORT_TARGET: [0-9]+ similar messages suppressed" "$T/b.log" |
+	tail -n 1 | cut -d: -f1)
+[ -n "$said" ] && [ "$said" -gt "$last_refused" ] ||
+	fail "B did not say at stop how many lines it left out: $(tail -n 5 "$T/b.log")"
+start_daemon b "$T/b.conf"
+wait_listen "$PORT_BPEER" 10 "$b_pid"
 
 release_port
 start_server "$PORT_TARGET"
