@@ -566,44 +566,26 @@ fallback_hs_free(struct session *s)
 static void fb_relay(struct session *s);
 static const struct session_ops fallback_ops;
 
-static void
-fb_retry(evutil_socket_t fd, short what, void *arg)
-{
-	fb_relay(arg);
-}
-
 /*
- * No descriptor for a pipe: the bytes wait in the socket (nothing is
- * lost), accepting pauses, and the relay tries again shortly.  false if
- * the session had to be closed.
- */
-static bool
-fb_retry_later(struct session *s)
-{
-	struct timeval tv = {0, 100 * 1000};
-
-	worker_fd_exhausted(s->w);
-	STATS_INC(worker_stats(s->w), buf_full_cnt);
-	if (s->retry_ev == NULL)
-		s->retry_ev = evtimer_new(worker_base(s->w), fb_retry, s);
-	if (s->retry_ev == NULL || evtimer_add(s->retry_ev, &tv)) {
-		session_close(s, SESSION_RESOURCE);
-		return false;
-	}
-	return true;
-}
-
-/*
- * No descriptor for a pipe.  An EOF or a reset is still seen (a peek
- * needs no pipe), so a closing connection frees its descriptors; bytes
- * wait in the socket until a pipe can be had.
+ * No descriptor for a pipe (every one taken: accepting pauses,
+ * worker_fd_exhausted): the bytes go by copy, as small messages do
+ * (fb_pump_copy), peeked, sent, and only what the receiver took is
+ * consumed, so nothing waits for a descriptor that may never come back
+ * (170-emfile: 60 of 80 clients timed out, waiting for their pipes while
+ * the held connections kept every descriptor).  An EOF or a reset is seen
+ * as before, so a closing connection frees its descriptors.
  */
 static int
 fb_pump_nopipe(struct session *s, int i, int moved)
 {
-	char c;
-	ssize_t n = recv(s->fd[i], &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	char buf[FB_COPY_MAX];
+	ssize_t n, sent;
+	int dst = 1 - i;
 
+	worker_fd_exhausted(s->w);
+	if (!s->wr_ready[dst])
+		return moved;
+	n = recv(s->fd[i], buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
 	if (n == 0) {
 		s->pump[i].eof = true;
 		return 1;
@@ -612,11 +594,32 @@ fb_pump_nopipe(struct session *s, int i, int moved)
 		s->rd_ready[i] = false;
 		return moved;
 	}
-	if (n == -1 && errno != EINTR) {
+	if (n == -1 && errno == EINTR)
+		return 1;
+	if (n == -1) {
 		session_close(s, session_rst_reason(s, i));
 		return -1;
 	}
-	return fb_retry_later(s) ? moved : -1;
+	do
+		sent = send(s->fd[dst], buf, (size_t)n,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (sent == -1 && errno == EINTR);
+	if (sent == -1 && errno == EAGAIN) {
+		s->wr_ready[dst] = false;
+		return moved;
+	}
+	if (sent == -1) {
+		/* the receiver is gone: pass the reset back */
+		session_close(s, session_rst_reason(s, dst));
+		return -1;
+	}
+	/* what was sent, taken out of the socket: peeked, so it is there */
+	if (recv(s->fd[i], buf, (size_t)sent, MSG_DONTWAIT) != sent) {
+		session_close(s, SESSION_RESOURCE);
+		return -1;
+	}
+	session_account(s, i, (size_t)sent);
+	return 1;
 }
 
 /*
