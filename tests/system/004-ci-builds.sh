@@ -26,27 +26,25 @@ sed -i -e 's/target\[TPATH\], \*real;/target[TPATH], real[TPATH];/' \
 	-e '/^\tck_assert_ptr_nonnull(real);$/d' -e '/^\tfree(real);$/d' "$f"
 grep -q 'real\[TPATH\]' "$f" || fail "cannot put the fixed buffer back: update this test"
 
+# step_fails STEP OUT WANT: CI's step STEP of the copy must fail, its .trs
+# say FAIL, its output name WANT, and its log show the overflow
+step_fails()
+{
+	"$tree/scripts/$1" "$2" >"$2.out" 2>&1 &&
+		fail "$1 passed with the overflow: $(cat "$2.out")"
+	grep -qx ':test-result: FAIL' "$2.trs" ||
+		fail "$1's .trs does not say FAIL: $(cat "$2.trs")"
+	grep -q "$3" "$2.out" || fail "$1 does not say '$3': $(cat "$2.out")"
+	grep -q 'buffer overflow detected' "$2.log" ||
+		fail "$1 failed, but not for the overflow: $(tail -n 20 "$2.log")"
+	smc_log "$1: $(cat "$2.out")"
+}
+
 # the build by hand: configure in the tree, fortified to level 3
-CHECK_TESTS=tests/unit/check_conf "$tree/scripts/build-by-hand" "$T/hand" \
-	>"$T/hand.out" 2>&1 && fail "build-by-hand passed with the overflow: $(cat "$T/hand.out")"
-grep -qx ':test-result: FAIL' "$T/hand.trs" ||
-	fail "build-by-hand's .trs does not say FAIL: $(cat "$T/hand.trs")"
-grep -q 'check_conf' "$T/hand.out" ||
-	fail "build-by-hand does not name check_conf: $(cat "$T/hand.out")"
-grep -q 'buffer overflow detected' "$T/hand.log" ||
-	fail "build-by-hand failed, but not for the overflow: $(tail -n 20 "$T/hand.log")"
-smc_log "build-by-hand: $(cat "$T/hand.out")"
+CHECK_TESTS=tests/unit/check_conf step_fails build-by-hand "$T/hand" check_conf
 
 # the .deb: dh_auto_test runs the suite under Debian's own flags
 sed -i 's|^\tdh_auto_test -- .*|\tdh_auto_test -- TESTS=tests/unit/check_conf|' "$tree/debian/rules"
 grep -q 'TESTS=tests/unit/check_conf' "$tree/debian/rules" ||
 	fail "debian/rules has no dh_auto_test line to narrow: update this test"
-JOBS=2 "$tree/scripts/deb-lintian" "$T/deb" >"$T/deb.out" 2>&1 &&
-	fail "deb-lintian passed with the overflow: $(cat "$T/deb.out")"
-grep -qx ':test-result: FAIL' "$T/deb.trs" ||
-	fail "deb-lintian's .trs does not say FAIL: $(cat "$T/deb.trs")"
-grep -q 'dpkg-buildpackage failed' "$T/deb.out" ||
-	fail "deb-lintian failed, but not in dpkg-buildpackage: $(cat "$T/deb.out")"
-grep -q 'buffer overflow detected' "$T/deb.log" ||
-	fail "the .deb build failed, but not for the overflow: $(tail -n 20 "$T/deb.log")"
-smc_log "deb-lintian: $(cat "$T/deb.out")"
+JOBS=2 step_fails deb-lintian "$T/deb" 'dpkg-buildpackage failed'
