@@ -469,8 +469,6 @@ session_free(struct session *s, bool abort)
 	}
 	if (s->timer)
 		event_free(s->timer);
-	if (s->retry_ev)
-		event_free(s->retry_ev);
 	if (s->ops != NULL && s->ops->hs_free != NULL)
 		s->ops->hs_free(s);
 	worker_session_del(s->w, s);

@@ -545,7 +545,6 @@ struct session {
 	int fd[2];
 	struct event *rev[2], *wev[2];
 	struct event *timer;
-	struct event *retry_ev; /* relay: retry when out of descriptors */
 	struct session_pump pump[2];
 	uint64_t bytes[2]; /* read from fd[i] and passed on, either transport */
 	bool rd_ready[2], wr_ready[2]; /* relay: edge-triggered readiness */
