@@ -1161,7 +1161,7 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	 */
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
 		pending += lgr->role == LGR_ROLE_SERVER &&
-			   lgr->state == LGR_STATE_CLC && !lgr_is_std(lgr);
+			   lgr->state == LGR_STATE_CLC && !lgr->std;
 	c->hopped = hopped;
 	if (pending >= CLC_PENDING_MAX)
 		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");
