@@ -304,6 +304,20 @@ control_send_error(struct evbuffer *out, const char *msg, json_t *details)
 				    control_text(msg), "details", details));
 }
 
+/* fmt's text, allocated (free it); NULL out of memory. */
+static char *control_vtext(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+
+static char *
+control_vtext(const char *fmt, va_list ap)
+{
+	char *msg;
+
+	if (vasprintf(&msg, fmt, ap) == -1)
+		return NULL;
+	return msg;
+}
+
 static void control_send_errorf(struct evbuffer *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -314,8 +328,7 @@ control_send_errorf(struct evbuffer *out, const char *fmt, ...)
 	char *msg;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) == -1)
-		msg = NULL;
+	msg = control_vtext(fmt, ap);
 	va_end(ap);
 	control_send_error(out, msg != NULL ? msg : "out of memory", NULL);
 	free(msg);
@@ -332,8 +345,7 @@ control_fail(struct control_req *req, const char *fmt, ...)
 
 	free(req->cr_error);
 	va_start(ap, fmt);
-	if (vasprintf(&req->cr_error, fmt, ap) == -1)
-		req->cr_error = NULL;
+	req->cr_error = control_vtext(fmt, ap);
 	va_end(ap);
 }
 
@@ -351,8 +363,7 @@ control_done(json_t *data, const char *fmt, ...)
 	char *msg;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) == -1)
-		msg = NULL;
+	msg = control_vtext(fmt, ap);
 	va_end(ap);
 	if (data == NULL || msg == NULL ||
 	    json_object_set_new(data, "message", control_text(msg)) != 0) {

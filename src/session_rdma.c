@@ -212,6 +212,13 @@ static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
 
+/* Our role in s's standard group: a rule's is the client's. */
+static enum lgr_role
+session_rdma_std_role(const struct session *s)
+{
+	return s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT : LGR_ROLE_SERVER;
+}
+
 /*
  * A join that names a group we have with another host (its system id,
  * GID and QP, the only identity the CLC has): refused by lgr_std_find,
@@ -223,8 +230,7 @@ session_rdma_std_foreign(struct session *s,
 			 const struct session_rdma_std_want *want)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
-							    LGR_ROLE_SERVER;
+	enum lgr_role role = session_rdma_std_role(s);
 	char host[ADDR_STRLEN] = "?";
 	struct lgr *lgr;
 
@@ -255,8 +261,7 @@ session_rdma_std_pending(struct session *s,
 			 const struct session_rdma_std_want *want)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
-							    LGR_ROLE_SERVER;
+	enum lgr_role role = session_rdma_std_role(s);
 
 	return srw != NULL &&
 	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
@@ -281,8 +286,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	const struct conf_rdma *r = &s->conf->rdma;
-	enum lgr_role role = s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT :
-							    LGR_ROLE_SERVER;
+	enum lgr_role role = session_rdma_std_role(s);
 	struct session_rdma *sr;
 	const struct dev_mr *mr;
 	struct lgr *lgr = NULL;
