@@ -218,7 +218,8 @@ buf_mr(struct buf *b, const struct dev_ops *ops, struct dev *pd)
 	}
 	if (slot < 0)
 		return NULL;
-	if (ops->mr_reg(pd, b->addr, b->size, access, &b->mr[slot])) {
+	if (ops->mr_reg(pd, b->addr, b->size, b->kind == BUF_RMB ? b->iova : 0,
+			access, &b->mr[slot])) {
 		memset(&b->mr[slot], 0, sizeof(b->mr[slot]));
 		p->stats.reg_errors++;
 		return NULL;
@@ -256,6 +257,24 @@ buf_make_room(struct buf_pool *p, size_t need, int keep_kind, int keep)
 	return false;
 }
 
+/*
+ * A random IOVA for an RMB element at addr: below 2^47 as a user address
+ * is, its offset in a 2 MiB page that of addr (so that an RNIC can map it
+ * with the pages it would use for addr itself).  Peers see this address,
+ * never where the element is in our heap (issue 43: a heap layout leak).
+ */
+static uint64_t
+buf_iova_pick(const void *addr)
+{
+	const uint64_t page = (uint64_t)2 << 20;
+	uint64_t r;
+
+	arc4random_buf(&r, sizeof(r));
+	r &= ((uint64_t)1 << 46) - 1;
+	r = (r & ~(page - 1)) + page; /* never 0 */
+	return r | ((uintptr_t)addr & (page - 1));
+}
+
 static int
 buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	   struct buf **out)
@@ -273,6 +292,7 @@ buf_create(struct buf_pool *p, enum buf_kind kind, size_t size,
 	memset(b->addr, 0, size);
 	b->pool = p;
 	b->kind = kind;
+	b->iova = kind == BUF_RMB ? buf_iova_pick(b->addr) : (uintptr_t)b->addr;
 	b->size = size;
 	b->registered = true;
 	p->stats.bytes += size;

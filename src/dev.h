@@ -30,6 +30,9 @@ struct dev_qp;
 
 struct dev_mr {
 	void *addr;
+	/* where the MR is in its keys' address space: what a peer writes
+	 * to and a local SGE names (addr unless registered at an IOVA) */
+	uint64_t iova;
 	size_t len;
 	uint32_t lkey;
 	uint32_t rkey;
@@ -176,8 +179,10 @@ struct dev_ops {
 	 * closes a PD only after destroying, or failing, every QP of it:
 	 * then no peer's WRITE reaches its MRs any more */
 	bool (*pd_closed)(struct dev *pd);
-	int (*mr_reg)(struct dev *d, void *addr, size_t len, int access,
-		      struct dev_mr *out);
+	/* register len bytes at addr; iova 0: at addr itself, else at
+	 * that IOVA (ibv_reg_mr_iova), the page offset of addr kept */
+	int (*mr_reg)(struct dev *d, void *addr, size_t len, uint64_t iova,
+		      int access, struct dev_mr *out);
 	/* d: the handle mr was registered through */
 	void (*mr_dereg)(struct dev *d, struct dev_mr *mr);
 	/* create an RC QP with its CQs on base; *got holds the real caps

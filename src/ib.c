@@ -968,7 +968,7 @@ ib_random_psn(void)
 }
 
 static int
-ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
+ib_mr_reg(struct dev *dev, void *addr, size_t len, uint64_t iova, int access,
 	  struct dev_mr *out)
 {
 	struct ib_dev *d = ib_pd_of(dev);
@@ -982,11 +982,13 @@ ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 		flags |= IBV_ACCESS_LOCAL_WRITE;
 	if (access & DEV_ACCESS_REMOTE_WRITE)
 		flags |= IBV_ACCESS_REMOTE_WRITE;
-	mr = ibv_reg_mr(d->pd, addr, len, flags);
+	if (iova == 0)
+		iova = (uintptr_t)addr;
+	mr = ibv_reg_mr_iova(d->pd, addr, len, iova, flags);
 	if (mr == NULL) {
 		ret = errno ? -errno : -ENOMEM;
-		log_warnx("ib: %s: ibv_reg_mr of %zu bytes: %s%s", d->name, len,
-			  strerror(-ret),
+		log_warnx("ib: %s: ibv_reg_mr_iova of %zu bytes: %s%s", d->name,
+			  len, strerror(-ret),
 			  ret == -ENOMEM || ret == -EPERM ?
 				  " (locked memory limit? see ulimit -l, "
 				  "LimitMEMLOCK=)" :
@@ -995,6 +997,7 @@ ib_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	}
 	d->refs++;
 	out->addr = addr;
+	out->iova = iova;
 	out->len = len;
 	out->lkey = mr->lkey;
 	out->rkey = mr->rkey;

@@ -73,6 +73,7 @@ struct loopdev_mr {
 	LIST_ENTRY(loopdev_mr) entry;
 	struct loopdev *pd; /* the handle it was registered through */
 	uintptr_t addr;
+	uint64_t iova; /* where its keys' addresses start (ibv_reg_mr_iova) */
 	size_t len;
 	int access;
 	uint32_t lkey;
@@ -301,13 +302,20 @@ loopdev_mr_find(const struct loopdev_qp *q, uint32_t key, bool remote,
 			continue;
 		if (mr->pd != q->pd)
 			return NULL;
-		if ((mr->access & need) != need || addr < mr->addr ||
-		    addr - mr->addr > mr->len ||
-		    len > mr->len - (addr - mr->addr))
+		if ((mr->access & need) != need || addr < mr->iova ||
+		    addr - mr->iova > mr->len ||
+		    len > mr->len - (addr - mr->iova))
 			return NULL;
 		return mr;
 	}
 	return NULL;
+}
+
+/* Where addr, an address in mr's key space, is in this process. */
+static uint64_t
+loopdev_mr_local(const struct loopdev_mr *mr, uint64_t addr)
+{
+	return mr->addr + (addr - mr->iova);
 }
 
 /* A list of byte ranges and a cursor over it. */
@@ -382,6 +390,7 @@ loopdev_deliver_send(struct loopdev_qp *q, struct loopdev_swr *w,
 {
 	struct loopdev_rwr *r = TAILQ_FIRST(&p->rq);
 	struct loopdev_span dst = {.n = 0};
+	struct loopdev_mr *mr;
 	enum dev_wc_status st;
 	int i;
 
@@ -399,12 +408,13 @@ loopdev_deliver_send(struct loopdev_qp *q, struct loopdev_swr *w,
 		st = p->inject_status;
 	}
 	for (i = 0; i < r->num_sge && st == DEV_WC_SUCCESS; i++) {
-		if (loopdev_mr_find(p, r->sge[i].lkey, false, r->sge[i].addr,
-				    r->sge[i].length,
-				    DEV_ACCESS_LOCAL_WRITE) == NULL)
+		mr = loopdev_mr_find(p, r->sge[i].lkey, false, r->sge[i].addr,
+				     r->sge[i].length, DEV_ACCESS_LOCAL_WRITE);
+		if (mr == NULL)
 			st = DEV_WC_LOC_ERR;
 		else
-			loopdev_span_add(&dst, r->sge[i].addr,
+			loopdev_span_add(&dst,
+					 loopdev_mr_local(mr, r->sge[i].addr),
 					 r->sge[i].length);
 	}
 	if (st == DEV_WC_SUCCESS && dst.total < src->total)
@@ -433,6 +443,7 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 {
 	struct loopdev_qp *p = q->peer;
 	struct loopdev_span src = {.n = 0};
+	struct loopdev_mr *mr;
 	int i, ok;
 
 	if (q->inject) {
@@ -452,13 +463,15 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 				 w->inline_len);
 	} else {
 		for (i = 0; i < w->num_sge; i++) {
-			if (loopdev_mr_find(q, w->sge[i].lkey, false,
-					    w->sge[i].addr, w->sge[i].length,
-					    0) == NULL) {
+			mr = loopdev_mr_find(q, w->sge[i].lkey, false,
+					     w->sge[i].addr, w->sge[i].length,
+					     0);
+			if (mr == NULL) {
 				loopdev_swr_complete(q, w, DEV_WC_LOC_ERR);
 				return true;
 			}
-			loopdev_span_add(&src, w->sge[i].addr,
+			loopdev_span_add(&src,
+					 loopdev_mr_local(mr, w->sge[i].addr),
 					 w->sge[i].length);
 		}
 	}
@@ -473,17 +486,19 @@ loopdev_swr_execute(struct loopdev_qp *q, struct loopdev_swr *w)
 		return false;
 	}
 
+	mr = NULL;
 	if (src.total > 0 &&
-	    loopdev_mr_find(p, w->rkey, true, w->remote_addr, src.total,
-			    DEV_ACCESS_REMOTE_WRITE) == NULL) {
+	    (mr = loopdev_mr_find(p, w->rkey, true, w->remote_addr, src.total,
+				  DEV_ACCESS_REMOTE_WRITE)) == NULL) {
 		loopdev_swr_complete(q, w, DEV_WC_REM_ACCESS_ERR);
 		loopdev_to_error(p);
 		return true;
 	}
-	if (src.total > 0) {
+	if (mr != NULL) {
 		struct loopdev_span dst = {.n = 0};
 
-		loopdev_span_add(&dst, w->remote_addr, src.total);
+		loopdev_span_add(&dst, loopdev_mr_local(mr, w->remote_addr),
+				 src.total);
 		loopdev_span_copy(&dst, &src);
 	}
 	if (w->opcode == DEV_WR_WRITE_IMM) {
@@ -819,8 +834,8 @@ loopdev_rnr_waits(const struct dev_qp *qp)
 }
 
 static int
-loopdev_mr_reg(struct dev *dev, void *addr, size_t len, int access,
-	       struct dev_mr *out)
+loopdev_mr_reg(struct dev *dev, void *addr, size_t len, uint64_t iova,
+	       int access, struct dev_mr *out)
 {
 	struct loopdev *d = loopdev_of(dev), *pd = loopdev_pd_of(dev);
 	struct loopdev_mr *mr;
@@ -838,6 +853,7 @@ loopdev_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	mr->pd = pd;
 	pd->refs++;
 	mr->addr = (uintptr_t)addr;
+	mr->iova = iova != 0 ? iova : (uintptr_t)addr;
 	mr->len = len;
 	mr->access = access;
 	pthread_mutex_lock(&loopdev_lock);
@@ -846,6 +862,7 @@ loopdev_mr_reg(struct dev *dev, void *addr, size_t len, int access,
 	pthread_mutex_unlock(&loopdev_lock);
 	LIST_INSERT_HEAD(&d->mrs, mr, entry);
 	out->addr = addr;
+	out->iova = mr->iova;
 	out->len = len;
 	out->lkey = mr->lkey;
 	out->rkey = mr->rkey;

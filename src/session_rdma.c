@@ -356,7 +356,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	out->token = sr->lc.token;
 	out->rmb_rkey = mr->rkey;
 	sr->rmb_told = true;
-	out->rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	out->rmb_vaddr = sr->rmb->iova;
 	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	out->max_conns = (uint8_t)lgr_max_conns(lgr);
 	out->max_links = lgr_max_links(lgr);
@@ -545,7 +545,7 @@ session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
 			continue;
 		v->rt[n].rkey = cur->rkey;
 		v->rt[n].rkey_new = mr->rkey;
-		v->rt[n].vaddr_new = (uint64_t)(uintptr_t)rmb->addr;
+		v->rt[n].vaddr_new = rmb->iova;
 		n++;
 		session_rdma_conn_told_set(sr, lgr_link_id(added));
 	}
@@ -1323,7 +1323,7 @@ session_rdma_connect(struct session *s)
 	m.conn_open.rmb_rkey =
 		session_rdma_conn_mr(srw, sr->rmb, sr->lc.link)->rkey;
 	sr->rmb_told = true;
-	m.conn_open.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	m.conn_open.rmb_vaddr = sr->rmb->iova;
 	m.conn_open.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	snprintf(m.conn_open.export, sizeof(m.conn_open.export), "%s",
 		 s->export_name);
@@ -1580,7 +1580,7 @@ session_rdma_target_connected(struct session_rdma *sr)
 	m.conn_accept.rmb_rkey =
 		session_rdma_conn_mr(sr->srw, sr->rmb, sr->lc.link)->rkey;
 	sr->rmb_told = true;
-	m.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)sr->rmb->addr;
+	m.conn_accept.rmb_vaddr = sr->rmb->iova;
 	m.conn_accept.rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
 	if (sr->lc.lgr != NULL &&
 	    lgr_has_feature(sr->lc.lgr, CLC_FEAT_RESUME)) {

@@ -227,10 +227,10 @@ session_rdma_conn_rkeys_announce(struct session_rdma *sr)
 		m.type = LLC_CONFIRM_RKEY;
 		m.confirm_rkey.num_rkeys = 1;
 		m.confirm_rkey.rt[0].rkey = cur->rkey;
-		m.confirm_rkey.rt[0].vaddr = (uint64_t)(uintptr_t)rmb->addr;
+		m.confirm_rkey.rt[0].vaddr = rmb->iova;
 		m.confirm_rkey.rt[1].link_id = id;
 		m.confirm_rkey.rt[1].rkey = mr->rkey;
-		m.confirm_rkey.rt[1].vaddr = (uint64_t)(uintptr_t)rmb->addr;
+		m.confirm_rkey.rt[1].vaddr = rmb->iova;
 		rc = session_rdma_conn_llc_send(sr, via, &m, NULL);
 		if (rc < 0) {
 			log_debug("conn 0x%llx: CONFIRM_RKEY for link %u: %s",

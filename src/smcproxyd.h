@@ -829,6 +829,9 @@ struct buf {
 	TAILQ_ENTRY(buf) entry; /* on a free list or the cooling list */
 	struct buf_pool *pool;
 	void *addr;
+	/* what a peer is told: an RMB element is registered at a random
+	 * IOVA, so no peer learns where our heap is; else addr */
+	uint64_t iova;
 	size_t size;
 	enum buf_kind kind;
 	bool registered;	       /* counted in the pool's bytes */

@@ -738,11 +738,11 @@ wr_link_new(const struct dev_ops *ops, struct dev *dev, struct event_base *base,
 	    l->rx_sge == NULL || l->rx_wr == NULL || l->wait_ev == NULL ||
 	    l->poll_ev == NULL)
 		goto fail;
-	rc = ops->mr_reg(dev, l->tx, l->tx_cnt * sizeof(*l->tx),
+	rc = ops->mr_reg(dev, l->tx, l->tx_cnt * sizeof(*l->tx), 0,
 			 DEV_ACCESS_LOCAL_WRITE, &l->tx_mr);
 	if (rc)
 		goto fail;
-	rc = ops->mr_reg(dev, l->rx_bufs, (size_t)l->rx_cnt * l->rx_buf_size,
+	rc = ops->mr_reg(dev, l->rx_bufs, (size_t)l->rx_cnt * l->rx_buf_size, 0,
 			 DEV_ACCESS_LOCAL_WRITE, &l->rx_mr);
 	if (rc)
 		goto fail;

@@ -135,7 +135,7 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	a.conn_accept.opener_token = m->conn_open.token;
 	a.conn_accept.token = b_conn.token;
 	a.conn_accept.rmb_rkey = mr->rkey;
-	a.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)b_rmb->addr;
+	a.conn_accept.rmb_vaddr = b_rmb->iova;
 	memset(a.conn_accept.resume_id, 0x5a, LLC_RESUME_ID_LEN);
 	(void)llc_send(link, &a, NULL, NULL);
 }

@@ -346,7 +346,7 @@ fuzz_conn_open(struct fuzz_side *s, struct buf *snd, struct buf *rmb,
 	in.sndbuf = snd;
 	in.lkey = mr->lkey;
 	in.rmb = rmb;
-	in.peer_rmb.vaddr = (uint64_t)(uintptr_t)prmb->addr;
+	in.peer_rmb.vaddr = prmb->iova;
 	in.peer_rmb.rkey = pmr->rkey;
 	in.peer_rmb.size = (uint32_t)prmb->size;
 	in.ops = &fuzz_rconn_ops;

@@ -49,6 +49,8 @@ static struct event_base *base;
 static struct dev *dev;
 static int failures;
 static unsigned char *sbuf, *rmb, *rbuf;
+/* where the RMB is registered (ibv_reg_mr_iova), its page offset added */
+#define RMB_IOVA 0x5a5a5a5a0000ULL
 static struct dev_mr smr, rmr, xmr;
 
 static const char *const status_names[] = {
@@ -233,7 +235,7 @@ wr_make(uint64_t id, enum dev_wr_opcode op, int flags, struct dev_sge *sge,
 	wr.sg_list = sge;
 	wr.num_sge = nsge;
 	if (op == DEV_WR_WRITE) {
-		wr.remote_addr = (uintptr_t)rmb + roff;
+		wr.remote_addr = rmr.iova + roff;
 		wr.rkey = rkey;
 	}
 	return wr;
@@ -476,16 +478,21 @@ main(int argc, char **argv)
 	rmb = calloc(1, BUF_SIZE);
 	rbuf = calloc(1, BUF_SIZE);
 	if (sbuf == NULL || rmb == NULL || rbuf == NULL ||
-	    ops->mr_reg(dev, sbuf, BUF_SIZE, DEV_ACCESS_LOCAL_WRITE, &smr) ||
-	    ops->mr_reg(dev, rmb, BUF_SIZE,
+	    ops->mr_reg(dev, sbuf, BUF_SIZE, 0, DEV_ACCESS_LOCAL_WRITE, &smr) ||
+	    ops->mr_reg(dev, rmb, BUF_SIZE, RMB_IOVA | ((uintptr_t)rmb & 0xfff),
 			DEV_ACCESS_LOCAL_WRITE | DEV_ACCESS_REMOTE_WRITE,
 			&rmr) ||
-	    ops->mr_reg(dev, rbuf, BUF_SIZE, DEV_ACCESS_LOCAL_WRITE, &xmr)) {
+	    ops->mr_reg(dev, rbuf, BUF_SIZE, 0, DEV_ACCESS_LOCAL_WRITE, &xmr)) {
 		check(false, "memory registration");
 		return 1;
 	}
-	printf("info: send buffer lkey 0x%x, RMB rkey 0x%x\n", smr.lkey,
-	       rmr.rkey);
+	printf("info: send buffer lkey 0x%x, RMB rkey 0x%x at IOVA 0x%llx\n",
+	       smr.lkey, rmr.rkey, (unsigned long long)rmr.iova);
+	/* the peer writes at the IOVA (buf.c registers RMB elements so) */
+	check(rmr.iova != (uintptr_t)rmb,
+	      "the RMB is registered at IOVA "
+	      "0x%llx, not at its address",
+	      (unsigned long long)rmr.iova);
 
 	inline_sizes();
 	if (pair_new(&a, &b, "A", "B")) {

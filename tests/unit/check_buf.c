@@ -240,7 +240,7 @@ reach_write_key(struct reach *r, const struct dev_mr *src, struct buf *dst,
 	w.sge[0].length = (uint32_t)len;
 	w.sge[0].lkey = src->lkey;
 	w.nsge = 1;
-	w.remote_addr = (uint64_t)(uintptr_t)dst->addr + off;
+	w.remote_addr = dst->iova + off;
 	w.rkey = rkey;
 	ck_assert_int_eq(wr_tx_get(r->a, &slot, NULL), 0);
 	((uint8_t *)wr_tx_buf(slot))[0] = 0x42;
@@ -272,6 +272,12 @@ START_TEST(peer_writes_only_its_rmb)
 	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &ring), 0);
 	memset(src->addr, 0x5a, K16);
 	reach_links(&r);
+	/* peers learn the element's IOVA, never where our heap is */
+	ck_assert_uint_ne(rmb->iova, (uintptr_t)rmb->addr);
+	ck_assert_uint_eq(rmb->iova & 0x1fffff,
+			  (uintptr_t)rmb->addr & 0x1fffff);
+	ck_assert_uint_eq(rmb->mr[0].iova, rmb->iova);
+	ck_assert_uint_eq(src->iova, (uintptr_t)src->addr);
 	ck_assert(reach_write(&r, src, rmb, 0, K16));
 	ck_assert_mem_eq(rmb->addr, src->addr, K16);
 	/* one byte past the element: refused, the link goes down */

@@ -101,12 +101,13 @@ side_new(struct dev *d, struct dev_qp_caps want, int rmb_access)
 	s->dev = d;
 	s->qp = loopdev_ops.qp_create(d, base, &want, &s->caps, &cb);
 	ck_assert_ptr_nonnull(s->qp);
-	ck_assert_int_eq(loopdev_ops.mr_reg(d, s->src, BUF,
+	ck_assert_int_eq(loopdev_ops.mr_reg(d, s->src, BUF, 0,
 					    DEV_ACCESS_LOCAL_WRITE, &s->src_mr),
 			 0);
 	ck_assert_int_eq(
-		loopdev_ops.mr_reg(d, s->rmb, BUF, rmb_access, &s->rmb_mr), 0);
-	ck_assert_int_eq(loopdev_ops.mr_reg(d, s->rx, BUF,
+		loopdev_ops.mr_reg(d, s->rmb, BUF, 0, rmb_access, &s->rmb_mr),
+		0);
+	ck_assert_int_eq(loopdev_ops.mr_reg(d, s->rx, BUF, 0,
 					    DEV_ACCESS_LOCAL_WRITE, &s->rx_mr),
 			 0);
 	return s;
@@ -631,6 +632,49 @@ START_TEST(write_before_mr)
 }
 END_TEST
 
+/* An MR registered at an IOVA: peers name the IOVA, never the address. */
+START_TEST(write_at_iova)
+{
+	const uint64_t iova = 0x5a5a00000000ULL;
+	struct dev_mr mr;
+	struct dev_sge sge;
+	struct dev_send_wr wr;
+
+	pair(caps(8, 8, 0), RW);
+	loopdev_ops.mr_dereg(b->dev, &b->rmb_mr);
+	ck_assert_int_eq(loopdev_ops.mr_reg(b->dev, b->rmb, BUF, iova, RW, &mr),
+			 0);
+	ck_assert_uint_eq(mr.iova, iova);
+	b->rmb_mr = mr;
+	memset(a->src, 0x77, 16);
+	sge = (struct dev_sge){(uintptr_t)a->src, 16, a->src_mr.lkey};
+	wr = (struct dev_send_wr){
+		.wr_id = 4,
+		.opcode = DEV_WR_WRITE,
+		.flags = DEV_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.remote_addr = iova + 100,
+		.rkey = mr.rkey,
+	};
+	ck_assert_int_eq(loopdev_ops.post_send(a->qp, &wr), 0);
+	loopdev_run(dev);
+	collect(a);
+	expect_wc(a, 0, 4, DEV_WC_SUCCESS, DEV_WC_RDMA_WRITE);
+	ck_assert_uint_eq(b->rmb[100], 0x77);
+	ck_assert_uint_eq(b->rmb[115], 0x77);
+	ck_assert_uint_eq(b->rmb[116], 0);
+	/* the buffer's own address is outside the MR */
+	wr.wr_id = 5;
+	wr.remote_addr = (uintptr_t)b->rmb;
+	ck_assert_int_eq(loopdev_ops.post_send(a->qp, &wr), 0);
+	loopdev_run(dev);
+	collect(a);
+	expect_wc(a, 1, 5, DEV_WC_REM_ACCESS_ERR, DEV_WC_RDMA_WRITE);
+	ck_assert_uint_eq(b->rmb[0], 0);
+}
+END_TEST
+
 START_TEST(write_without_remote_write)
 {
 	pair(caps(8, 8, 0), DEV_ACCESS_LOCAL_WRITE);
@@ -643,13 +687,14 @@ START_TEST(mr_access_rules)
 	static unsigned char buf[64];
 	struct dev_mr mr;
 
-	ck_assert_int_eq(loopdev_ops.mr_reg(dev, buf, sizeof(buf),
+	ck_assert_int_eq(loopdev_ops.mr_reg(dev, buf, sizeof(buf), 0,
 					    DEV_ACCESS_REMOTE_WRITE, &mr),
 			 -EINVAL);
 	ck_assert_int_eq(
-		loopdev_ops.mr_reg(dev, buf, 0, DEV_ACCESS_LOCAL_WRITE, &mr),
+		loopdev_ops.mr_reg(dev, buf, 0, 0, DEV_ACCESS_LOCAL_WRITE, &mr),
 		-EINVAL);
-	ck_assert_int_eq(loopdev_ops.mr_reg(dev, buf, sizeof(buf), 0, &mr), 0);
+	ck_assert_int_eq(loopdev_ops.mr_reg(dev, buf, sizeof(buf), 0, 0, &mr),
+			 0);
 	ck_assert_uint_ne(mr.lkey, mr.rkey);
 	loopdev_ops.mr_dereg(dev, &mr);
 	ck_assert_ptr_null(mr.priv);
@@ -1003,6 +1048,7 @@ loopdev_suite(void)
 	tcase_add_test(tc, keys_of_another_pd);
 	tcase_add_test(tc, write_beyond_mr);
 	tcase_add_test(tc, write_before_mr);
+	tcase_add_test(tc, write_at_iova);
 	tcase_add_test(tc, write_without_remote_write);
 	tcase_add_test(tc, mr_access_rules);
 	tcase_add_test(tc, bad_lkey);

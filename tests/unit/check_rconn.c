@@ -400,7 +400,7 @@ h_conn(struct harness *h, int i, size_t sa, size_t ra, size_t sb, size_t rb,
 		in.sndbuf = snd[k];
 		in.lkey = h_mr(s, snd[k], h->on_link)->lkey;
 		in.rmb = rmb[k];
-		in.peer_rmb.vaddr = (uint64_t)(uintptr_t)rmb[1 - k]->addr;
+		in.peer_rmb.vaddr = rmb[1 - k]->iova;
 		in.peer_rmb.rkey =
 			h_mr(&h->side[1 - k], rmb[1 - k], h->on_link)->rkey;
 		in.peer_rmb.size = (uint32_t)rmb[1 - k]->size;
@@ -2109,7 +2109,7 @@ START_TEST(rkey_of_another_group_is_refused)
 	h_run(&h);
 	consume(&h.side[1].conn[0], 0);
 	ck_assert_uint_eq(h.side[1].conn[0].rx_off, 100);
-	A(&h, 1)->peer_rmb.vaddr = (uint64_t)(uintptr_t)B(&h, 0)->rmb->addr;
+	A(&h, 1)->peer_rmb.vaddr = B(&h, 0)->rmb->iova;
 	A(&h, 1)->peer_rmb.rkey = h_mr(&h.side[1], B(&h, 0)->rmb, 0)->rkey;
 	A(&h, 1)->local_tx_ctrl.prod.count = 100; /* where Q's next bytes go */
 	produce(p, 0);

@@ -211,8 +211,7 @@ send_cb(struct worker *wk, void *arg)
 						sd->m.conn_resume.token);
 	if (sd->m.type == LLC_CONN_OPEN) {
 		sd->m.conn_open.rmb_rkey = mr->rkey;
-		sd->m.conn_open.rmb_vaddr =
-			(uint64_t)(uintptr_t)sd->s->rmb->addr;
+		sd->m.conn_open.rmb_vaddr = sd->s->rmb->iova;
 	} else {
 		sd->m.conn_resume.rmb_rkey = mr->rkey;
 	}

@@ -132,7 +132,7 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	a.conn_accept.opener_token = m->conn_open.token;
 	a.conn_accept.token = c->token;
 	a.conn_accept.rmb_rkey = mr->rkey;
-	a.conn_accept.rmb_vaddr = (uint64_t)(uintptr_t)b_rmb->addr;
+	a.conn_accept.rmb_vaddr = b_rmb->iova;
 	a.conn_accept.rmbe_size = 0;
 	memset(a.conn_accept.resume_id, 0x5a, LLC_RESUME_ID_LEN);
 	ck_assert_int_eq(llc_send(link, &a, NULL, NULL), 0);

@@ -188,10 +188,10 @@ write_and_send(bool inl, size_t len, bool expect_inline)
 	for (i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 7 + 1);
 	memset(rmb, 0, sizeof(rmb));
-	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src),
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src), 0,
 					    DEV_ACCESS_LOCAL_WRITE, &smr),
 			 0);
-	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, rmb, sizeof(rmb),
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, rmb, sizeof(rmb), 0,
 					    DEV_ACCESS_LOCAL_WRITE |
 						    DEV_ACCESS_REMOTE_WRITE,
 					    &rmr),
@@ -618,7 +618,7 @@ START_TEST(bad_rkey_is_remote_access_error)
 	struct pair p;
 
 	pair_open(&p, 2, 4, false, WR_WAIT_EXCLUSIVE);
-	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src),
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src), 0,
 					    DEV_ACCESS_LOCAL_WRITE, &smr),
 			 0);
 	memset(&w, 0, sizeof(w));
@@ -659,10 +659,10 @@ START_TEST(write_with_imm_is_protocol_violation)
 		run(&p);
 	}
 	ck_assert_int_eq(p.rx_count, 4);
-	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src),
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, src, sizeof(src), 0,
 					    DEV_ACCESS_LOCAL_WRITE, &smr),
 			 0);
-	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, rmb, sizeof(rmb),
+	ck_assert_int_eq(loopdev_ops.mr_reg(p.dev, rmb, sizeof(rmb), 0,
 					    DEV_ACCESS_LOCAL_WRITE |
 						    DEV_ACCESS_REMOTE_WRITE,
 					    &rmr),
