@@ -427,6 +427,8 @@ session_close(struct session *s, enum session_reason reason)
 		return;
 	connlog_close(s, reason);
 	tally_close(s, reason);
+	if (s->khost)
+		khost_close(&s->addr[s->role == SESSION_ROLE_RULE ? 1 : 0]);
 	s->state = SESSION_CLOSED;
 	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
 	/*
