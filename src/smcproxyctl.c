@@ -145,6 +145,24 @@ static const struct ctl_cmd ctl_cmds[] = {
 
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
 
+/*
+ * Whether command @cmd ("stats") takes its optional argument @arg as a
+ * bare word here, as stats SECTION does.
+ */
+static bool
+ctl_bare_arg(const char *cmd, const char *arg)
+{
+	size_t i;
+
+	for (i = 0; cmd != NULL && arg != NULL && i < CTL_NCMDS; i++)
+		if (ctl_cmds[i].words[1] == NULL &&
+		    strcmp(ctl_cmds[i].words[0], cmd) == 0 &&
+		    ctl_cmds[i].arg != NULL &&
+		    strcmp(ctl_cmds[i].arg, arg) == 0)
+			return true;
+	return false;
+}
+
 /* Whether the argument of @cm may be left out (stats [SECTION]). */
 static bool
 ctl_arg_optional(const struct ctl_cmd *cm)
@@ -1009,6 +1027,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		/*
 		 * "kill conn ID", "show conns [rule RULE]...": arguments in
 		 * capitals, as in the man page, optional ones as KEY VALUE
+		 * unless this program takes them bare ("stats [SECTION]")
 		 */
 		usage = NULL;
 		f = open_memstream(&usage, &len);
@@ -1019,6 +1038,10 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 			name = json_string_value(json_object_get(a, "name"));
 			if (json_is_true(json_object_get(a, "required")))
 				fputc(' ', f);
+			else if (ctl_bare_arg(json_string_value(json_object_get(
+						      cmd, "name")),
+					      name))
+				fputs(" [", f);
 			else
 				fprintf(f, " [%s ", name != NULL ? name : "");
 			for (; name != NULL && *name != '\0'; name++)

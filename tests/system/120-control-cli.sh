@@ -194,7 +194,10 @@ rows = open(A[3]).read().splitlines()
 eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
 eq(len(rows), 1 + len(names), "help rows")
 for c, r in zip(s["commands"], rows[1:]):
+    # stats SECTION: a bare word; filters: KEY VALUE
     usage = c["name"] + "".join(" " + a["name"].upper() if a["required"]
+                                else " [%s]" % a["name"].upper()
+                                if c["name"] == "stats"
                                 else " [%s %s]" % (a["name"], a["name"].upper())
                                 for a in c["args"])
     need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
