@@ -2637,6 +2637,7 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 {
 	uint64_t now = now_ms();
 	char sysid[17], uid[9];
+	char host[ADDR_STRLEN];
 	struct lgr *lgr;
 	json_t *o;
 	int i;
@@ -2659,6 +2660,10 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 			lgr->max_links, "features", (json_int_t)lgr->features,
 			"peer_system_id", sysid, "uid", uid, "age_s",
 			(double)(now - lgr->created_ms) / 1000.0);
+		/* a kernel peer's group: the host it is with (show peers) */
+		if (o != NULL && lgr->std &&
+		    addr_host(&lgr->std_host, host, sizeof(host)))
+			json_object_set_new(o, "host", json_string(host));
 		if (o != NULL && lgrs != NULL)
 			json_array_append_new(lgrs, o);
 		else

@@ -919,6 +919,7 @@ ctl_show_lgrs(struct ctl_conn *conn, json_t *data)
 		{"MAX-LINKS", "max_links", CTL_COL_NUM, true},
 		{"FEATURES", "features", CTL_COL_TEXT, true},
 		{"PEER-SYSTEM-ID", "peer_system_id", CTL_COL_TEXT, true},
+		{"HOST", "host", CTL_COL_TEXT, true},
 		{"UID", "uid", CTL_COL_TEXT, true},
 		{"AGE", "age_s", CTL_COL_SECONDS, false},
 	};
