@@ -180,31 +180,41 @@ static const struct control_arg control_filter_args[] = {
 	{"state", CONTROL_ARG_NAME, false},
 	{"transport", CONTROL_ARG_NAME, false},
 	{"age", CONTROL_ARG_SECONDS, false},
+	{"dialect", CONTROL_ARG_NAME, false},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+/* `stats SECTION`: the statistics whose names begin with its words. */
+static const struct control_arg control_stats_args[] = {
+	{"section", CONTROL_ARG_NAME, false},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
 static const struct control_cmd control_cmds[] = {
 	{"version", 0, NULL, control_cmd_version,
 	 "daemon version, protocol version, pid and uptime"},
-	{"stats", 0, NULL, control_cmd_stats,
-	 "counters (since the last reset) and gauges"},
+	{"stats", 0, control_stats_args, control_cmd_stats,
+	 "counters (since the last reset) and gauges; only those of a "
+	 "section (smc, conns, close, ...), if given"},
 	{"stats reset", CONTROL_MUTATING, NULL, control_cmd_stats_reset,
 	 "set every counter back to zero; gauges keep their value"},
 	{"show rules", 0, NULL, control_cmd_rules,
-	 "rules and exports of the running configuration"},
+	 "rules and exports of the running configuration, and whether "
+	 "kernel SMC-R peers can have SMC-R on them"},
 	{"show peers", 0, NULL, control_cmd_peers,
-	 "peers, the transport used to reach each and why"},
+	 "peers, the transport used to reach each and why; the kernel "
+	 "SMC-R hosts seen, their groups, last decline and budget"},
 	{"show lgrs", 0, NULL, control_cmd_lgrs, "RDMA link groups"},
 	{"show links", 0, NULL, control_cmd_links, "RDMA links"},
 	{"show conns", 0, control_filter_args, control_cmd_conns,
 	 "proxied connections, one object each; only those of a rule, peer,"
-	 " state, transport, at least age seconds old, if given"},
+	 " state, transport, dialect, at least age seconds old, if given"},
 	{"kill conn", CONTROL_MUTATING, control_kill_args, control_cmd_kill,
 	 "close connection ID (reason admin_kill)"},
 	{"kill conns", CONTROL_MUTATING, control_filter_args,
 	 control_cmd_kill_conns,
-	 "close the connections of a rule, peer, state, transport, at least"
-	 " age seconds old (reason admin_kill)"},
+	 "close the connections of a rule, peer, state, transport, dialect,"
+	 " at least age seconds old (reason admin_kill)"},
 	{"disable rule", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_rule_enable,
 	 "stop accepting for rule NAME (its listeners close); its open "
@@ -495,23 +505,85 @@ control_cmd_version(struct control_req *req)
 		control_conf->ksmc.enabled, "smc_option", smc_opt_state());
 }
 
+/* Whether statistic @name is in @section: its name or a prefix of words. */
+static bool
+control_in_section(const char *name, const char *section)
+{
+	size_t n = strlen(section);
+
+	return strncmp(name, section, n) == 0 &&
+	       (name[n] == '\0' || name[n] == '_');
+}
+
+/*
+ * Keep of @stats only the statistics of @section.  Return: how many;
+ * @sections has the sections there are (the first words of the names,
+ * "conns, tx, ..."), for the error when none.
+ */
+static size_t
+control_stats_section(json_t *stats, const char *section, char *sections,
+		      size_t len)
+{
+	char seen[1024] = ",", word[64];
+	size_t at = 0, klen;
+	const char *key;
+	json_t *v;
+	void *tmp;
+
+	sections[0] = '\0';
+	json_object_foreach_safe(stats, tmp, key, v) {
+		klen = strcspn(key, "_");
+		/* seen is ",conns,tx,": each word with its commas */
+		snprintf(word, sizeof(word), ",%.*s,", (int)klen, key);
+		if (strstr(seen, word) == NULL &&
+		    strlen(seen) + strlen(word) < sizeof(seen)) {
+			strcat(seen, word + 1);
+			if (at < len)
+				at += (size_t)snprintf(
+					sections + at, len - at, "%s%.*s",
+					at > 0 ? ", " : "", (int)klen, key);
+		}
+		if (!control_in_section(key, section))
+			json_object_del(stats, key);
+	}
+	return json_object_size(stats);
+}
+
 static json_t *
 control_cmd_stats(struct control_req *req)
 {
+	const char *section =
+		json_string_value(json_object_get(req->cr_args, "section"));
 	struct stats st, total;
+	json_t *cur, *tot;
+	char sections[1024];
 	int64_t since;
 
 	stats_snapshot(&st);
 	/* what Prometheus wants: counters that only a restart sets back */
 	stats_sum(&total);
 	since = stats_since_reset();
+	cur = stats_json(&st);
+	tot = stats_json(&total);
+	if (section != NULL && cur != NULL && tot != NULL &&
+	    control_stats_section(cur, section, sections, sizeof(sections)) ==
+		    0) {
+		json_decref(cur);
+		json_decref(tot);
+		control_fail(req,
+			     "no statistics in section \"%.32s\" (sections: "
+			     "%s)",
+			     section, sections);
+		return NULL;
+	}
+	if (section != NULL && tot != NULL)
+		control_stats_section(tot, section, sections, sizeof(sections));
 	return json_pack("{s:i, s:I, s:f, s:I, s:o, s:o, s:o}", "workers",
 			 worker_count(), "uptime_s",
 			 (json_int_t)control_uptime(), "start_time",
 			 control_start_time, "since_reset_s",
 			 (json_int_t)(since >= 0 ? since : control_uptime()),
-			 "stats", stats_json(&st), "totals", stats_json(&total),
-			 "tallies", tally_json());
+			 "stats", cur, "totals", tot, "tallies", tally_json());
 }
 
 static json_t *
@@ -525,16 +597,96 @@ control_cmd_stats_reset(struct control_req *req)
 					   "restart from zero");
 }
 
+static bool
+control_loopback(const struct addr *a)
+{
+	const struct sockaddr_in *s4 = (const void *)&a->ss;
+	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+	if (a->ss.ss_family == AF_INET)
+		return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+	return a->ss.ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+}
+
+/*
+ * Whether kernel SMC-R peers can go over RDMA with us at @a (an
+ * smc_listen, or a target_smc: @listen false), from what the daemon
+ * knows without trying: else why they go on as TCP, in @why, a few
+ * words (version's smc_option says why the program is not attached).
+ * The first reason found; others may follow once it is fixed.
+ */
+static bool
+control_smc_ready(const struct addr *a, bool listen, char *why, size_t len)
+{
+	const struct conf_ksmc *k = &control_conf->ksmc;
+	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+	if (!k->enabled)
+		snprintf(why, len, "kernel_smc is off");
+	else if (!smc_opt_attached())
+		snprintf(why, len, "SMC-R option program not attached");
+	else if (listen && k->nallow == 0)
+		snprintf(why, len, "kernel_smc.allow is empty");
+	else if (k->nueids == 0)
+		snprintf(why, len, "kernel_smc.ueids is empty");
+	else if (a->ss.ss_family == AF_INET6 &&
+		 !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+		snprintf(why, len, "IPv6 (SMC-Rv2 is IPv4 only)");
+	else if (control_loopback(a))
+		snprintf(why, len, "loopback, no RDMA device");
+	else if (ib_device_count() == 0)
+		snprintf(why, len, "no RDMA device");
+	else
+		return true;
+	return false;
+}
+
+/*
+ * Add to @o (a rule's or an export's) its @kind and, where kernel SMC-R
+ * peers use it (@a: its target_smc or smc_listen; len 0: none), whether
+ * they can have SMC-R.  Return: @o, or NULL (freed) out of memory.
+ */
+static json_t *
+control_smc_json(json_t *o, const char *kind, const struct addr *a, bool listen)
+{
+	char why[256], status[sizeof(why) + 16];
+	bool ready;
+
+	if (o == NULL || json_object_set_new(o, "kind", json_string(kind)))
+		goto fail;
+	if (a->len == 0)
+		return o;
+	ready = control_smc_ready(a, listen, why, sizeof(why));
+	snprintf(status, sizeof(status), "%s%s",
+		 ready ? "SMC-R ready" : "TCP only: ", ready ? "" : why);
+	if (json_object_set_new(o, listen ? "smc_listen" : "target_smc",
+				control_addr(a)) ||
+	    json_object_set_new(o, "smc_ready", json_boolean(ready)) ||
+	    json_object_set_new(o, "smc_status", control_text(status)))
+		goto fail;
+	return o;
+
+fail:
+	json_decref(o);
+	return NULL;
+}
+
 static json_t *
 control_rule_json(const struct conf_rule *r)
 {
-	return json_pack("{s:s, s:o, s:s?, s:s, s:i, s:I, s:b, s:b}", "name",
-			 r->name, "listen", control_addr(&r->listen), "peer",
-			 r->peer != NULL ? r->peer->name : NULL, "export",
-			 r->export, "idle_timeout_s", r->idle_timeout, "conns",
-			 (json_int_t)tally_conns(TALLY_RULE, r->name),
-			 "enabled", worker_rule_enabled(r->name), "accepting",
-			 worker_rule_accepting(r));
+	json_t *o;
+
+	o = json_pack("{s:s, s:o, s:s?, s:s, s:i, s:I, s:b, s:b}", "name",
+		      r->name, "listen", control_addr(&r->listen), "peer",
+		      r->peer != NULL ? r->peer->name : NULL, "export",
+		      r->export, "idle_timeout_s", r->idle_timeout, "conns",
+		      (json_int_t)tally_conns(TALLY_RULE, r->name), "enabled",
+		      worker_rule_enabled(r->name), "accepting",
+		      worker_rule_accepting(r));
+	return control_smc_json(o,
+				r->target_smc.len != 0 ? "target_smc" : "peer",
+				&r->target_smc, false);
 }
 
 static json_t *
@@ -546,10 +698,13 @@ control_export_json(const struct conf_export *e)
 	peers = json_array();
 	for (i = 0; i < e->npeers; i++)
 		json_array_append_new(peers, json_string(e->peers[i]));
-	return json_pack("{s:s, s:o, s:o, s:i, s:I}", "name", e->name, "target",
-			 control_addr(&e->target), "peers", peers,
-			 "connect_timeout_s", e->connect_timeout, "conns",
-			 (json_int_t)tally_conns(TALLY_EXPORT, e->name));
+	return control_smc_json(
+		json_pack("{s:s, s:o, s:o, s:i, s:I}", "name", e->name,
+			  "target", control_addr(&e->target), "peers", peers,
+			  "connect_timeout_s", e->connect_timeout, "conns",
+			  (json_int_t)tally_conns(TALLY_EXPORT, e->name)),
+		e->smc_listen.len != 0 ? "smc_listen" : "peers", &e->smc_listen,
+		true);
 }
 
 static json_t *
@@ -638,6 +793,166 @@ control_peer_json(const struct conf_peer *p)
 	return o;
 }
 
+/*
+ * A kernel SMC-R host in show peers: khost.c's record of it, and its
+ * standard groups on every worker, with the use of its budget on the
+ * fullest worker (kernel_smc's per-host limits hold per worker).
+ */
+struct control_khost {
+	struct khost_info info;
+	int lgrs, links, conns_rdma;	/* all workers */
+	int w_lgrs, w_pending, w_conns; /* the worker being walked */
+	int max_lgrs, max_pending, max_conns;
+};
+
+struct control_khosts {
+	struct control_khost *h;
+	int n, cap;
+};
+
+/* The entry of @host, added if need be; NULL out of memory. */
+static struct control_khost *
+control_khost_get(struct control_khosts *kh, const struct addr *host)
+{
+	struct control_khost *h;
+	int i;
+
+	for (i = 0; i < kh->n; i++)
+		if (addr_same_host(&kh->h[i].info.host, host))
+			return &kh->h[i];
+	if (kh->n == kh->cap) {
+		h = reallocarray(kh->h, (size_t)kh->cap * 2 + 16, sizeof(*h));
+		if (h == NULL)
+			return NULL;
+		kh->h = h;
+		kh->cap = kh->cap * 2 + 16;
+	}
+	h = &kh->h[kh->n++];
+	memset(h, 0, sizeof(*h));
+	h->info.host = *host;
+	return h;
+}
+
+/* One standard group (lgr_std_foreach), on its worker's thread. */
+static void
+control_khost_lgr(const struct addr *host, bool up, int conns, int links,
+		  void *arg)
+{
+	struct control_khost *h = control_khost_get(arg, host);
+
+	if (h == NULL)
+		return;
+	h->lgrs++;
+	h->links += links;
+	h->conns_rdma += conns;
+	h->w_lgrs++;
+	h->w_pending += !up;
+	h->w_conns += conns;
+}
+
+static void
+control_khosts_cb(struct worker *w, void *arg)
+{
+	lgr_std_foreach(worker_lgr(w), control_khost_lgr, arg);
+}
+
+static json_t *
+control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
+{
+	char host[ADDR_STRLEN] = "", code[16], at[32] = "";
+	const struct khost_info *in = &h->info;
+	const char *full;
+	struct tm tm;
+	bool limited;
+
+	addr_host(&in->host, host, sizeof(host));
+	snprintf(code, sizeof(code), "0x%08x", in->decline);
+	if (in->decline != 0 && gmtime_r(&in->decline_at, &tm) != NULL)
+		strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* one table serves every worker (worker_auth) */
+	limited = worker_count() > 0 &&
+		  auth_rate_limited(worker_auth(worker_get(0)), &in->host,
+				    now_ms());
+	/* which budget refuses a new group now, in lgr_std_budget's order */
+	full = h->max_conns >= k->max_conns_per_host	 ? "conns" :
+	       h->max_lgrs >= k->max_lgrs_per_host	 ? "lgrs" :
+	       h->max_pending >= k->max_pending_per_host ? "pending" :
+							   "";
+	return json_pack(
+		"{s:s, s:i, s:i, s:I, s:i, s:I, s:s, s:s, s:b, s:s, s:o,"
+		" s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:s}",
+		"host", host, "lgrs", h->lgrs, "links", h->links, "conns",
+		(json_int_t)in->open, "conns_rdma", h->conns_rdma,
+		"conns_total", (json_int_t)in->total, "decline_code", code,
+		"decline_name",
+		in->decline != 0 ? clc_decline_name(in->decline) : "",
+		"declined_by_peer", in->by_peer, "decline_at", at,
+		"decline_age_s",
+		in->decline != 0 ? json_integer((json_int_t)(time(NULL) -
+							     in->decline_at)) :
+				   json_null(),
+		"rate_limited", limited, "budget_pending", h->max_pending,
+		"max_pending_per_host", k->max_pending_per_host, "budget_lgrs",
+		h->max_lgrs, "max_lgrs_per_host", k->max_lgrs_per_host,
+		"budget_conns", h->max_conns, "max_conns_per_host",
+		k->max_conns_per_host, "budget_full", full);
+}
+
+/*
+ * The kernel SMC-R hosts: those khost.c saw (a connection or a DECLINE),
+ * and any other that a standard group is with.  The groups are walked on
+ * each worker (one worker_call each, as show lgrs); the connections are
+ * counted as they open and end, not walked.
+ */
+static json_t *
+control_khosts_json(void)
+{
+	struct control_khosts kh = {NULL, 0, KHOST_MAX};
+	struct khost_info *info;
+	struct control_khost *h;
+	json_t *arr;
+	int i, j;
+
+	kh.h = calloc(KHOST_MAX, sizeof(*kh.h));
+	info = calloc(KHOST_MAX, sizeof(*info));
+	arr = json_array();
+	if (kh.h == NULL || info == NULL || arr == NULL)
+		goto fail;
+	kh.n = khost_list(info, KHOST_MAX);
+	for (i = 0; i < kh.n; i++)
+		kh.h[i].info = info[i];
+	/* without kernel_smc no group is standard: a scrape walks nothing */
+	for (i = 0; control_conf->ksmc.enabled && i < worker_count(); i++) {
+		for (j = 0; j < kh.n; j++)
+			kh.h[j].w_lgrs = kh.h[j].w_pending = kh.h[j].w_conns =
+				0;
+		worker_call(worker_get(i), control_khosts_cb, &kh);
+		for (j = 0; j < kh.n; j++) {
+			h = &kh.h[j];
+			if (h->w_lgrs > h->max_lgrs)
+				h->max_lgrs = h->w_lgrs;
+			if (h->w_pending > h->max_pending)
+				h->max_pending = h->w_pending;
+			if (h->w_conns > h->max_conns)
+				h->max_conns = h->w_conns;
+		}
+	}
+	for (i = 0; i < kh.n; i++)
+		if (json_array_append_new(
+			    arr, control_khost_json(&kh.h[i],
+						    &control_conf->ksmc)) != 0)
+			goto fail;
+	free(info);
+	free(kh.h);
+	return arr;
+
+fail:
+	free(info);
+	free(kh.h);
+	json_decref(arr);
+	return NULL;
+}
+
 static json_t *
 control_cmd_peers(struct control_req *req)
 {
@@ -652,7 +967,8 @@ control_cmd_peers(struct control_req *req)
 		if (json_array_append_new(peers,
 					  control_peer_json(&conf->peers[i])))
 			goto nomem;
-	return json_pack("{s:o}", "peers", peers);
+	return json_pack("{s:o, s:o}", "peers", peers, "kernel_hosts",
+			 control_khosts_json());
 
 nomem:
 	json_decref(peers);
@@ -714,7 +1030,7 @@ control_cmd_links(struct control_req *req)
 
 /* A connection filter: NULL or -1 members match any connection. */
 struct control_filter {
-	const char *rule, *peer, *state, *transport;
+	const char *rule, *peer, *state, *mode, *dialect;
 	json_int_t age; /* at least this many seconds old */
 };
 
@@ -728,13 +1044,15 @@ control_filter_parse(struct control_req *req, struct control_filter *f,
 		     bool need_one)
 {
 	const json_t *age = json_object_get(req->cr_args, "age");
+	const char *transport, *dialect;
 	enum session_state st;
 
 	f->rule = json_string_value(json_object_get(req->cr_args, "rule"));
 	f->peer = json_string_value(json_object_get(req->cr_args, "peer"));
 	f->state = json_string_value(json_object_get(req->cr_args, "state"));
-	f->transport =
+	transport =
 		json_string_value(json_object_get(req->cr_args, "transport"));
+	dialect = json_string_value(json_object_get(req->cr_args, "dialect"));
 	f->age = -1;
 	if (age != NULL)
 		f->age = json_is_integer(age) ?
@@ -752,18 +1070,35 @@ control_filter_parse(struct control_req *req, struct control_filter *f,
 			     f->state);
 		return -EINVAL;
 	}
-	if (f->transport != NULL && strcmp(f->transport, "rdma") != 0 &&
-	    strcmp(f->transport, "fallback") != 0) {
+	/* tcp: a kernel peer's, fallback: a native peer's; either is mode
+	 * fallback, and matched so, as before there was tcp */
+	f->mode = transport;
+	if (transport != NULL && strcmp(transport, "tcp") == 0)
+		f->mode = "fallback";
+	if (f->mode != NULL && strcmp(f->mode, "rdma") != 0 &&
+	    strcmp(f->mode, "fallback") != 0) {
 		control_fail(req,
-			     "unknown transport \"%.32s\" (want rdma or "
-			     "fallback)",
-			     f->transport);
+			     "unknown transport \"%.32s\" (want rdma, tcp "
+			     "or fallback)",
+			     transport);
+		return -EINVAL;
+	}
+	/* pair: the native dialect, as the issues call it */
+	f->dialect = dialect;
+	if (dialect != NULL && strcmp(dialect, "pair") == 0)
+		f->dialect = "native";
+	if (f->dialect != NULL && strcmp(f->dialect, "native") != 0 &&
+	    strcmp(f->dialect, "smc-r") != 0) {
+		control_fail(req,
+			     "unknown dialect \"%.32s\" (want native, pair "
+			     "or smc-r)",
+			     dialect);
 		return -EINVAL;
 	}
 	if (need_one && json_object_size(req->cr_args) == 0) {
 		control_fail(req,
 			     "\"%s\" needs at least one of rule, peer, "
-			     "state, transport, age",
+			     "state, transport, dialect, age",
 			     req->cr_cmd->cm_name);
 		return -EINVAL;
 	}
@@ -785,7 +1120,8 @@ control_filter_match(const struct control_filter *f, const json_t *s)
 	return control_member_is(s, "rule", f->rule) &&
 	       control_member_is(s, "peer", f->peer) &&
 	       control_member_is(s, "state", f->state) &&
-	       control_member_is(s, "mode", f->transport) &&
+	       control_member_is(s, "mode", f->mode) &&
+	       control_member_is(s, "dialect", f->dialect) &&
 	       (f->age < 0 || json_number_value(json_object_get(s, "age_s")) >=
 				      (double)f->age);
 }

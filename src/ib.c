@@ -415,6 +415,23 @@ out:
 	return ret;
 }
 
+/**
+ * ib_device_count() - How many RDMA devices this host has (rdma-core's
+ * list; 0 when it has none or cannot tell), for show rules' readiness.
+ */
+int
+ib_device_count(void)
+{
+	struct ibv_device **list;
+	int ndev = 0;
+
+	list = ibv_get_device_list(&ndev);
+	if (list == NULL)
+		return 0;
+	ibv_free_device_list(list);
+	return ndev;
+}
+
 /* The opened port of a handle (itself, or a PD's root). */
 static struct ib_dev *
 ib_dev_of(struct dev *d)

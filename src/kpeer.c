@@ -161,6 +161,7 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	STATS_INC(st, smc_declines_sent);
 	clc_count_decline(st, code, true);
 	s->smc_decline = code;
+	khost_decline(&s->addr[i], code, false);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
 		  "(0x%08x), going on as TCP",
 		  (unsigned long long)s->id, i ? "rule" : "export",
@@ -669,6 +670,7 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_declines_received);
 	clc_count_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
+	khost_decline(&s->addr[kpeer_side(s)], d.diagnosis, true);
 	session_rdma_std_drop(s);
 	kpeer_open(s);
 }
@@ -923,6 +925,7 @@ kpeer_connect(struct session *s)
 	s->state = SESSION_CONNECT_TARGET;
 	rc = session_connect(s, &s->rule->target_smc, NULL, true);
 	if (rc == 0) {
+		s->khost = khost_open(&s->addr[1]);
 		session_timer(s, s->conf->handshake_timeout);
 		return;
 	}
@@ -953,6 +956,7 @@ kpeer_accept(struct worker *w, int fd, void *arg)
 	if (s == NULL)
 		return;
 	s->dialect = SESSION_DIALECT_SMCR;
+	s->khost = khost_open(&s->addr[0]);
 	session_ops_set(s, &kpeer_ops);
 	s->export = exp;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);

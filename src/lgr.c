@@ -1613,6 +1613,28 @@ lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
 }
 
 /*
+ * Each standard group of ctx that holds its host's budget (not
+ * terminating, as lgr_std_budget counts them) to fn: the kernel host it
+ * is with, whether it is up (else pending), its connections and active
+ * links.  For show peers; on ctx's worker.
+ */
+void
+lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
+{
+	const struct lgr *lgr;
+	int i, links;
+
+	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
+		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
+			continue;
+		for (i = 0, links = 0; i < LGR_LINK_SLOTS; i++)
+			links += lgr->link[i].state == LGR_LINK_ACTIVE;
+		fn(&lgr->std_host, lgr->state == LGR_STATE_ACTIVE,
+		   (int)lgr->nconns, links, arg);
+	}
+}
+
+/*
  * Whether a kernel peer's group may stay under k (after a reload): the
  * standard dialect still on, the EID it was made under still served,
  * and a client host (our server role) still in allow.  One that may not
@@ -2615,6 +2637,7 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 {
 	uint64_t now = now_ms();
 	char sysid[17], uid[9];
+	char host[ADDR_STRLEN];
 	struct lgr *lgr;
 	json_t *o;
 	int i;
@@ -2637,6 +2660,10 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 			lgr->max_links, "features", (json_int_t)lgr->features,
 			"peer_system_id", sysid, "uid", uid, "age_s",
 			(double)(now - lgr->created_ms) / 1000.0);
+		/* a kernel peer's group: the host it is with (show peers) */
+		if (o != NULL && lgr->std &&
+		    addr_host(&lgr->std_host, host, sizeof(host)))
+			json_object_set_new(o, "host", json_string(host));
 		if (o != NULL && lgrs != NULL)
 			json_array_append_new(lgrs, o);
 		else

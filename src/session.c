@@ -427,6 +427,8 @@ session_close(struct session *s, enum session_reason reason)
 		return;
 	connlog_close(s, reason);
 	tally_close(s, reason);
+	if (s->khost)
+		khost_close(&s->addr[s->role == SESSION_ROLE_RULE ? 1 : 0]);
 	s->state = SESSION_CLOSED;
 	stats_add(worker_stats(s->w), STAT_CLOSE_BASE + reason, 1);
 	/*
@@ -544,14 +546,19 @@ session_idle_timeout(const struct session *s)
 void
 session_json_add(const struct session *s, void *json_array)
 {
-	char id[24], a0[ADDR_STRLEN], a1[ADDR_STRLEN];
+	char id[24], a0[ADDR_STRLEN], a1[ADDR_STRLEN], host[ADDR_STRLEN] = "";
 	uint64_t now = now_ms();
 	bool rule = s->role == SESSION_ROLE_RULE;
+	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
 	json_t *o;
 
 	snprintf(id, sizeof(id), "0x%llx", (unsigned long long)s->id);
 	addr_str(&s->addr[0], a0, sizeof(a0));
 	addr_str(&s->addr[1], a1, sizeof(a1));
+	/* a kernel SMC-R peer has no name: its host stands for it, as in
+	 * show peers (the connection log gives its address and port) */
+	if (smcr && !addr_host(&s->addr[rule ? 1 : 0], host, sizeof(host)))
+		host[0] = '\0';
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I,"
 		      " s:f, s:f, s:I}",
 		      "id", id, "mode",
@@ -560,8 +567,11 @@ session_json_add(const struct session *s, void *json_array)
 		      rule && s->rule ? s->rule->name : "", "export",
 		      rule ? s->export_name :
 			     (s->export ? s->export->name : ""),
-		      "peer", s->peer ? s->peer->name : "", "state",
-		      session_state_name(s->state), "downstream", a0,
+		      "peer",
+		      smcr    ? host :
+		      s->peer ? s->peer->name :
+				"",
+		      "state", session_state_name(s->state), "downstream", a0,
 		      "upstream", a1, "bytes_in", (json_int_t)s->bytes[0],
 		      "bytes_out", (json_int_t)s->bytes[1], "age_s",
 		      (double)(now - s->started_ms) / 1000.0, "idle_s",
@@ -570,9 +580,13 @@ session_json_add(const struct session *s, void *json_array)
 	if (o == NULL)
 		return;
 	json_object_set_new(o, "dialect",
-			    json_string(s->dialect == SESSION_DIALECT_SMCR ?
-						"smc-r" :
-						"native"));
+			    json_string(smcr ? "smc-r" : "native"));
+	/* the connection log's word: a kernel peer's TCP is no fallback
+	 * protocol, a native peer's is */
+	json_object_set_new(o, "transport",
+			    json_string(s->mode == SESSION_MODE_RDMA ? "rdma" :
+					smcr			     ? "tcp" :
+					       "fallback"));
 	if (s->smc_decline != 0) {
 		snprintf(id, sizeof(id), "0x%08x", s->smc_decline);
 		json_object_set_new(o, "smc_decline", json_string(id));

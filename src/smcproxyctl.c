@@ -96,6 +96,7 @@ struct ctl_tables {
 
 static const char *ctl_progname = "smcproxyctl";
 static int ctl_timeout = CTL_TIMEOUT;
+static bool ctl_nonzero; /* -z: statistics that are not 0 */
 static struct ctl_tables ctl_tab;
 
 static void ctl_show_kv(struct ctl_conn *conn, json_t *data);
@@ -113,13 +114,15 @@ static void ctl_show_check(struct ctl_conn *conn, json_t *data);
 
 static const struct ctl_key ctl_filter_keys[] = {
 	{"rule", false},      {"peer", false}, {"state", false},
-	{"transport", false}, {"age", true},   {NULL, false},
+	{"transport", false}, {"age", true},   {"dialect", false},
+	{NULL, false},
 };
 
 static const struct ctl_cmd ctl_cmds[] = {
 	{{"version", NULL}, NULL, NULL, false, ctl_show_kv},
-	{{"stats", NULL}, NULL, NULL, false, ctl_show_stats},
+	/* before "stats": "stats reset" is no section */
 	{{"stats", "reset"}, NULL, NULL, false, ctl_show_done},
+	{{"stats", NULL}, "section", NULL, false, ctl_show_stats},
 	{{"show", "rules"}, NULL, NULL, false, ctl_show_rules},
 	{{"show", "peers"}, NULL, NULL, false, ctl_show_peers},
 	{{"show", "lgrs"}, NULL, NULL, false, ctl_show_lgrs},
@@ -141,6 +144,31 @@ static const struct ctl_cmd ctl_cmds[] = {
 };
 
 #define CTL_NCMDS (sizeof(ctl_cmds) / sizeof(ctl_cmds[0]))
+
+/*
+ * Whether command @cmd ("stats") takes its optional argument @arg as a
+ * bare word here, as stats SECTION does.
+ */
+static bool
+ctl_bare_arg(const char *cmd, const char *arg)
+{
+	size_t i;
+
+	for (i = 0; cmd != NULL && arg != NULL && i < CTL_NCMDS; i++)
+		if (ctl_cmds[i].words[1] == NULL &&
+		    strcmp(ctl_cmds[i].words[0], cmd) == 0 &&
+		    ctl_cmds[i].arg != NULL &&
+		    strcmp(ctl_cmds[i].arg, arg) == 0)
+			return true;
+	return false;
+}
+
+/* Whether the argument of @cm may be left out (stats [SECTION]). */
+static bool
+ctl_arg_optional(const struct ctl_cmd *cm)
+{
+	return cm->arg != NULL && strcmp(cm->arg, "section") == 0;
+}
 
 static void ctl_warnx(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
@@ -164,15 +192,19 @@ ctl_usage(FILE *f)
 		"usage: %s [-j | --prometheus | --openmetrics] [-c file | -s "
 		"socket]\n"
 		"       [-t seconds]"
-		" [-o columns] [--noheadings] [--raw] command "
+		" [-o columns] [--noheadings] [--raw] [-z] command "
 		"[argument...]\n"
 		"       %s --version\n"
 		"commands:\n"
 		"  version                 daemon version and uptime\n"
-		"  stats                   counters and gauges\n"
+		"  stats [SECTION]         counters and gauges (of a section: "
+		"smc, conns,\n"
+		"                          close, ...; -z: only those not "
+		"0)\n"
 		"  stats reset             set counters back to zero\n"
 		"  show rules              rules and exports\n"
-		"  show peers              peers and their transport\n"
+		"  show peers              peers and their transport, kernel "
+		"SMC-R hosts\n"
 		"  show lgrs | show links  RDMA link groups and links\n"
 		"  show conns [FILTER]     proxied connections\n"
 		"  kill conn ID            close one connection\n"
@@ -189,8 +221,10 @@ ctl_usage(FILE *f)
 		"  shutdown [now]          stop as SIGTERM does; now: close "
 		"all now\n"
 		"  schema | help           describe stats and commands\n"
-		"FILTER: one or more of rule NAME, peer NAME, state STATE,\n"
-		"  transport rdma|fallback, age SECONDS (at least that old)\n"
+		"FILTER: one or more of rule NAME, peer NAME|HOST, state STATE,"
+		"\n"
+		"  transport rdma|tcp|fallback, dialect native|pair|smc-r,\n"
+		"  age SECONDS (at least that old)\n"
 		"default socket: %s\n",
 		ctl_progname, ctl_progname, CONTROL_SOCKET_DEFAULT);
 }
@@ -435,6 +469,8 @@ ctl_cell(const json_t *v, enum ctl_col_type type)
 		json_decref(sec);
 		return strdup(json_integer_value(v) > 0 ? buf : "-");
 	}
+	if (v == NULL) /* a member this row has not: smc_status of a peer's */
+		return strdup("-");
 	switch (json_typeof(v)) {
 	case JSON_STRING:
 		return strdup(*json_string_value(v) != '\0' ?
@@ -489,9 +525,9 @@ ctl_col_named(const char *want, const char *name)
  * from @cols (without -o the default set, those not marked "more", which
  * fits 120 columns; -o all: every one; -o +NAME...: the default set, then
  * these): numbers right-aligned, text left-aligned.
- * No rows: @empty, unless --noheadings.  A table none of whose columns
- * -o names is left out.  Tables after the first are set off by a blank
- * line.
+ * No rows: @empty, unless --noheadings; nothing with @empty NULL.  A
+ * table none of whose columns -o names is left out.  Tables after the
+ * first are set off by a blank line.
  */
 static void
 ctl_table(const json_t *rows, const struct ctl_col *cols, int ncols,
@@ -524,7 +560,7 @@ ctl_table(const json_t *rows, const struct ctl_col *cols, int ncols,
 				ctl_tab.oused[o] = true;
 				break;
 			}
-	if (npick == 0)
+	if (npick == 0 || (json_array_size(rows) == 0 && empty == NULL))
 		goto out;
 	if (ntables++ > 0 && !ctl_tab.noheadings)
 		fputc('\n', ctl_tab.out);
@@ -723,29 +759,35 @@ ctl_show_stats(struct ctl_conn *conn, json_t *data)
 
 	/*
 	 * Units and descriptions come from the schema.  Of the counters per
-	 * decline code, only those that counted something: -j has them all.
+	 * decline code, only those that counted something: -j has them all;
+	 * with -z, only what is not 0.  Those of other sections (stats
+	 * SECTION) are not in the answer.
 	 */
 	schema = json_object_get(ctl_call(conn, "schema", &reply), "stats");
 	rows = json_array();
 	json_array_foreach(schema, i, e) {
 		v = json_object_get(
 			stats, json_string_value(json_object_get(e, "name")));
-		if (json_object_get(json_object_get(e, "labels"), "code") !=
-			    NULL &&
-		    json_integer_value(v) == 0)
+		if (v == NULL ||
+		    (json_object_get(json_object_get(e, "labels"), "code") !=
+			     NULL &&
+		     json_integer_value(v) == 0) ||
+		    (ctl_nonzero && json_number_value(v) == 0))
 			continue;
 		json_object_set(e, "value", v);
 		json_array_append(rows, e);
 	}
-	if (json_array_size(rows) == 0) {
+	if (schema == NULL) {
 		const char *key;
 
 		json_object_foreach(stats, key, v)
-			json_array_append_new(rows,
-					      json_pack("{s:s, s:O}", "name",
+			if (!ctl_nonzero || json_number_value(v) != 0)
+				json_array_append_new(
+					rows, json_pack("{s:s, s:O}", "name",
 							key, "value", v));
 	}
-	ctl_table(rows, cols, 4, "no statistics");
+	ctl_table(rows, cols, 4,
+		  ctl_nonzero ? "no statistics other than 0" : "no statistics");
 	json_decref(rows);
 	json_decref(reply);
 }
@@ -756,23 +798,31 @@ ctl_show_rules(struct ctl_conn *conn, json_t *data)
 	static const struct ctl_col rule_cols[] = {
 		{"RULE", "name", CTL_COL_TEXT, false},
 		{"LISTEN", "listen", CTL_COL_TEXT, false},
+		{"KIND", "kind", CTL_COL_TEXT, false},
 		{"PEER", "peer", CTL_COL_TEXT, false},
 		{"EXPORT", "export", CTL_COL_TEXT, false},
+		{"TARGET-SMC", "target_smc", CTL_COL_TEXT, true},
 		{"IDLE-TIMEOUT", "idle_timeout_s", CTL_COL_NUM, false},
 		{"CONNS", "conns", CTL_COL_NUM, false},
 		{"ENABLED", "enabled", CTL_COL_TEXT, false},
 		{"ACCEPTING", "accepting", CTL_COL_TEXT, false},
+		{"SMC-R", "smc_status", CTL_COL_TEXT, false},
 	};
 	static const struct ctl_col export_cols[] = {
 		{"EXPORT", "name", CTL_COL_TEXT, false},
 		{"TARGET", "target", CTL_COL_TEXT, false},
+		{"KIND", "kind", CTL_COL_TEXT, false},
+		{"SMC-LISTEN", "smc_listen", CTL_COL_TEXT, true},
 		{"CONNECT-TIMEOUT", "connect_timeout_s", CTL_COL_NUM, false},
 		{"CONNS", "conns", CTL_COL_NUM, false},
 		{"PEERS", "peers", CTL_COL_TEXT, false},
+		{"SMC-R", "smc_status", CTL_COL_TEXT, false},
 	};
 
-	ctl_table(json_object_get(data, "rules"), rule_cols, 8, "no rules");
-	ctl_table(json_object_get(data, "exports"), export_cols, 5,
+	ctl_table(json_object_get(data, "rules"), rule_cols,
+		  (int)(sizeof(rule_cols) / sizeof(rule_cols[0])), "no rules");
+	ctl_table(json_object_get(data, "exports"), export_cols,
+		  (int)(sizeof(export_cols) / sizeof(export_cols[0])),
 		  "no exports");
 }
 
@@ -797,9 +847,61 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 		{"ERROR-CODE", "last_error_code", CTL_COL_TEXT, true},
 		{"ERROR-AGE", "last_error_age_s", CTL_COL_SECONDS, false},
 	};
+	static const struct ctl_col host_cols[] = {
+		{"KERNEL-HOST", "host", CTL_COL_TEXT, false},
+		{"LGRS", "lgrs", CTL_COL_NUM, false},
+		{"LINKS", "links", CTL_COL_NUM, false},
+		{"CONNS", "conns", CTL_COL_NUM, false},
+		{"CONNS-RDMA", "conns_rdma", CTL_COL_NUM, true},
+		{"CONNS-TOTAL", "conns_total", CTL_COL_NUM, true},
+		{"DECLINE", "decline_name", CTL_COL_TEXT, false},
+		{"CODE", "decline_code", CTL_COL_TEXT, true},
+		{"BY", "declined_by", CTL_COL_TEXT, false},
+		{"DECLINE-AGE", "decline_age_s", CTL_COL_SECONDS, false},
+		{"RATE-LIMITED", "rate_limited", CTL_COL_TEXT, false},
+		{"BUDGET", "budget", CTL_COL_TEXT, false},
+		{"BUDGET-FULL", "budget_full", CTL_COL_TEXT, true},
+	};
+	json_t *hosts = json_object_get(data, "kernel_hosts"), *h;
+	char budget[128];
+	size_t i;
 
 	ctl_table(json_object_get(data, "peers"), cols,
 		  (int)(sizeof(cols) / sizeof(cols[0])), "no peers");
+	/*
+	 * For people: who declined, and the budget of the fullest worker
+	 * against kernel_smc's per-host limits, "pending 0/4 lgrs 1/16
+	 * conns 3/4096".
+	 */
+	json_array_foreach(hosts, i, h) {
+		snprintf(budget, sizeof(budget),
+			 "pending %lld/%lld lgrs %lld/%lld conns %lld/%lld",
+			 (long long)json_integer_value(
+				 json_object_get(h, "budget_pending")),
+			 (long long)json_integer_value(
+				 json_object_get(h, "max_pending_per_host")),
+			 (long long)json_integer_value(
+				 json_object_get(h, "budget_lgrs")),
+			 (long long)json_integer_value(
+				 json_object_get(h, "max_lgrs_per_host")),
+			 (long long)json_integer_value(
+				 json_object_get(h, "budget_conns")),
+			 (long long)json_integer_value(
+				 json_object_get(h, "max_conns_per_host")));
+		json_object_set_new(h, "budget", json_string(budget));
+		json_object_set_new(
+			h, "declined_by",
+			json_string(*json_string_value(json_object_get(
+					    h, "decline_name")) == '\0' ?
+					    "" :
+				    json_is_true(json_object_get(
+					    h, "declined_by_peer")) ?
+					    "host" :
+					    "us"));
+	}
+	/* none: nothing printed, as for a daemon without kernel peers */
+	ctl_table(hosts, host_cols,
+		  (int)(sizeof(host_cols) / sizeof(host_cols[0])), NULL);
 }
 
 static void
@@ -817,6 +919,7 @@ ctl_show_lgrs(struct ctl_conn *conn, json_t *data)
 		{"MAX-LINKS", "max_links", CTL_COL_NUM, true},
 		{"FEATURES", "features", CTL_COL_TEXT, true},
 		{"PEER-SYSTEM-ID", "peer_system_id", CTL_COL_TEXT, true},
+		{"HOST", "host", CTL_COL_TEXT, true},
 		{"UID", "uid", CTL_COL_TEXT, true},
 		{"AGE", "age_s", CTL_COL_SECONDS, false},
 	};
@@ -872,7 +975,9 @@ ctl_show_conns(struct ctl_conn *conn, json_t *data)
 	static const struct ctl_col cols[] = {
 		{"ID", "id", CTL_COL_TEXT, false},
 		{"W", "worker", CTL_COL_NUM, true},
-		{"MODE", "mode", CTL_COL_TEXT, false},
+		{"DIALECT", "dialect", CTL_COL_TEXT, false},
+		{"TRANSPORT", "transport", CTL_COL_TEXT, false},
+		{"MODE", "mode", CTL_COL_TEXT, true},
 		{"ROLE", "role", CTL_COL_TEXT, false},
 		{"RULE", "rule", CTL_COL_TEXT, false},
 		{"EXPORT", "export", CTL_COL_TEXT, true},
@@ -886,7 +991,8 @@ ctl_show_conns(struct ctl_conn *conn, json_t *data)
 		{"IDLE", "idle_s", CTL_COL_SECONDS, false},
 	};
 
-	ctl_table(json_object_get(data, "conns"), cols, 14, "no connections");
+	ctl_table(json_object_get(data, "conns"), cols,
+		  (int)(sizeof(cols) / sizeof(cols[0])), "no connections");
 }
 
 static void
@@ -922,6 +1028,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		/*
 		 * "kill conn ID", "show conns [rule RULE]...": arguments in
 		 * capitals, as in the man page, optional ones as KEY VALUE
+		 * unless this program takes them bare ("stats [SECTION]")
 		 */
 		usage = NULL;
 		f = open_memstream(&usage, &len);
@@ -932,6 +1039,10 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 			name = json_string_value(json_object_get(a, "name"));
 			if (json_is_true(json_object_get(a, "required")))
 				fputc(' ', f);
+			else if (ctl_bare_arg(json_string_value(json_object_get(
+						      cmd, "name")),
+					      name))
+				fputs(" [", f);
 			else
 				fprintf(f, " [%s ", name != NULL ? name : "");
 			for (; name != NULL && *name != '\0'; name++)
@@ -1119,7 +1230,8 @@ ctl_parse_keys(const struct ctl_cmd *cm, int argc, char **argv, json_t **args)
 	}
 	if (cm->need_key && argc == 0) {
 		ctl_warnx("\"%s %s\" needs a filter: rule NAME, peer NAME, "
-			  "state STATE, transport rdma|fallback or age SECONDS",
+			  "state STATE, transport rdma|tcp|fallback, dialect "
+			  "native|smc-r or age SECONDS",
 			  cm->words[0], cm->words[1]);
 		return -1;
 	}
@@ -1156,26 +1268,32 @@ ctl_parse(int argc, char **argv, json_t **args)
 					      args) == 0 ?
 				       cm :
 				       NULL;
-		if (argc - nwords == (cm->arg != NULL ? 1 : 0)) {
-			if (cm->arg != NULL)
+		if (argc - nwords == (cm->arg != NULL ? 1 : 0) ||
+		    (ctl_arg_optional(cm) && argc == nwords)) {
+			if (cm->arg != NULL && argc > nwords)
 				*args = json_pack("{s:s}", cm->arg,
 						  argv[nwords]);
 			return cm;
 		}
-		bad_args = cm;
+		/* "stats reset x" is about "stats reset", not "stats" */
+		if (bad_args == NULL || cm->words[1] != NULL)
+			bad_args = cm;
 	}
-	if (bad_args != NULL && (bad_args->words[1] != NULL || nvalid == 0)) {
+	if (bad_args != NULL && (bad_args->words[1] != NULL || nvalid == 0 ||
+				 ctl_arg_optional(bad_args))) {
 		snprintf(argname, sizeof(argname), "%s",
 			 bad_args->arg != NULL ? bad_args->arg : "");
 		for (i = 0; argname[i] != '\0'; i++)
 			argname[i] = (char)toupper((unsigned char)argname[i]);
 		if (bad_args->arg != NULL)
-			ctl_warnx("\"%s%s%s\" takes one argument, %s",
+			ctl_warnx("\"%s%s%s\" takes %s argument, %s",
 				  bad_args->words[0],
 				  bad_args->words[1] != NULL ? " " : "",
 				  bad_args->words[1] != NULL ?
 					  bad_args->words[1] :
 					  "",
+				  ctl_arg_optional(bad_args) ? "at most one" :
+							       "one",
 				  argname);
 		else
 			ctl_warnx("\"%s%s%s\" takes no argument",
@@ -1215,6 +1333,7 @@ main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"noheadings", no_argument, NULL, 'n'},
 		{"raw", no_argument, NULL, 'r'},
+		{"nonzero", no_argument, NULL, 'z'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -1228,7 +1347,7 @@ main(int argc, char **argv)
 	size_t i;
 	int ch, rc = CTL_EXIT_USAGE;
 
-	while ((ch = getopt_long(argc, argv, "c:hjno:prs:t:V", longopts,
+	while ((ch = getopt_long(argc, argv, "c:hjno:prs:t:Vz", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
 		case 'o':
@@ -1240,6 +1359,9 @@ main(int argc, char **argv)
 			break;
 		case 'r':
 			ctl_tab.raw = true;
+			break;
+		case 'z':
+			ctl_nonzero = true;
 			break;
 		case 'j':
 			fmt = CTL_FMT_JSON;

@@ -570,6 +570,7 @@ struct session {
 	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
 	bool peer_held;		 /* holds one of its peer's max_conns */
 	bool tallied;		 /* counted open by tally_open */
+	bool khost;		 /* counted open by khost_open */
 };
 
 struct session *session_new(struct worker *w, int fd, enum session_role role);
@@ -633,6 +634,21 @@ enum session_reason export_timed_out(struct session *s);
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);
 
+/* khost.c: the kernel SMC-R hosts seen, for show peers */
+#define KHOST_MAX 256
+struct khost_info {
+	struct addr host;
+	int64_t open;	  /* connections with it open now */
+	uint64_t total;	  /* ... since the daemon started */
+	uint32_t decline; /* the last DECLINE's code; 0: none */
+	bool by_peer;	  /* the host sent it (else we did) */
+	time_t decline_at;
+};
+bool khost_open(const struct addr *host);
+void khost_close(const struct addr *host);
+void khost_decline(const struct addr *host, uint32_t code, bool by_peer);
+int khost_list(struct khost_info *out, int max);
+
 /* tally.c: per rule, export and peer, open now and totals (metrics) */
 enum tally_kind { TALLY_RULE, TALLY_EXPORT, TALLY_PEER };
 #define TALLY_SETUP_BUCKETS 13
@@ -681,6 +697,7 @@ struct ib_gid {
 	unsigned int ifindex; /* its netdev, 0 if none */
 };
 int ib_list_devices(FILE *out, const char *local_ip);
+int ib_device_count(void);
 void ib_check_host(const struct conf *conf);
 int ib_gid_pick(const struct ib_gid *gids, size_t ngids,
 		const struct addr *local);
@@ -1187,6 +1204,9 @@ bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 		     const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
 int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
+typedef void (*lgr_std_fn)(const struct addr *host, bool up, int conns,
+			   int links, void *arg);
+void lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
 void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,

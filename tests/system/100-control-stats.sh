@@ -75,8 +75,9 @@ ids = [c["id"] for c in conns]
 eq(len(set(ids)), 2, "distinct ids")
 want = [tuple(x.rsplit(":", 2)) for x in A[3:5]]
 rows = [l.split() for l in open(A[1]).read().splitlines()]
-eq(rows[0], ["ID", "W", "MODE", "ROLE", "RULE", "EXPORT", "PEER", "STATE",
-             "DOWNSTREAM", "UPSTREAM", "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"],
+eq(rows[0], ["ID", "W", "DIALECT", "TRANSPORT", "MODE", "ROLE", "RULE",
+             "EXPORT", "PEER", "STATE", "DOWNSTREAM", "UPSTREAM", "BYTES-IN",
+             "BYTES-OUT", "AGE", "IDLE"],
    "table header")
 eq(len(rows), 3, "table lines")
 for addr, n, m in want:
@@ -89,6 +90,7 @@ for addr, n, m in want:
     need(re.fullmatch(r"0x[0-9a-f]+", c["id"]), "id %r" % c["id"])
     need(0 <= c["worker"] < int(A[7]), "worker %r" % c["worker"])
     eq(c["mode"], "fallback", "mode")
+    eq((c["dialect"], c["transport"]), ("native", "fallback"), "dialect, transport")
     eq(c["role"], role, "role")
     eq(c["rule"], "x" if role == "rule" else "", "rule")
     eq(c["export"], "x", "export")
@@ -103,11 +105,12 @@ for addr, n, m in want:
     row = [x for x in rows[1:] if x[0] == c["id"]]
     eq(len(row), 1, "table rows for %s" % c["id"])
     row = row[0]
-    eq(len(row), 14, "table columns")
-    eq(row[1:10], [str(c["worker"]), "fallback", role, c["rule"] or "-", "x",
-                   c["peer"], "relay", c["downstream"], c["upstream"]],
+    eq(len(row), 16, "table columns")
+    eq(row[1:12], [str(c["worker"]), "native", "fallback", "fallback", role,
+                   c["rule"] or "-", "x", c["peer"], "relay", c["downstream"],
+                   c["upstream"]],
        "table row of %s" % c["id"])
-    eq(row[10:12], [n, m], "table bytes of %s" % c["id"])
+    eq(row[12:14], [n, m], "table bytes of %s" % c["id"])
 EOF
 }
 check_conns a
@@ -232,11 +235,12 @@ pycheck "show rules / show peers" "$T/a.rules.json" "$T/b.rules.json" \
 ar, br = load(A[0])["data"], load(A[1])["data"]
 eq(ar["rules"], [{"name": "x", "listen": "127.0.0.1:" + A[4], "peer": "b",
                   "export": "x", "idle_timeout_s": 0, "conns": 2, "enabled": True,
-                  "accepting": True}], "a rules")
+                  "accepting": True, "kind": "peer"}], "a rules")
 eq(ar["exports"], [], "a exports")
 eq(br["rules"], [], "b rules")
 eq(br["exports"], [{"name": "x", "target": "127.0.0.1:" + A[5], "peers": ["a"],
-                    "connect_timeout_s": 5, "conns": 2}], "b exports")
+                    "connect_timeout_s": 5, "conns": 2, "kind": "peers"}],
+   "b exports")
 # No RDMA device on this host: a, which has the rule, tried a link group
 # and declined it itself (NOSMCRDEV, backing off: not the peer's error);
 # it reached b over TCP.  b never tried to reach a.
@@ -261,9 +265,9 @@ for p, name, port in ((A[2], "b", A[6]), (A[3], "a", A[7])):
     w.update(want[name])
     eq(peers, [w], "peers")
 EOF
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +2 +yes +yes$' "$T/a.rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +peer +b +x +0 +2 +yes +yes +-$' "$T/a.rules.txt" ||
 	fail "show rules table on a: $(cat "$T/a.rules.txt")"
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +5 +2 +a$' "$T/b.rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_TARGET"' +peers +5 +2 +a +-$' "$T/b.rules.txt" ||
 	fail "show rules table on b: $(cat "$T/b.rules.txt")"
 grep -Eq '^b +127\.0\.0\.1:'"$PORT_BPEER"' +insecure +fallback +2 +NOSMCRDEV +yes +no +- +-$' \
 	"$T/a.peers.txt" || fail "show peers table on a: $(cat "$T/a.peers.txt")"

@@ -129,18 +129,19 @@ eq(d["count"], 1, "count")
 c = d["conns"][0]
 eq(sorted(c), sorted(["id", "worker", "mode", "role", "rule", "export", "peer",
                       "state", "downstream", "upstream", "bytes_in", "bytes_out",
-                      "age_s", "idle_s", "dialect"]), "members")
+                      "age_s", "idle_s", "dialect", "transport"]), "members")
 eq((c["downstream"], c["bytes_in"], c["bytes_out"], c["state"]),
    (A[2], 0, 0, "relay"), "the idle connection")
 rows = [l.split() for l in open(A[1]).read().splitlines()]
 eq(len(rows), 2, "table lines")
-eq(rows[0], ["ID", "MODE", "ROLE", "RULE", "PEER", "STATE", "DOWNSTREAM",
-             "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"], "table header")
-eq(rows[1][:9], [c["id"], "fallback", "rule", "x", "b", "relay", A[2], "0", "0"],
-   "table row")
+eq(rows[0], ["ID", "DIALECT", "TRANSPORT", "ROLE", "RULE", "PEER", "STATE",
+             "DOWNSTREAM", "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"], "table header")
+eq(rows[1][:10], [c["id"], "native", "fallback", "rule", "x", "b", "relay", A[2],
+                  "0", "0"], "table row")
 rows = [l.split() for l in open(A[3]).read().splitlines()]
-eq(rows[1][:12], [c["id"], str(c["worker"]), "fallback", "rule", "x", "x", "b",
-                  "relay", A[2], c["upstream"], "0", "0"], "-o all: table row")
+eq(rows[1][:14], [c["id"], str(c["worker"]), "native", "fallback", "fallback",
+                  "rule", "x", "x", "b", "relay", A[2], c["upstream"], "0", "0"],
+   "-o all: table row")
 EOF
 
 pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
@@ -151,8 +152,9 @@ names = ["version", "stats", "stats reset", "show rules", "show peers", "show lg
          "show links", "show conns", "kill conn", "kill conns", "disable rule",
          "enable rule", "drain peer", "undrain peer", "enable peer", "check",
          "reload", "shutdown", "shutdown now", "schema", "help"]
-filters = ["rule", "peer", "state", "transport", "age"]
-args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters}
+filters = ["rule", "peer", "state", "transport", "age", "dialect"]
+args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters,
+        "stats": ["section"]}
 args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
                                     "undrain peer", "enable peer", "check"))
 eq([c["name"] for c in s["commands"]], names, "commands")
@@ -192,7 +194,10 @@ rows = open(A[3]).read().splitlines()
 eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
 eq(len(rows), 1 + len(names), "help rows")
 for c, r in zip(s["commands"], rows[1:]):
+    # stats SECTION: a bare word; filters: KEY VALUE
     usage = c["name"] + "".join(" " + a["name"].upper() if a["required"]
+                                else " [%s]" % a["name"].upper()
+                                if c["name"] == "stats"
                                 else " [%s %s]" % (a["name"], a["name"].upper())
                                 for a in c["args"])
     need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
@@ -200,7 +205,7 @@ for c, r in zip(s["commands"], rows[1:]):
        ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
 EOF
 
-grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +b +x +0 +1 +yes +yes$' "$T/show_rules.txt" ||
+grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +peer +b +x +0 +1 +yes +yes +-$' "$T/show_rules.txt" ||
 	fail "show rules table: $(cat "$T/show_rules.txt")"
 [ "$(sed -n 4p "$T/show_rules.txt")" = "no exports" ] ||
 	fail "show rules table without exports: $(cat "$T/show_rules.txt")"
@@ -272,7 +277,7 @@ grep -Eq '^conns_active +1$' "$T/out" && ! grep -q workers "$T/out" ||
 # an unknown column: status 2, the valid ones named, nothing printed
 run_ctl 2 -s "$SOCK" -o id,bogus show conns
 [ -s "$T/out" ] && fail "-o id,bogus printed: $(cat "$T/out")"
-grep -qF 'smcproxyctl: -o: unknown column "bogus"; valid: ID,W,MODE,ROLE,RULE,EXPORT,PEER,STATE,DOWNSTREAM,UPSTREAM,BYTES-IN,BYTES-OUT,AGE,IDLE' "$T/err" ||
+grep -qF 'smcproxyctl: -o: unknown column "bogus"; valid: ID,W,DIALECT,TRANSPORT,MODE,ROLE,RULE,EXPORT,PEER,STATE,DOWNSTREAM,UPSTREAM,BYTES-IN,BYTES-OUT,AGE,IDLE' "$T/err" ||
 	fail "-o id,bogus said: $(cat "$T/err")"
 # show links knows every column smcproxyctl(8) promises, links or not
 for col in lgr link state device gid peer_gid qpn peer_qpn mtu conns \
@@ -314,13 +319,20 @@ grep -q '^usage: smcproxyctl ' "$T/out" || fail "-h: no usage on stdout"
 grep -qF 'default socket: /run/smcproxyd/control.sock' "$T/out" || fail "-h: no default socket"
 run_ctl 0 --help
 # usage errors: 2, a message, nothing on stdout
-for args in "" "bogus" "show" "show bogus" "stats bogus" "version extra" \
+for args in "" "bogus" "show" "show bogus" "stats bogus extra" "version extra" \
 	"kill" "kill conn" "kill conn 1 2" "-t abc stats" "-t -1 stats" \
 	"--bogus stats" "-s"; do
 	run_ctl 2 -s "$SOCK" $args
 	[ -s "$T/err" ] || fail "'$args': no message"
 	[ -s "$T/out" ] && fail "'$args': stdout: $(cat "$T/out")"
 done
+run_ctl 2 -s "$SOCK" stats reset extra
+[ "$(cat "$T/err")" = 'smcproxyctl: "stats reset" takes no argument' ] ||
+	fail "stats reset extra said: $(cat "$T/err")"
+# stats SECTION: the daemon knows the sections
+run_ctl 1 -s "$SOCK" stats bogus
+grep -q '^smcproxyctl: stats: no statistics in section "bogus" (sections: conns, ' "$T/err" ||
+	fail "stats bogus said: $(cat "$T/err")"
 run_ctl 2 -s "$SOCK" bogus
 [ "$(cat "$T/err")" = 'smcproxyctl: unknown command "bogus" (try "smcproxyctl -h")' ] ||
 	fail "unknown command said: $(cat "$T/err")"
@@ -417,9 +429,11 @@ got=$(complete_words -s "$SOCK" drain peer "")
 got=$(complete_words kill "")
 [ "$got" = "conn conns" ] || fail "completion after kill: '$got'"
 got=$(complete_words show conns "")
-[ "$got" = "rule peer state transport age" ] || fail "completion after show conns: '$got'"
+[ "$got" = "rule peer state transport age dialect" ] || fail "completion after show conns: '$got'"
 got=$(complete_words kill conns peer b transport "")
-[ "$got" = "rdma fallback" ] || fail "completion of a transport: '$got'"
+[ "$got" = "rdma tcp fallback" ] || fail "completion of a transport: '$got'"
+got=$(complete_words show conns dialect "")
+[ "$got" = "native pair smc-r" ] || fail "completion of a dialect: '$got'"
 got=$(complete_words -s "$SOCK" show conns rule "")
 [ "$got" = "x" ] || fail "completion of a rule name: '$got'"
 got=$(complete_words -s "$SOCK" kill conns peer "")
@@ -428,6 +442,8 @@ got=$(complete_words -j show "")
 [ "$got" = "rules peers lgrs links conns" ] || fail "completion after show: '$got'"
 got=$(complete_words stats r)
 [ "$got" = "reset" ] || fail "completion after stats: '$got'"
+got=$(complete_words stats sm)
+[ "$got" = "smc smc_out" ] || fail "completion of a stats section: '$got'"
 got=$(complete_words --p)
 [ "$got" = "--prometheus" ] || fail "completion of --p: '$got'"
 got=$(complete_words -s "$SOCK" kill conn "")

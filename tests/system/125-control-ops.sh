@@ -193,14 +193,14 @@ for args in "show conns bogus 1" "show conns rule" "show conns age abc" \
 	[ "$rc" -eq 2 ] && [ -s "$T/err" ] && [ ! -s "$T/out" ] ||
 		fail "$args: status $rc, stderr '$(cat "$T/err")', stdout '$(cat "$T/out")'"
 done
-ctl a show conns bogus 1 2>&1 | grep -qxF 'smcproxyctl: show conns: unknown filter "bogus"; valid: rule peer state transport age' ||
+ctl a show conns bogus 1 2>&1 | grep -qxF 'smcproxyctl: show conns: unknown filter "bogus"; valid: rule peer state transport age dialect' ||
 	fail "show conns bogus 1 said: $(ctl a show conns bogus 1 2>&1)"
 ctl a show conns state bogus >"$T/out" 2>&1
 [ $? -eq 1 ] && grep -qF 'unknown state "bogus"' "$T/out" ||
 	fail "show conns state bogus: $(cat "$T/out")"
-ctl a show conns transport tcp >"$T/out" 2>&1
-[ $? -eq 1 ] && grep -qF 'unknown transport "tcp" (want rdma or fallback)' "$T/out" ||
-	fail "show conns transport tcp: $(cat "$T/out")"
+ctl a show conns transport udp >"$T/out" 2>&1
+[ $? -eq 1 ] && grep -qF 'unknown transport "udp" (want rdma, tcp or fallback)' "$T/out" ||
+	fail "show conns transport udp: $(cat "$T/out")"
 
 # kill conns peer c: only rule y's connection closes, reason admin_kill
 before=$(stat_get a close_admin_kill)

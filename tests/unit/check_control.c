@@ -112,7 +112,7 @@ session_json_add(const struct session *s, void *json_array)
 	json_array_append_new(
 		json_array,
 		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:f,"
-			  " s:f, s:i}",
+			  " s:f, s:i, s:s}",
 			  "id", id, "mode", "fallback", "role",
 			  s->role == SESSION_ROLE_RULE ? "rule" : "export",
 			  "rule", s->rule != NULL ? s->rule->name : "",
@@ -121,7 +121,8 @@ session_json_add(const struct session *s, void *json_array)
 			  "peer", s->peer != NULL ? s->peer->name : "", "state",
 			  "relay", "bytes_in", (json_int_t)s->id * 10,
 			  "bytes_out", (json_int_t)s->id * 20, "age_s", 61.5,
-			  "idle_s", 1.25, "worker", s->w->id));
+			  "idle_s", 1.25, "worker", s->w->id, "dialect",
+			  "native"));
 }
 
 int
@@ -199,13 +200,47 @@ lgr_worker_json(struct worker *w, void *lgrs, void *links)
 	ncalls++;
 }
 
+/* Standard groups with kernel hosts, per worker, for show peers. */
+struct std_group {
+	int worker;
+	const char *host;
+	bool up;
+	int conns, links;
+};
+static const struct std_group *std_groups;
+static int nstd_groups;
+
+void
+lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
+{
+	struct addr a;
+	int i;
+
+	/* worker_lgr() gives the worker itself as its context */
+	for (i = 0; i < nstd_groups; i++) {
+		if (std_groups[i].worker != ((const struct worker *)ctx)->id)
+			continue;
+		ck_assert_int_eq(addr_parse_host(std_groups[i].host, &a), 0);
+		fn(&a, std_groups[i].up, std_groups[i].conns,
+		   std_groups[i].links, arg);
+	}
+}
+
+static struct auth_limit auth_table;
+
+struct auth_limit *
+worker_auth(struct worker *w)
+{
+	return &auth_table;
+}
+
 /* check NAME: lgr_check_step is done after check_steps more steps */
 static int check_steps, check_rc, check_stepped;
 
 struct lgr_ctx *
 worker_lgr(struct worker *w)
 {
-	return NULL;
+	return (struct lgr_ctx *)w;
 }
 
 bool
@@ -289,6 +324,9 @@ setup(void)
 	disabled_rule[0] = '\0';
 	shutdowns = shutdowns_now = 0;
 	check_steps = check_rc = check_stepped = 0;
+	std_groups = NULL;
+	nstd_groups = 0;
+	auth_limit_init(&auth_table);
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(control_init(conf, base), 0);
@@ -302,6 +340,7 @@ teardown(void)
 	char path[160];
 
 	control_shutdown();
+	auth_limit_destroy(&auth_table);
 	peer_shutdown();
 	tally_shutdown();
 	ck_assert_int_eq(access(sockpath, F_OK), -1);
@@ -705,7 +744,8 @@ END_TEST
 START_TEST(test_stats)
 {
 	struct client *c = client_new();
-	json_t *r, *st;
+	json_t *r, *st, *v;
+	const char *key;
 	int i;
 
 	for (i = 0; i < NWORKERS; i++) {
@@ -738,6 +778,35 @@ START_TEST(test_stats)
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(st, "conns_active")), 6);
 	json_decref(r);
+
+	/* a section: the names that begin with its words, in both lists */
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"stats\",\"args\":{\"section\":"
+		      "\"conns\"}}\n");
+	st = json_object_get(json_object_get(r, "data"), "stats");
+	ck_assert_uint_gt(json_object_size(st), 5);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(st, "conns_active")), 6);
+	ck_assert_ptr_null(json_object_get(st, "tx_bytes"));
+	json_object_foreach(st, key, v)
+		ck_assert_msg(strncmp(key, "conns_", 6) == 0, "%s", key);
+	ck_assert_uint_eq(json_object_size(json_object_get(
+				  json_object_get(r, "data"), "totals")),
+			  json_object_size(st));
+	json_decref(r);
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"stats\",\"args\":{\"section\":"
+		      "\"tx_bytes\"}}\n");
+	st = json_object_get(json_object_get(r, "data"), "stats");
+	ck_assert_uint_eq(json_object_size(st), 1);
+	json_decref(r);
+	/* "con" is no word of "conns_active" */
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"stats\",\"args\":{\"section\":"
+		  "\"con\"}}\n",
+		  "no statistics in section \"con\" (sections: conns, ");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"stats\",\"args\":{\"section\":"
+		  "\"con\"}}\n",
+		  ", close, ");
 	client_free(c);
 }
 END_TEST
@@ -861,6 +930,189 @@ START_TEST(test_rules_peers)
 }
 END_TEST
 
+/*
+ * show peers lists the kernel SMC-R hosts: khost.c's record of each (its
+ * connections, its last DECLINE), its standard groups on every worker,
+ * its budget on the fullest worker against kernel_smc's limits, and the
+ * rate limit; show rules gives smc_listen and target_smc their kind and
+ * why they are TCP only.  Without kernel_smc no worker is walked.
+ */
+START_TEST(test_kernel_hosts)
+{
+	static const struct std_group groups[] = {
+		{0, "192.0.2.7", true, 3, 1},
+		{1, "192.0.2.7", false, 0, 0},
+		{1, "192.0.2.7", true, 2, 2},
+		{1, "192.0.2.8", true, 4, 1},
+	};
+	struct client *c = client_new();
+	struct conf *kconf;
+	struct addr a7, a8;
+	json_t *r, *h, *e;
+	char text[1024];
+	size_t i;
+	int n;
+
+	ck_assert_int_eq(addr_parse_host("192.0.2.7", &a7), 0);
+	ck_assert_int_eq(addr_parse_host("192.0.2.8", &a8), 0);
+	ck_assert(khost_open(&a7));
+	ck_assert(khost_open(&a7));
+	khost_decline(&a7, 0x03030002, false);
+	khost_close(&a7);
+	std_groups = groups;
+	nstd_groups = 4;
+
+	/* no kernel_smc: the hosts seen, no group walked */
+	ncalls = 0;
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	ck_assert_int_eq(ncalls, 0);
+	h = json_object_get(json_object_get(r, "data"), "kernel_hosts");
+	ck_assert_uint_eq(json_array_size(h), 1);
+	json_decref(r);
+
+	snprintf(text, sizeof(text),
+		 "smcproxyd: { name = \"t\"; control_socket = \"%s\";"
+		 " workers = 2; };\n"
+		 "rules = ( { name = \"k\"; listen = \"127.0.0.1:16381\";"
+		 " target_smc = \"192.0.2.8:16382\"; } );\n"
+		 "exports = ( { name = \"x\"; target = \"127.0.0.1:16379\";"
+		 " smc_listen = \"192.0.2.1:16383\"; } );\n"
+		 "kernel_smc: { ueids = [ \"SMCPROXYD-LAB\" ];"
+		 " allow = [ \"192.0.2.0/24\" ]; max_pending_per_host = 2;"
+		 " max_lgrs_per_host = 2; };\n",
+		 sockpath);
+	kconf = conf_load_string(text, "k.conf", stderr);
+	ck_assert_ptr_nonnull(kconf);
+	control_conf_update(kconf);
+	for (n = 0; n < 11; n++)
+		auth_failed(&auth_table, &a8, now_ms());
+
+	ncalls = 0;
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show peers\"}\n");
+	ck_assert_int_eq(ncalls, NWORKERS);
+	ck_assert_uint_eq(json_array_size(json_object_get(
+				  json_object_get(r, "data"), "peers")),
+			  0);
+	n = 0;
+	json_array_foreach(
+		json_object_get(json_object_get(r, "data"), "kernel_hosts"), i,
+		h) {
+		if (strcmp(json_string_value(json_object_get(h, "host")),
+			   "192.0.2.7") == 0) {
+			n |= 1;
+			ck_assert_int_eq(
+				json_integer_value(json_object_get(h, "lgrs")),
+				3);
+			ck_assert_int_eq(
+				json_integer_value(json_object_get(h, "links")),
+				3);
+			ck_assert_int_eq(
+				json_integer_value(json_object_get(h, "conns")),
+				1);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "conns_rdma")),
+					 5);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "conns_total")),
+					 2);
+			ck_assert_str_eq(json_string_value(json_object_get(
+						 h, "decline_name")),
+					 "NOSMCRDEV");
+			ck_assert_str_eq(json_string_value(json_object_get(
+						 h, "decline_code")),
+					 "0x03030002");
+			ck_assert(json_is_false(
+				json_object_get(h, "declined_by_peer")));
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "decline_age_s")),
+					 0);
+			ck_assert(json_is_false(
+				json_object_get(h, "rate_limited")));
+			/* worker 1 holds two groups, one pending; worker 0
+			 * three connections */
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "budget_lgrs")),
+					 2);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "budget_pending")),
+					 1);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "budget_conns")),
+					 3);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "max_lgrs_per_host")),
+					 2);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "max_pending_per_host")),
+					 2);
+			ck_assert_str_eq(json_string_value(json_object_get(
+						 h, "budget_full")),
+					 "lgrs");
+		} else {
+			n |= 2;
+			ck_assert_str_eq(
+				json_string_value(json_object_get(h, "host")),
+				"192.0.2.8");
+			ck_assert_int_eq(
+				json_integer_value(json_object_get(h, "lgrs")),
+				1);
+			ck_assert_int_eq(
+				json_integer_value(json_object_get(h, "conns")),
+				0);
+			ck_assert_str_eq(json_string_value(json_object_get(
+						 h, "decline_name")),
+					 "");
+			ck_assert(json_is_null(
+				json_object_get(h, "decline_age_s")));
+			ck_assert(json_is_true(
+				json_object_get(h, "rate_limited")));
+			ck_assert_str_eq(json_string_value(json_object_get(
+						 h, "budget_full")),
+					 "");
+		}
+	}
+	ck_assert_int_eq(n, 3);
+	json_decref(r);
+
+	/* no program attached in a unit test: that is why */
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "kind")),
+			 "target_smc");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "target_smc")),
+			 "192.0.2.8:16382");
+	ck_assert(json_is_false(json_object_get(e, "smc_ready")));
+	ck_assert_str_eq(json_string_value(json_object_get(e, "smc_status")),
+			 "TCP only: SMC-R option program not attached");
+	e = json_array_get(
+		json_object_get(json_object_get(r, "data"), "exports"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "kind")),
+			 "smc_listen");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "smc_listen")),
+			 "192.0.2.1:16383");
+	ck_assert_str_eq(json_string_value(json_object_get(e, "smc_status")),
+			 "TCP only: SMC-R option program not attached");
+	json_decref(r);
+
+	control_conf_update(conf);
+	conf_free(kconf);
+	/* a native rule and export: their kind, no SMC-R status */
+	r = ask_ok(c, "{\"v\":1,\"cmd\":\"show rules\"}\n");
+	e = json_array_get(json_object_get(json_object_get(r, "data"), "rules"),
+			   0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "kind")), "peer");
+	ck_assert_ptr_null(json_object_get(e, "smc_status"));
+	e = json_array_get(
+		json_object_get(json_object_get(r, "data"), "exports"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "kind")),
+			 "peers");
+	ck_assert_ptr_null(json_object_get(e, "smc_status"));
+	json_decref(r);
+	client_free(c);
+}
+END_TEST
+
 START_TEST(test_kill)
 {
 	struct client *c = client_new();
@@ -947,9 +1199,35 @@ START_TEST(test_conns_filter)
 		"{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"state\":\"x\"}}\n",
 		"unknown state \"x\" (want connect_peer, hello, handshake, "
 		"connect_target, rdma_wait, rdma_open, relay or resuming)");
+	/* the dialect, as the issues say it too (pair); tcp is a kernel
+	 * peer's word for the fallback's transport */
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"dialect\":\"native\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"dialect\":\"pair\"}}\n"),
+			 9);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"dialect\":\"smc-r\"}}\n"),
+			 0);
+	ck_assert_int_eq(conns_count(c, "{\"v\":1,\"cmd\":\"show conns\","
+					"\"args\":{\"transport\":\"tcp\"}}\n"),
+			 9);
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"dialect\":"
+		  "\"x\"}}\n",
+		  "unknown dialect \"x\" (want native, pair or smc-r)");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"transport\":"
+		  "\"x\"}}\n",
+		  "unknown transport \"x\" (want rdma, tcp or fallback)");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"show conns\",\"args\":{\"colour\":"
+		  "\"x\"}}\n",
+		  "command \"show conns\" takes no argument \"colour\"");
 	ask_error(c, "{\"v\":1,\"cmd\":\"kill conns\"}\n",
 		  "\"kill conns\" needs at least one of rule, peer, state, "
-		  "transport, age");
+		  "transport, dialect, age");
 
 	r = ask_ok(c, "{\"v\":1,\"cmd\":\"kill conns\",\"args\":{\"peer\":"
 		      "\"c\"}}\n");
@@ -1775,6 +2053,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_stats);
 	tcase_add_test(cmds, test_schema);
 	tcase_add_test(cmds, test_rules_peers);
+	tcase_add_test(cmds, test_kernel_hosts);
 	tcase_add_test(cmds, test_kill);
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);

@@ -457,6 +457,21 @@ lab_eid(void)
 /* The TCP addresses the standard groups are made with (std_host). */
 static struct addr host_a, host_b, host_x;
 
+static int std_seen; /* groups lgr_std_foreach gave std_seen_cb */
+
+static void
+std_seen_cb(const struct addr *h, bool up, int conns, int links, void *arg)
+{
+	char ip[ADDR_STRLEN];
+
+	ck_assert(addr_host(h, ip, sizeof(ip)));
+	ck_assert_str_eq(ip, "192.0.2.1");
+	ck_assert(up);
+	ck_assert_int_eq(conns, 1);
+	ck_assert_int_eq(links, 1);
+	std_seen++;
+}
+
 static const struct addr *
 host(struct addr *a, const char *ip)
 {
@@ -658,6 +673,14 @@ START_TEST(std_groups_both_roles)
 	ck_assert_str_eq(json_string_value(json_object_get(
 				 json_array_get(lgrs, 0), "dialect")),
 			 "smc-r");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(lgrs, 0), "host")),
+			 "192.0.2.1");
+	/* show peers' walk: B's server group with A's host, up, its
+	 * connection and its one link */
+	std_seen = 0;
+	lgr_std_foreach(B.ctx, std_seen_cb, NULL);
+	ck_assert_int_eq(std_seen, 1);
 	json_decref(lgrs);
 	json_decref(links);
 	lgr_conn_del(&ca2);
