@@ -147,12 +147,18 @@ clean "$tree"
 tap "$tree" tests/rxe/two-host "1..2
 ok 1 - 200-two-host-lgr
 # FAIL: 2 of 4 transfers corrupted
+# <4>smcproxyd: lgr 3 link 1 (rxe0): down: no answer to TEST_LINK
+# [   88.1] smc: SMC-R lg 00000100 net 1 link removed: id 00000101
 not ok 2 - 210-two-host-loss (exit 1 on a)"
 tap "$tree" tests/rxe/ksmc "1..3
 ok 1 - 310-ksmc-stream
 Bail out! the Soft-RoCE VM did not finish (vm-run exit 99)"
 expect "a failed and a bailed-out lane" true 1 \
 	"18 passed, 2 failed, 0 skipped, 0 rerun" 'FAIL: 2 of 4 transfers corrupted'
+expect "... with what its links and the kernel said" true 1 \
+	"18 passed, 2 failed, 0 skipped, 0 rerun" 'lgr 3 link 1 \(rxe0\): down: no answer'
+expect "... the kernel's SMC line too" true 1 \
+	"18 passed, 2 failed, 0 skipped, 0 rerun" '\] smc: SMC-R lg 00000100 net 1 link removed'
 
 # reruns: counted and named, not failures
 tree=$T/rerun
