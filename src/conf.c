@@ -915,7 +915,8 @@ static const struct conf_key conf_ksmc_keys[] = {
 	    NULL, 0,
 	    "the SMC-R TCP option's BPF program that a daemon run as root "
 	    "loads itself",
-	    .def_doc = "smc_opt.bpf.o where make install put it",
+	    .def_doc = "smc_opt.bpf.o where make install put it, else the "
+		       "one built beside the binary (src/bpf/)",
 	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
 	KEY_INT(struct conf_ksmc, max_pending, "max_pending", "32", 1, 4096,
 		NULL, R,
@@ -1156,7 +1157,7 @@ conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 
 	k->enabled = true;
 	if (k->bpf_object == NULL &&
-	    (k->bpf_object = strdup(SMCPROXYD_BPF_OBJECT)) == NULL) {
+	    (k->bpf_object = strdup(smc_opt_default_object())) == NULL) {
 		conf_err(p, at, prefix, "out of memory");
 		return;
 	}
@@ -1174,6 +1175,11 @@ conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 		conf_warn(p, at, prefix,
 			  "no ueids: every kernel SMC-R client is declined "
 			  "and goes on as TCP");
+	if (k->nallow == 0)
+		conf_warn(p, at, prefix,
+			  "allow is empty: every kernel SMC-R client of an "
+			  "smc_listen is declined (CNFERR) and goes on as TCP; "
+			  "list the clients' networks in kernel_smc.allow");
 	conf_warn(p, at, prefix,
 		  "kernel SMC-R peers are not authenticated: any host in "
 		  "allow that proposes one of the ueids reaches the exports "

@@ -293,6 +293,92 @@ smc_opt_pinned(const char *dir)
 #endif
 
 /*
+ * Where the option's object is when none is configured: the installed
+ * one, else the one built beside this binary (src/bpf/ of the build
+ * tree), so that a daemon run from the build tree finds its program
+ * instead of serving every kernel SMC-R client as TCP (issue 47).  The
+ * installed path when neither is readable: the error then names it.
+ */
+const char *
+smc_opt_default_object(void)
+{
+	static char built[PATH_MAX];
+	char exe[PATH_MAX - 32], *slash;
+	ssize_t n;
+
+	if (access(SMCPROXYD_BPF_OBJECT, R_OK) == 0)
+		return SMCPROXYD_BPF_OBJECT;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return SMCPROXYD_BPF_OBJECT;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return SMCPROXYD_BPF_OBJECT;
+	*slash = '\0';
+	snprintf(built, sizeof(built), "%s/bpf/smc_opt.bpf.o", exe);
+	return access(built, R_OK) == 0 ? built : SMCPROXYD_BPF_OBJECT;
+}
+
+/*
+ * For smcproxyd -n: whether smc_opt_load() would find the program, as
+ * far as can be told without attaching it: the maps pinned in pin, or
+ * root with a readable object at path that holds the program.  0, or -1
+ * with the reason and its fix in why.
+ */
+int
+smc_opt_check(const char *path, const char *pin, char *why, size_t len)
+{
+#ifdef HAVE_BPF
+	struct bpf_object *obj;
+	char maps[PATH_MAX];
+	bool ok;
+
+	if (pin != NULL) {
+		snprintf(maps, sizeof(maps), "%s/smc_opt_mark", pin);
+		if (access(maps, F_OK) == 0)
+			return 0;
+	}
+	if (geteuid() != 0) {
+		snprintf(why, len,
+			 "not root and no maps pinned in %s: start "
+			 "smcproxyd-bpf.service, or run as root (smcproxyd(8))",
+			 pin != NULL ? pin : "(bpf_pin unset)");
+		return -1;
+	}
+	if (access(path, R_OK) != 0) {
+		snprintf(why, len,
+			 "cannot read %s: %s: install it, or set "
+			 "kernel_smc.bpf_object",
+			 path, strerror(errno));
+		return -1;
+	}
+	libbpf_set_print(smc_opt_silent);
+	obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(obj)) {
+		snprintf(why, len,
+			 "%s is not the SMC-R option's BPF object: set "
+			 "kernel_smc.bpf_object to smc_opt.bpf.o",
+			 path);
+		return -1;
+	}
+	ok = bpf_object__find_program_by_name(obj, "smc_opt") != NULL;
+	bpf_object__close(obj);
+	if (!ok) {
+		snprintf(why, len, "%s lacks the program smc_opt", path);
+		return -1;
+	}
+	return 0;
+#else
+	(void)path;
+	(void)pin;
+	snprintf(why, len,
+		 "built without BPF support (configure found no clang or "
+		 "libbpf): rebuild with them");
+	return -1;
+#endif
+}
+
+/*
  * Use the maps pinned in pin when smcproxyd-bpf.service put them there
  * (the service's unit attaches the program), else load the object at
  * path and attach its program to our cgroup; once (a later call with the

@@ -329,6 +329,32 @@ smcproxyd_raise_nofile(void)
 	}
 }
 
+/*
+ * smcproxyd -n with kernel peers: what would serve them as TCP that the
+ * configuration alone does not show (issue 47: "configuration OK", then
+ * every kernel SMC-R connection went as TCP), with the fix.
+ */
+static void
+smcproxyd_check_ksmc(const struct conf *conf)
+{
+	char why[512];
+	bool listens = false;
+	int i;
+
+	if (!conf->ksmc.enabled)
+		return;
+	for (i = 0; i < conf->nexports; i++)
+		if (conf->exports[i].smc_listen.len != 0)
+			listens = true;
+	if (listens && smc_opt_check(conf->ksmc.bpf_object, conf->ksmc.bpf_pin,
+				     why, sizeof(why)) != 0)
+		fprintf(stderr,
+			"warning: kernel_smc: the SMC-R option program will "
+			"not attach (%s): every kernel SMC-R client of an "
+			"smc_listen will be served as TCP\n",
+			why);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -344,7 +370,7 @@ main(int argc, char *argv[])
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = SMCPROXYD_CONF, *local_addr = NULL;
-	const char *pin = NULL, *bpf_object = SMCPROXYD_BPF_OBJECT;
+	const char *pin = NULL, *bpf_object = NULL;
 	struct event *sig_term, *sig_int, *sig_hup;
 	bool check = false, list = false;
 	int ch, rc;
@@ -394,7 +420,12 @@ main(int argc, char *argv[])
 		return ib_list_devices(stdout, local_addr) ? 1 : 0;
 	/* smcproxyd-bpf.service: load the option's program and pin it */
 	if (pin != NULL)
-		return smc_opt_pin(bpf_object, pin) ? 1 : 0;
+		return smc_opt_pin(bpf_object != NULL ?
+					   bpf_object :
+					   smc_opt_default_object(),
+				   pin) ?
+			       1 :
+			       0;
 
 	conf_current = conf_load(path, stderr);
 	if (check) {
@@ -402,6 +433,8 @@ main(int argc, char *argv[])
 			return 1;
 		if (conf_current->warnings != NULL)
 			fputs(conf_current->warnings, stderr);
+		smcproxyd_check_ksmc(conf_current);
+		ib_check_host(conf_current);
 		printf("configuration OK\n");
 		conf_free(conf_current);
 		return 0;

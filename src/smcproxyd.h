@@ -358,6 +358,8 @@ void kpeer_connect(struct session *s);
 /* smc_opt.c */
 int smc_opt_load(const char *path, const char *pin);
 int smc_opt_pin(const char *path, const char *dir);
+const char *smc_opt_default_object(void);
+int smc_opt_check(const char *path, const char *pin, char *why, size_t len);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 int smc_opt_mark(int fd, unsigned int mark);

@@ -22,16 +22,19 @@ OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
 [ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
 need socat
 
-set -- $(free_ports 3)
-PORT_SMC=$1 PORT_TARGET=$2 PORT_SMC2=$3
+set -- $(free_ports 4)
+PORT_SMC=$1 PORT_TARGET=$2 PORT_SMC2=$3 PORT_SMC3=$4
 socat "TCP-LISTEN:$PORT_TARGET,bind=127.0.0.1,reuseaddr,fork" EXEC:cat \
 	>"$T/echo.log" 2>&1 &
 track $! "$T/echo.log"
 wait_listen "$PORT_TARGET" 10
 
-# conf NAME PORT ALLOW BPF_OBJECT
+# conf NAME PORT ALLOW BPF_OBJECT (empty: the default)
 conf()
 {
+	local obj=
+
+	[ -n "$4" ] && obj="bpf_object = \"$4\";"
 	cat >"$T/$1.conf" <<EOF
 smcproxyd: {
 	name = "$1";
@@ -45,7 +48,7 @@ exports = (
 kernel_smc: {
 	ueids = [ "SMCPROXYD-LAB" ];
 	allow = [ $3 ];
-	bpf_object = "$4";
+	$obj
 };
 EOF
 }
@@ -167,4 +170,33 @@ out=$("$KC" -c "127.0.0.1:$PORT_SMC2" -o "$OBJ" 2>&1) ||
 	fail "c without the program did not serve TCP: $out"
 printf '%s\n' "$out" | grep -qx 'not echoed' || fail "c echoed without a program"
 [ "$(stat_get c smc_opt_unavailable)" = 1 ] || fail "c did not count smc_opt_unavailable"
+
+# smcproxyd -n says when kernel peers would get TCP, and the fix, where
+# it once said only "configuration OK" (issue 47): a program that will
+# not attach, an empty allow; not for b, whose program attaches
+"$SMCPROXYD" -n -c "$T/c.conf" >"$T/c.check" 2>&1 || fail "-n rejects c.conf"
+grep -q "warning: kernel_smc: the SMC-R option program will not attach (cannot read $T/nonexistent.bpf.o: .*set kernel_smc.bpf_object)" \
+	"$T/c.check" || fail "-n does not say that c's program will not attach: $(cat "$T/c.check")"
+grep -q 'configuration OK' "$T/c.check" || fail "-n on c.conf: no verdict"
+if grep -q 'will not attach\|allow is empty' "$T/b.check"; then
+	fail "-n warns about b, whose program attaches: $(cat "$T/b.check")"
+fi
+conf e "$PORT_SMC3" '' "$OBJ"
+"$SMCPROXYD" -n -c "$T/e.conf" >"$T/e.check" 2>&1 || fail "-n rejects e.conf"
+grep -q 'allow is empty: every kernel SMC-R client of an smc_listen is declined (CNFERR)' \
+	"$T/e.check" || fail "-n does not say that an empty allow declines everyone: $(cat "$T/e.check")"
+
+# no bpf_object: a daemon run from the build tree finds the program built
+# beside it (src/bpf/) when none is installed, instead of serving TCP
+conf d "$PORT_SMC3" '"127.0.0.0/8"' ""
+"$SMCPROXYD" -n -c "$T/d.conf" >"$T/d.check" 2>&1 || fail "-n rejects d.conf"
+if grep -q 'will not attach' "$T/d.check"; then
+	fail "-n: no program found for d, with none configured: $(cat "$T/d.check")"
+fi
+start_daemon d "$T/d.conf"
+wait_listen "$PORT_SMC3" 10 "$d_pid"
+ctl d version | grep -q '^smc_option *attached to ' ||
+	fail "d, with no bpf_object, did not attach a program: $(ctl d version)"
+grep -q "SMC-R option program .*smc_opt.bpf.o attached" "$T/d.log" ||
+	fail "d does not log which program it attached"
 exit 0
