@@ -918,6 +918,12 @@ static const struct conf_key conf_ksmc_keys[] = {
 	    .def_doc = "smc_opt.bpf.o where make install put it, else the "
 		       "one built beside the binary (src/bpf/)",
 	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
+	KEY(struct conf_ksmc, bpf_root_cgroup, "bpf_root_cgroup", CONF_T_BOOL,
+	    "false", 0, 1, NULL, 0,
+	    "attach the option's program even when the daemon runs in the "
+	    "cgroup v2 root, where it acts on every socket of the host (a "
+	    "daemon in a cgroup of its own, as systemd runs it, never needs "
+	    "this)"),
 	KEY_INT(struct conf_ksmc, max_pending, "max_pending", "32", 1, 4096,
 		NULL, R,
 		"link groups with kernel peers not yet up (CLC and first "

@@ -186,9 +186,19 @@ smc_opt_connected(int fd)
 }
 
 #ifdef HAVE_BPF
-/* The cgroup v2 directory we run in, from /proc/self: 0 or -errno. */
+#define SMC_OPT_ROOT_CGROUP                                                  \
+	"in the cgroup v2 root, acting on every socket of the host: run it " \
+	"in a cgroup of its own, or set kernel_smc.bpf_root_cgroup"
+
+/*
+ * The cgroup v2 directory we run in, from /proc/self: 0 or -errno;
+ * -EPERM for the root of the hierarchy unless root_ok: a program
+ * attached there acts on every socket of the host (a daemon started as
+ * root from a shell of a host whose processes sit in the root, as on a
+ * hybrid-cgroup host; issue 47).
+ */
 static int
-smc_opt_cgroup(char *dir, size_t len)
+smc_opt_cgroup(char *dir, size_t len, bool root_ok)
 {
 	char line[4096], mnt[1024] = "", rel[2048] = "";
 	FILE *f;
@@ -218,6 +228,8 @@ smc_opt_cgroup(char *dir, size_t len)
 	fclose(f);
 	if (rel[0] == '\0' || mnt[0] == '\0')
 		return -ENOENT;
+	if (strcmp(rel, "/") == 0 && !root_ok)
+		return -EPERM;
 	if ((size_t)snprintf(dir, len, "%s%s", mnt,
 			     strcmp(rel, "/") == 0 ? "" : rel) >= len)
 		return -ENAMETOOLONG;
@@ -326,12 +338,14 @@ smc_opt_default_object(void)
  * with the reason and its fix in why.
  */
 int
-smc_opt_check(const char *path, const char *pin, char *why, size_t len)
+smc_opt_check(const struct conf_ksmc *k, char *why, size_t len)
 {
 #ifdef HAVE_BPF
+	const char *path = k->bpf_object, *pin = k->bpf_pin;
 	struct bpf_object *obj;
 	char maps[PATH_MAX];
 	bool ok;
+	int rc;
 
 	if (pin != NULL) {
 		snprintf(maps, sizeof(maps), "%s/smc_opt_mark", pin);
@@ -343,6 +357,11 @@ smc_opt_check(const char *path, const char *pin, char *why, size_t len)
 			 "not root and no maps pinned in %s: start "
 			 "smcproxyd-bpf.service, or run as root (smcproxyd(8))",
 			 pin != NULL ? pin : "(bpf_pin unset)");
+		return -1;
+	}
+	rc = smc_opt_cgroup(maps, sizeof(maps), k->bpf_root_cgroup);
+	if (rc == -EPERM) {
+		snprintf(why, len, "%s", SMC_OPT_ROOT_CGROUP);
 		return -1;
 	}
 	if (access(path, R_OK) != 0) {
@@ -369,8 +388,7 @@ smc_opt_check(const char *path, const char *pin, char *why, size_t len)
 	}
 	return 0;
 #else
-	(void)path;
-	(void)pin;
+	(void)k;
 	snprintf(why, len,
 		 "built without BPF support (configure found no clang or "
 		 "libbpf): rebuild with them");
@@ -386,9 +404,10 @@ smc_opt_check(const char *path, const char *pin, char *why, size_t len)
  * smc_opt_state(), logged: smc_listen then serves as TCP.
  */
 int
-smc_opt_load(const char *path, const char *pin)
+smc_opt_load(const struct conf_ksmc *k)
 {
 #ifdef HAVE_BPF
+	const char *path = k->bpf_object, *pin = k->bpf_pin;
 	struct bpf_program *prog;
 	char dir[3072];
 	int cg, rc;
@@ -408,10 +427,12 @@ smc_opt_load(const char *path, const char *pin)
 		rc = -EPERM;
 		goto fail;
 	}
-	rc = smc_opt_cgroup(dir, sizeof(dir));
+	rc = smc_opt_cgroup(dir, sizeof(dir), k->bpf_root_cgroup);
 	if (rc < 0) {
-		snprintf(smc_opt.state, sizeof(smc_opt.state),
-			 "no cgroup v2 mounted for this process");
+		snprintf(smc_opt.state, sizeof(smc_opt.state), "%s",
+			 rc == -EPERM ?
+				 SMC_OPT_ROOT_CGROUP :
+				 "no cgroup v2 mounted for this process");
 		goto fail;
 	}
 	if (access(path, R_OK) != 0) {
@@ -475,8 +496,7 @@ fail:
 		  smc_opt.state);
 	return rc;
 #else
-	(void)path;
-	(void)pin;
+	(void)k;
 	snprintf(smc_opt.state, sizeof(smc_opt.state),
 		 "built without BPF support (configure found no clang or "
 		 "libbpf)");

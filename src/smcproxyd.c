@@ -189,7 +189,7 @@ smcproxyd_reload(FILE *errors)
 	}
 	/* before the workers mark their new smc_listen sockets */
 	if (next->ksmc.enabled)
-		(void)smc_opt_load(next->ksmc.bpf_object, next->ksmc.bpf_pin);
+		(void)smc_opt_load(&next->ksmc);
 	rc = worker_reconfigure_all(next);
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
@@ -346,8 +346,7 @@ smcproxyd_check_ksmc(const struct conf *conf)
 	for (i = 0; i < conf->nexports; i++)
 		if (conf->exports[i].smc_listen.len != 0)
 			listens = true;
-	if (listens && smc_opt_check(conf->ksmc.bpf_object, conf->ksmc.bpf_pin,
-				     why, sizeof(why)) != 0)
+	if (listens && smc_opt_check(&conf->ksmc, why, sizeof(why)) != 0)
 		fprintf(stderr,
 			"warning: kernel_smc: the SMC-R option program will "
 			"not attach (%s): every kernel SMC-R client of an "
@@ -473,8 +472,7 @@ main(int argc, char *argv[])
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
 		fatalx("%s: a listen address is taken; not starting", path);
 	if (conf_current->ksmc.enabled)
-		(void)smc_opt_load(conf_current->ksmc.bpf_object,
-				   conf_current->ksmc.bpf_pin);
+		(void)smc_opt_load(&conf_current->ksmc);
 	rc = worker_start_all(conf_current);
 	if (rc) {
 		errno = -rc;

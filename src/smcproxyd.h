@@ -246,6 +246,7 @@ struct conf_ksmc {
 	struct addr_net *allow_nets; /* allow, parsed */
 	char *bpf_object;	     /* the SMC-R option's BPF program */
 	char *bpf_pin;		     /* where smcproxyd-bpf.service pins it */
+	bool bpf_root_cgroup;	     /* attach even in the cgroup v2 root */
 	/* each host's budget, per worker (lgr_std_budget): groups not yet
 	 * up (all hosts, one host), groups and connections of one host */
 	int max_pending, max_pending_per_host;
@@ -356,10 +357,10 @@ void kpeer_accept(struct worker *w, int fd, void *export);
 void kpeer_connect(struct session *s);
 
 /* smc_opt.c */
-int smc_opt_load(const char *path, const char *pin);
+int smc_opt_load(const struct conf_ksmc *k);
 int smc_opt_pin(const char *path, const char *dir);
 const char *smc_opt_default_object(void);
-int smc_opt_check(const char *path, const char *pin, char *why, size_t len);
+int smc_opt_check(const struct conf_ksmc *k, char *why, size_t len);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 int smc_opt_mark(int fd, unsigned int mark);

@@ -27,9 +27,7 @@ N=16
 
 if [ "$RXE_HOST" = b ]; then
 	# the daemon attaches to the cgroup v2 it runs in
-	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-		mount -t cgroup2 none /sys/fs/cgroup ||
-		rxe_die "cannot mount cgroup2"
+	ksmc_cgroup2
 	cat >"$R/b.conf" <<EOF
 smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock"; };
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";

@@ -27,9 +27,7 @@ PORT_K=16583
 PORT_L=16584
 N=8
 
-grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-	mount -t cgroup2 none /sys/fs/cgroup ||
-	rxe_die "cannot mount cgroup2"
+ksmc_cgroup2
 
 RXE2_SECTIONS="kernel_smc: { ueids = [ \"$RXE_KSMC_UEID\" ];
               allow = [ \"$RXE_PEER_IP/32\" ]; bpf_object = \"$OBJ\"; };"

@@ -40,9 +40,7 @@ PORT_S=16592    # b's kernel SMC-R server
 PORT_RULE=16593 # a's rule k
 KILL_BOUND=60
 
-grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-	mount -t cgroup2 none /sys/fs/cgroup ||
-	rxe_die "cannot mount cgroup2"
+ksmc_cgroup2
 
 links_removed() {
 	dmesg | grep -c 'link removed'

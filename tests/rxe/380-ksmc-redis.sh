@@ -22,9 +22,7 @@ PORT_RULE=16603  # a's rule to it
 
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 	rxe_die "redis-server and redis-benchmark are needed (redis-server, redis-tools)"
-grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-	mount -t cgroup2 none /sys/fs/cgroup ||
-	rxe_die "cannot mount cgroup2"
+ksmc_cgroup2
 
 # readback HOST PORT: redis-cli reads back a 3000-byte value
 readback() {

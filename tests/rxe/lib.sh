@@ -1006,10 +1006,22 @@ sys.exit(0 if (d0, d1, len(act)) == (w0, w1, w0 + w1) else 1)
 PY
 }
 
+# ksmc_cgroup2: a cgroup v2 mounted, and this check (with all it starts
+# from now on) in a cgroup of its own below the root: a daemon attaches
+# the option's program to the cgroup it runs in, and refuses the root,
+# where the program would act on every socket of the host
+# (kernel_smc.bpf_root_cgroup)
 ksmc_cgroup2() {
+	local mnt
+
 	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
 		mount -t cgroup2 none /sys/fs/cgroup ||
 		rxe_die "cannot mount cgroup2"
+	mnt=$(awk '/ - cgroup2 / && $4 == "/" { print $5; exit }' \
+		/proc/self/mountinfo)
+	mkdir -p "$mnt/rxe-checks" &&
+		echo $$ >"$mnt/rxe-checks/cgroup.procs" ||
+		rxe_die "cannot put the check in a cgroup of its own"
 }
 
 ksmc_export_start() {

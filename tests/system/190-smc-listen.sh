@@ -20,6 +20,7 @@ OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
 [ -x "$KC" ] && [ -f "$OBJ" ] ||
 	skip "ksmcclient or smc_opt.bpf.o not built (no clang or libbpf)"
 [ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
+smc_cgroup
 need socat
 
 set -- $(free_ports 4)
@@ -76,6 +77,14 @@ conf b "$PORT_SMC" '"127.0.0.0/8"' "$OBJ"
 	fail "smcproxyd -n rejects b.conf: $(cat "$T/b.check")"
 grep -q 'warning: kernel_smc: kernel SMC-R peers are not authenticated' \
 	"$T/b.check" || fail "-n does not warn that kernel peers are unauthenticated"
+# in the cgroup v2 root the program would act on every socket of the
+# host: -n says so (and a daemon there does not attach, unless
+# kernel_smc.bpf_root_cgroup); this test runs in a cgroup of its own
+(echo "$BASHPID" >"${SMC_CGROUP%/*}/cgroup.procs" &&
+	exec "$SMCPROXYD" -n -c "$T/b.conf") >"$T/b-root.check" 2>&1 ||
+	fail "-n in the root cgroup rejects b.conf"
+grep -q 'will not attach (in the cgroup v2 root, acting on every socket of the host: run it in a cgroup of its own, or set kernel_smc.bpf_root_cgroup)' \
+	"$T/b-root.check" || fail "-n in the cgroup v2 root does not warn: $(cat "$T/b-root.check")"
 start_daemon b "$T/b.conf"
 wait_listen "$PORT_SMC" 10 "$b_pid"
 ctl b version | grep -q '^smc_option *attached to ' ||

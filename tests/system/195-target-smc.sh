@@ -23,6 +23,7 @@ FIX=$(cd "$(dirname "$0")/../fixtures/ksmc" && pwd)
 [ -x "$KD" ] && [ -f "$OBJ" ] ||
 	skip "ksmcdecline or smc_opt.bpf.o not built (no clang or libbpf)"
 [ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
+smc_cgroup
 need socat python3
 
 set -- $(free_ports 3)

@@ -25,6 +25,7 @@ OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
 [ -x "$KC" ] && [ -x "$KD" ] && [ -f "$OBJ" ] ||
 	skip "ksmcclient, ksmcdecline or smc_opt.bpf.o not built (no clang or libbpf)"
 [ "$(id -u)" = 0 ] || skip "not root: the BPF program cannot be loaded"
+smc_cgroup
 need socat python3
 
 set -- $(free_ports 5)

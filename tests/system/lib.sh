@@ -152,6 +152,7 @@ smc_exit()
 	fi
 	smc_stop_all
 	free_ports_release
+	smc_cgroup_leave
 	if [ "$SMC_FAILED" -ne 0 ]; then
 		smc_dump_logs
 		[ "$rc" -eq 0 ] && rc=1
@@ -164,6 +165,32 @@ smc_exit()
 		fi
 	fi
 	exit "$rc"
+}
+
+# smc_cgroup: this test, and all it starts from now on, in a cgroup v2 of
+# its own (left and removed at exit), so that the SMC-R option's program
+# a daemon attaches acts on the test's sockets only: a daemon in the
+# cgroup v2 root refuses to attach there (kernel_smc.bpf_root_cgroup),
+# and the host's other sockets are not ours to touch.
+smc_cgroup()
+{
+	local mnt
+
+	mnt=$(awk '/ - cgroup2 / && $4 == "/" { print $5; exit }' \
+		/proc/self/mountinfo)
+	[ -n "$mnt" ] || fail "no cgroup v2 mounted for the option's program"
+	SMC_CGROUP=$mnt/smcproxyd-test.$$
+	mkdir -p "$SMC_CGROUP" && echo $$ >"$SMC_CGROUP/cgroup.procs" ||
+		fail "cannot put the test in a cgroup of its own ($SMC_CGROUP)"
+	smc_log "in cgroup $SMC_CGROUP"
+}
+
+smc_cgroup_leave()
+{
+	[ -n "${SMC_CGROUP:-}" ] || return 0
+	echo $$ >"${SMC_CGROUP%/*}/cgroup.procs" 2>/dev/null
+	rmdir "$SMC_CGROUP" 2>/dev/null ||
+		smc_log "cgroup $SMC_CGROUP left behind: $(cat "$SMC_CGROUP/cgroup.procs" 2>/dev/null | tr '\n' ' ')"
 }
 
 # smc_init: temp dir, traps, the programs every test needs.
