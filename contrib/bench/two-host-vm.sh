@@ -217,8 +217,7 @@ done
 # ruleK: daemon a5's target_smc rules to b's kernel SMC-R servers (the
 # standard dialect's rule side, no daemon on b's side of it)
 if [ "$ksmc_on" = 1 ]; then
-	grep -q ' - cgroup2 ' /proc/self/mountinfo ||
-		mount -t cgroup2 none /sys/fs/cgroup || rxe_die "cgroup2"
+	ksmc_cgroup2
 	cat >"$R/a5.conf" <<CONF
 smcproxyd: { name = "a5"; workers = 1; control_socket = "$R/a5.sock"; };
 rules = ( { name = "xf"; listen = "127.0.0.1:17601"; target_smc = "$RXE_PEER_IP:$PORT_XK"; },
