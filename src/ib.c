@@ -1004,8 +1004,8 @@ ib_mr_reg(struct dev *dev, void *addr, size_t len, uint64_t iova, int access,
 	mr = ibv_reg_mr_iova(d->pd, addr, len, iova, flags);
 	if (mr == NULL) {
 		ret = errno ? -errno : -ENOMEM;
-		log_warnx("ib: %s: ibv_reg_mr_iova of %zu bytes: %s%s", d->name,
-			  len, strerror(-ret),
+		log_warnx("ib: %s: ibv_reg_mr of %zu bytes: %s%s", d->name, len,
+			  strerror(-ret),
 			  ret == -ENOMEM || ret == -EPERM ?
 				  " (locked memory limit? see ulimit -l, "
 				  "LimitMEMLOCK=)" :
