@@ -482,14 +482,15 @@ conf_check_socket_path(struct conf_parse *p, const void *field, char *msg,
 	return 0;
 }
 
+/* An absolute path, or "none". */
 static int
 conf_check_absolute(struct conf_parse *p, const void *field, char *msg,
 		    size_t len)
 {
 	const char *s = *(char *const *)field;
 
-	if (s[0] != '/') {
-		snprintf(msg, len, "must be an absolute path");
+	if (s[0] != '/' && strcmp(s, "none") != 0) {
+		snprintf(msg, len, "must be an absolute path, or \"none\"");
 		return -EINVAL;
 	}
 	return 0;
@@ -637,7 +638,7 @@ static const struct conf_key conf_main_keys[] = {
 	 .check = conf_check_absolute,
 	 .def_doc = "state.json beside control_socket",
 	 .desc = "where the rules disabled and the peers drained by "
-		 "smcproxyctl are kept across restarts",
+		 "smcproxyctl are kept across restarts; \"none\": not kept",
 	 .example = "\"/run/smcproxyd/state.json\""},
 	KEY(struct conf, control_mode, "control_mode", CONF_T_MODE, "0660", 0,
 	    0777, NULL, 0, "file mode of the control socket (octal)"),

@@ -4,7 +4,7 @@
  * peers drained by smcproxyctl.  Each change rewrites a small JSON file
  * (state_file; by default state.json beside the control socket, in the
  * runtime directory that the unit keeps across restarts and empties on a
- * stop), {"v":1,"disabled_rules":["x"],"drained_peers":["b"]}, written
+ * stop; "none": nothing kept), {"v":1,"disabled_rules":["x"],"drained_peers":["b"]}, written
  * to a temporary file and renamed over the old one, so that a crash
  * leaves the old state or the new, never half of one.  The next process
  * reads it before its workers open a listener and applies it, logging
@@ -27,7 +27,11 @@
 #define STATE_VERSION 1
 #define STATE_NAME "state.json"
 
-/* The file of @conf: state_file, else STATE_NAME beside control_socket. */
+/*
+ * The file of @conf: state_file, else STATE_NAME beside control_socket.
+ * Return: 0, -ENOENT when state_file is "none" (nothing kept), or
+ * -ENAMETOOLONG.
+ */
 static int
 state_path(const struct conf *conf, char *buf, size_t len)
 {
@@ -37,6 +41,8 @@ state_path(const struct conf *conf, char *buf, size_t len)
 	const char *slash = strrchr(sock, '/');
 	int n;
 
+	if (conf->state_file != NULL && strcmp(conf->state_file, "none") == 0)
+		return -ENOENT;
 	if (conf->state_file != NULL)
 		n = snprintf(buf, len, "%s", conf->state_file);
 	else
@@ -78,6 +84,8 @@ state_save(const struct conf *conf)
 	int fd = -1, rc;
 
 	rc = state_path(conf, path, sizeof(path));
+	if (rc == -ENOENT)
+		return 0;
 	if (rc < 0) {
 		log_warnx("state: %s: path too long", conf->control_socket);
 		return rc;
@@ -191,6 +199,8 @@ state_load(const struct conf *conf)
 	int rc, dropped;
 
 	rc = state_path(conf, path, sizeof(path));
+	if (rc == -ENOENT)
+		return 0;
 	if (rc < 0) {
 		log_warnx("state: %s: path too long", conf->control_socket);
 		return rc;

@@ -9,7 +9,8 @@
 # daemon logs (not what monitors see) until a reload sets the
 # configuration's (here -d's) again; and the rules disabled and peers
 # drained stay so across a restart (state.json beside the control
-# socket), while names the configuration no longer has are dropped.
+# socket), while names the configuration no longer has are dropped, a
+# broken file is said and ignored, and state_file = "none" keeps nothing.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
@@ -228,4 +229,15 @@ start_daemon a "$T/a.conf"
 wait_listen "$PORT_RULE" 10 "$a_pid"
 grep -q "state: $T/state.json:.*starting with every rule enabled" "$T/a.log" ||
 	fail "a does not say state.json is broken"
+# state_file = "none": nothing kept
+stop_daemon a
+rm -f "$T/state.json"
+sed -i 's|^\tname = "a";|&\n\tstate_file = "none";|' "$T/a.conf"
+start_daemon a "$T/a.conf"
+wait_listen "$PORT_RULE" 10 "$a_pid"
+ctl a disable rule w >"$T/out" 2>&1 || fail "disable rule w: $(cat "$T/out")"
+[ -e "$T/state.json" ] && fail "state.json written with state_file = \"none\""
+stop_daemon a
+start_daemon a "$T/a.conf"
+wait_listen "$PORT_RULE" 10 "$a_pid"
 exit 0
