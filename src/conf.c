@@ -482,6 +482,20 @@ conf_check_socket_path(struct conf_parse *p, const void *field, char *msg,
 	return 0;
 }
 
+/* An absolute path, or "none". */
+static int
+conf_check_absolute(struct conf_parse *p, const void *field, char *msg,
+		    size_t len)
+{
+	const char *s = *(char *const *)field;
+
+	if (s[0] != '/' && strcmp(s, "none") != 0) {
+		snprintf(msg, len, "must be an absolute path, or \"none\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 conf_check_specific(struct conf_parse *p, const void *field, char *msg,
 		    size_t len)
@@ -618,6 +632,14 @@ static const struct conf_key conf_main_keys[] = {
 	KEY(struct conf, control_socket, "control_socket", CONF_T_PATH,
 	    "/run/smcproxyd/control.sock", 0, 0, conf_check_socket_path, 0,
 	    "UNIX socket that smcproxyctl talks to"),
+	{.name = "state_file",
+	 .type = CONF_T_PATH,
+	 .off = offsetof(struct conf, state_file),
+	 .check = conf_check_absolute,
+	 .def_doc = "state.json beside control_socket",
+	 .desc = "where the rules disabled and the peers drained by "
+		 "smcproxyctl are kept across restarts; \"none\": not kept",
+	 .example = "\"/run/smcproxyd/state.json\""},
 	KEY(struct conf, control_mode, "control_mode", CONF_T_MODE, "0660", 0,
 	    0777, NULL, 0, "file mode of the control socket (octal)"),
 	KEY_INT(struct conf, control_uid, "control_uid", "-1", -1, INT_MAX,
@@ -2250,6 +2272,7 @@ conf_free(struct conf *conf)
 		free(conf->src);
 	}
 	free(conf->control_socket);
+	free(conf->state_file);
 	free(conf->warnings);
 	free(conf->path);
 	free(conf);

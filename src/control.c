@@ -27,7 +27,9 @@
  * Commands come from one table (name, flags, arguments, handler, help);
  * "help" and "schema" are generated from it.  Mutating commands need the
  * peer's credentials (SO_PEERCRED) to be root, the daemon's user, or the
- * configuration's control_uid / control_gid.
+ * configuration's control_uid / control_gid; they are logged with who ran
+ * them and raised as monitor events.  A client that says `monitor` is
+ * handed over to monitor.c once answered, and leaves its slot here.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -50,6 +52,7 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
+#include "monitor.h"
 
 #define CONTROL_OUT_MAX (256 * 1024) /* unsent bytes before we stop reading */
 #define CONTROL_IDLE_TIMEOUT 60	     /* seconds after the last request */
@@ -87,6 +90,7 @@ struct control_client {
 	int64_t cc_reply_ms;   /* unsent output since; 0: none */
 	struct control_listing *cc_listing; /* show conns, being rendered */
 	struct control_check *cc_check;	    /* check PEER, under way */
+	bool cc_monitor; /* said `monitor`: monitor.c's once answered */
 };
 
 TAILQ_HEAD(control_clients, control_client);
@@ -107,6 +111,7 @@ struct control_req;
 
 #define CONTROL_MUTATING 0x1
 #define CONTROL_RUNNING 0x2 /* refused while the daemon stops */
+#define CONTROL_SETS 0x4    /* mutating when given an argument */
 
 struct control_cmd {
 	const char *cm_name;
@@ -160,6 +165,8 @@ static json_t *control_cmd_peer_drain(struct control_req *req);
 static json_t *control_cmd_check(struct control_req *req);
 static json_t *control_cmd_shutdown(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
+static json_t *control_cmd_log_level(struct control_req *req);
+static json_t *control_cmd_monitor(struct control_req *req);
 static json_t *control_cmd_schema(struct control_req *req);
 static json_t *control_cmd_help(struct control_req *req);
 
@@ -170,6 +177,11 @@ static const struct control_arg control_kill_args[] = {
 
 static const struct control_arg control_name_args[] = {
 	{"name", CONTROL_ARG_NAME, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+static const struct control_arg control_level_args[] = {
+	{"level", CONTROL_ARG_NAME, false},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
@@ -240,6 +252,13 @@ static const struct control_cmd control_cmds[] = {
 	 "finish within shutdown_timeout"},
 	{"shutdown now", CONTROL_MUTATING, NULL, control_cmd_shutdown,
 	 "stop, closing the open connections now (also cuts a drain short)"},
+	{"log-level", CONTROL_SETS, control_level_args, control_cmd_log_level,
+	 "the least severe message logged (error, warning, info, debug); "
+	 "with LEVEL, set it until the next reload or restart, which go "
+	 "back to the configuration's log_level"},
+	{"monitor", 0, NULL, control_cmd_monitor,
+	 "from now on, one line per event (peers, links, link groups, "
+	 "reloads, admin commands, shutdown) until the connection closes"},
 	{"schema", 0, NULL, control_cmd_schema,
 	 "describe every statistic and command"},
 	{"help", 0, NULL, control_cmd_help, "list the commands"},
@@ -382,6 +401,34 @@ control_done(json_t *data, const char *fmt, ...)
 	}
 	free(msg);
 	return data;
+}
+
+/*
+ * What an operator did, said with who did it: logged, and raised as event
+ * @ev about @w for the monitors.
+ */
+static void control_admin(const struct control_req *req, enum monitor_event ev,
+			  const struct log_where *w, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+control_admin(const struct control_req *req, enum monitor_event ev,
+	      const struct log_where *w, const char *fmt, ...)
+{
+	const struct control_client *c = req->cr_client;
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = control_vtext(fmt, ap);
+	va_end(ap);
+	if (msg == NULL)
+		return;
+	log_info("%s by uid %u pid %d", msg, (unsigned int)c->cc_uid,
+		 (int)c->cc_pid);
+	monitor_event(ev, w, "%s by uid %u pid %d", msg,
+		      (unsigned int)c->cc_uid, (int)c->cc_pid);
+	free(msg);
 }
 
 /******** helpers for the commands ********/
@@ -590,9 +637,8 @@ static json_t *
 control_cmd_stats_reset(struct control_req *req)
 {
 	stats_reset();
-	log_info("statistics reset by uid %u pid %d",
-		 (unsigned int)req->cr_client->cc_uid,
-		 (int)req->cr_client->cc_pid);
+	control_admin(req, MONITOR_STATS_RESET, LOG_NOWHERE,
+		      "statistics reset");
 	return control_done(json_object(), "statistics reset: counters "
 					   "restart from zero");
 }
@@ -1256,9 +1302,8 @@ control_cmd_kill(struct control_req *req)
 		control_fail(req, "no connection %s", hex);
 		return NULL;
 	}
-	log_info("conn %s killed by uid %u pid %d", hex,
-		 (unsigned int)req->cr_client->cc_uid,
-		 (int)req->cr_client->cc_pid);
+	control_admin(req, MONITOR_CONN_KILLED, LOG_NOWHERE, "conn %s killed",
+		      hex);
 	return control_done(json_pack("{s:s}", "id", hex),
 			    "connection %s killed", hex);
 }
@@ -1325,9 +1370,8 @@ control_cmd_kill_conns(struct control_req *req)
 	}
 	json_decref(v.ids);
 	n = json_array_size(killed);
-	log_info("%zu connections killed by uid %u pid %d", n,
-		 (unsigned int)req->cr_client->cc_uid,
-		 (int)req->cr_client->cc_pid);
+	control_admin(req, MONITOR_CONN_KILLED, LOG_NOWHERE,
+		      "%zu connections killed", n);
 	return control_done(
 		json_pack("{s:I, s:o}", "count", (json_int_t)n, "ids", killed),
 		"%zu connection%s killed", n, n == 1 ? "" : "s");
@@ -1363,10 +1407,11 @@ control_cmd_rule_enable(struct control_req *req)
 			     strerror(-rc));
 		return NULL;
 	}
-	log_info("rule %s %s by uid %u pid %d", name,
-		 enable ? "enabled" : "disabled",
-		 (unsigned int)req->cr_client->cc_uid,
-		 (int)req->cr_client->cc_pid);
+	control_admin(req,
+		      enable ? MONITOR_RULE_ENABLED : MONITOR_RULE_DISABLED,
+		      &(struct log_where){NULL, name, -1, -1}, "rule %s %s",
+		      name, enable ? "enabled" : "disabled");
+	state_save(control_conf);
 	data = json_pack("{s:s, s:b, s:b}", "name", name, "enabled", enable,
 			 "accepting", worker_rule_accepting(r));
 	conns = tally_conns(TALLY_RULE, name);
@@ -1415,10 +1460,11 @@ control_cmd_peer_drain(struct control_req *req)
 			     name, strerror(-rc));
 		return NULL;
 	}
-	log_info("peer %s %s by uid %u pid %d", name,
-		 drain ? "draining" : "no longer draining",
-		 (unsigned int)req->cr_client->cc_uid,
-		 (int)req->cr_client->cc_pid);
+	control_admin(req,
+		      drain ? MONITOR_PEER_DRAINED : MONITOR_PEER_UNDRAINED,
+		      &(struct log_where){name, NULL, -1, -1}, "peer %s %s",
+		      name, drain ? "draining" : "no longer draining");
+	state_save(control_conf);
 	data = json_pack("{s:s, s:b}", "name", name, "draining", drain);
 	conns = tally_conns(TALLY_PEER, name);
 	if (drain)
@@ -1680,6 +1726,69 @@ control_cmd_reload(struct control_req *req)
 		control_conf->nexports == 1 ? "" : "s");
 }
 
+/*
+ * `log-level`: the level now; `log-level LEVEL` sets it (at once, for
+ * every thread) until a reload or a restart sets the configuration's.
+ */
+static json_t *
+control_cmd_log_level(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "level"));
+	enum log_level was = log_get_level(), level;
+
+	if (name == NULL)
+		return control_done(
+			json_pack("{s:s}", "level", log_level_name(was)),
+			"log level: %s", log_level_name(was));
+	if (log_level_parse(name, &level) < 0) {
+		control_fail(req,
+			     "unknown log level \"%.32s\" (want error, "
+			     "warning, info or debug)",
+			     name);
+		return NULL;
+	}
+	/* said at info, at the more verbose of the two levels */
+	if (level >= was)
+		log_set_level(level);
+	control_admin(req, MONITOR_LOG_LEVEL, LOG_NOWHERE,
+		      "log level set to %s (was %s)", log_level_name(level),
+		      log_level_name(was));
+	log_set_level(level);
+	return control_done(json_pack("{s:s, s:s}", "level",
+				      log_level_name(level), "was",
+				      log_level_name(was)),
+			    "log level: %s (was %s)", log_level_name(level),
+			    log_level_name(was));
+}
+
+static bool control_unlimited(uid_t uid);
+
+/*
+ * `monitor`: once this answer is written, the connection is monitor.c's
+ * (control_process hands it over) and carries events only.
+ */
+static json_t *
+control_cmd_monitor(struct control_req *req)
+{
+	struct control_client *c = req->cr_client;
+	char why[128];
+
+	if (c->cc_bev == NULL) {
+		control_fail(req, "\"monitor\" needs the control socket");
+		return NULL;
+	}
+	if (monitor_room(c->cc_uid, control_unlimited(c->cc_uid), why,
+			 sizeof(why)) < 0) {
+		control_fail(req, "%s", why);
+		return NULL;
+	}
+	c->cc_monitor = true;
+	return control_done(json_object(),
+			    "monitoring: one line per event until the "
+			    "connection closes");
+}
+
 static json_t *
 control_commands_json(void)
 {
@@ -1703,9 +1812,15 @@ control_commands_json(void)
 							"seconds",
 						"required", a->ca_required));
 		json_array_append_new(
-			cmds, json_pack("{s:s, s:b, s:o, s:s}", "name",
+			cmds, json_pack("{s:s, s:b, s:s, s:o, s:s}", "name",
 					cm->cm_name, "mutating",
 					(cm->cm_flags & CONTROL_MUTATING) != 0,
+					"access",
+					cm->cm_flags & CONTROL_MUTATING ?
+						"admin" :
+					cm->cm_flags & CONTROL_SETS ?
+						"read, admin to set" :
+						"read",
 					"args", args, "help", cm->cm_help));
 	}
 	return cmds;
@@ -1917,13 +2032,19 @@ control_handle(struct control_client *c, struct evbuffer *out, const char *line,
 	}
 	if (control_parse(&req, root) < 0)
 		goto reply;
-	if ((req.cr_cmd->cm_flags & CONTROL_MUTATING) &&
+	if (((req.cr_cmd->cm_flags & CONTROL_MUTATING) ||
+	     ((req.cr_cmd->cm_flags & CONTROL_SETS) &&
+	      json_object_size(req.cr_args) > 0)) &&
 	    !control_privileged(c)) {
 		control_fail(&req,
-			     "permission denied: \"%s\" needs root, the "
+			     "permission denied: \"%s\"%s needs root, the "
 			     "daemon's user, or control_uid/control_gid "
 			     "(you are uid %u)",
-			     req.cr_cmd->cm_name, (unsigned int)c->cc_uid);
+			     req.cr_cmd->cm_name,
+			     req.cr_cmd->cm_flags & CONTROL_SETS ?
+				     " with an argument" :
+				     "",
+			     (unsigned int)c->cc_uid);
 		rc = -EACCES;
 		goto reply;
 	}
@@ -1965,7 +2086,8 @@ control_client_free(struct control_client *c)
 		event_free(c->cc_deadline);
 	control_listing_free(c->cc_listing);
 	control_check_free(c->cc_check);
-	bufferevent_free(c->cc_bev);
+	if (c->cc_bev != NULL)
+		bufferevent_free(c->cc_bev);
 	free(c->cc_groups);
 	free(c);
 }
@@ -2021,6 +2143,25 @@ control_client_done(struct control_client *c)
 	return true;
 }
 
+/*
+ * The client said `monitor` and was answered: its connection is
+ * monitor.c's from now on, and it no longer holds a control slot.
+ */
+static void
+control_to_monitor(struct control_client *c)
+{
+	struct bufferevent *bev = c->cc_bev;
+
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	c->cc_bev = NULL;
+	if (monitor_subscribe(bev, c->cc_uid, c->cc_pid,
+			      control_unlimited(c->cc_uid)) < 0)
+		log_warnx("control: client uid %u pid %d: no memory to "
+			  "monitor",
+			  (unsigned int)c->cc_uid, (int)c->cc_pid);
+	control_client_free(c);
+}
+
 /* A partial line is pending (or being skipped): its deadline runs. */
 static void
 control_line_pending(struct control_client *c, size_t len)
@@ -2036,9 +2177,11 @@ control_line_pending(struct control_client *c, size_t len)
  * output passes CONTROL_OUT_MAX or a listing is being rendered: then stop
  * reading from this client until the output has drained and the listing
  * is done (control_write_cb).  Each line answered (blank ones are not
- * requests) starts the idle deadline again.
+ * requests) starts the idle deadline again.  After `monitor` the client
+ * is handed to monitor.c, the rest of its input with it.
+ * Return: true when @c is gone (a monitor now, or freed).
  */
-static void
+static bool
 control_process(struct control_client *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cc_bev);
@@ -2053,7 +2196,7 @@ control_process(struct control_client *c)
 			/* the reply deadline runs, not the line's */
 			c->cc_line_ms = 0;
 			bufferevent_disable(c->cc_bev, EV_READ);
-			return;
+			return false;
 		}
 		eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
 		len = eol.pos == -1 ? evbuffer_get_length(in) : (size_t)eol.pos;
@@ -2069,10 +2212,10 @@ control_process(struct control_client *c)
 				c->cc_discard = true;
 			}
 			control_line_pending(c, len);
-			return;
+			return false;
 		}
 		if (eol.pos == -1 && len == 0)
-			return; /* EOF and nothing left */
+			return false; /* EOF and nothing left */
 		if (c->cc_discard) {
 			c->cc_discard = false;
 			c->cc_request_ms = (int64_t)now_ms();
@@ -2087,6 +2230,10 @@ control_process(struct control_client *c)
 		}
 		c->cc_line_ms = 0;
 		evbuffer_drain(in, len + (eol.pos == -1 ? 0 : eol_len));
+		if (c->cc_monitor) {
+			control_to_monitor(c);
+			return true;
+		}
 	}
 }
 
@@ -2095,8 +2242,8 @@ control_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct control_client *c = arg;
 
-	control_process(c);
-	control_rearm(c);
+	if (!control_process(c))
+		control_rearm(c);
 }
 
 /*
@@ -2116,8 +2263,7 @@ control_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->cc_listing == NULL && c->cc_check == NULL &&
 	    (bufferevent_get_enabled(bev) & EV_READ) == 0) {
-		control_process(c);
-		if (control_client_done(c))
+		if (control_process(c) || control_client_done(c))
 			return;
 		if (c->cc_listing == NULL && c->cc_check == NULL &&
 		    !c->cc_eof && evbuffer_get_length(out) <= CONTROL_OUT_MAX)
@@ -2133,8 +2279,7 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_EOF) {
 		c->cc_eof = true;
-		control_process(c);
-		if (!control_client_done(c))
+		if (!control_process(c) && !control_client_done(c))
 			control_rearm(c);
 		return;
 	}
@@ -2520,8 +2665,11 @@ control_init(const struct conf *conf, struct event_base *base)
 	control_resume_ev = evtimer_new(base, control_resume_cb, NULL);
 	if (control_resume_ev == NULL)
 		return -ENOMEM;
-	rc = control_listen(conf);
+	rc = monitor_init(base);
+	if (rc == 0)
+		rc = control_listen(conf);
 	if (rc < 0) {
+		monitor_shutdown();
 		event_free(control_resume_ev);
 		control_resume_ev = NULL;
 		return rc;
@@ -2583,6 +2731,7 @@ control_shutdown(void)
 	}
 	while (!TAILQ_EMPTY(&control_clients))
 		control_client_free(TAILQ_FIRST(&control_clients));
+	monitor_shutdown();
 	control_is_stopping = false;
 	if (control_listener != NULL) {
 		evconnlistener_free(control_listener);

@@ -50,6 +50,7 @@
 #include "lgr.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
+#include "monitor.h"
 
 #define LGR_CLC_WAIT_MS 6000	  /* CLC_WAIT_TIME */
 #define LGR_LLC_WAIT_MS 2000	  /* SMC_LLC_WAIT_TIME */
@@ -2174,7 +2175,8 @@ static void
 lgr_link_confirmed(struct lgr_link *link)
 {
 	struct lgr *lgr = link->lgr;
-	char gid[INET6_ADDRSTRLEN];
+	struct log_where w = {lgr->peer->name, NULL, lgr->id, link->id};
+	char gid[INET6_ADDRSTRLEN], msg[256];
 	uint64_t now = now_ms();
 
 	link->state = LGR_LINK_ACTIVE;
@@ -2182,12 +2184,13 @@ lgr_link_confirmed(struct lgr_link *link)
 	link->up_ms = link->act_ms = now;
 	STATS_INC(lgr_stats(lgr), link_up);
 	inet_ntop(AF_INET6, link->peer.gid, gid, sizeof(gid));
-	log_event(LOG_EV_LINK_UP, LOG_LEVEL_INFO,
-		  &(struct log_where){lgr->peer->name, NULL, lgr->id, link->id},
-		  "lgr %u link %u: up (CONFIRM_LINK): %s qpn %u, peer %s "
-		  "qpn %u",
-		  lgr->id, link->id, link->dev->name, link->local.qpn, gid,
-		  link->peer.qpn);
+	snprintf(msg, sizeof(msg),
+		 "lgr %u link %u: up (CONFIRM_LINK): %s qpn %u, peer %s "
+		 "qpn %u",
+		 lgr->id, link->id, link->dev->name, link->local.qpn, gid,
+		 link->peer.qpn);
+	log_event(LOG_EV_LINK_UP, LOG_LEVEL_INFO, &w, "%s", msg);
+	monitor_event(MONITOR_LINK_UP, &w, "%s", msg);
 	if (lgr->state != LGR_STATE_CONFIRMING) {
 		if (lgr->ctx->ops.link_up != NULL)
 			lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
@@ -2199,11 +2202,15 @@ lgr_link_confirmed(struct lgr_link *link)
 	lgr->counted_up = true;
 	STATS_INC(lgr_stats(lgr), lgr_created);
 	lgr_peer_count(lgr->ctx, lgr->peer->name, 1);
-	log_info("lgr %u: peer %s: link group active as %s (max_conns %u, "
+	snprintf(msg, sizeof(msg),
+		 "lgr %u: peer %s: link group active as %s (max_conns %u, "
 		 "max_links %u)",
 		 lgr->id, lgr->peer->name,
 		 lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 		 lgr->max_conns, lgr->max_links);
+	log_info("%s", msg);
+	w.link = -1;
+	monitor_event(MONITOR_LGR_UP, &w, "%s", msg);
 	/* a kernel client waits 2 + 1 s for a second link's offer after
 	 * its first (release 1 only when it negotiated max_links 2): the
 	 * second link, or, with no device for it, an offer without a link,
@@ -2227,7 +2234,9 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 {
 	struct lgr *lgr = link->lgr;
 	enum lgr_link_state was = link->state;
+	struct log_where w = {lgr->peer->name, NULL, lgr->id, link->id};
 	struct lgr_link *other;
+	char msg[512];
 
 	if (was == LGR_LINK_FREE || was == LGR_LINK_DOWN)
 		return;
@@ -2238,10 +2247,10 @@ lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 		wr_link_down(link->wr, why);
 	if (lgr->state == LGR_STATE_TERMINATING)
 		return;
-	log_event(LOG_EV_LINK_DOWN, LOG_LEVEL_WARN,
-		  &(struct log_where){lgr->peer->name, NULL, lgr->id, link->id},
-		  "lgr %u link %u (%s): down: %s", lgr->id, link->id,
-		  link->dev->name, why);
+	snprintf(msg, sizeof(msg), "lgr %u link %u (%s): down: %s", lgr->id,
+		 link->id, link->dev->name, why);
+	log_event(LOG_EV_LINK_DOWN, LOG_LEVEL_WARN, &w, "%s", msg);
+	monitor_event(MONITOR_LINK_DOWN, &w, "%s", msg);
 	if (lgr->state == LGR_STATE_CLC)
 		return; /* the CLC step that caused it declines */
 	if (lgr->state == LGR_STATE_CONFIRMING) {
@@ -2324,6 +2333,7 @@ void
 lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 {
 	struct lgr_link *via;
+	char msg[256];
 	int i;
 
 	if (lgr->state == LGR_STATE_TERMINATING)
@@ -2332,9 +2342,14 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 		lgr_fail(lgr, CLC_DECL_INTERR, false, true);
 		return;
 	}
-	log_info("lgr %u: peer %s: link group ends: %s%s, %d connections",
+	snprintf(msg, sizeof(msg),
+		 "lgr %u: peer %s: link group ends: %s%s, %d connections",
 		 lgr->id, lgr->peer->name, llc_delete_reason_name(reason),
 		 by_peer ? " (by the peer)" : "", lgr->nconns);
+	log_info("%s", msg);
+	monitor_event(MONITOR_LGR_DOWN,
+		      &(struct log_where){lgr->peer->name, NULL, lgr->id, -1},
+		      "%s", msg);
 	lgr->state = LGR_STATE_TERMINATING;
 	lgr->term_reason = reason;
 	lgr->term_conns = lgr->nconns;

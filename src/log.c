@@ -78,6 +78,22 @@ log_set_level(enum log_level level)
 	__atomic_store_n(&log_current, level, __ATOMIC_RELAXED);
 }
 
+/* The least severe level logged now. */
+enum log_level
+log_get_level(void)
+{
+	return __atomic_load_n(&log_current, __ATOMIC_RELAXED);
+}
+
+/* A level's name, as the configuration's log_level spells it. */
+const char *
+log_level_name(enum log_level level)
+{
+	if ((size_t)level >= sizeof(log_names) / sizeof(log_names[0]))
+		return "?";
+	return log_names[level];
+}
+
 /* Parse "error", "warning", "info" or "debug"; 0 or -EINVAL. */
 int
 log_level_parse(const char *name, enum log_level *out)
@@ -92,6 +108,7 @@ log_level_parse(const char *name, enum log_level *out)
 	}
 	return -EINVAL;
 }
+
 bool
 log_info_enabled(void)
 {

@@ -22,6 +22,7 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
+#include "monitor.h"
 
 #define PEER_BUSY_BACKOFF_MS 2000 /* after a peer's DECLINE MEM (busy) */
 #define PEER_ORIGIN_RETRY_MS (600 * 1000) /* peer_takes_origin */
@@ -111,17 +112,21 @@ static void
 peer_log_change(const struct peer_change *ch)
 {
 	struct log_where w = {ch->name, NULL, -1, -1};
+	char msg[CONF_NAME_MAX + PEER_ERROR_MAX + 32];
 
 	if (!ch->changed)
 		return;
-	if (ch->now == PEER_DOWN)
-		log_event(LOG_EV_PEER_DOWN, LOG_LEVEL_WARN, &w,
-			  "peer %s: down: %s", ch->name,
-			  ch->error[0] != '\0' ? ch->error : "not reached");
-	else
-		log_event(LOG_EV_PEER_UP, LOG_LEVEL_INFO, &w,
-			  "peer %s: up over %s", ch->name,
-			  ch->now == PEER_UP_RDMA ? "rdma" : "the fallback");
+	if (ch->now == PEER_DOWN) {
+		snprintf(msg, sizeof(msg), "peer %s: down: %s", ch->name,
+			 ch->error[0] != '\0' ? ch->error : "not reached");
+		log_event(LOG_EV_PEER_DOWN, LOG_LEVEL_WARN, &w, "%s", msg);
+		monitor_event(MONITOR_PEER_DOWN, &w, "%s", msg);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "peer %s: up over %s", ch->name,
+		 ch->now == PEER_UP_RDMA ? "rdma" : "the fallback");
+	log_event(LOG_EV_PEER_UP, LOG_LEVEL_INFO, &w, "%s", msg);
+	monitor_event(MONITOR_PEER_UP, &w, "%s", msg);
 }
 
 /*

@@ -139,6 +139,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"shutdown", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"shutdown", "now"}, NULL, NULL, false, ctl_show_done},
+	{{"log-level", NULL}, "level", NULL, false, ctl_show_done},
+	{{"monitor", NULL}, NULL, NULL, false, NULL},
 	{{"schema", NULL}, NULL, NULL, false, ctl_show_schema},
 	{{"help", NULL}, NULL, NULL, false, ctl_show_help},
 };
@@ -163,11 +165,15 @@ ctl_bare_arg(const char *cmd, const char *arg)
 	return false;
 }
 
-/* Whether the argument of @cm may be left out (stats [SECTION]). */
+/*
+ * Whether the argument of @cm may be left out (stats [SECTION],
+ * log-level [LEVEL]).
+ */
 static bool
 ctl_arg_optional(const struct ctl_cmd *cm)
 {
-	return cm->arg != NULL && strcmp(cm->arg, "section") == 0;
+	return cm->arg != NULL && (strcmp(cm->arg, "section") == 0 ||
+				   strcmp(cm->arg, "level") == 0);
 }
 
 static void ctl_warnx(const char *fmt, ...)
@@ -220,6 +226,14 @@ ctl_usage(FILE *f)
 		"  reload                  re-read the configuration\n"
 		"  shutdown [now]          stop as SIGTERM does; now: close "
 		"all now\n"
+		"  log-level [LEVEL]       the log level, or set it: error,\n"
+		"                          warning, info, debug (until a "
+		"reload)\n"
+		"  monitor                 print events as they happen "
+		"(peers,\n"
+		"                          links, reloads, admin commands) "
+		"until\n"
+		"                          interrupted\n"
 		"  schema | help           describe stats and commands\n"
 		"FILTER: one or more of rule NAME, peer NAME|HOST, state STATE,"
 		"\n"
@@ -297,6 +311,58 @@ ctl_connect(struct ctl_conn *conn)
 }
 
 /*
+ * The next line from the daemon, without its newline, in *line (valid
+ * until the next call).  Return: 0, -ENODATA when the daemon closed the
+ * connection first, -EAGAIN when none came within the timeout, or -1
+ * after a message.
+ */
+static int
+ctl_read_line(struct ctl_conn *conn, char **line)
+{
+	char *nl, *p;
+	ssize_t n;
+
+	/* drop the previous line */
+	if (conn->used > 0) {
+		memmove(conn->buf, conn->buf + conn->used,
+			conn->len - conn->used);
+		conn->len -= conn->used;
+		conn->used = 0;
+	}
+	for (;;) {
+		nl = conn->len > 0 ? memchr(conn->buf, '\n', conn->len) : NULL;
+		if (nl != NULL)
+			break;
+		if (conn->cap - conn->len < 65536) {
+			p = realloc(conn->buf, conn->cap * 2 + 65536);
+			if (p == NULL) {
+				ctl_warnx("out of memory");
+				return -1;
+			}
+			conn->buf = p;
+			conn->cap = conn->cap * 2 + 65536;
+		}
+		n = read(conn->fd, conn->buf + conn->len,
+			 conn->cap - conn->len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return -EAGAIN;
+		if (n == 0 || (n == -1 && errno == ECONNRESET))
+			return -ENODATA;
+		if (n == -1) {
+			ctl_warnx("%s: %s", conn->path, strerror(errno));
+			return -1;
+		}
+		conn->len += (size_t)n;
+	}
+	*nl = '\0';
+	conn->used = (size_t)(nl - conn->buf) + 1;
+	*line = conn->buf;
+	return 0;
+}
+
+/*
  * Send one request and read its reply line.  Return: 0 with the reply in
  * *reply and its text in *raw (valid until the next request), or -1 after
  * a message.
@@ -307,9 +373,9 @@ ctl_request(struct ctl_conn *conn, const char *cmd, json_t *args,
 {
 	json_error_t jerr;
 	json_t *req;
-	char *line, *nl, *p;
+	char *line, *p;
 	size_t left, len;
-	int send_err = 0;
+	int send_err = 0, rc;
 	ssize_t n;
 
 	req = json_pack("{s:i, s:s}", "v", CONTROL_VERSION, "cmd", cmd);
@@ -343,52 +409,23 @@ ctl_request(struct ctl_conn *conn, const char *cmd, json_t *args,
 	}
 	free(line);
 
-	/* drop the previous reply */
-	if (conn->used > 0) {
-		memmove(conn->buf, conn->buf + conn->used,
-			conn->len - conn->used);
-		conn->len -= conn->used;
-		conn->used = 0;
+	rc = ctl_read_line(conn, &line);
+	if (rc == -EAGAIN) {
+		ctl_warnx("%s: no reply within %d s", conn->path, ctl_timeout);
+		return -1;
 	}
-	for (;;) {
-		nl = conn->len > 0 ? memchr(conn->buf, '\n', conn->len) : NULL;
-		if (nl != NULL)
-			break;
-		if (conn->cap - conn->len < 65536) {
-			p = realloc(conn->buf, conn->cap * 2 + 65536);
-			if (p == NULL) {
-				ctl_warnx("out of memory");
-				return -1;
-			}
-			conn->buf = p;
-			conn->cap = conn->cap * 2 + 65536;
-		}
-		n = read(conn->fd, conn->buf + conn->len,
-			 conn->cap - conn->len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			ctl_warnx("%s: no reply within %d s", conn->path,
-				  ctl_timeout);
-			return -1;
-		}
-		if (n <= 0 && send_err) {
-			ctl_warnx("%s: send: %s", conn->path,
-				  strerror(send_err));
-			return -1;
-		}
-		if (n <= 0) {
-			ctl_warnx("%s: %s", conn->path,
-				  n == 0 ? "connection closed by the daemon" :
-					   strerror(errno));
-			return -1;
-		}
-		conn->len += (size_t)n;
+	if (rc == -ENODATA && send_err) {
+		ctl_warnx("%s: send: %s", conn->path, strerror(send_err));
+		return -1;
 	}
-	*nl = '\0';
-	conn->used = (size_t)(nl - conn->buf) + 1;
-	*raw = conn->buf;
-	*reply = json_loads(conn->buf, 0, &jerr);
+	if (rc == -ENODATA) {
+		ctl_warnx("%s: connection closed by the daemon", conn->path);
+		return -1;
+	}
+	if (rc < 0)
+		return -1;
+	*raw = line;
+	*reply = json_loads(line, 0, &jerr);
 	if (*reply == NULL || !json_is_object(*reply)) {
 		ctl_warnx("%s: invalid reply: %s", conn->path,
 			  *reply == NULL ? jerr.text : "not an object");
@@ -1018,7 +1055,7 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 		{"DESCRIPTION", "help", CTL_COL_TEXT, false},
 	};
 	json_t *rows, *cmd, *a, *row;
-	const char *name;
+	const char *name, *access;
 	char *usage;
 	size_t i, j, len;
 	FILE *f;
@@ -1051,16 +1088,84 @@ ctl_show_help(struct ctl_conn *conn, json_t *data)
 				fputc(']', f);
 		}
 		fclose(f);
-		row = json_pack("{s:s, s:s, s:O}", "usage", usage, "access",
+		/* "access" since log-level, which reads and sets */
+		access = json_string_value(json_object_get(cmd, "access"));
+		if (access == NULL)
+			access =
 				json_is_true(json_object_get(cmd, "mutating")) ?
 					"admin" :
-					"read",
-				"help", json_object_get(cmd, "help"));
+					"read";
+		row = json_pack("{s:s, s:s, s:O}", "usage", usage, "access",
+				access, "help", json_object_get(cmd, "help"));
 		json_array_append_new(rows, row);
 		free(usage);
 	}
 	ctl_table(rows, cols, 3, "no commands");
 	json_decref(rows);
+}
+
+/******** monitor ********/
+
+/*
+ * `monitor`: once the daemon said yes, print each event as it comes, one
+ * line each ("TIME EVENT MESSAGE"; -j: the daemon's JSON lines as they
+ * are, its answer first), with no timeout, until the daemon closes the
+ * connection: after its shutdown event that is the end (0), otherwise
+ * it went away or dropped us (1).
+ */
+static int
+ctl_monitor(struct ctl_conn *conn, bool json)
+{
+	struct timeval forever = {0, 0};
+	json_t *reply = NULL, *ev;
+	const char *raw, *name;
+	bool stopped = false;
+	char *line;
+	int rc;
+
+	if (ctl_request(conn, "monitor", NULL, &reply, &raw) < 0)
+		return CTL_EXIT_FAILED;
+	if (json)
+		printf("%s\n", raw);
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		if (!json)
+			ctl_warnx("monitor: %s",
+				  json_string_value(
+					  json_object_get(reply, "error")));
+		json_decref(reply);
+		return CTL_EXIT_FAILED;
+	}
+	json_decref(reply);
+	fflush(stdout);
+	setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &forever,
+		   sizeof(forever));
+	while ((rc = ctl_read_line(conn, &line)) == 0) {
+		ev = json_loads(line, 0, NULL);
+		name = json_string_value(json_object_get(ev, "event"));
+		if (name != NULL && strcmp(name, "shutdown") == 0)
+			stopped = true;
+		if (json)
+			printf("%s\n", line);
+		else if (name != NULL)
+			printf("%s %-15s %s\n",
+			       json_string_value(json_object_get(ev, "time")),
+			       name,
+			       json_string_value(
+				       json_object_get(ev, "message")));
+		else
+			/* an error: the daemon ends the monitor */
+			ctl_warnx("monitor: %s",
+				  json_string_value(
+					  json_object_get(ev, "error")));
+		json_decref(ev);
+		if (fflush(stdout) == EOF)
+			return CTL_EXIT_FAILED;
+	}
+	if (rc == -ENODATA && stopped)
+		return CTL_EXIT_OK;
+	if (rc == -ENODATA)
+		ctl_warnx("%s: connection closed by the daemon", conn->path);
+	return CTL_EXIT_FAILED;
 }
 
 /******** Prometheus ********/
@@ -1430,6 +1535,10 @@ main(int argc, char **argv)
 		 cm->words[1] != NULL ? cm->words[1] : "");
 	if (ctl_connect(&conn) < 0)
 		goto out;
+	if (cm->show == NULL) {
+		rc = ctl_monitor(&conn, fmt == CTL_FMT_JSON);
+		goto out;
+	}
 	rc = CTL_EXIT_FAILED;
 	if (ctl_request(&conn, cmd, args, &reply, &raw) < 0)
 		goto out;

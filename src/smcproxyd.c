@@ -17,6 +17,7 @@
 
 #include "smcproxyd.h"
 #include "metrics.h"
+#include "monitor.h"
 
 #define SMCPROXYD_CONF SYSCONFDIR "/smcproxyd/smcproxyd.conf"
 #define SMCPROXYD_STATUS_S 5 /* STATUS= looked at again */
@@ -158,6 +159,7 @@ smcproxyd_probe_listeners(const struct conf *old, const struct conf *next,
 int
 smcproxyd_reload(FILE *errors)
 {
+	enum log_level was = log_get_level(), level;
 	struct conf *next = NULL;
 	char *text = NULL;
 	size_t len = 0;
@@ -197,13 +199,24 @@ smcproxyd_reload(FILE *errors)
 	control_conf_update(next);
 	conf_drop(conf_current);
 	conf_current = next;
-	if (!debug_flag)
-		log_set_level(next->log_level);
+	/* a level set by `smcproxyctl log-level` ends here: the file's (-d's)
+	 * is the one a reload is asked to apply */
+	level = debug_flag ? LOG_LEVEL_DEBUG : next->log_level;
+	log_set_level(level > was ? level : was);
+	if (level != was)
+		log_info("log level: %s (was %s)", log_level_name(level),
+			 log_level_name(was));
+	log_set_level(level);
 	if (next->warnings != NULL)
 		fputs(next->warnings, mine);
+	/* the rules and peers the file dropped are no longer kept */
+	state_save(next);
 	log_event(LOG_EV_RELOAD, LOG_LEVEL_INFO, LOG_NOWHERE,
 		  "reloaded %s: %d rules, %d peers, %d exports", next->path,
 		  next->nrules, next->npeers, next->nexports);
+	monitor_event(MONITOR_RELOAD, LOG_NOWHERE,
+		      "reloaded %s: %d rules, %d peers, %d exports", next->path,
+		      next->nrules, next->npeers, next->nexports);
 	ib_check_host(next);
 out:
 	fclose(mine);
@@ -214,11 +227,18 @@ out:
 	else
 		notify_ready(conf_current);
 	smcproxyd_log_lines(text);
-	if (rc == -EINVAL)
+	if (rc < 0) {
 		log_event(LOG_EV_RELOAD_FAILED, LOG_LEVEL_WARN, LOG_NOWHERE,
-			  "reload: %s has errors; still serving with the "
-			  "previous configuration",
-			  conf_current->path);
+			  "reload: %s %s; still serving with the previous "
+			  "configuration",
+			  conf_current->path,
+			  rc == -EINVAL ? "has errors" : strerror(-rc));
+		monitor_event(MONITOR_RELOAD_FAILED, LOG_NOWHERE,
+			      "reload: %s %s; still serving with the previous "
+			      "configuration",
+			      conf_current->path,
+			      rc == -EINVAL ? "has errors" : strerror(-rc));
+	}
 	free(text);
 	return rc;
 }
@@ -254,12 +274,17 @@ smcproxyd_shutdown(bool now)
 			 "second SIGTERM or \"smcproxyctl shutdown now\" "
 			 "closes them at once)",
 			 conf_current->shutdown_timeout);
+		monitor_event(MONITOR_SHUTDOWN, LOG_NOWHERE,
+			      "stopping; open connections get %d s to finish",
+			      conf_current->shutdown_timeout);
 		metrics_shutdown();
 		control_stopping();
 		worker_stop_all(conf_current->shutdown_timeout, stopped_ev);
 	}
 	if (now) {
 		log_info("closing the open connections now");
+		monitor_event(MONITOR_SHUTDOWN, LOG_NOWHERE,
+			      "closing the open connections now");
 		worker_stop_now_all();
 	}
 }
@@ -467,6 +492,8 @@ main(int argc, char *argv[])
 	    evsignal_add(sig_hup, NULL))
 		fatalx("cannot set up signal events");
 
+	/* the rules disabled and peers drained before a restart stay so */
+	(void)state_load(conf_current);
 	/* a restart: the listening sockets systemd kept for us */
 	fdstore_init();
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))

@@ -64,6 +64,8 @@ enum log_level {
 };
 void log_init(int foreground, enum log_level level);
 void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+const char *log_level_name(enum log_level level);
 int log_level_parse(const char *name, enum log_level *out);
 bool log_info_enabled(void);
 #define LOG_FIELDS_MAX 16
@@ -260,6 +262,7 @@ struct conf {
 	char *path;
 	char name[CONF_NAME_MAX + 1]; /* this daemon's name at its peers */
 	char *control_socket;
+	char *state_file; /* NULL: state.json beside control_socket */
 	int control_mode;
 	int control_uid; /* -1: only root and our own uid */
 	int control_gid;
@@ -686,6 +689,10 @@ void control_conf_update(const struct conf *conf);
 void control_shutdown(void);
 void control_stopping(void);
 int control_request(const char *line, size_t len, char **reply);
+
+/* state.c */
+int state_save(const struct conf *conf);
+int state_load(const struct conf *conf);
 
 /* smcproxyd.c */
 int smcproxyd_reload(FILE *errors);
@@ -1349,6 +1356,7 @@ extern const struct fallback_resume_ops resume_tcp_ops;
 
 /* stats.c */
 const char *stats_name(enum stats_id id);
+struct stats *stats_main(void);
 void stats_sum(struct stats *out);
 void stats_reset(void);
 void stats_snapshot(struct stats *out);

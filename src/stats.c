@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Statistics: everything generated from the catalogue in stats.h.  Workers
- * write their own struct stats without locks (stats_add); this file runs on
- * the main thread only and reads them with relaxed loads, sums them, and
+ * write their own struct stats without locks (stats_add), the main thread
+ * its own (stats_main); this file runs on the main thread only and reads them with relaxed loads, sums them, and
  * keeps the reset baseline.  A reset never touches a worker's memory: it
  * remembers the current sums, and a reported counter is sum - baseline.
  * Gauges are reported as they are and never reset.
@@ -95,6 +95,9 @@ static const struct {
 	{STAT_busy_poll_time_us, "busy_poll_seconds", 1e-6},
 };
 
+/* The main thread's own (monitor.c): summed with the workers'. */
+static struct stats stats_main_thread;
+
 /* Main thread only. */
 static struct stats stats_baseline;
 static struct timespec stats_reset_ts;
@@ -122,6 +125,17 @@ stats_kind(enum stats_id id)
 }
 
 /**
+ * stats_main() - The statistics the main thread writes (control socket
+ * clients: monitor.c), as a worker writes its own: the main thread is
+ * their only writer.
+ */
+struct stats *
+stats_main(void)
+{
+	return &stats_main_thread;
+}
+
+/**
  * stats_sum() - Sum every worker's statistics into @out, as they are now.
  * Each value is read whole (relaxed load); values of different workers are
  * not read at one instant.
@@ -132,7 +146,7 @@ stats_sum(struct stats *out)
 	struct stats *st;
 	int i, n, id;
 
-	memset(out, 0, sizeof(*out));
+	*out = stats_main_thread;
 	n = worker_count();
 	for (i = 0; i < n; i++) {
 		st = worker_stats(worker_get(i));

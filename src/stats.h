@@ -260,7 +260,12 @@
 	  "one was owed")                                                      \
 	X(smc_out_timeouts, COUNTER, "handshakes",                             \
 	  "target_smc connections reset: no answer to our PROPOSAL within "    \
-	  "6 s")
+	  "6 s")                                                               \
+	X(monitor_dropped, COUNTER, "connections",                             \
+	  "monitor clients dropped: they left 64 KiB of events unread, or "    \
+	  "took nothing for 30 s")                                             \
+	X(monitor_events_lost, COUNTER, "events",                              \
+	  "monitor events lost: more than 1024 waited for the main thread")
 
 /* X(id, name, description) */
 #define SESSION_REASONS(X)                                                     \

@@ -26,7 +26,7 @@ int fuzz_decoded;
 
 /* What the commands show: two peers, a rule and an export. */
 static const char fuzz_conf_text[] =
-	"smcproxyd: { name = \"fuzz\"; workers = 1; };\n"
+	"smcproxyd: { name = \"fuzz\"; workers = 1; state_file = \"none\"; };\n"
 	"peer_listen: { address = \"127.0.0.1:17999\"; };\n"
 	"peers = ( { name = \"b\"; address = \"127.0.0.1:17100\";"
 	" insecure = true; },\n"
@@ -115,6 +115,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fuzz_init();
 	fuzz_decoded = 0;
+	/* `log-level debug` in one input is not the next one's level */
+	log_set_level(LOG_LEVEL_WARN);
 	while (line < end) {
 		nl = memchr(line, '\n', (size_t)(end - line));
 		len = nl != NULL ? (size_t)(nl - line) : (size_t)(end - line);

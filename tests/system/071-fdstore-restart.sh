@@ -8,7 +8,8 @@
 # which takes the sockets by name (LISTEN_FDNAMES) instead of binding.  A
 # stored socket whose rule is gone is closed and removed from the store;
 # a reload that adds and removes a rule, and "disable rule", update the
-# store, so that a closed rule refuses instead of queueing forever.
+# store, so that a closed rule refuses instead of queueing forever; a rule
+# disabled stays so across a restart.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 "$SMCPROXYCTL"
@@ -159,6 +160,14 @@ wait_not_listening "$PORT_Z" 5 || fail "rule z still listens after the reload th
 ctl a disable rule x >"$T/out" 2>&1 || fail "disable rule x: $(cat "$T/out")"
 expect_stored "$PORT_RULE" ""
 wait_not_listening "$PORT_RULE" 5 || fail "a disabled rule still listens"
+# ... and stays disabled across a restart (state.json): nothing stored,
+# nothing listening, until it is enabled
+a_stop
+a_start
+grep -q 'state: rule x stays disabled' "$M/daemon.log" ||
+	fail "A does not say rule x stays disabled after the restart"
+expect_stored "$PORT_RULE" ""
+port_listening "$PORT_RULE" && fail "the disabled rule x listens after a restart"
 ctl a enable rule x >"$T/out" 2>&1 || fail "enable rule x: $(cat "$T/out")"
 expect_stored "$PORT_RULE" "rule-0-127.0.0.1_$PORT_RULE rule-1-127.0.0.1_$PORT_RULE "
 xfer_client -n 2 -b 64K --verify || fail "rule x does not work once enabled again"

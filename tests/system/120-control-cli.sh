@@ -151,21 +151,25 @@ eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
          "show links", "show conns", "kill conn", "kill conns", "disable rule",
          "enable rule", "drain peer", "undrain peer", "enable peer", "check",
-         "reload", "shutdown", "shutdown now", "schema", "help"]
+         "reload", "shutdown", "shutdown now", "log-level", "monitor", "schema",
+         "help"]
 filters = ["rule", "peer", "state", "transport", "age", "dialect"]
 args = {"kill conn": ["id"], "show conns": filters, "kill conns": filters,
-        "stats": ["section"]}
+        "stats": ["section"], "log-level": ["level"]}
 args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
                                     "undrain peer", "enable peer", "check"))
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
-    eq(sorted(c), ["args", "help", "mutating", "name"], "command members")
+    eq(sorted(c), ["access", "args", "help", "mutating", "name"], "command members")
     eq(c["mutating"], c["name"] in ("stats reset", "kill conn", "kill conns", "reload",
                                     "disable rule", "enable rule", "drain peer",
                                     "undrain peer", "enable peer", "shutdown",
                                     "shutdown now"),
        "mutating of " + c["name"])
+    eq(c["access"], "admin" if c["mutating"] else
+       "read, admin to set" if c["name"] == "log-level" else "read",
+       "access of " + c["name"])
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
     need(c["help"], "help of " + c["name"])
@@ -194,15 +198,16 @@ rows = open(A[3]).read().splitlines()
 eq(rows[0].split(), ["COMMAND", "ACCESS", "DESCRIPTION"], "help header")
 eq(len(rows), 1 + len(names), "help rows")
 for c, r in zip(s["commands"], rows[1:]):
-    # stats SECTION: a bare word; filters: KEY VALUE
+    # stats SECTION and log-level LEVEL: bare words; filters: KEY VALUE
     usage = c["name"] + "".join(" " + a["name"].upper() if a["required"]
                                 else " [%s]" % a["name"].upper()
-                                if c["name"] == "stats"
+                                if c["name"] in ("stats", "log-level")
                                 else " [%s %s]" % (a["name"], a["name"].upper())
                                 for a in c["args"])
     need(r.startswith(usage + "  "), "help row %r for %r" % (r, usage))
-    eq(r[len(usage):].split(None, 1),
-       ["admin" if c["mutating"] else "read", c["help"]], "help row of " + usage)
+    rest = r[len(usage):].strip()
+    need(rest.startswith(c["access"] + "  "), "help row %r: access" % r)
+    eq(rest[len(c["access"]):].strip(), c["help"], "help row of " + usage)
 EOF
 
 grep -Eq '^x +127\.0\.0\.1:'"$PORT_RULE"' +peer +b +x +0 +1 +yes +yes +-$' "$T/show_rules.txt" ||
@@ -416,8 +421,10 @@ _smcproxyctl
 echo "${COMPREPLY[*]}"' complete "$COMPLETION" smcproxyctl "$@"
 }
 got=$(complete_words "")
-[ "$got" = "version stats show kill disable enable drain undrain check reload shutdown schema help" ] ||
+[ "$got" = "version stats show kill disable enable drain undrain check reload shutdown log-level monitor schema help" ] ||
 	fail "completion of a command: '$got'"
+got=$(complete_words log-level "")
+[ "$got" = "error warning info debug" ] || fail "completion after log-level: '$got'"
 got=$(complete_words shutdown "")
 [ "$got" = "now" ] || fail "completion after shutdown: '$got'"
 got=$(complete_words enable "")

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Control socket permissions, with smcproxyctl run as another uid (65534):
 # read-only commands work for anyone who can open the socket, while
-# "stats reset", "kill conn" and "reload" are refused (status 1,
-# "permission denied ... (you are uid 65534)") and change nothing; traffic
+# "stats reset", "kill conn", "reload" and "log-level LEVEL" are refused
+# (status 1, "permission denied ... (you are uid 65534)") and change
+# nothing; traffic
 # is not disturbed.  control_uid (set by a reload) and control_gid (primary
 # or supplementary group, SO_PEERGROUPS) grant them; a socket of mode 0660
 # keeps other users out (status 2, the message names the socket).
@@ -131,6 +132,15 @@ denied reload
 grep -q 'statistics reset by' "$T/a.log" && fail "a logged a reset"
 grep -q 'killed by' "$T/a.log" && fail "a logged a kill"
 grep -q 'reload requested' "$T/a.log" && fail "a logged a reload"
+# log-level: reading it is for anyone, setting it is not
+as_other -s "$T/a.sock" log-level
+[ "$rc" -eq 0 ] && grep -q '^log level: debug$' "$T/out" ||
+	fail "log-level as uid $OTHER: status $rc: $(cat "$T/out" "$T/err")"
+as_other -s "$T/a.sock" log-level error
+[ "$rc" -eq 1 ] || fail "log-level error as uid $OTHER: status $rc, want 1"
+[ "$(cat "$T/err")" = "smcproxyctl: log-level: permission denied: \"log-level\" with an argument needs root, the daemon's user, or control_uid/control_gid (you are uid $OTHER)" ] ||
+	fail "log-level error as uid $OTHER said: $(cat "$T/err")"
+grep -q 'log level set to' "$T/a.log" && fail "a logged a log level change"
 ctlj a "$T/stats.json" stats
 pycheck "stats after the refused reset" "$T/stats.json" <<'EOF'
 d = load(A[0])["data"]

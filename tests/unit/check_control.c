@@ -348,6 +348,9 @@ teardown(void)
 	conf_free(conf);
 	free(session_pool);
 	session_pool = NULL;
+	/* what disable rule and drain peer keep for a restart (state.c) */
+	snprintf(path, sizeof(path), "%s/run/sub/state.json", dir);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/run/sub", dir);
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/run", dir);

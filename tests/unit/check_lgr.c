@@ -5,7 +5,8 @@
  * of RC queue pairs.  What a user would notice: a link group comes up and
  * is proven by CONFIRM_LINK, gets its second link, survives losing one,
  * notices a silent peer, and when RDMA cannot be had (no device, wrong
- * key, a broken or hostile peer) says why and falls back.
+ * key, a broken or hostile peer) says why and falls back; a monitor
+ * (smcproxyctl monitor) sees groups and links come and go.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -19,11 +20,13 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <jansson.h>
 
 #include "smcproxyd.h"
 #include "lgr.h"
+#include "monitor.h"
 #include "sclc_wire.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
@@ -1044,6 +1047,90 @@ START_TEST(completion_error_failover)
 	ck_assert_int_eq(lgr_of(&A)->state, LGR_STATE_ACTIVE);
 	lgr_conn_del(&c[0]);
 	lgr_conn_del(&c[1]);
+}
+END_TEST
+
+/* The events a monitor has received on @fd so far, as "event peer". */
+static void
+monitor_read(int fd, char *buf, size_t len)
+{
+	char line[1024], *nl, *p;
+	const char *ev, *peer;
+	size_t n = 0, off = 0;
+	json_t *o;
+	ssize_t r;
+
+	buf[0] = '\0';
+	run_for(20);
+	while ((r = read(fd, line + n, sizeof(line) - 1 - n)) > 0) {
+		n += (size_t)r;
+		line[n] = '\0';
+		while ((nl = strchr(line, '\n')) != NULL) {
+			*nl = '\0';
+			o = json_loads(line, 0, NULL);
+			ck_assert_ptr_nonnull(o);
+			ev = json_string_value(json_object_get(o, "event"));
+			peer = json_string_value(json_object_get(o, "peer"));
+			off += (size_t)snprintf(buf + off, len - off, "%s %s\n",
+						ev, peer != NULL ? peer : "-");
+			ck_assert_uint_lt(off, len);
+			json_decref(o);
+			p = nl + 1;
+			n -= (size_t)(p - line);
+			memmove(line, p, n + 1);
+		}
+	}
+}
+
+/*
+ * What a monitor sees of the groups (monitor.c, raised in lgr.c and
+ * peer.c): each side's group and its links coming up, the peers reached,
+ * a link going down, and the group ending, each naming the peer.
+ */
+START_TEST(monitor_events)
+{
+	struct lgr_link *bad;
+	struct bufferevent *bev;
+	char seen[4096];
+	struct lgr_conn c;
+	int sv[2];
+
+	ck_assert_int_eq(monitor_init(base), 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+	ck_assert_ptr_nonnull(bev);
+	ck_assert_int_eq(monitor_subscribe(bev, 0, 1, true), 0);
+	side_init(&A, "a", "b", 2, NULL, NULL);
+	side_init(&B, "b", "a", 2, NULL, NULL);
+	connect_ab();
+	ck_assert(run_until(both_two_links, WAIT_MS));
+	monitor_read(sv[1], seen, sizeof(seen));
+	ck_assert_msg(strstr(seen, "lgr_up b\n") != NULL &&
+			      strstr(seen, "lgr_up a\n") != NULL &&
+			      strstr(seen, "link_up b\n") != NULL &&
+			      strstr(seen, "link_up a\n") != NULL &&
+			      strstr(seen, "peer_up b\n") != NULL,
+		      "seen: %s", seen);
+	ck_assert_ptr_null(strstr(seen, "down"));
+
+	memset(&c, 0, sizeof(c));
+	c.link_down = conn_link_down;
+	ck_assert_int_eq(lgr_conn_add(lgr_of(&A), &c), 0);
+	bad = c.link;
+	loopdev_error_next_completion(wr_link_qp(bad->wr),
+				      DEV_WC_RETRY_EXC_ERR);
+	ck_assert_int_eq(llc_test_link_send(bad), 0);
+	ck_assert(run_until(b_one_link, WAIT_MS));
+	lgr_conn_del(&c);
+	monitor_read(sv[1], seen, sizeof(seen));
+	ck_assert_msg(strstr(seen, "link_down b\n") != NULL, "seen: %s", seen);
+
+	lgr_terminate(lgr_of(&A), LLC_DEL_OP_INIT_TERM, true, false);
+	monitor_read(sv[1], seen, sizeof(seen));
+	ck_assert_msg(strstr(seen, "lgr_down b\n") != NULL, "seen: %s", seen);
+	monitor_shutdown();
+	close(sv[1]);
 }
 END_TEST
 
@@ -2116,6 +2203,7 @@ lgr_suite(void)
 	tcase_add_test(tc, check_peer_round_trip);
 	tcase_add_test(tc, check_peer_without_group);
 	tcase_add_test(tc, completion_error_failover);
+	tcase_add_test(tc, monitor_events);
 	tcase_add_test(tc, port_active_readds_link);
 	tcase_add_test(tc, broken_link_flushes);
 	tcase_add_test(tc, decline_nosmcrdev);
