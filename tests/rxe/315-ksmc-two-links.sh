@@ -49,8 +49,8 @@ expect_links() {
 }
 
 # expect_readd WHAT: the kernels' own re-add of the link on rxe0 after
-# eth0 came back.  Linux 6.1 tries it once, on the port event, and not
-# again: once (ksmc2-61.rxe by hand, 2026-12-06; it had passed in the
+# eth0 came back.  Linux 6.1 seems to try it once, on the port event (not
+# read in its source here): once (ksmc2-61.rxe by hand, 2026-12-06; it had passed in the
 # fresh-clone CI runs before) rxe0 was active
 # again and no ADD_LINK came in 60 s, between two kernels with no daemon
 # of ours.  There it is shown, not asserted (README, 315); 6.12 must.
