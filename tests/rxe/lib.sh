@@ -440,11 +440,15 @@ rxe_run_checks() {
 				continue
 			fi
 		fi
+		_t0=$(rxe_now)
 		RXE_OUT=$_dir timeout -k 5 "${RXE_CHECK_TIMEOUT:-300}" \
 			sh "$_check" </dev/null >>"$_dir/output.log" 2>&1 &
 		_pid=$!
 		wait "$_pid"
 		_rc=$?
+		# its time, for run-checks to print (scripts/test times lanes)
+		awk -v a="$_t0" -v b="$(rxe_now)" \
+			'BEGIN { printf "%.0f\n", b - a }' >"$_dir/seconds"
 		[ -n "${RXE_HOST:-}" ] && rxe_signal "end.$RXE_HOST"
 		# Anything the check left running would disturb the next one.
 		# (dash: no "--" in kill; -PGID right after the signal)
