@@ -167,6 +167,22 @@ addr_equal(const struct addr *a, const struct addr *b)
 	return a4->sin_port == b4->sin_port;
 }
 
+/* Whether @a reaches only this host: 127.0.0.0/8, ::1 or their mapped form. */
+bool
+addr_loopback(const struct addr *a)
+{
+	const struct sockaddr_in *sin = (const void *)&a->ss;
+	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
+
+	if (a->ss.ss_family == AF_INET)
+		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+	if (a->ss.ss_family != AF_INET6)
+		return false;
+	return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+	       (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
+		sin6->sin6_addr.s6_addr[12] == 127);
+}
+
 /*
  * Bind socket fd to the host of a, any port, before it connects: the
  * source address a peer's connections leave from.  0 or -errno.

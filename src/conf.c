@@ -405,22 +405,6 @@ conf_addr_is_v4(const struct addr *a)
 		IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr));
 }
 
-/* Whether a reaches only this host: 127.0.0.0/8, ::1 or their mapped form. */
-static bool
-conf_addr_loopback(const struct addr *a)
-{
-	const struct sockaddr_in *sin = (const void *)&a->ss;
-	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
-
-	if (a->ss.ss_family == AF_INET)
-		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
-	if (a->ss.ss_family != AF_INET6)
-		return false;
-	return IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
-	       (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
-		sin6->sin6_addr.s6_addr[12] == 127);
-}
-
 /*
  * Would listeners on a and b catch the same connections?  Listeners use
  * SO_REUSEPORT, so the kernel would not refuse the second bind: it would
@@ -1026,7 +1010,7 @@ conf_post_main(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 				 conf_quote(host, q, sizeof(q)));
 	}
 	if (conf->metrics_listen.len != 0 &&
-	    !conf_addr_loopback(&conf->metrics_listen))
+	    !addr_loopback(&conf->metrics_listen))
 		conf_warn(p,
 			  locs[conf_key_index(conf_main_keys,
 					      CONF_NELEM(conf_main_keys),

@@ -643,51 +643,6 @@ control_cmd_stats_reset(struct control_req *req)
 					   "restart from zero");
 }
 
-static bool
-control_loopback(const struct addr *a)
-{
-	const struct sockaddr_in *s4 = (const void *)&a->ss;
-	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
-
-	if (a->ss.ss_family == AF_INET)
-		return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
-	return a->ss.ss_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
-}
-
-/*
- * Whether kernel SMC-R peers can go over RDMA with us at @a (an
- * smc_listen, or a target_smc: @listen false), from what the daemon
- * knows without trying: else why they go on as TCP, in @why, a few
- * words (version's smc_option says why the program is not attached).
- * The first reason found; others may follow once it is fixed.
- */
-static bool
-control_smc_ready(const struct addr *a, bool listen, char *why, size_t len)
-{
-	const struct conf_ksmc *k = &control_conf->ksmc;
-	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
-
-	if (!k->enabled)
-		snprintf(why, len, "kernel_smc is off");
-	else if (!smc_opt_attached())
-		snprintf(why, len, "SMC-R option program not attached");
-	else if (listen && k->nallow == 0)
-		snprintf(why, len, "kernel_smc.allow is empty");
-	else if (k->nueids == 0)
-		snprintf(why, len, "kernel_smc.ueids is empty");
-	else if (a->ss.ss_family == AF_INET6 &&
-		 !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-		snprintf(why, len, "IPv6 (SMC-Rv2 is IPv4 only)");
-	else if (control_loopback(a))
-		snprintf(why, len, "loopback, no RDMA device");
-	else if (ib_device_count() == 0)
-		snprintf(why, len, "no RDMA device");
-	else
-		return true;
-	return false;
-}
-
 /*
  * Add to @o (a rule's or an export's) its @kind and, where kernel SMC-R
  * peers use it (@a: its target_smc or smc_listen; len 0: none), whether
@@ -696,16 +651,18 @@ control_smc_ready(const struct addr *a, bool listen, char *why, size_t len)
 static json_t *
 control_smc_json(json_t *o, const char *kind, const struct addr *a, bool listen)
 {
-	char why[256], status[sizeof(why) + 16];
+	char status[160];
+	enum smc_opt_why why;
 	bool ready;
 
 	if (o == NULL || json_object_set_new(o, "kind", json_string(kind)))
 		goto fail;
 	if (a->len == 0)
 		return o;
-	ready = control_smc_ready(a, listen, why, sizeof(why));
+	why = smc_opt_ready(&control_conf->ksmc, a, listen);
+	ready = why == SMC_OPT_READY;
 	snprintf(status, sizeof(status), "%s%s",
-		 ready ? "SMC-R ready" : "TCP only: ", ready ? "" : why);
+		 ready ? "SMC-R ready" : "TCP only: ", smc_opt_why_text(why));
 	if (json_object_set_new(o, listen ? "smc_listen" : "target_smc",
 				control_addr(a)) ||
 	    json_object_set_new(o, "smc_ready", json_boolean(ready)) ||

@@ -331,6 +331,118 @@ smc_opt_default_object(void)
 	return access(built, R_OK) == 0 ? built : SMCPROXYD_BPF_OBJECT;
 }
 
+/* Each reason in a few words (show rules' SMC-R column), and its fix. */
+static const struct {
+	const char *text;
+	const char *fix;
+} smc_opt_whys[SMC_OPT_NWHY] = {
+	[SMC_OPT_READY] = {"", ""},
+	[SMC_OPT_OFF] = {"kernel_smc is off", "set kernel_smc.enabled = true"},
+	[SMC_OPT_DETACHED] = {"SMC-R option program not attached",
+			      "run as root, or under smcproxyd-bpf.service "
+			      "with the kernel-smc drop-in (smcproxyd(8))"},
+	[SMC_OPT_NO_ALLOW] = {"kernel_smc.allow is empty",
+			      "list the kernel SMC-R clients' networks in "
+			      "kernel_smc.allow"},
+	[SMC_OPT_NO_UEID] = {"kernel_smc.ueids is empty",
+			     "give kernel_smc.ueids the UEID the kernel peers "
+			     "have (smcr ueid show)"},
+	[SMC_OPT_IPV6] = {"IPv6 (SMC-Rv2 is IPv4 only)",
+			  "use an IPv4 address (or 0.0.0.0)"},
+	[SMC_OPT_LOOPBACK] = {"loopback, no RDMA device",
+			      "use an address of an interface on an RDMA "
+			      "device"},
+	[SMC_OPT_NO_DEVICE] = {"no RDMA device",
+			       "load the RDMA driver (for Soft-RoCE: "
+			       "modprobe rdma_rxe; rdma link add), see "
+			       "ibv_devices"},
+};
+
+const char *
+smc_opt_why_text(enum smc_opt_why why)
+{
+	return smc_opt_whys[why].text;
+}
+
+/*
+ * Whether kernel SMC-R peers can go over RDMA with us at @a (an
+ * smc_listen, or a target_smc: @listen false), from what the daemon
+ * knows without trying: SMC_OPT_READY, or the first reason they go on as
+ * TCP (others may follow once it is fixed).
+ */
+enum smc_opt_why
+smc_opt_ready(const struct conf_ksmc *k, const struct addr *a, bool listen)
+{
+	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+	if (!k->enabled)
+		return SMC_OPT_OFF;
+	if (!smc_opt_attached())
+		return SMC_OPT_DETACHED;
+	if (listen && k->nallow == 0)
+		return SMC_OPT_NO_ALLOW;
+	if (k->nueids == 0)
+		return SMC_OPT_NO_UEID;
+	if (a->ss.ss_family == AF_INET6 &&
+	    !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+		return SMC_OPT_IPV6;
+	if (addr_loopback(a))
+		return SMC_OPT_LOOPBACK;
+	if (ib_device_count() == 0)
+		return SMC_OPT_NO_DEVICE;
+	return SMC_OPT_READY;
+}
+
+/* Add ", KIND NAME" to @names (of @len) for the reason it goes with. */
+static void
+smc_opt_name(char *names, size_t len, const char *kind, const char *name)
+{
+	size_t used = strlen(names);
+
+	if (used < len)
+		snprintf(names + used, len - used, "%s%s %s",
+			 used > 0 ? ", " : "", kind, name);
+}
+
+/*
+ * At start and at each reload, once: for each reason the kernel SMC-R
+ * peers of some rules' target_smc and exports' smc_listen will get TCP,
+ * one warning naming them, the reason and its fix.  With kernel_smc off
+ * and none configured, nothing.
+ */
+void
+smc_opt_report(const struct conf *conf)
+{
+	char names[SMC_OPT_NWHY][256] = {{0}};
+	enum smc_opt_why why;
+	int i;
+
+	for (i = 0; i < conf->nrules; i++) {
+		const struct conf_rule *r = &conf->rules[i];
+
+		if (r->target_smc.len == 0)
+			continue;
+		why = smc_opt_ready(&conf->ksmc, &r->target_smc, false);
+		smc_opt_name(names[why], sizeof(names[why]), "rule", r->name);
+	}
+	for (i = 0; i < conf->nexports; i++) {
+		const struct conf_export *e = &conf->exports[i];
+
+		if (e->smc_listen.len == 0)
+			continue;
+		why = smc_opt_ready(&conf->ksmc, &e->smc_listen, true);
+		smc_opt_name(names[why], sizeof(names[why]), "export", e->name);
+	}
+	for (why = SMC_OPT_OFF; why < SMC_OPT_NWHY; why++)
+		if (names[why][0] != '\0')
+			log_warnx(
+				"kernel SMC-R peers of %s get TCP: %s%s%s; %s",
+				names[why], smc_opt_whys[why].text,
+				why == SMC_OPT_DETACHED ? ": " : "",
+				why == SMC_OPT_DETACHED ? smc_opt_state() : "",
+				smc_opt_whys[why].fix);
+}
+
 /*
  * For smcproxyd -n: whether smc_opt_load() would find the program, as
  * far as can be told without attaching it: the maps pinned in pin, or

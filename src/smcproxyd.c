@@ -218,6 +218,7 @@ smcproxyd_reload(FILE *errors)
 		      "reloaded %s: %d rules, %d peers, %d exports", next->path,
 		      next->nrules, next->npeers, next->nexports);
 	ib_check_host(next);
+	smc_opt_report(next);
 out:
 	fclose(mine);
 	if (errors != NULL && len > 0)
@@ -513,6 +514,7 @@ main(int argc, char *argv[])
 	if (metrics_init(conf_current, main_base))
 		fatalx("metrics_listen: cannot serve metrics; not starting");
 	fdstore_close_unused();
+	smc_opt_report(conf_current);
 	log_info("smcproxyd %s ready: %s, %d workers, %d rules, %d peers, "
 		 "%d exports",
 		 SMCPROXYD_VERSION, conf_current->name, conf_current->workers,

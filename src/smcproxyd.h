@@ -141,6 +141,7 @@ int addr_parse_host(const char *s, struct addr *out);
 const char *addr_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
 bool addr_equal(const struct addr *a, const struct addr *b);
+bool addr_loopback(const struct addr *a);
 int addr_bind_source(int fd, const struct addr *a);
 bool addr_host(const struct addr *a, char *buf, size_t len);
 #define ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
@@ -366,6 +367,22 @@ const char *smc_opt_default_object(void);
 int smc_opt_check(const struct conf_ksmc *k, char *why, size_t len);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
+/* why kernel SMC-R peers of an smc_listen or target_smc would get TCP */
+enum smc_opt_why {
+	SMC_OPT_READY,
+	SMC_OPT_OFF,
+	SMC_OPT_DETACHED,
+	SMC_OPT_NO_ALLOW,
+	SMC_OPT_NO_UEID,
+	SMC_OPT_IPV6,
+	SMC_OPT_LOOPBACK,
+	SMC_OPT_NO_DEVICE,
+	SMC_OPT_NWHY
+};
+enum smc_opt_why smc_opt_ready(const struct conf_ksmc *k, const struct addr *a,
+			       bool listen);
+const char *smc_opt_why_text(enum smc_opt_why why);
+void smc_opt_report(const struct conf *conf);
 int smc_opt_mark(int fd, unsigned int mark);
 int smc_opt_echoed(int fd);
 int smc_opt_listening(int fd);

@@ -12,7 +12,8 @@
 #     and TRANSPORT as the connection log does, and filters by them, by
 #     peer host and by rule; an unknown filter or value is an error;
 #   - show rules gives smc_listen and target_smc their kind and why they
-#     are TCP only here (loopback; no program; an empty allow list);
+#     are TCP only here (loopback; no program; an empty allow list), and
+#     start and reload say it in the log, once per reason, with its fix;
 #   - stats SECTION keeps one section, -z hides zeros, a bad section is
 #     an error naming the sections.
 . "$(dirname "$0")/lib.sh"
@@ -305,4 +306,16 @@ eq(b["exports"][0]["smc_status"], "TCP only: kernel_smc.allow is empty",
 eq(b["rules"][0]["smc_status"], "TCP only: loopback, no RDMA device",
    "target_smc is not judged by allow")
 EOF
+# ... and start and reload said so, one line per reason, with the fix
+why_lines() {
+	grep -c "kernel SMC-R peers of $2 get TCP: $3" "$T/$1.log"
+}
+[ "$(why_lines b "export x" "kernel_smc.allow is empty; list the kernel SMC-R clients. networks in kernel_smc.allow")" = 1 ] ||
+	fail "the reload did not say why x gets TCP, with the fix: $(grep 'get TCP' "$T/b.log")"
+[ "$(why_lines b "rule k, export x" "loopback, no RDMA device; use an address of an interface on an RDMA device")" = 1 ] ||
+	fail "the start did not say once why k and x get TCP: $(grep 'get TCP' "$T/b.log")"
+[ "$(why_lines b "rule k" "loopback, no RDMA device")" = 1 ] ||
+	fail "the reload did not say why k gets TCP: $(grep 'get TCP' "$T/b.log")"
+[ "$(why_lines c "rule k, export x" "SMC-R option program not attached: .*nonexistent.bpf.o.*; run as root, or under smcproxyd-bpf.service")" = 1 ] ||
+	fail "without the program, no line with the fix: $(grep 'get TCP' "$T/c.log")"
 exit 0
