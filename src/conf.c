@@ -677,7 +677,7 @@ static const struct conf_key conf_listen_keys[] = {
 	KEY_INT(struct conf, first_byte_timeout, "first_byte_timeout", "10", 1,
 		60, NULL, R,
 		"seconds a new peer connection gets to send its first message "
-		"header"),
+		"header (a client of an accept_proxy rule: its PROXY header)"),
 	KEY_INT(struct conf, handshake_timeout, "handshake_timeout", "15", 1,
 		300, NULL, R,
 		"seconds a peer connection gets to authenticate (fallback "
@@ -796,6 +796,11 @@ static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, log_connections, "log_connections", CONF_T_BOOL,
 	    "true", 0, 1, NULL, R,
 	    "log a line for each connection when it ends"),
+	KEY(struct conf_rule, accept_proxy, "accept_proxy", CONF_T_BOOL,
+	    "false", 0, 1, NULL, R,
+	    "clients are a load balancer's: each connection begins with a "
+	    "PROXY protocol header (v1 or v2) naming the client, taken for "
+	    "it and passed on"),
 };
 
 static const struct conf_key conf_rdma_keys[] = {

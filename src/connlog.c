@@ -50,9 +50,12 @@ connlog_close(const struct session *s, enum session_reason reason)
 	struct connlog_line l;
 	const char *fields[13];
 	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
-	char a[ADDR_STRLEN], o[ADDR_STRLEN], who[CONF_NAME_MAX + ADDR_STRLEN];
-	/* the export side knows the client when the peer named it */
-	bool origin = !rule && s->origin[0].len != 0;
+	char a[ADDR_STRLEN], o[ADDR_STRLEN], via[ADDR_STRLEN];
+	char who[CONF_NAME_MAX + ADDR_STRLEN];
+	/* the export side knows the client when the peer named it, the
+	 * rule side when a load balancer's PROXY header did (accept_proxy):
+	 * then the client is that one, via the balancer */
+	bool origin = s->origin[0].len != 0;
 	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
@@ -74,12 +77,18 @@ connlog_close(const struct session *s, enum session_reason reason)
 	snprintf(l.dialect, sizeof(l.dialect), "DIALECT=%s",
 		 smcr ? "smc-r" : "native");
 	addr_str(&s->addr[rule ? 0 : 1], a, sizeof(a));
-	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
-		 a);
 	if (origin) {
 		addr_str(&s->origin[0], o, sizeof(o));
-		snprintf(l.origin, sizeof(l.origin), "CLIENT=%s", o);
+		if (rule) { /* the client first, then the balancer */
+			memcpy(via, a, sizeof(via));
+			memcpy(a, o, sizeof(a));
+			memcpy(o, via, sizeof(o));
+		}
+		snprintf(l.origin, sizeof(l.origin), "%s=%s",
+			 rule ? "VIA" : "CLIENT", o);
 	}
+	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
+		 a);
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
 		 s->mode == SESSION_MODE_RDMA ? "rdma" :
 		 smcr			      ? "tcp" :
@@ -124,8 +133,10 @@ connlog_close(const struct session *s, enum session_reason reason)
 		s->id, rule ? "rule" : "export",
 		rule ? s->rule->name : s->export->name, who,
 		smcr ? " dialect=smc-r" : "", rule ? "client" : "target", a,
-		origin ? " client=" : "", origin ? o : "",
-		l.transport + strlen("TRANSPORT="),
+		!origin ? "" :
+		rule	? " via=" :
+			  " client=",
+		origin ? o : "", l.transport + strlen("TRANSPORT="),
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",
 		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?

@@ -107,54 +107,6 @@ export_connect(struct session *s, enum session_reason *why)
 }
 
 /*
- * The PROXY protocol v2 header (haproxy's proxy-protocol.txt, section
- * 2.2) of a TCP connection from src to dst, both IPv4 or both IPv6, into
- * buf (EXPORT_PROXY_MAX bytes).  With src NULL, or ends of no family it
- * can name: the LOCAL command, after which the target takes the
- * connection's own ends.  Returns its length.
- */
-size_t
-export_proxy_header(void *buf, const struct addr *src, const struct addr *dst)
-{
-	static const uint8_t sig[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
-					0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a};
-	uint8_t *p = buf;
-	uint16_t len = 0;
-
-	memcpy(p, sig, sizeof(sig));
-	p[12] = 0x20; /* version 2, LOCAL */
-	p[13] = 0x00; /* UNSPEC */
-	if (src != NULL && src->ss.ss_family == AF_INET &&
-	    dst->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)&src->ss;
-		const struct sockaddr_in *d4 = (const void *)&dst->ss;
-
-		p[12] = 0x21; /* version 2, PROXY */
-		p[13] = 0x11; /* TCP over IPv4 */
-		memcpy(p + 16, &s4->sin_addr, 4);
-		memcpy(p + 20, &d4->sin_addr, 4);
-		memcpy(p + 24, &s4->sin_port, 2);
-		memcpy(p + 26, &d4->sin_port, 2);
-		len = 12;
-	} else if (src != NULL && src->ss.ss_family == AF_INET6 &&
-		   dst->ss.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)&src->ss;
-		const struct sockaddr_in6 *d6 = (const void *)&dst->ss;
-
-		p[12] = 0x21;
-		p[13] = 0x21; /* TCP over IPv6 */
-		memcpy(p + 16, &s6->sin6_addr, 16);
-		memcpy(p + 32, &d6->sin6_addr, 16);
-		memcpy(p + 48, &s6->sin6_port, 2);
-		memcpy(p + 50, &d6->sin6_port, 2);
-		len = 36;
-	}
-	p[14] = (uint8_t)(len >> 8);
-	p[15] = (uint8_t)len;
-	return 16 + (size_t)len;
-}
-
-/*
  * Begin s's target connection with its PROXY header: the client the peer
  * named, else LOCAL (a peer that did not say).  The socket is fresh and
  * empty, so the header goes whole.  0 or -errno.
@@ -162,10 +114,10 @@ export_proxy_header(void *buf, const struct addr *src, const struct addr *dst)
 static int
 export_proxy_send(struct session *s)
 {
-	uint8_t hdr[EXPORT_PROXY_MAX];
+	uint8_t hdr[PROXY_V2_MAX];
 	bool known = s->origin[0].len != 0;
-	size_t len = export_proxy_header(hdr, known ? &s->origin[0] : NULL,
-					 &s->origin[1]);
+	size_t len = proxy_header_write(hdr, known ? &s->origin[0] : NULL,
+					&s->origin[1]);
 	ssize_t n = send(s->fd[1], hdr, len, MSG_NOSIGNAL);
 
 	if (n < 0)

@@ -1053,12 +1053,16 @@ fb_client_send(struct session *s, const void *msg, size_t len)
  * The client connection of rule-side session s, for the peer (the
  * HELLO's origin part, LLC CONN_ORIGIN): from the client to the address
  * it connected to (the rule's listen address; the one it took when that
- * is a wildcard).  0 or -errno.
+ * is a wildcard), or those its load balancer's PROXY header named
+ * (accept_proxy).  0 or -errno.
  */
 int
 fallback_origin(const struct session *s, struct fb_origin *o)
 {
 	struct addr local;
+
+	if (s->origin[0].len != 0)
+		return fb_origin_set(o, &s->origin[0], &s->origin[1]);
 
 	local.len = sizeof(local.ss);
 	if (getsockname(s->fd[0], (struct sockaddr *)&local.ss, &local.len))

@@ -211,6 +211,7 @@ struct conf_rule {
 	struct addr target_smc; /* a kernel SMC-R server; len 0: none */
 	int idle_timeout;	/* seconds, 0 = never */
 	bool log_connections;	/* connlog.c: a line as each one ends */
+	bool accept_proxy; /* accept.c: clients begin with a PROXY header */
 	int line;
 };
 
@@ -649,10 +650,21 @@ const struct conf_export *export_find(struct worker *w, const struct conf *conf,
 int export_room(struct worker *w, enum session_reason *why);
 int export_connect(struct session *s, enum session_reason *why);
 int export_connected(struct session *s, enum session_reason *why);
-#define EXPORT_PROXY_MAX (16 + 36) /* PROXY v2: header, two IPv6 ends */
-size_t export_proxy_header(void *buf, const struct addr *src,
-			   const struct addr *dst);
 enum session_reason export_timed_out(struct session *s);
+
+/* proxy.c: the PROXY protocol's header */
+#define PROXY_V2_MAX (16 + 36) /* v2 as we write it: two IPv6 ends */
+#define PROXY_HEADER_MAX 536   /* the longest we read: v2 with its TLVs */
+struct proxy_header {
+	size_t len;	 /* its bytes on the wire */
+	bool local;	 /* names no client: the connection's own ends */
+	struct addr src; /* the client */
+	struct addr dst; /* the address it connected to */
+};
+size_t proxy_header_write(void *buf, const struct addr *src,
+			  const struct addr *dst);
+int proxy_header_read(const void *buf, size_t n, struct proxy_header *h,
+		      char *why, size_t whylen);
 
 /* connlog.c */
 void connlog_close(const struct session *s, enum session_reason reason);

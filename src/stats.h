@@ -58,6 +58,12 @@
 	  "reads paused because the connection's buffer was full")             \
 	X(conns_refused_limit, COUNTER, "connections",                         \
 	  "client connections reset because max_conns was reached")            \
+	X(proxy_accepted, COUNTER, "connections",                              \
+	  "accept_proxy clients whose PROXY header named the client")          \
+	X(proxy_local, COUNTER, "connections",                                 \
+	  "accept_proxy clients whose PROXY header named none (LOCAL)")        \
+	X(proxy_refused, COUNTER, "connections",                               \
+	  "accept_proxy clients reset: no PROXY header, a bad one, or late")   \
 	X(export_refused_limit, COUNTER, "connections",                        \
 	  "peer opens of an export refused because max_conns was reached")     \
 	X(accept_pauses, COUNTER, "events",                                    \

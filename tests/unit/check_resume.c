@@ -283,7 +283,7 @@ static void
 target_reads(int t, const uint8_t *want, size_t len)
 {
 	struct timeval tv = {WAIT_MS / 1000, 0};
-	uint8_t got[EXPORT_PROXY_MAX + 1];
+	uint8_t got[PROXY_V2_MAX + 1];
 	size_t have = 0;
 	ssize_t n;
 
@@ -517,7 +517,7 @@ END_TEST
  */
 START_TEST(open_names_its_client)
 {
-	uint8_t want[EXPORT_PROXY_MAX];
+	uint8_t want[PROXY_V2_MAX];
 	const struct llc_info *m;
 	struct addr src, dst;
 	size_t len;
@@ -529,7 +529,7 @@ START_TEST(open_names_its_client)
 	t = target_accept();
 	ck_assert_int_eq(addr_parse("127.0.0.5:40112", &src), 0);
 	ck_assert_int_eq(addr_parse("127.0.0.1:6380", &dst), 0);
-	len = export_proxy_header(want, &src, &dst);
+	len = proxy_header_write(want, &src, &dst);
 	ck_assert_uint_eq(len, 28);
 	target_reads(t, want, len);
 	m = answer(&B, 0);
@@ -539,7 +539,7 @@ START_TEST(open_names_its_client)
 
 	open_conn_to(&B, TOKEN2, "p");
 	t = target_accept();
-	len = export_proxy_header(want, NULL, &dst);
+	len = proxy_header_write(want, NULL, &dst);
 	target_reads(t, want, len);
 	m = answer(&B, 1);
 	ck_assert_uint_eq(m->type, LLC_CONN_ACCEPT);
