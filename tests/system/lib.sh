@@ -164,6 +164,8 @@ smc_exit()
 			rm -rf "$T"
 		fi
 	fi
+	# its time, in its log: scripts/test lists the slowest
+	printf '%s: took %s s\n' "$SMC_NAME" "$((SECONDS - SMC_START))" >&2
 	exit "$rc"
 }
 
@@ -197,6 +199,7 @@ smc_cgroup_leave()
 smc_init()
 {
 	SMC_NAME=$(basename "$0" .sh)
+	SMC_START=$SECONDS
 	trap smc_exit EXIT
 	trap 'exit 1' INT TERM HUP
 	T=$(mktemp -d "${TMPDIR:-/tmp}/smc-$SMC_NAME.XXXXXX") ||
