@@ -1010,6 +1010,30 @@ rdma: {
     yield "bad-include", conf_with('@include "/dev/null"\n')
 
 
+def proxy_msgs():
+    """PROXY headers as a load balancer sends them (proxy.c), and not."""
+    sig = b"\r\n\r\n\0\r\nQUIT\n"
+    v4 = bytes([192, 0, 2, 7, 192, 0, 2, 1]) + struct.pack(">HH", 1234, 80)
+    v6 = bytes(15) + b"\x07" + bytes(15) + b"\x01" + struct.pack(">HH", 443, 8443)
+
+    def v2(cmd, fam, body):
+        return sig + struct.pack(">BBH", cmd, fam, len(body)) + body
+    yield "ok-v2-tcp4", v2(0x21, 0x11, v4) + b"GET / HTTP/1.1\r\n"
+    yield "ok-v2-tcp6", v2(0x21, 0x21, v6)
+    yield "ok-v2-tlv", v2(0x21, 0x11, v4 + b"\x05\x00\x04abcd")
+    yield "ok-v2-local", v2(0x20, 0x00, b"")
+    yield "ok-v1-tcp4", b"PROXY TCP4 192.0.2.7 192.0.2.1 56324 443\r\nGET /"
+    yield "ok-v1-tcp6", b"PROXY TCP6 2001:db8::7 2001:db8::1 65535 1\r\n"
+    yield "ok-v1-unknown", b"PROXY UNKNOWN\r\n"
+    yield "bad-v2-udp", v2(0x21, 0x12, v4)
+    yield "bad-v2-short6", v2(0x21, 0x21, v4)
+    yield "bad-v2-long", sig + b"\x21\x11\xff\xff"
+    yield "bad-v2-version", v2(0x11, 0x11, v4)
+    yield "bad-v1-port", b"PROXY TCP4 192.0.2.7 192.0.2.1 65536 443\r\n"
+    yield "bad-v1-nocrlf", b"PROXY TCP4 " + b"1" * 120
+    yield "bad-http", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -1019,7 +1043,8 @@ def main():
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),
                         ("control", lambda: control_msgs(top)),
                         ("conf", lambda: conf_msgs(top)),
-                        ("link", link_msgs), ("resume", resume_msgs)):
+                        ("link", link_msgs), ("resume", resume_msgs),
+                        ("proxy", proxy_msgs)):
         d = os.path.join(top, "tests", "fuzz", "corpus", target)
         os.makedirs(d, exist_ok=True)
         for f in os.listdir(d):
