@@ -158,6 +158,7 @@ static json_t *control_cmd_peers(struct control_req *req);
 static json_t *control_cmd_lgrs(struct control_req *req);
 static json_t *control_cmd_links(struct control_req *req);
 static json_t *control_cmd_conns(struct control_req *req);
+static json_t *control_cmd_smc(struct control_req *req);
 static json_t *control_cmd_kill(struct control_req *req);
 static json_t *control_cmd_kill_conns(struct control_req *req);
 static json_t *control_cmd_rule_enable(struct control_req *req);
@@ -221,6 +222,9 @@ static const struct control_cmd control_cmds[] = {
 	{"show conns", 0, control_filter_args, control_cmd_conns,
 	 "proxied connections, one object each; only those of a rule, peer,"
 	 " state, transport, dialect, at least age seconds old, if given"},
+	{"show smc", 0, control_filter_args, control_cmd_smc,
+	 "the connections of kernel SMC-R peers (show conns dialect smc-r), "
+	 "as smcss lists a host's SMC sockets"},
 	{"kill conn", CONTROL_MUTATING, control_kill_args, control_cmd_kill,
 	 "close connection ID (reason admin_kill)"},
 	{"kill conns", CONTROL_MUTATING, control_filter_args,
@@ -1224,6 +1228,30 @@ control_cmd_conns(struct control_req *req)
 	}
 	control_listing_free(l);
 	return NULL;
+}
+
+/*
+ * `show smc`: show conns of the kernel SMC-R peers' dialect, each with its
+ * peer's address and, over RDMA, its group and link (smcproxyctl's
+ * smcss-like table).
+ */
+static json_t *
+control_cmd_smc(struct control_req *req)
+{
+	const char *d =
+		json_string_value(json_object_get(req->cr_args, "dialect"));
+
+	if (d != NULL && strcmp(d, "smc-r") != 0) {
+		control_fail(req,
+			     "show smc lists the smc-r dialect only; show "
+			     "conns dialect %.32s lists the others",
+			     d);
+		return NULL;
+	}
+	if (json_object_set_new(req->cr_args, "dialect",
+				json_string("smc-r")) != 0)
+		return NULL;
+	return control_cmd_conns(req);
 }
 
 struct control_kill {

@@ -581,6 +581,10 @@ session_json_add(const struct session *s, void *json_array)
 		return;
 	json_object_set_new(o, "dialect",
 			    json_string(smcr ? "smc-r" : "native"));
+	/* the kernel peer's end of the connection, as smcss's Peer Address */
+	if (smcr)
+		json_object_set_new(o, "peer_address",
+				    json_string(rule ? a1 : a0));
 	/* the connection log's word: a kernel peer's TCP is no fallback
 	 * protocol, a native peer's is */
 	json_object_set_new(o, "transport",

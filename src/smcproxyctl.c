@@ -107,6 +107,7 @@ static void ctl_show_peers(struct ctl_conn *conn, json_t *data);
 static void ctl_show_lgrs(struct ctl_conn *conn, json_t *data);
 static void ctl_show_links(struct ctl_conn *conn, json_t *data);
 static void ctl_show_conns(struct ctl_conn *conn, json_t *data);
+static void ctl_show_smc(struct ctl_conn *conn, json_t *data);
 static void ctl_show_schema(struct ctl_conn *conn, json_t *data);
 static void ctl_show_help(struct ctl_conn *conn, json_t *data);
 static void ctl_show_killed(struct ctl_conn *conn, json_t *data);
@@ -128,6 +129,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"show", "lgrs"}, NULL, NULL, false, ctl_show_lgrs},
 	{{"show", "links"}, NULL, NULL, false, ctl_show_links},
 	{{"show", "conns"}, NULL, ctl_filter_keys, false, ctl_show_conns},
+	{{"show", "smc"}, NULL, ctl_filter_keys, false, ctl_show_smc},
 	{{"kill", "conn"}, "id", NULL, false, ctl_show_done},
 	{{"kill", "conns"}, NULL, ctl_filter_keys, true, ctl_show_killed},
 	{{"disable", "rule"}, "name", NULL, false, ctl_show_done},
@@ -213,6 +215,8 @@ ctl_usage(FILE *f)
 		"SMC-R hosts\n"
 		"  show lgrs | show links  RDMA link groups and links\n"
 		"  show conns [FILTER]     proxied connections\n"
+		"  show smc [FILTER]       kernel SMC-R peers' connections "
+		"(smcss)\n"
 		"  kill conn ID            close one connection\n"
 		"  kill conns FILTER       close the connections it matches\n"
 		"  disable | enable rule NAME\n"
@@ -1030,6 +1034,33 @@ ctl_show_conns(struct ctl_conn *conn, json_t *data)
 
 	ctl_table(json_object_get(data, "conns"), cols,
 		  (int)(sizeof(cols) / sizeof(cols[0])), "no connections");
+}
+
+/* show smc: the kernel SMC-R peers' connections, as smcss lists them */
+static void
+ctl_show_smc(struct ctl_conn *conn, json_t *data)
+{
+	static const struct ctl_col cols[] = {
+		{"ID", "id", CTL_COL_TEXT, false},
+		{"W", "worker", CTL_COL_NUM, true},
+		{"ROLE", "role", CTL_COL_TEXT, false},
+		{"RULE", "rule", CTL_COL_TEXT, true},
+		{"EXPORT", "export", CTL_COL_TEXT, true},
+		{"STATE", "state", CTL_COL_TEXT, false},
+		{"PEER-ADDRESS", "peer_address", CTL_COL_TEXT, false},
+		{"TRANSPORT", "transport", CTL_COL_TEXT, false},
+		{"DECLINE", "smc_decline", CTL_COL_TEXT, false},
+		{"LGR", "lgr", CTL_COL_NUM, false},
+		{"LINK", "link", CTL_COL_NUM, false},
+		{"TOKEN", "token", CTL_COL_NUM, true},
+		{"BYTES-IN", "bytes_in", CTL_COL_NUM, false},
+		{"BYTES-OUT", "bytes_out", CTL_COL_NUM, false},
+		{"AGE", "age_s", CTL_COL_SECONDS, false},
+	};
+
+	ctl_table(json_object_get(data, "conns"), cols,
+		  (int)(sizeof(cols) / sizeof(cols[0])),
+		  "no kernel SMC-R connections");
 }
 
 static void

@@ -11,6 +11,8 @@
 #   - show conns gives a kernel connection its host as PEER, its DIALECT
 #     and TRANSPORT as the connection log does, and filters by them, by
 #     peer host and by rule; an unknown filter or value is an error;
+#   - show smc lists the kernel peers' connections only, as smcss does:
+#     the peer's address, transport, decline, group and link;
 #   - show rules gives smc_listen and target_smc their kind and why they
 #     are TCP only here (loopback; no program; an empty allow list), and
 #     start and reload say it in the log, once per reason, with its fix;
@@ -195,6 +197,25 @@ eq(rows[0], ["ID", "DIALECT", "TRANSPORT", "ROLE", "RULE", "PEER", "STATE",
              "DOWNSTREAM", "BYTES-IN", "BYTES-OUT", "AGE", "IDLE"], "header")
 eq(rows[1][:8], [c["id"], "smc-r", "tcp", "export", "-", "127.0.0.1", "relay",
                  A[2]], "row")
+EOF
+
+# show smc: the same connection, smcss-like; nothing of another dialect
+ctlj b "$T/smc.json" show smc
+ctl b show smc >"$T/smc.txt" || fail "show smc table"
+ctl b show smc dialect native >"$T/out" 2>"$T/err" && fail "show smc took dialect native"
+grep -q 'show smc lists the smc-r dialect only; show conns dialect native lists the others' "$T/err" ||
+	fail "show smc dialect native: $(cat "$T/err")"
+pycheck "show smc" "$T/smc.json" "$T/smc.txt" "127.0.0.1:$held_port" <<'EOF'
+d = load(A[0])["data"]
+eq(d["count"], 1, "count")
+c = d["conns"][0]
+eq((c["dialect"], c["peer_address"], c["transport"], c["state"]),
+   ("smc-r", A[2], "tcp", "relay"), "the held connection")
+rows = [l.split() for l in open(A[1]).read().splitlines()]
+eq(rows[0], ["ID", "ROLE", "STATE", "PEER-ADDRESS", "TRANSPORT", "DECLINE",
+             "LGR", "LINK", "BYTES-IN", "BYTES-OUT", "AGE"], "header")
+eq(rows[1][:8], [c["id"], "export", "relay", A[2], "tcp", "-", "-", "-"],
+   "row")
 EOF
 
 # filters: each that matches it lists it, each that does not lists none
