@@ -112,6 +112,7 @@ struct control_req;
 #define CONTROL_MUTATING 0x1
 #define CONTROL_RUNNING 0x2 /* refused while the daemon stops */
 #define CONTROL_SETS 0x4    /* mutating when given an argument */
+#define CONTROL_ADMIN 0x8   /* changes nothing, but only for admins */
 
 struct control_cmd {
 	const char *cm_name;
@@ -245,7 +246,8 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_peer_drain, "accept connections to peer NAME again"},
 	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "the same as undrain peer"},
-	{"check", CONTROL_RUNNING, control_name_args, control_cmd_check,
+	{"check", CONTROL_ADMIN | CONTROL_RUNNING, control_name_args,
+	 control_cmd_check,
 	 "probe peer NAME now, as smc_chk does: a TEST_LINK round trip on a "
 	 "link group to it, set up first if there is none (TCP to its port, "
 	 "CLC, link up); ok with the round trip, or why not"},
@@ -1801,7 +1803,8 @@ control_commands_json(void)
 					cm->cm_name, "mutating",
 					(cm->cm_flags & CONTROL_MUTATING) != 0,
 					"access",
-					cm->cm_flags & CONTROL_MUTATING ?
+					cm->cm_flags & (CONTROL_MUTATING |
+							CONTROL_ADMIN) ?
 						"admin" :
 					cm->cm_flags & CONTROL_SETS ?
 						"read, admin to set" :
@@ -2017,7 +2020,7 @@ control_handle(struct control_client *c, struct evbuffer *out, const char *line,
 	}
 	if (control_parse(&req, root) < 0)
 		goto reply;
-	if (((req.cr_cmd->cm_flags & CONTROL_MUTATING) ||
+	if (((req.cr_cmd->cm_flags & (CONTROL_MUTATING | CONTROL_ADMIN)) ||
 	     ((req.cr_cmd->cm_flags & CONTROL_SETS) &&
 	      json_object_size(req.cr_args) > 0)) &&
 	    !control_privileged(c)) {

@@ -168,7 +168,7 @@ for c in s["commands"]:
                                     "undrain peer", "enable peer", "shutdown",
                                     "shutdown now"),
        "mutating of " + c["name"])
-    eq(c["access"], "admin" if c["mutating"] else
+    eq(c["access"], "admin" if c["mutating"] or c["name"] == "check" else
        "read, admin to set" if c["name"] == "log-level" else "read",
        "access of " + c["name"])
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Control socket permissions, with smcproxyctl run as another uid (65534):
 # read-only commands work for anyone who can open the socket, while
-# "stats reset", "kill conn", "reload" and "log-level LEVEL" are refused
+# "stats reset", "kill conn", "reload", "log-level LEVEL" and "check"
+# (it sets a link group up) are refused
 # (status 1, "permission denied ... (you are uid 65534)") and change
 # nothing; traffic
 # is not disturbed.  control_uid (set by a reload) and control_gid (primary
@@ -129,6 +130,9 @@ denied stats reset
 denied kill conn "$id"
 denied kill conn 0xdead
 denied reload
+as_other -s "$T/a.sock" check b
+[ "$rc" -eq 1 ] && [ "$(cat "$T/err")" = "smcproxyctl: check: permission denied: \"check\" needs root, the daemon's user, or control_uid/control_gid (you are uid $OTHER)" ] ||
+	fail "check b as uid $OTHER: status $rc: $(cat "$T/err")"
 grep -q 'statistics reset by' "$T/a.log" && fail "a logged a reset"
 grep -q 'killed by' "$T/a.log" && fail "a logged a kill"
 grep -q 'reload requested' "$T/a.log" && fail "a logged a reload"
