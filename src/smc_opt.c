@@ -15,6 +15,7 @@
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <netinet/in.h>
 #include <dirent.h>
 #include <errno.h>
@@ -186,6 +187,9 @@ smc_opt_connected(int fd)
 }
 
 #ifdef HAVE_BPF
+/* statfs(2)'s f_type of a BPF file system (linux/magic.h) */
+#define SMC_OPT_BPF_FS_MAGIC 0xcafe4a11
+
 #define SMC_OPT_ROOT_CGROUP                                                  \
 	"in the cgroup v2 root, acting on every socket of the host: run it " \
 	"in a cgroup of its own, or set kernel_smc.bpf_root_cgroup"
@@ -626,6 +630,45 @@ fail:
  * what an earlier run pinned there.  0, or -errno after saying why on
  * stderr.
  */
+#ifdef HAVE_BPF
+/*
+ * Whether dir, or where it would be made, is on a BPF file system: pins
+ * live only there, and elsewhere libbpf's error says nothing of it.  0,
+ * or -errno after saying why on stderr.
+ */
+static int
+smc_opt_bpffs(const char *dir)
+{
+	char parent[PATH_MAX], *slash;
+	struct statfs fs;
+
+	snprintf(parent, sizeof(parent), "%s", dir);
+	if (statfs(dir, &fs) != 0) {
+		slash = strrchr(parent, '/');
+		if (slash == NULL)
+			snprintf(parent, sizeof(parent), ".");
+		else if (slash == parent)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (statfs(parent, &fs) != 0) {
+			fprintf(stderr, "smcproxyd: %s: %s\n", parent,
+				strerror(errno));
+			return -errno;
+		}
+	}
+	if (fs.f_type != SMC_OPT_BPF_FS_MAGIC) {
+		fprintf(stderr,
+			"smcproxyd: %s is not on a BPF file system (bpffs), "
+			"where programs are pinned: give a directory under "
+			"/sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)\n",
+			parent);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+#endif
+
 int
 smc_opt_pin(const char *path, const char *dir)
 {
@@ -638,6 +681,9 @@ smc_opt_pin(const char *path, const char *dir)
 	int rc;
 
 	libbpf_set_print(smc_opt_silent);
+	rc = smc_opt_bpffs(dir);
+	if (rc)
+		return rc;
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		rc = -errno;
 		fprintf(stderr, "smcproxyd: mkdir %s: %s\n", dir,

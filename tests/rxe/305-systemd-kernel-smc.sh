@@ -8,8 +8,9 @@
 # owned by smcproxyd; the drop-in kernel-smc.conf, installed for an
 # instance smcproxyd@ksmc, makes the unit attach the program to the
 # service (BPFProgram=) and lets the daemon, user smcproxyd, open the
-# maps (CAP_BPF, the bpf system call):
-#   - the daemon says it uses the pinned maps (smc_option);
+# maps (the bpf system call, no capability), linked as smcproxyd(8) says:
+#   - the daemon says it uses the pinned maps (smc_option), with no
+#     capability beyond the unit's two; the loader had no CAP_SYS_ADMIN;
 #   - a kernel SMC-R client's first steps (tests/tools/ksmcclient, the
 #     option on its SYN) to the instance's smc_listen: the SYN-ACK echoes
 #     the option, our DECLINE NOSMCRDEV comes, 1 MiB verifies as TCP;
@@ -47,10 +48,12 @@ kernel_smc: { ueids = [ "SMCPROXYD-LAB" ]; allow = [ "127.0.0.0/8" ]; };
 EOF
 install -m 0640 -o root -g smcproxyd "$R/ksmc.conf" "$etc/ksmc.conf" ||
 	rxe_die "cannot write $etc/ksmc.conf"
+# as smcproxyd(8) says, for an instance: a link, which upgrades follow
 mkdir -p /etc/systemd/system/smcproxyd@ksmc.service.d &&
-	cp "$dropin" /etc/systemd/system/smcproxyd@ksmc.service.d/ ||
+	ln -s "$dropin" /etc/systemd/system/smcproxyd@ksmc.service.d/ ||
 	rxe_die "cannot install the drop-in"
 systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+bpf_mode=$(stat -c %a /sys/fs/bpf)
 
 if systemctl start smcproxyd@ksmc; then
 	ok "smcproxyd@ksmc starts with kernel-smc.conf (smcproxyd-bpf.service pulled in)"
@@ -62,6 +65,19 @@ if [ "$(stat -c %U /sys/fs/bpf/smcproxyd/smc_opt_mark 2>/dev/null)" = smcproxyd 
 else
 	bad "no pinned maps owned by smcproxyd: $(ls -l /sys/fs/bpf/smcproxyd 2>&1)"
 fi
+# least privilege: the daemon's capabilities are the unit's two
+# (CAP_NET_BIND_SERVICE 10, CAP_IPC_LOCK 14), no CAP_BPF; its /sys/fs/bpf
+# has the pins only; the host's kept its mode; the loader was bounded
+pid=$(systemctl show -p MainPID --value smcproxyd@ksmc)
+eff=$(sed -n 's/^CapEff:[[:space:]]*//p' "/proc/$pid/status")
+[ "$eff" = 0000000000004400 ] && ok "the daemon's capabilities: $eff (no CAP_BPF)" ||
+	bad "the daemon's effective capabilities are $eff, want 0000000000004400"
+bset=$(systemctl show -p CapabilityBoundingSet --value smcproxyd-bpf)
+case " $bset " in
+*cap_sys_admin*) bad "smcproxyd-bpf.service keeps CAP_SYS_ADMIN: $bset" ;;
+*cap_bpf*) ok "smcproxyd-bpf.service loads with: $bset" ;;
+*) bad "smcproxyd-bpf.service's bounding set: $bset" ;;
+esac
 opt=$("$ctl" -s /run/smcproxyd-ksmc/control.sock version | sed -n 's/^smc_option *//p')
 case $opt in
 "pinned in /sys/fs/bpf/smcproxyd"*) ok "the daemon (user smcproxyd) uses the pinned maps: $opt" ;;
@@ -87,6 +103,11 @@ if [ -e /sys/fs/bpf/smcproxyd ]; then
 else
 	ok "stopping smcproxyd-bpf.service removes the pins"
 fi
+now=$(stat -c %a /sys/fs/bpf)
+case $now in
+"$bpf_mode") ok "and gives /sys/fs/bpf its mode back, $now" ;;
+*) bad "/sys/fs/bpf was $bpf_mode before the unit, is $now after its stop" ;;
+esac
 journalctl -b --no-pager -u smcproxyd-bpf -u smcproxyd@ksmc >"$RXE_OUT/journal.txt" 2>&1
 rm -rf /etc/systemd/system/smcproxyd@ksmc.service.d "$etc/ksmc.conf"
 systemctl daemon-reload

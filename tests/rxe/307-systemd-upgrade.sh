@@ -8,7 +8,10 @@
 # package is made from this build tree by debian/rules' own packaging
 # steps (lib.sh: rxe_build_deb); the upgrade is the same package with a
 # higher version (dpkg-deb -R, Version bumped, dpkg-deb -b).
-#   dpkg -i                  fresh install: enabled, not started
+#   dpkg -i                  fresh install: enabled, not started; the
+#                            package's autopkgtest (debian/tests/pair: two
+#                            instances over the TCP fallback, 1 MiB
+#                            verified, stopped) passes on it
 #   dpkg -i of the newer     while four client loops (connections one after
 #   .deb (upgrade)           another, verified) and a slow pingpong run
 #                            through the pair: smcproxyd.service is active
@@ -112,6 +115,12 @@ sbin=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit")
 CTL=$(sed -n 's/^ExecReload=\([^ ]*\) .*/\1/p' "$unit")
 id smcproxyd >/dev/null 2>&1 || bad "the postinst made no user smcproxyd"
 [ -x "$sbin" ] && [ -x "$CTL" ] || rxe_die "no $sbin or $CTL from $unit"
+# the package's autopkgtest, as autopkgtest runs it (root, installed)
+if sh "$abs_top_srcdir/debian/tests/pair" >"$RXE_OUT/autopkgtest.txt" 2>&1; then
+	ok "autopkgtest debian/tests/pair: $(grep -c '^pair: ' "$RXE_OUT/autopkgtest.txt") lines, ok"
+else
+	bad "autopkgtest debian/tests/pair: $(tail -n 20 "$RXE_OUT/autopkgtest.txt")"
+fi
 ln -sf /run/smcproxyd/control.sock "$R/a.sock"
 ln -sf /run/smcproxyd-b/control.sock "$R/b.sock"
 

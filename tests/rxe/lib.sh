@@ -789,7 +789,7 @@ rxe_install_package() {
 rxe_sanitizer_dropins() {
 	grep -q '^SAN_CFLAGS = .*-fsanitize' "$abs_top_builddir/Makefile" ||
 		return 0
-	for u in smcproxyd.service smcproxyd@.service; do
+	for u in smcproxyd.service smcproxyd@.service smcproxyd-bpf.service; do
 		mkdir -p "/etc/systemd/system/$u.d" &&
 			printf '[Service]\nSystemCallFilter=ptrace\n' \
 				>"/etc/systemd/system/$u.d/sanitizer.conf" ||

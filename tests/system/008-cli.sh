@@ -71,6 +71,15 @@ sed -i 's/export = "redis"/export = "redis-cache-of-the-west"/' "$T/n.conf"
 grep -q "^$T/n.conf:5: rules\[0\].export: export name \"redis-cache-of-the-west\" is 23 bytes; over RDMA" "$T/err" ||
 	fail "smcproxyd -n: the long export name is not named: $(cat "$T/err")"
 
+# --pin-bpf outside a bpffs says so (libbpf's own error would not)
+if [ -f "$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o" ]; then
+	"$SMCPROXYD" --pin-bpf "$T/pins" >"$T/out" 2>"$T/err" &&
+		fail "--pin-bpf into $T/pins, not a bpffs, succeeded"
+	grep -q "^smcproxyd: $T is not on a BPF file system (bpffs), where programs are pinned: give a directory under /sys/fs/bpf" "$T/err" ||
+		fail "--pin-bpf outside a bpffs: $(cat "$T/err")"
+	[ -e "$T/pins" ] && fail "--pin-bpf outside a bpffs made $T/pins"
+fi
+
 # documentation
 for f in $(grep -o 'conf/examples/[A-Za-z0-9_.]*' "$SRC/docs/smcproxyd.conf.5" | sort -u); do
 	[ -f "$SRC/$f" ] || fail "smcproxyd.conf(5) cites $f, which the tree does not have"

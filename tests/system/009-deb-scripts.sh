@@ -8,7 +8,11 @@
 #   upgrade (preinst, prerm, postinst)    no stop before, try-restart after,
 #                                         so a running daemon runs the new
 #                                         files and a stopped one stays so
-#   removal (prerm remove)                smcproxyd and its instances stop
+#   removal (prerm remove)                smcproxyd and its instances stop,
+#                                         then smcproxyd-bpf.service (its
+#                                         stop removes the pins)
+#   purge (postrm purge)                  pins left in /sys/fs/bpf/smcproxyd
+#                                         are removed, only on a bpffs
 . "$(dirname "$0")/lib.sh"
 smc_init
 need dh_installsystemd dh_installdeb
@@ -41,7 +45,8 @@ script()
 
 	: >"$T/calls"
 	[ -f "$f" ] || return 0
-	sed "s|/run/systemd/system|$T/systemd|g" "$f" >"$T/script"
+	sed -e "s|/run/systemd/system|$T/systemd|g" \
+		-e "s|/sys/fs/bpf/smcproxyd|$T/bpf/smcproxyd|g" "$f" >"$T/script"
 	shift
 	PATH=$T/bin:$PATH sh -e "$T/script" "$@" >"$T/script.log" 2>&1 ||
 		fail "$(basename "$f") $*: $(cat "$T/script.log")"
@@ -67,6 +72,25 @@ asked 'deb-systemd-invoke stop smcproxyd.service' ||
 	fail "removal does not stop the service: $(cat "$T/calls")"
 asked 'deb-systemd-invoke stop .*smcproxyd@\*.service' ||
 	fail "removal does not stop smcproxyd@ instances: $(cat "$T/calls")"
+asked 'deb-systemd-invoke stop smcproxyd-bpf.service' ||
+	fail "removal does not stop smcproxyd-bpf.service: $(cat "$T/calls")"
+[ "$(grep -n 'stop' "$T/calls" | tail -n 1)" = "$(grep -n 'smcproxyd-bpf' "$T/calls")" ] ||
+	fail "removal stops smcproxyd-bpf.service before the daemons: $(cat "$T/calls")"
 asked '^systemctl' &&
 	fail "removal calls systemctl, not deb-systemd-invoke: $(cat "$T/calls")"
+
+# purge: the pins go when they are on a bpffs (stat -f says so), never
+# a directory of another file system
+mkdir -p "$T/bpf/smcproxyd" && touch "$T/bpf/smcproxyd/smc_opt" ||
+	fail "cannot make the fake pins"
+printf '#!/bin/sh\necho %s\n' tmpfs >"$T/bin/stat"
+chmod +x "$T/bin/stat"
+script postrm purge
+[ -e "$T/bpf/smcproxyd/smc_opt" ] ||
+	fail "purge removed a pin directory that is not on a bpffs"
+printf '#!/bin/sh\necho %s\n' bpf_fs >"$T/bin/stat"
+script postrm remove
+[ -e "$T/bpf/smcproxyd/smc_opt" ] || fail "a removal (not a purge) removed the pins"
+script postrm purge
+[ -e "$T/bpf/smcproxyd" ] && fail "purge left the pins in $T/bpf/smcproxyd"
 exit 0
