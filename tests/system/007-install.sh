@@ -46,7 +46,7 @@ for m in man8/smcproxyd.8 man8/smcproxyctl.8 man5/smcproxyd.conf.5; do
 	one "/share/man/$m\$" >/dev/null
 done
 # the operator's documents and the example configs
-for d in README.md control.md protocol.md stats.md performance.md \
+for d in README.md control.md protocol.md stats.md performance.md testing.md kubernetes.md \
 	examples/smcproxyd.conf examples/pair/a.conf; do
 	one "/share/doc/smcproxyd/$d\$" >/dev/null
 done
