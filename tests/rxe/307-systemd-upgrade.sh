@@ -115,12 +115,6 @@ sbin=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit")
 CTL=$(sed -n 's/^ExecReload=\([^ ]*\) .*/\1/p' "$unit")
 id smcproxyd >/dev/null 2>&1 || bad "the postinst made no user smcproxyd"
 [ -x "$sbin" ] && [ -x "$CTL" ] || rxe_die "no $sbin or $CTL from $unit"
-# the package's autopkgtest, as autopkgtest runs it (root, installed)
-if sh "$abs_top_srcdir/debian/tests/pair" >"$RXE_OUT/autopkgtest.txt" 2>&1; then
-	ok "autopkgtest debian/tests/pair: $(grep -c '^pair: ' "$RXE_OUT/autopkgtest.txt") lines, ok"
-else
-	bad "autopkgtest debian/tests/pair: $(tail -n 20 "$RXE_OUT/autopkgtest.txt")"
-fi
 ln -sf /run/smcproxyd/control.sock "$R/a.sock"
 ln -sf /run/smcproxyd-b/control.sock "$R/b.sock"
 
@@ -150,6 +144,13 @@ install -m 0640 -o root -g smcproxyd "$R/a.conf" "$conf" &&
 	rxe_die "cannot write the configurations"
 rxe_sanitizer_dropins
 systemctl daemon-reload || rxe_die "systemctl daemon-reload failed"
+# the package's autopkgtest, as autopkgtest runs it (root, installed; a
+# sanitizer build's daemons with the drop-in above)
+if sh "$abs_top_srcdir/debian/tests/pair" >"$RXE_OUT/autopkgtest.txt" 2>&1; then
+	ok "autopkgtest debian/tests/pair: $(grep '^pair: ' "$RXE_OUT/autopkgtest.txt" | tr '\n' ' ')"
+else
+	bad "autopkgtest debian/tests/pair: $(tail -n 20 "$RXE_OUT/autopkgtest.txt")"
+fi
 rxe_target_start
 systemctl start smcproxyd@b smcproxyd ||
 	rxe_die "cannot start the units: $(journalctl -b --no-pager -n 30 -u smcproxyd -u smcproxyd@b)"
