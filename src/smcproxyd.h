@@ -373,6 +373,22 @@ int smc_opt_connected(int fd);
 int smc_opt_map_mark(int map_fd, int fd, unsigned int mark);
 int smc_opt_map_echoed(int map_fd, int fd, bool forget);
 
+/* intercept.c */
+struct intercept;
+struct intercept_count;
+const char *intercept_default_object(void);
+struct intercept *intercept_open(const char *path, const char *cgroup,
+				 char *why, size_t len);
+void intercept_close(struct intercept *ic);
+int intercept_set(struct intercept *ic, bool on, uint16_t port4,
+		  uint16_t port6);
+int intercept_add(struct intercept *ic, const struct addr_net *net,
+		  uint16_t port);
+int intercept_original(struct intercept *ic, int fd, struct addr *orig);
+int intercept_learn(struct intercept *ic, const struct addr *dst,
+		    unsigned int how, int ttl);
+int intercept_counts(struct intercept *ic, struct intercept_count *sum);
+
 /* auth.c */
 struct auth_limit;
 #define AUTH_NONCE_LEN 32

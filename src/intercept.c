@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Transparent SMC-R's BPF programs (src/bpf/intercept.bpf.c) as the
+ * daemon uses them: one instance per intercepting rule, loaded on the
+ * main thread and attached to the rule's cgroup through BPF links that
+ * only this process holds, so that a daemon killed or stopped leaves the
+ * cgroup's connects as they were (fail open); a switch in the instance's
+ * conf map turns it off before an orderly stop.  The rule's destinations
+ * go into its trie, what the daemon learns of them into its cache, and
+ * the original destination of an accepted connection comes out of
+ * intercept_orig.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef HAVE_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#endif
+#include <linux/types.h>
+
+#include "smcproxyd.h"
+#include "intercept.h"
+
+#define INTERCEPT_PROGS 5
+
+struct intercept {
+#ifdef HAVE_BPF
+	struct bpf_object *obj;
+	struct bpf_link *links[INTERCEPT_PROGS];
+#endif
+	int conf_fd, dst_fd, cache_fd, orig_fd, count_fd;
+	struct intercept_conf conf;
+};
+
+#ifdef HAVE_BPF
+static const char *const intercept_progs[INTERCEPT_PROGS] = {
+	"intercept_connect4",	  "intercept_connect6",	    "intercept_sockops",
+	"intercept_getpeername4", "intercept_getpeername6",
+};
+
+static int
+intercept_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+#endif
+
+/*
+ * Where the programs' object is when none is configured: beside the
+ * SMC-R option's (installed, or in the build tree).
+ */
+const char *
+intercept_default_object(void)
+{
+	static char path[PATH_MAX];
+	const char *opt = smc_opt_default_object();
+	const char *slash = strrchr(opt, '/');
+	int n = slash == NULL ? 0 : (int)(slash - opt) + 1;
+
+	snprintf(path, sizeof(path), "%.*sintercept.bpf.o", n, opt);
+	return path;
+}
+
+/* Our 16-byte form of an address (IPv4 as IPv4-mapped) and its port. */
+static int
+intercept_addr_of(const struct sockaddr *sa, __u8 *b, __u16 *port)
+{
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET) {
+		memset(b, 0, 10);
+		b[10] = b[11] = 0xff;
+		memcpy(b + 12, &s4->sin_addr, 4);
+		*port = ntohs(s4->sin_port);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(b, &s6->sin6_addr, 16);
+		*port = ntohs(s6->sin6_port);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+/* The destination key of address a. */
+static int
+intercept_key(const struct addr *a, struct intercept_addr *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->ss.ss_family;
+	return intercept_addr_of((const struct sockaddr *)&a->ss, k->addr,
+				 &k->port);
+}
+
+void
+intercept_close(struct intercept *ic)
+{
+	if (ic == NULL)
+		return;
+#ifdef HAVE_BPF
+	for (int i = 0; i < INTERCEPT_PROGS; i++)
+		if (ic->links[i] != NULL)
+			bpf_link__destroy(ic->links[i]);
+	if (ic->obj != NULL)
+		bpf_object__close(ic->obj);
+#endif
+	free(ic);
+}
+
+/*
+ * Load the object at path and attach its programs to the cgroup v2
+ * directory cgroup, switched off (intercept_set turns it on).  NULL with
+ * the reason in why when it cannot.
+ */
+struct intercept *
+intercept_open(const char *path, const char *cgroup, char *why, size_t len)
+{
+#ifdef HAVE_BPF
+	struct intercept *ic;
+	struct bpf_program *prog;
+	int cg = -1, rc;
+
+	ic = calloc(1, sizeof(*ic));
+	if (ic == NULL) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
+	libbpf_set_print(intercept_silent);
+	ic->obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(ic->obj)) {
+		ic->obj = NULL;
+		snprintf(why, len, "cannot open %s", path);
+		goto fail;
+	}
+	rc = bpf_object__load(ic->obj);
+	if (rc < 0) {
+		snprintf(why, len, "the kernel refused %s: %s", path,
+			 strerror(-rc));
+		goto fail;
+	}
+	ic->conf_fd =
+		bpf_object__find_map_fd_by_name(ic->obj, "intercept_conf");
+	ic->dst_fd = bpf_object__find_map_fd_by_name(ic->obj, "intercept_dst");
+	ic->cache_fd =
+		bpf_object__find_map_fd_by_name(ic->obj, "intercept_cache");
+	ic->orig_fd =
+		bpf_object__find_map_fd_by_name(ic->obj, "intercept_orig");
+	ic->count_fd =
+		bpf_object__find_map_fd_by_name(ic->obj, "intercept_count");
+	if (ic->conf_fd < 0 || ic->dst_fd < 0 || ic->cache_fd < 0 ||
+	    ic->orig_fd < 0 || ic->count_fd < 0) {
+		snprintf(why, len, "%s lacks the intercept maps", path);
+		goto fail;
+	}
+	cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg < 0) {
+		snprintf(why, len, "cannot open the cgroup %s: %s", cgroup,
+			 strerror(errno));
+		goto fail;
+	}
+	for (int i = 0; i < INTERCEPT_PROGS; i++) {
+		prog = bpf_object__find_program_by_name(ic->obj,
+							intercept_progs[i]);
+		if (prog == NULL) {
+			snprintf(why, len, "%s lacks the program %s", path,
+				 intercept_progs[i]);
+			goto fail;
+		}
+		ic->links[i] = bpf_program__attach_cgroup(prog, cg);
+		if (ic->links[i] == NULL) {
+			snprintf(why, len, "cannot attach %s to %s: %s",
+				 intercept_progs[i], cgroup, strerror(errno));
+			goto fail;
+		}
+	}
+	close(cg);
+	return ic;
+fail:
+	if (cg >= 0)
+		close(cg);
+	intercept_close(ic);
+	return NULL;
+#else
+	(void)path;
+	(void)cgroup;
+	snprintf(why, len,
+		 "built without BPF support (configure found no clang or "
+		 "libbpf)");
+	return NULL;
+#endif
+}
+
+/*
+ * Turn the instance on (connects to its destinations go to our
+ * listeners on 127.0.0.1:port4 and [::1]:port6, 0 for none) or off
+ * (they go direct).  This process's own connects are never taken.
+ * 0 or -errno.
+ */
+int
+intercept_set(struct intercept *ic, bool on, uint16_t port4, uint16_t port6)
+{
+#ifdef HAVE_BPF
+	__u32 zero = 0;
+
+	ic->conf.on = on;
+	ic->conf.tgid = (__u32)getpid();
+	ic->conf.port4 = port4;
+	ic->conf.port6 = port6;
+	return bpf_map_update_elem(ic->conf_fd, &zero, &ic->conf, BPF_ANY) ?
+		       -errno :
+		       0;
+#else
+	(void)ic;
+	(void)on;
+	(void)port4;
+	(void)port6;
+	return -EOPNOTSUPP;
+#endif
+}
+
+/* Take the connects to network net, port (0: any).  0 or -errno. */
+int
+intercept_add(struct intercept *ic, const struct addr_net *net, uint16_t port)
+{
+#ifdef HAVE_BPF
+	struct intercept_dst_key k;
+	__u32 one = 1;
+
+	memset(&k, 0, sizeof(k));
+	k.prefixlen = 32 + (__u32)net->prefix;
+	k.port = port;
+	memcpy(k.addr, net->bytes, sizeof(k.addr));
+	return bpf_map_update_elem(ic->dst_fd, &k, &one, BPF_ANY) ? -errno : 0;
+#else
+	(void)ic;
+	(void)net;
+	(void)port;
+	return -EOPNOTSUPP;
+#endif
+}
+
+/*
+ * The original destination of fd, a connection accepted on our
+ * listener that the programs took there, into *orig; its record goes.
+ * 0, or -ENOENT when none was taken (a program that connected to the
+ * listener itself), or -errno.
+ */
+int
+intercept_original(struct intercept *ic, int fd, struct addr *orig)
+{
+#ifdef HAVE_BPF
+	struct sockaddr_storage l, r;
+	socklen_t sl = sizeof(l), rl = sizeof(r);
+	struct intercept_tuple t;
+	struct intercept_addr o;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&orig->ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&orig->ss;
+
+	if (getsockname(fd, (struct sockaddr *)&l, &sl) != 0 ||
+	    getpeername(fd, (struct sockaddr *)&r, &rl) != 0)
+		return -errno;
+	memset(&t, 0, sizeof(t));
+	if (intercept_addr_of((struct sockaddr *)&r, t.saddr, &t.sport) ||
+	    intercept_addr_of((struct sockaddr *)&l, t.daddr, &t.dport))
+		return -EAFNOSUPPORT;
+	if (bpf_map_lookup_and_delete_elem(ic->orig_fd, &t, &o) != 0)
+		return -errno;
+	memset(orig, 0, sizeof(*orig));
+	if (o.family == AF_INET6 &&
+	    !IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)o.addr)) {
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, o.addr, 16);
+		s6->sin6_port = htons(o.port);
+		orig->len = sizeof(*s6);
+	} else {
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, o.addr + 12, 4);
+		s4->sin_port = htons(o.port);
+		orig->len = sizeof(*s4);
+	}
+	return 0;
+#else
+	(void)ic;
+	(void)fd;
+	(void)orig;
+	return -EOPNOTSUPP;
+#endif
+}
+
+/*
+ * Remember what destination dst spoke (INTERCEPT_SMC, INTERCEPT_TCP)
+ * for ttl seconds: the programs send the connects to a TCP one direct
+ * until then.  0 or -errno.
+ */
+int
+intercept_learn(struct intercept *ic, const struct addr *dst, unsigned int how,
+		int ttl)
+{
+#ifdef HAVE_BPF
+	struct intercept_addr k;
+	struct intercept_seen v;
+	struct timespec ts;
+
+	if (intercept_key(dst, &k) != 0)
+		return -EAFNOSUPPORT;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	memset(&v, 0, sizeof(v));
+	v.how = how;
+	v.expires = (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec +
+		    (__u64)ttl * 1000000000ull;
+	return bpf_map_update_elem(ic->cache_fd, &k, &v, BPF_ANY) ? -errno : 0;
+#else
+	(void)ic;
+	(void)dst;
+	(void)how;
+	(void)ttl;
+	return -EOPNOTSUPP;
+#endif
+}
+
+/* The programs' counts, summed over CPUs, into *sum: 0 or -errno. */
+int
+intercept_counts(struct intercept *ic, struct intercept_count *sum)
+{
+#ifdef HAVE_BPF
+	struct intercept_count *per;
+	__u32 zero = 0;
+	int ncpu = libbpf_num_possible_cpus(), rc = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (per == NULL)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(ic->count_fd, &zero, per) != 0)
+		rc = -errno;
+	for (int i = 0; rc == 0 && i < ncpu; i++) {
+		sum->taken += per[i].taken;
+		sum->bypassed += per[i].bypassed;
+		sum->off += per[i].off;
+	}
+	free(per);
+	return rc;
+#else
+	(void)ic;
+	memset(sum, 0, sizeof(*sum));
+	return -EOPNOTSUPP;
+#endif
+}
