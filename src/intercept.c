@@ -8,12 +8,16 @@
  * conf map turns it off before an orderly stop.  The rule's destinations
  * go into its trie, what the daemon learns of them into its cache, and
  * the original destination of an accepted connection comes out of
- * intercept_orig.
+ * intercept_orig.  The instances in use are kept by rule name, for the
+ * workers' accepts and what they learn.
  */
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -56,19 +60,20 @@ intercept_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
 #endif
 
 /*
- * Where the programs' object is when none is configured: beside the
- * SMC-R option's (installed, or in the build tree).
+ * Where the programs' object is: beside the SMC-R option's, the
+ * configured one (kernel_smc.bpf_object) or else the installed one or
+ * the one in the build tree, into path.
  */
-const char *
-intercept_default_object(void)
+static void
+intercept_object(const struct conf *conf, char *path, size_t len)
 {
-	static char path[PATH_MAX];
-	const char *opt = smc_opt_default_object();
+	const char *opt = conf->ksmc.bpf_object != NULL ?
+				  conf->ksmc.bpf_object :
+				  smc_opt_default_object();
 	const char *slash = strrchr(opt, '/');
 	int n = slash == NULL ? 0 : (int)(slash - opt) + 1;
 
-	snprintf(path, sizeof(path), "%.*sintercept.bpf.o", n, opt);
-	return path;
+	snprintf(path, len, "%.*sintercept.bpf.o", n, opt);
 }
 
 /* Our 16-byte form of an address (IPv4 as IPv4-mapped) and its port. */
@@ -358,4 +363,224 @@ intercept_counts(struct intercept *ic, struct intercept_count *sum)
 	memset(sum, 0, sizeof(*sum));
 	return -EOPNOTSUPP;
 #endif
+}
+
+/*
+ * "ADDR[/LEN]:PORT" (IPv6 in brackets, PORT 1-65535 or *, 0 for *) into
+ * *net and *port: 0 or -EINVAL.
+ */
+int
+intercept_dst_parse(const char *s, struct addr_net *net, uint16_t *port)
+{
+	char host[INET6_ADDRSTRLEN + 8], *end;
+	const char *colon = strrchr(s, ':');
+	size_t n;
+	long p;
+
+	if (colon == NULL)
+		return -EINVAL;
+	n = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (n < 2 || s[n - 1] != ']')
+			return -EINVAL;
+		s++;
+		n -= 2;
+	} else if (memchr(s, ':', n) != NULL) {
+		return -EINVAL; /* IPv6 without brackets */
+	}
+	if (n == 0 || n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (addr_net_parse(host, net) != 0)
+		return -EINVAL;
+	if (strcmp(colon + 1, "*") == 0) {
+		*port = 0;
+		return 0;
+	}
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (errno != 0 || end == colon + 1 || *end != '\0' || p < 1 ||
+	    p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* An intercepting rule's instance, kept by the rule's name. */
+struct intercept_rule {
+	SLIST_ENTRY(intercept_rule) entry;
+	char name[CONF_NAME_MAX + 1];
+	struct intercept *ic;
+	int ttl;
+	uint64_t smc, tcp; /* destinations learned (intercept_lock) */
+};
+
+static pthread_mutex_t intercept_lock = PTHREAD_MUTEX_INITIALIZER;
+SLIST_HEAD(intercept_rules, intercept_rule);
+static struct intercept_rules intercept_rules =
+	SLIST_HEAD_INITIALIZER(intercept_rules);
+
+/* The listener ports of r's listen: 127.0.0.1 or [::1] only. */
+static void
+intercept_ports(const struct conf_rule *r, uint16_t *p4, uint16_t *p6)
+{
+	const struct sockaddr_in *s4 = (const void *)&r->listen.ss;
+	const struct sockaddr_in6 *s6 = (const void *)&r->listen.ss;
+
+	*p4 = *p6 = 0;
+	if (r->listen.ss.ss_family == AF_INET)
+		*p4 = ntohs(s4->sin_port);
+	else if (r->listen.ss.ss_family == AF_INET6)
+		*p6 = ntohs(s6->sin6_port);
+}
+
+/* A new instance for rule r, its destinations in, switched on. */
+static struct intercept *
+intercept_rule_open(const struct conf *conf, const struct conf_rule *r,
+		    char *why, size_t len)
+{
+	struct intercept *ic;
+	struct addr_net net;
+	uint16_t port, p4, p6;
+	char path[PATH_MAX];
+	int rc = 0;
+
+	intercept_object(conf, path, sizeof(path));
+	ic = intercept_open(path, r->intercept_cgroup, why, len);
+	if (ic == NULL)
+		return NULL;
+	for (int i = 0; i < r->nintercept && rc == 0; i++)
+		if (intercept_dst_parse(r->intercept[i], &net, &port) == 0)
+			rc = intercept_add(ic, &net, port);
+	intercept_ports(r, &p4, &p6);
+	if (rc == 0)
+		rc = intercept_set(ic, true, p4, p6);
+	if (rc != 0) {
+		snprintf(why, len, "cannot fill its maps: %s", strerror(-rc));
+		intercept_close(ic);
+		return NULL;
+	}
+	return ic;
+}
+
+/*
+ * Take the connects of every intercepting rule of conf (at start, and
+ * after a reload: each rule's instance made anew, what it learned
+ * forgotten; a rule gone, its instance gone).  0, or -1 when one could
+ * not be loaded (logged; its cgroup's connects go direct).
+ */
+int
+intercept_apply(const struct conf *conf)
+{
+	struct intercept_rules next = SLIST_HEAD_INITIALIZER(next);
+	struct intercept_rule *e;
+	const struct conf_rule *r;
+	char why[256];
+	int rc = 0;
+
+	for (int i = 0; i < conf->nrules; i++) {
+		r = &conf->rules[i];
+		if (r->nintercept == 0)
+			continue;
+		e = calloc(1, sizeof(*e));
+		if (e == NULL || (e->ic = intercept_rule_open(
+					  conf, r, why, sizeof(why))) == NULL) {
+			log_warnx("rule %s: intercept not on (%s): the "
+				  "connects of %s go direct",
+				  r->name, e == NULL ? "out of memory" : why,
+				  r->intercept_cgroup);
+			free(e);
+			rc = -1;
+			continue;
+		}
+		snprintf(e->name, sizeof(e->name), "%s", r->name);
+		e->ttl = r->intercept_ttl;
+		SLIST_INSERT_HEAD(&next, e, entry);
+		log_info("rule %s: intercepting the connects of %s", r->name,
+			 r->intercept_cgroup);
+	}
+	pthread_mutex_lock(&intercept_lock);
+	while ((e = SLIST_FIRST(&intercept_rules)) != NULL) {
+		SLIST_REMOVE_HEAD(&intercept_rules, entry);
+		intercept_close(e->ic);
+		free(e);
+	}
+	intercept_rules = next;
+	pthread_mutex_unlock(&intercept_lock);
+	return rc;
+}
+
+/* Stop taking connects (their cgroups' go direct) and unload. */
+void
+intercept_shutdown(void)
+{
+	struct conf empty;
+
+	memset(&empty, 0, sizeof(empty));
+	(void)intercept_apply(&empty);
+}
+
+/* The entry of rule name; intercept_lock held. */
+static struct intercept_rule *
+intercept_rule_get(const char *name)
+{
+	struct intercept_rule *e;
+
+	SLIST_FOREACH(e, &intercept_rules, entry)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/*
+ * s, just accepted on an intercepting rule's listener: its original
+ * destination into s->origin[1].  0, or -ENOENT when the programs did
+ * not take it there (a program that connected to the listener itself).
+ */
+int
+intercept_accepted(struct session *s)
+{
+	struct intercept_rule *e;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&intercept_lock);
+	e = intercept_rule_get(s->rule->name);
+	if (e != NULL)
+		rc = intercept_original(e->ic, s->fd[0], &s->origin[1]);
+	pthread_mutex_unlock(&intercept_lock);
+	return rc;
+}
+
+/*
+ * s, a connection of an intercepting rule, goes on over SMC-R (smc) or
+ * as TCP: its destination is remembered so, for the rule's
+ * intercept_ttl; the next connects to a TCP one go direct.
+ */
+void
+intercept_learned(const struct session *s, bool smc)
+{
+	struct intercept_rule *e;
+	char buf[ADDR_STRLEN];
+	int rc = 0;
+
+	if (s->rule == NULL || s->rule->nintercept == 0)
+		return;
+	pthread_mutex_lock(&intercept_lock);
+	e = intercept_rule_get(s->rule->name);
+	if (e != NULL) {
+		rc = intercept_learn(e->ic, &s->addr[1],
+				     smc ? INTERCEPT_SMC : INTERCEPT_TCP,
+				     e->ttl);
+		if (smc)
+			e->smc++;
+		else
+			e->tcp++;
+	}
+	pthread_mutex_unlock(&intercept_lock);
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("rule %s: cannot remember %s", s->rule->name,
+			 addr_str(&s->addr[1], buf, sizeof(buf)));
+	}
 }

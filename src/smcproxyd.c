@@ -196,6 +196,8 @@ smcproxyd_reload(FILE *errors)
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
 			next->path, strerror(-rc));
+	/* once the rules' listeners are there to take the connects */
+	(void)intercept_apply(next);
 	control_conf_update(next);
 	conf_drop(conf_current);
 	conf_current = next;
@@ -277,6 +279,8 @@ smcproxyd_shutdown(bool now)
 		monitor_event(MONITOR_SHUTDOWN, LOG_NOWHERE,
 			      "stopping; open connections get %d s to finish",
 			      conf_current->shutdown_timeout);
+		/* the cgroups' connects go direct, not to listeners that go */
+		intercept_shutdown();
 		metrics_shutdown();
 		control_stopping();
 		worker_stop_all(conf_current->shutdown_timeout, stopped_ev);
@@ -505,6 +509,7 @@ main(int argc, char *argv[])
 		errno = -rc;
 		fatal("cannot start workers");
 	}
+	(void)intercept_apply(conf_current);
 	rc = control_init(conf_current, main_base);
 	if (rc) {
 		errno = -rc;
@@ -540,6 +545,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(main_base);
 
 	worker_join_all();
+	intercept_shutdown();
 	peer_shutdown();
 	tally_shutdown();
 	log_rl_flush();

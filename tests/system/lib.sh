@@ -189,6 +189,9 @@ smc_cgroup_leave()
 {
 	[ -n "${SMC_CGROUP:-}" ] || return 0
 	echo $$ >"${SMC_CGROUP%/*}/cgroup.procs" 2>/dev/null
+	# the cgroups a test made below its own (empty by now)
+	find "$SMC_CGROUP" -mindepth 1 -depth -type d -exec rmdir {} + \
+		2>/dev/null
 	rmdir "$SMC_CGROUP" 2>/dev/null ||
 		smc_log "cgroup $SMC_CGROUP left behind: $(cat "$SMC_CGROUP/cgroup.procs" 2>/dev/null | tr '\n' ' ')"
 }

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Transparent SMC-R (a rule's intercept, target_smc = "original") on
+# loopback: the daemon attaches its intercept programs to a cgroup below
+# the test's, and unmodified python clients in that cgroup connect to
+# plain TCP echo servers on 127.0.0.2.  The first connect to a server is
+# taken to the daemon, which carries it to the original destination with
+# the SMC-R option; the server does not echo it, so it goes on as TCP on
+# the same connection, every byte verified, the client's getpeername the
+# server's address; the daemon remembers the server as TCP, and the next
+# connect to it goes direct (the daemon takes no more).  A client outside
+# the cgroup is never taken.  After kill -9 of the daemon, a connect to a
+# server it never saw (which it would have taken) goes direct too.
+. "$(dirname "$0")/lib.sh"
+smc_init
+
+OBJ=$SMC_BUILDDIR/src/bpf/smc_opt.bpf.o
+[ -f "$OBJ" ] && [ -f "$SMC_BUILDDIR/src/bpf/intercept.bpf.o" ] ||
+	skip "the BPF programs are not built (no clang or libbpf)"
+[ "$(id -u)" = 0 ] || skip "not root: the BPF programs cannot be loaded"
+smc_cgroup
+need socat python3
+APP=$SMC_CGROUP/app
+mkdir "$APP" || fail "cannot make the cgroup $APP"
+
+set -- $(free_ports 3)
+PORT_RULE=$1 PORT_SRV=$2 PORT_SRV2=$3
+
+cat >"$T/a.conf" <<EOF
+smcproxyd: { name = "a"; control_socket = "$T/a.sock"; workers = $SMC_WORKERS; log_level = "debug"; };
+rules = (
+	{ name = "t"; listen = "127.0.0.1:$PORT_RULE";
+	  intercept = [ "127.0.0.2/32:*" ]; intercept_cgroup = "$APP";
+	  target_smc = "original"; }
+);
+kernel_smc: { ueids = [ "SMCPROXYD-LAB" ]; bpf_object = "$OBJ"; };
+EOF
+
+for p in "$PORT_SRV" "$PORT_SRV2"; do
+	socat "TCP-LISTEN:$p,bind=127.0.0.2,reuseaddr,fork" EXEC:cat \
+		>"$T/echo-$p.log" 2>&1 &
+	track $! "$T/echo-$p.log"
+done
+start_daemon a "$T/a.conf"
+wait_listen "$PORT_RULE" 10 "$a_pid"
+for i in $(seq 100); do
+	grep -q "rule t: intercepting the connects of $APP" "$T/a.log" && break
+	sleep 0.1
+done
+grep -q "rule t: intercepting the connects of $APP" "$T/a.log" ||
+	fail "the daemon did not attach its intercept programs"
+
+# roundtrip IN_CGROUP PORT BYTES: BYTES random bytes to 127.0.0.2:PORT
+# come back, and the client's getpeername says 127.0.0.2:PORT
+roundtrip()
+{
+	local cg=$SMC_CGROUP
+
+	[ "$1" = yes ] && cg=$APP
+	sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+		python3 - "$2" "$3" <<'PY'
+import os, socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+data = os.urandom(n)
+s = socket.create_connection(("127.0.0.2", port), timeout=20)
+if s.getpeername() != ("127.0.0.2", port):
+    sys.exit("getpeername says %r" % (s.getpeername(),))
+s.sendall(data)
+s.shutdown(socket.SHUT_WR)
+got = bytearray()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+sys.exit(0 if bytes(got) == data else "the bytes did not come back")
+PY
+}
+
+# count COUNTER BEFORE WANT
+count()
+{
+	local v
+
+	v=$(stat_get a "$1") || fail "no $1"
+	[ $((v - $2)) = "$3" ] || fail "a: $1 rose by $((v - $2)), want $3"
+}
+
+c0=$(stat_get a intercept_conns) p0=$(stat_get a smc_out_plain)
+t0=$(stat_get a smc_out_tcp)
+roundtrip yes "$PORT_SRV" 1048576 || fail "the first connect: 1 MiB"
+count intercept_conns "$c0" 1
+count smc_out_plain "$p0" 1
+count smc_out_tcp "$t0" 1
+
+# learned as TCP: the next connects go direct
+roundtrip yes "$PORT_SRV" 200000 || fail "the second connect"
+roundtrip yes "$PORT_SRV" 1000 || fail "the third connect"
+count intercept_conns "$c0" 1
+
+# outside the cgroup, never taken
+roundtrip no "$PORT_SRV2" 1000 || fail "a client outside the cgroup"
+count intercept_conns "$c0" 1
+
+# fail open: the daemon killed, a destination it would have taken
+kill -9 "$a_pid"
+wait "$a_pid" 2>/dev/null
+untrack "$a_pid"
+roundtrip yes "$PORT_SRV2" 300000 ||
+	fail "after kill -9 a connect from the cgroup did not go direct"
+exit 0
