@@ -5,7 +5,8 @@
  * client (or target) address, on the export side the client the peer
  * named, the transport and, for the fallback, the peer's last SMC decline
  * (for a kernel SMC-R peer: dialect=smc-r, its address as the peer and
- * the DECLINE of the CLC), whether it got connected, how long it lived,
+ * the DECLINE of the CLC; for an intercept rule the destination its
+ * client connected to), whether it got connected, how long it lived,
  * the bytes each way and the close reason.  The line is key=value pairs
  * for people and scripts; in the journal the same values are fields
  * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
@@ -25,6 +26,7 @@ struct connlog_line {
 	char id[32], name[16 + CONF_NAME_MAX];
 	char peer[8 + CONF_NAME_MAX + ADDR_STRLEN];
 	char addr[16 + ADDR_STRLEN], origin[16 + ADDR_STRLEN];
+	char destination[16 + ADDR_STRLEN];
 	char transport[32], decline[48];
 	char duration[32], in[40], out[40], reason[48], connected[24];
 	char dialect[24];
@@ -48,11 +50,14 @@ connlog_close(const struct session *s, enum session_reason reason)
 {
 	bool rule = s->role == SESSION_ROLE_RULE;
 	struct connlog_line l;
-	const char *fields[13];
+	const char *fields[14];
 	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
 	char a[ADDR_STRLEN], o[ADDR_STRLEN], who[CONF_NAME_MAX + ADDR_STRLEN];
+	char d[ADDR_STRLEN];
 	/* the export side knows the client when the peer named it */
 	bool origin = !rule && s->origin[0].len != 0;
+	/* an intercept rule's: where the client meant to go */
+	bool dest = rule && s->origin[1].len != 0;
 	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
@@ -79,6 +84,11 @@ connlog_close(const struct session *s, enum session_reason reason)
 	if (origin) {
 		addr_str(&s->origin[0], o, sizeof(o));
 		snprintf(l.origin, sizeof(l.origin), "CLIENT=%s", o);
+	}
+	if (dest) {
+		addr_str(&s->origin[1], d, sizeof(d));
+		snprintf(l.destination, sizeof(l.destination), "DESTINATION=%s",
+			 d);
 	}
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
 		 s->mode == SESSION_MODE_RDMA ? "rdma" :
@@ -109,6 +119,8 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.addr;
 	if (origin)
 		fields[n++] = l.origin;
+	if (dest)
+		fields[n++] = l.destination;
 	fields[n++] = l.transport;
 	fields[n++] = l.decline;
 	fields[n++] = l.connected;
@@ -118,13 +130,15 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.reason;
 	log_info_fields(
 		fields, n,
-		"conn 0x%" PRIx64 " %s=%s peer=%s%s %s=%s%s%s transport=%s%s%s "
+		"conn 0x%" PRIx64
+		" %s=%s peer=%s%s %s=%s%s%s%s%s transport=%s%s%s "
 		"connected=%s duration=%" PRIu64 ".%03us bytes_in=%" PRIu64
 		" bytes_out=%" PRIu64 " close=%s",
 		s->id, rule ? "rule" : "export",
 		rule ? s->rule->name : s->export->name, who,
 		smcr ? " dialect=smc-r" : "", rule ? "client" : "target", a,
 		origin ? " client=" : "", origin ? o : "",
+		dest ? " destination=" : "", dest ? d : "",
 		l.transport + strlen("TRANSPORT="),
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",

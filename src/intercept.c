@@ -14,6 +14,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,12 +31,16 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #endif
+#include <jansson.h>
 #include <linux/types.h>
 
 #include "smcproxyd.h"
 #include "intercept.h"
 
 #define INTERCEPT_PROGS 5
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
 
 struct intercept {
 #ifdef HAVE_BPF
@@ -124,6 +129,93 @@ intercept_close(struct intercept *ic)
 }
 
 /*
+ * Whether cgroup is a cgroup v2 below the root of its hierarchy (a
+ * program there would take the whole host's connects), made when it is
+ * not there yet (mkdir: 0 checks only): a service's cgroup is there
+ * only while it runs, and systemd takes the one it finds.  0, or -1
+ * with why.
+ */
+static int
+intercept_cgroup_ok(const char *cgroup, bool mkdir_it, char *why, size_t len)
+{
+	char path[PATH_MAX], parent[PATH_MAX], *slash;
+	struct statfs fs;
+
+	snprintf(parent, sizeof(parent), "%s", cgroup);
+	slash = strrchr(parent, '/');
+	if (access(cgroup, F_OK) != 0 && slash != NULL && slash != parent)
+		*slash = '\0'; /* to be made: its parent's hierarchy */
+	if (statfs(parent, &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC) {
+		snprintf(why, len, "%s is not in a cgroup v2 hierarchy",
+			 cgroup);
+		return -1;
+	}
+	if (mkdir_it && mkdir(cgroup, 0755) == 0)
+		log_info("made the cgroup %s for intercept", cgroup);
+	snprintf(path, sizeof(path), "%s/cgroup.type", cgroup);
+	if (access(cgroup, F_OK) == 0 && access(path, F_OK) != 0) {
+		snprintf(why, len,
+			 "%s is the root of its cgroup hierarchy (every "
+			 "process of the host): give a cgroup below it",
+			 cgroup);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * For smcproxyd -n: whether rule r's intercept would attach: root, its
+ * cgroup a cgroup v2 below the root (warning when it is not there yet),
+ * and the object at path one the kernel loads.  0, or -1 with why.
+ */
+int
+intercept_check(const struct conf *conf, const struct conf_rule *r, char *why,
+		size_t len)
+{
+#ifdef HAVE_BPF
+	struct bpf_object *obj;
+	char path[PATH_MAX];
+	int rc;
+
+	if (geteuid() != 0) {
+		snprintf(why, len,
+			 "not root: only root loads and attaches the intercept "
+			 "programs");
+		return -1;
+	}
+	if (intercept_cgroup_ok(r->intercept_cgroup, false, why, len) != 0)
+		return -1;
+	if (access(r->intercept_cgroup, F_OK) != 0)
+		fprintf(stderr,
+			"warning: rule %s: the cgroup %s is not there yet: "
+			"the daemon makes it\n",
+			r->name, r->intercept_cgroup);
+	intercept_object(conf, path, sizeof(path));
+	libbpf_set_print(intercept_silent);
+	obj = bpf_object__open_file(path, NULL);
+	if (libbpf_get_error(obj)) {
+		snprintf(why, len, "cannot open %s", path);
+		return -1;
+	}
+	rc = bpf_object__load(obj);
+	bpf_object__close(obj);
+	if (rc != 0) {
+		snprintf(why, len, "the kernel refuses %s: %s", path,
+			 strerror(-rc));
+		return -1;
+	}
+	return 0;
+#else
+	(void)conf;
+	(void)r;
+	snprintf(why, len,
+		 "built without BPF support (configure found no clang or "
+		 "libbpf)");
+	return -1;
+#endif
+}
+
+/*
  * Load the object at path and attach its programs to the cgroup v2
  * directory cgroup, switched off (intercept_set turns it on).  NULL with
  * the reason in why when it cannot.
@@ -168,6 +260,8 @@ intercept_open(const char *path, const char *cgroup, char *why, size_t len)
 		snprintf(why, len, "%s lacks the intercept maps", path);
 		goto fail;
 	}
+	if (intercept_cgroup_ok(cgroup, true, why, len) != 0)
+		goto fail;
 	cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg < 0) {
 		snprintf(why, len, "cannot open the cgroup %s: %s", cgroup,
@@ -583,4 +677,105 @@ intercept_learned(const struct session *s, bool smc)
 		log_warn("rule %s: cannot remember %s", s->rule->name,
 			 addr_str(&s->addr[1], buf, sizeof(buf)));
 	}
+}
+
+/* CLOCK_MONOTONIC in ns, the programs' bpf_ktime_get_ns(). */
+static uint64_t
+intercept_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Append to dsts the destinations e's programs hold, learned. */
+static int
+intercept_dsts_json(const struct intercept_rule *e, json_t *dsts)
+{
+#ifdef HAVE_BPF
+	struct intercept_addr k, *prev = NULL;
+	struct intercept_seen v;
+	struct addr a;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&a.ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a.ss;
+	char buf[ADDR_STRLEN];
+	uint64_t now = intercept_now_ns();
+
+	while (bpf_map_get_next_key(e->ic->cache_fd, prev, &k) == 0) {
+		prev = &k;
+		if (bpf_map_lookup_elem(e->ic->cache_fd, &k, &v) != 0)
+			continue;
+		memset(&a, 0, sizeof(a));
+		if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)k.addr)) {
+			s4->sin_family = AF_INET;
+			memcpy(&s4->sin_addr, k.addr + 12, 4);
+			s4->sin_port = htons(k.port);
+		} else {
+			s6->sin6_family = AF_INET6;
+			memcpy(&s6->sin6_addr, k.addr, 16);
+			s6->sin6_port = htons(k.port);
+		}
+		if (json_array_append_new(
+			    dsts,
+			    json_pack(
+				    "{s:s, s:s, s:s, s:I}", "rule", e->name,
+				    "destination",
+				    addr_str(&a, buf, sizeof(buf)), "speaks",
+				    v.how == INTERCEPT_SMC ? "smc-r" : "tcp",
+				    "expires_s",
+				    (json_int_t)(v.expires > now ?
+							 (v.expires - now) /
+								 1000000000ull :
+							 0))))
+			return -ENOMEM;
+	}
+#else
+	(void)e;
+	(void)dsts;
+#endif
+	return 0;
+}
+
+/*
+ * For `show intercept`: {"rules": [...], "destinations": [...]}, each
+ * intercepting rule's counts (the programs' and what was learned) and
+ * the destinations learned with their expiry.  NULL without memory.
+ */
+json_t *
+intercept_json(const struct conf *conf)
+{
+	json_t *rules = json_array(), *dsts = json_array(), *o;
+	struct intercept_rule *e;
+	struct intercept_count n;
+	int rc = rules == NULL || dsts == NULL ? -ENOMEM : 0;
+
+	pthread_mutex_lock(&intercept_lock);
+	for (int i = 0; rc == 0 && i < conf->nrules; i++) {
+		const struct conf_rule *r = &conf->rules[i];
+
+		if (r->nintercept == 0)
+			continue;
+		e = intercept_rule_get(r->name);
+		if (e == NULL || intercept_counts(e->ic, &n) != 0)
+			memset(&n, 0, sizeof(n));
+		o = json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I}",
+			      "rule", r->name, "cgroup", r->intercept_cgroup,
+			      "attached", e != NULL, "taken",
+			      (json_int_t)n.taken, "smc",
+			      (json_int_t)(e != NULL ? e->smc : 0), "tcp",
+			      (json_int_t)(e != NULL ? e->tcp : 0), "bypassed",
+			      (json_int_t)n.bypassed, "off", (json_int_t)n.off);
+		if (json_array_append_new(rules, o) != 0)
+			rc = -ENOMEM;
+		else if (e != NULL)
+			rc = intercept_dsts_json(e, dsts);
+	}
+	pthread_mutex_unlock(&intercept_lock);
+	if (rc != 0) {
+		json_decref(rules);
+		json_decref(dsts);
+		return NULL;
+	}
+	return json_pack("{s:o, s:o}", "rules", rules, "destinations", dsts);
 }

@@ -383,6 +383,30 @@ smcproxyd_check_ksmc(const struct conf *conf)
 			why);
 }
 
+/*
+ * smcproxyd -n with intercept rules: whether each would attach (its
+ * cgroup, the kernel's verdict on the programs).  0, or -1 after saying
+ * which would not and why.
+ */
+static int
+smcproxyd_check_intercept(const struct conf *conf)
+{
+	const struct conf_rule *r;
+	char why[512];
+	int i, rc = 0;
+
+	for (i = 0; i < conf->nrules; i++) {
+		r = &conf->rules[i];
+		if (r->nintercept == 0 ||
+		    intercept_check(conf, r, why, sizeof(why)) == 0)
+			continue;
+		fprintf(stderr, "%s: rule %s: intercept would not attach: %s\n",
+			conf->path, r->name, why);
+		rc = -1;
+	}
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -462,6 +486,10 @@ main(int argc, char *argv[])
 		if (conf_current->warnings != NULL)
 			fputs(conf_current->warnings, stderr);
 		smcproxyd_check_ksmc(conf_current);
+		if (smcproxyd_check_intercept(conf_current) != 0) {
+			conf_free(conf_current);
+			return 1;
+		}
 		ib_check_host(conf_current);
 		printf("configuration OK\n");
 		conf_free(conf_current);

@@ -394,10 +394,13 @@ int intercept_learn(struct intercept *ic, const struct addr *dst,
 		    unsigned int how, int ttl);
 int intercept_counts(struct intercept *ic, struct intercept_count *sum);
 int intercept_dst_parse(const char *s, struct addr_net *net, uint16_t *port);
+int intercept_check(const struct conf *conf, const struct conf_rule *r,
+		    char *why, size_t len);
 int intercept_apply(const struct conf *conf);
 void intercept_shutdown(void);
 int intercept_accepted(struct session *s);
 void intercept_learned(const struct session *s, bool smc);
+struct json_t *intercept_json(const struct conf *conf);
 
 /* auth.c */
 struct auth_limit;

@@ -11,6 +11,9 @@
 # connect to it goes direct (the daemon takes no more).  A client outside
 # the cgroup is never taken.  After kill -9 of the daemon, a connect to a
 # server it never saw (which it would have taken) goes direct too.
+# smcproxyctl show intercept counts and lists what was learned, the
+# connection log names the destination, and smcproxyd -n refuses a
+# cgroup that is none.
 . "$(dirname "$0")/lib.sh"
 smc_init
 
@@ -41,6 +44,14 @@ for p in "$PORT_SRV" "$PORT_SRV2"; do
 		>"$T/echo-$p.log" 2>&1 &
 	track $! "$T/echo-$p.log"
 done
+# -n: a directory that is no cgroup v2
+sed "s|intercept_cgroup = \"$APP\"|intercept_cgroup = \"$T/nocg\"|" \
+	"$T/a.conf" >"$T/bad.conf"
+"$SMCPROXYD" -n -c "$T/bad.conf" >"$T/bad.out" 2>&1 &&
+	fail "smcproxyd -n accepts an intercept_cgroup that is no cgroup"
+grep -q "rule t: intercept would not attach: $T/nocg is not in a cgroup v2 hierarchy" \
+	"$T/bad.out" || fail "smcproxyd -n: $(cat "$T/bad.out")"
+
 start_daemon a "$T/a.conf"
 wait_listen "$PORT_RULE" 10 "$a_pid"
 for i in $(seq 100); do
@@ -97,6 +108,25 @@ count smc_out_tcp "$t0" 1
 roundtrip yes "$PORT_SRV" 200000 || fail "the second connect"
 roundtrip yes "$PORT_SRV" 1000 || fail "the third connect"
 count intercept_conns "$c0" 1
+
+grep -q "rule=t peer=127.0.0.2:$PORT_SRV dialect=smc-r client=127.0.0.1:[0-9]* destination=127.0.0.2:$PORT_SRV transport=tcp" \
+	"$T/a.log" || fail "the connection log does not name the destination"
+ctl a -j show intercept >"$T/show.json" || fail "show intercept"
+python3 - "$T/show.json" "127.0.0.2:$PORT_SRV" "$APP" <<'PY' ||
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+r, = d["rules"]
+want = {"rule": "t", "cgroup": sys.argv[3], "attached": True, "taken": 1,
+        "smc": 0, "tcp": 1, "bypassed": 2}
+bad = {k: r.get(k) for k in want if r.get(k) != want[k]}
+dst, = d["destinations"]
+if dst["destination"] != sys.argv[2] or dst["speaks"] != "tcp" or \
+        not 590 <= dst["expires_s"] <= 600:
+    bad["destination"] = dst
+sys.exit("show intercept: %r" % bad if bad else 0)
+PY
+	fail "show intercept: $(cat "$T/show.json")"
+ctl a show intercept | grep -q "^t .*$APP" || fail "show intercept: no table"
 
 # outside the cgroup, never taken
 roundtrip no "$PORT_SRV2" 1000 || fail "a client outside the cgroup"
