@@ -93,6 +93,18 @@ intercept_is_v4mapped(const __u8 *b)
 	return w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0xffff);
 }
 
+/* Whether b is 127.0.0.1 (mapped) or ::1, where the listeners are. */
+static __always_inline int
+intercept_is_listener(const __u8 *b)
+{
+	__u32 w[4];
+
+	__builtin_memcpy(w, b, 16);
+	return w[0] == 0 && w[1] == 0 &&
+	       ((w[2] == bpf_htonl(0xffff) && w[3] == bpf_htonl(0x7f000001)) ||
+		(w[2] == 0 && w[3] == bpf_htonl(1)));
+}
+
 /* Whether dst (port filled in) is one of ours: then, not cached TCP. */
 static __always_inline int
 intercept_wanted(const struct intercept_addr *dst, struct intercept_count *n)
@@ -136,7 +148,9 @@ intercept_take(struct bpf_sock_addr *ctx, struct intercept_addr *dst)
 	if (!c || c->tgid == bpf_get_current_pid_tgid() >> 32)
 		return 0;
 	port = intercept_is_v4mapped(dst->addr) ? c->port4 : c->port6;
-	if (!port || !intercept_wanted(dst, n))
+	/* the listener itself (a taken connect, through another instance) */
+	if (!port || (dst->port == port && intercept_is_listener(dst->addr)) ||
+	    !intercept_wanted(dst, n))
 		return 0;
 	if (!c->on) {
 		if (n)
