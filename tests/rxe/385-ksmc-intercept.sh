@@ -40,18 +40,6 @@ incg() {
 	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$APP" "$@"
 }
 
-# readback HOST PORT: redis-cli (under $REDIS_PRE) reads back a value
-readback() {
-	_val=$(head -c 3000 /dev/urandom | base64 -w0)
-	${REDIS_PRE:-} redis-cli -h "$1" -p "$2" set smc:key "$_val" >/dev/null ||
-		{ bad "redis-cli set ($1:$2)"; return; }
-	if [ "$(${REDIS_PRE:-} redis-cli -h "$1" -p "$2" get smc:key)" = "$_val" ]; then
-		ok "redis-cli${REDIS_PRE:+ ($REDIS_PRE)} reads back what it wrote ($1:$2)"
-	else
-		bad "redis-cli get returned something else ($1:$2)"
-	fi
-}
-
 # shown KEY: rule t's KEY in "smcproxyctl -j show intercept"
 shown() {
 	"$CTL" -s "$R/a.sock" -j show intercept | python3 -c '
@@ -127,7 +115,7 @@ EOF
 	# (a) the kernel's redis over SMC-R
 	redis_bench 4 "$RXE_PEER_IP" "$PORT_KREDIS" -q -n 400 -c 4 -t ping,set,get -d 64
 	redis_bench 2 "$RXE_PEER_IP" "$PORT_KREDIS" -q -n 2000 -c 2 -P 16 -t set,get -d 512
-	readback "$RXE_PEER_IP" "$PORT_KREDIS"
+	redis_readback "$RXE_PEER_IP" "$PORT_KREDIS"
 	c=$(rxe_stat a smc_out_rdma)
 	if [ "$c" -ge 4 ]; then
 		ok "(a) a carried $c intercepted connections to the kernel's redis over RDMA"
@@ -152,7 +140,7 @@ EOF
 	# (b) b's smc_listen
 	r0=$(rxe_stat a smc_out_rdma)
 	redis_bench 4 "$RXE_PEER_IP" "$PORT_L" -q -n 400 -c 4 -t ping,set,get -d 64
-	readback "$RXE_PEER_IP" "$PORT_L"
+	redis_readback "$RXE_PEER_IP" "$PORT_L"
 	r=$(($(rxe_stat a smc_out_rdma) - r0))
 	if [ "$r" -ge 4 ]; then
 		ok "(b) a carried $r intercepted connections to b's smc_listen over RDMA"
@@ -163,7 +151,7 @@ EOF
 
 	# (c) plain TCP: the first connect through us, the rest direct
 	t0=$(shown taken) b0=$(shown bypassed)
-	readback "$RXE_PEER_IP" "$PORT_PLAIN"
+	redis_readback "$RXE_PEER_IP" "$PORT_PLAIN"
 	expect_stat a smc_out_plain 1
 	expect_stat a smc_out_tcp 1
 	redis_bench 4 "$RXE_PEER_IP" "$PORT_PLAIN" -q -n 400 -c 4 -t ping,set,get -d 64
@@ -184,7 +172,7 @@ EOF
 	# (d) outside the cgroup: untouched
 	t0=$(shown taken)
 	REDIS_PRE=
-	readback "$RXE_PEER_IP" "$PORT_KREDIS"
+	redis_readback "$RXE_PEER_IP" "$PORT_KREDIS"
 	t=$(($(shown taken) - t0))
 	if [ "$t" = 0 ]; then
 		ok "(d) redis-cli outside the cgroup went direct"
@@ -211,8 +199,8 @@ EOF
 	kill "$bench" 2>/dev/null
 	wait "$bench" 2>/dev/null
 	echo "# the benchmark through daemon a, killed under it: $(tr '\r' '\n' <"$RXE_OUT/bench-killed.out" | tail -2 | tr '\n' ' ')"
-	readback "$RXE_PEER_IP" "$PORT_KREDIS"
-	readback "$RXE_PEER_IP" "$PORT_L"
+	redis_readback "$RXE_PEER_IP" "$PORT_KREDIS"
+	redis_readback "$RXE_PEER_IP" "$PORT_L"
 	redis_bench 2 "$RXE_PEER_IP" "$PORT_KREDIS" -q -n 400 -c 2 -t set,get -d 64
 	if [ -z "$unloaded" ]; then
 		s=$(($(ksmc_stat clnt_v2_succ) - csucc))

@@ -61,40 +61,22 @@ done
 grep -q "rule t: intercepting the connects of $APP" "$T/a.log" ||
 	fail "the daemon did not attach its intercept programs"
 
-# roundtrip IN_CGROUP PORT BYTES: BYTES random bytes to 127.0.0.2:PORT
-# come back, and the client's getpeername says 127.0.0.2:PORT
+# roundtrip IN_CGROUP PORT BYTES: echo_roundtrip to 127.0.0.2:PORT from a
+# process in the intercepted cgroup (yes) or in the test's (no)
 roundtrip()
 {
 	local cg=$SMC_CGROUP
 
 	[ "$1" = yes ] && cg=$APP
-	sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
-		python3 - "$2" "$3" <<'PY'
-import os, socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-data = os.urandom(n)
-s = socket.create_connection(("127.0.0.2", port), timeout=20)
-if s.getpeername() != ("127.0.0.2", port):
-    sys.exit("getpeername says %r" % (s.getpeername(),))
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-got = bytearray()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += b
-sys.exit(0 if bytes(got) == data else "the bytes did not come back")
-PY
+	# a subshell of its own, moved into the cgroup with what it starts
+	(echo "$BASHPID" >"$cg/cgroup.procs" &&
+		echo_roundtrip 127.0.0.2 "$2" "$3")
 }
 
-# count COUNTER BEFORE WANT
+# count COUNTER BEFORE WANT: a's counter rose by WANT
 count()
 {
-	local v
-
-	v=$(stat_get a "$1") || fail "no $1"
-	[ $((v - $2)) = "$3" ] || fail "a: $1 rose by $((v - $2)), want $3"
+	stat_rose a "$@"
 }
 
 c0=$(stat_get a intercept_conns) p0=$(stat_get a smc_out_plain)
