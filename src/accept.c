@@ -2,7 +2,8 @@
 /*
  * The front door: what an accepted socket becomes.  A rule's client is
  * a session that tries its transports in order (a kernel SMC-R server
- * for a target_smc rule, else RDMA, else the TCP fallback); a peer
+ * for a target_smc rule, else RDMA, else the TCP fallback; an intercept
+ * rule's client first learns where it meant to go); a peer
  * daemon on the peer port is a stranger until its first bytes say which
  * handshake it opens.  A client of a rule with accept_proxy is one too
  * until its load balancer's PROXY header has come.  Above the session
@@ -44,6 +45,14 @@ accept_rule_open(struct worker *w, int fd, const struct conf_rule *rule,
 	s->peer = rule->peer;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", rule->export);
 	tally_open(s);
+	if (rule->nintercept > 0) {
+		if (intercept_accepted(s) != 0) {
+			STATS_INC(worker_stats(w), intercept_strays);
+			session_close(s, SESSION_PROTOCOL_ERROR);
+			return;
+		}
+		STATS_INC(worker_stats(w), intercept_conns);
+	}
 	if (rule->target_smc.len != 0) {
 		kpeer_connect(s);
 		return;

@@ -72,6 +72,7 @@ static const char *const conf_type_expected[] = {
 #define CONF_RELOAD 0x2	  /* a reload may change it */
 #define CONF_UNIQUE 0x4	  /* no two list elements may share it */
 #define CONF_ALT 0x8	  /* instead of other keys: the example leaves it out */
+#define CONF_ORIGINAL 0x10 /* CONF_T_ADDR: or "original" (AF_UNSPEC) */
 
 /* Where a key was set; line 0: not in the file, its default applies. */
 struct conf_loc {
@@ -772,6 +773,41 @@ static const struct conf_key conf_export_keys[] = {
 	    "naming the client"),
 };
 
+static int
+conf_check_intercept(const char *s, char *msg, size_t len)
+{
+	struct addr_net n;
+	uint16_t port;
+
+	if (intercept_dst_parse(s, &n, &port) == 0)
+		return 0;
+	snprintf(msg, len,
+		 "use \"ip[/prefix]:port\" or \"[ip6[/prefix]]:port\", port "
+		 "1-65535 or *");
+	return -EINVAL;
+}
+
+/* Whether a is 127.0.0.1 or ::1, where the intercept programs send. */
+static bool
+conf_loopback_port(const struct addr *a)
+{
+	const struct sockaddr_in *sin = (const void *)&a->ss;
+	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
+
+	if (a->ss.ss_family == AF_INET)
+		return sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	return a->ss.ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+}
+
+/* Whether rule r carries each connection to its original destination. */
+bool
+conf_rule_original(const struct conf_rule *r)
+{
+	return r->target_smc.len != 0 &&
+	       r->target_smc.ss.ss_family == AF_UNSPEC;
+}
+
 static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, name, "name", CONF_T_NAME, NULL, 0, 0, NULL,
 	    REQ | UNIQ | R, "the rule's name in logs and smcproxyctl",
@@ -787,9 +823,11 @@ static const struct conf_key conf_rule_keys[] = {
 	    R, "export at that peer to connect to, at most 22 bytes",
 	    .example = "\"redis\""),
 	KEY(struct conf_rule, target_smc, "target_smc", CONF_T_ADDR, NULL, 0, 0,
-	    conf_check_specific, R | CONF_ALT,
-	    "a Linux kernel SMC-R server to carry the connections to "
-	    "instead of a peer (the standard dialect, needs kernel_smc)",
+	    conf_check_specific, R | CONF_ALT | CONF_ORIGINAL,
+	    "a Linux kernel SMC-R server (or smcproxyd smc_listen) to carry "
+	    "the connections to instead of a peer (the standard dialect, "
+	    "needs kernel_smc); \"original\" with intercept: each "
+	    "connection's own destination",
 	    .example = "\"192.0.2.2:6379\""),
 	KEY_INT(struct conf_rule, idle_timeout, "idle_timeout", "0", 0, 86400,
 		NULL, R, "close connections idle this many seconds; 0: never"),
@@ -801,6 +839,23 @@ static const struct conf_key conf_rule_keys[] = {
 	    "clients are a load balancer's: each connection begins with a "
 	    "PROXY protocol header (v1 or v2) naming the client, taken for "
 	    "it and passed on"),
+	KEY_NAMES(struct conf_rule, intercept, nintercept, "intercept", NULL,
+		  NULL, R | CONF_ALT,
+		  "transparent SMC-R: the TCP connects of intercept_cgroup's "
+		  "programs to these destinations come to listen instead "
+		  "(a BPF program), each carried to its own destination "
+		  "(target_smc = \"original\"); PORT may be *",
+		  .elem = conf_check_intercept, .range = "ADDR[/LEN]:PORT",
+		  .example = "[ \"192.0.2.0/24:*\" ]"),
+	KEY(struct conf_rule, intercept_cgroup, "intercept_cgroup", CONF_T_PATH,
+	    NULL, 0, 0, NULL, R | CONF_ALT,
+	    "the cgroup v2 directory (and below it) whose connects "
+	    "intercept takes",
+	    .example = "\"/sys/fs/cgroup/system.slice/app.service\""),
+	KEY_INT(struct conf_rule, intercept_ttl, "intercept_ttl", "600", 1,
+		86400, NULL, R,
+		"seconds an intercepted destination is remembered as plain "
+		"TCP (its connects then go direct) or as SMC-R"),
 };
 
 static const struct conf_key conf_rdma_keys[] = {
@@ -1400,6 +1455,11 @@ conf_store_str(struct conf_parse *p, const struct conf_key *k, const char *s,
 		}
 		return 0;
 	case CONF_T_ADDR:
+		if ((k->flags & CONF_ORIGINAL) && strcmp(s, "original") == 0) {
+			memset(field, 0, sizeof(struct addr));
+			((struct addr *)field)->len = sizeof(sa_family_t);
+			return 0;
+		}
 		if (addr_parse(s, field) < 0) {
 			conf_err(p, loc, path,
 				 "invalid address %s: use IPv4:port or "
@@ -2006,6 +2066,25 @@ conf_check_rule_targets(struct conf_parse *p)
 			continue;
 		at = (struct conf_loc){l[0].file, r->line};
 		snprintf(path, sizeof(path), "rules[%d]", i);
+		if ((r->nintercept > 0) != (r->intercept_cgroup != NULL) ||
+		    (r->nintercept > 0) != conf_rule_original(r))
+			conf_err(p, at, path,
+				 "rule %s: intercept, intercept_cgroup and "
+				 "target_smc = \"original\" go together",
+				 r->name);
+		else if (r->nintercept > 0 && !conf_loopback_port(&r->listen))
+			conf_err(p, at, path,
+				 "rule %s: intercept takes connects to listen: "
+				 "make it 127.0.0.1:PORT or [::1]:PORT",
+				 r->name);
+		else if (r->nintercept > 0 && r->accept_proxy)
+			conf_err(
+				p, at, path,
+				"rule %s: accept_proxy and intercept do not go "
+				"together: the connects intercept takes come "
+				"from this host's programs, with no PROXY "
+				"header",
+				r->name);
 		if (r->target_smc.len != 0) {
 			if (r->peer != NULL || r->export[0] != '\0')
 				conf_err(p, at, path,
@@ -2242,6 +2321,10 @@ conf_free(struct conf *conf)
 		explicit_bzero(conf->peers[i].key, sizeof(conf->peers[i].key));
 	}
 	free(conf->peers);
+	for (i = 0; i < conf->nrules; i++) {
+		conf_names_free(conf->rules[i].intercept);
+		free(conf->rules[i].intercept_cgroup);
+	}
 	free(conf->rules);
 	for (i = 0; i < conf->nexports; i++)
 		conf_names_free(conf->exports[i].peers);

@@ -5,7 +5,8 @@
  * client (or target) address, on the export side the client the peer
  * named, the transport and, for the fallback, the peer's last SMC decline
  * (for a kernel SMC-R peer: dialect=smc-r, its address as the peer and
- * the DECLINE of the CLC), whether it got connected, how long it lived,
+ * the DECLINE of the CLC; for an intercept rule the destination its
+ * client connected to), whether it got connected, how long it lived,
  * the bytes each way and the close reason.  The line is key=value pairs
  * for people and scripts; in the journal the same values are fields
  * (CONN_ID=, RULE=, EXPORT=, PEER=, ...).  Rules and exports switch it
@@ -25,6 +26,7 @@ struct connlog_line {
 	char id[32], name[16 + CONF_NAME_MAX];
 	char peer[8 + CONF_NAME_MAX + ADDR_STRLEN];
 	char addr[16 + ADDR_STRLEN], origin[16 + ADDR_STRLEN];
+	char destination[16 + ADDR_STRLEN];
 	char transport[32], decline[48];
 	char duration[32], in[40], out[40], reason[48], connected[24];
 	char dialect[24];
@@ -48,14 +50,17 @@ connlog_close(const struct session *s, enum session_reason reason)
 {
 	bool rule = s->role == SESSION_ROLE_RULE;
 	struct connlog_line l;
-	const char *fields[13];
+	const char *fields[14];
 	bool smcr = s->dialect == SESSION_DIALECT_SMCR;
 	char a[ADDR_STRLEN], o[ADDR_STRLEN], via[ADDR_STRLEN];
-	char who[CONF_NAME_MAX + ADDR_STRLEN];
+	char who[CONF_NAME_MAX + ADDR_STRLEN], d[ADDR_STRLEN];
 	/* the export side knows the client when the peer named it, the
 	 * rule side when a load balancer's PROXY header did (accept_proxy):
 	 * then the client is that one, via the balancer */
 	bool origin = s->origin[0].len != 0;
+	/* an intercept rule's: where the client meant to go */
+	bool dest = rule && s->rule != NULL && s->rule->nintercept > 0 &&
+		    s->origin[1].len != 0;
 	uint64_t ms = now_ms() - s->started_ms;
 	uint32_t code = 0;
 	int n = 0;
@@ -89,6 +94,11 @@ connlog_close(const struct session *s, enum session_reason reason)
 	}
 	snprintf(l.addr, sizeof(l.addr), "%s=%s", rule ? "CLIENT" : "TARGET",
 		 a);
+	if (dest) {
+		addr_str(&s->origin[1], d, sizeof(d));
+		snprintf(l.destination, sizeof(l.destination), "DESTINATION=%s",
+			 d);
+	}
 	snprintf(l.transport, sizeof(l.transport), "TRANSPORT=%s",
 		 s->mode == SESSION_MODE_RDMA ? "rdma" :
 		 smcr			      ? "tcp" :
@@ -118,6 +128,8 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.addr;
 	if (origin)
 		fields[n++] = l.origin;
+	if (dest)
+		fields[n++] = l.destination;
 	fields[n++] = l.transport;
 	fields[n++] = l.decline;
 	fields[n++] = l.connected;
@@ -127,7 +139,8 @@ connlog_close(const struct session *s, enum session_reason reason)
 	fields[n++] = l.reason;
 	log_info_fields(
 		fields, n,
-		"conn 0x%" PRIx64 " %s=%s peer=%s%s %s=%s%s%s transport=%s%s%s "
+		"conn 0x%" PRIx64
+		" %s=%s peer=%s%s %s=%s%s%s%s%s transport=%s%s%s "
 		"connected=%s duration=%" PRIu64 ".%03us bytes_in=%" PRIu64
 		" bytes_out=%" PRIu64 " close=%s",
 		s->id, rule ? "rule" : "export",
@@ -136,7 +149,8 @@ connlog_close(const struct session *s, enum session_reason reason)
 		!origin ? "" :
 		rule	? " via=" :
 			  " client=",
-		origin ? o : "", l.transport + strlen("TRANSPORT="),
+		origin ? o : "", dest ? " destination=" : "", dest ? d : "",
+		l.transport + strlen("TRANSPORT="),
 		code != 0 ? " decline=" : "",
 		code != 0 ? clc_decline_name(code) : "",
 		s->state == SESSION_RELAY || s->state == SESSION_RESUMING ?

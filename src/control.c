@@ -158,6 +158,7 @@ static json_t *control_cmd_rules(struct control_req *req);
 static json_t *control_cmd_peers(struct control_req *req);
 static json_t *control_cmd_lgrs(struct control_req *req);
 static json_t *control_cmd_links(struct control_req *req);
+static json_t *control_cmd_intercept(struct control_req *req);
 static json_t *control_cmd_conns(struct control_req *req);
 static json_t *control_cmd_smc(struct control_req *req);
 static json_t *control_cmd_kill(struct control_req *req);
@@ -218,6 +219,10 @@ static const struct control_cmd control_cmds[] = {
 	{"show peers", 0, NULL, control_cmd_peers,
 	 "peers, the transport used to reach each and why; the kernel "
 	 "SMC-R hosts seen, their groups, last decline and budget"},
+	{"show intercept", 0, NULL, control_cmd_intercept,
+	 "intercept rules: the connects taken, carried over SMC-R or TCP, "
+	 "bypassed; the destinations learned (SMC-R or TCP) and when each "
+	 "is forgotten"},
 	{"show lgrs", 0, NULL, control_cmd_lgrs, "RDMA link groups"},
 	{"show links", 0, NULL, control_cmd_links, "RDMA links"},
 	{"show conns", 0, control_filter_args, control_cmd_conns,
@@ -1035,6 +1040,16 @@ static json_t *
 control_cmd_links(struct control_req *req)
 {
 	return control_lgrs_all(req, "links");
+}
+
+static json_t *
+control_cmd_intercept(struct control_req *req)
+{
+	json_t *o = intercept_json(control_conf);
+
+	if (o == NULL)
+		control_fail(req, "out of memory");
+	return o;
 }
 
 /* A connection filter: NULL or -1 members match any connection. */

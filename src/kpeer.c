@@ -125,9 +125,10 @@ kpeer_open(struct session *s)
 	kpeer_hs_free(s);
 	session_timer(s, 0);
 	session_want(s, kpeer_side(s), EV_READ, false);
-	if (s->role == SESSION_ROLE_RULE)
+	if (s->role == SESSION_ROLE_RULE) {
+		intercept_learned(s, false);
 		fallback_relay_start(s, STAT_smc_out_tcp);
-	else if (s->fd[1] >= 0) /* declined after the target connected */
+	} else if (s->fd[1] >= 0) /* declined after the target connected */
 		fallback_relay_start(s, STAT_smc_conns_tcp);
 	else if (export_room(s->w, &r) != 0 || export_connect(s, &r) != 0)
 		session_close(s, r);
@@ -819,7 +820,7 @@ kpeer_connected(struct session *s)
 	err = session_connect_error(s);
 	if (err != 0) {
 		errno = err;
-		addr_str(&s->rule->target_smc, buf, sizeof(buf));
+		addr_str(&s->addr[1], buf, sizeof(buf));
 		log_warn_rl("connect to target", buf,
 			    "conn 0x%llx: rule %s: target_smc %s",
 			    (unsigned long long)s->id, s->rule->name, buf);
@@ -916,6 +917,7 @@ kpeer_timeout(struct session *s)
 void
 kpeer_connect(struct session *s)
 {
+	const struct addr *to;
 	char buf[ADDR_STRLEN];
 	int rc;
 
@@ -923,14 +925,16 @@ kpeer_connect(struct session *s)
 	session_ops_set(s, &kpeer_ops);
 	STATS_INC(worker_stats(s->w), smc_out_conns);
 	s->state = SESSION_CONNECT_TARGET;
-	rc = session_connect(s, &s->rule->target_smc, NULL, true);
+	/* an intercept rule's: where the client meant to go (intercept.c) */
+	to = conf_rule_original(s->rule) ? &s->origin[1] : &s->rule->target_smc;
+	rc = session_connect(s, to, NULL, true);
 	if (rc == 0) {
 		s->khost = khost_open(&s->addr[1]);
 		session_timer(s, s->conf->handshake_timeout);
 		return;
 	}
 	errno = -rc;
-	addr_str(&s->rule->target_smc, buf, sizeof(buf));
+	addr_str(to, buf, sizeof(buf));
 	log_warn_rl("connect to target", buf,
 		    "conn 0x%llx: rule %s: target_smc %s",
 		    (unsigned long long)s->id, s->rule->name, buf);

@@ -461,9 +461,10 @@ session_rdma_std_start(struct session *s)
 	/* kpeer.c's CLC is over */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
-	if (s->role == SESSION_ROLE_RULE)
+	if (s->role == SESSION_ROLE_RULE) {
 		STATS_INC(worker_stats(s->w), smc_out_rdma);
-	else
+		intercept_learned(s, true);
+	} else
 		STATS_INC(worker_stats(s->w), smc_conns_rdma);
 	session_rdma_relay_start(sr, link);
 }

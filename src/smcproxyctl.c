@@ -106,6 +106,7 @@ static void ctl_show_rules(struct ctl_conn *conn, json_t *data);
 static void ctl_show_peers(struct ctl_conn *conn, json_t *data);
 static void ctl_show_lgrs(struct ctl_conn *conn, json_t *data);
 static void ctl_show_links(struct ctl_conn *conn, json_t *data);
+static void ctl_show_intercept(struct ctl_conn *conn, json_t *data);
 static void ctl_show_conns(struct ctl_conn *conn, json_t *data);
 static void ctl_show_smc(struct ctl_conn *conn, json_t *data);
 static void ctl_show_schema(struct ctl_conn *conn, json_t *data);
@@ -128,6 +129,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"show", "peers"}, NULL, NULL, false, ctl_show_peers},
 	{{"show", "lgrs"}, NULL, NULL, false, ctl_show_lgrs},
 	{{"show", "links"}, NULL, NULL, false, ctl_show_links},
+	{{"show", "intercept"}, NULL, NULL, false, ctl_show_intercept},
 	{{"show", "conns"}, NULL, ctl_filter_keys, false, ctl_show_conns},
 	{{"show", "smc"}, NULL, ctl_filter_keys, false, ctl_show_smc},
 	{{"kill", "conn"}, "id", NULL, false, ctl_show_done},
@@ -213,6 +215,9 @@ ctl_usage(FILE *f)
 		"  show rules              rules and exports\n"
 		"  show peers              peers and their transport, kernel "
 		"SMC-R hosts\n"
+		"  show intercept          transparent SMC-R: connects taken, "
+		"destinations\n"
+		"                          learned\n"
 		"  show lgrs | show links  RDMA link groups and links\n"
 		"  show conns [FILTER]     proxied connections\n"
 		"  show smc [FILTER]       kernel SMC-R peers' connections "
@@ -1008,6 +1013,33 @@ ctl_show_links(struct ctl_conn *conn, json_t *data)
 
 	ctl_table_more(json_object_get(data, "links"), cols,
 		       (int)(sizeof(cols) / sizeof(cols[0])), "no links");
+}
+
+static void
+ctl_show_intercept(struct ctl_conn *conn, json_t *data)
+{
+	static const struct ctl_col cols[] = {
+		{"RULE", "rule", CTL_COL_TEXT, false},
+		{"CGROUP", "cgroup", CTL_COL_TEXT, false},
+		{"ATTACHED", "attached", CTL_COL_TEXT, false},
+		{"TAKEN", "taken", CTL_COL_NUM, false},
+		{"SMC-R", "smc", CTL_COL_NUM, false},
+		{"TCP", "tcp", CTL_COL_NUM, false},
+		{"BYPASSED", "bypassed", CTL_COL_NUM, false},
+		{"OFF", "off", CTL_COL_NUM, true},
+	};
+	static const struct ctl_col dst_cols[] = {
+		{"RULE", "rule", CTL_COL_TEXT, false},
+		{"DESTINATION", "destination", CTL_COL_TEXT, false},
+		{"SPEAKS", "speaks", CTL_COL_TEXT, false},
+		{"EXPIRES", "expires_s", CTL_COL_SECONDS, false},
+	};
+
+	ctl_table(json_object_get(data, "rules"), cols,
+		  (int)(sizeof(cols) / sizeof(cols[0])), "no intercept rules");
+	ctl_table(json_object_get(data, "destinations"), dst_cols,
+		  (int)(sizeof(dst_cols) / sizeof(dst_cols[0])),
+		  "no destinations learned");
 }
 
 static void

@@ -196,6 +196,8 @@ smcproxyd_reload(FILE *errors)
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
 			next->path, strerror(-rc));
+	/* once the rules' listeners are there to take the connects */
+	(void)intercept_apply(next);
 	control_conf_update(next);
 	conf_drop(conf_current);
 	conf_current = next;
@@ -278,6 +280,8 @@ smcproxyd_shutdown(bool now)
 		monitor_event(MONITOR_SHUTDOWN, LOG_NOWHERE,
 			      "stopping; open connections get %d s to finish",
 			      conf_current->shutdown_timeout);
+		/* the cgroups' connects go direct, not to listeners that go */
+		intercept_shutdown();
 		metrics_shutdown();
 		control_stopping();
 		worker_stop_all(conf_current->shutdown_timeout, stopped_ev);
@@ -380,6 +384,30 @@ smcproxyd_check_ksmc(const struct conf *conf)
 			why);
 }
 
+/*
+ * smcproxyd -n with intercept rules: whether each would attach (its
+ * cgroup, the kernel's verdict on the programs).  0, or -1 after saying
+ * which would not and why.
+ */
+static int
+smcproxyd_check_intercept(const struct conf *conf)
+{
+	const struct conf_rule *r;
+	char why[512];
+	int i, rc = 0;
+
+	for (i = 0; i < conf->nrules; i++) {
+		r = &conf->rules[i];
+		if (r->nintercept == 0 ||
+		    intercept_check(conf, r, why, sizeof(why)) == 0)
+			continue;
+		fprintf(stderr, "%s: rule %s: intercept would not attach: %s\n",
+			conf->path, r->name, why);
+		rc = -1;
+	}
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -459,6 +487,10 @@ main(int argc, char *argv[])
 		if (conf_current->warnings != NULL)
 			fputs(conf_current->warnings, stderr);
 		smcproxyd_check_ksmc(conf_current);
+		if (smcproxyd_check_intercept(conf_current) != 0) {
+			conf_free(conf_current);
+			return 1;
+		}
 		ib_check_host(conf_current);
 		printf("configuration OK\n");
 		conf_free(conf_current);
@@ -506,6 +538,7 @@ main(int argc, char *argv[])
 		errno = -rc;
 		fatal("cannot start workers");
 	}
+	(void)intercept_apply(conf_current);
 	rc = control_init(conf_current, main_base);
 	if (rc) {
 		errno = -rc;
@@ -542,6 +575,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(main_base);
 
 	worker_join_all();
+	intercept_shutdown();
 	peer_shutdown();
 	tally_shutdown();
 	log_rl_flush();

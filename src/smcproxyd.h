@@ -208,10 +208,15 @@ struct conf_rule {
 	struct addr listen;
 	const struct conf_peer *peer; /* NULL with target_smc */
 	char export[CONF_NAME_MAX + 1];
-	struct addr target_smc; /* a kernel SMC-R server; len 0: none */
+	struct addr target_smc; /* a kernel SMC-R server; len 0: none;
+				   AF_UNSPEC: "original" (conf_rule_original) */
 	int idle_timeout;	/* seconds, 0 = never */
 	bool log_connections;	/* connlog.c: a line as each one ends */
 	bool accept_proxy; /* accept.c: clients begin with a PROXY header */
+	char **intercept;  /* "ADDR[/LEN]:PORT" taken from the cgroup */
+	int nintercept;
+	char *intercept_cgroup; /* whose connects are taken */
+	int intercept_ttl;	/* s a destination's SMC-R or TCP is kept */
 	int line;
 };
 
@@ -305,6 +310,7 @@ bool conf_peer_auth_same(const struct conf_peer *a, const struct conf_peer *b);
 const struct conf_export *conf_export_find(const struct conf *conf,
 					   const char *name);
 bool conf_export_allows(const struct conf_export *exp, const char *peer);
+bool conf_rule_original(const struct conf_rule *r);
 bool conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a);
 bool conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid);
 int conf_reload_check(const struct conf *old, const struct conf *new,
@@ -390,6 +396,29 @@ int smc_opt_listening(int fd);
 int smc_opt_connected(int fd);
 int smc_opt_map_mark(int map_fd, int fd, unsigned int mark);
 int smc_opt_map_echoed(int map_fd, int fd, bool forget);
+
+/* intercept.c */
+struct intercept;
+struct intercept_count;
+struct intercept *intercept_open(const char *path, const char *cgroup,
+				 char *why, size_t len);
+void intercept_close(struct intercept *ic);
+int intercept_set(struct intercept *ic, bool on, uint16_t port4,
+		  uint16_t port6);
+int intercept_add(struct intercept *ic, const struct addr_net *net,
+		  uint16_t port);
+int intercept_original(struct intercept *ic, int fd, struct addr *orig);
+int intercept_learn(struct intercept *ic, const struct addr *dst,
+		    unsigned int how, int ttl);
+int intercept_counts(struct intercept *ic, struct intercept_count *sum);
+int intercept_dst_parse(const char *s, struct addr_net *net, uint16_t *port);
+int intercept_check(const struct conf *conf, const struct conf_rule *r,
+		    char *why, size_t len);
+int intercept_apply(const struct conf *conf);
+void intercept_shutdown(void);
+int intercept_accepted(struct session *s);
+void intercept_learned(const struct session *s, bool smc);
+struct json_t *intercept_json(const struct conf *conf);
 
 /* auth.c */
 struct auth_limit;

@@ -225,6 +225,12 @@
 	  "promised one")                                                      \
 	X(smc_clc_timeouts, COUNTER, "handshakes",                             \
 	  "smc_listen connections reset: no PROPOSAL within 6 s")              \
+	X(intercept_conns, COUNTER, "connections",                             \
+	  "connections the intercept programs took to an intercept rule, "     \
+	  "with their original destination")                                   \
+	X(intercept_strays, COUNTER, "connections",                            \
+	  "connections on an intercept rule's listener that the programs "     \
+	  "did not take there: reset")                                         \
 	X(smc_out_conns, COUNTER, "connections",                               \
 	  "connections of target_smc rules to their kernel SMC-R server")      \
 	X(smc_out_tcp, COUNTER, "connections",                                 \

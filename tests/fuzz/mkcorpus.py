@@ -692,8 +692,8 @@ def control_msgs(top):
     error, like "no connection 0x1f": there are no workers), seed-bad-*
     only requests that are refused, or blank lines."""
     for cmd in ("version", "stats", "stats reset", "show rules",
-                "show peers", "show lgrs", "show links", "show conns",
-                "reload", "schema", "help"):
+                "show peers", "show intercept", "show lgrs", "show links",
+                "show conns", "reload", "schema", "help"):
         yield "ok-" + cmd.replace(" ", "-"), req(cmd)
     # no workers here: refused by the command, after the checks
     yield "ok-check", req("check", {"name": "b"})
@@ -727,8 +727,9 @@ def control_msgs(top):
                                                      {"id": 7}))
     yield "ok-every-command", b"".join(
         req(c) for c in ("version", "stats", "stats reset", "show rules",
-                         "show peers", "show lgrs", "show links",
-                         "show conns", "reload", "schema", "help"))
+                         "show peers", "show intercept", "show lgrs",
+                         "show links", "show conns", "reload", "schema",
+                         "help"))
     yield "bad-blank-lines", b"\n \r\n\t\n\r\n"
     yield "bad-not-json", b"stats\n"
     yield "bad-truncated", b'{"v":1,"cmd":"version"\n'

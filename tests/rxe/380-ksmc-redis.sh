@@ -24,18 +24,6 @@ command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 	rxe_die "redis-server and redis-benchmark are needed (redis-server, redis-tools)"
 ksmc_cgroup2
 
-# readback HOST PORT: redis-cli reads back a 3000-byte value
-readback() {
-	_val=$(head -c 3000 /dev/urandom | base64 -w0)
-	${REDIS_PRE:-} redis-cli -h "$1" -p "$2" set smc:key "$_val" >/dev/null ||
-		bad "redis-cli set"
-	if [ "$(${REDIS_PRE:-} redis-cli -h "$1" -p "$2" get smc:key)" = "$_val" ]; then
-		ok "redis-cli reads back what it wrote ($1:$2)"
-	else
-		bad "redis-cli get returned something else ($1:$2)"
-	fi
-}
-
 if [ "$RXE_HOST" = b ]; then
 	redis-server --port "$PORT_REDIS" --bind 127.0.0.1 --save '' \
 		--appendonly no --dir "$R" --logfile "$RXE_OUT/redis.log" &
@@ -89,7 +77,7 @@ EOF
 	REDIS_PRE=
 	redis_bench 4 127.0.0.1 "$PORT_RULE" -q -n 400 -c 4 -t ping,set,get -d 64
 	redis_bench 2 127.0.0.1 "$PORT_RULE" -q -n 2000 -c 2 -P 16 -t set,get -d 512
-	readback 127.0.0.1 "$PORT_RULE"
+	redis_readback 127.0.0.1 "$PORT_RULE"
 	c=$(rxe_stat a smc_out_rdma)
 	if [ "$c" -ge 4 ]; then
 		ok "a carried $c connections to the kernel's redis over RDMA"
@@ -103,7 +91,7 @@ EOF
 	fb=$(ksmc_stat fback_clnt)
 	redis_bench 4 "$RXE_PEER_IP" "$PORT_L" -q -n 400 -c 4 -t ping,set,get -d 64
 	redis_bench 2 "$RXE_PEER_IP" "$PORT_L" -q -n 2000 -c 2 -P 16 -t set,get -d 512
-	readback "$RXE_PEER_IP" "$PORT_L"
+	redis_readback "$RXE_PEER_IP" "$PORT_L"
 	s=$(($(ksmc_stat clnt_v2_succ) - succ))
 	f=$(($(ksmc_stat fback_clnt) - fb))
 	if [ "$s" -ge 4 ] && [ "$f" = 0 ]; then

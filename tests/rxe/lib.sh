@@ -1145,6 +1145,19 @@ ksmc_groups() {
 	fi
 }
 
+# redis_readback HOST PORT: redis-cli (under $REDIS_PRE, if set) reads
+# back a 3000-byte value it wrote
+redis_readback() {
+	_val=$(head -c 3000 /dev/urandom | base64 -w0)
+	${REDIS_PRE:-} redis-cli -h "$1" -p "$2" set smc:key "$_val" >/dev/null ||
+		{ bad "redis-cli set ($1:$2)"; return; }
+	if [ "$(${REDIS_PRE:-} redis-cli -h "$1" -p "$2" get smc:key)" = "$_val" ]; then
+		ok "redis-cli reads back what it wrote ($1:$2)"
+	else
+		bad "redis-cli get returned something else ($1:$2)"
+	fi
+}
+
 # redis_bench WANT HOST PORT ARGS...: redis-benchmark (under $REDIS_PRE,
 # if set) runs its tests, WANT of them report their rate, no error
 redis_bench() {

@@ -62,8 +62,8 @@ SOCK=$T/a.sock
 
 # --- every command as a table and as JSON ---------------------------------
 
-for cmd in version stats "show rules" "show peers" "show lgrs" "show links" \
-	"show conns" schema help; do
+for cmd in version stats "show rules" "show peers" "show intercept" \
+	"show lgrs" "show links" "show conns" schema help; do
 	run_ctl 0 -s "$SOCK" $cmd
 	[ -s "$T/out" ] || fail "$cmd: no table"
 	[ -s "$T/err" ] && fail "$cmd: stderr: $(cat "$T/err")"
@@ -148,8 +148,9 @@ pycheck "schema and help" "$T/schema.json" "$T/schema.txt" "$T/help.json" \
 	"$T/help.txt" "$T/stats.json" <<'EOF'
 s, h = load(A[0])["data"], load(A[2])["data"]
 eq(s["protocol"], 1, "protocol")
-names = ["version", "stats", "stats reset", "show rules", "show peers", "show lgrs",
-         "show links", "show conns", "show smc", "kill conn", "kill conns", "disable rule",
+names = ["version", "stats", "stats reset", "show rules", "show peers",
+         "show intercept", "show lgrs", "show links", "show conns", "show smc",
+         "kill conn", "kill conns", "disable rule",
          "enable rule", "drain peer", "undrain peer", "enable peer", "check",
          "reload", "shutdown", "shutdown now", "log-level", "monitor", "schema",
          "help"]
@@ -174,7 +175,7 @@ for c in s["commands"]:
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),
        "args of " + c["name"])
     need(c["help"], "help of " + c["name"])
-eq([c for c in s["commands"] if c["name"] == "kill conn"][0]["args"][0]["required"], True,
+eq(s["commands"][names.index("kill conn")]["args"][0]["required"], True,
    "kill conn id required")
 stats = load(A[4])["data"]["stats"]
 eq([x["name"] for x in s["stats"]], list(stats), "schema stats and stats members")
@@ -344,7 +345,7 @@ run_ctl 2 -s "$SOCK" bogus
 [ "$(cat "$T/err")" = 'smcproxyctl: unknown command "bogus" (try "smcproxyctl -h")' ] ||
 	fail "unknown command said: $(cat "$T/err")"
 run_ctl 2 -s "$SOCK" show bogus
-[ "$(cat "$T/err")" = 'smcproxyctl: show: unknown word "bogus"; valid: rules peers lgrs links conns smc' ] ||
+[ "$(cat "$T/err")" = 'smcproxyctl: show: unknown word "bogus"; valid: rules peers lgrs links intercept conns smc' ] ||
 	fail "show bogus said: $(cat "$T/err")"
 # a failed command: 1, the message on stderr; with -j the reply on stdout
 run_ctl 1 -s "$SOCK" kill conn 0x999999
@@ -448,7 +449,7 @@ got=$(complete_words -s "$SOCK" show conns rule "")
 got=$(complete_words -s "$SOCK" kill conns peer "")
 [ "$got" = "b" ] || fail "completion of a peer name: '$got'"
 got=$(complete_words -j show "")
-[ "$got" = "rules peers lgrs links conns smc" ] || fail "completion after show: '$got'"
+[ "$got" = "rules peers lgrs links intercept conns smc" ] || fail "completion after show: '$got'"
 got=$(complete_words stats r)
 [ "$got" = "reset" ] || fail "completion after stats: '$got'"
 got=$(complete_words stats sm)

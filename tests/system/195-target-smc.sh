@@ -51,21 +51,7 @@ server()
 # roundtrip PORT BYTES: BYTES random bytes through the rule come back
 roundtrip()
 {
-	python3 - "$1" "$2" <<'PY'
-import os, socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-data = os.urandom(n)
-s = socket.create_connection(("127.0.0.1", port), timeout=20)
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-got = bytearray()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += b
-sys.exit(0 if bytes(got) == data else 1)
-PY
+	echo_roundtrip 127.0.0.1 "$1" "$2"
 }
 
 # count COUNTER BEFORE WANT

@@ -95,20 +95,8 @@ kc -n 100000
 kd_pid=$!
 track "$kd_pid" "$T/kd.log"
 wait_listen "$PORT_SRV" 10 "$kd_pid"
-python3 - "$PORT_RULE" <<'PY' || fail "target_smc: the bytes did not come back"
-import os, socket, sys
-data = os.urandom(50000)
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-got = bytearray()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += b
-sys.exit(0 if bytes(got) == data else 1)
-PY
+echo_roundtrip 127.0.0.1 "$PORT_RULE" 50000 ||
+	fail "target_smc: the bytes did not come back"
 wait "$kd_pid" || fail "ksmcdecline: $(cat "$T/kd.log")"
 untrack "$kd_pid"
 

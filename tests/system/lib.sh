@@ -191,6 +191,9 @@ smc_cgroup_leave()
 {
 	[ -n "${SMC_CGROUP:-}" ] || return 0
 	echo $$ >"${SMC_CGROUP%/*}/cgroup.procs" 2>/dev/null
+	# the cgroups a test made below its own (empty by now)
+	find "$SMC_CGROUP" -mindepth 1 -depth -type d -exec rmdir {} + \
+		2>/dev/null
 	rmdir "$SMC_CGROUP" 2>/dev/null ||
 		smc_log "cgroup $SMC_CGROUP left behind: $(cat "$SMC_CGROUP/cgroup.procs" 2>/dev/null | tr '\n' ' ')"
 }
@@ -534,6 +537,40 @@ ctl()
 
 	shift
 	"$SMCPROXYCTL" -s "$T/$name.sock" "$@"
+}
+
+# stat_rose NAME COUNTER BEFORE WANT: daemon NAME's counter rose by WANT
+# since it was BEFORE
+stat_rose()
+{
+	local v
+
+	v=$(stat_get "$1" "$2") || fail "$1: no $2"
+	[ $((v - $3)) = "$4" ] || fail "$1: $2 rose by $((v - $3)), want $4"
+}
+
+# echo_roundtrip HOST PORT BYTES: BYTES random bytes sent to an echo
+# server at HOST:PORT come back whole, and getpeername says HOST:PORT
+# (IPv4)
+echo_roundtrip()
+{
+	python3 - "$@" <<'PY'
+import os, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+data = os.urandom(n)
+s = socket.create_connection((host, port), timeout=20)
+if s.getpeername() != (host, port):
+    sys.exit("getpeername says %r" % (s.getpeername(),))
+s.sendall(data)
+s.shutdown(socket.SHUT_WR)
+got = bytearray()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+sys.exit(0 if bytes(got) == data else "the bytes did not come back")
+PY
 }
 
 # stat_get NAME COUNTER: the counter from "smcproxyctl -j stats" (its

@@ -117,6 +117,26 @@ smcopt_env_teardown(struct smcopt_env *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/*
+ * A BPF test that cannot run, for why: its exit status, 77 (a skip), or
+ * a failure when CI=true unless the host withholds root or cgroup2 (CI
+ * builds and loads the programs; .ci/allowed-skips names such hosts).
+ */
+int
+smcopt_env_skip(const char *why)
+{
+	const char *ci = getenv("CI");
+
+	if (ci != NULL && strcmp(ci, "true") == 0 &&
+	    strcmp(why, "not root") != 0 &&
+	    strcmp(why, "cannot mount a cgroup2") != 0) {
+		printf("FAIL: %s (a skip is a failure when CI=true)\n", why);
+		return EXIT_FAILURE;
+	}
+	printf("SKIP: %s\n", why);
+	return 77;
+}
+
 /* Mark the socket fd (SMC_OPT_*): 0 or -errno (smc_opt.c's). */
 int
 smcopt_mark(struct smcopt_env *e, int fd, unsigned int mark)

@@ -23,6 +23,7 @@ struct smcopt_env {
 
 const char *smcopt_env_setup(struct smcopt_env *e, const char *path);
 void smcopt_env_teardown(struct smcopt_env *e);
+int smcopt_env_skip(const char *why);
 int smcopt_mark(struct smcopt_env *e, int fd, unsigned int mark);
 int smcopt_echoed(struct smcopt_env *e, int fd);
 

@@ -321,6 +321,14 @@ static const struct {
 	 "t.conf:2: kernel_smc.allow[4]: invalid value \"x\": use a numeric "
 	 "network \"ip/prefix\" (host bits zero) or one address\n",
 	 4},
+	{KSMC("") "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
+		  "  intercept = [ \"192.0.2.0/24:*\" ]; intercept_cgroup = "
+		  "\"/sys/fs/cgroup/x\";\n"
+		  "  target_smc = \"original\"; accept_proxy = true; } );\n",
+	 "t.conf:2: rules[0]: rule r: accept_proxy and intercept do not go "
+	 "together: the connects intercept takes come from this host's "
+	 "programs, with no PROXY header\n",
+	 1},
 	{PEER_B RULE("target_smc = \"127.0.0.1:6390\";"),
 	 "t.conf:2: rules[0]: rule r: target_smc, or peer and export, not "
 	 "both\n",
