@@ -51,9 +51,9 @@
 #include "smc_opt.h"
 
 #define KPEER_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
-/* a PROPOSAL waits this long for a group with its client on its way */
+/* a PROPOSAL waits this long at most for a group with its client on its
+ * way: a third of the client's CLC_WAIT_TIME, the rest for our own */
 #define KPEER_GROUP_WAIT_MS 2000
-#define KPEER_GROUP_POLL_MS 10
 
 /* The handshake's state: the CLC message being read. */
 struct kpeer_hs {
@@ -70,10 +70,10 @@ struct kpeer_hs {
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
-	uint8_t max_links;	/* release 1: what it proposed; else 2 */
-	struct addr local;	/* our end, on the device we answer from */
-	uint64_t group_wait_ms; /* until then: wait for a group on its way */
-	bool group_waiting;	/* the timer is that wait's */
+	uint8_t max_links;  /* release 1: what it proposed; else 2 */
+	struct addr local;  /* our end, on the device we answer from */
+	bool group_waiting; /* parked, the timer bounds that wait */
+	bool group_waited;  /* that wait is over: no other */
 };
 
 static void kpeer_malformed(struct session *s, const char *why);
@@ -340,8 +340,9 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
  * from the ACCEPT on), and Linux's server takes one PROPOSAL at a time
  * (smc_server_lgr_pending), so that the next finds the group the first
  * set up.  Here one that finds this worker's group with that client on
- * its way waits for it, up to KPEER_GROUP_WAIT_MS, polling: else each
- * would be a first contact with a group of its own.
+ * its way waits for it (session_rdma_std_wait: parked, and back here
+ * when that group is up or failed), KPEER_GROUP_WAIT_MS at most: else
+ * each would be a first contact with a group of its own.
  */
 static void
 kpeer_rdma_offer(struct session *s)
@@ -363,12 +364,14 @@ kpeer_rdma_offer(struct session *s)
 	want.max_links = hs->max_links;
 	want.release = hs->release;
 	want.join = want.create = true;
-	if (now_ms() < hs->group_wait_ms &&
-	    session_rdma_std_pending(s, &want)) {
+	if (!hs->group_waited &&
+	    session_rdma_std_wait(s, &want, kpeer_rdma_offer)) {
+		if (!hs->group_waiting)
+			session_timer_ms(s, KPEER_GROUP_WAIT_MS);
 		hs->group_waiting = true;
-		session_timer_ms(s, KPEER_GROUP_POLL_MS);
 		return;
 	}
+	hs->group_waiting = false;
 	code = session_rdma_std_open(s, &hs->local, &want, &me);
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
@@ -416,7 +419,6 @@ kpeer_rdma_accept(struct session *s)
 	}
 	hs->local.len = len;
 	s->state = SESSION_HANDSHAKE;
-	hs->group_wait_ms = now_ms() + KPEER_GROUP_WAIT_MS;
 	kpeer_rdma_offer(s);
 }
 
@@ -885,7 +887,10 @@ kpeer_timeout(struct session *s)
 	struct stats *st = worker_stats(s->w);
 
 	if (s->shs != NULL && s->shs->group_waiting) {
+		/* the group it waited for is not up yet: one of its own */
 		s->shs->group_waiting = false;
+		s->shs->group_waited = true;
+		session_rdma_std_unwait(s);
 		kpeer_rdma_offer(s);
 		return;
 	}

@@ -1026,7 +1026,8 @@ static void lgr_conns_move(struct lgr *lgr, struct lgr_link *from,
  * The handshake failed (CLC, or CONFIRM_LINK of the first link) with
  * code; by_peer when the peer said so.  With decline, tell the peer.  The
  * client falls back to TCP for the back-off period, and the data path
- * hears of it (connections waiting for this group take the fallback now).
+ * hears of it (connections waiting for this group take the fallback now);
+ * of a kernel peer's group too (connections waiting for it go on now).
  */
 static void
 lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
@@ -1061,7 +1062,8 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 	/* a standard group has its first connection from the start */
 	if (lgr->nconns > 0)
 		lgr_conns_move(lgr, NULL, NULL);
-	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->ops.setup_failed != NULL)
+	if ((lgr->role == LGR_ROLE_CLIENT || lgr->std) &&
+	    lgr->ctx->ops.setup_failed != NULL)
 		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
 

@@ -251,14 +251,21 @@ session_rdma_std_foreign(struct session *s,
 		     lgr_id(lgr));
 }
 
+static bool session_rdma_wait(struct session_rdma_worker *srw,
+			      struct session *s, const struct conf_peer *peer,
+			      void (*wake)(struct session *s));
+
 /*
- * Whether s, with a kernel peer, should wait for a group with it that is
- * on its way on this worker: none of its groups takes s now, one is being
- * set up (lgr_std_pending).
+ * s, with a kernel peer, waits for the group with it that is on its way
+ * on this worker when none of its groups takes s now and one is being
+ * set up (lgr_std_pending): parked, and wake(s) once a group with kernel
+ * peers comes up or fails its setup (session_rdma_wait).  false when
+ * there is nothing to wait for: open now.
  */
 bool
-session_rdma_std_pending(struct session *s,
-			 const struct session_rdma_std_want *want)
+session_rdma_std_wait(struct session *s,
+		      const struct session_rdma_std_want *want,
+		      void (*wake)(struct session *s))
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	enum lgr_role role = session_rdma_std_role(s);
@@ -267,7 +274,8 @@ session_rdma_std_pending(struct session *s,
 	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
 			    &want->host, NULL) == NULL &&
 	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
-			       &want->host);
+			       &want->host) &&
+	       session_rdma_wait(srw, s, &s->conf->ksmc.peer, wake);
 }
 
 /*
@@ -501,6 +509,8 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 					((struct session_rdma *)c->arg)->s);
 				break;
 			}
+		/* and the connections that waited for it */
+		session_rdma_unpark_peer(srw, lgr_peer(lgr));
 		return;
 	}
 	/* a kernel peer's second: those its ADD_LINK did not carry */
@@ -1175,30 +1185,25 @@ session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
 }
 
 /*
- * No group to s's peer has room, but one is on its way (set up at start,
- * after a failure, or the next one begun at three quarters full): s waits
- * for it, SESSION_RDMA_WAIT_MS at most, instead of taking the fallback
- * for the rest of its life (kernel SMC-R's first contact waits for its
- * link the same way).  The client's bytes wait in its socket meanwhile.
- * false (take the fallback now) when none is on its way or too many wait.
+ * The one wait of a connection for a link group (net/smc's first contact
+ * waits for its link the same way): s is parked on the groups to peer
+ * on their way, until one becomes active or one's setup fails; then
+ * wake(s), once, in the order they came.  What it waits for is the
+ * caller's: a rule's connection for a group to its peer daemon
+ * (session_rdma_park), a kernel peer's for the group its CLC would join
+ * (session_rdma_std_wait); the caller also bounds the wait with s's
+ * timer.  false when too many wait.
  */
 static bool
-session_rdma_park(struct session_rdma_worker *srw, struct session *s)
+session_rdma_wait(struct session_rdma_worker *srw, struct session *s,
+		  const struct conf_peer *peer, void (*wake)(struct session *s))
 {
-	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
-	    !lgr_on_its_way(srw->ctx, s->peer))
+	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX)
 		return false;
 	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
-	/* its timer comes to us */
-	session_ops_set(s, &session_rdma_session_ops);
-	s->mode = SESSION_MODE_RDMA;
-	s->state = SESSION_RDMA_WAIT;
-	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
-	STATS_INC(worker_stats(s->w), conns_lgr_waits);
-	log_debug("conn 0x%llx: rule %s: peer %s: waiting for the link group "
-		  "on its way",
-		  (unsigned long long)s->id, s->rule->name, s->peer->name);
+	s->park_peer = peer;
+	s->wake = wake;
 	return true;
 }
 
@@ -1213,27 +1218,71 @@ session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
 	else
 		return;
 	s->parked = s->woken = false;
+	s->park_peer = NULL;
+	s->wake = NULL;
+}
+
+/* A kernel peer's connection gives up its wait (its bound passed). */
+void
+session_rdma_std_unwait(struct session *s)
+{
+	session_rdma_unpark(worker_rdma(s->w), s);
+}
+
+/* A rule's connection goes on from its wait: a group, or the fallback. */
+static void
+session_rdma_woken(struct session *s)
+{
 	session_timer(s, 0);
 	s->mode = SESSION_MODE_FALLBACK;
+	if (!session_rdma_connect(s))
+		fallback_connect(s);
+}
+
+/*
+ * No group to s's peer has room, but one is on its way (set up at start,
+ * after a failure, or the next one begun at three quarters full): s waits
+ * for it, SESSION_RDMA_WAIT_MS at most, instead of taking the fallback
+ * for the rest of its life.  The client's bytes wait in its socket
+ * meanwhile.  false (take the fallback now) when none is on its way or
+ * too many wait.
+ */
+static bool
+session_rdma_park(struct session_rdma_worker *srw, struct session *s)
+{
+	if (!lgr_on_its_way(srw->ctx, s->peer) ||
+	    !session_rdma_wait(srw, s, s->peer, session_rdma_woken))
+		return false;
+	/* its timer comes to us */
+	session_ops_set(s, &session_rdma_session_ops);
+	s->mode = SESSION_MODE_RDMA;
+	s->state = SESSION_RDMA_WAIT;
+	session_timer_ms(s, SESSION_RDMA_WAIT_MS);
+	STATS_INC(worker_stats(s->w), conns_lgr_waits);
+	log_debug("conn 0x%llx: rule %s: peer %s: waiting for the link group "
+		  "on its way",
+		  (unsigned long long)s->id, s->rule->name, s->peer->name);
+	return true;
 }
 
 /*
  * A group to peer became active, or one failed: the connections waiting
  * for one go on, in the order they came (any that find no room wait for
- * the next group if one is on its way, else fall back).  Going on can
- * start a group whose setup fails at once, which wakes peer's waiters
- * again from inside this loop: so they are all moved to the woken queue
- * first, and each leaves it before it goes on, whoever takes it.  One
- * that parks again meanwhile waits for the next wake-up.
+ * the next group if one is on its way, else go on without).  Going on
+ * can start a group whose setup fails at once, which wakes peer's
+ * waiters again from inside this loop: so they are all moved to the
+ * woken queue first, and each leaves it before it goes on, whoever takes
+ * it.  One that parks again meanwhile waits for the next wake-up.
  */
 static void
 session_rdma_unpark_peer(struct session_rdma_worker *srw,
 			 const struct conf_peer *peer)
 {
+	void (*wake)(struct session * s);
 	struct session *s, *next;
 
 	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
-		if (strcmp(s->peer->name, peer->name) != 0)
+		if (strcmp(s->park_peer->name, peer->name) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
 		s->parked = false;
@@ -1241,16 +1290,17 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 		s->woken = true;
 	}
 	while ((s = TAILQ_FIRST(&srw->woken.q)) != NULL) {
+		wake = s->wake;
 		session_rdma_unpark(srw, s);
-		if (!session_rdma_connect(s))
-			fallback_connect(s);
+		wake(s);
 	}
 }
 
 /*
  * lgr.c: the setup of a client group to lgr's peer failed (the peer is
- * backed off now): the connections waiting for it take the fallback at
- * once rather than when their wait ends.
+ * backed off now), or of a kernel peer's group: the connections waiting
+ * for it go on at once (to the fallback, or to a group of their own)
+ * rather than when their wait ends.
  */
 static void
 session_rdma_setup_failed(struct lgr *lgr, void *arg)
@@ -1747,6 +1797,7 @@ session_rdma_timeout(struct session *s)
 			  (unsigned long long)s->id, s->rule->name,
 			  s->peer->name, SESSION_RDMA_WAIT_MS);
 		session_rdma_unpark(worker_rdma(s->w), s);
+		s->mode = SESSION_MODE_FALLBACK;
 		fallback_connect(s);
 		return;
 	}

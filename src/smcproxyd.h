@@ -568,9 +568,13 @@ struct session {
 	uint32_t smc_decline; /* CLC_DECL_* it went on as TCP with */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
-	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
+	TAILQ_ENTRY(session)
+	park; /* waiting for a link group: parked or woken */
 	bool parked;
-	bool woken;		 /* off parked, about to go on */
+	bool woken; /* off parked, about to go on */
+	/* parked: on the groups to park_peer on their way, until wake(s) */
+	const struct conf_peer *park_peer;
+	void (*wake)(struct session *s);
 	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
 	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
 	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
@@ -1151,7 +1155,8 @@ struct lgr_data_ops {
 		       void *arg);
 	/* link became active (announce its rkeys there) */
 	void (*link_up)(struct lgr_link *link, void *arg);
-	/* a client group's setup failed (nothing waits) */
+	/* the setup of a client group or of a kernel peer's group failed
+	 * (the connections waiting for it go on) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
 	/* standard dialect: our RMBs' rkeys on via and on added (being
 	 * added) into v's rkey triples, at most max, for ADD_LINK */
@@ -1344,8 +1349,10 @@ uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
 			       const struct session_rdma_std_want *want,
 			       struct session_rdma_std *out);
 void session_rdma_std_system_id(struct session *s, uint8_t out[8]);
-bool session_rdma_std_pending(struct session *s,
-			      const struct session_rdma_std_want *want);
+bool session_rdma_std_wait(struct session *s,
+			   const struct session_rdma_std_want *want,
+			   void (*wake)(struct session *s));
+void session_rdma_std_unwait(struct session *s);
 uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);
