@@ -1653,17 +1653,16 @@ lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
 }
 
 /*
- * Whether a group of role with the kernel peer (system id and GID, at
- * host) is on its way: set up, its first link not yet confirmed.  A
- * connection that finds one waits for it rather than making a group of
+ * The group of role with the kernel peer (system id and GID, at host)
+ * on its way: set up, its first link not yet confirmed; NULL if none.
+ * A connection that finds one waits for it rather than making a group of
  * its own.
  */
-bool
-lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		const uint8_t sysid[8], const uint8_t gid[16],
-		const struct addr *host)
+struct lgr *
+lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
+		const uint8_t gid[16], const struct addr *host)
 {
-	const struct lgr *lgr;
+	struct lgr *lgr;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
 		if (lgr->std && lgr->role == role &&
@@ -1673,8 +1672,8 @@ lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
 			   sizeof(lgr->peer_system_id)) == 0 &&
 		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0 &&
 		    addr_same_host(&lgr->std_host, host))
-			return true;
-	return false;
+			return lgr;
+	return NULL;
 }
 
 /*

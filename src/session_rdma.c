@@ -63,8 +63,8 @@ static void session_rdma_relay_start(struct session_rdma *sr,
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
 static void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 				void *arg);
-static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
-				     const struct conf_peer *peer);
+static void session_rdma_unpark_group(struct session_rdma_worker *srw,
+				      const struct lgr *lgr);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
@@ -251,16 +251,20 @@ session_rdma_std_foreign(struct session *s,
 		     lgr_id(lgr));
 }
 
-static bool session_rdma_wait(struct session_rdma_worker *srw,
+static void session_rdma_wait(struct session_rdma_worker *srw,
 			      struct session *s, const struct conf_peer *peer,
+			      const struct lgr *lgr,
 			      void (*wake)(struct session *s));
+static void session_rdma_std_woken(struct session *s);
+static void session_rdma_unpark(struct session_rdma_worker *srw,
+				struct session *s);
 
 /*
  * s, with a kernel peer, waits for the group with it that is on its way
  * on this worker when none of its groups takes s now and one is being
- * set up (lgr_std_pending): parked, and wake(s) once a group with kernel
- * peers comes up or fails its setup (session_rdma_wait).  false when
- * there is nothing to wait for: open now.
+ * set up (lgr_std_pending): parked on it, and wake(s) once it is up or
+ * failed its setup (session_rdma_wait).  false when there is nothing to
+ * wait for, or too many wait: open now.
  */
 bool
 session_rdma_std_wait(struct session *s,
@@ -269,13 +273,18 @@ session_rdma_std_wait(struct session *s,
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	enum lgr_role role = session_rdma_std_role(s);
+	struct lgr *on;
 
-	return srw != NULL &&
-	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			    &want->host, NULL) == NULL &&
-	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
-			       &want->host) &&
-	       session_rdma_wait(srw, s, &s->conf->ksmc.peer, wake);
+	if (srw == NULL || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
+	    lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
+			 &want->host, NULL) != NULL)
+		return false;
+	on = lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
+			     &want->host);
+	if (on == NULL)
+		return false;
+	session_rdma_wait(srw, s, NULL, on, wake);
+	return true;
 }
 
 /*
@@ -358,6 +367,10 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		return CLC_DECL_MEM;
 	}
 	s->rdma = sr;
+	/* the connection that sets a group up is its first waiter: it
+	 * relays once the first link is up (session_rdma_std_woken) */
+	if (!joined)
+		session_rdma_wait(srw, s, NULL, lgr, session_rdma_std_woken);
 	memset(out, 0, sizeof(*out));
 	out->first_contact = !joined;
 	lgr_std_local(sr->lc.link, &out->qp, out->system_id);
@@ -435,6 +448,7 @@ session_rdma_std_drop(struct session *s)
 
 	if (sr == NULL)
 		return;
+	session_rdma_unpark(sr->srw, s);
 	lgr = sr->lc.lgr;
 	s->rdma = NULL;
 	lgr_conn_del(&sr->lc);
@@ -442,6 +456,18 @@ session_rdma_std_drop(struct session *s)
 	/* a group set up for it goes; one it joined stays */
 	if (lgr != NULL && !lgr_is_active(lgr))
 		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+}
+
+/*
+ * The connection that set its group up, woken by the group: it relays
+ * once the first link is up.  A failed setup closes it (on its timer:
+ * session_rdma_link_down), not here, deep in the failure.
+ */
+static void
+session_rdma_std_woken(struct session *s)
+{
+	if (s->rdma != NULL && !s->rdma->closing)
+		session_rdma_std_start(s);
 }
 
 /*
@@ -500,17 +526,9 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	if (lgr_is_std(lgr) && lgr_links_active(lgr) == 1) {
-		/* its first: the connection that set the group up (kpeer.c
-		 * waits) */
-		for (c = lgr_conn_next(lgr, NULL); c != NULL;
-		     c = lgr_conn_next(lgr, c))
-			if (((struct session_rdma *)c->arg)->rc == NULL) {
-				session_rdma_std_start(
-					((struct session_rdma *)c->arg)->s);
-				break;
-			}
-		/* and the connections that waited for it */
-		session_rdma_unpark_peer(srw, lgr_peer(lgr));
+		/* its first: the connection that set the group up, then
+		 * those that waited for it, in turn (session_rdma_wait) */
+		session_rdma_unpark_group(srw, lgr);
 		return;
 	}
 	/* a kernel peer's second: those its ADD_LINK did not carry */
@@ -521,7 +539,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	if (lgr_is_active(lgr) && srw->nresuming > 0)
 		resume_peer(srw, lgr, false);
 	if (lgr_role(lgr) == LGR_ROLE_CLIENT && lgr_is_active(lgr))
-		session_rdma_unpark_peer(srw, lgr_peer(lgr));
+		session_rdma_unpark_group(srw, lgr);
 }
 
 /*
@@ -1186,25 +1204,25 @@ session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
 
 /*
  * The one wait of a connection for a link group (net/smc's first contact
- * waits for its link the same way): s is parked on the groups to peer
- * on their way, until one becomes active or one's setup fails; then
- * wake(s), once, in the order they came.  What it waits for is the
- * caller's: a rule's connection for a group to its peer daemon
- * (session_rdma_park), a kernel peer's for the group its CLC would join
- * (session_rdma_std_wait); the caller also bounds the wait with s's
- * timer.  false when too many wait.
+ * waits for its link the same way): s is parked on lgr, on its way, or
+ * with lgr NULL on any group to peer on its way, until that group (one
+ * of them) becomes active or fails its setup; then wake(s), once, in the
+ * order they came.  What it waits for is the caller's: a rule's
+ * connection for a group to its peer daemon (session_rdma_park), a
+ * kernel peer's for the group its CLC would join (session_rdma_std_wait)
+ * or the one it set up (session_rdma_std_open); the caller also bounds
+ * the wait, and the number waiting.
  */
-static bool
+static void
 session_rdma_wait(struct session_rdma_worker *srw, struct session *s,
-		  const struct conf_peer *peer, void (*wake)(struct session *s))
+		  const struct conf_peer *peer, const struct lgr *lgr,
+		  void (*wake)(struct session *s))
 {
-	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX)
-		return false;
 	session_rdma_queue_add(&srw->parked, s);
 	s->parked = true;
 	s->park_peer = peer;
+	s->park_lgr = lgr;
 	s->wake = wake;
-	return true;
 }
 
 /* s waits no more (parked, or woken and not yet gone on); else a no-op. */
@@ -1219,6 +1237,7 @@ session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
 		return;
 	s->parked = s->woken = false;
 	s->park_peer = NULL;
+	s->park_lgr = NULL;
 	s->wake = NULL;
 }
 
@@ -1250,9 +1269,10 @@ session_rdma_woken(struct session *s)
 static bool
 session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 {
-	if (!lgr_on_its_way(srw->ctx, s->peer) ||
-	    !session_rdma_wait(srw, s, s->peer, session_rdma_woken))
+	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
+	    !lgr_on_its_way(srw->ctx, s->peer))
 		return false;
+	session_rdma_wait(srw, s, s->peer, NULL, session_rdma_woken);
 	/* its timer comes to us */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
@@ -1266,23 +1286,26 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 }
 
 /*
- * A group to peer became active, or one failed: the connections waiting
- * for one go on, in the order they came (any that find no room wait for
- * the next group if one is on its way, else go on without).  Going on
- * can start a group whose setup fails at once, which wakes peer's
- * waiters again from inside this loop: so they are all moved to the
- * woken queue first, and each leaves it before it goes on, whoever takes
- * it.  One that parks again meanwhile waits for the next wake-up.
+ * lgr became active, or its setup failed: the connections waiting for it
+ * (or for any group to its peer) go on, in the order they came (any that
+ * find no room wait for the next group if one is on its way, else go on
+ * without).  Going on can start a group whose setup fails at once, which
+ * wakes its peer's waiters again from inside this loop: so they are all
+ * moved to the woken queue first, and each leaves it before it goes on,
+ * whoever takes it.  One that parks again meanwhile waits for the next
+ * wake-up.
  */
 static void
-session_rdma_unpark_peer(struct session_rdma_worker *srw,
-			 const struct conf_peer *peer)
+session_rdma_unpark_group(struct session_rdma_worker *srw,
+			  const struct lgr *lgr)
 {
-	void (*wake)(struct session * s);
+	const char *peer = lgr_peer(lgr)->name;
+	void (*wake)(struct session *);
 	struct session *s, *next;
 
 	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
-		if (strcmp(s->park_peer->name, peer->name) != 0)
+		if (s->park_lgr != NULL ? s->park_lgr != lgr :
+					  strcmp(s->park_peer->name, peer) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
 		s->parked = false;
@@ -1311,7 +1334,7 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 		return;
 	if (srw->nresuming > 0)
 		resume_peer(srw, lgr, true);
-	session_rdma_unpark_peer(srw, lgr_peer(lgr));
+	session_rdma_unpark_group(srw, lgr);
 }
 
 /*

@@ -572,8 +572,10 @@ struct session {
 	park; /* waiting for a link group: parked or woken */
 	bool parked;
 	bool woken; /* off parked, about to go on */
-	/* parked: on the groups to park_peer on their way, until wake(s) */
+	/* parked: on park_lgr, or on any group to park_peer, on its way,
+	 * until wake(s) (session_rdma_wait) */
 	const struct conf_peer *park_peer;
+	const struct lgr *park_lgr;
 	void (*wake)(struct session *s);
 	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
 	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
@@ -1214,9 +1216,9 @@ struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const struct addr *local, const struct addr *host,
 			const uint8_t *eid, uint32_t *decline);
 bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
-bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		     const uint8_t sysid[8], const uint8_t gid[16],
-		     const struct addr *host);
+struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
+			    const uint8_t sysid[8], const uint8_t gid[16],
+			    const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
 int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
 typedef void (*lgr_std_fn)(const struct addr *host, bool up, int conns,

@@ -1170,10 +1170,10 @@ END_TEST
 
 /*
  * A kernel client's PROPOSALs (kpeer.c) that find the group with it on
- * its way wait for it, parked (session_rdma_std_wait), and are woken by
- * the group itself: nothing runs while it is set up (no poll), and its
- * failure wakes each waiter at once, once, in the order they came, with
- * nothing left to wait for.
+ * its way wait for it, parked (session_rdma_std_wait) behind the
+ * connection that set it up, and are woken by the group itself: nothing
+ * runs while it is set up (no poll), and its failure wakes each waiter
+ * at once, once, in the order they came, with nothing left to wait for.
  */
 #define STD_WAITERS 8
 
@@ -1252,6 +1252,8 @@ std_park_cb(struct worker *wk, void *arg)
 	ck_assert_uint_eq(
 		session_rdma_std_open(std_first, &any, &std_want, &me), 0);
 	ck_assert(me.first_contact);
+	/* it is its group's first waiter: it relays once the link is up */
+	ck_assert(std_first->parked);
 	for (i = 0; i < STD_WAITERS; i++) {
 		std_waiter[i] = std_session(wk);
 		ck_assert(session_rdma_std_wait(std_waiter[i], &std_want,
@@ -1271,6 +1273,7 @@ std_still_cb(struct worker *wk, void *arg)
 	int i;
 
 	ck_assert_int_eq(std_nwoken, 0);
+	ck_assert(std_first->parked);
 	for (i = 0; i < STD_WAITERS; i++)
 		ck_assert(std_waiter[i]->parked);
 }
@@ -1283,6 +1286,7 @@ std_fail_cb(struct worker *wk, void *arg)
 	/* the first connection's client declined: its group goes, and
 	 * wakes its waiters from inside its failure */
 	session_rdma_std_drop(std_first);
+	ck_assert(!std_first->parked);
 	ck_assert_int_eq(std_nwoken, STD_WAITERS);
 	for (i = 0; i < STD_WAITERS; i++) {
 		ck_assert_uint_eq(std_woken[i], std_waiter[i]->id);
