@@ -206,8 +206,9 @@ session_rdma_find(struct lgr *lgr, uint32_t token)
 
 static struct session_rdma *session_rdma_new(struct session *s,
 					     struct session_rdma_worker *srw);
-static int session_rdma_charge(struct session_rdma *sr,
-			       const struct conf_peer *peer, size_t bytes);
+static int session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
+			     enum session_rdma_join_how how,
+			     struct lgr_link *link);
 static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_relay_start(struct session_rdma *sr,
 				     struct lgr_link *link);
@@ -302,7 +303,6 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 		      struct session_rdma_std *out)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	const struct conf_rdma *r = &s->conf->rdma;
 	enum lgr_role role = session_rdma_std_role(s);
 	struct session_rdma *sr;
 	const struct dev_mr *mr;
@@ -341,31 +341,20 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
 	/* a client joins on the link the server's ACCEPT named; a server
 	 * puts the connection on its least used link and names that one */
-	if (!joined)
-		rc = lgr_conn_add_first(lgr, &sr->lc);
-	else if (role == LGR_ROLE_CLIENT)
-		rc = lgr_conn_add_on(lgr, &sr->lc, on);
-	else
-		rc = lgr_conn_add(lgr, &sr->lc);
-	if (rc == 0)
-		rc = session_rdma_charge(sr, lgr_peer(lgr),
-					 (size_t)r->sndbuf + (size_t)r->rmb);
-	if (rc == 0)
-		rc = buf_get(srw->pool, BUF_SNDBUF, (size_t)r->sndbuf,
-			     &sr->sndbuf);
-	if (rc == 0)
-		rc = buf_get_for(srw->pool, BUF_RMB, (size_t)r->rmb,
-				 lgr_peer(lgr)->name, &sr->rmb);
-	mr = rc == 0 ? session_rdma_conn_mr(srw, sr->rmb, sr->lc.link) : NULL;
-	if (mr == NULL ||
-	    session_rdma_conn_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
-		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
+	rc = session_rdma_join(sr, lgr,
+			       !joined ? SESSION_RDMA_JOIN_FIRST :
+			       role == LGR_ROLE_CLIENT ?
+					 SESSION_RDMA_JOIN_ON :
+					 SESSION_RDMA_JOIN_LEAST,
+			       on);
+	if (rc) {
 		lgr_conn_del(&sr->lc);
 		if (!joined)
 			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 		session_rdma_free(sr);
 		return CLC_DECL_MEM;
 	}
+	mr = session_rdma_conn_mr(srw, sr->rmb, sr->lc.link);
 	s->rdma = sr;
 	/* the connection that sets a group up is its first waiter: it
 	 * relays once the first link is up (session_rdma_std_woken) */
@@ -1120,21 +1109,26 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 }
 
 /*
- * Join lgr on link (NULL: its least used) and take a send ring and an
- * RMB element, registered in the group's protection domain on the link's
- * device.  0 or -errno (counted conns_rdma_nobufs when there are no
- * buffers or the registration fails).
+ * The one join of a connection, both dialects: sr goes on lgr as how
+ * says and takes a send ring and an RMB element, registered in the
+ * group's protection domain on its link's device.  0 or -errno (counted
+ * conns_rdma_nobufs when there are no buffers or the registration
+ * fails); the caller frees sr.
  */
 static int
 session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
-		  struct lgr_link *link)
+		  enum session_rdma_join_how how, struct lgr_link *link)
 {
 	const struct conf_rdma *r = &sr->s->conf->rdma;
 	struct buf_pool *pool = sr->srw->pool;
 	struct lgr_link *l;
 	int rc;
 
-	rc = lgr_conn_add_on(lgr, &sr->lc, link);
+	if (how == SESSION_RDMA_JOIN_FIRST)
+		rc = lgr_conn_add_first(lgr, &sr->lc);
+	else
+		rc = lgr_conn_add_on(lgr, &sr->lc,
+				     how == SESSION_RDMA_JOIN_ON ? link : NULL);
 	if (rc)
 		return rc;
 	for (l = lgr_link_next_active(lgr, NULL); l != NULL;
@@ -1386,7 +1380,7 @@ session_rdma_connect(struct session *s)
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL)
 		return false;
-	rc = session_rdma_join(sr, lgr, NULL);
+	rc = session_rdma_join(sr, lgr, SESSION_RDMA_JOIN_LEAST, NULL);
 	if (rc)
 		goto fallback;
 	session_rdma_origin_send(sr);
@@ -1602,7 +1596,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.size = clc_rmbe_bytes(o->rmbe_size);
 	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
-	rc = session_rdma_join(sr, lgr, link);
+	rc = session_rdma_join(sr, lgr, SESSION_RDMA_JOIN_ON, link);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
 			  session_rdma_conn_id(sr), s->export->name,

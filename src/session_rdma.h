@@ -23,6 +23,13 @@
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_REOPENS 3	      /* opens lost with a group, at most */
 
+/* Where a connection goes on its group (session_rdma_join). */
+enum session_rdma_join_how {
+	SESSION_RDMA_JOIN_LEAST, /* its least used active link */
+	SESSION_RDMA_JOIN_ON,	 /* the active link given (the peer's) */
+	SESSION_RDMA_JOIN_FIRST, /* a standard group's first, in its setup */
+};
+
 /* Sessions in order, linked through their park entry. */
 struct session_rdma_queue {
 	TAILQ_HEAD(, session) q;
