@@ -21,7 +21,7 @@
  * Export side over SMC-R: a PROPOSAL that passes gets the export's
  * target connected, then a place on the link group we have with that
  * client (its system id and GID) or one of its own (first contact:
- * session_rdma.c, lgr.c's standard groups), and our ACCEPT; the client's
+ * session_rdma.c, lgr_std.c), and our ACCEPT; the client's
  * CONFIRM connects the QPs of a new group, CONFIRM_LINK (LLC v2) brings
  * its link up, and the connection relays over RDMA, its TCP connection
  * kept open and silent as the kernel expects.
@@ -78,18 +78,6 @@ struct kpeer_hs {
 
 static void kpeer_malformed(struct session *s, const char *why);
 static const struct session_ops kpeer_ops;
-
-static uint8_t kpeer_system_id[8];
-static pthread_once_t kpeer_system_id_once = PTHREAD_ONCE_INIT;
-
-static void
-kpeer_system_id_init(void)
-{
-	unsigned char rnd[AUTH_NONCE_LEN];
-
-	auth_nonce(rnd);
-	memcpy(kpeer_system_id, rnd, sizeof(kpeer_system_id));
-}
 
 /* The CLC is over, or s goes: its buffer goes. */
 static void
@@ -149,17 +137,17 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	char who[ADDR_STRLEN];
 	int i = kpeer_side(s), n;
 
-	pthread_once(&kpeer_system_id_once, kpeer_system_id_init);
 	memset(&d, 0, sizeof(d));
 	d.version = version == SCLC_VERSION_V1 ? SCLC_VERSION_V1 : SCLC_VERSION;
 	d.sync_err = sync_err;
 	d.diagnosis = code;
 	d.os_type = SCLC_OS_LINUX;
-	memcpy(d.system_id, kpeer_system_id, sizeof(d.system_id));
+	/* the one system id we have towards kernel peers */
+	session_rdma_std_system_id(s, d.system_id);
 	n = sclc_decline_encode(msg, sizeof(msg), &d);
 	stats_add(st, stat, 1);
 	STATS_INC(st, smc_declines_sent);
-	clc_count_decline(st, code, true);
+	stats_decline(st, code, true);
 	s->smc_decline = code;
 	khost_decline(&s->addr[i], code, false);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
@@ -670,7 +658,7 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_out_declines_received);
 	else
 		STATS_INC(worker_stats(s->w), smc_declines_received);
-	clc_count_decline(worker_stats(s->w), d.diagnosis, false);
+	stats_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
 	khost_decline(&s->addr[kpeer_side(s)], d.diagnosis, true);
 	session_rdma_std_drop(s);
