@@ -53,38 +53,6 @@ clc_type_length(uint8_t type)
 	return 0;
 }
 
-/*
- * The frame of a message of length bytes at buf, in either dialect: the
- * 8-byte header (eyecatcher, type, length, byte 7 = flags) and the
- * trailer's eyecatcher in its last 4 bytes.  The body is the caller's.
- */
-void
-clc_frame_put(void *buf, uint8_t type, uint16_t length, uint8_t flags,
-	      enum clc_eyec eyec)
-{
-	const char *e =
-		eyec == CLC_EYEC_SMCD ? CLC_EYECATCHER_SMCD : CLC_EYECATCHER;
-	struct clc_hdr *h = buf;
-	uint8_t *b = buf;
-
-	memcpy(h->eyecatcher, e, 4);
-	h->type = type;
-	h->length = htobe16(length);
-	h->flags = flags;
-	memcpy(b + length - sizeof(struct clc_trail), e, 4);
-}
-
-/* Which eyecatcher the 4 bytes at p are: SMCR, SMCD or none. */
-enum clc_eyec
-clc_eyecatcher(const void *p)
-{
-	if (memcmp(p, CLC_EYECATCHER, 4) == 0)
-		return CLC_EYEC_SMCR;
-	if (memcmp(p, CLC_EYECATCHER_SMCD, 4) == 0)
-		return CLC_EYEC_SMCD;
-	return CLC_EYEC_NONE;
-}
-
 static void
 clc_hdr_fill(void *buf, enum clc_type type, bool first_contact)
 {
@@ -469,19 +437,6 @@ clc_decline_decode(const void *buf, size_t len, struct clc_decline_info *out,
 	return 0;
 }
 
-/* Count a DECLINE with code that we sent or received: total and code. */
-void
-clc_count_decline(struct stats *st, uint32_t code, bool sent)
-{
-	stats_add(st,
-		  sent ? STAT_clc_declines_sent : STAT_clc_declines_received,
-		  1);
-	stats_add(st,
-		  (sent ? STAT_DECL_SENT_BASE : STAT_DECL_RECEIVED_BASE) +
-			  clc_decline_index(code),
-		  1);
-}
-
 /* ---- the handshake on a control connection ---- */
 
 #define CLC_CLOSE_WAIT_MS 1000 /* a declined peer gets this to read it */
@@ -761,7 +716,7 @@ clc_decline_send(struct clc_conn *c, uint32_t code)
 	clc_timer(c, CLC_CLOSE_WAIT_MS);
 	len = clc_decline_encode(msg, sizeof(msg), &d);
 	if (len > 0 && clc_send(c, msg, (size_t)len) == 0)
-		clc_count_decline(c->ctx->stats, code, true);
+		stats_decline(c->ctx->stats, code, true);
 }
 
 /*
@@ -1001,7 +956,7 @@ clc_server_proposal(struct clc_conn *c)
 		if (c->in[4] == CLC_DECLINE) {
 			if (clc_decline_decode(c->in, c->in_len, &d, &decl))
 				d.diagnosis = CLC_DECL_BADMSG;
-			clc_count_decline(ctx->stats, d.diagnosis, false);
+			stats_decline(ctx->stats, d.diagnosis, false);
 		}
 		clc_preauth_malformed(c);
 		clc_refuse(c, CLC_DECL_BADMSG, "expected a PROPOSAL");
@@ -1412,7 +1367,7 @@ clc_message(struct clc_conn *c)
 	if (c->in[4] == CLC_DECLINE && c->step != CLC_STEP_PROPOSAL) {
 		if (clc_decline_decode(c->in, c->in_len, &d, &decl))
 			d.diagnosis = CLC_DECL_BADMSG;
-		clc_count_decline(c->ctx->stats, d.diagnosis, false);
+		stats_decline(c->ctx->stats, d.diagnosis, false);
 		log_warnx("clc: %s: peer declined: %s (0x%08x)",
 			  clc_who(c, who, sizeof(who)),
 			  clc_decline_name(d.diagnosis), d.diagnosis);

@@ -28,10 +28,12 @@
 #ifndef SMCPROXYD_CLC_WIRE_H
 #define SMCPROXYD_CLC_WIRE_H
 
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CLC_EYECATCHER "\xe2\xd4\xc3\xd9"      /* "SMCR" in EBCDIC */
 #define CLC_EYECATCHER_SMCD "\xe2\xd4\xc3\xc4" /* "SMCD": kernel SMC-D */
@@ -269,10 +271,39 @@ enum clc_eyec {
 	CLC_EYEC_SMCD = 1, /* standard dialect only */
 };
 
-/* clc.c: the frame both dialects share (sclc.c is the standard one's) */
-void clc_frame_put(void *buf, uint8_t type, uint16_t length, uint8_t flags,
-		   enum clc_eyec eyec);
-enum clc_eyec clc_eyecatcher(const void *p);
+/*
+ * The frame of a message of length bytes at buf, in either dialect: the
+ * 8-byte header (eyecatcher, type, length, byte 7 = flags) and the
+ * trailer's eyecatcher in its last 4 bytes.  The body is the caller's.
+ * Inline, as the frame both dialects share: sclc.c (the standard one's
+ * codec) needs nothing of clc.c.
+ */
+static inline void
+clc_frame_put(void *buf, uint8_t type, uint16_t length, uint8_t flags,
+	      enum clc_eyec eyec)
+{
+	const char *e =
+		eyec == CLC_EYEC_SMCD ? CLC_EYECATCHER_SMCD : CLC_EYECATCHER;
+	struct clc_hdr *h = buf;
+	uint8_t *b = buf;
+
+	memcpy(h->eyecatcher, e, 4);
+	h->type = type;
+	h->length = htobe16(length);
+	h->flags = flags;
+	memcpy(b + length - sizeof(struct clc_trail), e, 4);
+}
+
+/* Which eyecatcher the 4 bytes at p are: SMCR, SMCD or none. */
+static inline enum clc_eyec
+clc_eyecatcher(const void *p)
+{
+	if (memcmp(p, CLC_EYECATCHER, 4) == 0)
+		return CLC_EYEC_SMCR;
+	if (memcmp(p, CLC_EYECATCHER_SMCD, 4) == 0)
+		return CLC_EYEC_SMCD;
+	return CLC_EYEC_NONE;
+}
 
 /* clc.c: pure encoders/decoders, used by the fuzz targets too */
 int clc_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length,
@@ -292,8 +323,6 @@ int clc_decline_encode(void *buf, size_t size,
 		       const struct clc_decline_info *in);
 int clc_decline_decode(const void *buf, size_t len,
 		       struct clc_decline_info *out, uint32_t *decline);
-struct stats;
-void clc_count_decline(struct stats *st, uint32_t code, bool sent);
 
 /*
  * The helpers below are the one home of what every layer names or sizes

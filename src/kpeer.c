@@ -21,7 +21,7 @@
  * Export side over SMC-R: a PROPOSAL that passes gets the export's
  * target connected, then a place on the link group we have with that
  * client (its system id and GID) or one of its own (first contact:
- * session_rdma.c, lgr.c's standard groups), and our ACCEPT; the client's
+ * session_rdma.c, lgr_std.c), and our ACCEPT; the client's
  * CONFIRM connects the QPs of a new group, CONFIRM_LINK (LLC v2) brings
  * its link up, and the connection relays over RDMA, its TCP connection
  * kept open and silent as the kernel expects.
@@ -51,9 +51,9 @@
 #include "smc_opt.h"
 
 #define KPEER_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
-/* a PROPOSAL waits this long for a group with its client on its way */
+/* a PROPOSAL waits this long at most for a group with its client on its
+ * way: a third of the client's CLC_WAIT_TIME, the rest for our own */
 #define KPEER_GROUP_WAIT_MS 2000
-#define KPEER_GROUP_POLL_MS 10
 
 /* The handshake's state: the CLC message being read. */
 struct kpeer_hs {
@@ -70,26 +70,14 @@ struct kpeer_hs {
 	uint8_t sysid[8];
 	uint8_t release;
 	uint8_t max_conns;
-	uint8_t max_links;	/* release 1: what it proposed; else 2 */
-	struct addr local;	/* our end, on the device we answer from */
-	uint64_t group_wait_ms; /* until then: wait for a group on its way */
-	bool group_waiting;	/* the timer is that wait's */
+	uint8_t max_links;  /* release 1: what it proposed; else 2 */
+	struct addr local;  /* our end, on the device we answer from */
+	bool group_waiting; /* parked, the timer bounds that wait */
+	bool group_waited;  /* that wait is over: no other */
 };
 
 static void kpeer_malformed(struct session *s, const char *why);
 static const struct session_ops kpeer_ops;
-
-static uint8_t kpeer_system_id[8];
-static pthread_once_t kpeer_system_id_once = PTHREAD_ONCE_INIT;
-
-static void
-kpeer_system_id_init(void)
-{
-	unsigned char rnd[AUTH_NONCE_LEN];
-
-	auth_nonce(rnd);
-	memcpy(kpeer_system_id, rnd, sizeof(kpeer_system_id));
-}
 
 /* The CLC is over, or s goes: its buffer goes. */
 static void
@@ -150,17 +138,17 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	char who[ADDR_STRLEN];
 	int i = kpeer_side(s), n;
 
-	pthread_once(&kpeer_system_id_once, kpeer_system_id_init);
 	memset(&d, 0, sizeof(d));
 	d.version = version == SCLC_VERSION_V1 ? SCLC_VERSION_V1 : SCLC_VERSION;
 	d.sync_err = sync_err;
 	d.diagnosis = code;
 	d.os_type = SCLC_OS_LINUX;
-	memcpy(d.system_id, kpeer_system_id, sizeof(d.system_id));
+	/* the one system id we have towards kernel peers */
+	session_rdma_std_system_id(s, d.system_id);
 	n = sclc_decline_encode(msg, sizeof(msg), &d);
 	stats_add(st, stat, 1);
 	STATS_INC(st, smc_declines_sent);
-	clc_count_decline(st, code, true);
+	stats_decline(st, code, true);
 	s->smc_decline = code;
 	khost_decline(&s->addr[i], code, false);
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
@@ -341,8 +329,9 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
  * from the ACCEPT on), and Linux's server takes one PROPOSAL at a time
  * (smc_server_lgr_pending), so that the next finds the group the first
  * set up.  Here one that finds this worker's group with that client on
- * its way waits for it, up to KPEER_GROUP_WAIT_MS, polling: else each
- * would be a first contact with a group of its own.
+ * its way waits for it (session_rdma_std_wait: parked, and back here
+ * when that group is up or failed), KPEER_GROUP_WAIT_MS at most: else
+ * each would be a first contact with a group of its own.
  */
 static void
 kpeer_rdma_offer(struct session *s)
@@ -364,12 +353,14 @@ kpeer_rdma_offer(struct session *s)
 	want.max_links = hs->max_links;
 	want.release = hs->release;
 	want.join = want.create = true;
-	if (now_ms() < hs->group_wait_ms &&
-	    session_rdma_std_pending(s, &want)) {
+	if (!hs->group_waited &&
+	    session_rdma_std_wait(s, &want, kpeer_rdma_offer)) {
+		if (!hs->group_waiting)
+			session_timer_ms(s, KPEER_GROUP_WAIT_MS);
 		hs->group_waiting = true;
-		session_timer_ms(s, KPEER_GROUP_POLL_MS);
 		return;
 	}
+	hs->group_waiting = false;
 	code = session_rdma_std_open(s, &hs->local, &want, &me);
 	if (code != 0) {
 		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
@@ -417,7 +408,6 @@ kpeer_rdma_accept(struct session *s)
 	}
 	hs->local.len = len;
 	s->state = SESSION_HANDSHAKE;
-	hs->group_wait_ms = now_ms() + KPEER_GROUP_WAIT_MS;
 	kpeer_rdma_offer(s);
 }
 
@@ -669,7 +659,7 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_out_declines_received);
 	else
 		STATS_INC(worker_stats(s->w), smc_declines_received);
-	clc_count_decline(worker_stats(s->w), d.diagnosis, false);
+	stats_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
 	khost_decline(&s->addr[kpeer_side(s)], d.diagnosis, true);
 	session_rdma_std_drop(s);
@@ -886,7 +876,10 @@ kpeer_timeout(struct session *s)
 	struct stats *st = worker_stats(s->w);
 
 	if (s->shs != NULL && s->shs->group_waiting) {
+		/* the group it waited for is not up yet: one of its own */
 		s->shs->group_waiting = false;
+		s->shs->group_waited = true;
+		session_rdma_std_unwait(s);
 		kpeer_rdma_offer(s);
 		return;
 	}

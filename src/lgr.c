@@ -31,6 +31,11 @@
  * path counts those completions, also of a link it failed over from);
  * whatever has still not completed then is completed with an error as
  * the link is freed (wr_link_free), so no connection waits for it.
+ *
+ * Beside this file: lgr_info.c below it (what the others may read of a
+ * group and its links), and above it, never called from here,
+ * lgr_std.c (a kernel peer's groups), lgr_check.c (smcproxyctl check)
+ * and lgr_show.c (show lgrs / show links).
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -68,49 +73,11 @@ static uint8_t lgr_daemon_system_id[8];
 static void lgr_tick_cb(evutil_socket_t fd, short what, void *arg);
 static void lgr_link_fail(struct lgr_link *link, uint32_t reason, bool by_peer,
 			  const char *why);
-static uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
-static void lgr_clc_done(struct lgr *lgr);
 static bool lgr_add_link_start(struct lgr *lgr);
 static const struct lgr_llc_ops lgr_llc_ops;
 static const struct lgr_clc_ops lgr_clc_ops;
 static void lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len,
 		       void *arg);
-
-static const char *
-lgr_state_name(enum lgr_state st)
-{
-	switch (st) {
-	case LGR_STATE_CLC:
-		return "clc";
-	case LGR_STATE_CONFIRMING:
-		return "confirming";
-	case LGR_STATE_ACTIVE:
-		return "active";
-	case LGR_STATE_TERMINATING:
-		return "terminating";
-	}
-	return "unknown";
-}
-
-static const char *
-lgr_link_state_name(enum lgr_link_state st)
-{
-	switch (st) {
-	case LGR_LINK_FREE:
-		return "free";
-	case LGR_LINK_INIT:
-		return "init";
-	case LGR_LINK_ADDING:
-		return "adding";
-	case LGR_LINK_CONFIRMING:
-		return "confirming";
-	case LGR_LINK_ACTIVE:
-		return "active";
-	case LGR_LINK_DOWN:
-		return "down";
-	}
-	return "unknown";
-}
 
 /* ---- peers (the registry is peer.c's) ---- */
 
@@ -278,165 +245,6 @@ struct lgr *
 lgr_next(struct lgr_ctx *ctx, struct lgr *prev)
 {
 	return prev == NULL ? TAILQ_FIRST(&ctx->lgrs) : TAILQ_NEXT(prev, entry);
-}
-
-/* ---- what the sessions know of a group and its links ---- */
-
-uint32_t
-lgr_id(const struct lgr *lgr)
-{
-	return lgr->id;
-}
-
-enum lgr_role
-lgr_role(const struct lgr *lgr)
-{
-	return lgr->role;
-}
-
-bool
-lgr_is_active(const struct lgr *lgr)
-{
-	return lgr->state == LGR_STATE_ACTIVE;
-}
-
-/* Terminating: DELETE_LINK went, it is freed soon. */
-bool
-lgr_is_ending(const struct lgr *lgr)
-{
-	return lgr->state == LGR_STATE_TERMINATING;
-}
-
-const struct conf_peer *
-lgr_peer(const struct lgr *lgr)
-{
-	return lgr->peer;
-}
-
-/* Whether the group negotiated feature (CLC_FEAT_*). */
-bool
-lgr_has_feature(const struct lgr *lgr, uint32_t feature)
-{
-	return (lgr->features & feature) != 0;
-}
-
-/* Whether the peer daemon of lgr is the instance with system id sysid. */
-bool
-lgr_peer_is(const struct lgr *lgr, const uint8_t sysid[8])
-{
-	return memcmp(lgr->peer_system_id, sysid,
-		      sizeof(lgr->peer_system_id)) == 0;
-}
-
-/* The peer daemon's system id (8 bytes). */
-const uint8_t *
-lgr_peer_system_id(const struct lgr *lgr)
-{
-	return lgr->peer_system_id;
-}
-
-/* A client group whose setup failed: the peer port refused the connect. */
-bool
-lgr_refused(const struct lgr *lgr)
-{
-	return lgr->refused;
-}
-
-/*
- * It ended in a way its connections may resume from (not orderly, no
- * protocol violation: the peer daemon may still have them).
- */
-bool
-lgr_resumable(const struct lgr *lgr)
-{
-	return lgr->resumable;
-}
-
-/* The server's worker + 1 (0: unknown). */
-uint8_t
-lgr_peer_worker(const struct lgr *lgr)
-{
-	return lgr->peer_worker;
-}
-
-/* A client group: the peer port answered (whatever RDMA did after). */
-bool
-lgr_tcp_connected(const struct lgr *lgr)
-{
-	return lgr->tcp_connected;
-}
-
-struct lgr *
-lgr_link_group(const struct lgr_link *link)
-{
-	return link->lgr;
-}
-
-/* The link's id on the wire (0 until known). */
-uint8_t
-lgr_link_id(const struct lgr_link *link)
-{
-	return link->id;
-}
-
-const char *
-lgr_link_dev_name(const struct lgr_link *link)
-{
-	return link->dev->name;
-}
-
-bool
-lgr_link_is_active(const struct lgr_link *link)
-{
-	return link->state == LGR_LINK_ACTIVE;
-}
-
-struct wr_link *
-lgr_link_wr(const struct lgr_link *link)
-{
-	return link->wr;
-}
-
-/*
- * The MR of b in link's protection domain (its group's on its device),
- * registered there now if need be; NULL when it cannot be.
- */
-const struct dev_mr *
-lgr_link_mr(const struct lgr_link *link, struct buf *b)
-{
-	if (b == NULL || link->pd == NULL)
-		return NULL;
-	return buf_mr(b, link->dev->ops, link->pd);
-}
-
-/* Whether buffers can be registered for link (it has its PD). */
-bool
-lgr_link_has_pd(const struct lgr_link *link)
-{
-	return link->pd != NULL;
-}
-
-/*
- * The group's active links: the one after prev (NULL: the first), NULL
- * after the last.
- */
-struct lgr_link *
-lgr_link_next_active(struct lgr *lgr, const struct lgr_link *prev)
-{
-	int i = prev == NULL ? 0 : prev->slot + 1;
-
-	for (; i < LGR_LINK_SLOTS; i++)
-		if (lgr->link[i].state == LGR_LINK_ACTIVE)
-			return &lgr->link[i];
-	return NULL;
-}
-
-/* The group's connections: the one after prev (NULL: the first). */
-struct lgr_conn *
-lgr_conn_next(struct lgr *lgr, const struct lgr_conn *prev)
-{
-	return prev == NULL ? TAILQ_FIRST(&lgr->conns) :
-			      TAILQ_NEXT(prev, entry);
 }
 
 static void lgr_free(struct lgr *lgr);
@@ -625,7 +433,7 @@ lgr_dev_open(struct lgr_ctx *ctx, const struct addr *local, const char *want)
 }
 
 /* The device for a group with peer from local: the peer's own, or any. */
-static const struct lgr_dev *
+const struct lgr_dev *
 lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local,
 	    const struct conf_peer *peer)
 {
@@ -639,7 +447,7 @@ lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local,
  * A device for a second link: another device than not's, through any
  * other local address of an interface that is up.
  */
-static const struct lgr_dev *
+const struct lgr_dev *
 lgr_dev_alt(struct lgr_ctx *ctx, const struct lgr_dev *skip)
 {
 	const struct lgr_dev *d = lgr_dev_find(ctx, NULL, "", skip);
@@ -755,7 +563,7 @@ lgr_pd(struct lgr *lgr, const struct lgr_dev *dev)
  * A new link's QP on dev (INIT, receives posted), named in logs as link
  * id (the id it is expected to get).  NULL on failure.
  */
-static struct lgr_link *
+struct lgr_link *
 lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 {
 	const struct conf_rdma *r = &lgr->conf->rdma;
@@ -906,7 +714,7 @@ lgr_link_id_new(struct lgr *lgr)
 
 /* ---- groups ---- */
 
-static struct lgr *
+struct lgr *
 lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
 	const struct conf_peer *peer)
 {
@@ -997,7 +805,7 @@ lgr_free(struct lgr *lgr)
  * completed or flushed.  Links still up are failed first when
  * connections were on them, so their sends flush at once.
  */
-static void
+void
 lgr_dead(struct lgr *lgr)
 {
 	int i;
@@ -1026,9 +834,10 @@ static void lgr_conns_move(struct lgr *lgr, struct lgr_link *from,
  * The handshake failed (CLC, or CONFIRM_LINK of the first link) with
  * code; by_peer when the peer said so.  With decline, tell the peer.  The
  * client falls back to TCP for the back-off period, and the data path
- * hears of it (connections waiting for this group take the fallback now).
+ * hears of it (connections waiting for this group take the fallback now);
+ * of a kernel peer's group too (connections waiting for it go on now).
  */
-static void
+void
 lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 {
 	uint64_t period;
@@ -1061,7 +870,8 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 	/* a standard group has its first connection from the start */
 	if (lgr->nconns > 0)
 		lgr_conns_move(lgr, NULL, NULL);
-	if (lgr->role == LGR_ROLE_CLIENT && lgr->ctx->ops.setup_failed != NULL)
+	if ((lgr->role == LGR_ROLE_CLIENT || lgr->std) &&
+	    lgr->ctx->ops.setup_failed != NULL)
 		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
 
@@ -1263,152 +1073,7 @@ lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer)
 	lgr_get(ctx, peer);
 }
 
-/* ---- live checks (smcproxyctl check PEER) ---- */
-
-/* An active link of an active group (either role) to peer, or NULL. */
-static struct lgr_link *
-lgr_check_link(struct lgr_ctx *ctx, const char *peer)
-{
-	struct lgr_link *link;
-	struct lgr *lgr;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (lgr->state != LGR_STATE_ACTIVE ||
-		    strcmp(lgr->peer->name, peer) != 0)
-			continue;
-		link = lgr_link_next_active(lgr, NULL);
-		if (link != NULL)
-			return link;
-	}
-	return NULL;
-}
-
-/* Whether ctx has an active group to peer (the place to check it). */
-bool
-lgr_has_active(struct lgr_ctx *ctx, const char *peer)
-{
-	return ctx != NULL && lgr_check_link(ctx, peer) != NULL;
-}
-
-/* A check of peer that gives up after timeout_ms. */
-void
-lgr_check_init(struct lgr_check *c, const char *peer, int timeout_ms)
-{
-	memset(c, 0, sizeof(*c));
-	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	c->started_ms = now_ms();
-	c->deadline_ms = c->started_ms + (uint64_t)timeout_ms;
-}
-
-static bool
-lgr_check_end(struct lgr_check *c, int rc, const char *why)
-{
-	c->rc = rc;
-	snprintf(c->error, sizeof(c->error), "%s", why);
-	return true;
-}
-
-/*
- * The setup the check asked for ended without an active group: why, from
- * what the peer registry heard since the check began (a decline, ours or
- * the peer's, and the last error).
- */
-static bool
-lgr_check_failed(struct lgr_check *c)
-{
-	uint64_t since = now_ms() - c->started_ms;
-	struct peer_info pi;
-	char why[64];
-
-	peer_info(c->peer, &pi);
-	if (pi.fallback_age_ms <= since) {
-		c->decline = pi.reason;
-		c->by_peer = pi.by_peer;
-	}
-	if (pi.error[0] != '\0' && pi.error_age_ms <= since)
-		return lgr_check_end(c, -ECONNREFUSED, pi.error);
-	if (c->decline != 0) {
-		snprintf(why, sizeof(why), "RDMA declined by %s: %s",
-			 c->by_peer ? "the peer" : "us",
-			 clc_decline_name(c->decline));
-		return lgr_check_end(c, -ECONNREFUSED, why);
-	}
-	return lgr_check_end(c, -ECONNREFUSED, "the link group setup failed");
-}
-
-/* The TEST_LINK went on link lgr_id/link_id: its answer, or why not. */
-static bool
-lgr_check_answer(struct lgr_ctx *ctx, struct lgr_check *c)
-{
-	struct lgr_link *link = NULL;
-	struct lgr *lgr;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-		if (lgr->id == c->lgr_id)
-			break;
-	if (lgr != NULL && lgr->state == LGR_STATE_ACTIVE)
-		link = lgr_link_by_id(lgr, c->link_id);
-	if (link == NULL || link->state != LGR_LINK_ACTIVE)
-		return lgr_check_end(c, -ENOLINK,
-				     "the link went down before TEST_LINK was "
-				     "answered");
-	if (link->test_answered > c->answered) {
-		c->rtt_us = link->test_rtt_us;
-		return lgr_check_end(c, 0, "");
-	}
-	if (now_ms() >= c->deadline_ms)
-		return lgr_check_end(c, -ETIMEDOUT,
-				     "no answer to TEST_LINK in time");
-	return false;
-}
-
-/*
- * One step of check c on ctx (a worker's groups), as smc_chk probes a
- * peer: a TEST_LINK round trip on an active link of a group to it; with
- * none, a group is set up first (TCP connect to its port, CLC handshake,
- * the first link's CONFIRM_LINK), back-off or not, and a setup that fails
- * gives its decline.  true when c has its result.
- */
-bool
-lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
-{
-	const struct conf_peer *peer;
-	struct lgr_link *link;
-
-	if (ctx == NULL)
-		return lgr_check_end(c, -ENODEV, "RDMA is off in this daemon");
-	if (c->lgr_id != 0)
-		return lgr_check_answer(ctx, c);
-	peer = conf_peer_find(lgr_ctx_conf(ctx), c->peer);
-	if (peer == NULL)
-		return lgr_check_end(c, -ENOENT, "no such peer");
-	link = lgr_check_link(ctx, c->peer);
-	if (link != NULL) {
-		c->lgr_id = link->lgr->id;
-		c->link_id = link->id;
-		c->answered = link->test_answered;
-		/* one already on its way is as good as ours */
-		if (!link->test_pending && llc_test_link_send(link) != 0)
-			return lgr_check_end(c, -EIO, "cannot send TEST_LINK");
-		return false;
-	}
-	if (!c->set_up) {
-		/* back-off or not; one already on its way will do */
-		c->set_up = true;
-		if (!lgr_on_its_way(ctx, peer)) {
-			log_info("peer %s: checking it: setting up a link "
-				 "group",
-				 peer->name);
-			lgr_client_new(ctx, peer, -1);
-		}
-	}
-	if (!lgr_on_its_way(ctx, peer))
-		return lgr_check_failed(c);
-	if (now_ms() >= c->deadline_ms)
-		return lgr_check_end(c, -ETIMEDOUT,
-				     "the link group was not set up in time");
-	return false;
-}
+/* ---- the CLC's steps (clc.c reports ours; lgr_std.c a kernel peer's) ---- */
 
 /*
  * A new server-side group for the peer whose PROPOSAL p arrived on a
@@ -1465,309 +1130,6 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 }
 
 /*
- * A new group of the standard dialect (DESIGN.md §10) with a kernel
- * SMC-R peer of system id sysid, for the connection whose CLC came over
- * a TCP connection from local to host (the peer, to which the group is
- * bound: lgr_std_find): as the server (its PROPOSAL asked for
- * max_conns) or the client (its ACCEPT said first contact, max_conns).
- * A second link (max_links 2) when another device here may reach the
- * peer; its first QP on the device for local, not connected; no
- * control connection: each connection brings its own CLC.  Kernel peers
- * are one peer to the bounds, kernel_smc's.  NULL with *decline set.
- */
-struct lgr *
-lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	    const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
-	    uint8_t release, const struct addr *local, const struct addr *host,
-	    const uint8_t *eid, uint32_t *decline)
-{
-	struct conf *conf = lgr_ctx_conf(ctx);
-	const struct conf_peer *peer = &conf->ksmc.peer;
-	const struct lgr_dev *dev;
-	struct lgr *lgr;
-
-	dev = lgr_dev_for(ctx, local, peer);
-	if (dev == NULL) {
-		*decline = CLC_DECL_NOSMCRDEV;
-		return NULL;
-	}
-	lgr = lgr_new(ctx, role, conf, peer);
-	if (lgr == NULL) {
-		*decline = CLC_DECL_MEM;
-		return NULL;
-	}
-	lgr->std = true;
-	lgr->std_release = release;
-	memcpy(lgr->std_gid, gid, sizeof(lgr->std_gid));
-	lgr->std_host = *host;
-	memcpy(lgr->std_eid, eid, sizeof(lgr->std_eid));
-	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
-				 max_conns :
-				 (uint8_t)conf->rdma.max_conns_per_lgr;
-	/* a second link only with a device for it here (max_links is what
-	 * our ACCEPT says: a kernel client then waits for its ADD_LINK) */
-	lgr->max_links = max_links < conf->rdma.max_links ?
-				 max_links :
-				 (uint8_t)conf->rdma.max_links;
-	if (lgr->max_links > 1 && lgr_dev_alt(ctx, dev) == NULL)
-		lgr->max_links = 1;
-	memcpy(lgr->peer_system_id, sysid, sizeof(lgr->peer_system_id));
-	/* the server names the first link 1 */
-	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
-		*decline = CLC_DECL_ERR_RDYLNK;
-		lgr_dead(lgr);
-		return NULL;
-	}
-	if (role == LGR_ROLE_SERVER)
-		STATS_INC(lgr_stats(lgr), smc_lgrs);
-	else
-		STATS_INC(lgr_stats(lgr), smc_out_lgrs);
-	return lgr;
-}
-
-/*
- * An active standard group of role with the kernel peer sysid one of
- * whose links reaches the peer's GID (and its QP qpn, unless 0), with
- * room for one more connection: one a new connection may join, *link
- * (unless NULL) that link.  NULL if none.  Only a group made with host
- * (the new connection's peer; NULL: any, to tell a join that names
- * another host's group): the CLC is unauthenticated, and a server that
- * named the group we have with another server would have us write that
- * connection's bytes into the other's memory (issue 43, M1).
- */
-struct lgr *
-lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	     const uint8_t gid[16], uint32_t qpn, const struct addr *host,
-	     struct lgr_link **linkp)
-{
-	struct lgr_link *link;
-	struct lgr *lgr;
-	int i;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->role != role ||
-		    lgr->state != LGR_STATE_ACTIVE ||
-		    lgr->nconns >= lgr->max_conns ||
-		    memcmp(lgr->peer_system_id, sysid,
-			   sizeof(lgr->peer_system_id)) != 0 ||
-		    (host != NULL && !addr_same_host(&lgr->std_host, host)))
-			continue;
-		for (i = 0; i < LGR_LINK_SLOTS; i++) {
-			link = &lgr->link[i];
-			if (link->state == LGR_LINK_ACTIVE &&
-			    memcmp(link->peer.gid, gid,
-				   sizeof(link->peer.gid)) == 0 &&
-			    (qpn == 0 || link->peer.qpn == qpn)) {
-				if (linkp != NULL)
-					*linkp = link;
-				return lgr;
-			}
-		}
-	}
-	return NULL;
-}
-
-/*
- * Whether a kernel host (host, the new connection's peer) may have one
- * more connection with us on this worker, on a new group (group) or on
- * one it has: kernel_smc's budgets, which keep one host from holding
- * QPs, buffers and handshakes that every other host and the native
- * peers need (issue 43, M2/M3).  Groups not yet up count, as they hold
- * a QP and receive buffers from the CLC on.  The native peer port's
- * handshakes are bounded apart (CLC_PENDING_MAX, clc.c).  0, or
- * -ENOSPC with the bound counted.
- */
-int
-lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
-{
-	const struct conf_ksmc *k = &lgr_ctx_conf(ctx)->ksmc;
-	int pending = 0, host_pending = 0, host_lgrs = 0, host_conns = 0;
-	enum stats_id over;
-	const struct lgr *lgr;
-	bool up;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
-			continue;
-		up = lgr->state == LGR_STATE_ACTIVE;
-		pending += !up;
-		if (!addr_same_host(&lgr->std_host, host))
-			continue;
-		host_pending += !up;
-		host_lgrs++;
-		host_conns += lgr->nconns;
-	}
-	if (host_conns >= k->max_conns_per_host)
-		over = STAT_smc_budget_host_conns;
-	else if (!group)
-		return 0;
-	else if (host_lgrs >= k->max_lgrs_per_host)
-		over = STAT_smc_budget_host_lgrs;
-	else if (host_pending >= k->max_pending_per_host)
-		over = STAT_smc_budget_host_pending;
-	else if (pending >= k->max_pending)
-		over = STAT_smc_budget_pending;
-	else
-		return 0;
-	stats_add(ctx->stats, over, 1);
-	return -ENOSPC;
-}
-
-/*
- * Each standard group of ctx that holds its host's budget (not
- * terminating, as lgr_std_budget counts them) to fn: the kernel host it
- * is with, whether it is up (else pending), its connections and active
- * links.  For show peers; on ctx's worker.
- */
-void
-lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
-{
-	const struct lgr *lgr;
-	int i, links;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
-			continue;
-		for (i = 0, links = 0; i < LGR_LINK_SLOTS; i++)
-			links += lgr->link[i].state == LGR_LINK_ACTIVE;
-		fn(&lgr->std_host, lgr->state == LGR_STATE_ACTIVE,
-		   (int)lgr->nconns, links, arg);
-	}
-}
-
-/*
- * Whether a kernel peer's group may stay under k (after a reload): the
- * standard dialect still on, the EID it was made under still served,
- * and a client host (our server role) still in allow.  One that may not
- * ends, as a native peer's whose key changed: the peer loses the rkeys
- * it holds into our buffers.
- */
-bool
-lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
-{
-	return k->enabled && conf_ksmc_serves(k, lgr->std_eid) &&
-	       (lgr->role == LGR_ROLE_CLIENT ||
-		conf_ksmc_allows(k, &lgr->std_host));
-}
-
-/*
- * Whether a group of role with the kernel peer (system id and GID, at
- * host) is on its way: set up, its first link not yet confirmed.  A
- * connection that finds one waits for it rather than making a group of
- * its own.
- */
-bool
-lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		const uint8_t sysid[8], const uint8_t gid[16],
-		const struct addr *host)
-{
-	const struct lgr *lgr;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-		if (lgr->std && lgr->role == role &&
-		    (lgr->state == LGR_STATE_CLC ||
-		     lgr->state == LGR_STATE_CONFIRMING) &&
-		    memcmp(lgr->peer_system_id, sysid,
-			   sizeof(lgr->peer_system_id)) == 0 &&
-		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0 &&
-		    addr_same_host(&lgr->std_host, host))
-			return true;
-	return false;
-}
-
-/*
- * Our system id towards kernel peers: one per worker, since a kernel
- * server matches groups by it and the GID, and a group it names in an
- * ACCEPT must be on the worker whose connection it answers.
- */
-void
-lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8])
-{
-	memcpy(out, ctx->system_id, sizeof(ctx->system_id));
-	out[7] ^= (uint8_t)((ctx->w != NULL ? worker_id(ctx->w) : 0) + 1);
-}
-
-/* The connections lgr may hold (negotiated). */
-uint8_t
-lgr_max_conns(const struct lgr *lgr)
-{
-	return lgr->max_conns;
-}
-
-/* Whether lgr speaks the standard dialect (a kernel SMC-R peer's). */
-bool
-lgr_is_std(const struct lgr *lgr)
-{
-	return lgr->std;
-}
-
-/* A standard group's link's QP and our system id, for the CLC. */
-void
-lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
-	      uint8_t sysid[8])
-{
-	*qp = link->local;
-	lgr_std_system_id(link->lgr->ctx, sysid);
-}
-
-/* Whether link's peer is the QP qpn with GID gid. */
-bool
-lgr_link_peer_is(const struct lgr_link *link, const uint8_t gid[16],
-		 uint32_t qpn)
-{
-	return link != NULL && link->peer.qpn == qpn &&
-	       memcmp(link->peer.gid, gid, sizeof(link->peer.gid)) == 0;
-}
-
-/* Links the group may have (negotiated). */
-uint8_t
-lgr_max_links(const struct lgr *lgr)
-{
-	return lgr->max_links;
-}
-
-/*
- * A kernel peer's RMB that has rkey on link id: its rkey and address on
- * link want, as its CONFIRM_RKEY or ADD_LINK told them.  0, or -ENOENT.
- */
-int
-lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
-		  uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out)
-{
-	return rtoken_get(&lgr->rtokens, id, rkey, want, rkey_out, vaddr_out);
-}
-
-/*
- * The kernel peer's CONFIRM (we serve) or ACCEPT (we are the client)
- * named its QP peer: connect ours to it; the server sends CONFIRM_LINK on
- * it, the client waits for that, as in our own dialect.  0, or the
- * CLC_DECL_* code the group failed with (it is ending then).
- */
-uint32_t
-lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
-{
-	struct clc_accept_info in;
-	uint32_t code;
-
-	memset(&in, 0, sizeof(in));
-	memcpy(in.system_id, lgr->peer_system_id, sizeof(in.system_id));
-	memcpy(in.link.gid, peer->gid, sizeof(in.link.gid));
-	memcpy(in.link.mac, peer->mac, sizeof(in.link.mac));
-	in.link.qpn = peer->qpn;
-	in.link.psn = peer->psn;
-	in.link.mtu = (uint8_t)peer->mtu;
-	in.max_conns = lgr->max_conns;
-	in.max_links = lgr->max_links;
-	code = lgr_clc_peer(lgr, &in);
-	if (code != 0) {
-		lgr_fail(lgr, code, false, false);
-		return code;
-	}
-	lgr_clc_done(lgr);
-	return lgr->state == LGR_STATE_TERMINATING ? CLC_DECL_ERR_RDYLNK : 0;
-}
-
-/*
  * Our side of ACCEPT or CONFIRM: first link, RMB element size, limits,
  * token.  No RMB region is announced over CLC: rmb_rkey and rmb_vaddr
  * are 0 (docs/protocol.md, "Authentication of link groups").
@@ -1801,7 +1163,7 @@ lgr_clc_body(const struct lgr *lgr, struct clc_accept_info *out)
  * group counts towards the peer's max_lgrs from here.  0, or the
  * CLC_DECL_* code to decline with.
  */
-static uint32_t
+uint32_t
 lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1844,7 +1206,7 @@ lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in)
  * The CLC messages are through: the first link proves itself with
  * CONFIRM_LINK, which the server sends and the client awaits.
  */
-static void
+void
 lgr_clc_done(struct lgr *lgr)
 {
 	struct lgr_link *link = &lgr->link[0];
@@ -1918,7 +1280,9 @@ static const struct lgr_clc_ops lgr_clc_ops = {
 	.end = lgr_clc_end,
 };
 
-/* Connections: the link with the fewest, for load balance. */
+/* ---- connections ---- */
+
+/* The link with the fewest connections, for load balance. */
 static struct lgr_link *
 lgr_link_least(struct lgr *lgr)
 {
@@ -2582,126 +1946,4 @@ lgr_tick_cb(evutil_socket_t fd, short what, void *arg)
 	if (lgr->role == LGR_ROLE_SERVER && now >= lgr->next_add_ms &&
 	    lgr_links_live(lgr) < lgr->max_links)
 		lgr_add_link_start(lgr);
-}
-
-/* ---- show lgrs / show links ---- */
-
-static void
-lgr_hex(const uint8_t *b, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[b[i] >> 4];
-		out[2 * i + 1] = hex[b[i] & 0xf];
-	}
-	out[2 * n] = '\0';
-}
-
-static json_t *
-lgr_link_json(const struct lgr_link *link, uint64_t now)
-{
-	const struct wr_stats *ws = wr_link_stats(link->wr);
-	const struct dev_qp_caps *caps = wr_link_caps(link->wr);
-	char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN];
-	json_t *o;
-
-	inet_ntop(AF_INET6, link->local.gid, gid, sizeof(gid));
-	inet_ntop(AF_INET6, link->peer.gid, pgid, sizeof(pgid));
-	o = json_pack(
-		"{s:I, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:I,"
-		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-		"lgr", (json_int_t)link->lgr->id, "link", (int)link->id,
-		"state", lgr_link_state_name(link->state), "device",
-		link->dev->name, "gid", gid, "peer_gid", pgid, "qpn",
-		(json_int_t)link->local.qpn, "peer_qpn",
-		(json_int_t)link->peer.qpn, "mtu", link->local.mtu, "conns",
-		link->conns, "max_inline", (json_int_t)caps->max_inline_data,
-		"wrs_posted", (json_int_t)ws->posted, "writes",
-		(json_int_t)ws->writes, "inline_wrs",
-		(json_int_t)ws->inline_wrs, "completions",
-		(json_int_t)ws->completions, "errors", (json_int_t)ws->errors,
-		"slot_waits", (json_int_t)ws->slot_waits, "wakeups",
-		(json_int_t)ws->wakeups, "slot_wait_timeouts",
-		(json_int_t)ws->slot_wait_timeouts, "rx_unknown",
-		(json_int_t)ws->rx_unknown, "rx_bad_opcode",
-		(json_int_t)ws->rx_bad_opcode, "drained",
-		(json_int_t)ws->drained, "cq_events", (json_int_t)ws->cq_events,
-		"lazy_posts", (json_int_t)ws->lazy_posts, "lazy_wanted",
-		(json_int_t)ws->lazy_wanted, "data_sends",
-		(json_int_t)ws->data_sends, "test_link_sent",
-		(json_int_t)link->test_sent, "test_link_answered",
-		(json_int_t)link->test_answered, "test_link_rtt_us",
-		(json_int_t)link->test_rtt_us, "up_s",
-		link->up_ms ? (double)(now - link->up_ms) / 1000.0 : 0.0);
-	if (o != NULL)
-		json_object_set_new(
-			o, "dialect",
-			json_string(link->lgr->std ? "smc-r" : "native"));
-	return o;
-}
-
-/*
- * Append a JSON object per link group of ctx to the jansson array lgrs
- * and one per link to links (either may be NULL).  On ctx's thread.
- */
-void
-lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
-{
-	uint64_t now = now_ms();
-	char sysid[17], uid[9];
-	char host[ADDR_STRLEN];
-	struct lgr *lgr;
-	json_t *o;
-	int i;
-
-	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		lgr_hex(lgr->peer_system_id, sizeof(lgr->peer_system_id),
-			sysid);
-		lgr_hex(lgr->uid, sizeof(lgr->uid), uid);
-		o = json_pack(
-			"{s:I, s:i, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i,"
-			" s:I, s:s, s:s, s:f}",
-			"id", (json_int_t)lgr->id, "worker",
-			ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
-			lgr->peer->name, "dialect",
-			lgr->std ? "smc-r" : "native", "role",
-			lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
-			"state", lgr_state_name(lgr->state), "links",
-			lgr_links_active(lgr), "conns", lgr->nconns,
-			"max_conns", lgr->max_conns, "max_links",
-			lgr->max_links, "features", (json_int_t)lgr->features,
-			"peer_system_id", sysid, "uid", uid, "age_s",
-			(double)(now - lgr->created_ms) / 1000.0);
-		/* a kernel peer's group: the host it is with (show peers) */
-		if (o != NULL && lgr->std &&
-		    addr_host(&lgr->std_host, host, sizeof(host)))
-			json_object_set_new(o, "host", json_string(host));
-		if (o != NULL && lgrs != NULL)
-			json_array_append_new(lgrs, o);
-		else
-			json_decref(o);
-		for (i = 0; links != NULL && i < LGR_LINK_SLOTS; i++) {
-			if (lgr->link[i].state == LGR_LINK_FREE)
-				continue;
-			o = lgr_link_json(&lgr->link[i], now);
-			if (o != NULL)
-				json_array_append_new(links, o);
-		}
-	}
-}
-
-/*
- * lgr_json for worker w's groups, if it has any; run it on w's thread
- * (worker_call).
- */
-void
-lgr_worker_json(struct worker *w, void *lgrs, void *links)
-{
-	struct lgr_ctx *ctx = worker_lgr(w);
-
-	if (ctx != NULL)
-		lgr_json(ctx, lgrs, links);
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Private to the link groups: lgr.c, llc.c and clc.c (and the tests that
- * build groups on loopdev), as net/smc's smc_core.h.  A group, its links
- * and a context of groups; everybody else holds them opaque and uses the
- * lgr_* functions of smcproxyd.h.
+ * Private to the link groups: lgr.c, lgr_std.c, lgr_check.c, llc.c and
+ * clc.c (and the tests that build groups on loopdev), as net/smc's
+ * smc_core.h.  A group, its links and a context of groups; everybody
+ * else holds them opaque and uses the lgr_* functions of smcproxyd.h.
  */
 #ifndef SMCPROXYD_LGR_H
 #define SMCPROXYD_LGR_H
@@ -252,5 +252,22 @@ lgr_link_find(struct lgr *lgr, uint8_t id)
 			return &lgr->link[i];
 	return NULL;
 }
+
+/*
+ * lgr.c's steps that the files above it (lgr_std.c: a kernel peer's
+ * groups) take as lgr.c takes them for ours.
+ */
+struct lgr *lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,
+		    const struct conf_peer *peer);
+const struct lgr_dev *lgr_dev_for(struct lgr_ctx *ctx, const struct addr *local,
+				  const struct conf_peer *peer);
+const struct lgr_dev *lgr_dev_alt(struct lgr_ctx *ctx,
+				  const struct lgr_dev *skip);
+struct lgr_link *lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev,
+			       uint8_t id);
+uint32_t lgr_clc_peer(struct lgr *lgr, const struct clc_accept_info *in);
+void lgr_clc_done(struct lgr *lgr);
+void lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline);
+void lgr_dead(struct lgr *lgr);
 
 #endif /* SMCPROXYD_LGR_H */

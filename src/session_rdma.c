@@ -55,16 +55,12 @@
 #include "session_rdma.h"
 #include "clc_wire.h"
 
-static void session_rdma_free(struct session_rdma *sr);
 static void session_rdma_run(struct session_rdma *sr);
-static const struct session_ops session_rdma_session_ops;
-static void session_rdma_relay_start(struct session_rdma *sr,
-				     struct lgr_link *link);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
 static void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 				void *arg);
-static void session_rdma_unpark_peer(struct session_rdma_worker *srw,
-				     const struct conf_peer *peer);
+static void session_rdma_unpark_group(struct session_rdma_worker *srw,
+				      const struct lgr *lgr);
 static void session_rdma_setup_failed(struct lgr *lgr, void *arg);
 static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
@@ -185,7 +181,7 @@ session_rdma_devi(struct session_rdma_worker *srw, const struct lgr_link *link)
 }
 
 /* An RMB element's size as the wire has it (never below 16 KiB). */
-static uint8_t
+uint8_t
 session_rdma_rmbe_size(size_t size)
 {
 	int n = clc_rmbe_compress(size);
@@ -200,273 +196,6 @@ session_rdma_find(struct lgr *lgr, uint32_t token)
 	struct lgr_conn *c = lgr_conn_find(lgr, token);
 
 	return c != NULL ? c->arg : NULL;
-}
-
-/* ---- the standard dialect's export side (kpeer.c runs the CLC) ---- */
-
-static struct session_rdma *session_rdma_new(struct session *s,
-					     struct session_rdma_worker *srw);
-static int session_rdma_charge(struct session_rdma *sr,
-			       const struct conf_peer *peer, size_t bytes);
-static void session_rdma_free(struct session_rdma *sr);
-static void session_rdma_relay_start(struct session_rdma *sr,
-				     struct lgr_link *link);
-
-/* Our role in s's standard group: a rule's is the client's. */
-static enum lgr_role
-session_rdma_std_role(const struct session *s)
-{
-	return s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT : LGR_ROLE_SERVER;
-}
-
-/*
- * A join that names a group we have with another host (its system id,
- * GID and QP, the only identity the CLC has): refused by lgr_std_find,
- * counted and said here.  A server does it to have us write to another
- * server's memory, a client to read what we send another client.
- */
-static void
-session_rdma_std_foreign(struct session *s,
-			 const struct session_rdma_std_want *want)
-{
-	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = session_rdma_std_role(s);
-	char host[ADDR_STRLEN] = "?";
-	struct lgr *lgr;
-
-	lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			   NULL, NULL);
-	if (lgr == NULL)
-		return;
-	STATS_INC(worker_stats(s->w), smc_join_foreign);
-	addr_host(&want->host, host, sizeof(host));
-	log_warnx_rl("kernel SMC-R foreign join", host,
-		     "conn 0x%llx: %s %s: kernel SMC-R %s %s named lgr %u, "
-		     "which is another host's: refused",
-		     (unsigned long long)s->id,
-		     s->role == SESSION_ROLE_RULE ? "rule" : "export",
-		     s->role == SESSION_ROLE_RULE ? s->rule->name :
-						    s->export->name,
-		     s->role == SESSION_ROLE_RULE ? "server" : "client", host,
-		     lgr_id(lgr));
-}
-
-/*
- * Whether s, with a kernel peer, should wait for a group with it that is
- * on its way on this worker: none of its groups takes s now, one is being
- * set up (lgr_std_pending).
- */
-bool
-session_rdma_std_pending(struct session *s,
-			 const struct session_rdma_std_want *want)
-{
-	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = session_rdma_std_role(s);
-
-	return srw != NULL &&
-	       lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			    &want->host, NULL) == NULL &&
-	       lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
-			       &want->host);
-}
-
-/*
- * s, a connection with a kernel SMC-R peer of system id sysid (export
- * side: a client whose PROPOSAL passed, its target connected; rule side:
- * a server whose ACCEPT said first contact), gets a link group of its own
- * on the device for local (its end of the TCP connection) and its place
- * there: a send ring and an RMB element registered in the group's
- * protection domain.  *out: what our ACCEPT or CONFIRM says.  0, or the
- * CLC_DECL_* code to decline with (nothing is held then).
- */
-uint32_t
-session_rdma_std_open(struct session *s, const struct addr *local,
-		      const struct session_rdma_std_want *want,
-		      struct session_rdma_std *out)
-{
-	struct session_rdma_worker *srw = worker_rdma(s->w);
-	const struct conf_rdma *r = &s->conf->rdma;
-	enum lgr_role role = session_rdma_std_role(s);
-	struct session_rdma *sr;
-	const struct dev_mr *mr;
-	struct lgr *lgr = NULL;
-	struct lgr_link *on = NULL;
-	uint32_t code = CLC_DECL_NOSMCRDEV;
-	bool joined;
-	int rc;
-
-	if (srw == NULL)
-		return want->create ? CLC_DECL_NOSMCRDEV : CLC_DECL_SYNCERR;
-	if (want->join)
-		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-				   want->qpn, &want->host, &on);
-	joined = lgr != NULL;
-	if (lgr == NULL && want->join)
-		session_rdma_std_foreign(s, want);
-	if (lgr == NULL && !want->create)
-		return CLC_DECL_SYNCERR;
-	if (lgr_std_budget(srw->ctx, &want->host, lgr == NULL) != 0)
-		return CLC_DECL_MEM;
-	if (lgr == NULL)
-		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
-				  want->max_conns, want->max_links,
-				  want->release, local, &want->host, want->eid,
-				  &code);
-	if (lgr == NULL)
-		return code;
-	sr = session_rdma_new(s, srw);
-	if (sr == NULL) {
-		if (!joined)
-			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
-		return CLC_DECL_MEM;
-	}
-	sr->std = true;
-	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
-	/* a client joins on the link the server's ACCEPT named; a server
-	 * puts the connection on its least used link and names that one */
-	if (!joined)
-		rc = lgr_conn_add_first(lgr, &sr->lc);
-	else if (role == LGR_ROLE_CLIENT)
-		rc = lgr_conn_add_on(lgr, &sr->lc, on);
-	else
-		rc = lgr_conn_add(lgr, &sr->lc);
-	if (rc == 0)
-		rc = session_rdma_charge(sr, lgr_peer(lgr),
-					 (size_t)r->sndbuf + (size_t)r->rmb);
-	if (rc == 0)
-		rc = buf_get(srw->pool, BUF_SNDBUF, (size_t)r->sndbuf,
-			     &sr->sndbuf);
-	if (rc == 0)
-		rc = buf_get_for(srw->pool, BUF_RMB, (size_t)r->rmb,
-				 lgr_peer(lgr)->name, &sr->rmb);
-	mr = rc == 0 ? session_rdma_conn_mr(srw, sr->rmb, sr->lc.link) : NULL;
-	if (mr == NULL ||
-	    session_rdma_conn_mr(srw, sr->sndbuf, sr->lc.link) == NULL) {
-		STATS_INC(worker_stats(s->w), conns_rdma_nobufs);
-		lgr_conn_del(&sr->lc);
-		if (!joined)
-			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
-		session_rdma_free(sr);
-		return CLC_DECL_MEM;
-	}
-	s->rdma = sr;
-	memset(out, 0, sizeof(*out));
-	out->first_contact = !joined;
-	lgr_std_local(sr->lc.link, &out->qp, out->system_id);
-	out->token = sr->lc.token;
-	out->rmb_rkey = mr->rkey;
-	sr->rmb_told = true;
-	out->rmb_vaddr = sr->rmb->iova;
-	out->rmbe_size = session_rdma_rmbe_size(sr->rmb->size);
-	out->max_conns = (uint8_t)lgr_max_conns(lgr);
-	out->max_links = lgr_max_links(lgr);
-	if (joined)
-		STATS_INC(worker_stats(s->w), smc_lgr_joins);
-	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s: %s lgr %u, token %u",
-		  session_rdma_conn_id(sr),
-		  s->role == SESSION_ROLE_RULE ? "rule" : "export",
-		  s->role == SESSION_ROLE_RULE ? s->rule->name :
-						 s->export->name,
-		  s->role == SESSION_ROLE_RULE ? "server" : "client",
-		  joined ? "joins" : "new", lgr_id(lgr), sr->lc.token);
-	return 0;
-}
-
-/*
- * The kernel peer's CONFIRM (export side) or ACCEPT (rule side): its QP,
- * token and RMB element.  Our QP connects to its; CONFIRM_LINK goes out
- * or is awaited; the relay starts once the link is up
- * (session_rdma_std_start).  0, or the CLC_DECL_* code the group failed
- * with.
- */
-uint32_t
-session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
-{
-	struct session_rdma *sr = s->rdma;
-
-	if (sr == NULL || !sr->std || sr->lc.lgr == NULL)
-		return CLC_DECL_INTERR;
-	sr->peer_token = peer->token;
-	sr->peer_rmb.rkey = peer->rmb_rkey;
-	sr->peer_rmb.vaddr = peer->rmb_vaddr;
-	sr->peer_rmb.size = clc_rmbe_bytes(peer->rmbe_size);
-	if (lgr_is_active(sr->lc.lgr))
-		/* joined: session_rdma_std_start now, on the link whose peer
-		 * QP that is (a client joins on the link our ACCEPT named) */
-		return lgr_link_peer_is(sr->lc.link, peer->qp.gid,
-					peer->qp.qpn) ?
-			       0 :
-			       CLC_DECL_SYNCERR;
-	return lgr_std_peer(sr->lc.lgr, &peer->qp);
-}
-
-/* Our system id towards kernel peers (the worker's; random without). */
-void
-session_rdma_std_system_id(struct session *s, uint8_t out[8])
-{
-	struct session_rdma_worker *srw = worker_rdma(s->w);
-	unsigned char rnd[AUTH_NONCE_LEN];
-
-	if (srw != NULL) {
-		lgr_std_system_id(srw->ctx, out);
-		return;
-	}
-	auth_nonce(rnd);
-	memcpy(out, rnd, 8);
-}
-
-/*
- * The peer declined our ACCEPT, or we decline its ACCEPT after all (it
- * goes on as TCP): let go of the group and the buffers.
- */
-void
-session_rdma_std_drop(struct session *s)
-{
-	struct session_rdma *sr = s->rdma;
-	struct lgr *lgr;
-
-	if (sr == NULL)
-		return;
-	lgr = sr->lc.lgr;
-	s->rdma = NULL;
-	lgr_conn_del(&sr->lc);
-	session_rdma_free(sr);
-	/* a group set up for it goes; one it joined stays */
-	if (lgr != NULL && !lgr_is_active(lgr))
-		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
-}
-
-/*
- * A kernel peer's connection relays from here, in RDMA mode, on link:
- * the link came up (the connection set its group up) or the CLC that
- * joined an active group is through.  s may be gone on return.
- */
-void
-session_rdma_std_start(struct session *s)
-{
-	struct session_rdma *sr = s->rdma;
-	struct lgr_link *link = sr != NULL ? sr->lc.link : NULL;
-
-	if (sr == NULL || sr->closing || sr->rc != NULL || link == NULL) {
-		session_close(s, SESSION_LINK_FAILED);
-		return;
-	}
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link),
-					sr->peer_rmb.rkey);
-	session_rdma_conn_told_set(sr, lgr_link_id(link));
-	/* on a group of two links, our RMB element's rkey on the other
-	 * (Linux's smcr_lgr_reg_rmbs: CONFIRM_RKEY) */
-	sr->opened = true;
-	session_rdma_conn_rkeys_announce(sr);
-	/* kpeer.c's CLC is over */
-	session_ops_set(s, &session_rdma_session_ops);
-	s->mode = SESSION_MODE_RDMA;
-	if (s->role == SESSION_ROLE_RULE) {
-		STATS_INC(worker_stats(s->w), smc_out_rdma);
-		intercept_learned(s, true);
-	} else
-		STATS_INC(worker_stats(s->w), smc_conns_rdma);
-	session_rdma_relay_start(sr, link);
 }
 
 /*
@@ -493,15 +222,9 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 		return;
 	}
 	if (lgr_is_std(lgr) && lgr_links_active(lgr) == 1) {
-		/* its first: the connection that set the group up (kpeer.c
-		 * waits) */
-		for (c = lgr_conn_next(lgr, NULL); c != NULL;
-		     c = lgr_conn_next(lgr, c))
-			if (((struct session_rdma *)c->arg)->rc == NULL) {
-				session_rdma_std_start(
-					((struct session_rdma *)c->arg)->s);
-				break;
-			}
+		/* its first: the connection that set the group up, then
+		 * those that waited for it, in turn (session_rdma_wait) */
+		session_rdma_unpark_group(srw, lgr);
 		return;
 	}
 	/* a kernel peer's second: those its ADD_LINK did not carry */
@@ -512,7 +235,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	if (lgr_is_active(lgr) && srw->nresuming > 0)
 		resume_peer(srw, lgr, false);
 	if (lgr_role(lgr) == LGR_ROLE_CLIENT && lgr_is_active(lgr))
-		session_rdma_unpark_peer(srw, lgr_peer(lgr));
+		session_rdma_unpark_group(srw, lgr);
 }
 
 /*
@@ -985,7 +708,7 @@ session_rdma_run(struct session_rdma *sr)
 }
 
 /* Both sides: the peer has our RMB and we have its; relay from now. */
-static void
+void
 session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 {
 	struct session *s = sr->s;
@@ -1037,7 +760,7 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	session_rdma_conn_kick(sr);
 }
 
-static struct session_rdma *
+struct session_rdma *
 session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 {
 	struct session_rdma *sr = calloc(1, sizeof(*sr));
@@ -1093,21 +816,26 @@ session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
 }
 
 /*
- * Join lgr on link (NULL: its least used) and take a send ring and an
- * RMB element, registered in the group's protection domain on the link's
- * device.  0 or -errno (counted conns_rdma_nobufs when there are no
- * buffers or the registration fails).
+ * The one join of a connection, both dialects: sr goes on lgr as how
+ * says and takes a send ring and an RMB element, registered in the
+ * group's protection domain on its link's device.  0 or -errno (counted
+ * conns_rdma_nobufs when there are no buffers or the registration
+ * fails); the caller frees sr.
  */
-static int
+int
 session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
-		  struct lgr_link *link)
+		  enum session_rdma_join_how how, struct lgr_link *link)
 {
 	const struct conf_rdma *r = &sr->s->conf->rdma;
 	struct buf_pool *pool = sr->srw->pool;
 	struct lgr_link *l;
 	int rc;
 
-	rc = lgr_conn_add_on(lgr, &sr->lc, link);
+	if (how == SESSION_RDMA_JOIN_FIRST)
+		rc = lgr_conn_add_first(lgr, &sr->lc);
+	else
+		rc = lgr_conn_add_on(lgr, &sr->lc,
+				     how == SESSION_RDMA_JOIN_ON ? link : NULL);
 	if (rc)
 		return rc;
 	for (l = lgr_link_next_active(lgr, NULL); l != NULL;
@@ -1135,7 +863,7 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	return 0;
 }
 
-static void
+void
 session_rdma_free(struct session_rdma *sr)
 {
 	if (sr->share != NULL)
@@ -1176,12 +904,61 @@ session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
 }
 
 /*
+ * The one wait of a connection for a link group (net/smc's first contact
+ * waits for its link the same way): s is parked on lgr, on its way, or
+ * with lgr NULL on any group to peer on its way, until that group (one
+ * of them) becomes active or fails its setup; then wake(s), once, in the
+ * order they came.  What it waits for is the caller's: a rule's
+ * connection for a group to its peer daemon (session_rdma_park), a
+ * kernel peer's for the group its CLC would join (session_rdma_std_wait)
+ * or the one it set up (session_rdma_std_open); the caller also bounds
+ * the wait, and the number waiting.
+ */
+void
+session_rdma_wait(struct session_rdma_worker *srw, struct session *s,
+		  const struct conf_peer *peer, const struct lgr *lgr,
+		  void (*wake)(struct session *s))
+{
+	session_rdma_queue_add(&srw->parked, s);
+	s->parked = true;
+	s->park_peer = peer;
+	s->park_lgr = lgr;
+	s->wake = wake;
+}
+
+/* s waits no more (parked, or woken and not yet gone on); else a no-op. */
+void
+session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
+{
+	if (s->parked)
+		session_rdma_queue_del(&srw->parked, s);
+	else if (s->woken)
+		session_rdma_queue_del(&srw->woken, s);
+	else
+		return;
+	s->parked = s->woken = false;
+	s->park_peer = NULL;
+	s->park_lgr = NULL;
+	s->wake = NULL;
+}
+
+/* A rule's connection goes on from its wait: a group, or the fallback. */
+static void
+session_rdma_woken(struct session *s)
+{
+	session_timer(s, 0);
+	s->mode = SESSION_MODE_FALLBACK;
+	if (!session_rdma_connect(s))
+		fallback_connect(s);
+}
+
+/*
  * No group to s's peer has room, but one is on its way (set up at start,
  * after a failure, or the next one begun at three quarters full): s waits
  * for it, SESSION_RDMA_WAIT_MS at most, instead of taking the fallback
- * for the rest of its life (kernel SMC-R's first contact waits for its
- * link the same way).  The client's bytes wait in its socket meanwhile.
- * false (take the fallback now) when none is on its way or too many wait.
+ * for the rest of its life.  The client's bytes wait in its socket
+ * meanwhile.  false (take the fallback now) when none is on its way or
+ * too many wait.
  */
 static bool
 session_rdma_park(struct session_rdma_worker *srw, struct session *s)
@@ -1189,8 +966,7 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 	if (s->parked || s->woken || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
 	    !lgr_on_its_way(srw->ctx, s->peer))
 		return false;
-	session_rdma_queue_add(&srw->parked, s);
-	s->parked = true;
+	session_rdma_wait(srw, s, s->peer, NULL, session_rdma_woken);
 	/* its timer comes to us */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
@@ -1203,38 +979,27 @@ session_rdma_park(struct session_rdma_worker *srw, struct session *s)
 	return true;
 }
 
-/* s waits no more (parked, or woken and not yet gone on); else a no-op. */
-static void
-session_rdma_unpark(struct session_rdma_worker *srw, struct session *s)
-{
-	if (s->parked)
-		session_rdma_queue_del(&srw->parked, s);
-	else if (s->woken)
-		session_rdma_queue_del(&srw->woken, s);
-	else
-		return;
-	s->parked = s->woken = false;
-	session_timer(s, 0);
-	s->mode = SESSION_MODE_FALLBACK;
-}
-
 /*
- * A group to peer became active, or one failed: the connections waiting
- * for one go on, in the order they came (any that find no room wait for
- * the next group if one is on its way, else fall back).  Going on can
- * start a group whose setup fails at once, which wakes peer's waiters
- * again from inside this loop: so they are all moved to the woken queue
- * first, and each leaves it before it goes on, whoever takes it.  One
- * that parks again meanwhile waits for the next wake-up.
+ * lgr became active, or its setup failed: the connections waiting for it
+ * (or for any group to its peer) go on, in the order they came (any that
+ * find no room wait for the next group if one is on its way, else go on
+ * without).  Going on can start a group whose setup fails at once, which
+ * wakes its peer's waiters again from inside this loop: so they are all
+ * moved to the woken queue first, and each leaves it before it goes on,
+ * whoever takes it.  One that parks again meanwhile waits for the next
+ * wake-up.
  */
 static void
-session_rdma_unpark_peer(struct session_rdma_worker *srw,
-			 const struct conf_peer *peer)
+session_rdma_unpark_group(struct session_rdma_worker *srw,
+			  const struct lgr *lgr)
 {
+	const char *peer = lgr_peer(lgr)->name;
+	void (*wake)(struct session *);
 	struct session *s, *next;
 
 	TAILQ_FOREACH_SAFE(s, &srw->parked.q, park, next) {
-		if (strcmp(s->peer->name, peer->name) != 0)
+		if (s->park_lgr != NULL ? s->park_lgr != lgr :
+					  strcmp(s->park_peer->name, peer) != 0)
 			continue;
 		session_rdma_queue_del(&srw->parked, s);
 		s->parked = false;
@@ -1242,16 +1007,17 @@ session_rdma_unpark_peer(struct session_rdma_worker *srw,
 		s->woken = true;
 	}
 	while ((s = TAILQ_FIRST(&srw->woken.q)) != NULL) {
+		wake = s->wake;
 		session_rdma_unpark(srw, s);
-		if (!session_rdma_connect(s))
-			fallback_connect(s);
+		wake(s);
 	}
 }
 
 /*
  * lgr.c: the setup of a client group to lgr's peer failed (the peer is
- * backed off now): the connections waiting for it take the fallback at
- * once rather than when their wait ends.
+ * backed off now), or of a kernel peer's group: the connections waiting
+ * for it go on at once (to the fallback, or to a group of their own)
+ * rather than when their wait ends.
  */
 static void
 session_rdma_setup_failed(struct lgr *lgr, void *arg)
@@ -1262,7 +1028,7 @@ session_rdma_setup_failed(struct lgr *lgr, void *arg)
 		return;
 	if (srw->nresuming > 0)
 		resume_peer(srw, lgr, true);
-	session_rdma_unpark_peer(srw, lgr_peer(lgr));
+	session_rdma_unpark_group(srw, lgr);
 }
 
 /*
@@ -1314,7 +1080,7 @@ session_rdma_connect(struct session *s)
 	sr = session_rdma_new(s, srw);
 	if (sr == NULL)
 		return false;
-	rc = session_rdma_join(sr, lgr, NULL);
+	rc = session_rdma_join(sr, lgr, SESSION_RDMA_JOIN_LEAST, NULL);
 	if (rc)
 		goto fallback;
 	session_rdma_origin_send(sr);
@@ -1530,7 +1296,7 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.size = clc_rmbe_bytes(o->rmbe_size);
 	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
-	rc = session_rdma_join(sr, lgr, link);
+	rc = session_rdma_join(sr, lgr, SESSION_RDMA_JOIN_ON, link);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
 			  session_rdma_conn_id(sr), s->export->name,
@@ -1748,6 +1514,7 @@ session_rdma_timeout(struct session *s)
 			  (unsigned long long)s->id, s->rule->name,
 			  s->peer->name, SESSION_RDMA_WAIT_MS);
 		session_rdma_unpark(worker_rdma(s->w), s);
+		s->mode = SESSION_MODE_FALLBACK;
 		fallback_connect(s);
 		return;
 	}
@@ -1861,7 +1628,7 @@ session_rdma_json(const struct session *s, void *json_obj)
 	json_object_set_new(json_obj, "rdma", o);
 }
 
-static const struct session_ops session_rdma_session_ops = {
+const struct session_ops session_rdma_session_ops = {
 	.io = session_rdma_io,
 	.timeout = session_rdma_timeout,
 	.close = session_rdma_close,

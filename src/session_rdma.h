@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Private to the RDMA data path's session files: session_rdma.c (the
- * in-band open and the relay), resume.c (a connection whose link
- * group ended, moving to a new one or to TCP) and session_rdma_conn.c
- * (what both do to one connection), in that order from the top.  Nothing else includes
+ * Private to the RDMA data path's session files: session_rdma_std.c (a
+ * kernel peer's open), session_rdma.c (the native in-band open and the
+ * relay), resume.c (a connection whose link group ended, moving to a new
+ * one or to TCP) and session_rdma_conn.c (what all do to one
+ * connection), in that order from the top.  Nothing else includes
  * it; the rest of the daemon sees the opaque names in smcproxyd.h.
  */
 #ifndef SMCPROXYD_SESSION_RDMA_H
@@ -22,6 +23,13 @@
 #define SESSION_RDMA_WAIT_MS 3000     /* for a link group on its way */
 #define SESSION_RDMA_PARKED_MAX 4096  /* connections waiting for one */
 #define SESSION_RDMA_REOPENS 3	      /* opens lost with a group, at most */
+
+/* Where a connection goes on its group (session_rdma_join). */
+enum session_rdma_join_how {
+	SESSION_RDMA_JOIN_LEAST, /* its least used active link */
+	SESSION_RDMA_JOIN_ON,	 /* the active link given (the peer's) */
+	SESSION_RDMA_JOIN_FIRST, /* a standard group's first, in its setup */
+};
 
 /* Sessions in order, linked through their park entry. */
 struct session_rdma_queue {
@@ -158,5 +166,22 @@ void resume_tick(evutil_socket_t fd, short what, void *arg);
 bool resume_tcp_io(struct session_rdma *sr, int i, short what);
 bool resume_tcp_relay(struct session_rdma *sr);
 void resume_json(const struct session_rdma *sr, struct json_t *o);
+
+/*
+ * session_rdma.c's pieces that session_rdma_std.c (the standard
+ * dialect's open) takes as the native open does.
+ */
+extern const struct session_ops session_rdma_session_ops;
+struct session_rdma *session_rdma_new(struct session *s,
+				      struct session_rdma_worker *srw);
+int session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
+		      enum session_rdma_join_how how, struct lgr_link *link);
+void session_rdma_free(struct session_rdma *sr);
+void session_rdma_wait(struct session_rdma_worker *srw, struct session *s,
+		       const struct conf_peer *peer, const struct lgr *lgr,
+		       void (*wake)(struct session *s));
+void session_rdma_unpark(struct session_rdma_worker *srw, struct session *s);
+void session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link);
+uint8_t session_rdma_rmbe_size(size_t size);
 
 #endif /* SMCPROXYD_SESSION_RDMA_H */

@@ -615,9 +615,15 @@ struct session {
 	uint32_t smc_decline; /* CLC_DECL_* it went on as TCP with */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
-	TAILQ_ENTRY(session) park; /* SESSION_RDMA_WAIT: parked or woken */
+	TAILQ_ENTRY(session)
+	park; /* waiting for a link group: parked or woken */
 	bool parked;
-	bool woken;		 /* off parked, about to go on */
+	bool woken; /* off parked, about to go on */
+	/* parked: on park_lgr, or on any group to park_peer, on its way,
+	 * until wake(s) (session_rdma_wait) */
+	const struct conf_peer *park_peer;
+	const struct lgr *park_lgr;
+	void (*wake)(struct session *s);
 	uint8_t rdma_reopens;	 /* CONN_OPENs lost with their group */
 	bool rdma_peer_stopping; /* refused: the peer drains; open over TCP */
 	bool preauth;		 /* holds a worker_preauth_get of addr[0] */
@@ -1209,7 +1215,8 @@ struct lgr_data_ops {
 		       void *arg);
 	/* link became active (announce its rkeys there) */
 	void (*link_up)(struct lgr_link *link, void *arg);
-	/* a client group's setup failed (nothing waits) */
+	/* the setup of a client group or of a kernel peer's group failed
+	 * (the connections waiting for it go on) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
 	/* standard dialect: our RMBs' rkeys on via and on added (being
 	 * added) into v's rkey triples, at most max, for ADD_LINK */
@@ -1267,9 +1274,9 @@ struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const struct addr *local, const struct addr *host,
 			const uint8_t *eid, uint32_t *decline);
 bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
-bool lgr_std_pending(const struct lgr_ctx *ctx, enum lgr_role role,
-		     const uint8_t sysid[8], const uint8_t gid[16],
-		     const struct addr *host);
+struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
+			    const uint8_t sysid[8], const uint8_t gid[16],
+			    const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
 int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
 typedef void (*lgr_std_fn)(const struct addr *host, bool up, int conns,
@@ -1402,8 +1409,10 @@ uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
 			       const struct session_rdma_std_want *want,
 			       struct session_rdma_std *out);
 void session_rdma_std_system_id(struct session *s, uint8_t out[8]);
-bool session_rdma_std_pending(struct session *s,
-			      const struct session_rdma_std_want *want);
+bool session_rdma_std_wait(struct session *s,
+			   const struct session_rdma_std_want *want,
+			   void (*wake)(struct session *s));
+void session_rdma_std_unwait(struct session *s);
 uint32_t session_rdma_std_confirm(struct session *s,
 				  const struct session_rdma_std *peer);
 void session_rdma_std_drop(struct session *s);

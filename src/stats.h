@@ -345,6 +345,22 @@ stats_read(const struct stats *st, enum stats_id id)
 	return __atomic_load_n(&st->v[id], __ATOMIC_RELAXED);
 }
 
+/*
+ * Count a DECLINE with code that we sent or received, either dialect
+ * (clc.c, kpeer.c): the total and the code's own.
+ */
+static inline void
+stats_decline(struct stats *st, uint32_t code, bool sent)
+{
+	stats_add(st,
+		  sent ? STAT_clc_declines_sent : STAT_clc_declines_received,
+		  1);
+	stats_add(st,
+		  (sent ? STAT_DECL_SENT_BASE : STAT_DECL_RECEIVED_BASE) +
+			  clc_decline_index(code),
+		  1);
+}
+
 #define STATS_INC(st, name) stats_add((st), STAT_##name, 1)
 #define STATS_DEC(st, name) stats_add((st), STAT_##name, -1)
 #define STATS_ADD(st, name, n) stats_add((st), STAT_##name, (n))

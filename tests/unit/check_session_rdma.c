@@ -46,6 +46,7 @@ static int ndevs = 1;		      /* per side: 2 for groups of two links */
 static int qps_max = 1;		      /* A's QPs before creation fails */
 static const char *rule_extra = "";   /* into A's rule */
 static const char *a_rdma_extra = ""; /* into A's rdma */
+static const char *a_extra = "";      /* a section of A's config */
 static int max_links = 1;
 static int peer_fd = -1; /* the peer port, A's fallback connects here */
 static int clients[NCLIENTS];
@@ -274,14 +275,14 @@ a_conf2(const char *peer_extra, const char *rdma_extra)
 	struct conf *c;
 
 	snprintf(text, sizeof(text),
-		 "smcproxyd: { name = \"a\"; workers = 1; };\n"
+		 "smcproxyd: { name = \"a\"; workers = 1; };\n%s"
 		 "peers = ( { name = \"b\"; address = \"127.0.0.1:%d\";"
 		 " %s; %s } );\n"
 		 "rules = ( { name = \"r\"; listen = \"127.0.0.1:%d\";"
 		 " peer = \"b\"; export = \"e\"; %s } );\n"
 		 "rdma: { max_links = %d; max_conns_per_lgr = %d; %s };\n",
-		 peer_port, key_conf, peer_extra, rule_port, rule_extra,
-		 max_links, GROUP_CONNS, rdma_extra);
+		 a_extra, peer_port, key_conf, peer_extra, rule_port,
+		 rule_extra, max_links, GROUP_CONNS, rdma_extra);
 	c = conf_load_string(text, "a.conf", stderr);
 	ck_assert_ptr_nonnull(c);
 	return conf_hold(c);
@@ -1167,6 +1168,165 @@ START_TEST(resume_over_tcp_with_the_key)
 }
 END_TEST
 
+/*
+ * A kernel client's PROPOSALs (kpeer.c) that find the group with it on
+ * its way wait for it, parked (session_rdma_std_wait) behind the
+ * connection that set it up, and are woken by the group itself: nothing
+ * runs while it is set up (no poll), and its failure wakes each waiter
+ * at once, once, in the order they came, with nothing left to wait for.
+ */
+#define STD_WAITERS 8
+
+static struct conf_export std_exp = {.name = "e"};
+static struct session *std_first, *std_waiter[STD_WAITERS];
+static uint64_t std_woken[STD_WAITERS]; /* ids, in the order woken */
+static int std_nwoken;
+static struct session_rdma_std_want std_want;
+
+static void
+std_woken_close(struct session *s, enum session_reason reason)
+{
+	session_rdma_close(s, reason);
+}
+
+static void
+std_woken_timeout(struct session *s)
+{
+	ck_abort_msg("conn 0x%llx: its timer ran while it waited",
+		     (unsigned long long)s->id);
+}
+
+static const struct session_ops std_ops = {
+	.timeout = std_woken_timeout,
+	.close = std_woken_close,
+};
+
+/* The continuation of a waiter: it finds nothing to wait for now. */
+static void
+std_wake(struct session *s)
+{
+	ck_assert(!s->parked && !s->woken);
+	ck_assert_int_lt(std_nwoken, STD_WAITERS);
+	std_woken[std_nwoken++] = s->id;
+	ck_assert(!session_rdma_std_wait(s, &std_want, std_wake));
+}
+
+static struct session *
+std_session(struct worker *wk)
+{
+	struct session *s = session_new(wk, -1, SESSION_ROLE_EXPORT);
+
+	ck_assert_ptr_nonnull(s);
+	s->export = &std_exp;
+	s->dialect = SESSION_DIALECT_SMCR;
+	session_ops_set(s, &std_ops);
+	return s;
+}
+
+static void
+std_park_cb(struct worker *wk, void *arg)
+{
+	struct session_rdma_std_want other;
+	struct session_rdma_std me;
+	struct addr any;
+	int i;
+
+	memset(&any, 0, sizeof(any));
+	memset(&std_want, 0, sizeof(std_want));
+	memset(std_want.sysid, 0x11, sizeof(std_want.sysid));
+	std_want.gid[10] = std_want.gid[11] = 0xff;
+	std_want.gid[12] = 192;
+	std_want.gid[14] = 2;
+	std_want.gid[15] = 1;
+	ck_assert_int_eq(addr_parse_host("192.0.2.1", &std_want.host), 0);
+	memset(std_want.eid, ' ', sizeof(std_want.eid));
+	memcpy(std_want.eid, "LAB", 3);
+	std_want.max_conns = 255;
+	std_want.max_links = 1;
+	std_want.release = 1;
+	std_want.join = std_want.create = true;
+	/* nothing on its way yet: no wait */
+	std_first = std_session(wk);
+	ck_assert(!session_rdma_std_wait(std_first, &std_want, std_wake));
+	/* the first PROPOSAL sets the group up, the others wait for it */
+	ck_assert_uint_eq(
+		session_rdma_std_open(std_first, &any, &std_want, &me), 0);
+	ck_assert(me.first_contact);
+	/* it is its group's first waiter: it relays once the link is up */
+	ck_assert(std_first->parked);
+	for (i = 0; i < STD_WAITERS; i++) {
+		std_waiter[i] = std_session(wk);
+		ck_assert(session_rdma_std_wait(std_waiter[i], &std_want,
+						std_wake));
+		ck_assert(std_waiter[i]->parked);
+	}
+	/* another host's connection has nothing to wait for */
+	other = std_want;
+	ck_assert_int_eq(addr_parse_host("192.0.2.9", &other.host), 0);
+	ck_assert(!session_rdma_std_wait(std_session(wk), &other, std_wake));
+	std_nwoken = 0;
+}
+
+static void
+std_still_cb(struct worker *wk, void *arg)
+{
+	int i;
+
+	ck_assert_int_eq(std_nwoken, 0);
+	ck_assert(std_first->parked);
+	for (i = 0; i < STD_WAITERS; i++)
+		ck_assert(std_waiter[i]->parked);
+}
+
+static void
+std_fail_cb(struct worker *wk, void *arg)
+{
+	int i;
+
+	/* the first connection's client declined: its group goes, and
+	 * wakes its waiters from inside its failure */
+	session_rdma_std_drop(std_first);
+	ck_assert(!std_first->parked);
+	ck_assert_int_eq(std_nwoken, STD_WAITERS);
+	for (i = 0; i < STD_WAITERS; i++) {
+		ck_assert_uint_eq(std_woken[i], std_waiter[i]->id);
+		ck_assert(!std_waiter[i]->parked && !std_waiter[i]->woken);
+	}
+}
+
+static void
+std_fail_cb_after(struct worker *wk, void *arg)
+{
+	ck_assert_int_eq(std_nwoken, STD_WAITERS);
+}
+
+START_TEST(kpeer_waits_woken)
+{
+	worker_call(w, std_park_cb, NULL);
+	/* set up for 300 ms: no waiter ran (a poll would have) */
+	usleep(300000);
+	worker_call(w, std_still_cb, NULL);
+	worker_call(w, std_fail_cb, NULL);
+	/* and once only */
+	usleep(100000);
+	worker_call(w, std_fail_cb_after, NULL);
+}
+END_TEST
+
+static void
+setup_ksmc(void)
+{
+	a_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
+	setup();
+}
+
+static void
+teardown_ksmc(void)
+{
+	teardown();
+	a_extra = "";
+}
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -1212,6 +1372,12 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup_cork_off, teardown_resume);
 	tcase_add_test(tc, autocork_off_reads_each_write);
 	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("kpeer_wait");
+	tcase_add_checked_fixture(tc, setup_ksmc, teardown_ksmc);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, kpeer_waits_woken);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resume2");
