@@ -18,7 +18,9 @@
 #       them bypassed and carries no more;
 #   (d) redis-cli outside the cgroup is never taken;
 #   (e) kill -9 of daemon a in the middle of a benchmark: the next
-#       connects from the cgroup succeed directly.
+#       connects from the cgroup succeed directly;
+# and a static binary (busybox-static's nc) in the cgroup is taken as
+# the rest are.
 . "$(dirname "$0")/lib.sh"
 
 ksmc_check_init
@@ -123,6 +125,20 @@ EOF
 		bad "(a) a: smc_out_rdma $c, want at least 4"
 	fi
 	expect_stat a smc_out_tcp 0
+	# a static binary (busybox-static's nc: no libc for an LD_PRELOAD to
+	# go into) is taken as the rest
+	bb=$(command -v busybox)
+	t0=$(shown taken)
+	got=$( (printf 'PING\r\n'; sleep 2) |
+		incg "$bb" nc -w 3 "$RXE_PEER_IP" "$PORT_KREDIS" 2>&1 | tr -d '\r')
+	t=$(($(shown taken) - t0))
+	if ! ldd "$bb" 2>&1 | grep -q 'not a dynamic executable'; then
+		bad "(a) $bb is not a static binary"
+	elif [ "$got" = "+PONG" ] && [ "$t" = 1 ]; then
+		ok "(a) a static binary ($bb nc) was taken and answered +PONG"
+	else
+		bad "(a) static $bb nc: answer '$got', taken +$t (want +PONG, 1)"
+	fi
 	if logged a "rule=t peer=$RXE_PEER_IP:$PORT_KREDIS dialect=smc-r client=127.0.0.1:[0-9]+ destination=$RXE_PEER_IP:$PORT_KREDIS transport=rdma"; then
 		ok "(a) a's connection log names the original destination"
 	else
