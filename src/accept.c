@@ -243,12 +243,17 @@ accept_header_read(evutil_socket_t fd, short what, void *arg)
 		accept_header_refuse(st, "its header could not be read");
 		return;
 	}
+	/* the session holds the worker's configuration, and a reload
+	 * during the wait made a new one: the rule of that name in it */
+	if (st->conf != worker_conf(w) &&
+	    (rule = conf_rule_find(worker_conf(w), rule->name)) == NULL) {
+		accept_header_refuse(st, "its rule was removed by a reload");
+		return;
+	}
 	if (h.local)
 		STATS_INC(worker_stats(w), proxy_local);
 	else
 		STATS_INC(worker_stats(w), proxy_accepted);
-	/* the session holds the configuration from here on */
-	st->fd = -1;
 	accept_stranger_free(st);
 	accept_rule_open(w, fd, rule, &h);
 }

@@ -2350,6 +2350,18 @@ conf_free(struct conf *conf)
 	free(conf);
 }
 
+/* The rule called name, or NULL. */
+const struct conf_rule *
+conf_rule_find(const struct conf *conf, const char *name)
+{
+	int i;
+
+	for (i = 0; i < conf->nrules; i++)
+		if (strcmp(conf->rules[i].name, name) == 0)
+			return &conf->rules[i];
+	return NULL;
+}
+
 /* The peer called name, or NULL. */
 const struct conf_peer *
 conf_peer_find(const struct conf *conf, const char *name)

@@ -304,6 +304,8 @@ struct conf *conf_load(const char *path, FILE *errors);
 struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
 bool conf_name_valid_len(const char *s, size_t len);
 void conf_free(struct conf *conf);
+const struct conf_rule *conf_rule_find(const struct conf *conf,
+				       const char *name);
 const struct conf_peer *conf_peer_find(const struct conf *conf,
 				       const char *name);
 bool conf_peer_auth_same(const struct conf_peer *a, const struct conf_peer *b);

@@ -7,7 +7,8 @@
 #     proxy_protocol sees that client, then the client's bytes; A's
 #     connection log says client=192.0.2.7:1234 via=BALANCER, B's
 #     client=192.0.2.7:1234;
-#   - v1, sent in two parts: taken the same;
+#   - v1, sent in two parts: taken the same, also with a reload between
+#     the parts (the new configuration's rule takes it);
 #   - v2 LOCAL (a health check): the connection's own addresses;
 #   - an export without proxy_protocol gets the bytes after the header
 #     and nothing of it;
@@ -47,7 +48,7 @@ wait_listen "$PORT_PLAIN" 10 "$a_pid"
 # junk, udp, none) then "hello" and FIN; prints its own port and what
 # came back ("reset" or "closed" when nothing did)
 cat >"$T/balancer.py" <<'PY'
-import socket, struct, sys, time
+import socket, struct, subprocess, sys, time
 SIG = b"\r\n\r\n\0\r\nQUIT\n"
 port, kind = int(sys.argv[1]), sys.argv[2]
 def v2(cmd, fam, body):
@@ -55,6 +56,7 @@ def v2(cmd, fam, body):
 addrs = socket.inet_aton("192.0.2.7") + socket.inet_aton("192.0.2.1") + struct.pack(">HH", 1234, 80)
 head = {"v2": [v2(0x21, 0x11, addrs)],
         "v1": [b"PROXY TCP4 198.51.100.9 ", b"198.51.100.1 5555 443\r\n"],
+        "reload": [b"PROXY TCP4 198.51.100.9 ", b"198.51.100.1 5555 443\r\n"],
         "local": [v2(0x20, 0x00, b"")],
         "junk": [b"GET / HTTP/1.0\r\n"],
         "udp": [v2(0x21, 0x12, addrs)],
@@ -67,6 +69,8 @@ try:
     for i, part in enumerate(head):
         if i:
             time.sleep(0.3)
+        if i and kind == "reload":  # between the header's parts
+            subprocess.run(sys.argv[3:], check=True, stdout=subprocess.DEVNULL)
         c.sendall(part)
     if kind == "none":
         time.sleep(3)
@@ -107,6 +111,14 @@ smc_log "v1: $out"
 [ "${out#* }" = "proxy 198.51.100.9:5555 198.51.100.1:443 hello" ] ||
 	fail "v1 in two parts: the target saw \"${out#* }\""
 
+# a reload while the header is on its way: the rule of the new
+# configuration takes the client (the old one is gone by then)
+out=$(bal "$PORT_RULE" reload "$SMCPROXYCTL" -s "$T/a.sock" reload) ||
+	fail "a reload during the header: $out"
+smc_log "reload: $out"
+[ "${out#* }" = "proxy 198.51.100.9:5555 198.51.100.1:443 hello" ] ||
+	fail "a reload during the header: the target saw \"${out#* }\""
+
 out=$(bal "$PORT_RULE" local) || fail "LOCAL through x: $out"
 smc_log "local: $out"
 set -- $out
@@ -135,7 +147,7 @@ for why in 'no PROXY header' 'PROXY v2: not TCP over IPv4 or IPv6' \
 	grep -q "rule x: client 127.0.0.5:[0-9]* reset: $why (accept_proxy: its connections must begin with a PROXY header)" "$T/a.log" ||
 		fail "a's log does not say \"$why\": $(grep 'reset:' "$T/a.log")"
 done
-[ "$(stat_get a proxy_accepted)" = 3 ] || fail "proxy_accepted is $(stat_get a proxy_accepted), want 3"
+[ "$(stat_get a proxy_accepted)" = 4 ] || fail "proxy_accepted is $(stat_get a proxy_accepted), want 4"
 [ "$(stat_get a proxy_local)" = 1 ] || fail "proxy_local is $(stat_get a proxy_local), want 1"
 [ "$(stat_get a proxy_refused)" = 3 ] || fail "proxy_refused is $(stat_get a proxy_refused), want 3"
 exit 0
