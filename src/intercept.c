@@ -56,12 +56,6 @@ static const char *const intercept_progs[INTERCEPT_PROGS] = {
 	"intercept_connect4",	  "intercept_connect6",	    "intercept_sockops",
 	"intercept_getpeername4", "intercept_getpeername6",
 };
-
-static int
-intercept_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
 #endif
 
 /*
@@ -191,7 +185,7 @@ intercept_check(const struct conf *conf, const struct conf_rule *r, char *why,
 			"the daemon makes it\n",
 			r->name, r->intercept_cgroup);
 	intercept_object(conf, path, sizeof(path));
-	libbpf_set_print(intercept_silent);
+	smc_opt_libbpf_quiet();
 	obj = bpf_object__open_file(path, NULL);
 	if (libbpf_get_error(obj)) {
 		snprintf(why, len, "cannot open %s", path);
@@ -233,7 +227,7 @@ intercept_open(const char *path, const char *cgroup, char *why, size_t len)
 		snprintf(why, len, "out of memory");
 		return NULL;
 	}
-	libbpf_set_print(intercept_silent);
+	smc_opt_libbpf_quiet();
 	ic->obj = bpf_object__open_file(path, NULL);
 	if (libbpf_get_error(ic->obj)) {
 		ic->obj = NULL;

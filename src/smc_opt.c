@@ -259,6 +259,18 @@ smc_opt_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
 }
 #endif
 
+/*
+ * libbpf says nothing on stderr: what fails is said by the caller, once,
+ * with its fix (the option's programs here, intercept.c's too).
+ */
+void
+smc_opt_libbpf_quiet(void)
+{
+#ifdef HAVE_BPF
+	libbpf_set_print(smc_opt_silent);
+#endif
+}
+
 #ifdef HAVE_BPF
 /*
  * The maps smcproxyd-bpf.service pinned in dir, if it did: 1 when taken,
@@ -487,7 +499,7 @@ smc_opt_check(const struct conf_ksmc *k, char *why, size_t len)
 			 path, strerror(errno));
 		return -1;
 	}
-	libbpf_set_print(smc_opt_silent);
+	smc_opt_libbpf_quiet();
 	obj = bpf_object__open_file(path, NULL);
 	if (libbpf_get_error(obj)) {
 		snprintf(why, len,
@@ -530,7 +542,7 @@ smc_opt_load(const struct conf_ksmc *k)
 
 	if (smc_opt_attached())
 		return 0;
-	libbpf_set_print(smc_opt_silent);
+	smc_opt_libbpf_quiet();
 	rc = smc_opt_pinned(pin);
 	if (rc > 0)
 		return 0;
@@ -680,7 +692,7 @@ smc_opt_pin(const char *path, const char *dir)
 	char file[PATH_MAX];
 	int rc;
 
-	libbpf_set_print(smc_opt_silent);
+	smc_opt_libbpf_quiet();
 	rc = smc_opt_bpffs(dir);
 	if (rc)
 		return rc;

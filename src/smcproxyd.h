@@ -373,6 +373,7 @@ void kpeer_connect(struct session *s);
 int smc_opt_load(const struct conf_ksmc *k);
 int smc_opt_pin(const char *path, const char *dir);
 const char *smc_opt_default_object(void);
+void smc_opt_libbpf_quiet(void);
 int smc_opt_check(const struct conf_ksmc *k, char *why, size_t len);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
