@@ -906,7 +906,7 @@ ksmc_setup() {
 	[ -x "$SMCNL" ] && [ -f "$SMCPRELOAD" ] ||
 		rxe_die "$SMCNL or $SMCPRELOAD is not built (make check builds them)"
 	modprobe smc || rxe_die "modprobe smc failed (Linux $(uname -r))"
-	# the stock module is in-tree and signed; build-rxe61's is neither,
+	# the stock module is in-tree and signed; build-rxe's is neither,
 	# so the kernel marks it O (out of tree)
 	if [ -n "${RXE_RXE_KO:-}" ]; then
 		_t=$(cat /sys/module/rdma_rxe/taint 2>/dev/null)
@@ -1085,6 +1085,13 @@ ksmc_kernel_log() {
 		dmesg | grep -iE 'smc|rxe|infiniband'
 		echo "== smcnl stats on $RXE_HOST"
 		"$SMCNL" stats
+		# the transport's retries (rnr, sequence errors, timeouts): a
+		# retry is what makes 6.1's rxe run a REG_MR twice (README)
+		echo "== $RXE_DEV0 hw_counters on $RXE_HOST"
+		for _f in "/sys/class/infiniband/$RXE_DEV0/ports/1/hw_counters/"*; do
+			printf '%s=%s ' "${_f##*/}" "$(cat "$_f")"
+		done
+		echo
 	} >"$RXE_OUT/kernel-smc.log" 2>&1
 }
 

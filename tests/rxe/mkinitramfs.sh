@@ -6,7 +6,7 @@
 # overlayfs, which makes that root writable for vm-run --systemd).  Every
 # other module (rdma_rxe, veth, ...) is loaded later from the host's own
 # /lib/modules, which the VM sees through that root.  With MODULE.ko
-# (vm-run's RXE_KERNEL=stock-rxefix: tests/rxe/build-rxe61's rdma_rxe.ko),
+# (vm-run's RXE_KERNEL=stock-rxefix: tests/rxe/build-rxe's rdma_rxe.ko),
 # that module file is loaded at boot after the modules it depends on, in
 # place of the kernel's own module of that name: a later "modprobe
 # rdma_rxe" finds it loaded.
