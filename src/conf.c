@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The configuration file (libconfig syntax), table-driven: one table per
- * section gives each key's type, default, range, validator, whether a reload
- * may change it and a one-line description.  Parsing, defaults, validation,
- * the reload check and the schema behind the man page all read those tables,
- * so they cannot drift apart.  Every problem in a file is reported in one
- * pass, sorted by position, as "file:line: key: message"; a config with any
- * problem is never returned, so the daemon never runs on a half-read file.
- * What serves but not as it may seem (an unauthenticated peer, a key the
- * service could not read) is a warning, kept in conf->warnings for "-n"
- * to print and the daemon to log.  The same tables write the example file
- * (conf_print_example).
+ * The configuration's key tables and the parsing of one section by them.
+ * One table per section gives each key's type, default, range, validator,
+ * whether a reload may change it and a one-line description; parsing,
+ * defaults, validation, the reload check and the schema behind the man
+ * page all read those tables, so they cannot drift apart.  Here: the
+ * tables with their validators and per-section checks, a key's value
+ * stored by its type, the sections of a file dispatched, the messages
+ * collected ("file:line: key: message", sorted by position; what serves
+ * but not as it may seem is a warning, kept in conf->warnings for "-n" to
+ * print and the daemon to log), and the lookups and free of a loaded
+ * config.  Above this file, which never calls them: conf_load.c (a whole
+ * file read, checked across sections and compared on reload) and
+ * conf_print.c (the schema and the example file).
  */
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <errno.h>
 #include <limits.h>
@@ -26,34 +27,11 @@
 #include <libconfig.h>
 
 #include "smcproxyd.h"
-#include "llc_wire.h"
+#include "conf.h"
 #include "sclc_wire.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define CONF_PATH_LEN 128 /* "exports[123].connect_timeout" and more */
 #define CONF_MSG_LEN 512
-#define CONF_QUOTE_LEN 80 /* file text echoed in a message, quoted */
-
-enum conf_type {
-	CONF_T_INT,   /* int, min..max */
-	CONF_T_MODE,  /* int, a file mode written in octal as for chmod */
-	CONF_T_BOOL,  /* bool */
-	CONF_T_PATH,  /* char *, never empty */
-	CONF_T_NAME,  /* char[CONF_NAME_MAX + 1], conf_name_valid() */
-	CONF_T_NAMES, /* char **, NULL-terminated, count at count_off */
-	CONF_T_ADDR,  /* struct addr, "ip:port" */
-	CONF_T_ENUM,  /* an enum stored as int, parsed by parse() */
-	CONF_T_PEER,  /* const struct conf_peer *, named in peers */
-	CONF_T_HOST,  /* struct addr, "ip" (port 0) */
-};
-
-static const char *const conf_type_names[] = {
-	[CONF_T_INT] = "integer",  [CONF_T_MODE] = "mode",
-	[CONF_T_BOOL] = "boolean", [CONF_T_PATH] = "path",
-	[CONF_T_NAME] = "name",	   [CONF_T_NAMES] = "names",
-	[CONF_T_ADDR] = "address", [CONF_T_ENUM] = "string",
-	[CONF_T_PEER] = "name",	   [CONF_T_HOST] = "address",
-};
 
 static const char *const conf_type_expected[] = {
 	[CONF_T_INT] = "an integer",
@@ -68,78 +46,6 @@ static const char *const conf_type_expected[] = {
 	[CONF_T_HOST] = "a string \"ip\"",
 };
 
-#define CONF_REQUIRED 0x1 /* no default: the key must be there */
-#define CONF_RELOAD 0x2	  /* a reload may change it */
-#define CONF_UNIQUE 0x4	  /* no two list elements may share it */
-#define CONF_ALT 0x8	  /* instead of other keys: the example leaves it out */
-#define CONF_ORIGINAL 0x10 /* CONF_T_ADDR: or "original" (AF_UNSPEC) */
-
-/* Where a key was set; line 0: not in the file, its default applies. */
-struct conf_loc {
-	int file; /* index into conf_src.files */
-	int line;
-};
-
-struct conf_parse;
-
-struct conf_key {
-	const char *name;
-	enum conf_type type;
-	size_t off;	     /* field in the section's struct */
-	size_t count_off;    /* CONF_T_NAMES: its int count */
-	const char *def;     /* as a file would write it, unquoted */
-	const char *def_doc; /* schema text for a computed default */
-	long long min, max;  /* CONF_T_INT, CONF_T_MODE */
-	int (*parse)(const char *s, int *out); /* CONF_T_ENUM */
-	const char *choices;		       /* CONF_T_ENUM: "a|b|c" */
-	/* After a value is stored: 0, or -EINVAL with msg filled. */
-	int (*check)(struct conf_parse *p, const void *field, char *msg,
-		     size_t len);
-	/* CONF_T_NAMES: each element, when not a name; 0 or -EINVAL */
-	int (*elem)(const char *s, char *msg, size_t len);
-	const char *range; /* what elem accepts, for the schema */
-	unsigned flags;
-	const char *desc;
-	const char *example; /* no default: a value for the example file */
-};
-
-enum conf_sect_id {
-	CONF_SECT_MAIN,
-	CONF_SECT_LISTEN,
-	CONF_SECT_PEERS, /* before rules and exports, which name peers */
-	CONF_SECT_EXPORTS,
-	CONF_SECT_RULES,
-	CONF_SECT_RDMA,
-	CONF_SECT_KSMC,
-	CONF_NSECT
-};
-
-struct conf_section {
-	const char *name;
-	bool list;     /* a list of groups, else one group */
-	bool optional; /* a group that is off when absent */
-	const struct conf_key *keys;
-	size_t nkeys;
-	size_t obj_off;	 /* group: its struct inside struct conf */
-	size_t arr_off;	 /* list: array pointer in struct conf */
-	size_t n_off;	 /* list: element count in struct conf */
-	size_t size;	 /* list: element size */
-	size_t line_off; /* list: the element's int line */
-	/* After the keys of one group (list element) are stored. */
-	void (*post)(struct conf_parse *p, void *obj,
-		     const struct conf_loc *locs, const char *prefix,
-		     struct conf_loc at);
-	const char *desc;
-};
-
-/* Kept with the config so a reload can point at the line that changed. */
-struct conf_src {
-	char **files; /* [0]: the config itself, then @includes */
-	int nfiles;
-	struct conf_loc sect[CONF_NSECT];
-	struct conf_loc *keys[CONF_NSECT]; /* [elem * nkeys + key] */
-};
-
 struct conf_msg {
 	struct conf_loc loc;
 	size_t seq;
@@ -147,19 +53,6 @@ struct conf_msg {
 	char *text;   /* "key: message" */
 };
 
-struct conf_parse {
-	struct conf *conf;
-	struct conf_src *src;
-	const char *dir; /* relative key files live here; NULL: cwd */
-	struct conf_msg *msgs;
-	size_t nmsgs, cap;
-	int nerrors;
-	int lost; /* messages that found no memory */
-};
-
-static void conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
-		     const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 static void conf_warn(struct conf_parse *p, struct conf_loc loc,
 		      const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -196,7 +89,7 @@ conf_add_msg(struct conf_parse *p, struct conf_loc loc, const char *key,
 }
 
 /* An error at loc: the file is refused. */
-static void
+void
 conf_err(struct conf_parse *p, struct conf_loc loc, const char *key,
 	 const char *fmt, ...)
 {
@@ -245,7 +138,7 @@ conf_msg_cmp(const void *a, const void *b)
  * "file:line: key: warning: message" lines, to warnings (may be NULL);
  * then drop them.
  */
-static void
+void
 conf_flush(struct conf_parse *p, FILE *errors, FILE *warnings)
 {
 	const struct conf_msg *m;
@@ -272,7 +165,7 @@ conf_flush(struct conf_parse *p, FILE *errors, FILE *warnings)
 }
 
 /* Index of file in src->files, adding it; 0 (the config) when memory is out. */
-static int
+int
 conf_file_intern(struct conf_src *src, const char *file)
 {
 	char **files;
@@ -306,8 +199,8 @@ conf_loc_of(struct conf_parse *p, const config_setting_t *s)
 	return loc;
 }
 
-/* Copy s into buf as a quoted, printable, bounded string for a message. */
-static const char *
+/* Copy s into buf as a quoted, printable, bounded string; returns buf. */
+const char *
 conf_quote(const char *s, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -396,7 +289,8 @@ conf_addr_unspecified(const struct addr *a)
 	return false;
 }
 
-static bool
+/* Whether a is IPv4, or IPv6 mapping an IPv4 address. */
+bool
 conf_addr_is_v4(const struct addr *a)
 {
 	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
@@ -412,7 +306,7 @@ conf_addr_is_v4(const struct addr *a)
  * silently share the port between two rules.  "::" covers IPv4 too
  * (dual-stack), "0.0.0.0" only IPv4.
  */
-static bool
+bool
 conf_addr_overlap(const struct addr *a, const struct addr *b)
 {
 	const struct sockaddr_in *a4 = (const void *)&a->ss;
@@ -787,19 +681,6 @@ conf_check_intercept(const char *s, char *msg, size_t len)
 	return -EINVAL;
 }
 
-/* Whether a is 127.0.0.1 or ::1, where the intercept programs send. */
-static bool
-conf_loopback_port(const struct addr *a)
-{
-	const struct sockaddr_in *sin = (const void *)&a->ss;
-	const struct sockaddr_in6 *sin6 = (const void *)&a->ss;
-
-	if (a->ss.ss_family == AF_INET)
-		return sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
-	return a->ss.ss_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
-}
-
 /* Whether rule r carries each connection to its original destination. */
 bool
 conf_rule_original(const struct conf_rule *r)
@@ -1017,7 +898,8 @@ static const struct conf_key conf_ksmc_keys[] = {
 #undef REQ
 #undef UNIQ
 
-static size_t
+/* Index of the key called name in keys[0..n), n when none is. */
+size_t
 conf_key_index(const struct conf_key *keys, size_t n, const char *name)
 {
 	size_t i;
@@ -1260,7 +1142,7 @@ conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 		  "exchange unencrypted data (smcproxyd(8), SECURITY)");
 }
 
-static const struct conf_section conf_sections[CONF_NSECT] = {
+const struct conf_section conf_sections[CONF_NSECT] = {
 	[CONF_SECT_MAIN] =
 		{
 			.name = "smcproxyd",
@@ -1864,285 +1746,11 @@ conf_parse_list(struct conf_parse *p, enum conf_sect_id id,
 }
 
 /*
- * A peer's route keys left at -1 take rdma's values; its source must be
- * of its address's family.
+ * Every section of the file's root setting into p->conf, each by its
+ * table; an unknown section is an error.  The checks across sections are
+ * the caller's (conf_load.c), once this has read them all.
  */
-static void
-conf_check_peer_routes(struct conf_parse *p)
-{
-	struct conf *conf = p->conf;
-	const struct conf_route *r = &conf->rdma.route;
-	const struct conf_loc *locs = p->src->keys[CONF_SECT_PEERS];
-	const size_t nk = CONF_NELEM(conf_peer_keys);
-	const size_t si = conf_key_index(conf_peer_keys, nk, "source");
-	const size_t ni = conf_key_index(conf_peer_keys, nk, "name");
-	struct conf_route *pr;
-	struct conf_peer *peer;
-	char path[CONF_PATH_LEN];
-	int i;
-
-	if (conf->ksmc.enabled) {
-		peer = &conf->ksmc.peer;
-		snprintf(peer->name, sizeof(peer->name), "%s", CONF_KSMC_PEER);
-		peer->insecure = peer->any_source = true;
-		peer->max_lgrs = CONF_KSMC_MAX_LGRS;
-		peer->buffer_share = 100;
-		peer->route = *r;
-	}
-	for (i = 0; i < conf->npeers; i++) {
-		peer = &conf->peers[i];
-		pr = &peer->route;
-		/* kernel peers' groups and counters go under that name */
-		if (strcmp(peer->name, CONF_KSMC_PEER) == 0) {
-			snprintf(path, sizeof(path), "peers[%d].name", i);
-			conf_err(p, locs[(size_t)i * nk + ni], path,
-				 "the name %s is kept for kernel SMC-R peers "
-				 "(kernel_smc); choose another",
-				 CONF_KSMC_PEER);
-		}
-		if (pr->dscp < 0)
-			pr->dscp = r->dscp;
-		if (pr->priority < 0)
-			pr->priority = r->priority;
-		if (pr->qp_timeout < 0)
-			pr->qp_timeout = r->qp_timeout;
-		if (pr->retry_count < 0)
-			pr->retry_count = r->retry_count;
-		if (pr->rnr_retry < 0)
-			pr->rnr_retry = r->rnr_retry;
-		if (peer->source.len == 0)
-			continue;
-		snprintf(path, sizeof(path), "peers[%d].source", i);
-		if (conf->rdma.gid_index >= 0)
-			conf_err(p, locs[(size_t)i * nk + si], path,
-				 "peer %s: rdma.gid_index %d fixes the GID, "
-				 "whatever the source; set it to -1",
-				 peer->name, conf->rdma.gid_index);
-		else if (peer->addr.len != 0 &&
-			 conf_addr_is_v4(&peer->source) !=
-				 conf_addr_is_v4(&peer->addr))
-			conf_err(p, locs[(size_t)i * nk + si], path,
-				 "peer %s: an IPv%c source for an IPv%c "
-				 "address",
-				 peer->name,
-				 conf_addr_is_v4(&peer->source) ? '4' : '6',
-				 conf_addr_is_v4(&peer->addr) ? '4' : '6');
-	}
-}
-
-/*
- * An export is named in CONN_OPEN in LLC_EXPORT_MAX bytes: a longer name,
- * which the fallback would carry, is refused rather than send every
- * connection of it silently over TCP.
- */
-static void
-conf_check_export_names(struct conf_parse *p, enum conf_sect_id id,
-			const char *key, const char *sect, int n, size_t size,
-			size_t name_off)
-{
-	const struct conf_section *sec = &conf_sections[id];
-	const size_t ki = conf_key_index(sec->keys, sec->nkeys, key);
-	char *arr = *(char **)((char *)p->conf + sec->arr_off);
-	char path[CONF_PATH_LEN], q[CONF_QUOTE_LEN];
-	const char *name;
-	size_t len;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		name = arr + (size_t)i * size + name_off;
-		len = strlen(name);
-		if (len <= LLC_EXPORT_MAX)
-			continue;
-		snprintf(path, sizeof(path), "%s[%d].%s", sect, i, key);
-		conf_err(p, p->src->keys[id][(size_t)i * sec->nkeys + ki], path,
-			 "export name %s is %zu bytes; over RDMA an export is "
-			 "named in at most %d (CONN_OPEN): use a shorter name",
-			 conf_quote(name, q, sizeof(q)), len, LLC_EXPORT_MAX);
-	}
-}
-
-/*
- * Each export is reachable: by peers (peers and a peer_listen section)
- * or by kernel SMC-R clients (smc_listen and kernel_smc), on an
- * smc_listen address no other listener of ours catches.
- */
-static void
-conf_check_exports(struct conf_parse *p)
-{
-	const struct conf *conf = p->conf;
-	const struct conf_section *sec = &conf_sections[CONF_SECT_EXPORTS];
-	const struct conf_loc *elocs = p->src->keys[CONF_SECT_EXPORTS];
-	const size_t sl = conf_key_index(sec->keys, sec->nkeys, "smc_listen");
-	const size_t pi = conf_key_index(sec->keys, sec->nkeys, "peers");
-	const struct conf_export *e;
-	char path[CONF_PATH_LEN], a[ADDR_STRLEN];
-	int i, j;
-
-	for (i = 0; i < conf->nexports; i++) {
-		e = &conf->exports[i];
-		if (e->npeers > 0 && !conf->has_peer_listen) {
-			snprintf(path, sizeof(path), "exports[%d].peers", i);
-			conf_err(p, elocs[(size_t)i * sec->nkeys + pi], path,
-				 "peers cannot reach export %s without a "
-				 "peer_listen section",
-				 e->name);
-		}
-		/* an empty peers list has had its message */
-		if (e->npeers == 0 && e->smc_listen.len == 0 &&
-		    elocs[(size_t)i * sec->nkeys + pi].line == 0) {
-			snprintf(path, sizeof(path), "exports[%d]", i);
-			conf_err(p,
-				 (struct conf_loc){
-					 elocs[(size_t)i * sec->nkeys].file,
-					 e->line},
-				 path,
-				 "export %s has neither peers nor smc_listen: "
-				 "nobody can reach it",
-				 e->name);
-		}
-		if (e->smc_listen.len == 0)
-			continue;
-		snprintf(path, sizeof(path), "exports[%d].smc_listen", i);
-		if (!conf->ksmc.enabled) {
-			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
-				 "needs a kernel_smc section (the standard "
-				 "dialect is off without it)");
-			continue;
-		}
-		addr_str(&e->smc_listen, a, sizeof(a));
-		/* Linux proposes SMC-Rv2 over IPv4 only; on an IPv6 socket
-		 * an IPv4 client's SYN got the option echoed and then was
-		 * taken for plain TCP, hanging the client 6 s (issue 43) */
-		if (e->smc_listen.ss.ss_family != AF_INET)
-			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
-				 "%s is IPv6: kernel SMC-R clients connect "
-				 "over IPv4 only; use 0.0.0.0:PORT or an IPv4 "
-				 "address",
-				 a);
-		if (conf->has_peer_listen &&
-		    conf_addr_overlap(&e->smc_listen, &conf->peer_listen))
-			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
-				 "%s overlaps peer_listen.address", a);
-		for (j = 0; j < conf->nrules; j++)
-			if (conf_addr_overlap(&e->smc_listen,
-					      &conf->rules[j].listen))
-				conf_err(p, elocs[(size_t)i * sec->nkeys + sl],
-					 path, "%s overlaps rules[%d].listen",
-					 a, j);
-		for (j = 0; j < i; j++)
-			if (conf_addr_overlap(&e->smc_listen,
-					      &conf->exports[j].smc_listen))
-				conf_err(p, elocs[(size_t)i * sec->nkeys + sl],
-					 path,
-					 "%s overlaps exports[%d].smc_listen",
-					 a, j);
-	}
-}
-
-/*
- * A rule goes to an export at a peer (peer and export) or to a kernel
- * SMC-R server (target_smc, with kernel_smc on), never both.
- */
-static void
-conf_check_rule_targets(struct conf_parse *p)
-{
-	const struct conf *conf = p->conf;
-	const struct conf_section *sec = &conf_sections[CONF_SECT_RULES];
-	const struct conf_loc *rlocs = p->src->keys[CONF_SECT_RULES];
-	const size_t ti = conf_key_index(sec->keys, sec->nkeys, "target_smc");
-	const size_t pi = conf_key_index(sec->keys, sec->nkeys, "peer");
-	const size_t ei = conf_key_index(sec->keys, sec->nkeys, "export");
-	const struct conf_loc *l;
-	const struct conf_rule *r;
-	struct conf_loc at;
-	char path[CONF_PATH_LEN];
-	int i;
-
-	for (i = 0; i < conf->nrules; i++) {
-		r = &conf->rules[i];
-		l = rlocs + (size_t)i * sec->nkeys;
-		/* not a group: it has had its message */
-		if (r->name[0] == '\0')
-			continue;
-		at = (struct conf_loc){l[0].file, r->line};
-		snprintf(path, sizeof(path), "rules[%d]", i);
-		if ((r->nintercept > 0) != (r->intercept_cgroup != NULL) ||
-		    (r->nintercept > 0) != conf_rule_original(r))
-			conf_err(p, at, path,
-				 "rule %s: intercept, intercept_cgroup and "
-				 "target_smc = \"original\" go together",
-				 r->name);
-		else if (r->nintercept > 0 && !conf_loopback_port(&r->listen))
-			conf_err(p, at, path,
-				 "rule %s: intercept takes connects to listen: "
-				 "make it 127.0.0.1:PORT or [::1]:PORT",
-				 r->name);
-		else if (r->nintercept > 0 && r->accept_proxy)
-			conf_err(
-				p, at, path,
-				"rule %s: accept_proxy and intercept do not go "
-				"together: the connects intercept takes come "
-				"from this host's programs, with no PROXY "
-				"header",
-				r->name);
-		if (r->target_smc.len != 0) {
-			if (r->peer != NULL || r->export[0] != '\0')
-				conf_err(p, at, path,
-					 "rule %s: target_smc, or peer and "
-					 "export, not both",
-					 r->name);
-			else if (!conf->ksmc.enabled)
-				conf_err(p, rlocs[(size_t)i * sec->nkeys + ti],
-					 path,
-					 "rule %s: target_smc needs a "
-					 "kernel_smc "
-					 "section (the standard dialect is off "
-					 "without it)",
-					 r->name);
-		} else if (l[ti].line == 0 &&
-			   (l[pi].line == 0 || l[ei].line == 0)) {
-			/* a peer or export set but wrong has had its message */
-			conf_err(p, at, path,
-				 "rule %s: needs peer and export (or "
-				 "target_smc)",
-				 r->name);
-		}
-	}
-}
-
-/* Checks across sections, once every section is in. */
-static void
-conf_check_all(struct conf_parse *p)
-{
-	struct conf *conf = p->conf;
-	const struct conf_loc *rlocs = p->src->keys[CONF_SECT_RULES];
-	const size_t nk = CONF_NELEM(conf_rule_keys);
-	const size_t li = conf_key_index(conf_rule_keys, nk, "listen");
-	char path[CONF_PATH_LEN], a[ADDR_STRLEN];
-	int i;
-
-	conf_check_peer_routes(p);
-	conf_check_export_names(p, CONF_SECT_EXPORTS, "name", "exports",
-				conf->nexports, sizeof(struct conf_export),
-				offsetof(struct conf_export, name));
-	conf_check_export_names(p, CONF_SECT_RULES, "export", "rules",
-				conf->nrules, sizeof(struct conf_rule),
-				offsetof(struct conf_rule, export));
-	conf_check_exports(p);
-	conf_check_rule_targets(p);
-	for (i = 0; conf->has_peer_listen && i < conf->nrules; i++) {
-		if (!conf_addr_overlap(&conf->rules[i].listen,
-				       &conf->peer_listen))
-			continue;
-		snprintf(path, sizeof(path), "rules[%d].listen", i);
-		conf_err(p, rlocs[(size_t)i * nk + li], path,
-			 "%s overlaps peer_listen.address at line %d",
-			 addr_str(&conf->rules[i].listen, a, sizeof(a)),
-			 p->src->keys[CONF_SECT_LISTEN][0].line);
-	}
-}
-
-static void
+void
 conf_parse_root(struct conf_parse *p, const config_setting_t *root)
 {
 	const char *names[CONF_NSECT];
@@ -2169,133 +1777,6 @@ conf_parse_root(struct conf_parse *p, const config_setting_t *root)
 		else
 			conf_parse_single(p, (enum conf_sect_id)id, s);
 	}
-	conf_check_all(p);
-}
-
-/* Turn a libconfig parse (ok or not) into a config; NULL after any error. */
-static struct conf *
-conf_build(config_t *cfg, bool read_ok, const char *name, const char *dir,
-	   FILE *errors)
-{
-	struct conf_parse p = {0};
-	struct conf *conf;
-	struct conf_loc loc;
-	FILE *warnings = NULL;
-	size_t wlen = 0;
-
-	conf = calloc(1, sizeof(*conf));
-	if (conf == NULL)
-		goto nomem;
-	conf->path = strdup(name);
-	conf->src = calloc(1, sizeof(*conf->src));
-	if (conf->path == NULL || conf->src == NULL)
-		goto nomem;
-	conf->src->files = calloc(1, sizeof(char *));
-	if (conf->src->files == NULL)
-		goto nomem;
-	conf->src->files[0] = strdup(name);
-	if (conf->src->files[0] == NULL)
-		goto nomem;
-	conf->src->nfiles = 1;
-	p.conf = conf;
-	p.src = conf->src;
-	p.dir = dir;
-	if (!read_ok) {
-		loc.file = conf_file_intern(p.src, config_error_file(cfg));
-		loc.line = config_error_line(cfg);
-		conf_err(&p, loc, "syntax", "%s", config_error_text(cfg));
-	} else {
-		conf_parse_root(&p, config_root_setting(cfg));
-	}
-	warnings = open_memstream(&conf->warnings, &wlen);
-	if (warnings == NULL) {
-		conf_flush(&p, errors, NULL);
-		goto nomem;
-	}
-	conf_flush(&p, errors, warnings);
-	fclose(warnings);
-	if (p.nerrors == 0)
-		return conf;
-	conf_free(conf);
-	return NULL;
-nomem:
-	if (errors != NULL)
-		fprintf(errors, "%s: out of memory\n", name);
-	conf_free(conf);
-	return NULL;
-}
-
-/*
- * Read the config file at path.  Every problem goes to errors (may be
- * NULL) as "file:line: key: message", sorted by position.  Returns the
- * resolved config, or NULL after any problem.
- */
-struct conf *
-conf_load(const char *path, FILE *errors)
-{
-	struct conf *conf = NULL;
-	char *dir = NULL, *slash;
-	FILE *fp = NULL;
-	struct stat st;
-	config_t cfg;
-	bool ok;
-
-	fp = fopen(path, "re");
-	if (fp == NULL) {
-		if (errors != NULL)
-			fprintf(errors, "%s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	/* libconfig's scanner exits the process on a read error (EISDIR) */
-	if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (errors != NULL)
-			fprintf(errors, "%s: is a directory, not a file\n",
-				path);
-		goto out;
-	}
-	slash = strrchr(path, '/');
-	dir = slash == NULL ? strdup(".") :
-			      strndup(path, (size_t)(slash - path));
-	if (dir == NULL) {
-		if (errors != NULL)
-			fprintf(errors, "%s: out of memory\n", path);
-		goto out;
-	}
-	if (dir[0] == '\0') {
-		free(dir);
-		dir = strdup("/");
-		if (dir == NULL)
-			goto out;
-	}
-	config_init(&cfg);
-	/* @include "x" means next to the config, whatever the cwd */
-	config_set_include_dir(&cfg, dir);
-	ok = config_read(&cfg, fp) == CONFIG_TRUE;
-	conf = conf_build(&cfg, ok, path, dir, errors);
-	config_destroy(&cfg);
-out:
-	free(dir);
-	fclose(fp);
-	return conf;
-}
-
-/*
- * As conf_load(), from the text in memory; name stands for the file in
- * messages.  Key files are still read from their paths (relative ones from
- * the cwd).  For tests, fuzzing and configs not in a file.
- */
-struct conf *
-conf_load_string(const char *text, const char *name, FILE *errors)
-{
-	struct conf *conf;
-	config_t cfg;
-	bool ok;
-
-	config_init(&cfg);
-	ok = config_read_string(&cfg, text) == CONFIG_TRUE;
-	conf = conf_build(&cfg, ok, name, NULL, errors);
-	config_destroy(&cfg);
-	return conf;
 }
 
 static void
@@ -2411,326 +1892,4 @@ conf_export_allows(const struct conf_export *exp, const char *peer)
 		if (strcmp(exp->peers[i], peer) == 0)
 			return true;
 	return false;
-}
-
-static bool
-conf_field_equal(const struct conf_key *k, const void *a, const void *b)
-{
-	char *const *na, *const *nb;
-	size_t i;
-
-	switch (k->type) {
-	case CONF_T_BOOL:
-		return *(const bool *)a == *(const bool *)b;
-	case CONF_T_PATH:
-		a = *(char *const *)a;
-		b = *(char *const *)b;
-		return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-	case CONF_T_NAME:
-		return strcmp(a, b) == 0;
-	case CONF_T_ADDR:
-	case CONF_T_HOST:
-		return addr_equal(a, b);
-	case CONF_T_NAMES:
-		na = *(char **const *)a;
-		nb = *(char **const *)b;
-		for (i = 0;
-		     na != NULL && nb != NULL && na[i] != NULL && nb[i] != NULL;
-		     i++)
-			if (strcmp(na[i], nb[i]) != 0)
-				return false;
-		return (na == NULL || na[i] == NULL) &&
-		       (nb == NULL || nb[i] == NULL);
-	case CONF_T_PEER:
-		return false;
-	default:
-		return *(const int *)a == *(const int *)b;
-	}
-}
-
-/*
- * Compare a freshly loaded config with the running one: every key that a
- * reload cannot apply but that changed is an error, reported against new's
- * file and line.  Returns 0, or -EINVAL when new needs a restart.
- */
-int
-conf_reload_check(const struct conf *old, const struct conf *new, FILE *errors)
-{
-	const struct conf_section *sec;
-	const char *file;
-	struct conf_loc loc;
-	size_t k;
-	int id, bad = 0;
-
-	for (id = 0; id < CONF_NSECT; id++) {
-		sec = &conf_sections[id];
-		if (sec->list)
-			continue;
-		for (k = 0; k < sec->nkeys; k++) {
-			const struct conf_key *key = &sec->keys[k];
-			const char *a = (const char *)old + sec->obj_off;
-			const char *b = (const char *)new + sec->obj_off;
-
-			if ((key->flags & CONF_RELOAD) ||
-			    conf_field_equal(key, a + key->off, b + key->off))
-				continue;
-			bad++;
-			loc = (struct conf_loc){0, 0};
-			if (new->src != NULL &&new->src->keys[id] != NULL)
-				loc = new->src->keys[id][k];
-			if (loc.line == 0 && new->src != NULL)
-				loc = new->src->sect[id];
-			file = new->src != NULL	 ? new->src->files[loc.file] :
-			       new->path != NULL ? new->path :
-						   "?";
-			if (errors != NULL)
-				fprintf(errors,
-					"%s:%d: %s.%s: cannot be changed by "
-					"reload; restart the daemon\n",
-					file, loc.line, sec->name, key->name);
-		}
-	}
-	return bad ? -EINVAL : 0;
-}
-
-static void
-conf_print_default(FILE *out, const struct conf_key *k)
-{
-	if (k->def == NULL)
-		fputs(k->def_doc != NULL ? k->def_doc :
-		      k->type == CONF_T_NAMES && !(k->flags & CONF_REQUIRED) ?
-					   "[ ]" :
-		      k->flags & CONF_REQUIRED ? "required" :
-						 "none",
-		      out);
-	else if (k->type == CONF_T_INT || k->type == CONF_T_MODE ||
-		 k->type == CONF_T_BOOL)
-		fputs(k->def, out);
-	else
-		fprintf(out, "\"%s\"", k->def);
-}
-
-static void
-conf_print_range(FILE *out, const struct conf_key *k)
-{
-	switch (k->type) {
-	case CONF_T_INT:
-		fprintf(out, "%lld..%lld", k->min, k->max);
-		break;
-	case CONF_T_MODE:
-		fprintf(out, "%#llo..%#llo", k->min, k->max);
-		break;
-	case CONF_T_BOOL:
-		fputs("true|false", out);
-		break;
-	case CONF_T_ENUM:
-		fputs(k->choices, out);
-		break;
-	case CONF_T_NAMES:
-		if (k->range != NULL) {
-			fputs(k->range, out);
-			break;
-		}
-		/* FALLTHROUGH */
-	case CONF_T_NAME:
-		fprintf(out, "[A-Za-z0-9._-]{1,%d}", CONF_NAME_MAX);
-		break;
-	case CONF_T_PEER:
-		fputs("a peers[].name", out);
-		break;
-	case CONF_T_ADDR:
-		fputs("ip:port", out);
-		break;
-	case CONF_T_HOST:
-		fputs("ip", out);
-		break;
-	default:
-		fputs("-", out);
-		break;
-	}
-}
-
-/*
- * Print every section and key, one per line, tab-separated: key, type,
- * default, range, reloadable, description.  Ready for tbl(1) and scripts;
- * docs/smcproxyd.conf.5 documents the same table.
- */
-void
-conf_print_schema(FILE *out)
-{
-	const struct conf_section *sec;
-	size_t k;
-	int id;
-
-	fputs("key\ttype\tdefault\trange\treload\tdescription\n", out);
-	for (id = 0; id < CONF_NSECT; id++) {
-		sec = &conf_sections[id];
-		fprintf(out, "%s\t%s\t%s\t-\t-\t%s\n", sec->name,
-			sec->list ? "list" : "group",
-			sec->list || sec->optional ? "none" : "{ }", sec->desc);
-		for (k = 0; k < sec->nkeys; k++) {
-			const struct conf_key *key = &sec->keys[k];
-
-			fprintf(out, "%s%s.%s\t%s\t", sec->name,
-				sec->list ? "[]" : "", key->name,
-				conf_type_names[key->type]);
-			conf_print_default(out, key);
-			fputc('\t', out);
-			conf_print_range(out, key);
-			fprintf(out, "\t%s\t%s\n",
-				key->flags & CONF_RELOAD ? "yes" : "no",
-				key->desc);
-		}
-	}
-}
-
-/* Write text as "# " comment lines of at most 79 columns after indent. */
-static void
-conf_print_comment(FILE *out, const char *indent, const char *text)
-{
-	const int width = 79 - 8 * (int)strspn(indent, "\t") - 2;
-	const char *p = text, *end;
-	int n;
-
-	while (*p != '\0') {
-		n = (int)strlen(p);
-		if (n > width) {
-			end = p + width;
-			while (end > p && *end != ' ')
-				end--;
-			n = end > p ? (int)(end - p) : width;
-		}
-		fprintf(out, "%s# %.*s\n", indent, n, p);
-		p += n;
-		while (*p == ' ')
-			p++;
-	}
-}
-
-/*
- * One key of the example: what it is, then "key = value;".  A key without
- * a default is set to its example, in a section that is commented out
- * anyway; elsewhere the line is a comment, as the key is off without it.
- */
-static void
-conf_print_example_key(FILE *out, const struct conf_section *sec,
-		       const struct conf_key *k)
-{
-	const char *indent = sec->list ? "\t\t" : "\t";
-	char *text = NULL, *range = NULL;
-	size_t len = 0, rlen = 0;
-	FILE *f, *r;
-
-	f = open_memstream(&text, &len);
-	r = open_memstream(&range, &rlen);
-	if (f == NULL || r == NULL)
-		goto out;
-	conf_print_range(r, k);
-	fclose(r);
-	r = NULL;
-	fprintf(f, "%s%s.%s: %s; %s", sec->name, sec->list ? "[]" : "", k->name,
-		k->desc, conf_type_names[k->type]);
-	if (strcmp(range, "-") != 0)
-		fprintf(f, ", %s", range);
-	fputs(k->flags & CONF_REQUIRED ? ", required" : "", f);
-	if (k->def == NULL && k->def_doc != NULL)
-		fprintf(f, ", default: %s", k->def_doc);
-	fputs(k->flags & CONF_RELOAD ? "" : "; restart", f);
-	fclose(f);
-	f = NULL;
-	conf_print_comment(out, indent, text);
-	if (k->def != NULL) {
-		fprintf(out, "%s%s = ", indent, k->name);
-		conf_print_default(out, k);
-		fputs(";\n", out);
-	} else if (k->example != NULL) {
-		fprintf(out, "%s%s%s = %s;\n", indent,
-			(!sec->list && !sec->optional) ||
-					(k->flags & CONF_ALT) ?
-				"# " :
-				"",
-			k->name, k->example);
-	} else if (k->type == CONF_T_NAMES) {
-		fprintf(out, "%s%s = [ ];\n", indent, k->name);
-	} else {
-		fprintf(out, "%s# %s: no default, no example\n", indent,
-			k->name);
-	}
-out:
-	if (f != NULL)
-		fclose(f);
-	if (r != NULL)
-		fclose(r);
-	free(text);
-	free(range);
-}
-
-/*
- * The example configuration, conf/smcproxyd.conf: every section and key of
- * the tables with its description, type, range, whether a reload changes
- * it, and its default (or, without one, an example value).  Sections a
- * daemon may do without are commented out.  The unit tests compare the
- * shipped file with this, so it cannot lack a key or go stale.
- */
-void
-conf_print_example(FILE *out)
-{
-	const struct conf_section *sec;
-	char *body = NULL, *line, *next;
-	size_t k, len = 0;
-	FILE *f;
-	int id;
-
-	fputs("# smcproxyd.conf: every key, set to its default.  See "
-	      "smcproxyd.conf(5).\n"
-	      "# Written by \"smcproxyd --print-example\" from the daemon's "
-	      "key table.\n"
-	      "#\n"
-	      "# Syntax is libconfig's: groups { }, lists ( ), arrays [ ], "
-	      "\"strings\",\n"
-	      "# true/false, integers (0x.. for hex); \"#\" and \"//\" start "
-	      "comments.\n"
-	      "# Check a file with \"smcproxyd -n -c FILE\": all errors and "
-	      "warnings at once,\n"
-	      "# as \"file:line: key: message\".  Keys marked \"restart\" "
-	      "cannot be changed by\n"
-	      "# a reload (SIGHUP or \"smcproxyctl reload\"); everything else "
-	      "can.\n"
-	      "# Sections that are commented out are off until written; a "
-	      "peer needs a\n"
-	      "# key_file readable by the user the daemon runs as (smcproxyd "
-	      "under the\n"
-	      "# unit), or insecure = true; see smcproxyd(8), Keys.\n",
-	      out);
-	for (id = 0; id < CONF_NSECT; id++) {
-		sec = &conf_sections[id];
-		f = open_memstream(&body, &len);
-		if (f == NULL)
-			return;
-		if (sec->list)
-			fprintf(f, "%s = (\n\t{\n", sec->name);
-		else
-			fprintf(f, "%s: {\n", sec->name);
-		for (k = 0; k < sec->nkeys; k++) {
-			if (k > 0)
-				fputs("\n", f);
-			conf_print_example_key(f, sec, &sec->keys[k]);
-		}
-		fputs(sec->list ? "\t}\n);\n" : "};\n", f);
-		fclose(f);
-		fputs("\n", out);
-		conf_print_comment(out, "", sec->desc);
-		/* what a daemon may do without is left for the operator */
-		for (line = body; *line != '\0'; line = next + 1) {
-			next = strchr(line, '\n');
-			fprintf(out, "%s%.*s\n",
-				!sec->list && !sec->optional ? "" :
-				line[0] == '\t'		     ? "#" :
-				line[0] == '\n'		     ? "#" :
-							       "# ",
-				(int)(next - line), line);
-		}
-		free(body);
-		body = NULL;
-	}
 }

@@ -295,13 +295,11 @@ struct conf {
 	int nexports;
 	struct conf_rdma rdma;
 	struct conf_ksmc ksmc;
-	struct conf_src *src; /* conf.c private: where keys were set */
+	struct conf_src *src; /* conf.h private: where keys were set */
 	char *warnings;	      /* "file:line: warning: ..." lines, or "" */
 	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
 };
 
-struct conf *conf_load(const char *path, FILE *errors);
-struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
 bool conf_name_valid_len(const char *s, size_t len);
 void conf_free(struct conf *conf);
 const struct conf_rule *conf_rule_find(const struct conf *conf,
@@ -315,10 +313,6 @@ bool conf_export_allows(const struct conf_export *exp, const char *peer);
 bool conf_rule_original(const struct conf_rule *r);
 bool conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a);
 bool conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid);
-int conf_reload_check(const struct conf *old, const struct conf *new,
-		      FILE *errors);
-void conf_print_schema(FILE *out);
-void conf_print_example(FILE *out);
 
 /* A config lives while the main thread, a worker or a session holds it. */
 static inline struct conf *
@@ -335,6 +329,16 @@ conf_drop(struct conf *conf)
 	    __atomic_sub_fetch(&conf->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		conf_free(conf);
 }
+
+/* conf_load.c */
+struct conf *conf_load(const char *path, FILE *errors);
+struct conf *conf_load_string(const char *text, const char *name, FILE *errors);
+int conf_reload_check(const struct conf *old, const struct conf *new,
+		      FILE *errors);
+
+/* conf_print.c */
+void conf_print_schema(FILE *out);
+void conf_print_example(FILE *out);
 
 /* sock.c */
 void sock_tcp_liveness(int fd, const struct conf *conf);
