@@ -100,6 +100,27 @@ addr_str(const struct addr *a, char *buf, size_t len)
 	return buf;
 }
 
+/* The address a RoCE v2 GID is (IPv4-mapped: the IPv4 one), port 0. */
+void
+addr_of_gid(const uint8_t gid[16], struct addr *out)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&out->ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&out->ss;
+
+	memset(out, 0, sizeof(*out));
+	if (memcmp(gid, mapped, sizeof(mapped)) == 0) {
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, gid + 12, 4);
+		out->len = sizeof(*s4);
+		return;
+	}
+	s6->sin6_family = AF_INET6;
+	memcpy(&s6->sin6_addr, gid, 16);
+	out->len = sizeof(*s6);
+}
+
 /* Same IP address, ports ignored (IPv4-mapped IPv6 equals its IPv4). */
 bool
 addr_same_host(const struct addr *a, const struct addr *b)

@@ -1736,6 +1736,29 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 }
 
 /*
+ * Whether a kernel peer's ADD_LINK (request or answer) names a GID bound
+ * to nothing (lgr_std_gid_bound): then the link is refused, counted and
+ * logged.  Our own dialect's peers are authenticated: never refused.
+ */
+static bool
+lgr_link_gid_refused(struct lgr *lgr, const struct dev_qp_addr *peer)
+{
+	char host[INET6_ADDRSTRLEN];
+	struct addr a;
+
+	if (!lgr->std || lgr_std_gid_bound(lgr, peer->gid))
+		return false;
+	addr_of_gid(peer->gid, &a);
+	addr_host(&a, host, sizeof(host));
+	log_warnx_rl("kernel SMC-R second link refused", host,
+		     "lgr %u: kernel SMC-R peer's second link to %s refused: "
+		     "not the group's host, not in kernel_smc.allow",
+		     lgr->id, host);
+	STATS_INC(lgr_stats(lgr), smc_add_link_gid_refused);
+	return true;
+}
+
+/*
  * Client: the server's ADD_LINK asks for link link_num to its new QP
  * peer.  The new link on another device, connected, awaiting its
  * CONFIRM_LINK; NULL when we have no alternate path (reject).
@@ -1750,7 +1773,8 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 
 	if (base == NULL || lgr->max_links < 2 ||
 	    lgr_links_live(lgr) >= lgr->max_links ||
-	    lgr_link_by_id(lgr, link_num) != NULL)
+	    lgr_link_by_id(lgr, link_num) != NULL ||
+	    lgr_link_gid_refused(lgr, peer))
 		return NULL;
 	dev = lgr_dev_alt(lgr->ctx, base->dev);
 	if (dev == NULL)
@@ -1786,6 +1810,13 @@ lgr_link_add_answer(struct lgr_link *link, const struct dev_qp_addr *peer)
 	uint64_t now = now_ms();
 	int rc;
 
+	if (lgr_link_gid_refused(lgr, peer)) {
+		/* offered no more in this group: it would name the same */
+		lgr->max_links = 1;
+		lgr_link_fail(link, LLC_DEL_LOST_PATH, false,
+			      "the peer's GID is bound to nothing");
+		return -EPERM;
+	}
 	rc = lgr_link_connect(link, peer);
 	if (rc == 0) {
 		link->state = LGR_LINK_CONFIRMING;

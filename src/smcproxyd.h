@@ -140,6 +140,7 @@ int addr_parse(const char *s, struct addr *out);
 int addr_parse_host(const char *s, struct addr *out);
 const char *addr_str(const struct addr *a, char *buf, size_t len);
 bool addr_same_host(const struct addr *a, const struct addr *b);
+void addr_of_gid(const uint8_t gid[16], struct addr *out);
 bool addr_equal(const struct addr *a, const struct addr *b);
 bool addr_loopback(const struct addr *a);
 int addr_bind_source(int fd, const struct addr *a);
@@ -1281,6 +1282,7 @@ struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const struct addr *local, const struct addr *host,
 			const uint8_t *eid, uint32_t *decline);
 bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
+bool lgr_std_gid_bound(const struct lgr *lgr, const uint8_t gid[16]);
 struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
 			    const uint8_t sysid[8], const uint8_t gid[16],
 			    const struct addr *host);

@@ -155,6 +155,9 @@
 	  "ADD_LINKs without a link sent to release 0 kernel SMC-R clients "   \
 	  "(Linux before 6.6) after first contact: refused at once, where "    \
 	  "no offer costs them 3 s")                                           \
+	X(smc_add_link_gid_refused, COUNTER, "events",                         \
+	  "second links refused because the kernel SMC-R peer named a GID "    \
+	  "of a host other than the group's that kernel_smc.allow lacks")      \
 	X(smc_lgr_joins, COUNTER, "connections",                               \
 	  "connections with kernel SMC-R peers on a link group they had "      \
 	  "already (either role)")                                             \

@@ -76,6 +76,7 @@ else
 	rxe_expect "a's daemon: a group with two active links, one on $RXE_DEV0, one on $RXE_DEV1" \
 		ksmc_daemon_links a two 1 1
 	expect_stat a smc_add_link_rejects 0
+	expect_stat a smc_add_link_gid_refused 0
 	rxe_await b-two 120 || rxe_die "b is not ready for the transfer"
 	t0=$(rxe_now)
 	"$XFER" client -c "127.0.0.1:$PORT_RULE" -n $N -b $SIZE -T 240 \

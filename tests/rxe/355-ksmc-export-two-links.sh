@@ -37,6 +37,7 @@ if [ "$RXE_HOST" = b ]; then
 	rxe_expect "b's daemon: a group with two active links, one on $RXE_DEV0, one on $RXE_DEV1" \
 		ksmc_daemon_links b two 1 1
 	expect_stat b smc_add_link_none 0
+	expect_stat b smc_add_link_gid_refused 0
 	expect_stat b smc_lgrs 1
 	rxe_signal b-two
 	rxe_await started 180 || rxe_die "a's transfer did not start"

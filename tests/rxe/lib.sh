@@ -1037,6 +1037,13 @@ ksmc_cgroup2() {
 		rxe_die "cannot put the check in a cgroup of its own"
 }
 
+# With two links (RXE_LINKS=2) the peer's second address in
+# kernel_smc.allow: a kernel peer's second link may lead only to the
+# group's host or to an address allow lists (lgr_std_gid_bound)
+ksmc_allow2() {
+	[ -z "${RXE_PEER2_IP:-}" ] || printf ', "%s/32"' "$RXE_PEER2_IP"
+}
+
 ksmc_export_start() {
 	ksmc_cgroup2
 	cat >"$R/b.conf" <<EOF
@@ -1044,7 +1051,8 @@ smcproxyd: { name = "b"; workers = 1; control_socket = "$R/b.sock";
               log_level = "debug"; };
 exports = ( { name = "x"; target = "127.0.0.1:$PORT_T";
               smc_listen = "$RXE_LINK_IP:$PORT"; } );
-kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ];
+              allow = [ "$RXE_PEER_IP/32"$(ksmc_allow2) ];
               bpf_object = "$OBJ"; };
 EOF
 	rxe_target_start
@@ -1058,7 +1066,8 @@ smcproxyd: { name = "a"; workers = 1; control_socket = "$R/a.sock";
               ${KSMC_LOG_LEVEL:+log_level = \"$KSMC_LOG_LEVEL\";} };
 rules = ( { name = "k"; listen = "127.0.0.1:$PORT_RULE";
             target_smc = "$RXE_PEER_IP:$PORT"; } );
-kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; bpf_object = "$OBJ"; };
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; bpf_object = "$OBJ";
+              ${RXE_PEER2_IP:+allow = [ \"$RXE_PEER2_IP/32\" ];} };
 EOF
 	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 }

@@ -438,13 +438,33 @@ post_raw(struct lgr_link *link, const void *msg, size_t len)
 }
 
 /* Both sides with kernel_smc on (the standard dialect), ndev devices. */
+/*
+ * Both sides serve the EID "LAB"; allow_a and allow_b are their
+ * kernel_smc.allow lists (a quoted, comma separated list).  The second
+ * link's GIDs are loopdev's 127.0.1.N: a side whose list lacks them
+ * refuses the other's second link (lgr_std_gid_bound).
+ */
+static void
+std_sides_allow(int ndev, const char *allow_a, const char *allow_b)
+{
+	static char extra[160];
+
+	snprintf(extra, sizeof(extra),
+		 "kernel_smc: { ueids = [ \"LAB\" ]; allow = [ %s ]; };\n",
+		 allow_a);
+	side_extra = extra;
+	side_init(&A, "a", "b", ndev, NULL, NULL);
+	snprintf(extra, sizeof(extra),
+		 "kernel_smc: { ueids = [ \"LAB\" ]; allow = [ %s ]; };\n",
+		 allow_b);
+	side_init(&B, "b", "a", ndev, NULL, NULL);
+	side_extra = "";
+}
+
 static void
 std_sides(int ndev)
 {
-	side_extra = "kernel_smc: { ueids = [ \"LAB\" ]; };\n";
-	side_init(&A, "a", "b", ndev, NULL, NULL);
-	side_init(&B, "b", "a", ndev, NULL, NULL);
-	side_extra = "";
+	std_sides_allow(ndev, "\"127.0.1.0/24\"", "\"127.0.1.0/24\"");
 }
 
 /* The EID std_sides serve, as the wire has it: "LAB", blank-padded. */
@@ -1251,6 +1271,69 @@ START_TEST(std_second_link)
 	ck_assert_uint_eq(stat(&A, STAT_lgr_terminated), 0);
 	ck_assert_uint_eq(stat(&B, STAT_lgr_terminated), 0);
 	lgr_conn_del(&c2);
+	lgr_conn_del(&ca);
+	lgr_conn_del(&cb);
+}
+END_TEST
+
+static bool
+a_refused_gid(void)
+{
+	return stat(&A, STAT_smc_add_link_gid_refused) == 1;
+}
+
+static bool
+b_refused_gid(void)
+{
+	return stat(&B, STAT_smc_add_link_gid_refused) == 1;
+}
+
+/*
+ * A kernel peer's second link must lead to the host the group was made
+ * with or to one kernel_smc.allow lists, never elsewhere: the client
+ * refuses an ADD_LINK naming a GID bound to nothing (its connections
+ * stay on the first link, the group lives), and the server refuses such
+ * an answer, deletes the link and offers no more in that group.
+ */
+START_TEST(std_second_link_unbound)
+{
+	struct lgr_conn ca, cb;
+	struct dev_qp_addr qa, qb;
+	uint8_t sa[8], sb[8], zero[8] = {0};
+	const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
+		      gb[16] = {0xfe, 0x80, [15] = 0xb};
+	struct lgr *la, *lb;
+
+	/* the client A lacks B's second GID in allow */
+	std_sides_allow(2, "\"198.51.100.0/24\"", "\"127.0.1.0/24\"");
+	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
+	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, &ca, &qa, sa);
+	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
+	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
+	ck_assert(run_until(a_refused_gid, WAIT_MS));
+	run_for(50);
+	ck_assert(lgr_active(&A, 1) && lgr_active(&B, 1));
+	ck_assert_uint_eq(stat(&B, STAT_smc_add_link_gid_refused), 0);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
+	ck_assert_ptr_eq(ca.link, &la->link[0]);
+	lgr_conn_del(&ca);
+	lgr_conn_del(&cb);
+	side_free(&A);
+	side_free(&B);
+
+	/* the server B lacks A's second GID: it refuses A's answer */
+	std_sides_allow(2, "\"127.0.1.0/24\"", "\"198.51.100.0/24\"");
+	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
+	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, &ca, &qa, sa);
+	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
+	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
+	ck_assert(run_until(b_refused_gid, WAIT_MS));
+	ck_assert(run_until(both_active, WAIT_MS));
+	ck_assert_uint_eq(lb->max_links, 1);
+	ck_assert_uint_eq(stat(&A, STAT_smc_add_link_gid_refused), 0);
+	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
+	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
 	lgr_conn_del(&ca);
 	lgr_conn_del(&cb);
 }
@@ -2194,6 +2277,7 @@ lgr_suite(void)
 	tcase_add_test(tc, handshake_confirmed);
 	tcase_add_test(tc, std_groups_both_roles);
 	tcase_add_test(tc, std_second_link);
+	tcase_add_test(tc, std_second_link_unbound);
 	tcase_add_test(tc, links_take_the_peers_path);
 	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);
