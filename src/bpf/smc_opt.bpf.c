@@ -132,6 +132,16 @@ smc_opt_wanted(struct bpf_sock_ops *skops)
 	return !skops->args[0] && smc_opt_found(skops, 1);
 }
 
+/* The 4-tuple of the connection whose header is written. */
+static __always_inline void
+smc_opt_tuple_of(struct bpf_sock_ops *skops, struct smc_opt_tuple *t)
+{
+	t->local_ip4 = skops->local_ip4;
+	t->remote_ip4 = skops->remote_ip4;
+	t->local_port = (__u16)skops->local_port;
+	t->remote_port = (__u16)bpf_ntohl(skops->remote_port);
+}
+
 SEC("sockops")
 int
 smc_opt(struct bpf_sock_ops *skops)
@@ -159,18 +169,28 @@ smc_opt(struct bpf_sock_ops *skops)
 			smc_opt_cb(skops, 1);
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		if (smc_opt_ours(skops) && smc_opt_wanted(skops))
+		if (!smc_opt_ours(skops))
+			break;
+		if (smc_opt_wanted(skops)) {
 			bpf_reserve_hdr_opt(skops, SMC_OPT_LEN, 0);
+		} else if ((skops->skb_tcp_flags & (TCPHDR_SYN | TCPHDR_ACK)) ==
+			   (TCPHDR_SYN | TCPHDR_ACK)) {
+			/*
+			 * A SYN-ACK without the option: an echo an earlier
+			 * SYN on this 4-tuple left (one never accepted, a
+			 * spoofed one) is not this connection's, which
+			 * would otherwise be taken for a kernel client's.
+			 */
+			smc_opt_tuple_of(skops, &t);
+			bpf_map_delete_elem(&smc_opt_echoed, &t);
+		}
 		break;
 	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
 		if (!smc_opt_ours(skops) || !smc_opt_wanted(skops) ||
 		    bpf_store_hdr_opt(skops, opt, sizeof(opt), 0) != 0)
 			break;
 		if (skops->skb_tcp_flags & TCPHDR_ACK) {
-			t.local_ip4 = skops->local_ip4;
-			t.remote_ip4 = skops->remote_ip4;
-			t.local_port = (__u16)skops->local_port;
-			t.remote_port = (__u16)bpf_ntohl(skops->remote_port);
+			smc_opt_tuple_of(skops, &t);
 			bpf_map_update_elem(&smc_opt_echoed, &t, &one, BPF_ANY);
 		}
 		break;

@@ -133,6 +133,17 @@ START_TEST(marked_listener_echoes_marked_syn)
 }
 END_TEST
 
+/* a's SYN was plain and no echo is recorded for it; l, c, a closed */
+static void
+plain_and_close(int l, int c, int a)
+{
+	ck_assert(!syn_had_option(a));
+	ck_assert(!smcopt_echoed(&env, a));
+	close(a);
+	close(c);
+	close(l);
+}
+
 START_TEST(plain_syn_gets_no_echo)
 {
 	struct sockaddr_in sin;
@@ -140,11 +151,70 @@ START_TEST(plain_syn_gets_no_echo)
 
 	l = listener(SMC_OPT_LISTEN, &sin);
 	c = connected(0, &sin, l, &a);
-	ck_assert(!syn_had_option(a));
-	ck_assert(!smcopt_echoed(&env, a));
+	plain_and_close(l, c, a);
+}
+END_TEST
+
+/* A connection to sin from 127.0.0.1:port (0: any), accepted as *acc. */
+static int
+connected_from(uint32_t mark, const struct sockaddr_in *sin, int lfd, int *acc,
+	       uint16_t *port)
+{
+	struct sockaddr_in me;
+	socklen_t sl = sizeof(me);
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	memset(&me, 0, sizeof(me));
+	me.sin_family = AF_INET;
+	me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	me.sin_port = htons(*port);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&me, &sl), 0);
+	*port = ntohs(me.sin_port);
+	if (mark)
+		ck_assert_int_eq(smcopt_mark(&env, fd, mark), 0);
+	ck_assert_int_eq(
+		connect(fd, (const struct sockaddr *)sin, sizeof(*sin)), 0);
+	*acc = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(*acc, 0);
+	return fd;
+}
+
+/* Close fd with a reset: no TIME_WAIT holds its 4-tuple. */
+static void
+close_reset(int fd)
+{
+	struct linger lg = {1, 0};
+
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+			 0);
+	close(fd);
+}
+
+/*
+ * An echo recorded for a SYN whose connection the daemon never took (a
+ * spoofed SYN leaves the same) must not make a later plain client on
+ * the same 4-tuple look like a kernel client: that client's SYN-ACK,
+ * without the option, forgets it.
+ */
+START_TEST(stale_echo_forgotten)
+{
+	struct sockaddr_in sin;
+	uint16_t port = 0;
+	int l, c, a;
+
+	l = listener(SMC_OPT_LISTEN, &sin);
+	c = connected_from(SMC_OPT_CONNECT, &sin, l, &a, &port);
+	ck_assert(syn_had_option(a));
+	/* never asked for: the record stays */
+	close_reset(c);
 	close(a);
-	close(c);
-	close(l);
+	c = connected_from(0, &sin, l, &a, &port);
+	plain_and_close(l, c, a);
 }
 END_TEST
 
@@ -183,6 +253,7 @@ main(void)
 	tcase_add_test(tc, marked_listener_echoes_marked_syn);
 	tcase_add_test(tc, plain_syn_gets_no_echo);
 	tcase_add_test(tc, unmarked_listener_never_echoes);
+	tcase_add_test(tc, stale_echo_forgotten);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
