@@ -1483,12 +1483,35 @@ control_cmd_peer_drain(struct control_req *req)
 
 static void control_rearm(struct control_client *c);
 
-/* `check NAME`: one under way, stepped on its worker by a timer. */
+#define CONTROL_CHECK_EXPORTS 8 /* a peer's exports a check opens */
+
+/* One export of a peer as its rules name it, and what opening it gave. */
+struct control_check_export {
+	char rule[CONF_NAME_MAX + 1];
+	char export[CONF_NAME_MAX + 1];
+	bool tried;
+	int rc;
+	char error[FALLBACK_CHECK_ERROR_MAX];
+};
+
+/*
+ * `check NAME`: one under way.  The link group part (lgr_check.c) is
+ * stepped on its worker, the fallback part (fallback_check_step) here,
+ * both by a timer: each says what the path it tests does now.
+ */
 struct control_check {
 	struct control_client *client; /* NULL: answered at once */
 	struct worker *w;
 	struct event *ev;
+	struct conf *conf; /* held: the peer and rules it names */
 	struct lgr_check lc;
+	bool lc_done;
+	/* the fallback: one open per export, the first says the rest */
+	struct fallback_check fc;
+	struct fallback_check first;
+	struct control_check_export exports[CONTROL_CHECK_EXPORTS];
+	int nexports, next; /* the export fc opens */
+	bool fc_done;
 	bool done;
 };
 
@@ -1510,7 +1533,7 @@ control_check_cb(struct worker *w, void *arg)
 {
 	struct control_check *ck = arg;
 
-	ck->done = lgr_check_step(worker_lgr(w), &ck->lc);
+	ck->lc_done = lgr_check_step(worker_lgr(w), &ck->lc);
 }
 
 static void
@@ -1520,42 +1543,279 @@ control_check_free(struct control_check *ck)
 		return;
 	if (ck->ev != NULL)
 		event_free(ck->ev);
+	fallback_check_end(&ck->fc);
+	conf_drop(ck->conf);
 	free(ck);
 }
 
-/* The answer to a check that is done, into out. */
+/*
+ * The exports the peer's rules open, each once: what the check opens.
+ * With none (a peer that only connects to us) our connections never go
+ * to it, and the fallback part has nothing to test.
+ */
 static void
-control_check_reply(const struct control_check *ck, struct evbuffer *out)
+control_check_exports(struct control_check *ck, const struct conf_peer *peer)
+{
+	const struct conf_rule *r;
+	int i, j;
+
+	for (i = 0; i < ck->conf->nrules; i++) {
+		r = &ck->conf->rules[i];
+		if (r->peer != peer || ck->nexports == CONTROL_CHECK_EXPORTS)
+			continue;
+		for (j = 0; j < ck->nexports; j++)
+			if (strcmp(ck->exports[j].export, r->export) == 0)
+				break;
+		if (j < ck->nexports)
+			continue;
+		snprintf(ck->exports[j].rule, sizeof(ck->exports[j].rule), "%s",
+			 r->name);
+		snprintf(ck->exports[j].export, sizeof(ck->exports[j].export),
+			 "%s", r->export);
+		ck->nexports++;
+	}
+}
+
+/*
+ * One step of the fallback part: the open of the next export.  One that
+ * did not get past the peer's port or its key ends the part: the others
+ * would meet the same.
+ */
+static void
+control_check_fallback(struct control_check *ck)
+{
+	struct control_check_export *e = &ck->exports[ck->next];
+	const struct conf_peer *peer = conf_peer_find(ck->conf, ck->lc.peer);
+
+	if (ck->fc.peer == NULL)
+		fallback_check_init(&ck->fc, ck->conf, peer, e->export,
+				    CONTROL_CHECK_TIMEOUT * 1000);
+	if (!fallback_check_step(&ck->fc))
+		return;
+	if (ck->next == 0)
+		ck->first = ck->fc;
+	if (ck->fc.stage == FALLBACK_CHECK_EXPORT) {
+		e->tried = true;
+		e->rc = ck->fc.rc;
+		snprintf(e->error, sizeof(e->error), "%s", ck->fc.error);
+	}
+	ck->next++;
+	if (ck->fc.stage != FALLBACK_CHECK_EXPORT || ck->next >= ck->nexports)
+		ck->fc_done = true;
+	memset(&ck->fc, 0, sizeof(ck->fc));
+	ck->fc.fd = -1;
+}
+
+/* One step of check ck, both parts; ck->done once both have a result. */
+static void
+control_check_step(struct control_check *ck)
+{
+	if (!ck->lc_done)
+		worker_call(ck->w, control_check_cb, ck);
+	if (!ck->fc_done)
+		control_check_fallback(ck);
+	ck->done = ck->lc_done && ck->fc_done;
+}
+
+/* "1.234 ms" */
+static void
+control_ms(char *buf, size_t len, uint64_t us)
+{
+	snprintf(buf, len, "%llu.%03llu ms", (unsigned long long)(us / 1000),
+		 (unsigned long long)(us % 1000));
+}
+
+/*
+ * The transport the peer's next connection takes, as the link group part
+ * found it, into lines and data.  false when a group is up but does not
+ * answer: connections on it fail.
+ */
+static bool
+control_check_transport(const struct control_check *ck, json_t *lines,
+			json_t *data)
 {
 	const struct lgr_check *lc = &ck->lc;
-	char code[16], msg[CONF_NAME_MAX + PEER_ERROR_MAX + 16];
-	json_t *details;
+	struct peer_info pi;
+	char rtt[32], code[16];
 
 	if (lc->rc == 0) {
-		control_send_ok(out, json_pack("{s:s, s:s, s:i, s:i, s:I, s:b}",
-					       "peer", lc->peer, "transport",
-					       "rdma", "lgr", (int)lc->lgr_id,
-					       "link", (int)lc->link_id,
-					       "rtt_us", (json_int_t)lc->rtt_us,
-					       "set_up", lc->set_up));
-		return;
+		control_ms(rtt, sizeof(rtt), lc->rtt_us);
+		json_array_append_new(
+			lines,
+			json_sprintf("transport: rdma (lgr %u link %u%s, "
+				     "TEST_LINK round trip %s)",
+				     (unsigned int)lc->lgr_id,
+				     (unsigned int)lc->link_id,
+				     lc->set_up ? ", set up now" : "", rtt));
+		json_object_update_new(data,
+				       json_pack("{s:s, s:i, s:i, s:I, s:b}",
+						 "transport", "rdma", "lgr",
+						 (int)lc->lgr_id, "link",
+						 (int)lc->link_id, "rtt_us",
+						 (json_int_t)lc->rtt_us,
+						 "set_up", lc->set_up));
+		return true;
 	}
-	details = json_array();
 	json_array_append_new(
-		details,
-		json_sprintf("transport: fallback (connections to %s take the "
-			     "TCP fallback)",
-			     lc->peer));
+		lines, json_sprintf("transport: fallback (%s)", lc->error));
+	json_object_update_new(data,
+			       json_pack("{s:s, s:s}", "transport", "fallback",
+					 "transport_reason", lc->error));
 	if (lc->decline != 0) {
 		snprintf(code, sizeof(code), "0x%08x", lc->decline);
 		json_array_append_new(
-			details,
-			json_sprintf("decline: %s %s by %s",
-				     clc_decline_name(lc->decline), code,
-				     lc->by_peer ? "the peer" : "us"));
+			lines, json_sprintf("decline: %s %s by %s",
+					    clc_decline_name(lc->decline), code,
+					    lc->by_peer ? "the peer" : "us"));
+		json_object_update_new(data,
+				       json_pack("{s:s, s:b}", "decline",
+						 clc_decline_name(lc->decline),
+						 "by_peer", lc->by_peer));
 	}
-	snprintf(msg, sizeof(msg), "peer %s: %s", lc->peer, lc->error);
-	control_send_error(out, msg, details);
+	peer_info(lc->peer, &pi);
+	if (pi.backoff_left_ms > 0)
+		json_array_append_new(
+			lines,
+			json_sprintf(
+				"back-off: RDMA to %s is tried again in "
+				"%llu s; connections take the fallback "
+				"until then",
+				lc->peer,
+				(unsigned long long)(pi.backoff_left_ms + 999) /
+					1000));
+	json_object_set_new(data, "backoff_left_ms",
+			    json_integer((json_int_t)pi.backoff_left_ms));
+	/* a group that is there and does not answer is a failure */
+	return lc->lgr_id == 0;
+}
+
+/*
+ * The answer to a check that is done, into out: a line per stage (the
+ * peer's port, its key, each export's target, the transport), ok when
+ * every path a connection may take works; else the first failure is the
+ * error, the lines its details.  A peer we have no rule to is reached
+ * only by a link group (either side's): that is its whole check, as
+ * before the fallback part.
+ */
+static void
+control_check_reply(const struct control_check *ck, struct evbuffer *out)
+{
+	const struct fallback_check *f = &ck->first;
+	const char *peer = ck->lc.peer;
+	const struct control_check_export *e;
+	char when[32], addr[ADDR_STRLEN], msg[CONF_NAME_MAX * 2 + 256];
+	json_t *lines, *data, *exports;
+	bool keyless;
+	int i;
+
+	lines = json_array();
+	data = json_pack("{s:s}", "peer", peer);
+	exports = json_array();
+	keyless = conf_peer_find(ck->conf, peer)->key_len == 0;
+	msg[0] = '\0';
+	addr_str(&conf_peer_find(ck->conf, peer)->addr, addr, sizeof(addr));
+	if (ck->nexports == 0) {
+		json_array_append_new(
+			lines, json_sprintf("exports: none (no rule to %s: its "
+					    "connections come here, ours never "
+					    "go there)",
+					    peer));
+		json_object_set_new(data, "exports", exports);
+		if (!control_check_transport(ck, lines, data) || ck->lc.rc != 0)
+			snprintf(msg, sizeof(msg), "peer %s: %s", peer,
+				 ck->lc.error);
+		goto out;
+	}
+	if (f->stage == FALLBACK_CHECK_CONNECT) {
+		snprintf(msg, sizeof(msg), "peer %s: unreachable: %s%s", peer,
+			 f->error,
+			 f->rc == -ECONNREFUSED ?
+				 " (nothing listens there: is its daemon "
+				 "stopped?)" :
+			 f->rc == -ETIMEDOUT ?
+				 " (no answer: is the host down or the "
+				 "port filtered?)" :
+				 "");
+		json_array_append_new(
+			lines, json_sprintf("reachable: no, %s", f->error));
+		json_array_append_new(lines,
+				      json_string("authenticated: not tried"));
+	} else {
+		control_ms(when, sizeof(when), f->connect_us);
+		json_array_append_new(
+			lines, json_sprintf("reachable: yes, %s answered in %s",
+					    addr, when));
+		if (f->stage == FALLBACK_CHECK_AUTH) {
+			snprintf(msg, sizeof(msg),
+				 "peer %s: authentication failed: %s", peer,
+				 f->error);
+			json_array_append_new(
+				lines, json_sprintf("authenticated: failed, %s",
+						    f->error));
+		} else
+			json_array_append_new(
+				lines,
+				json_string(keyless ? "authenticated: no key "
+						      "(the peer is insecure)" :
+						      "authenticated: yes, the "
+						      "peer proved the key and "
+						      "took our proof"));
+	}
+	json_object_update_new(
+		data,
+		json_pack("{s:b, s:I, s:s}", "reachable",
+			  f->stage != FALLBACK_CHECK_CONNECT, "connect_us",
+			  (json_int_t)f->connect_us, "authenticated",
+			  f->stage == FALLBACK_CHECK_CONNECT ? "not tried" :
+			  f->stage == FALLBACK_CHECK_AUTH    ? "failed" :
+			  keyless			     ? "no key" :
+							       "yes"));
+	for (i = 0; i < ck->nexports; i++) {
+		e = &ck->exports[i];
+		json_array_append_new(
+			exports, json_pack("{s:s, s:s, s:s}", "rule", e->rule,
+					   "export", e->export, "result",
+					   !e->tried  ? "not tried" :
+					   e->rc == 0 ? "ok" :
+							e->error));
+		if (!e->tried) {
+			json_array_append_new(
+				lines, json_sprintf("export %s (rule %s): not "
+						    "tried",
+						    e->export, e->rule));
+			continue;
+		}
+		if (e->rc == 0) {
+			json_array_append_new(
+				lines, json_sprintf("export %s (rule %s): the "
+						    "peer reached its target",
+						    e->export, e->rule));
+			continue;
+		}
+		json_array_append_new(
+			lines, json_sprintf("export %s (rule %s): %s",
+					    e->export, e->rule, e->error));
+		if (msg[0] == '\0' && f->stage == FALLBACK_CHECK_EXPORT)
+			snprintf(msg, sizeof(msg),
+				 "peer %s: export %s (rule %s): %s", peer,
+				 e->export, e->rule, e->error);
+	}
+	json_object_set_new(data, "exports", exports);
+	if (f->stage == FALLBACK_CHECK_CONNECT)
+		json_array_append_new(lines,
+				      json_sprintf("transport: none (%s cannot "
+						   "be reached)",
+						   peer));
+	else if (!control_check_transport(ck, lines, data) && msg[0] == '\0')
+		snprintf(msg, sizeof(msg), "peer %s: %s", peer, ck->lc.error);
+out:
+	if (msg[0] != '\0') {
+		json_decref(data);
+		control_send_error(out, msg, lines);
+		return;
+	}
+	json_object_set_new(data, "lines", lines);
+	control_send_ok(out, data);
 }
 
 /* The next step of a check; its answer once it is done. */
@@ -1565,7 +1825,7 @@ control_check_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct control_check *ck = arg;
 	struct control_client *c = ck->client;
 
-	worker_call(ck->w, control_check_cb, ck);
+	control_check_step(ck);
 	if (!ck->done)
 		return;
 	/* the output drains, and control_write_cb goes on with the client */
@@ -1576,8 +1836,11 @@ control_check_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * `check NAME`: probe the peer now (lgr_check_step) on the worker that
- * has an active group to it, else the first.  Answered when done, within
+ * `check NAME`: test each path the peer's connections take, as they
+ * would take it, now: the fallback's (its port, its key, each export its
+ * rules open: fallback_check_step) and the link group's (lgr_check_step,
+ * on the worker that has an active group to it, else the first).  Nothing
+ * it finds puts the peer on the back-off.  Answered when done, within
  * CONTROL_CHECK_TIMEOUT; until then the client's next requests wait, as
  * behind a listing.
  */
@@ -1589,10 +1852,12 @@ control_cmd_check(struct control_req *req)
 	struct control_client *c = req->cr_client;
 	struct timeval tv = {0, CONTROL_CHECK_POLL_MS * 1000};
 	struct control_has has = {.peer = name};
+	const struct conf_peer *peer;
 	struct control_check *ck;
 	int i;
 
-	if (conf_peer_find(control_conf, name) == NULL) {
+	peer = conf_peer_find(control_conf, name);
+	if (peer == NULL) {
 		control_fail(req, "no peer \"%.64s\"", name);
 		return NULL;
 	}
@@ -1603,6 +1868,10 @@ control_cmd_check(struct control_req *req)
 	ck = calloc(1, sizeof(*ck));
 	if (ck == NULL)
 		return NULL;
+	ck->conf = conf_hold((struct conf *)control_conf);
+	ck->fc.fd = -1;
+	control_check_exports(ck, peer);
+	ck->fc_done = ck->nexports == 0;
 	lgr_check_init(&ck->lc, name, CONTROL_CHECK_TIMEOUT * 1000);
 	ck->w = worker_get(0);
 	for (i = 0; i < worker_count() && !has.found; i++) {
@@ -1616,7 +1885,7 @@ control_cmd_check(struct control_req *req)
 	if (c->cc_bev == NULL) {
 		/* without a socket (control_request): the answer now */
 		for (;;) {
-			worker_call(ck->w, control_check_cb, ck);
+			control_check_step(ck);
 			if (ck->done)
 				break;
 			usleep(CONTROL_CHECK_POLL_MS * 1000);

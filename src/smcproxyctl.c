@@ -229,9 +229,9 @@ ctl_usage(FILE *f)
 		"  drain | undrain peer NAME\n"
 		"                          no new connections to a peer, or "
 		"again\n"
-		"  check PEER              probe a peer now: link up, "
-		"TEST_LINK "
-		"round trip\n"
+		"  check PEER              test the path to a peer now: its "
+		"port, key,\n"
+		"                          exports, transport\n"
 		"  reload                  re-read the configuration\n"
 		"  shutdown [now]          stop as SIGTERM does; now: close "
 		"all now\n"
@@ -760,23 +760,17 @@ ctl_show_killed(struct ctl_conn *conn, json_t *data)
 		n == 1 ? "" : "s");
 }
 
-/* check PEER: the peer answered a TEST_LINK over RDMA. */
+/* check PEER: every path to the peer works; a line for each. */
 static void
 ctl_show_check(struct ctl_conn *conn, json_t *data)
 {
-	json_int_t us = json_integer_value(json_object_get(data, "rtt_us"));
+	json_t *line;
+	size_t i;
 
-	fprintf(ctl_tab.out,
-		"peer %s: ok: %s, lgr %lld link %lld%s, TEST_LINK round trip "
-		"%lld.%03lld ms\n",
-		json_string_value(json_object_get(data, "peer")),
-		json_string_value(json_object_get(data, "transport")),
-		(long long)json_integer_value(json_object_get(data, "lgr")),
-		(long long)json_integer_value(json_object_get(data, "link")),
-		json_is_true(json_object_get(data, "set_up")) ?
-			" (set up now)" :
-			"",
-		(long long)(us / 1000), (long long)(us % 1000));
+	fprintf(ctl_tab.out, "peer %s: ok\n",
+		json_string_value(json_object_get(data, "peer")));
+	json_array_foreach(json_object_get(data, "lines"), i, line)
+		fprintf(ctl_tab.out, "  %s\n", json_string_value(line));
 }
 
 static void

@@ -813,6 +813,45 @@ void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms, const struct fallback_resume_ops *rops);
 void fallback_relay_start(struct session *s, enum stats_id stat);
 struct fb_proof;
+int fallback_answer(const struct conf_peer *p, const void *hello,
+		    size_t hello_len, const void *msg, size_t len,
+		    struct fb_proof *proof, const char **why);
+
+/*
+ * A check of the path a peer's fallback connections take (`smcproxyctl
+ * check PEER`), stepped by fallback_check_step until it returns true:
+ * stage is then the last one reached, rc says how it ended there.
+ */
+enum fallback_check_stage {
+	FALLBACK_CHECK_CONNECT, /* the TCP connect to the peer's port */
+	FALLBACK_CHECK_AUTH,	/* the HELLO went: its CHALLENGE or RESULT */
+	FALLBACK_CHECK_EXPORT,	/* the peer opens the export's target */
+};
+
+#define FALLBACK_CHECK_ERROR_MAX 160
+
+struct fallback_check {
+	enum fallback_check_stage stage;
+	int rc;		     /* 0: the export was opened; else -errno */
+	bool done;	     /* rc is the result */
+	bool keyed;	     /* the peer proved our key (else: no key) */
+	uint64_t connect_us; /* the TCP connect took */
+	uint32_t code;	     /* the peer's RESULT code; 0: none or good */
+	char error[FALLBACK_CHECK_ERROR_MAX]; /* why not, for people */
+	/* while it runs */
+	const struct conf *conf;
+	const struct conf_peer *peer;
+	char export[CONF_NAME_MAX + 1];
+	int fd;
+	uint64_t started_us, deadline_ms;
+	struct fallback_hs *hs;
+};
+
+void fallback_check_init(struct fallback_check *c, const struct conf *conf,
+			 const struct conf_peer *peer, const char *export,
+			 int timeout_ms);
+bool fallback_check_step(struct fallback_check *c);
+void fallback_check_end(struct fallback_check *c);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;
