@@ -166,6 +166,8 @@ static json_t *control_cmd_kill_conns(struct control_req *req);
 static json_t *control_cmd_rule_enable(struct control_req *req);
 static json_t *control_cmd_peer_drain(struct control_req *req);
 static json_t *control_cmd_check(struct control_req *req);
+static json_t *control_cmd_check_smc(struct control_req *req);
+static json_t *control_cmd_check_export(struct control_req *req);
 static json_t *control_cmd_shutdown(struct control_req *req);
 static json_t *control_cmd_reload(struct control_req *req);
 static json_t *control_cmd_log_level(struct control_req *req);
@@ -180,6 +182,11 @@ static const struct control_arg control_kill_args[] = {
 
 static const struct control_arg control_name_args[] = {
 	{"name", CONTROL_ARG_NAME, true},
+	{NULL, CONTROL_ARG_ID, false},
+};
+
+static const struct control_arg control_address_args[] = {
+	{"address", CONTROL_ARG_NAME, true},
 	{NULL, CONTROL_ARG_ID, false},
 };
 
@@ -251,11 +258,22 @@ static const struct control_cmd control_cmds[] = {
 	 control_cmd_peer_drain, "accept connections to peer NAME again"},
 	{"enable peer", CONTROL_MUTATING | CONTROL_RUNNING, control_name_args,
 	 control_cmd_peer_drain, "the same as undrain peer"},
+	{"check smc", CONTROL_ADMIN | CONTROL_RUNNING, control_address_args,
+	 control_cmd_check_smc,
+	 "probe the kernel SMC-R server at ADDRESS now, as smc_chk -C does: "
+	 "the SMC-R option on our SYN, a PROPOSAL, its ACCEPT (ended by our "
+	 "DECLINE) or DECLINE and code"},
+	{"check export", CONTROL_ADMIN | CONTROL_RUNNING, control_name_args,
+	 control_cmd_check_export,
+	 "whether kernel SMC-R clients can have SMC-R at export NAME's "
+	 "smc_listen, as smc_chk -S: the option's program, EIDs, allow "
+	 "list, devices"},
 	{"check", CONTROL_ADMIN | CONTROL_RUNNING, control_name_args,
 	 control_cmd_check,
-	 "probe peer NAME now, as smc_chk does: a TEST_LINK round trip on a "
-	 "link group to it, set up first if there is none (TCP to its port, "
-	 "CLC, link up); ok with the round trip, or why not"},
+	 "test the path to peer NAME now, each stage: its port, its key, "
+	 "each export its rules open, the transport (a TEST_LINK round trip "
+	 "over RDMA, or the fallback and why); ok, or the stage that "
+	 "fails"},
 	{"reload", CONTROL_MUTATING | CONTROL_RUNNING, NULL, control_cmd_reload,
 	 "re-read the configuration file; keeps the old one on errors"},
 	{"shutdown", CONTROL_MUTATING, NULL, control_cmd_shutdown,
@@ -1485,6 +1503,10 @@ static void control_rearm(struct control_client *c);
 
 #define CONTROL_CHECK_EXPORTS 8 /* a peer's exports a check opens */
 
+struct control_check;
+static json_t *control_check_start(struct control_req *req,
+				   struct control_check *ck);
+
 /* One export of a peer as its rules name it, and what opening it gave. */
 struct control_check_export {
 	char rule[CONF_NAME_MAX + 1];
@@ -1512,6 +1534,9 @@ struct control_check {
 	struct control_check_export exports[CONTROL_CHECK_EXPORTS];
 	int nexports, next; /* the export fc opens */
 	bool fc_done;
+	/* `check smc ADDRESS`: that instead */
+	bool smc;
+	struct kpeer_check kc;
 	bool done;
 };
 
@@ -1544,6 +1569,8 @@ control_check_free(struct control_check *ck)
 	if (ck->ev != NULL)
 		event_free(ck->ev);
 	fallback_check_end(&ck->fc);
+	if (ck->smc)
+		kpeer_check_free(&ck->kc);
 	conf_drop(ck->conf);
 	free(ck);
 }
@@ -1610,6 +1637,10 @@ control_check_fallback(struct control_check *ck)
 static void
 control_check_step(struct control_check *ck)
 {
+	if (ck->smc) {
+		ck->done = kpeer_check_step(&ck->kc);
+		return;
+	}
 	if (!ck->lc_done)
 		worker_call(ck->w, control_check_cb, ck);
 	if (!ck->fc_done)
@@ -1698,7 +1729,7 @@ control_check_transport(const struct control_check *ck, json_t *lines,
  * before the fallback part.
  */
 static void
-control_check_reply(const struct control_check *ck, struct evbuffer *out)
+control_check_peer_reply(const struct control_check *ck, struct evbuffer *out)
 {
 	const struct fallback_check *f = &ck->first;
 	const char *peer = ck->lc.peer;
@@ -1818,6 +1849,127 @@ out:
 	control_send_ok(out, data);
 }
 
+/*
+ * The answer to `check smc` (ck->kc done), into out: a line per stage
+ * (the connect, the option's echo, our PROPOSAL, its answer) and whether
+ * connections from here could have SMC-R with it; ok only when it
+ * ACCEPTs and they could.
+ */
+static void
+control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
+{
+	const struct kpeer_check *kc = &ck->kc;
+	char who[ADDR_STRLEN], when[32], code[16], msg[ADDR_STRLEN + 256];
+	enum smc_opt_why why;
+	json_t *lines, *data;
+
+	addr_str(&kc->to, who, sizeof(who));
+	snprintf(code, sizeof(code), "0x%08x", kc->decline);
+	why = smc_opt_ready(&ck->conf->ksmc, &kc->to, false);
+	lines = json_array();
+	msg[0] = '\0';
+	if (kc->result == KPEER_CHECK_UNREACHABLE) {
+		json_array_append_new(
+			lines, json_sprintf("reachable: no, %s", kc->error));
+		snprintf(msg, sizeof(msg), "smc %s: unreachable: %s", who,
+			 kc->error);
+	} else {
+		control_ms(when, sizeof(when), kc->connect_us);
+		json_array_append_new(
+			lines,
+			json_sprintf("reachable: yes, answered in %s", when));
+	}
+	switch (kc->result) {
+	case KPEER_CHECK_UNREACHABLE:
+		break;
+	case KPEER_CHECK_NO_OPTION:
+		json_array_append_new(
+			lines,
+			json_sprintf("SMC-R option: not sent (%s)", kc->error));
+		snprintf(msg, sizeof(msg),
+			 "smc %s: cannot test SMC-R from here: %s", who,
+			 kc->error);
+		break;
+	case KPEER_CHECK_PLAIN:
+		json_array_append_new(lines,
+				      json_string("SMC-R option: not echoed"));
+		snprintf(msg, sizeof(msg), "smc %s: does not speak SMC-R: %s",
+			 who, kc->error);
+		break;
+	case KPEER_CHECK_NOT_PROPOSED:
+		json_array_append_new(lines,
+				      json_string("SMC-R option: echoed"));
+		json_array_append_new(
+			lines,
+			json_sprintf("PROPOSAL: not sent (%s); our "
+				     "DECLINE %s %s instead",
+				     kc->error, clc_decline_name(kc->decline),
+				     code));
+		snprintf(msg, sizeof(msg), "smc %s: %s", who, kc->error);
+		break;
+	default:
+		json_array_append_new(lines,
+				      json_string("SMC-R option: echoed"));
+		json_array_append_new(lines,
+				      json_string("PROPOSAL: sent (SMC-Rv2, "
+						  "our EIDs, the RoCE GID of "
+						  "our address)"));
+		break;
+	}
+	if (kc->result == KPEER_CHECK_DECLINED) {
+		json_array_append_new(
+			lines, json_sprintf("answer: DECLINE %s %s (%s)",
+					    clc_decline_name(kc->decline), code,
+					    kc->error));
+		snprintf(msg, sizeof(msg), "smc %s: declined: %s %s (%s)", who,
+			 clc_decline_name(kc->decline), code, kc->error);
+	} else if (kc->result == KPEER_CHECK_BROKEN) {
+		json_array_append_new(
+			lines, json_sprintf("answer: none (%s)", kc->error));
+		snprintf(msg, sizeof(msg), "smc %s: %s", who, kc->error);
+	} else if (kc->result == KPEER_CHECK_ACCEPTED) {
+		json_array_append_new(
+			lines,
+			json_sprintf("answer: ACCEPT (%s); our DECLINE %s %s "
+				     "ended it%s%s",
+				     kc->first_contact ? "first contact" :
+							 "into a group it has",
+				     clc_decline_name(kc->decline), code,
+				     kc->error[0] != '\0' ? ": " : "",
+				     kc->error));
+	}
+	json_array_append_new(lines,
+			      why == SMC_OPT_READY ?
+				      json_string("here: SMC-R ready") :
+				      json_sprintf("here: TCP only: %s (%s)",
+						   smc_opt_why_text(why),
+						   smc_opt_why_fix(why)));
+	if (kc->result == KPEER_CHECK_ACCEPTED && why != SMC_OPT_READY)
+		snprintf(msg, sizeof(msg),
+			 "smc %s: it ACCEPTs SMC-R, but connections from here "
+			 "go on as TCP: %s",
+			 who, smc_opt_why_text(why));
+	if (msg[0] != '\0') {
+		control_send_error(out, msg, lines);
+		return;
+	}
+	data = json_pack("{s:s, s:s, s:I, s:b, s:s, s:o}", "address", who,
+			 "result", "accepted", "connect_us",
+			 (json_int_t)kc->connect_us, "first_contact",
+			 kc->first_contact, "decline",
+			 clc_decline_name(kc->decline), "lines", lines);
+	control_send_ok(out, data);
+}
+
+static void
+control_check_reply(const struct control_check *ck, struct evbuffer *out)
+{
+	if (ck->smc)
+		control_check_smc_reply(ck, out);
+	else
+		control_check_peer_reply(ck, out);
+}
+
 /* The next step of a check; its answer once it is done. */
 static void
 control_check_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -1850,7 +2002,6 @@ control_cmd_check(struct control_req *req)
 	const char *name =
 		json_string_value(json_object_get(req->cr_args, "name"));
 	struct control_client *c = req->cr_client;
-	struct timeval tv = {0, CONTROL_CHECK_POLL_MS * 1000};
 	struct control_has has = {.peer = name};
 	const struct conf_peer *peer;
 	struct control_check *ck;
@@ -1881,6 +2032,19 @@ control_cmd_check(struct control_req *req)
 	}
 	log_info("peer %s checked by uid %u pid %d", name,
 		 (unsigned int)c->cc_uid, (int)c->cc_pid);
+	return control_check_start(req, ck);
+}
+
+/*
+ * Run check ck for req: at once without a socket (control_request), else
+ * stepped by a timer, the client's next requests waiting behind it.
+ */
+static json_t *
+control_check_start(struct control_req *req, struct control_check *ck)
+{
+	struct control_client *c = req->cr_client;
+	struct timeval tv = {0, CONTROL_CHECK_POLL_MS * 1000};
+
 	req->cr_sent = true;
 	if (c->cc_bev == NULL) {
 		/* without a socket (control_request): the answer now */
@@ -1904,6 +2068,117 @@ control_cmd_check(struct control_req *req)
 	}
 	c->cc_check = ck;
 	return NULL;
+}
+
+/*
+ * `check smc ADDRESS`: a kernel SMC-R server probed now (kpeer_check.c),
+ * as a target_smc rule would reach it.  Answered when done, within the
+ * connect's 5 s and the CLC's 6 s.
+ */
+static json_t *
+control_cmd_check_smc(struct control_req *req)
+{
+	const char *text =
+		json_string_value(json_object_get(req->cr_args, "address"));
+	struct control_client *c = req->cr_client;
+	struct control_check *ck;
+	struct addr to;
+
+	if (addr_parse(text, &to) != 0) {
+		control_fail(req,
+			     "\"%.64s\" is no address: HOST:PORT, an IPv4 or "
+			     "[IPv6] address and a port",
+			     text);
+		return NULL;
+	}
+	ck = calloc(1, sizeof(*ck));
+	if (ck == NULL)
+		return NULL;
+	ck->conf = conf_hold((struct conf *)control_conf);
+	ck->fc.fd = -1;
+	ck->smc = true;
+	kpeer_check_init(&ck->kc, ck->conf, &to);
+	log_info("kernel SMC-R server %s checked by uid %u pid %d", text,
+		 (unsigned int)c->cc_uid, (int)c->cc_pid);
+	return control_check_start(req, ck);
+}
+
+/* "a, b" of n strings, into buf; "none" for none. */
+static void
+control_join(char *buf, size_t len, char *const *s, int n)
+{
+	size_t used = 0;
+	int i;
+
+	snprintf(buf, len, "%s", n == 0 ? "none" : "");
+	for (i = 0; i < n && used < len; i++) {
+		snprintf(buf + used, len - used, "%s%s", i > 0 ? ", " : "",
+			 s[i]);
+		used = strlen(buf);
+	}
+}
+
+/*
+ * `check export NAME`: whether kernel SMC-R clients of the export's
+ * smc_listen can have SMC-R with us, as smc_chk -S says of a server:
+ * what smc_opt_ready knows (the option's program, kernel_smc's EIDs and
+ * allow list, the address, the devices), each shown, with the fix of
+ * what is missing.  Nothing is sent anywhere.
+ */
+static json_t *
+control_cmd_check_export(struct control_req *req)
+{
+	const char *name =
+		json_string_value(json_object_get(req->cr_args, "name"));
+	const struct conf_ksmc *k = &control_conf->ksmc;
+	const struct conf_export *e;
+	char where[ADDR_STRLEN], list[256], msg[ADDR_STRLEN + 256];
+	enum smc_opt_why why;
+	json_t *lines;
+
+	e = conf_export_find(control_conf, name);
+	if (e == NULL) {
+		control_fail(req, "no export \"%.64s\"", name);
+		return NULL;
+	}
+	if (e->smc_listen.len == 0) {
+		control_fail(req,
+			     "export %s has no smc_listen: only peer daemons "
+			     "use it (check it from there: smcproxyctl check "
+			     "%s)",
+			     name, control_conf->name);
+		return NULL;
+	}
+	addr_str(&e->smc_listen, where, sizeof(where));
+	why = smc_opt_ready(k, &e->smc_listen, true);
+	lines = json_array();
+	json_array_append_new(lines, json_sprintf("smc_listen: %s", where));
+	json_array_append_new(lines, json_sprintf("kernel_smc: %s",
+						  k->enabled ? "on" : "off"));
+	json_array_append_new(
+		lines, json_sprintf("SMC-R option: %s", smc_opt_state()));
+	control_join(list, sizeof(list), k->ueids, k->nueids);
+	json_array_append_new(lines,
+			      json_sprintf("kernel_smc.ueids: %s", list));
+	control_join(list, sizeof(list), k->allow, k->nallow);
+	json_array_append_new(lines,
+			      json_sprintf("kernel_smc.allow: %s", list));
+	json_array_append_new(
+		lines, json_sprintf("RDMA devices: %d", ib_device_count()));
+	if (why != SMC_OPT_READY) {
+		json_array_append_new(
+			lines, json_sprintf("fix: %s", smc_opt_why_fix(why)));
+		snprintf(msg, sizeof(msg),
+			 "export %s: kernel SMC-R clients at %s get TCP: %s",
+			 name, where, smc_opt_why_text(why));
+		control_send_error(req->cr_out, msg, lines);
+		req->cr_sent = true;
+		return NULL;
+	}
+	return control_done(json_pack("{s:s, s:s, s:b, s:o}", "export", name,
+				      "smc_listen", where, "ready", true,
+				      "lines", lines),
+			    "export %s: SMC-R ready at %s", name, where);
 }
 
 /*

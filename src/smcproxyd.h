@@ -368,6 +368,45 @@ void fdstore_forget(const char *name);
 struct kpeer_hs;
 void kpeer_accept(struct worker *w, int fd, void *export);
 void kpeer_connect(struct session *s);
+int kpeer_proposal_build(const struct conf *conf, int fd,
+			 const uint8_t sysid[8], uint8_t *buf,
+			 uint32_t *decline);
+
+/* kpeer_check.c: `smcproxyctl check smc HOST:PORT`, as smc_chk -C */
+enum kpeer_check_result {
+	KPEER_CHECK_UNREACHABLE,  /* the TCP connect failed */
+	KPEER_CHECK_NO_OPTION,	  /* no SMC-R option on our SYN: untested */
+	KPEER_CHECK_PLAIN,	  /* its SYN-ACK did not echo: not SMC-R */
+	KPEER_CHECK_NOT_PROPOSED, /* we DECLINEd at once (no EID, IPv6) */
+	KPEER_CHECK_DECLINED,	  /* it DECLINEd our PROPOSAL */
+	KPEER_CHECK_ACCEPTED,	  /* it ACCEPTed it; our DECLINE ended it */
+	KPEER_CHECK_BROKEN,	  /* no CLC answer, or none in time */
+};
+
+struct kpeer_check {
+	struct addr to;
+	bool done;
+	enum kpeer_check_result result;
+	uint32_t decline;    /* its DECLINE's code, or ours */
+	bool first_contact;  /* its ACCEPT's */
+	uint8_t release;     /* its ACCEPT's SMC-Rv2 release (first contact) */
+	uint64_t connect_us; /* the TCP connect took */
+	char error[160];     /* why not, for people */
+	/* while it runs */
+	const struct conf *conf;
+	int fd;
+	bool connected;
+	uint8_t sysid[8];
+	uint8_t *buf; /* the answer, SCLC_MSG_MAX bytes */
+	size_t len, want;
+	uint8_t type;
+	uint64_t started_us, deadline_ms;
+};
+
+void kpeer_check_init(struct kpeer_check *c, const struct conf *conf,
+		      const struct addr *to);
+bool kpeer_check_step(struct kpeer_check *c);
+void kpeer_check_free(struct kpeer_check *c);
 
 /* smc_opt.c */
 int smc_opt_load(const struct conf_ksmc *k);
@@ -392,6 +431,7 @@ enum smc_opt_why {
 enum smc_opt_why smc_opt_ready(const struct conf_ksmc *k, const struct addr *a,
 			       bool listen);
 const char *smc_opt_why_text(enum smc_opt_why why);
+const char *smc_opt_why_fix(enum smc_opt_why why);
 void smc_opt_report(const struct conf *conf);
 int smc_opt_mark(int fd, unsigned int mark);
 int smc_opt_echoed(int fd);

@@ -319,6 +319,38 @@ fallback_check_end(struct fallback_check *c)
 {
 }
 
+/* check smc ADDRESS: the kernel SMC-R server's answer is kc_result's */
+static enum kpeer_check_result kc_result;
+static uint32_t kc_decline;
+static const char *kc_error;
+
+void
+kpeer_check_init(struct kpeer_check *c, const struct conf *cf,
+		 const struct addr *to)
+{
+	memset(c, 0, sizeof(*c));
+	c->conf = cf;
+	c->to = *to;
+	c->fd = -1;
+}
+
+bool
+kpeer_check_step(struct kpeer_check *c)
+{
+	c->result = kc_result;
+	c->decline = kc_decline;
+	c->first_contact = true;
+	c->connect_us = 2000;
+	c->done = true;
+	snprintf(c->error, sizeof(c->error), "%s", kc_error);
+	return true;
+}
+
+void
+kpeer_check_free(struct kpeer_check *c)
+{
+}
+
 /******** fixture ********/
 
 static char dir[32], sockpath[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
@@ -373,6 +405,9 @@ setup(void)
 	fb_stage = FALLBACK_CHECK_EXPORT;
 	fb_rc = fb_opens = 0;
 	fb_error = "";
+	kc_result = KPEER_CHECK_ACCEPTED;
+	kc_decline = 0x05000000;
+	kc_error = "";
 	std_groups = NULL;
 	nstd_groups = 0;
 	auth_limit_init(&auth_table);
@@ -1512,6 +1547,59 @@ START_TEST(test_check)
 }
 END_TEST
 
+/*
+ * check smc ADDRESS names the kernel SMC-R server's answer: its DECLINE
+ * by code, a server without the option, an ACCEPT that connections from
+ * here (kernel_smc off) could not use.  check export NAME wants an
+ * export with smc_listen.
+ */
+START_TEST(test_check_smc)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"check smc\",\"args\":"
+				  "{\"address\":\"127.0.0.1:16390\"}}\n";
+	struct client *c = client_new();
+	json_t *r, *d;
+
+	ask_error(c, req,
+		  "smc 127.0.0.1:16390: it ACCEPTs SMC-R, but connections "
+		  "from here go on as TCP: kernel_smc is off");
+	kc_result = KPEER_CHECK_DECLINED;
+	kc_decline = 0x03030008;
+	kc_error = "peer sent no UEID";
+	r = ask(c, req);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "smc 127.0.0.1:16390: declined: NOUEID 0x03030008 "
+			 "(peer sent no UEID)");
+	d = json_object_get(r, "details");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 0)),
+			 "reachable: yes, answered in 2.000 ms");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 3)),
+			 "answer: DECLINE NOUEID 0x03030008 (peer sent no "
+			 "UEID)");
+	json_decref(r);
+	kc_result = KPEER_CHECK_PLAIN;
+	kc_error = "its SYN-ACK did not echo the SMC-R option: plain TCP";
+	ask_error(c, req,
+		  "smc 127.0.0.1:16390: does not speak SMC-R: its SYN-ACK "
+		  "did not echo the SMC-R option: plain TCP");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check smc\",\"args\":{\"address\":"
+		  "\"nowhere\"}}\n",
+		  "\"nowhere\" is no address");
+	ask_error(c, "{\"v\":1,\"cmd\":\"check smc\"}\n",
+		  "command \"check smc\" needs argument \"address\"");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check export\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no export \"nosuch\"");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check export\",\"args\":{\"name\":"
+		  "\"e1\"}}\n",
+		  "export e1 has no smc_listen");
+	client_free(c);
+}
+END_TEST
+
 /* While stopping, listings and kills are served; reconfiguring is not. */
 START_TEST(test_shutdown)
 {
@@ -2177,6 +2265,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);
 	tcase_add_test(cmds, test_check);
+	tcase_add_test(cmds, test_check_smc);
 	tcase_add_test(cmds, test_shutdown);
 	tcase_add_test(cmds, test_shutdown_reply);
 	tcase_add_test(cmds, test_reload);
