@@ -1613,10 +1613,14 @@ control_check_fallback(struct control_check *ck)
 {
 	struct control_check_export *e = &ck->exports[ck->next];
 	const struct conf_peer *peer = conf_peer_find(ck->conf, ck->lc.peer);
+	uint64_t now = now_ms();
 
+	/* all the opens share the check's time, as the link group part */
 	if (ck->fc.peer == NULL)
 		fallback_check_init(&ck->fc, ck->conf, peer, e->export,
-				    CONTROL_CHECK_TIMEOUT * 1000);
+				    ck->lc.deadline_ms > now ?
+					    (int)(ck->lc.deadline_ms - now) :
+					    1);
 	if (!fallback_check_step(&ck->fc))
 		return;
 	if (ck->next == 0)
@@ -1720,6 +1724,17 @@ control_check_transport(const struct control_check *ck, json_t *lines,
 	return lc->lgr_id == 0;
 }
 
+/* What the fallback part found of the key, in a word. */
+static const char *
+control_check_auth(const struct fallback_check *f, bool keyless)
+{
+	if (f->stage == FALLBACK_CHECK_CONNECT)
+		return "not tried";
+	if (f->stage == FALLBACK_CHECK_AUTH)
+		return f->rc == -EACCES ? "failed" : "unknown";
+	return keyless ? "no key" : "yes";
+}
+
 /*
  * The answer to a check that is done, into out: a line per stage (the
  * peer's port, its key, each export's target, the transport), ok when
@@ -1776,13 +1791,22 @@ control_check_peer_reply(const struct control_check *ck, struct evbuffer *out)
 		json_array_append_new(
 			lines, json_sprintf("reachable: yes, %s answered in %s",
 					    addr, when));
-		if (f->stage == FALLBACK_CHECK_AUTH) {
+		if (f->stage == FALLBACK_CHECK_AUTH && f->rc == -EACCES) {
 			snprintf(msg, sizeof(msg),
 				 "peer %s: authentication failed: %s", peer,
 				 f->error);
 			json_array_append_new(
 				lines, json_sprintf("authenticated: failed, %s",
 						    f->error));
+		} else if (f->stage == FALLBACK_CHECK_AUTH) {
+			/* no word on the key: something else answers there,
+			 * or the peer hangs or sheds us */
+			snprintf(msg, sizeof(msg), "peer %s: no handshake: %s",
+				 peer, f->error);
+			json_array_append_new(
+				lines,
+				json_sprintf("authenticated: unknown, %s",
+					     f->error));
 		} else
 			json_array_append_new(
 				lines,
@@ -1797,10 +1821,7 @@ control_check_peer_reply(const struct control_check *ck, struct evbuffer *out)
 		json_pack("{s:b, s:I, s:s}", "reachable",
 			  f->stage != FALLBACK_CHECK_CONNECT, "connect_us",
 			  (json_int_t)f->connect_us, "authenticated",
-			  f->stage == FALLBACK_CHECK_CONNECT ? "not tried" :
-			  f->stage == FALLBACK_CHECK_AUTH    ? "failed" :
-			  keyless			     ? "no key" :
-							       "yes"));
+			  control_check_auth(f, keyless)));
 	for (i = 0; i < ck->nexports; i++) {
 		e = &ck->exports[i];
 		json_array_append_new(

@@ -1385,8 +1385,8 @@ fb_check_connected(struct fallback_check *c)
 	int err = 0;
 
 	if (poll(&pfd, 1, 0) == 0) {
-		if (now_ms() < c->started_us / 1000 +
-				       FB_PEER_CONNECT_TIMEOUT * 1000 &&
+		if (now_us() - c->started_us <
+			    FB_PEER_CONNECT_TIMEOUT * 1000000ULL &&
 		    now_ms() < c->deadline_ms)
 			return false;
 		return fb_check_end(c, -ETIMEDOUT, "connect to %s timed out",

@@ -9,13 +9,14 @@
 # leave the RDMA back-off a transfer started as it was (it used to double
 # with each).  A target that is down is the export's failure, a peer
 # restarted with another key an authentication failure, a stopped peer
-# unreachable with nothing listening: each status 1, none called another.
+# unreachable with nothing listening, something else on its port that
+# closes at once no handshake: each status 1, none called another.
 # Bad input: no such peer (1), a missing or extra argument (2, usage), a
 # raw request without the name or with a number for it (an error, the
 # connection still answering).  The pair carries a transfer at the end.
 . "$(dirname "$0")/lib.sh"
 smc_init
-need python3 "$SMCPROXYCTL"
+need python3 socat "$SMCPROXYCTL"
 
 pair_ports
 keyfile "$T/key"
@@ -134,6 +135,22 @@ has "$T/err" "^smcproxyctl: check: peer b: unreachable: connect to 127.0.0.1:$PO
 	'^  authenticated: not tried$' \
 	'^  transport: none (b cannot be reached)$'
 grep -q 'authentication failed' "$T/err" && fail "a stopped peer called an authentication failure: $(cat "$T/err")"
+
+# something else on b's port, which closes without a word: no handshake,
+# neither a wrong key nor a stopped peer
+socat "TCP-LISTEN:$PORT_BPEER,bind=127.0.0.1,reuseaddr" /dev/null >"$T/socat.log" 2>&1 &
+socat_pid=$!
+track "$socat_pid" "$T/socat.log"
+wait_listen "$PORT_BPEER" 10 "$socat_pid"
+run_ctl 1 check b
+smc_log "check b, not a daemon: $(cat "$T/err")"
+has "$T/err" '^smcproxyctl: check: peer b: no handshake: the peer closed the connection$' \
+	'^  reachable: yes' \
+	'^  authenticated: unknown, the peer closed the connection$'
+kill "$socat_pid" 2>/dev/null
+wait "$socat_pid" 2>/dev/null
+untrack "$socat_pid"
+wait_not_listening "$PORT_BPEER" 10 || fail "socat still listens on b's port"
 
 conf_b "$T/b.conf" '"a"' "key_file = \"$T/key\";"
 start_daemon b "$T/b.conf"

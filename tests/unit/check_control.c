@@ -1479,6 +1479,10 @@ START_TEST(test_check)
 	ask_error(c, req,
 		  "peer b: authentication failed: peer failed "
 		  "authentication (wrong key?)");
+	/* no word on the key is not called a wrong one */
+	fb_rc = -ETIMEDOUT;
+	fb_error = "no answer to hello in time";
+	ask_error(c, req, "peer b: no handshake: no answer to hello in time");
 	fb_stage = FALLBACK_CHECK_EXPORT;
 	fb_rc = -ECONNREFUSED;
 	fb_error = "target refused the connection";
