@@ -362,6 +362,20 @@ clc_decline_name(uint32_t code)
 	return "UNKNOWN";
 }
 
+/* What code means, as smc_clc.h says; "unknown" for other codes. */
+static inline const char *
+clc_decline_desc(uint32_t code)
+{
+	switch (code) {
+#define X(name, value, desc)  \
+	case CLC_DECL_##name: \
+		return desc;
+		CLC_DECLINES(X)
+#undef X
+	}
+	return "unknown";
+}
+
 /* Bytes of a compressed RMB element size (1 << (n + 14)); 0 if invalid. */
 static inline uint64_t
 clc_rmbe_bytes(uint8_t compressed)

@@ -23,6 +23,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -841,7 +843,7 @@ fallback_relay_start(struct session *s, enum stats_id stat)
  * the HELLO it sent: the peer's MAC checked, *proof built.  0 when good,
  * else -EPROTO (a bad challenge) or -EACCES with *why.
  */
-static int
+int
 fallback_answer(const struct conf_peer *p, const void *hello, size_t hello_len,
 		const void *msg, size_t len, struct fb_proof *proof,
 		const char **why)
@@ -1292,6 +1294,224 @@ fb_client_timeout(evutil_socket_t fd, short what, void *arg)
 	fb_client_fail(s, SESSION_PEER_TIMEOUT, false,
 		       hs->connected ? "no answer to hello" :
 				       "connect timed out");
+}
+
+/* ---- a check of the path (smcproxyctl check PEER) ---- */
+
+/*
+ * The check opens what a client's connection opens, with the same
+ * messages and the same proof of the key (fallback_answer), but no
+ * session: nothing is relayed, and it tells the peer registry nothing,
+ * so a check never changes what connections take.  It runs on the
+ * control thread, stepped every few milliseconds, never blocking.
+ */
+
+/* The check ends at its stage with rc and why (printf-style). */
+static bool fb_check_end(struct fallback_check *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static bool
+fb_check_end(struct fallback_check *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	c->rc = rc;
+	c->done = true;
+	fallback_check_end(c);
+	return true;
+}
+
+/*
+ * A check of the fallback path to peer, opening export (conf's names),
+ * that gives up after timeout_ms.  It connects on the first step.
+ */
+void
+fallback_check_init(struct fallback_check *c, const struct conf *conf,
+		    const struct conf_peer *peer, const char *export,
+		    int timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->conf = conf;
+	c->peer = peer;
+	snprintf(c->export, sizeof(c->export), "%s", export);
+	c->fd = -1;
+	c->started_us = now_us();
+	c->deadline_ms = now_ms() + (uint64_t)timeout_ms;
+}
+
+/* Its socket and handshake state go; the result stays. */
+void
+fallback_check_end(struct fallback_check *c)
+{
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+	free(c->hs);
+	c->hs = NULL;
+}
+
+static bool fb_check_connected(struct fallback_check *c);
+
+static bool
+fb_check_connect(struct fallback_check *c)
+{
+	char buf[ADDR_STRLEN];
+	int rc;
+
+	c->hs = calloc(1, sizeof(*c->hs));
+	if (c->hs == NULL)
+		return fb_check_end(c, -ENOMEM, "out of memory");
+	rc = sock_connect(&c->peer->addr, &c->peer->source, c->conf, false,
+			  &c->fd);
+	if (rc != 0 && rc != -EINPROGRESS)
+		return fb_check_end(c, rc, "connect to %s: %s",
+				    addr_str(&c->peer->addr, buf, sizeof(buf)),
+				    strerror(-rc));
+	/* on loopback it is done already: the time is then the connect's */
+	return fb_check_connected(c);
+}
+
+/* The connect ended (or not yet): send the HELLO, as fb_client_connected. */
+static bool
+fb_check_connected(struct fallback_check *c)
+{
+	struct fallback_hs *hs = c->hs;
+	struct pollfd pfd = {c->fd, POLLOUT, 0};
+	char buf[ADDR_STRLEN];
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (poll(&pfd, 1, 0) == 0) {
+		if (now_us() - c->started_us <
+			    FB_PEER_CONNECT_TIMEOUT * 1000000ULL &&
+		    now_ms() < c->deadline_ms)
+			return false;
+		return fb_check_end(c, -ETIMEDOUT, "connect to %s timed out",
+				    addr_str(&c->peer->addr, buf, sizeof(buf)));
+	}
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err != 0)
+		return fb_check_end(c, -err, "connect to %s: %s",
+				    addr_str(&c->peer->addr, buf, sizeof(buf)),
+				    strerror(err));
+	c->connect_us = now_us() - c->started_us;
+	auth_nonce(hs->nonce);
+	hs->hello_len = fb_hello_encode(hs->hello, hs->nonce,
+					c->peer->key_len ? FB_FLAG_AUTH : 0,
+					c->conf->name, c->export);
+	hs->connected = true;
+	c->stage = FALLBACK_CHECK_AUTH;
+	if (send(c->fd, hs->hello, hs->hello_len, MSG_NOSIGNAL) !=
+	    (ssize_t)hs->hello_len)
+		return fb_check_end(c, -EPIPE,
+				    "the peer connection broke before the "
+				    "hello went");
+	return false;
+}
+
+/* The peer's CHALLENGE: its proof of the key checked, ours sent. */
+static bool
+fb_check_challenge(struct fallback_check *c)
+{
+	struct fallback_hs *hs = c->hs;
+	struct fb_proof proof;
+	const char *why;
+	int rc;
+
+	if (hs->challenge_len != 0)
+		return fb_check_end(c, -EPROTO, "a second challenge");
+	rc = fallback_answer(c->peer, hs->hello, hs->hello_len, hs->in,
+			     hs->in_len, &proof, &why);
+	if (rc != 0)
+		return fb_check_end(c, rc, "%s", why);
+	hs->challenge_len = hs->in_len;
+	c->keyed = true;
+	c->stage = FALLBACK_CHECK_EXPORT;
+	if (send(c->fd, &proof, sizeof(proof), MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(proof))
+		return fb_check_end(c, -EPIPE,
+				    "the peer connection broke before the "
+				    "proof went");
+	return false;
+}
+
+/*
+ * The peer's RESULT: 0 once the export's target took the connection
+ * (which the peer now relays, until we close); else why not.  A refusal
+ * of who we are is the authentication's, the rest the export's.
+ */
+static bool
+fb_check_result(struct fallback_check *c)
+{
+	struct fallback_hs *hs = c->hs;
+	enum session_reason r;
+
+	if (fb_result_decode(hs->in, hs->in_len, &c->code))
+		return fb_check_end(c, -EPROTO, "bad result");
+	if (c->code == 0) {
+		if (c->peer->key_len != 0 && hs->challenge_len == 0)
+			return fb_check_end(c, -EACCES,
+					    "peer accepted without "
+					    "authenticating (it has no key "
+					    "for us)");
+		c->stage = FALLBACK_CHECK_EXPORT;
+		return fb_check_end(c, 0, "%s", "");
+	}
+	r = session_reason_of_code(c->code);
+	if (r == SESSION_AUTH_FAILED || r == SESSION_UNKNOWN_PEER) {
+		c->stage = FALLBACK_CHECK_AUTH;
+		return fb_check_end(c, -EACCES, "the peer refused us: %s",
+				    session_reason_desc(r));
+	}
+	c->stage = FALLBACK_CHECK_EXPORT;
+	return fb_check_end(c, -ECONNREFUSED, "%s", session_reason_desc(r));
+}
+
+/*
+ * One step of check c: true when it has its result (c->rc, c->stage,
+ * c->error), its connection then closed.
+ */
+bool
+fallback_check_step(struct fallback_check *c)
+{
+	struct fallback_hs *hs = c->hs;
+	int rc;
+
+	if (c->done)
+		return true;
+	if (hs == NULL)
+		return fb_check_connect(c);
+	if (!hs->connected)
+		return fb_check_connected(c);
+	for (;;) {
+		rc = fallback_msg_read(c->fd, hs->in, &hs->in_len);
+		if (rc < 0)
+			return fb_check_end(
+				c, rc,
+				rc == -EPROTO ? "bytes that are no message" :
+						"the peer closed the "
+						"connection");
+		if (rc == 0)
+			break;
+		if (hs->in[5] == FB_CHALLENGE && fb_check_challenge(c))
+			return true;
+		if (hs->in[5] == FB_RESULT)
+			return fb_check_result(c);
+		if (hs->in[5] != FB_CHALLENGE)
+			return fb_check_end(c, -EPROTO, "unexpected message");
+		hs->in_len = 0;
+	}
+	if (now_ms() >= c->deadline_ms)
+		return fb_check_end(c, -ETIMEDOUT,
+				    c->stage == FALLBACK_CHECK_AUTH ?
+					    "no answer to hello in time" :
+					    "no result in time (the export's "
+					    "target is slow to connect?)");
+	return false;
 }
 
 /* ---- export side ---- */

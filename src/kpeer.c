@@ -727,40 +727,64 @@ kpeer_hs_new(struct session *s)
 }
 
 /*
- * Rule side: the server echoed our option, so we owe it a PROPOSAL:
- * SMC-Rv2 only, as Linux 6.12 sends it (release 1, 255 connections,
- * rdma.max_links links), feature_mask 0, the worker's system id, our EIDs
- * and the RoCE v2 GID of the address we connected from.
- * Without an EID to offer, or over IPv6 (the kernel proposes SMC-Rv2 on
- * IPv4 only), we decline at once instead.
+ * The PROPOSAL we owe a kernel SMC-R server that echoed our option on fd
+ * (connected), into buf (SCLC_MSG_MAX bytes): SMC-Rv2 only, as Linux
+ * 6.12 sends it (release 1, 255 connections, rdma.max_links links),
+ * feature_mask 0, system id sysid, conf's EIDs and the RoCE v2 GID of
+ * the address we connected from.  Its length; or, without an EID to
+ * offer or over IPv6 (the kernel proposes SMC-Rv2 on IPv4 only), -EINVAL
+ * with the code to DECLINE at once in *decline; -ENOMEM.  The rule side
+ * (kpeer_propose) and a check (kpeer_check.c) send the same.
  */
-static void
-kpeer_propose(struct session *s)
+int
+kpeer_proposal_build(const struct conf *conf, int fd, const uint8_t sysid[8],
+		     uint8_t *buf, uint32_t *decline)
 {
-	const struct conf_ksmc *k = &s->conf->ksmc;
+	const struct conf_ksmc *k = &conf->ksmc;
 	struct sclc_proposal_info *p;
-	uint8_t buf[SCLC_MSG_MAX];
-	unsigned char rnd[AUTH_NONCE_LEN];
 	struct sockaddr_in me;
 	socklen_t len = sizeof(me);
 	int i, n;
 
-	if (getsockname(s->fd[1], (struct sockaddr *)&me, &len) != 0 ||
+	if (getsockname(fd, (struct sockaddr *)&me, &len) != 0 ||
 	    me.sin_family != AF_INET) {
-		kpeer_decline(s, CLC_DECL_NOSMCRDEV, STAT_smc_out_decline_nodev,
-			      SCLC_VERSION, false);
-		return;
+		*decline = CLC_DECL_NOSMCRDEV;
+		return -EINVAL;
 	}
 	if (k->nueids == 0) {
-		kpeer_decline(s, CLC_DECL_NOUEID, STAT_smc_out_decline_nodev,
-			      SCLC_VERSION, false);
-		return;
+		*decline = CLC_DECL_NOUEID;
+		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));
-	if (p == NULL) {
-		session_close(s, SESSION_RESOURCE);
-		return;
-	}
+	if (p == NULL)
+		return -ENOMEM;
+	memcpy(p->system_id, sysid, sizeof(p->system_id));
+	p->typev1 = SCLC_TYPE_N;
+	p->typev2 = SCLC_TYPE_R;
+	p->release = SCLC_RELEASE_1;
+	p->max_conns = CLC_MAX_CONNS_MAX;
+	/* a second link if the server has a device for one; without a
+	 * device here for ours we refuse its ADD_LINK at once */
+	p->max_links = (uint8_t)conf->rdma.max_links;
+	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
+		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
+			p->eid_cnt++;
+	p->roce_gid[10] = p->roce_gid[11] = 0xff;
+	memcpy(p->roce_gid + 12, &me.sin_addr, 4);
+	n = sclc_proposal_encode(buf, SCLC_MSG_MAX, p);
+	free(p);
+	return n < 0 ? -ENOMEM : n;
+}
+
+/* Rule side: the server echoed our option, so we owe it a PROPOSAL. */
+static void
+kpeer_propose(struct session *s)
+{
+	uint8_t buf[SCLC_MSG_MAX];
+	unsigned char rnd[AUTH_NONCE_LEN];
+	uint32_t code = 0;
+	int n;
+
 	/*
 	 * A system id of the connection's own where Linux leaves zero
 	 * without v1: the server matches link groups by it and the GID, and
@@ -772,21 +796,12 @@ kpeer_propose(struct session *s)
 	 * ACCEPT is then one of this worker's.
 	 */
 	session_rdma_std_system_id(s, rnd);
-	memcpy(p->system_id, rnd, sizeof(p->system_id));
-	p->typev1 = SCLC_TYPE_N;
-	p->typev2 = SCLC_TYPE_R;
-	p->release = SCLC_RELEASE_1;
-	p->max_conns = CLC_MAX_CONNS_MAX;
-	/* a second link if the server has a device for one; without a
-	 * device here for ours we refuse its ADD_LINK at once */
-	p->max_links = (uint8_t)s->conf->rdma.max_links;
-	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
-		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
-			p->eid_cnt++;
-	p->roce_gid[10] = p->roce_gid[11] = 0xff;
-	memcpy(p->roce_gid + 12, &me.sin_addr, 4);
-	n = sclc_proposal_encode(buf, sizeof(buf), p);
-	free(p);
+	n = kpeer_proposal_build(s->conf, s->fd[1], rnd, buf, &code);
+	if (n == -EINVAL) {
+		kpeer_decline(s, code, STAT_smc_out_decline_nodev, SCLC_VERSION,
+			      false);
+		return;
+	}
 	if (n < 0 || kpeer_hs_new(s) != 0) {
 		if (n < 0)
 			session_close(s, SESSION_RESOURCE);

@@ -895,7 +895,8 @@ lgr_client_new(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd)
  * group that ended are, to resume there.  With resume, a failure does
  * not put the peer on the fallback's back-off: those tries go on every
  * second while an outage lasts, and new connections are to find RDMA as
- * soon as it is back.
+ * soon as it is back.  A check (lgr_check.c) asks with resume for
+ * the same reason: it is to see, not to change, what connections take.
  */
 struct lgr *
 lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,

@@ -118,7 +118,9 @@ lgr_check_answer(struct lgr_ctx *ctx, struct lgr_check *c)
  * peer: a TEST_LINK round trip on an active link of a group to it; with
  * none, a group is set up first (TCP connect to its port, CLC handshake,
  * the first link's CONFIRM_LINK), back-off or not, and a setup that fails
- * gives its decline.  true when c has its result.
+ * gives its decline without putting the peer on the back-off: a check
+ * that failed three times must not keep connections off RDMA for seven
+ * minutes.  true when c has its result.
  */
 bool
 lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
@@ -150,7 +152,7 @@ lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
 			log_info("peer %s: checking it: setting up a link "
 				 "group",
 				 peer->name);
-			lgr_client_new(ctx, peer, -1);
+			lgr_client_new_on(ctx, peer, -1, 0, true);
 		}
 	}
 	if (!lgr_on_its_way(ctx, peer))

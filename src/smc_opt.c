@@ -380,6 +380,13 @@ smc_opt_why_text(enum smc_opt_why why)
 	return smc_opt_whys[why].text;
 }
 
+/* What to do about why: the fix smc_opt_report logs with it. */
+const char *
+smc_opt_why_fix(enum smc_opt_why why)
+{
+	return smc_opt_whys[why].fix;
+}
+
 /*
  * Whether kernel SMC-R peers can go over RDMA with us at @a (an
  * smc_listen, or a target_smc: @listen false), from what the daemon

@@ -139,6 +139,9 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{{"drain", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"undrain", "peer"}, "name", NULL, false, ctl_show_done},
 	{{"enable", "peer"}, "name", NULL, false, ctl_show_done},
+	/* before "check": "check smc" is no peer */
+	{{"check", "smc"}, "address", NULL, false, ctl_show_check},
+	{{"check", "export"}, "name", NULL, false, ctl_show_check},
 	{{"check", NULL}, "name", NULL, false, ctl_show_check},
 	{{"reload", NULL}, NULL, NULL, false, ctl_show_done},
 	{{"shutdown", NULL}, NULL, NULL, false, ctl_show_done},
@@ -229,9 +232,13 @@ ctl_usage(FILE *f)
 		"  drain | undrain peer NAME\n"
 		"                          no new connections to a peer, or "
 		"again\n"
-		"  check PEER              probe a peer now: link up, "
-		"TEST_LINK "
-		"round trip\n"
+		"  check PEER              test the path to a peer now: its "
+		"port, key,\n"
+		"                          exports, transport\n"
+		"  check smc ADDRESS       probe a kernel SMC-R server: "
+		"PROPOSAL, answer\n"
+		"  check export NAME       whether an smc_listen can have "
+		"SMC-R\n"
 		"  reload                  re-read the configuration\n"
 		"  shutdown [now]          stop as SIGTERM does; now: close "
 		"all now\n"
@@ -760,23 +767,27 @@ ctl_show_killed(struct ctl_conn *conn, json_t *data)
 		n == 1 ? "" : "s");
 }
 
-/* check PEER: the peer answered a TEST_LINK over RDMA. */
+/*
+ * check PEER, check smc ADDRESS, check export NAME: what is checked is
+ * ok, and a line for each stage.
+ */
 static void
 ctl_show_check(struct ctl_conn *conn, json_t *data)
 {
-	json_int_t us = json_integer_value(json_object_get(data, "rtt_us"));
+	const char *msg = json_string_value(json_object_get(data, "message"));
+	json_t *line;
+	size_t i;
 
-	fprintf(ctl_tab.out,
-		"peer %s: ok: %s, lgr %lld link %lld%s, TEST_LINK round trip "
-		"%lld.%03lld ms\n",
-		json_string_value(json_object_get(data, "peer")),
-		json_string_value(json_object_get(data, "transport")),
-		(long long)json_integer_value(json_object_get(data, "lgr")),
-		(long long)json_integer_value(json_object_get(data, "link")),
-		json_is_true(json_object_get(data, "set_up")) ?
-			" (set up now)" :
-			"",
-		(long long)(us / 1000), (long long)(us % 1000));
+	if (msg != NULL)
+		fprintf(ctl_tab.out, "%s\n", msg);
+	else if (json_object_get(data, "peer") != NULL)
+		fprintf(ctl_tab.out, "peer %s: ok\n",
+			json_string_value(json_object_get(data, "peer")));
+	else
+		fprintf(ctl_tab.out, "smc %s: ok\n",
+			json_string_value(json_object_get(data, "address")));
+	json_array_foreach(json_object_get(data, "lines"), i, line)
+		fprintf(ctl_tab.out, "  %s\n", json_string_value(line));
 }
 
 static void
@@ -1443,12 +1454,17 @@ ctl_parse(int argc, char **argv, json_t **args)
 						  argv[nwords]);
 			return cm;
 		}
-		/* "stats reset x" is about "stats reset", not "stats" */
+		/* "stats reset x" is about "stats reset", not "stats";
+		 * "check smc" about "check smc", not a peer called smc */
 		if (bad_args == NULL || cm->words[1] != NULL)
 			bad_args = cm;
+		if (cm->words[1] != NULL)
+			break;
 	}
-	if (bad_args != NULL && (bad_args->words[1] != NULL || nvalid == 0 ||
-				 ctl_arg_optional(bad_args))) {
+	/* "check" without its NAME is about "check", not "check smc" */
+	if (bad_args != NULL &&
+	    (bad_args->words[1] != NULL || nvalid == 0 ||
+	     ctl_arg_optional(bad_args) || bad_args->arg != NULL)) {
 		snprintf(argname, sizeof(argname), "%s",
 			 bad_args->arg != NULL ? bad_args->arg : "");
 		for (i = 0; argname[i] != '\0'; i++)

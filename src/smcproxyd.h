@@ -373,6 +373,45 @@ void fdstore_forget(const char *name);
 struct kpeer_hs;
 void kpeer_accept(struct worker *w, int fd, void *export);
 void kpeer_connect(struct session *s);
+int kpeer_proposal_build(const struct conf *conf, int fd,
+			 const uint8_t sysid[8], uint8_t *buf,
+			 uint32_t *decline);
+
+/* kpeer_check.c: `smcproxyctl check smc HOST:PORT`, as smc_chk -C */
+enum kpeer_check_result {
+	KPEER_CHECK_UNREACHABLE,  /* the TCP connect failed */
+	KPEER_CHECK_NO_OPTION,	  /* no SMC-R option on our SYN: untested */
+	KPEER_CHECK_PLAIN,	  /* its SYN-ACK did not echo: not SMC-R */
+	KPEER_CHECK_NOT_PROPOSED, /* we DECLINEd at once (no EID, IPv6) */
+	KPEER_CHECK_DECLINED,	  /* it DECLINEd our PROPOSAL */
+	KPEER_CHECK_ACCEPTED,	  /* it ACCEPTed it; our DECLINE ended it */
+	KPEER_CHECK_BROKEN,	  /* no CLC answer, or none in time */
+};
+
+struct kpeer_check {
+	struct addr to;
+	bool done;
+	enum kpeer_check_result result;
+	uint32_t decline;    /* its DECLINE's code, or ours */
+	bool first_contact;  /* its ACCEPT's */
+	uint8_t release;     /* its ACCEPT's SMC-Rv2 release (first contact) */
+	uint64_t connect_us; /* the TCP connect took */
+	char error[160];     /* why not, for people */
+	/* while it runs */
+	const struct conf *conf;
+	int fd;
+	bool connected;
+	uint8_t sysid[8];
+	uint8_t *buf; /* the answer, SCLC_MSG_MAX bytes */
+	size_t len, want;
+	uint8_t type;
+	uint64_t started_us, deadline_ms;
+};
+
+void kpeer_check_init(struct kpeer_check *c, const struct conf *conf,
+		      const struct addr *to);
+bool kpeer_check_step(struct kpeer_check *c);
+void kpeer_check_free(struct kpeer_check *c);
 
 /* smc_opt.c */
 int smc_opt_load(const struct conf_ksmc *k);
@@ -397,6 +436,7 @@ enum smc_opt_why {
 enum smc_opt_why smc_opt_ready(const struct conf_ksmc *k, const struct addr *a,
 			       bool listen);
 const char *smc_opt_why_text(enum smc_opt_why why);
+const char *smc_opt_why_fix(enum smc_opt_why why);
 void smc_opt_report(const struct conf *conf);
 int smc_opt_mark(int fd, unsigned int mark);
 int smc_opt_echoed(int fd);
@@ -818,6 +858,45 @@ void fallback_accept(struct worker *w, int fd, const struct addr *src,
 		     uint64_t since_ms, const struct fallback_resume_ops *rops);
 void fallback_relay_start(struct session *s, enum stats_id stat);
 struct fb_proof;
+int fallback_answer(const struct conf_peer *p, const void *hello,
+		    size_t hello_len, const void *msg, size_t len,
+		    struct fb_proof *proof, const char **why);
+
+/*
+ * A check of the path a peer's fallback connections take (`smcproxyctl
+ * check PEER`), stepped by fallback_check_step until it returns true:
+ * stage is then the last one reached, rc says how it ended there.
+ */
+enum fallback_check_stage {
+	FALLBACK_CHECK_CONNECT, /* the TCP connect to the peer's port */
+	FALLBACK_CHECK_AUTH,	/* the HELLO went: its CHALLENGE or RESULT */
+	FALLBACK_CHECK_EXPORT,	/* the peer opens the export's target */
+};
+
+#define FALLBACK_CHECK_ERROR_MAX 160
+
+struct fallback_check {
+	enum fallback_check_stage stage;
+	int rc;		     /* 0: the export was opened; else -errno */
+	bool done;	     /* rc is the result */
+	bool keyed;	     /* the peer proved our key (else: no key) */
+	uint64_t connect_us; /* the TCP connect took */
+	uint32_t code;	     /* the peer's RESULT code; 0: none or good */
+	char error[FALLBACK_CHECK_ERROR_MAX]; /* why not, for people */
+	/* while it runs */
+	const struct conf *conf;
+	const struct conf_peer *peer;
+	char export[CONF_NAME_MAX + 1];
+	int fd;
+	uint64_t started_us, deadline_ms;
+	struct fallback_hs *hs;
+};
+
+void fallback_check_init(struct fallback_check *c, const struct conf *conf,
+			 const struct conf_peer *peer, const char *export,
+			 int timeout_ms);
+bool fallback_check_step(struct fallback_check *c);
+void fallback_check_end(struct fallback_check *c);
 
 /* wr.c: work requests of one link (TX slots, RX buffers, completions) */
 struct wr_link;

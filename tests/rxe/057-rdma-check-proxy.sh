@@ -56,14 +56,16 @@ daemon_start a "$R/a.conf" || rxe_die "daemon a did not start"
 
 # --- check: no group yet, the check sets one up ------------------------------
 if "$CTL" -s "$R/a.sock" check b >"$RXE_OUT/check1.out" 2>&1 &&
-	grep -Eq '^peer b: ok: rdma, lgr [0-9]+ link [0-9]+ \(set up now\), TEST_LINK round trip [0-9]+\.[0-9]{3} ms$' \
+	grep -q '^peer b: ok$' "$RXE_OUT/check1.out" &&
+	grep -Eq '^  transport: rdma \(lgr [0-9]+ link [0-9]+, set up now, TEST_LINK round trip [0-9]+\.[0-9]{3} ms\)$' \
 		"$RXE_OUT/check1.out"; then
 	ok "check b sets up a group: $(cat "$RXE_OUT/check1.out")"
 else
 	bad "check b (no group): $(cat "$RXE_OUT/check1.out")"
 fi
 if "$CTL" -s "$R/a.sock" check b >"$RXE_OUT/check2.out" 2>&1 &&
-	grep -Eq '^peer b: ok: rdma, lgr [0-9]+ link [0-9]+, TEST_LINK round trip' \
+	grep -q '^peer b: ok$' "$RXE_OUT/check2.out" &&
+	grep -Eq '^  transport: rdma \(lgr [0-9]+ link [0-9]+, TEST_LINK round trip' \
 		"$RXE_OUT/check2.out"; then
 	ok "check b on the group there: $(cat "$RXE_OUT/check2.out")"
 else

@@ -151,15 +151,18 @@ eq(s["protocol"], 1, "protocol")
 names = ["version", "stats", "stats reset", "show rules", "show peers",
          "show intercept", "show lgrs", "show links", "show conns", "show smc",
          "kill conn", "kill conns", "disable rule",
-         "enable rule", "drain peer", "undrain peer", "enable peer", "check",
+         "enable rule", "drain peer", "undrain peer", "enable peer",
+         "check smc", "check export", "check",
          "reload", "shutdown", "shutdown now", "log-level", "monitor", "schema",
          "help"]
 filters = ["rule", "peer", "state", "transport", "age", "dialect"]
 args = {"kill conn": ["id"], "show conns": filters, "show smc": filters,
         "kill conns": filters,
-        "stats": ["section"], "log-level": ["level"]}
+        "stats": ["section"], "log-level": ["level"],
+        "check smc": ["address"]}
 args.update((n, ["name"]) for n in ("disable rule", "enable rule", "drain peer",
-                                    "undrain peer", "enable peer", "check"))
+                                    "undrain peer", "enable peer", "check",
+                                    "check export"))
 eq([c["name"] for c in s["commands"]], names, "commands")
 eq(h["commands"], s["commands"], "help and schema commands")
 for c in s["commands"]:
@@ -169,7 +172,7 @@ for c in s["commands"]:
                                     "undrain peer", "enable peer", "shutdown",
                                     "shutdown now"),
        "mutating of " + c["name"])
-    eq(c["access"], "admin" if c["mutating"] or c["name"] == "check" else
+    eq(c["access"], "admin" if c["mutating"] or c["name"].startswith("check") else
        "read, admin to set" if c["name"] == "log-level" else "read",
        "access of " + c["name"])
     eq([a["name"] for a in c["args"]], args.get(c["name"], []),
@@ -436,6 +439,8 @@ got=$(complete_words -s "$SOCK" disable rule "")
 [ "$got" = "x" ] || fail "completion after disable rule: '$got'"
 got=$(complete_words -s "$SOCK" drain peer "")
 [ "$got" = "b" ] || fail "completion after drain peer: '$got'"
+got=$(complete_words -s "$SOCK" check "")
+[ "$got" = "smc export b" ] || fail "completion after check: '$got'"
 got=$(complete_words kill "")
 [ "$got" = "conn conns" ] || fail "completion after kill: '$got'"
 got=$(complete_words show conns "")

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Control socket permissions, with smcproxyctl run as another uid (65534):
 # read-only commands work for anyone who can open the socket, while
-# "stats reset", "kill conn", "reload", "log-level LEVEL" and "check"
-# (it sets a link group up) are refused
+# "stats reset", "kill conn", "reload", "log-level LEVEL" and "check",
+# "check smc", "check export" (they connect out, may set a link group
+# up) are refused
 # (status 1, "permission denied ... (you are uid 65534)") and change
 # nothing; traffic
 # is not disturbed.  control_uid (set by a reload) and control_gid (primary
@@ -133,6 +134,13 @@ denied reload
 as_other -s "$T/a.sock" check b
 [ "$rc" -eq 1 ] && [ "$(cat "$T/err")" = "smcproxyctl: check: permission denied: \"check\" needs root, the daemon's user, or control_uid/control_gid (you are uid $OTHER)" ] ||
 	fail "check b as uid $OTHER: status $rc: $(cat "$T/err")"
+as_other -s "$T/a.sock" check smc 127.0.0.1:9
+[ "$rc" -eq 1 ] && [ "$(cat "$T/err")" = "smcproxyctl: check smc: permission denied: \"check smc\" needs root, the daemon's user, or control_uid/control_gid (you are uid $OTHER)" ] ||
+	fail "check smc as uid $OTHER: status $rc: $(cat "$T/err")"
+as_other -s "$T/a.sock" check export x
+[ "$rc" -eq 1 ] && grep -q 'permission denied: "check export" needs root' "$T/err" ||
+	fail "check export as uid $OTHER: status $rc: $(cat "$T/err")"
+grep -q 'checked by' "$T/a.log" && fail "a logged a check it refused"
 grep -q 'statistics reset by' "$T/a.log" && fail "a logged a reset"
 grep -q 'killed by' "$T/a.log" && fail "a logged a kill"
 grep -q 'reload requested' "$T/a.log" && fail "a logged a reload"

@@ -11,7 +11,8 @@
 # export's target, every byte verified; a SYN without the option is TCP
 # from the first byte; no CLC where one was owed is a reset, counted; a
 # client that keeps failing is declined at once (the peer port's rate
-# table); a daemon without the program serves TCP and says why.
+# table); a daemon without the program serves TCP and says why, as does
+# smcproxyctl check export (smc_chk -S).
 . "$(dirname "$0")/lib.sh"
 smc_init
 
@@ -179,6 +180,21 @@ out=$("$KC" -c "127.0.0.1:$PORT_SMC2" -o "$OBJ" 2>&1) ||
 	fail "c without the program did not serve TCP: $out"
 printf '%s\n' "$out" | grep -qx 'not echoed' || fail "c echoed without a program"
 [ "$(stat_get c smc_opt_unavailable)" = 1 ] || fail "c did not count smc_opt_unavailable"
+
+# check export (as smc_chk -S): b's program is attached, loopback is not
+# on an RDMA device; c's program is not there; both exit 1 and say why,
+# each ingredient shown (the allow list since the reload above)
+ctl b check export x >"$T/out" 2>"$T/err" && fail "check export x on b: status 0"
+grep -q "^smcproxyctl: check export: export x: kernel SMC-R clients at 127.0.0.1:$PORT_SMC get TCP: loopback, no RDMA device$" "$T/err" &&
+	grep -q '^  SMC-R option: attached to ' "$T/err" &&
+	grep -q '^  kernel_smc.ueids: SMCPROXYD-LAB$' "$T/err" &&
+	grep -q '^  kernel_smc.allow: 10.0.0.0/8$' "$T/err" &&
+	grep -q '^  fix: use an address of an interface on an RDMA device$' "$T/err" ||
+	fail "check export x on b: $(cat "$T/err")"
+ctl c check export x >"$T/out" 2>"$T/err" && fail "check export x on c: status 0"
+grep -q '^smcproxyctl: check export: export x: kernel SMC-R clients at .* get TCP: SMC-R option program not attached$' "$T/err" &&
+	grep -q "^  SMC-R option: cannot read $T/nonexistent.bpf.o" "$T/err" ||
+	fail "check export x on c: $(cat "$T/err")"
 
 # smcproxyd -n says when kernel peers would get TCP, and the fix, where
 # it once said only "configuration OK" (issue 47): a program that will

@@ -14,6 +14,10 @@
 #     with the first-contact bit, as a kernel client does;
 #   - the server's own DECLINE: TCP, counted;
 #   - a server without the option (plain TCP): no CLC at all, counted.
+# smcproxyctl check smc ADDRESS sends the same PROPOSAL and names each
+# answer (an ACCEPT, ended by our DECLINE PEERDECL, that connections from
+# loopback could not use; a DECLINE by code; no echo; nothing listening),
+# counting nothing.
 . "$(dirname "$0")/lib.sh"
 smc_init
 
@@ -109,4 +113,50 @@ wait_listen "$PORT_PLAIN" 10
 n0=$(stat_get a smc_out_plain)
 roundtrip "$PORT_RULE" 300000 || fail "a plain server: the bytes did not come back"
 count smc_out_plain "$n0" 1
+
+# smcproxyctl check smc ADDRESS (as smc_chk -C): the same PROPOSAL, the
+# server's answer named, nothing counted, no connection relayed
+# check_smc WANT_RC ADDRESS: its output in $T/err
+check_smc()
+{
+	local rc
+
+	ctl a check smc "$2" >"$T/out" 2>"$T/err"
+	rc=$?
+	smc_log "check smc $2: status $rc: $(cat "$T/err" "$T/out")"
+	[ "$rc" = "$1" ] || fail "check smc $2: status $rc, want $1: $(cat "$T/err" "$T/out")"
+}
+p0=$(stat_get a smc_out_proposals) c0=$(stat_get a smc_out_conns)
+server -a "$T/accept-lo.bin"
+check_smc 1 "127.0.0.1:$PORT_SRV"
+# a check relays nothing: ksmcdecline says "echoed 0 bytes", status 1
+wait "$kd_pid"
+untrack "$kd_pid"
+grep -q '^PROPOSAL 156 bytes: v1 2, v2 0, release 1, RoCE GID ::ffff:127.0.0.1, max_conns 255, max_links 2, 1 EID(s)$' "$T/kd.log" &&
+	grep -q '^client DECLINE PEERDECL (0x05000000)$' "$T/kd.log" ||
+	fail "check smc: not the rule side's PROPOSAL, or no DECLINE after the ACCEPT: $(cat "$T/kd.log")"
+grep -q "^smcproxyctl: check smc: smc 127.0.0.1:$PORT_SRV: it ACCEPTs SMC-R, but connections from here go on as TCP: loopback, no RDMA device$" "$T/err" &&
+	grep -q '^  SMC-R option: echoed$' "$T/err" &&
+	grep -q '^  answer: ACCEPT (first contact); our DECLINE PEERDECL 0x05000000 ended it$' "$T/err" ||
+	fail "check smc, ACCEPT: $(cat "$T/err")"
+
+server -d 0x03030008
+check_smc 1 "127.0.0.1:$PORT_SRV"
+wait "$kd_pid"
+untrack "$kd_pid"
+grep -q "^smcproxyctl: check smc: smc 127.0.0.1:$PORT_SRV: declined: NOUEID 0x03030008 (peer sent no UEID)$" "$T/err" &&
+	grep -q '^  answer: DECLINE NOUEID 0x03030008 (peer sent no UEID)$' "$T/err" ||
+	fail "check smc, DECLINE: $(cat "$T/err")"
+
+check_smc 1 "127.0.0.1:$PORT_PLAIN"
+grep -q "^smcproxyctl: check smc: smc 127.0.0.1:$PORT_PLAIN: does not speak SMC-R: its SYN-ACK did not echo the SMC-R option: plain TCP$" "$T/err" ||
+	fail "check smc, a plain server: $(cat "$T/err")"
+check_smc 1 "127.0.0.1:$PORT_SRV"
+grep -q "^smcproxyctl: check smc: smc 127.0.0.1:$PORT_SRV: unreachable: connect to 127.0.0.1:$PORT_SRV: Connection refused$" "$T/err" ||
+	fail "check smc, nothing listening: $(cat "$T/err")"
+count smc_out_proposals "$p0" 0
+count smc_out_conns "$c0" 0
+ctl a check smc >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q '"check smc" takes one argument, ADDRESS' "$T/err" ||
+	fail "check smc without an address: $(cat "$T/err")"
 exit 0

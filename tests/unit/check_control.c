@@ -267,12 +267,88 @@ lgr_check_step(struct lgr_ctx *ctx, struct lgr_check *c)
 		c->lgr_id = 3;
 		c->link_id = 1;
 		c->rtt_us = 42;
+	} else if (check_rc == -ETIMEDOUT) {
+		/* a group there that does not answer */
+		c->lgr_id = 3;
+		snprintf(c->error, sizeof(c->error),
+			 "no answer to TEST_LINK in time");
 	} else {
 		c->decline = 0x03030002;
 		snprintf(c->error, sizeof(c->error),
 			 "RDMA declined by us: NOSMCRDEV");
 	}
 	return true;
+}
+
+/*
+ * check NAME's fallback part: each open ends at fb_stage with fb_rc and
+ * fb_error (an export opened: FALLBACK_CHECK_EXPORT, 0); fb_opens counts
+ * them, fb_export is the last export asked for.
+ */
+static enum fallback_check_stage fb_stage;
+static int fb_rc, fb_opens;
+static const char *fb_error;
+static char fb_export[CONF_NAME_MAX + 1];
+
+void
+fallback_check_init(struct fallback_check *c, const struct conf *cf,
+		    const struct conf_peer *peer, const char *export,
+		    int timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->conf = cf;
+	c->peer = peer;
+	c->fd = -1;
+	snprintf(fb_export, sizeof(fb_export), "%s", export);
+}
+
+bool
+fallback_check_step(struct fallback_check *c)
+{
+	fb_opens++;
+	c->stage = fb_stage;
+	c->rc = fb_rc;
+	c->connect_us = 1234;
+	c->done = true;
+	snprintf(c->error, sizeof(c->error), "%s", fb_error);
+	return true;
+}
+
+void
+fallback_check_end(struct fallback_check *c)
+{
+}
+
+/* check smc ADDRESS: the kernel SMC-R server's answer is kc_result's */
+static enum kpeer_check_result kc_result;
+static uint32_t kc_decline;
+static const char *kc_error;
+
+void
+kpeer_check_init(struct kpeer_check *c, const struct conf *cf,
+		 const struct addr *to)
+{
+	memset(c, 0, sizeof(*c));
+	c->conf = cf;
+	c->to = *to;
+	c->fd = -1;
+}
+
+bool
+kpeer_check_step(struct kpeer_check *c)
+{
+	c->result = kc_result;
+	c->decline = kc_decline;
+	c->first_contact = true;
+	c->connect_us = 2000;
+	c->done = true;
+	snprintf(c->error, sizeof(c->error), "%s", kc_error);
+	return true;
+}
+
+void
+kpeer_check_free(struct kpeer_check *c)
+{
 }
 
 /******** fixture ********/
@@ -313,6 +389,8 @@ setup(void)
 		 sockpath);
 	conf = conf_load_string(text, "test.conf", stderr);
 	ck_assert_ptr_nonnull(conf);
+	/* held as the main thread holds it: a check holds it too */
+	conf_hold(conf);
 	memset(workers, 0, sizeof(workers));
 	workers[1].id = 1;
 	ncalls = 0;
@@ -324,6 +402,12 @@ setup(void)
 	disabled_rule[0] = '\0';
 	shutdowns = shutdowns_now = 0;
 	check_steps = check_rc = check_stepped = 0;
+	fb_stage = FALLBACK_CHECK_EXPORT;
+	fb_rc = fb_opens = 0;
+	fb_error = "";
+	kc_result = KPEER_CHECK_ACCEPTED;
+	kc_decline = 0x05000000;
+	kc_error = "";
 	std_groups = NULL;
 	nstd_groups = 0;
 	auth_limit_init(&auth_table);
@@ -1309,17 +1393,21 @@ START_TEST(test_disable_drain)
 END_TEST
 
 /*
- * check NAME answers once the check is done: the round trip, or the
- * decline with the transport the peer's connections take.  Requests
- * behind it wait for it and come in order; a client gone before the
- * answer leaves nothing behind.  Bad input is refused, the connection
- * usable.
+ * check NAME answers once both parts are done, a line for each stage:
+ * the round trip over a group, or the decline with the fallback that
+ * the peer's connections take; the rule's export opened over it.  A
+ * failure is named by its stage: the peer's port, its key, the export's
+ * target, a group that does not answer.  Requests behind it wait for it
+ * and come in order; a client gone before the answer leaves nothing
+ * behind.  Bad input is refused, the connection usable.
  */
 START_TEST(test_check)
 {
 	static const char reqs[] =
 		"{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\"}}\n"
 		"{\"v\":1,\"cmd\":\"version\"}\n";
+	static const char req[] =
+		"{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\"}}\n";
 	struct client *c = client_new();
 	json_t *r, *d;
 	int i;
@@ -1337,6 +1425,21 @@ START_TEST(test_check)
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "lgr")), 3);
 	ck_assert_int_eq(json_integer_value(json_object_get(d, "link")), 1);
 	ck_assert(json_is_false(json_object_get(d, "set_up")));
+	ck_assert(json_is_true(json_object_get(d, "reachable")));
+	ck_assert_str_eq(json_string_value(json_object_get(d, "authenticated")),
+			 "no key");
+	ck_assert_str_eq(fb_export, "e1");
+	ck_assert_int_eq(fb_opens, 1);
+	d = json_object_get(d, "lines");
+	ck_assert_uint_eq(json_array_size(d), 4);
+	ck_assert_str_eq(json_string_value(json_array_get(d, 0)),
+			 "reachable: yes, 127.0.0.1:17100 answered in "
+			 "1.234 ms");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 2)),
+			 "export e1 (rule r1): the peer reached its target");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 3)),
+			 "transport: rdma (lgr 3 link 1, TEST_LINK round "
+			 "trip 0.042 ms)");
 	json_decref(r);
 	ck_assert_int_eq(check_stepped, 4);
 	/* the version waited behind the check */
@@ -1345,19 +1448,71 @@ START_TEST(test_check)
 		json_object_get(json_object_get(r, "data"), "version"));
 	json_decref(r);
 
+	/* RDMA declined: the fallback's path works, and is what is taken */
 	check_steps = 2;
 	check_rc = -ECONNREFUSED;
-	r = ask(c, "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"b\"}}\n");
-	ck_assert(json_is_false(json_object_get(r, "ok")));
-	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
-			 "peer b: RDMA declined by us: NOSMCRDEV");
-	d = json_object_get(r, "details");
-	ck_assert_uint_eq(json_array_size(d), 2);
-	ck_assert_ptr_nonnull(
-		strstr(json_string_value(json_array_get(d, 0)), "fallback"));
-	ck_assert_str_eq(json_string_value(json_array_get(d, 1)),
+	r = ask_ok(c, req);
+	d = json_object_get(r, "data");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "transport")),
+			 "fallback");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(d, "transport_reason")),
+		"RDMA declined by us: NOSMCRDEV");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "decline")),
+			 "NOSMCRDEV");
+	ck_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(d, "lines"), 4)),
 			 "decline: NOSMCRDEV 0x03030002 by us");
 	json_decref(r);
+
+	/* each stage's failure named as that stage's */
+	fb_stage = FALLBACK_CHECK_CONNECT;
+	fb_rc = -ECONNREFUSED;
+	fb_error = "connect to 127.0.0.1:17100: Connection refused";
+	ask_error(c, req,
+		  "peer b: unreachable: connect to 127.0.0.1:17100: "
+		  "Connection refused (nothing listens there: is its daemon "
+		  "stopped?)");
+	fb_stage = FALLBACK_CHECK_AUTH;
+	fb_rc = -EACCES;
+	fb_error = "peer failed authentication (wrong key?)";
+	ask_error(c, req,
+		  "peer b: authentication failed: peer failed "
+		  "authentication (wrong key?)");
+	/* no word on the key is not called a wrong one */
+	fb_rc = -ETIMEDOUT;
+	fb_error = "no answer to hello in time";
+	ask_error(c, req, "peer b: no handshake: no answer to hello in time");
+	fb_stage = FALLBACK_CHECK_EXPORT;
+	fb_rc = -ECONNREFUSED;
+	fb_error = "target refused the connection";
+	ask_error(c, req,
+		  "peer b: export e1 (rule r1): target refused the "
+		  "connection");
+	fb_rc = 0;
+	check_rc = -ETIMEDOUT;
+	check_steps = 0;
+	ask_error(c, req, "peer b: no answer to TEST_LINK in time");
+	check_rc = 0;
+
+	/* c, which no rule goes to: its link group alone, no open */
+	fb_opens = 0;
+	check_rc = -ECONNREFUSED;
+	ask_error(c, "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"c\"}}\n",
+		  "peer c: RDMA declined by us: NOSMCRDEV");
+	check_rc = 0;
+	r = ask_ok(c,
+		   "{\"v\":1,\"cmd\":\"check\",\"args\":{\"name\":\"c\"}}\n");
+	d = json_object_get(r, "data");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "transport")),
+			 "rdma");
+	ck_assert_uint_eq(json_array_size(json_object_get(d, "exports")), 0);
+	ck_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(d, "lines"), 0)),
+			 "exports: none (no rule to c: its connections come "
+			 "here, ours never go there)");
+	json_decref(r);
+	ck_assert_int_eq(fb_opens, 0);
 
 	check_stepped = 0;
 	ask_error(c, "{\"v\":1,\"cmd\":\"check\"}\n",
@@ -1392,6 +1547,59 @@ START_TEST(test_check)
 	ck_assert_int_eq(check_stepped, 21);
 	c = client_new();
 	json_decref(ask_ok(c, "{\"v\":1,\"cmd\":\"version\"}\n"));
+	client_free(c);
+}
+END_TEST
+
+/*
+ * check smc ADDRESS names the kernel SMC-R server's answer: its DECLINE
+ * by code, a server without the option, an ACCEPT that connections from
+ * here (kernel_smc off) could not use.  check export NAME wants an
+ * export with smc_listen.
+ */
+START_TEST(test_check_smc)
+{
+	static const char req[] = "{\"v\":1,\"cmd\":\"check smc\",\"args\":"
+				  "{\"address\":\"127.0.0.1:16390\"}}\n";
+	struct client *c = client_new();
+	json_t *r, *d;
+
+	ask_error(c, req,
+		  "smc 127.0.0.1:16390: it ACCEPTs SMC-R, but connections "
+		  "from here go on as TCP: kernel_smc is off");
+	kc_result = KPEER_CHECK_DECLINED;
+	kc_decline = 0x03030008;
+	kc_error = "peer sent no UEID";
+	r = ask(c, req);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "error")),
+			 "smc 127.0.0.1:16390: declined: NOUEID 0x03030008 "
+			 "(peer sent no UEID)");
+	d = json_object_get(r, "details");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 0)),
+			 "reachable: yes, answered in 2.000 ms");
+	ck_assert_str_eq(json_string_value(json_array_get(d, 3)),
+			 "answer: DECLINE NOUEID 0x03030008 (peer sent no "
+			 "UEID)");
+	json_decref(r);
+	kc_result = KPEER_CHECK_PLAIN;
+	kc_error = "its SYN-ACK did not echo the SMC-R option: plain TCP";
+	ask_error(c, req,
+		  "smc 127.0.0.1:16390: does not speak SMC-R: its SYN-ACK "
+		  "did not echo the SMC-R option: plain TCP");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check smc\",\"args\":{\"address\":"
+		  "\"nowhere\"}}\n",
+		  "\"nowhere\" is no address");
+	ask_error(c, "{\"v\":1,\"cmd\":\"check smc\"}\n",
+		  "command \"check smc\" needs argument \"address\"");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check export\",\"args\":{\"name\":"
+		  "\"nosuch\"}}\n",
+		  "no export \"nosuch\"");
+	ask_error(c,
+		  "{\"v\":1,\"cmd\":\"check export\",\"args\":{\"name\":"
+		  "\"e1\"}}\n",
+		  "export e1 has no smc_listen");
 	client_free(c);
 }
 END_TEST
@@ -2061,6 +2269,7 @@ control_suite(void)
 	tcase_add_test(cmds, test_conns_filter);
 	tcase_add_test(cmds, test_disable_drain);
 	tcase_add_test(cmds, test_check);
+	tcase_add_test(cmds, test_check_smc);
 	tcase_add_test(cmds, test_shutdown);
 	tcase_add_test(cmds, test_shutdown_reply);
 	tcase_add_test(cmds, test_reload);

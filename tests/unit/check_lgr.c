@@ -968,8 +968,10 @@ END_TEST
 
 /*
  * Without a group, the check sets one up now: with no device here, the
- * answer is our own NOSMCRDEV; to a port nobody listens on, the error of
- * the TCP connect.  A peer not configured is no such peer.
+ * answer is our own NOSMCRDEV, and the peer is not put on the back-off
+ * (checked three times: it would double each time); to a port nobody
+ * listens on, the error of the TCP connect.  A peer not configured is no
+ * such peer.
  */
 START_TEST(check_peer_without_group)
 {
@@ -977,7 +979,7 @@ START_TEST(check_peer_without_group)
 	socklen_t len = sizeof(sin);
 	struct lgr_check c;
 	char addr[32];
-	int fd;
+	int fd, i;
 
 	side_init(&A, "a", "b", 0, NULL, NULL);
 	lgr_check_init(&c, "b", WAIT_MS);
@@ -987,6 +989,13 @@ START_TEST(check_peer_without_group)
 	ck_assert_uint_eq(c.decline, CLC_DECL_NOSMCRDEV);
 	ck_assert(!c.by_peer);
 	ck_assert_msg(strstr(c.error, "NOSMCRDEV") != NULL, "%s", c.error);
+	/* a check sees the decline, and connections are not kept off RDMA */
+	for (i = 0; i < 3; i++) {
+		lgr_check_init(&c, "b", WAIT_MS);
+		check_run(&A, &c);
+		ck_assert_uint_eq(c.decline, CLC_DECL_NOSMCRDEV);
+		ck_assert_uint_eq(peer_backoff_until("b"), 0);
+	}
 	lgr_check_init(&c, "c", WAIT_MS);
 	check_run(&A, &c);
 	ck_assert_int_eq(c.rc, -ENOENT);
