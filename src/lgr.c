@@ -1737,6 +1737,26 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
 }
 
 /*
+ * Whether gid may be the kernel peer's end of another link of lgr: its
+ * first link's GID (the peer's one device), an address of the host the
+ * group was made with, or one kernel_smc.allow lists (a second device of
+ * an allowed host, smcproxyd.conf(5)).  Any other would aim our QP, and
+ * the connections failing over to it, at a host nobody vouched for: the
+ * ADD_LINK's GID comes from an unauthenticated peer.
+ */
+static bool
+lgr_std_gid_bound(const struct lgr *lgr, const uint8_t gid[16])
+{
+	struct addr a;
+
+	if (memcmp(gid, lgr->std_gid, sizeof(lgr->std_gid)) == 0)
+		return true;
+	addr_of_gid(gid, &a);
+	return addr_same_host(&a, &lgr->std_host) ||
+	       conf_ksmc_allows(&lgr_ctx_conf(lgr->ctx)->ksmc, &a);
+}
+
+/*
  * Whether a kernel peer's ADD_LINK (request or answer) names a GID bound
  * to nothing (lgr_std_gid_bound): then the link is refused, counted and
  * logged.  Our own dialect's peers are authenticated: never refused.

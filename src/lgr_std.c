@@ -204,26 +204,6 @@ lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
 }
 
 /*
- * Whether gid may be the kernel peer's end of another link of lgr: its
- * first link's GID (the peer's one device), an address of the host the
- * group was made with, or one kernel_smc.allow lists (a second device of
- * an allowed host, smcproxyd.conf(5)).  Any other would aim our QP, and
- * the connections failing over to it, at a host nobody vouched for: the
- * ADD_LINK's GID comes from an unauthenticated peer.
- */
-bool
-lgr_std_gid_bound(const struct lgr *lgr, const uint8_t gid[16])
-{
-	struct addr a;
-
-	if (memcmp(gid, lgr->std_gid, sizeof(lgr->std_gid)) == 0)
-		return true;
-	addr_of_gid(gid, &a);
-	return addr_same_host(&a, &lgr->std_host) ||
-	       conf_ksmc_allows(&lgr_ctx_conf(lgr->ctx)->ksmc, &a);
-}
-
-/*
  * The group of role with the kernel peer (system id and GID, at host)
  * on its way: set up, its first link not yet confirmed; NULL if none.
  * A connection that finds one waits for it rather than making a group of

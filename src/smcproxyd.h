@@ -1361,7 +1361,6 @@ struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
 			const struct addr *local, const struct addr *host,
 			const uint8_t *eid, uint32_t *decline);
 bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
-bool lgr_std_gid_bound(const struct lgr *lgr, const uint8_t gid[16]);
 struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
 			    const uint8_t sysid[8], const uint8_t gid[16],
 			    const struct addr *host);
