@@ -1561,6 +1561,19 @@ control_check_cb(struct worker *w, void *arg)
 	ck->lc_done = lgr_check_step(worker_lgr(w), &ck->lc);
 }
 
+/* A check under the configuration of now, with nothing open yet. */
+static struct control_check *
+control_check_new(void)
+{
+	struct control_check *ck = calloc(1, sizeof(*ck));
+
+	if (ck == NULL)
+		return NULL;
+	ck->conf = conf_hold((struct conf *)control_conf);
+	ck->fc.fd = -1;
+	return ck;
+}
+
 static void
 control_check_free(struct control_check *ck)
 {
@@ -2037,11 +2050,9 @@ control_cmd_check(struct control_req *req)
 		control_fail(req, "no worker to check peer %s from", name);
 		return NULL;
 	}
-	ck = calloc(1, sizeof(*ck));
+	ck = control_check_new();
 	if (ck == NULL)
 		return NULL;
-	ck->conf = conf_hold((struct conf *)control_conf);
-	ck->fc.fd = -1;
 	control_check_exports(ck, peer);
 	ck->fc_done = ck->nexports == 0;
 	lgr_check_init(&ck->lc, name, CONTROL_CHECK_TIMEOUT * 1000);
@@ -2112,11 +2123,9 @@ control_cmd_check_smc(struct control_req *req)
 			     text);
 		return NULL;
 	}
-	ck = calloc(1, sizeof(*ck));
+	ck = control_check_new();
 	if (ck == NULL)
 		return NULL;
-	ck->conf = conf_hold((struct conf *)control_conf);
-	ck->fc.fd = -1;
 	ck->smc = true;
 	kpeer_check_init(&ck->kc, ck->conf, &to);
 	log_info("kernel SMC-R server %s checked by uid %u pid %d", text,
