@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""What a build tree was configured with, for the benchmarks' headers.
+"""What a build tree was configured with, for the benchmarks' headers;
+and strace_calls, the reading of a strace -c summary they share.
 
 A sanitizer build (configure --enable-sanitizers) spends two to three times
 the CPU in the daemon's own code, which the kernel paths it is compared
@@ -46,3 +47,17 @@ def check(prog, bld, allow):
             "make tests/tools/xfer\n"
             "or pass --allow-sanitizers to measure it anyway.")
     return line
+
+
+def strace_calls(path):
+    """{syscall: calls, "total": all} from a strace -c summary, or None."""
+    calls = {}
+    try:
+        for l in open(path):
+            f = l.split()
+            # % time, seconds, usecs/call, calls, [errors,] syscall
+            if len(f) >= 5 and f[3].isdigit() and re.fullmatch(r"[0-9.]+", f[0]):
+                calls[f[-1]] = calls.get(f[-1], 0) + int(f[3])
+    except (OSError, ValueError):
+        return None
+    return calls if "total" in calls else None

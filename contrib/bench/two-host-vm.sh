@@ -15,8 +15,17 @@
 # sample is one line in $RXE_OUT/raw.tsv:
 #   path round metric size tool-output-on-one-line
 # and the host side turns both hosts' lines into medians and ratios.
+# With RXE_TH_KSMC=1 also the paths through one smcproxyd to or from the
+# kernel: ruleK (a5's target_smc rules to b's kernel SMC-R servers) and
+# exportK (a's kernel SMC-R clients to b5's smc_listen exports), and the
+# cork's A/B at our door: pairR-nocork (pair 7) and ruleK-nocork (a6) with
+# rdma.autocork = false.  RXE_TH_COUNTS=N: after the rounds, each daemon's
+# system calls, wake-ups (epoll_wait) and completion events (show links)
+# over N 64 B round trips and over 1000 N one-byte writes, per path
+# (count_run), untimed.
 # Knobs (env): RXE_TH_ROUNDS RXE_TH_ITERS RXE_TH_SECONDS RXE_TH_SIZES
 #   RXE_TH_REDIS_N RXE_TH_PAIRN_CONF RXE_TH_KSMC RXE_TH_WSIZES RXE_TH_CONNS
+#   RXE_TH_COUNTS
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
 rounds=${RXE_TH_ROUNDS:-3}
@@ -27,6 +36,7 @@ redis_n=${RXE_TH_REDIS_N:-2000}
 ksmc_on=${RXE_TH_KSMC:-0}
 wsizes=${RXE_TH_WSIZES:-1 64 1024 65536}	# the stream by write size
 nconns=${RXE_TH_CONNS:-100}		# short connections, this many at once
+counts=${RXE_TH_COUNTS:-0}		# count_run: round trips; 1000x writes
 
 rxe_host_setup
 rxe_pair_tools
@@ -42,6 +52,7 @@ PORT_HA=17501		# the HAProxy pair: a listens on 17501 (xfer) and 17502
 			# (redis), b on its link address 17503 and 17504
 PORT_XK=16604		# xfer server on b's link address over kernel SMC
 PORT_RK=16605		# redis-server on b's link address over kernel SMC
+PORT_XE=16620		# b5's smc_listen for xfer (exportK), 16621 for redis
 GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
 { echo "gid_index $GIDX"; uname -r; nproc; } >"$RXE_OUT/vm.txt"
 # Kernel SMC-R: the smc module, the user EID both hosts share, and KS, the
@@ -58,6 +69,27 @@ fi
 cmd() {	# log a command line once per kind
 	grep -qxF -- "$*" "$RXE_OUT/commands.txt" 2>/dev/null ||
 		echo "$*" >>"$RXE_OUT/commands.txt"
+}
+
+# links_line PATH TAG WHEN DAEMON: DAEMON's links (show links: WRs,
+# completions, completion events) into raw.tsv, for count_run
+links_line() {
+	printf '%s\t0\tclinks_%s_%s_%s\t0\t%s\n' "$1" "$2" "$3" "$4" \
+		"$("$CTL" -s "$R/$4.sock" -j show links 2>&1 | tr '\n\t' '  ')" >>"$RAW"
+}
+
+# sc_start PATH TAG DAEMON / sc_stop DAEMON: DAEMON (on this host) under
+# strace -c -f, all its threads, into sc.PATH.TAG.DAEMON.txt
+sc_start() {
+	links_line "$1" "$2" before "$3"
+	eval "_pid=\$rxe_pid_$3"
+	strace -c -f -p "$_pid" -o "$RXE_OUT/sc.$1.$2.$3.txt" 2>/dev/null &
+	eval "_sc_$3=\$!"
+	eval "_sc_tag_$3='$1 $2'"
+}
+sc_stop() {
+	eval "kill -INT \$_sc_$1; wait \$_sc_$1"
+	eval "links_line \$_sc_tag_$1 after $1"
 }
 
 # park_b / unpark_b: while host a takes a sample, host b waits in a
@@ -124,10 +156,11 @@ haproxy_start() {
 
 opts() {	# pair 3 (W): buffers for a stream, 1 MiB each way; pair 4
 	# (N): bytes by RDMA WRITE only, none carried in the CDC, or what
-	# RXE_TH_PAIRN_CONF says
+	# RXE_TH_PAIRN_CONF says; pair 7 (pairR-nocork): no autocork
 	case $1 in
 	3) echo "sndbuf = 1048576; rmb = 1048576;" ;;
 	4) echo "${RXE_TH_PAIRN_CONF:-cdc_data = false;}" ;;
+	7) echo "autocork = false;" ;;
 	esac
 }
 
@@ -147,6 +180,7 @@ if [ "$RXE_HOST" = b ]; then
 		--logfile "$RXE_OUT/redis.log" &
 	rxe_wait 20 listening $PORT_XF && rxe_wait 20 listening $PORT_XD &&
 		rxe_wait 20 listening $PORT_RD || rxe_die "servers on b"
+	daemons_b="b1 b2 b3 b4 b7"
 	if [ "$ksmc_on" = 1 ]; then
 		$KS "$XFER" server -q -l "$RXE_IP0:$PORT_XK" \
 			>"$RXE_OUT/xfer-ksmc.log" 2>&1 &
@@ -155,8 +189,23 @@ if [ "$RXE_HOST" = b ]; then
 			--logfile "$RXE_OUT/redis-ksmc.log" &
 		rxe_wait 20 listening $PORT_XK && rxe_wait 20 listening $PORT_RK ||
 			rxe_die "kernel SMC servers on b"
+		# exportK: b5's exports on smc_listen, the same servers as
+		# the pairs' behind them (the standard dialect's export side)
+		ksmc_cgroup2
+		cat >"$R/b5.conf" <<CONF
+smcproxyd: { name = "b5"; workers = 1; control_socket = "$R/b5.sock"; };
+exports = ( { name = "xf"; target = "127.0.0.1:$PORT_XF";
+              smc_listen = "$RXE_IP0:$PORT_XE"; },
+            { name = "rd"; target = "127.0.0.1:$PORT_RD";
+              smc_listen = "$RXE_IP0:$((PORT_XE + 1))"; } );
+kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
+              bpf_object = "$abs_top_builddir/src/bpf/smc_opt.bpf.o"; };
+CONF
+		cp "$R/b5.conf" "$RXE_OUT/b5.conf"
+		daemon_start b5 "$R/b5.conf" || rxe_die "daemon b5 did not start"
+		daemons_b="$daemons_b b5"
 	fi
-	for n in 1 2 3 4; do
+	for n in 1 2 3 4 7; do
 		dev=$RXE_DEV0
 		[ $n = 2 ] && dev=nosuchdev
 		cat >"$R/b$n.conf" <<CONF
@@ -174,7 +223,7 @@ CONF
 	rxe_signal b-ready
 	rxe_serve || rxe_log "host a stopped asking"
 	[ "$ksmc_on" = 1 ] && "$SMCNL" stats >"$RXE_OUT/smc-stats.txt" 2>&1
-	for d in b1 b2 b3 b4; do
+	for d in $daemons_b; do
 		"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' \
 			>"$RXE_OUT/$d.stats.json"
 		daemon_stop $d || rxe_log "$d exited with $?"
@@ -191,7 +240,7 @@ on_b() {
 
 rxe_await b-ready 300 || rxe_die "b did not start"
 cp "$RXE_SYNC_DIR/psk" "$R/psk" && chmod 600 "$R/psk" || rxe_die "b's key"
-for n in 1 2 3 4; do
+for n in 1 2 3 4 7; do
 	cat >"$R/a$n.conf" <<CONF
 smcproxyd: { name = "a$n"; workers = 1; control_socket = "$R/a$n.sock"; };
 peers = ( { name = "b$n"; address = "$RXE_PEER_IP:72${n}0"; key_file = "$R/psk"; } );
@@ -207,11 +256,12 @@ done
 rxe_wait 60 logged a1 "link group active" || rxe_die "pair R: no link group"
 rxe_wait 60 logged a3 "link group active" || rxe_die "pair W: no link group"
 rxe_wait 60 logged a4 "link group active" || rxe_die "pair N: no link group"
+rxe_wait 60 logged a7 "link group active" || rxe_die "pair 7: no link group"
 rxe_wait 60 logged a2 "peer declined, NOSMCRDEV" ||
 	rxe_die "pair F: b2 did not decline"
 haproxy_start a "127.0.0.1:$PORT_HA" "$RXE_PEER_IP:$((PORT_HA + 2))" \
 	"127.0.0.1:$((PORT_HA + 1))" "$RXE_PEER_IP:$((PORT_HA + 3))"
-for n in 1 2 3 4; do
+for n in 1 2 3 4 7; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
 # ruleK: daemon a5's target_smc rules to b's kernel SMC-R servers (the
@@ -227,6 +277,12 @@ kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ];
 CONF
 	cp "$R/a5.conf" "$RXE_OUT/a5.conf"
 	daemon_start a5 "$R/a5.conf" || rxe_die "daemon a5 did not start"
+	# ruleK-nocork: a6, the same rules with rdma.autocork = false
+	sed -e 's/"a5"/"a6"/; s/a5\.sock/a6.sock/; s/17601/17901/; s/17602/17902/' \
+		"$R/a5.conf" >"$R/a6.conf" &&
+		echo 'rdma: { autocork = false; };' >>"$R/a6.conf" || rxe_die "a6.conf"
+	cp "$R/a6.conf" "$RXE_OUT/a6.conf"
+	daemon_start a6 "$R/a6.conf" || rxe_die "daemon a6 did not start"
 fi
 
 # The kernel's link group comes up with the first connection (0.2-0.3 s
@@ -238,11 +294,18 @@ if [ "$ksmc_on" = 1 ]; then
 	[ "$(ksmc_stat clnt_v2_succ)" -ge 1 ] && [ "$(ksmc_stat fback_clnt)" = 0 ] ||
 		rxe_die "kernel SMC fell back to TCP: $("$SMCNL" stats | tr '\n' ' ')"
 	"$SMCNL" stats >"$RXE_OUT/smc-stats.before.txt" 2>&1
-	"$XFER" client -c 127.0.0.1:17601 -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
-		rxe_die "first connection through ruleK failed"
-	[ "$(rxe_stat a5 smc_out_rdma)" -ge 1 ] ||
-		rxe_die "ruleK did not go over RDMA: $("$CTL" -s "$R/a5.sock" stats | grep smc_out)"
-	"$CTL" -s "$R/a5.sock" stats reset >/dev/null
+	for d in a5:17601 a6:17901; do
+		"$XFER" client -c "127.0.0.1:${d#*:}" -n 1 -b 4K -T 60 >/dev/null 2>&1 ||
+			rxe_die "first connection through ${d%:*} (ruleK) failed"
+		[ "$(rxe_stat "${d%:*}" smc_out_rdma)" -ge 1 ] ||
+			rxe_die "${d%:*} did not go over RDMA: $("$CTL" -s "$R/${d%:*}.sock" stats | grep smc_out)"
+		"$CTL" -s "$R/${d%:*}.sock" stats reset >/dev/null
+	done
+	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT_XE" -n 1 -b 4K -T 60 \
+		>/dev/null 2>&1 || rxe_die "first connection through exportK failed"
+	on_b 'rxe_signal b5-rdma "$(rxe_stat b5 smc_conns_rdma)"'
+	[ "$(rxe_value b5-rdma)" -ge 1 ] 2>/dev/null ||
+		rxe_die "exportK did not go over RDMA (b5 smc_conns_rdma $(rxe_value b5-rdma))"
 fi
 
 # cork_set VALUE: net.smc.autocorking_size on both hosts (ksmc-nocork runs
@@ -310,11 +373,48 @@ order() {	# the paths in the order of round $1: reversed every other round
 	if [ $(($1 % 2)) = 1 ]; then echo "$2"; else echo "$2" | tr ' ' '\n' | tac | tr '\n' ' '; fi
 }
 
+# kpath PATH: PATH needs kernel SMC-R (RXE_TH_KSMC=1)
+kpath() {
+	case $1 in ksmc* | ruleK* | exportK) return 0 ;; esac
+	return 1
+}
+
+# xf_of PATH: where PATH's xfer client connects (exportK and ksmc run
+# under ksmc_rec, the client's socket an SMC one)
+xf_of() {
+	case $1 in
+	direct) echo "$RXE_PEER_IP:$PORT_XD" ;;
+	pairR) echo 127.0.0.1:17101 ;;
+	pairF) echo 127.0.0.1:17201 ;;
+	pairW) echo 127.0.0.1:17301 ;;
+	pairN) echo 127.0.0.1:17401 ;;
+	pairR-nocork) echo 127.0.0.1:17701 ;;
+	pairH) echo "127.0.0.1:$PORT_HA" ;;
+	loop_a) echo "127.0.0.1:$PORT_XL" ;;
+	ruleK) echo 127.0.0.1:17601 ;;
+	ruleK-nocork) echo 127.0.0.1:17901 ;;
+	exportK) echo "$RXE_PEER_IP:$PORT_XE" ;;
+	ksmc*) echo "$RXE_PEER_IP:$PORT_XK" ;;
+	esac
+}
+
+# xrec PATH ROUND METRIC SIZE XFER-ARGS...: an xfer client sample on PATH
+xrec() {
+	_xp=$1 _xr=$2 _xm=$3 _xs=$4
+	shift 4
+	case $_xp in
+	ksmc* | exportK)
+		ksmc_rec "$_xp" "$_xr" "$_xm" "$_xs" "$XFER" client \
+			-c "$(xf_of "$_xp")" "$@" ;;
+	*) rec "$_xp" "$_xr" "$_xm" "$_xs" "$XFER" client -c "$(xf_of "$_xp")" "$@" ;;
+	esac
+}
+
 r=1
 while [ $r -le "$rounds" ]; do
 	echo "== round $r"
 	for s in $sizes; do
-		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH ksmc ksmc-nocork ruleK"); do
+		for p in $(order $r "raw raw_e direct loop_a loop_b pairR pairN pairF pairH ksmc ksmc-nocork ruleK exportK"); do
 			case $p in
 			raw) pp_raw raw $r $s ;;
 			raw_e)
@@ -342,6 +442,11 @@ while [ $r -le "$rounds" ]; do
 			ruleK)
 				[ "$ksmc_on" = 1 ] || continue
 				pp_tcp ruleK $r $s 127.0.0.1:17601 ;;
+			exportK)
+				[ "$ksmc_on" = 1 ] || continue
+				cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XE -m pingpong -s SIZE -i $iters --json -T 120 (exportK)"
+				xrec exportK $r xfer_pp $s -m pingpong -s "$s" \
+					-i "$iters" --json -T 120 ;;
 			ksmc | ksmc-nocork)
 				[ "$ksmc_on" = 1 ] || continue
 				cmd "LD_PRELOAD=smcpreload.so xfer client -c B:$PORT_XK -m pingpong -s SIZE -i $iters --json -T 120 ($p)"
@@ -353,8 +458,8 @@ while [ $r -le "$rounds" ]; do
 			esac
 		done
 	done
-	for p in $(order $r "raw direct pairR pairW pairF pairH ksmc ksmc-nocork ruleK"); do
-		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
+	for p in $(order $r "raw direct pairR pairW pairF pairH ksmc ksmc-nocork ruleK exportK"); do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
 		case $p in
 		raw)
 			_p=$((PORT_PP + rxe_req % 500))
@@ -373,73 +478,45 @@ while [ $r -le "$rounds" ]; do
 				-c "$RXE_PEER_IP:$PORT_XK" -m stream -t "$secs" \
 				--json -T 120 ;;
 		*)
-			case $p in
-			direct) hp=$RXE_PEER_IP:$PORT_XD ;;
-			pairR) hp=127.0.0.1:17101 ;;
-			pairW) hp=127.0.0.1:17301 ;;
-			pairF) hp=127.0.0.1:17201 ;;
-			pairH) hp=127.0.0.1:$PORT_HA ;;
-			ruleK) hp=127.0.0.1:17601 ;;
-			esac
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --json -T 120 ($p)"
-			rec $p $r xfer_stream 65536 "$XFER" client -c "$hp" \
-				-m stream -t "$secs" --json -T 120 ;;
+			xrec $p $r xfer_stream 65536 -m stream -t "$secs" \
+				--json -T 120 ;;
 		esac
 	done
 	# one stream by write size (the seeds' autocork table): xfer
 	# --write-size, one write() per SIZE bytes
 	for ws in $wsizes; do
-		for p in $(order $r "direct pairR pairF ksmc ksmc-nocork ruleK"); do
-			[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
+		for p in $(order $r "direct loop_a loop_b pairR pairR-nocork pairF ksmc ksmc-nocork ruleK ruleK-nocork exportK"); do
+			kpath $p && [ "$ksmc_on" != 1 ] && continue
 			cmd "xfer client -c HOST:PORT -m stream -t $secs --write-size SIZE --json -T 120 ($p)"
-			case $p in
-			direct) rec direct $r xfer_ws $ws "$XFER" client \
-				-c "$RXE_PEER_IP:$PORT_XD" -m stream -t "$secs" \
-				--write-size $ws --json -T 120 ;;
-			pairR | pairF | ruleK)
-				case $p in
-				pairR) hp=127.0.0.1:17101 ;;
-				pairF) hp=127.0.0.1:17201 ;;
-				ruleK) hp=127.0.0.1:17601 ;;
-				esac
-				rec $p $r xfer_ws $ws "$XFER" client -c "$hp" \
-					-m stream -t "$secs" --write-size $ws \
-					--json -T 120 ;;
-			*) ksmc_rec $p $r xfer_ws $ws "$XFER" client \
-				-c "$RXE_PEER_IP:$PORT_XK" -m stream -t "$secs" \
-				--write-size $ws --json -T 120 ;;
-			esac
+			if [ $p = loop_b ]; then
+				on_b "rec loop_b $r xfer_ws $ws $XFER client \
+					-c 127.0.0.1:$PORT_XL -m stream -t $secs \
+					--write-size $ws --json -T 120"
+				continue
+			fi
+			xrec $p $r xfer_ws $ws -m stream -t "$secs" \
+				--write-size $ws --json -T 120
 		done
 	done
 	# short connections: connect, 64 B each way, close, $nconns at once
-	for p in $(order $r "direct pairR pairF ksmc ksmc-nocork ruleK"); do
-		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
+	for p in $(order $r "direct pairR pairF ksmc ksmc-nocork ruleK exportK"); do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
 		cmd "xfer client -c HOST:PORT -n $nconns -b 64 -B 64 --json -T 120 ($p)"
-		case $p in
-		direct) rec direct $r xfer_conn $nconns "$XFER" client \
-			-c "$RXE_PEER_IP:$PORT_XD" -n "$nconns" -b 64 -B 64 \
-			--json -T 120 ;;
-		pairR | pairF | ruleK)
-			case $p in
-			pairR) hp=127.0.0.1:17101 ;;
-			pairF) hp=127.0.0.1:17201 ;;
-			ruleK) hp=127.0.0.1:17601 ;;
-			esac
-			rec $p $r xfer_conn $nconns "$XFER" client -c "$hp" \
-				-n "$nconns" -b 64 -B 64 --json -T 120 ;;
-		*) ksmc_rec $p $r xfer_conn $nconns "$XFER" client \
-			-c "$RXE_PEER_IP:$PORT_XK" -n "$nconns" -b 64 -B 64 \
-			--json -T 120 ;;
-		esac
+		xrec $p $r xfer_conn $nconns -n "$nconns" -b 64 -B 64 --json -T 120
 	done
-	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork ruleK"); do
-		[ "$p" = ruleK ] && [ "$ksmc_on" != 1 ] && continue
+	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork ruleK exportK"); do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
 		case $p in
 		direct) redis_one direct $r $PORT_RD "$RXE_PEER_IP" ;;
 		ruleK) redis_one ruleK $r 17602 ;;
 		pairR) redis_one pairR $r 17102 ;;
 		pairF) redis_one pairF $r 17202 ;;
 		pairH) redis_one pairH $r $((PORT_HA + 1)) ;;
+		exportK)
+			cmd "LD_PRELOAD=smcpreload.so redis-benchmark -h B -p $((PORT_XE + 1)) -n $redis_n -c 8 -t ping,set,get -d 64 -q (exportK)"
+			ksmc_rec exportK $r redis 64 redis-benchmark -h "$RXE_PEER_IP" \
+				-p $((PORT_XE + 1)) -n "$redis_n" -c 8 -t ping,set,get -d 64 -q ;;
 		ksmc | ksmc-nocork)
 			cmd "LD_PRELOAD=smcpreload.so redis-benchmark -h B -p $PORT_RK -n $redis_n -c 8 -t ping,set,get -d 64 -q ($p)"
 			ksmc_rec $p $r redis 64 redis-benchmark -h "$RXE_PEER_IP" \
@@ -478,8 +555,58 @@ EOF2
 		>"$RXE_OUT/cpu.a1.txt"
 fi
 
-daemons="a1 a2 a3 a4"
-[ "$ksmc_on" = 1 ] && daemons="$daemons a5"
+# count_run PATH TAG "DAEMONS" CMD...: CMD with DAEMONS (a1, b1, ...)
+# under strace -c -f and their links before and after; untimed.
+count_run() {
+	_cp=$1 _ct=$2 _cd=$3
+	shift 3
+	for _d in $_cd; do
+		case $_d in
+		a*) sc_start "$_cp" "$_ct" "$_d" ;;
+		b*) on_b "sc_start $_cp $_ct $_d" ;;
+		esac
+	done
+	sleep 2		# strace has attached every thread
+	"$@" >"$RXE_OUT/count.$_cp.$_ct.out" 2>&1 ||
+		rxe_log "count $_cp $_ct: the load failed (count.$_cp.$_ct.out)"
+	sleep 1		# the last completions reaped
+	for _d in $_cd; do
+		case $_d in
+		a*) sc_stop "$_d" ;;
+		b*) on_b "sc_stop $_d" ;;
+		esac
+	done
+}
+
+# RXE_TH_COUNTS=N: per path, its daemons' counts over N and 2N 64 B round
+# trips (rt1, rt2) and over 100 N and 200 N one-byte writes in a stream
+# (ws1, ws2): the host side takes the differences, so that a connection's
+# setup and end cancel out.  pairR: a1 and b1; ruleK: a5; exportK: b5
+# (its client a kernel SMC-R one: the writes are corked by a's kernel
+# before b5 sees them).
+if [ "$counts" -gt 0 ] && command -v strace >/dev/null; then
+	echo "== counts"
+	echo "counts $counts" >>"$RXE_OUT/vm.txt"
+	for p in pairR ruleK exportK; do
+		case $p in
+		pairR) ds="a1 b1" pre= ;;
+		ruleK) ds=a5 pre= ;;
+		exportK) ds=b5 pre=ksmc ;;
+		esac
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
+		cmd "strace -c -f -p PID (daemons $ds) around xfer client -c HOST:PORT -m pingpong -s 64 -i N, N = $counts and $((counts * 2)); -m stream -b W --write-size 1, W = $((counts * 100)) and $((counts * 200)) ($p)"
+		for k in 1 2; do
+			count_run $p rt$k "$ds" $pre "$XFER" client -c "$(xf_of $p)" \
+				-m pingpong -s 64 -i $((counts * k)) --json -T 300
+			count_run $p ws$k "$ds" $pre "$XFER" client -c "$(xf_of $p)" \
+				-m stream -b $((counts * 100 * k)) --write-size 1 \
+				--json -T 300
+		done
+	done
+fi
+
+daemons="a1 a2 a3 a4 a7"
+[ "$ksmc_on" = 1 ] && daemons="$daemons a5 a6"
 for d in $daemons; do
 	"$CTL" -s "$R/$d.sock" -j stats 2>/dev/null | tr -d '\n' >"$RXE_OUT/$d.stats.json"
 done
