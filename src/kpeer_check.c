@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * A live check of a kernel SMC-R server (smcproxyctl check smc
- * HOST:PORT, control.c), as smc_chk -C probes one: the TCP connect with
+ * HOST:PORT, control_check.c), as smc_chk -C probes one: the TCP connect with
  * the SMC-R option on its SYN, as a target_smc rule connects (sock.c,
  * smc_opt.c); if the server echoes it, the rule side's own PROPOSAL
  * (kpeer_proposal_build) and the server's answer, ACCEPT or DECLINE with its

@@ -821,12 +821,6 @@ lgr_dead(struct lgr *lgr)
 			wr_link_down(lgr->link[i].wr, "its link group ended");
 }
 
-static struct stats *
-lgr_stats(const struct lgr *lgr)
-{
-	return lgr->ctx->stats;
-}
-
 static void lgr_conns_move(struct lgr *lgr, struct lgr_link *from,
 			   struct lgr_link *to);
 

@@ -236,6 +236,13 @@ lgr_ctx_conf(const struct lgr_ctx *ctx)
 	return ctx->w != NULL ? worker_conf(ctx->w) : ctx->conf;
 }
 
+/* The statistics the group counts into: its context's. */
+static inline struct stats *
+lgr_stats(const struct lgr *lgr)
+{
+	return lgr->ctx->stats;
+}
+
 /*
  * The link with wire id, in any state but free/down; NULL if none.  The
  * one lookup: lgr_link_by_id() is the same for the other modules.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Live checks of a peer (smcproxyctl check PEER, control.c): TEST_LINK
+ * Live checks of a peer (smcproxyctl check PEER, control_check.c): TEST_LINK
  * over an active link of a group to it, or, with none, a group set up
  * for the check; the answer, or why there is none, within the check's
  * time.  Above the link groups of lgr.c, which never call here.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * show lgrs / show links (control.c): each group of a worker and each of
+ * show lgrs / show links (control_show.c): each group of a worker and each of
  * its links as JSON, as net/smc's smc_diag.c reports its own.  Above the
  * link groups of lgr.c, which never call here.
  */

@@ -2,7 +2,7 @@
 /*
  * The names of a session's states, the one table that the control
  * socket's connection list and its state filter both use.  Its own file
- * so that control.c names states without linking session.c.
+ * so that control_show.c names states without linking session.c.
  */
 #include "smcproxyd.h"
 
