@@ -19,7 +19,9 @@
 #     first contact naming our QP): a counts 300 joins, no new group, and
 #     a DELETE_RKEY as each ends (a group's table holds 255 rkeys);
 #   - after a reload whose ueids lack the lane's EID, b's kernel declines
-#     our PROPOSAL itself (NOSMCDEV): counted, the data verifies.
+#     our PROPOSAL itself (NOSMCDEV): counted, the data verifies;
+#   - with the EID back, smcproxyctl check smc b:PORT (smc_chk -C) gets
+#     the kernel's ACCEPT and says SMC-R ready, status 0, nothing counted.
 . "$(dirname "$0")/lib.sh"
 
 ksmc_check_init
@@ -93,6 +95,20 @@ else
 		-n 1 -b 256K -T 60
 	expect_stat a smc_out_declines_received 1
 	expect_stat a smc_out_tcp 1
+	# check smc (as smc_chk -C) against the real kernel server, the lane's
+	# EID back: a PROPOSAL, the kernel's ACCEPT, our DECLINE; status 0
+	sed -i "s/ueids = \[ \"NOT-THE-LAB\" \]/ueids = [ \"$RXE_KSMC_UEID\" ]/" "$R/a.conf"
+	"$CTL" -s "$R/a.sock" reload >/dev/null || bad "reload refused"
+	p0=$(rxe_stat a smc_out_proposals)
+	if "$CTL" -s "$R/a.sock" check smc "$RXE_PEER_IP:$PORT" \
+		>"$RXE_OUT/check-smc.out" 2>&1 &&
+		grep -q '^  answer: ACCEPT' "$RXE_OUT/check-smc.out" &&
+		grep -q '^  here: SMC-R ready$' "$RXE_OUT/check-smc.out"; then
+		ok "check smc $RXE_PEER_IP:$PORT: b's kernel ACCEPTs, SMC-R ready here (status 0)"
+	else
+		bad "check smc $RXE_PEER_IP:$PORT: $(cat "$RXE_OUT/check-smc.out")"
+	fi
+	expect_stat a smc_out_proposals "$p0"
 	rxe_signal eid-done
 	daemon_stop a || bad "a did not stop cleanly"
 fi

@@ -19,7 +19,8 @@
 #     contact: b counts 300 joins and no new group), over RDMA; more than
 #     the 255 rkeys a group's table holds, so each connection's end must
 #     take its rkey off it again (DELETE_RKEY, counted).
-# SHORT=n for fewer of them (a quick look).
+# Before all that, smcproxyctl check export x on b (smc_chk -S) says
+# SMC-R ready, status 0.  SHORT=n for fewer of them (a quick look).
 . "$(dirname "$0")/lib.sh"
 
 ksmc_check_init
@@ -32,6 +33,14 @@ SIZE=$(($(echo "$SIZE_ARG" | tr -d M) * 1048576))
 
 if [ "$RXE_HOST" = b ]; then
 	ksmc_export_start
+	# check export (as smc_chk -S): the option's program attached, the
+	# EID set, rxe0 on the listening address: ready, status 0
+	if "$CTL" -s "$R/b.sock" check export x >"$RXE_OUT/check-export.out" 2>&1 &&
+		grep -q "export x: SMC-R ready at $RXE_LINK_IP:$PORT" "$RXE_OUT/check-export.out"; then
+		ok "check export x: SMC-R ready at $RXE_LINK_IP:$PORT (status 0)"
+	else
+		bad "check export x: $(cat "$RXE_OUT/check-export.out")"
+	fi
 	rxe_signal b-ready
 	rxe_await moved 300 || bad "a's transfer did not end"
 	"$CTL" -s "$R/b.sock" show lgrs >"$RXE_OUT/b-lgrs.log" 2>&1
