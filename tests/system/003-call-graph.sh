@@ -4,7 +4,11 @@
 # files calls each other in a cycle, beyond the send and receive halves of
 # the data path {rx tx} and the main thread's {control metrics smcproxyd}.
 # Read from the objects this build made (scripts/callgraph, nm); a new
-# upward call fails here with the symbols that close the cycle.
+# upward call fails here with the symbols that close the cycle.  The two
+# places that list the files as layers say it truly (issue 44): the .c
+# files of src/Makefile.inc come by level from the bottom, and
+# docs/internals.md's layer table names every file, none in a row below
+# a file it calls.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 nm
@@ -14,9 +18,28 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$SMC_BUILDDIR/src/libsmcproxy.a main=$SMC_BUILDDIR/src/smcproxyd-smcproxyd.o
 [ -f "$lib" ] && [ -f "$main" ] || fail "no $lib or $main: build first"
 python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
+	--levels --order "$SRC/src/Makefile.inc" --doc "$SRC/docs/internals.md" \
 	"$lib" "$main" >"$T/out" 2>&1 ||
 	fail "files of src/ call each other:
 $(cat "$T/out")"
 grep -q '^allowed {rx tx}$' "$T/out" ||
 	fail "the reader did not see the rx/tx pair (nm output changed?): $(cat "$T/out")"
-smc_log "$(grep -c '' "$T/out") lines: $(grep -v '^  ' "$T/out" | tr '\n' ' ')"
+grep -q '^level 1: ' "$T/out" ||
+	fail "no levels printed: $(cat "$T/out")"
+smc_log "$(grep -c '^level ' "$T/out") levels; $(grep -v '^  \|^level ' "$T/out" | tr '\n' ' ')"
+
+# and the order check reads what it says: the list with its first two
+# levels swapped fails, naming the file out of place
+sed 's|src/now.c src/addr.c|src/addr.c|; s|src/log.c src/buf.c|src/log.c src/now.c src/buf.c|' \
+	"$SRC/src/Makefile.inc" >"$T/Makefile.inc"
+! python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
+	--order "$T/Makefile.inc" "$lib" "$main" >"$T/bad" 2>&1 &&
+	grep -q '^ORDER .*: log (level 1) comes before now (level 0)' "$T/bad" ||
+	fail "a misordered src/Makefile.inc passed: $(cat "$T/bad")"
+# and the table's: llc.c put in the bottom row fails, naming what it calls
+sed 's/^| clock, log, addresses, wire | `now.c`,/| clock, log, addresses, wire | `llc.c`, `now.c`,/' \
+	"$SRC/docs/internals.md" >"$T/internals.md"
+! python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
+	--doc "$T/internals.md" "$lib" "$main" >"$T/bad" 2>&1 &&
+	grep -q '^LAYER .*: llc (clock, log, addresses, wire) calls wr' "$T/bad" ||
+	fail "a misplaced llc.c in docs/internals.md passed: $(cat "$T/bad")"
