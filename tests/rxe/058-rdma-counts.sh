@@ -90,21 +90,20 @@ for k in 1 2; do
 done
 expect_stat a conns_fallback 0
 
+# strace -c's summary read as the benchmarks read it (benchbuild.py)
 python3 - "$RXE_OUT" "$N" "${RXE_COUNTS_EVENTS:-1.2}" "${RXE_COUNTS_WAKEUPS:-2.5}" \
-	"${RXE_COUNTS_SYSCALLS:-11}" \
+	"${RXE_COUNTS_SYSCALLS:-11}" "$abs_top_srcdir/contrib/bench" \
 	>"$RXE_OUT/counts.txt" 2>&1 <<'PY'
-import json, os, re, sys
+import json, os, sys
 
 out, n = sys.argv[1], int(sys.argv[2])
 events, wakeups, syscalls = map(float, sys.argv[3:6])
+sys.path.insert(0, sys.argv[6])
+from benchbuild import strace_calls
 
 def calls(tag, d):
-    c = {}
-    for l in open(os.path.join(out, f"sc.{tag}.{d}.txt")):
-        f = l.split()
-        if len(f) >= 5 and f[3].isdigit() and re.fullmatch(r"[0-9.]+", f[0]):
-            c[f[-1]] = c.get(f[-1], 0) + int(f[3])
-    if "total" not in c:
+    c = strace_calls(os.path.join(out, f"sc.{tag}.{d}.txt"))
+    if c is None:
         sys.exit(f"no strace summary for {tag} {d}")
     return c
 
