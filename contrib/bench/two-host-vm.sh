@@ -25,6 +25,7 @@
 # (count_run), untimed.
 # Knobs (env): RXE_TH_ROUNDS RXE_TH_ITERS RXE_TH_SECONDS RXE_TH_SIZES
 #   RXE_TH_REDIS_N RXE_TH_PAIRN_CONF RXE_TH_KSMC RXE_TH_WSIZES RXE_TH_CONNS
+#   RXE_TH_CTN
 #   RXE_TH_COUNTS
 . "$abs_top_srcdir/tests/rxe/lib.sh"
 
@@ -36,6 +37,7 @@ redis_n=${RXE_TH_REDIS_N:-2000}
 ksmc_on=${RXE_TH_KSMC:-0}
 wsizes=${RXE_TH_WSIZES:-1 64 1024 65536}	# the stream by write size
 nconns=${RXE_TH_CONNS:-100}		# short connections, this many at once
+ctn=${RXE_TH_CTN:-50}			# connect times, one after another
 counts=${RXE_TH_COUNTS:-0}		# count_run: round trips; 1000x writes
 
 rxe_host_setup
@@ -504,6 +506,14 @@ while [ $r -le "$rounds" ]; do
 		kpath $p && [ "$ksmc_on" != 1 ] && continue
 		cmd "xfer client -c HOST:PORT -n $nconns -b 64 -B 64 --json -T 120 ($p)"
 		xrec $p $r xfer_conn $nconns -n "$nconns" -b 64 -B 64 --json -T 120
+	done
+	# connect time: $ctn connections one after another, each timed from
+	# before its connect() to the echo of its first 64 B (xfer
+	# --connect-time): the handshake a program waits for, CLC and all
+	for p in $(order $r "direct pairR pairF ksmc ruleK exportK"); do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
+		cmd "xfer client -c HOST:PORT --connect-time -n $ctn -s 64 --json -T 120 ($p)"
+		xrec $p $r xfer_ct 64 --connect-time -n "$ctn" -s 64 --json -T 120
 	done
 	for p in $(order $r "direct pairR pairF pairH ksmc ksmc-nocork ruleK exportK"); do
 		kpath $p && [ "$ksmc_on" != 1 ] && continue

@@ -190,6 +190,7 @@ struct opts {
 	bool expect_close;
 	uint32_t ping_size, ping_iters, warmup;
 	uint32_t gap_us;     /* pingpong: idle time between pings */
+	bool connect_time;   /* pingpong: one at a time, timed from connect */
 	uint32_t write_size; /* stream: at most this much per write() */
 	double seconds;
 	double timeout;
@@ -1426,7 +1427,9 @@ client_connected(struct conn *c)
 	}
 	c->state = CS_RUN;
 	c->t_start = now_ns();
-	if (opt.mode == MODE_PINGPONG && opt.ping_iters > 0)
+	/* --connect-time: the first ping's time runs from before connect() */
+	if (opt.mode == MODE_PINGPONG && opt.ping_iters > 0 &&
+	    !opt.connect_time)
 		c->t_ping = c->t_start;
 }
 
@@ -1537,6 +1540,10 @@ usage(void)
 	      "in us;\n"
 	      "  --gap-us US  idle this long between pings (not counted; "
 	      "with -n 1)\n"
+	      "  --connect-time  the -n connections one after another, one "
+	      "ping each,\n"
+	      "               timed from before connect() to the echo "
+	      "(-i 1 -w 0)\n"
 	      "exit: 0 all verified, 1 a check failed, 2 usage or setup "
 	      "error\n",
 	      stderr);
@@ -1733,15 +1740,16 @@ run_client(void)
 	socklen_t sl;
 	struct conn *c;
 	uint64_t t0, t1, now, deadline, sent = 0, recvd = 0, bytes, tev;
-	int i, n, active, failed = 0, qst, qerr, timeout;
+	int i, n, active, opened, failed = 0, qst, qerr, timeout;
 	double secs, rst_ms, max_rst_ms = -1;
 	char b1[32], b2[32];
 
 	resolve(opt.addr, &ss, &sl);
 	t0 = now_ns();
 	deadline = t0 + (uint64_t)(opt.timeout * NSEC);
-	for (i = 0; i < opt.conns; i++)
-		client_open(&ss, sl, i);
+	/* --connect-time: each connection opens when the one before ended */
+	for (opened = 0; opened < (opt.connect_time ? 1 : opt.conns); opened++)
+		client_open(&ss, sl, opened);
 	for (;;) {
 		active = 0;
 		timeout = 100;
@@ -1752,6 +1760,10 @@ run_client(void)
 				timeout = 1;
 			if (conns[i]->t_resume)
 				timeout = 10;
+		}
+		if (active == 0 && opened < opt.conns) {
+			client_open(&ss, sl, opened++);
+			continue;
 		}
 		if (active == 0)
 			break;
@@ -1950,6 +1962,7 @@ enum long_only {
 	OPT_PAUSE_READ,
 	OPT_GAP_US,
 	OPT_WRITE_SIZE,
+	OPT_CONNECT_TIME,
 };
 
 static const struct option longopts[] = {
@@ -1979,6 +1992,7 @@ static const struct option longopts[] = {
 	{"pause-read", required_argument, NULL, OPT_PAUSE_READ},
 	{"gap-us", required_argument, NULL, OPT_GAP_US},
 	{"write-size", required_argument, NULL, OPT_WRITE_SIZE},
+	{"connect-time", no_argument, NULL, OPT_CONNECT_TIME},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -2095,6 +2109,10 @@ main(int argc, char **argv)
 		case OPT_GAP_US:
 			opt.gap_us = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
+		case OPT_CONNECT_TIME:
+			opt.connect_time = true;
+			opt.mode = MODE_PINGPONG;
+			break;
 		case OPT_WRITE_SIZE:
 			opt.write_size = (uint32_t)parse_size(optarg);
 			if (opt.write_size == 0 || opt.write_size > CHUNK)
@@ -2108,6 +2126,12 @@ main(int argc, char **argv)
 		usage();
 	if (!opt.s2c_set)
 		opt.s2c = opt.c2s;
+	if (opt.connect_time) {
+		if (opt.mode != MODE_PINGPONG)
+			die("--connect-time is a pingpong");
+		opt.ping_iters = 1;
+		opt.warmup = 0;
+	}
 	if (opt.warmup == (uint32_t)-1)
 		opt.warmup =
 			opt.ping_iters / 10 < 100 ? opt.ping_iters / 10 : 100;
