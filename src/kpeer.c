@@ -58,9 +58,10 @@
 /* The handshake's state: the CLC message being read. */
 struct kpeer_hs {
 	uint8_t buf[SCLC_MSG_MAX];
-	size_t len;   /* bytes in buf */
-	size_t want;  /* the message's length once its header is in */
-	uint8_t owed; /* the CLC type the peer owes us (or a DECLINE) */
+	size_t len;	/* bytes in buf */
+	size_t want;	/* the message's length once its header is in */
+	uint8_t owed;	/* the CLC type the peer owes us (or a DECLINE) */
+	bool confirmed; /* export side: the client's CONFIRM came */
 	/* export side over SMC-R: what the PROPOSAL asked for, kept for
 	 * our ACCEPT */
 	bool rdma;
@@ -435,6 +436,7 @@ kpeer_rdma_confirmed(struct session *s)
 		return;
 	}
 	kpeer_rdma_theirs(&c, &peer);
+	hs->confirmed = true;
 	STATS_INC(worker_stats(s->w), smc_confirms);
 	session_want(s, 0, EV_READ, false);
 	code = session_rdma_std_confirm(s, &peer);
@@ -906,7 +908,16 @@ kpeer_timeout(struct session *s)
 		return;
 	}
 	if (s->rdma != NULL) {
-		/* our ACCEPT went: the link did not come up in time */
+		/* our ACCEPT went and its CONFIRM did not come: a CLC
+		 * timeout, charged to the client's host as any other (a
+		 * host that floods ACCEPTs it never confirms is rate limited)
+		 */
+		if (s->role == SESSION_ROLE_EXPORT && s->shs != NULL &&
+		    !s->shs->confirmed) {
+			STATS_INC(st, smc_clc_timeouts);
+			kpeer_charge(s);
+		}
+		/* else the link did not come up in time */
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}

@@ -1571,10 +1571,21 @@ void
 session_rdma_close(struct session *s, enum session_reason reason)
 {
 	struct session_rdma *sr = s->rdma;
+	struct lgr *setup;
 
 	session_rdma_unpark(worker_rdma(s->w), s);
 	if (sr == NULL)
 		return;
+	/* a kernel peer's group still being set up was set up for this
+	 * connection, its first (session_rdma_std_open): it goes with it,
+	 * as session_rdma_std_drop lets it go.  Kept, it would hold its
+	 * QP, its buffers and a place in its host's pending budget for
+	 * good: nothing else ends a group whose CONFIRM never came
+	 * (375-ksmc-flood) */
+	setup = sr->std && sr->lc.lgr != NULL && !lgr_is_active(sr->lc.lgr) &&
+				!lgr_is_ending(sr->lc.lgr) ?
+			sr->lc.lgr :
+			NULL;
 	resume_end(sr);
 	s->rdma = NULL;
 	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
@@ -1594,6 +1605,8 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		tx_conn_free(sr->rc);
 	}
 	session_rdma_free(sr);
+	if (setup != NULL)
+		lgr_terminate(setup, LLC_DEL_PROG_INIT_TERM, true, false);
 }
 
 static void

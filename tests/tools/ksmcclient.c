@@ -12,22 +12,30 @@
  * echo server behind the export), and closes.
  *
  *   ksmcclient -c ADDR:PORT -o SMC_OPT_BPF_O [-e EID] [-g IPV4]
- *              [-n BYTES] [-p] [-r]
+ *              [-n BYTES] [-p] [-r] [-b IPV4] [-H SECONDS -k N]
  *
  *   -g  the IPv4 address in the RoCE v2 GID (default: our TCP address)
  *   -p  no option on the SYN (a client not under SMC)
  *   -r  send garbage where the PROPOSAL belongs
+ *   -b  connect from this address (one host of several on one machine)
+ *   -H  a flood of handshakes left pending (tests/rxe/375): -k
+ *       connections, each sends its PROPOSAL and, when the server
+ *       ACCEPTs, never CONFIRMs; all are held SECONDS, then closed
  *
- * Prints "echoed", "DECLINE NAME 0xCODE", "verified N bytes"; exit 0 when
- * every byte came back, 1 otherwise, 2 usage or setup.
+ * Prints "echoed", "DECLINE NAME 0xCODE", "verified N bytes"; with -H
+ * one line "held N: accepts A, declines D (NAME K ...), other O".  Exit
+ * 0 when every byte came back (with -H: every connection got an answer),
+ * 1 otherwise, 2 usage or setup.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -37,33 +45,42 @@
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
-/* Send a PROPOSAL and read the answer: 0 after a DECLINE, else -1. */
+/* A PROPOSAL as Linux 6.12 builds it, in buf: its length, or -1. */
 static int
-clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
+proposal(uint8_t *buf, size_t len, const char *eid, struct in_addr gid_ip,
+	 const uint8_t *sysid)
 {
-	uint8_t buf[SCLC_MSG_MAX];
 	struct sclc_proposal_info p;
-	struct sclc_decline_info d;
-	uint32_t code = 0;
-	uint8_t type;
-	int n, length;
 
 	memset(&p, 0, sizeof(p));
+	if (sysid != NULL)
+		memcpy(p.system_id, sysid, sizeof(p.system_id));
 	p.typev1 = SCLC_TYPE_N;
 	p.typev2 = SCLC_TYPE_R;
 	p.release = 1;
 	p.max_conns = 255;
 	p.max_links = 2;
 	p.eid_cnt = 1;
-	if (sclc_eid_put(p.eid[0], eid) != 0) {
-		fprintf(stderr, "ksmcclient: bad EID %s\n", eid);
+	if (sclc_eid_put(p.eid[0], eid) != 0)
 		return -1;
-	}
 	p.roce_gid[10] = p.roce_gid[11] = 0xff;
 	memcpy(p.roce_gid + 12, &gid_ip, 4);
-	n = sclc_proposal_encode(buf, sizeof(buf), &p);
+	return sclc_proposal_encode(buf, len, &p);
+}
+
+/* Send a PROPOSAL and read the answer: 0 after a DECLINE, else -1. */
+static int
+clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
+{
+	uint8_t buf[SCLC_MSG_MAX];
+	struct sclc_decline_info d;
+	uint32_t code = 0;
+	uint8_t type;
+	int n, length;
+
+	n = proposal(buf, sizeof(buf), eid, gid_ip, NULL);
 	if (n < 0) {
-		fprintf(stderr, "ksmcclient: PROPOSAL does not encode\n");
+		fprintf(stderr, "ksmcclient: no PROPOSAL with EID %s\n", eid);
 		return -1;
 	}
 	if (garbage)
@@ -83,6 +100,89 @@ clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
 	printf("DECLINE %s 0x%08x v%u\n", clc_decline_name(d.diagnosis),
 	       d.diagnosis, d.version);
 	return 0;
+}
+
+#define FLOOD_MAX 1024
+
+/*
+ * -H: k connections from src (any if 0) to sin, all at once, each with
+ * its PROPOSAL from a system id of its own (a host may send any): each
+ * is a first contact, and an ACCEPT is left without its CONFIRM, so the
+ * server holds a group set up for nobody until its CLC timeout.  Their
+ * answers read, held hold seconds, closed.  0 when each got an answer.
+ */
+static int
+flood(struct smcopt_env *env, const struct sockaddr_in *sin, struct in_addr src,
+      const char *eid, int k, int hold)
+{
+	static int fds[FLOOD_MAX];
+	struct timeval tv = {.tv_sec = 15};
+	uint8_t buf[SCLC_MSG_MAX], sysid[8];
+	struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr = src};
+	struct sclc_decline_info d;
+	int n, i, length, accepts = 0, declines = 0, other = 0;
+	unsigned int by[8] = {0};
+	uint32_t names[8] = {0}, code;
+	uint8_t type;
+	__u32 mark;
+	size_t j;
+
+	for (i = 0; i < k; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		mark = 0;
+		if (fds[i] < 0 || smcopt_mark(env, fds[i], SMC_OPT_CONNECT) ||
+		    (src.s_addr != 0 &&
+		     bind(fds[i], (struct sockaddr *)&me, sizeof(me))) ||
+		    connect(fds[i], (const struct sockaddr *)sin,
+			    sizeof(*sin)) ||
+		    setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv,
+			       sizeof(tv))) {
+			perror("ksmcclient: connect");
+			return -1;
+		}
+		(void)bpf_map_lookup_elem(env->mark_fd, &fds[i], &mark);
+		for (j = 0; j < sizeof(sysid); j++)
+			sysid[j] = (uint8_t)random();
+		n = proposal(buf, sizeof(buf), eid,
+			     src.s_addr ? src : sin->sin_addr, sysid);
+		if (mark != SMC_OPT_ECHOED || n < 0 ||
+		    write(fds[i], buf, (size_t)n) != n) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	for (i = 0; i < k; i++) {
+		length = fds[i] < 0 ?
+				 -1 :
+				 smcopt_clc_read(fds[i], buf, &type, &code);
+		if (length >= 0 && type == CLC_ACCEPT) {
+			accepts++;
+			continue;
+		}
+		if (length < 0 || type != CLC_DECLINE ||
+		    sclc_decline_decode(buf, (size_t)length, &d, &code)) {
+			other++;
+			continue;
+		}
+		declines++;
+		for (j = 0; j < 8 && names[j] && names[j] != d.diagnosis; j++)
+			;
+		if (j < 8) {
+			names[j] = d.diagnosis;
+			by[j]++;
+		}
+	}
+	printf("held %d: accepts %d, declines %d (", k, accepts, declines);
+	for (j = 0; j < 8 && names[j]; j++)
+		printf("%s%s %u", j ? " " : "", clc_decline_name(names[j]),
+		       by[j]);
+	printf("), other %d\n", other);
+	fflush(stdout);
+	(void)poll(NULL, 0, hold * 1000);
+	for (i = 0; i < k; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return other == 0 ? 0 : -1;
 }
 
 /* Send n bytes of a pattern, read them back: 0 when all verified. */
@@ -123,18 +223,28 @@ int
 main(int argc, char **argv)
 {
 	const char *to = NULL, *obj = NULL, *eid = "SMCPROXYD-LAB";
-	const char *gid = NULL, *why;
+	const char *gid = NULL, *bind_to = NULL, *why;
 	bool plain = false, garbage = false;
 	struct sockaddr_in sin, me;
 	socklen_t sl = sizeof(me);
 	struct smcopt_env env;
 	struct in_addr gid_ip;
+	struct in_addr src = {0};
 	size_t bytes = 65536;
 	__u32 mark = 0;
-	int c, fd, rc = 1;
+	int c, fd = -1, rc = 1, hold = -1, k = 1;
 
-	while ((c = getopt(argc, argv, "c:o:e:g:n:pr")) != -1) {
+	while ((c = getopt(argc, argv, "c:o:e:g:n:prb:H:k:")) != -1) {
 		switch (c) {
+		case 'b':
+			bind_to = optarg;
+			break;
+		case 'H':
+			hold = atoi(optarg);
+			break;
+		case 'k':
+			k = atoi(optarg);
+			break;
 		case 'c':
 			to = optarg;
 			break;
@@ -160,10 +270,13 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (to == NULL || obj == NULL || smcopt_addr4(to, &sin) != 0) {
+	if (to == NULL || obj == NULL || smcopt_addr4(to, &sin) != 0 ||
+	    (bind_to != NULL && inet_pton(AF_INET, bind_to, &src) != 1) ||
+	    k < 1 || k > FLOOD_MAX) {
 		fputs("usage: ksmcclient -c ADDR:PORT -o SMC_OPT_BPF_O [-e "
 		      "EID] "
-		      "[-g IPV4] [-n BYTES] [-p] [-r]\n",
+		      "[-g IPV4] [-n BYTES] [-p] [-r] [-b IPV4] [-H SECONDS "
+		      "-k N]\n",
 		      stderr);
 		return 2;
 	}
@@ -173,8 +286,17 @@ main(int argc, char **argv)
 		smcopt_env_teardown(&env);
 		return 2;
 	}
+	if (hold >= 0) {
+		srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
+		rc = flood(&env, &sin, src, eid, k, hold) == 0 ? 0 : 1;
+		goto out;
+	}
+	me.sin_family = AF_INET;
+	me.sin_port = 0;
+	me.sin_addr = src;
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 || (!plain && smcopt_mark(&env, fd, SMC_OPT_CONNECT)) ||
+	    (bind_to != NULL && bind(fd, (struct sockaddr *)&me, sizeof(me))) ||
 	    connect(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
 	    getsockname(fd, (struct sockaddr *)&me, &sl)) {
 		perror("ksmcclient: connect");
