@@ -227,7 +227,8 @@
 	  "smc_listen connections reset: no CLC message where the option "     \
 	  "promised one")                                                      \
 	X(smc_clc_timeouts, COUNTER, "handshakes",                             \
-	  "smc_listen connections reset: no PROPOSAL within 6 s")              \
+	  "smc_listen connections reset: no PROPOSAL, or no CONFIRM after "    \
+	  "our ACCEPT, within 6 s")                                            \
 	X(intercept_conns, COUNTER, "connections",                             \
 	  "connections the intercept programs took to an intercept rule, "     \
 	  "with their original destination")                                   \
