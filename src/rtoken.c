@@ -15,7 +15,7 @@
  * dialect tells a connection's RMB element in CONN_OPEN, CONN_ACCEPT or
  * CONN_RESUME (a row of one link, lgr_conn_peer_rmb), its rkeys on the
  * other links in CONFIRM_RKEY after it; the row goes with the last
- * connection that has it (lgr.c).
+ * connection keyed by it (rtoken_conn_gone, from lgr_conn_del).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -219,9 +219,9 @@ rtoken_free(struct rtoken_table *t)
  * c's peer RMB element has rkey at vaddr on link, of c's group: the key
  * c asks by from now on (CONN_OPEN, CONN_ACCEPT, CONN_RESUME or the CLC,
  * then the link c moved to).  In our own dialect its row is made here; a
- * kernel peer's comes with its CONFIRM_RKEY or ADD_LINK (a group of one
- * link needs none, and no DELETE_RKEY need come for one made here).  0,
- * -ENOLINK, or as rtoken_add.
+ * kernel peer's rows come only with its CONFIRM_RKEY or ADD_LINK, for
+ * its DELETE_RKEY to drop (on a group of one link there are none: c asks
+ * by the CLC's rkey there).  0, -ENOLINK, or as rtoken_add.
  */
 int
 lgr_conn_peer_rmb(struct lgr_conn *c, const struct lgr_link *link,

@@ -26,8 +26,10 @@
  * the connection to that link); each side then tells the other its
  * RMB's rkey on every other active link with CONFIRM_RKEY (on the
  * connection's link, after the open or accept, and again for a link that
- * comes up later).  A connection moves to a link only with the peer's
- * rkey for it; without one it is reset with reason link_failed.
+ * comes up later).  The group keeps the peer's (rtoken.c), and a
+ * connection asks it by the rkey it was given (lgr_conn_peer_rkey).  A
+ * connection moves to a link only with the peer's rkey for it; without
+ * one it is reset with reason link_failed.
  *
  * rconn and lgr callbacks can come from deep inside the relay loop
  * (rx_consumed, tx_push); they only record what happened and kick the
