@@ -1329,6 +1329,7 @@ lgr_conn_unlink(struct lgr_conn *c)
 		c->link->conns--;
 	c->link = NULL;
 	c->lgr = NULL;
+	c->peer_link = 0; /* its key, in lgr->rtokens */
 	if (--lgr->nconns == 0)
 		lgr->idle_since_ms = now_ms();
 }
@@ -1397,12 +1398,17 @@ lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c)
 	return 0;
 }
 
-/* Take connection c off its group (no callback runs). */
+/*
+ * Take connection c off its group (no callback runs), and its peer RMB
+ * element's rkeys off the group's table (rtoken_conn_gone).
+ */
 void
 lgr_conn_del(struct lgr_conn *c)
 {
-	if (c->lgr != NULL)
-		lgr_conn_unlink(c);
+	if (c->lgr == NULL)
+		return;
+	rtoken_conn_gone(c);
+	lgr_conn_unlink(c);
 }
 
 /* Every connection on from moves to to (NULL: the group is gone). */
@@ -1804,7 +1810,7 @@ lgr_link_add_peer(struct lgr *lgr, uint8_t link_num,
 		return NULL;
 	}
 	link->id = link_num;
-	rtoken_drop_link(&lgr->rtokens, link_num);
+	rtoken_link_new(lgr, link_num);
 	link->state = LGR_LINK_CONFIRMING;
 	link->wait = LGR_WAIT_CONFIRM_REQ;
 	link->act_ms = now;
@@ -1860,49 +1866,6 @@ lgr_link_add_rejected(struct lgr_link *link)
 	lgr->next_add_ms = link->down_ms + lgr->ctx->t.add_link_retry_ms;
 }
 
-/* ---- a kernel peer's rkeys (rtoken.c), and ours for it ---- */
-
-/* Its CONFIRM_RKEY request on link: rt[0] is its rkey there. */
-static int
-lgr_std_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
-{
-	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
-	int i, rc = 0;
-
-	for (i = 1; i <= c->num_rkeys && rc == 0; i++)
-		rc = rtoken_set(&link->lgr->rtokens, link->id, c->rt[0].rkey,
-				c->rt[i].link_id, c->rt[i].rkey,
-				c->rt[i].vaddr);
-	return rc;
-}
-
-/* Its DELETE_RKEY request on link: the rkeys there. */
-static void
-lgr_std_delete_rkey(struct lgr_link *link, const struct llc_info *m)
-{
-	const struct llc_delete_rkey_info *d = &m->delete_rkey;
-	int i;
-
-	for (i = 0; i < d->num_rkeys; i++)
-		(void)rtoken_del(&link->lgr->rtokens, link->id, d->rkey[i]);
-}
-
-/* Its ADD_LINK (request or answer) for added, over via: rkeys there. */
-static void
-lgr_std_add_link_rkeys(struct lgr_link *via, struct lgr_link *added,
-		       const struct llc_v2_info *v)
-{
-	struct lgr *lgr = via->lgr;
-	int i, n = 0;
-
-	for (i = 0; i < v->num_rkeys; i++)
-		if (rtoken_set(&lgr->rtokens, via->id, v->rt[i].rkey, added->id,
-			       v->rt[i].rkey_new, v->rt[i].vaddr_new) == 0)
-			n++;
-	log_debug("lgr %u link %u: the peer's rkeys for it: %d of %u", lgr->id,
-		  added->id, n, v->num_rkeys);
-}
-
 /* llc.c's only way up to the group (lgr_ctx_new sets ctx->llc_ops). */
 static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_confirmed = lgr_link_confirmed,
@@ -1911,9 +1874,9 @@ static const struct lgr_llc_ops lgr_llc_ops = {
 	.link_add_peer = lgr_link_add_peer,
 	.link_add_answer = lgr_link_add_answer,
 	.link_add_rejected = lgr_link_add_rejected,
-	.confirm_rkey = lgr_std_confirm_rkey,
-	.delete_rkey = lgr_std_delete_rkey,
-	.add_link_rkeys = lgr_std_add_link_rkeys,
+	.confirm_rkey = rtoken_confirm_rkey,
+	.delete_rkey = rtoken_delete_rkey,
+	.add_link_rkeys = rtoken_add_link_rkeys,
 	.protocol_error = lgr_protocol_error,
 	.terminate = lgr_terminate,
 };
@@ -1941,7 +1904,7 @@ lgr_add_link_start(struct lgr *lgr)
 	if (link == NULL)
 		return false;
 	link->id = id;
-	rtoken_drop_link(&lgr->rtokens, id);
+	rtoken_link_new(lgr, id);
 	link->state = LGR_LINK_ADDING;
 	link->wait = LGR_WAIT_ADD_RESP;
 	link->act_ms = now;

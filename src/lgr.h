@@ -84,6 +84,43 @@ struct lgr_link {
 	int q_head, q_len;
 };
 
+/*
+ * rtoken.c: the peer's RMBs by their rkeys and addresses on each link of
+ * a group, in both dialects (a row per RMB, on the links it is told for)
+ */
+#define RTOKEN_LINKS (LGR_LINK_SLOTS + 1) /* the ids a row keeps */
+#define RTOKEN_MAX 255			  /* RMBs per group, as Linux */
+struct rtoken_on {
+	uint8_t link_id; /* 0: unused */
+	uint32_t rkey;
+	uint64_t vaddr; /* 0 where only the rkey was told */
+};
+struct rtoken {
+	struct rtoken_on on[RTOKEN_LINKS];
+};
+struct rtoken_table {
+	struct rtoken *v;
+	int n, cap;
+};
+int rtoken_add(struct rtoken_table *t, uint8_t id, uint32_t rkey,
+	       uint64_t vaddr);
+int rtoken_set(struct rtoken_table *t, uint8_t id, uint32_t rkey,
+	       uint64_t vaddr, uint8_t id2, uint32_t rkey2, uint64_t vaddr2);
+int rtoken_del(struct rtoken_table *t, uint8_t id, uint32_t rkey,
+	       uint64_t vaddr);
+int rtoken_get(const struct rtoken_table *t, uint8_t id, uint32_t rkey,
+	       uint64_t vaddr, uint8_t want, uint32_t *rkey_out,
+	       uint64_t *vaddr_out);
+void rtoken_drop_link(struct rtoken_table *t, uint8_t id);
+void rtoken_free(struct rtoken_table *t);
+void rtoken_link_new(struct lgr *lgr, uint8_t id);
+void rtoken_conn_gone(struct lgr_conn *c);
+struct llc_v2_info;
+int rtoken_confirm_rkey(struct lgr_link *link, const struct llc_info *m);
+void rtoken_delete_rkey(struct lgr_link *link, const struct llc_info *m);
+void rtoken_add_link_rkeys(struct lgr_link *via, struct lgr_link *added,
+			   const struct llc_v2_info *v);
+
 TAILQ_HEAD(lgr_conns, lgr_conn);
 LIST_HEAD(lgr_conn_bucket, lgr_conn);
 
@@ -132,7 +169,7 @@ struct lgr {
 	struct addr std_host;
 	uint8_t std_eid[32]; /* the EID its first CLC agreed on */
 	bool std_offered;    /* server: our ADD_LINK without a link is out */
-	struct rtoken_table rtokens; /* standard: the peer's RMBs per link */
+	struct rtoken_table rtokens; /* the peer's RMBs per link (rtoken.c) */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
 };
@@ -159,9 +196,10 @@ struct lgr_llc_ops {
 			       const struct dev_qp_addr *peer);
 	void (*link_add_rejected)(struct lgr_link *link);
 	/*
-	 * Standard dialect: the rkeys of the peer's RMBs on other links, as
-	 * its CONFIRM_RKEY on link (0, or -errno: refused) and ADD_LINK for
-	 * added (over via) tell them; DELETE_RKEY drops them.
+	 * The rkeys of the peer's RMBs on other links (rtoken.c), as its
+	 * CONFIRM_RKEY on link tells them in both dialects (0, or -errno:
+	 * refused; -EPROTO in ours ends the group), and a kernel peer's
+	 * ADD_LINK for added (over via); its DELETE_RKEY drops them.
 	 */
 	int (*confirm_rkey)(struct lgr_link *link, const struct llc_info *m);
 	void (*delete_rkey)(struct lgr_link *link, const struct llc_info *m);

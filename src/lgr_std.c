@@ -279,17 +279,6 @@ lgr_max_links(const struct lgr *lgr)
 }
 
 /*
- * A kernel peer's RMB that has rkey on link id: its rkey and address on
- * link want, as its CONFIRM_RKEY or ADD_LINK told them.  0, or -ENOENT.
- */
-int
-lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
-		  uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out)
-{
-	return rtoken_get(&lgr->rtokens, id, rkey, want, rkey_out, vaddr_out);
-}
-
-/*
  * The kernel peer's CONFIRM (we serve) or ACCEPT (we are the client)
  * named its QP peer: connect ours to it; the server sends CONFIRM_LINK on
  * it, the client waits for that, as in our own dialect.  0, or the

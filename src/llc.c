@@ -1723,9 +1723,9 @@ llc_rx_std_add_link(struct lgr_link *link)
 /*
  * An LLC message on a link of a kernel peer's group: either header form,
  * Linux's rules (llc_v2_decode).  The link-level flows are ours as in
- * our own dialect; the connections' rkeys need no bookkeeping with one
- * link per group (the CLC carried them), so their requests are answered
- * here and their responses (to nothing we ask) ignored.
+ * our own dialect; the rkeys of the peer's RMBs go to the group's table
+ * (rtoken.c), their requests are answered here and their responses (to
+ * nothing we ask) ignored.
  */
 static void
 llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
@@ -1791,6 +1791,28 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 	free(v);
 }
 
+/*
+ * Our own dialect's CONFIRM_RKEY on link: the rkeys of a connection's RMB
+ * element on the group's other links, for the group's table (as a kernel
+ * peer's, llc_rx_std).  Never answered: we ask for no answers.
+ */
+static void
+llc_rx_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
+{
+	char why[64];
+
+	if (link->state != LGR_LINK_ACTIVE) {
+		llc_violation(link, m, "not on an active link");
+		return;
+	}
+	if ((m->flags & LLC_FLAG_RESP) ||
+	    llc_up(link)->confirm_rkey(link, m) != -EPROTO)
+		return;
+	snprintf(why, sizeof(why),
+		 "CONFIRM_RKEY on link %u: not for one RMB element", link->id);
+	llc_up(link)->protocol_error(link->lgr, why);
+}
+
 /* An LLC message arrived on link (wr.c's receive handler). */
 static void
 llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
@@ -1830,8 +1852,11 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	case LLC_TEST_LINK:
 		llc_rx_test_link(link, &m);
 		return;
+	case LLC_CONFIRM_RKEY:
+		llc_rx_confirm_rkey(link, &m);
+		return;
 	}
-	/* connections and their RMBs: the data path's business */
+	/* connections: the data path's business */
 	if (ctx->ops.llc_rx != NULL && link->state == LGR_LINK_ACTIVE)
 		ctx->ops.llc_rx(link, &m, ctx->ops_arg);
 	else

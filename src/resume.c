@@ -176,7 +176,6 @@ resume_begin(struct session_rdma *sr, const struct lgr *from, bool ended)
 	lgr_conn_del(&sr->lc);
 	sr->failover_to = NULL;
 	res->sent = false;
-	memset(sr->peer_rkeys, 0, sizeof(sr->peer_rkeys));
 	memset(sr->told, 0, sizeof(sr->told));
 	s->state = SESSION_RESUMING;
 	resume_timer(sr);
@@ -553,6 +552,11 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 		return;
 	}
 	mr = resume_join(sr, lgr, link);
+	if (mr != NULL &&
+	    lgr_conn_peer_rmb(&sr->lc, link, r->rmb_rkey, sr->peer_rmb.vaddr)) {
+		lgr_conn_del(&sr->lc);
+		mr = NULL;
+	}
 	if (mr == NULL) {
 		(void)session_rdma_conn_reject(link, r->token,
 					       SESSION_RESOURCE);
@@ -562,7 +566,6 @@ resume_asked(struct session_rdma_worker *srw, struct lgr_link *link,
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
 	sr->res->res_rkey = r->rmb_rkey;
 	sr->res->res_rx = r->rx_off;
 	sr->res->res_fin = r->tx_fin;
@@ -611,8 +614,11 @@ resume_answered(struct lgr_link *link, const struct llc_conn_resume_info *r)
 	}
 	sr->peer_token = r->token;
 	tx_peer_token_set(sr->rc, r->token);
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), r->rmb_rkey);
-	mr = session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc), sr->lc.link);
+	mr = lgr_conn_peer_rmb(&sr->lc, link, r->rmb_rkey,
+			       sr->peer_rmb.vaddr) == 0 ?
+		     session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc),
+					  sr->lc.link) :
+		     NULL;
 	rc = mr != NULL ? tx_resume(sr->rc, lgr_link_wr(sr->lc.link), mr->lkey,
 				    r->rmb_rkey, r->rx_off, r->tx_fin, &why) :
 			  -ENOKEY;

@@ -26,8 +26,10 @@
  * the connection to that link); each side then tells the other its
  * RMB's rkey on every other active link with CONFIRM_RKEY (on the
  * connection's link, after the open or accept, and again for a link that
- * comes up later).  A connection moves to a link only with the peer's
- * rkey for it; without one it is reset with reason link_failed.
+ * comes up later).  The group keeps the peer's (rtoken.c), and a
+ * connection asks it by the rkey it was given (lgr_conn_peer_rkey).  A
+ * connection moves to a link only with the peer's rkey for it; without
+ * one it is reset with reason link_failed.
  *
  * rconn and lgr callbacks can come from deep inside the relay loop
  * (rx_consumed, tx_push); they only record what happened and kick the
@@ -274,53 +276,6 @@ session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
 		session_rdma_conn_told_set(sr, lgr_link_id(added));
 	}
 	v->num_rkeys = (uint16_t)n;
-}
-
-/*
- * CONFIRM_RKEY on link: the rkeys of a peer's RMB element on other links
- * of the group.  rt[0] names the element by its rkey on link; one that
- * names none of ours belongs to a connection closed meanwhile.
- */
-static void
-session_rdma_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
-{
-	const struct llc_confirm_rkey_info *c = &m->confirm_rkey;
-	struct lgr *lgr = lgr_link_group(link);
-	uint8_t link_id = lgr_link_id(link);
-	struct lgr_conn *lc;
-	struct session_rdma *sr = NULL;
-	uint32_t rkey;
-	char why[80];
-	int i;
-
-	if (m->flags & LLC_FLAG_RESP)
-		return; /* we ask for no answers */
-	for (lc = lgr_conn_next(lgr, NULL); lc != NULL;
-	     lc = lgr_conn_next(lgr, lc)) {
-		sr = lc->arg;
-		if (sr->peer_rmb.vaddr == c->rt[0].vaddr &&
-		    session_rdma_conn_peer_rkey(sr, link_id, &rkey) == 0 &&
-		    rkey == c->rt[0].rkey)
-			break;
-	}
-	if (lc == NULL) {
-		log_debug("lgr %u link %u: CONFIRM_RKEY for rkey 0x%x: no "
-			  "such connection (closed)",
-			  lgr_id(lgr), link_id, c->rt[0].rkey);
-		return;
-	}
-	for (i = 1; i <= c->num_rkeys; i++) {
-		if (c->rt[i].link_id == 0 || c->rt[i].vaddr != c->rt[0].vaddr) {
-			snprintf(why, sizeof(why),
-				 "CONFIRM_RKEY on link %u: rtoken %d is not "
-				 "for the same RMB element",
-				 link_id, i);
-			lgr_protocol_error(lgr, why);
-			return;
-		}
-		session_rdma_conn_peer_rkey_set(sr, c->rt[i].link_id,
-						c->rt[i].rkey);
-	}
 }
 
 /* ---- rconn callbacks: record, then kick the relay loop ---- */
@@ -622,9 +577,9 @@ session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 	const struct dev_mr *mr =
 		session_rdma_conn_mr(sr->srw, tx_sndbuf(sr->rc), to);
 	uint32_t rkey;
+	int rc;
 
-	if (mr == NULL ||
-	    session_rdma_conn_peer_rkey(sr, lgr_link_id(to), &rkey)) {
+	if (mr == NULL || lgr_conn_peer_rkey(&sr->lc, lgr_link_id(to), &rkey)) {
 		STATS_INC(worker_stats(sr->s->w), conn_failover_failed);
 		log_warnx("conn 0x%llx: cannot move to lgr %u link %u: %s",
 			  session_rdma_conn_id(sr), lgr_id(lgr_link_group(to)),
@@ -637,7 +592,10 @@ session_rdma_failover(struct session_rdma *sr, struct lgr_link *to)
 		  session_rdma_conn_id(sr), lgr_id(lgr_link_group(to)),
 		  lgr_link_id(to));
 	STATS_INC(worker_stats(sr->s->w), conn_failovers);
-	return tx_failover(sr->rc, lgr_link_wr(to), mr->lkey, rkey);
+	rc = tx_failover(sr->rc, lgr_link_wr(to), mr->lkey, rkey);
+	if (rc == 0) /* asked by its rkey there from now on */
+		rc = lgr_conn_peer_rmb(&sr->lc, to, rkey, sr->lc.peer_vaddr);
+	return rc;
 }
 
 /*
@@ -725,8 +683,8 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	in.sndbuf = sr->sndbuf;
 	in.rmb = sr->rmb;
 	in.peer_rmb = sr->peer_rmb;
-	if (mr == NULL || session_rdma_conn_peer_rkey(sr, lgr_link_id(link),
-						      &in.peer_rmb.rkey)) {
+	if (mr == NULL ||
+	    lgr_conn_peer_rkey(&sr->lc, lgr_link_id(link), &in.peer_rmb.rkey)) {
 		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
 			  session_rdma_conn_id(sr),
 			  lgr_id(lgr_link_group(link)), lgr_link_id(link));
@@ -1135,7 +1093,10 @@ session_rdma_accepted(struct lgr_link *link,
 	sr->peer_rmb.rkey = a->rmb_rkey;
 	sr->peer_rmb.vaddr = a->rmb_vaddr;
 	sr->peer_rmb.size = clc_rmbe_bytes(a->rmbe_size);
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), a->rmb_rkey);
+	if (lgr_conn_peer_rmb(&sr->lc, link, a->rmb_rkey, a->rmb_vaddr)) {
+		session_close(sr->s, SESSION_RESOURCE);
+		return;
+	}
 	if (lgr_has_feature(lgr_link_group(link), CLC_FEAT_RESUME))
 		memcpy(sr->resume_id, a->resume_id, sizeof(sr->resume_id));
 	session_rdma_relay_start(sr, sr->lc.link);
@@ -1294,9 +1255,11 @@ session_rdma_open(struct session_rdma_worker *srw, struct lgr_link *link,
 	sr->peer_rmb.rkey = o->rmb_rkey;
 	sr->peer_rmb.vaddr = o->rmb_vaddr;
 	sr->peer_rmb.size = clc_rmbe_bytes(o->rmbe_size);
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link), o->rmb_rkey);
 	/* on the link it came on: the rkey is for that link's device */
 	rc = session_rdma_join(sr, lgr, SESSION_RDMA_JOIN_ON, link);
+	if (rc == 0)
+		rc = lgr_conn_peer_rmb(&sr->lc, link, o->rmb_rkey,
+				       o->rmb_vaddr);
 	if (rc) {
 		log_warnx("conn 0x%llx: export %s over lgr %u: %s",
 			  session_rdma_conn_id(sr), s->export->name,
@@ -1380,8 +1343,9 @@ session_rdma_target_connected(struct session_rdma *sr)
 
 /*
  * The data path's LLC messages on an active link of a group of ours
- * (lgr_ctx.llc_rx): CONN_OPEN, CONN_ACCEPT, CONN_REJECT, CONFIRM_RKEY.
- * Anything else is a protocol error.
+ * (lgr_ctx.llc_rx): CONN_ORIGIN, CONN_OPEN, CONN_ACCEPT, CONN_REJECT,
+ * CONN_RESUME.  Anything else is a protocol error (CONFIRM_RKEY is the
+ * group's: rtoken.c).
  */
 static void
 session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
@@ -1403,9 +1367,6 @@ session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 		return;
 	case LLC_CONN_REJECT:
 		session_rdma_rejected(link, &m->conn_reject);
-		return;
-	case LLC_CONFIRM_RKEY:
-		session_rdma_confirm_rkey(link, m);
 		return;
 	case LLC_CONN_RESUME:
 		resume_rx(srw, link, m);

@@ -77,12 +77,6 @@ struct session_rdma_worker {
 	unsigned int origins_next;
 };
 
-/* An rkey of the peer's RMB element, valid on the link with link_id. */
-struct session_rdma_rkey {
-	uint8_t link_id; /* 0: unused */
-	uint32_t rkey;
-};
-
 struct session_rdma {
 	struct session *s;
 	struct session_rdma_worker *srw;
@@ -110,8 +104,8 @@ struct session_rdma {
 	struct llc_pending llc; /* our LLC message waiting for a TX slot */
 	/* its sender's next step once it went (session_rdma_conn_llc_send) */
 	void (*llc_then)(struct session_rdma *sr, int status);
-	/* keys per link (see the top of session_rdma.c) */
-	struct session_rdma_rkey peer_rkeys[LGR_LINK_SLOTS];
+	/* keys per link (see the top of session_rdma.c): the peer's are
+	 * its group's (lgr_conn_peer_rkey) */
 	uint8_t told[LGR_LINK_SLOTS]; /* links the peer has our rkey for */
 	bool opened;		      /* CONN_OPEN / CONN_ACCEPT went out */
 	bool rkeys_owed;	      /* announce once llc went out */
@@ -138,10 +132,6 @@ const struct dev_mr *session_rdma_conn_mr(struct session_rdma_worker *srw,
 					  struct buf *b,
 					  const struct lgr_link *link);
 struct buf *session_rdma_conn_rmb(const struct session_rdma *sr);
-int session_rdma_conn_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
-				uint32_t *rkey);
-void session_rdma_conn_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
-				     uint32_t rkey);
 void session_rdma_conn_told_set(struct session_rdma *sr, uint8_t link_id);
 void session_rdma_conn_rkeys_announce(struct session_rdma *sr);
 void session_rdma_conn_kick(struct session_rdma *sr);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * One connection over RDMA as both its relay (session_rdma.c) and its
- * resume (resume.c) act on it: the rkeys each side told the other per
- * link, its own LLC messages (the wait for a TX slot, CONFIRM_RKEY,
+ * resume (resume.c) act on it: the links the peer has our rkeys for (the
+ * peer's are the group's, rtoken.c, asked for by lgr_conn_peer_rkey),
+ * its own LLC messages (the wait for a TX slot, CONFIRM_RKEY,
  * CONN_REJECT), and its close from outside the relay loop.  Below both
  * of them, so that resume.c needs nothing of session_rdma.c: the loop
  * itself is reached through the worker's run hook.
@@ -35,61 +36,6 @@ struct buf *
 session_rdma_conn_rmb(const struct session_rdma *sr)
 {
 	return sr->rc != NULL ? rx_rmb(sr->rc) : sr->rmb;
-}
-
-/*
- * The peer's rkey for link_id: 0 with *rkey set, -ENOENT if not told.  A
- * kernel peer tells it to the group (rtoken.c), by the rkey we have for
- * another link, at the same address (one per connection here).
- */
-int
-session_rdma_conn_peer_rkey(const struct session_rdma *sr, uint8_t link_id,
-			    uint32_t *rkey)
-{
-	uint64_t vaddr;
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++)
-		if (link_id != 0 && sr->peer_rkeys[i].link_id == link_id) {
-			*rkey = sr->peer_rkeys[i].rkey;
-			return 0;
-		}
-	for (i = 0; sr->std && sr->lc.lgr != NULL && i < LGR_LINK_SLOTS; i++)
-		if (sr->peer_rkeys[i].link_id != 0 &&
-		    lgr_std_peer_rkey(sr->lc.lgr, sr->peer_rkeys[i].link_id,
-				      sr->peer_rkeys[i].rkey, link_id, rkey,
-				      &vaddr) == 0 &&
-		    (vaddr == sr->peer_rmb.vaddr || vaddr == 0))
-			return 0;
-	return -ENOENT;
-}
-
-/*
- * Remember the peer's rkey for link_id, in place of one for the same
- * link or of one for a link the group no longer has.
- */
-void
-session_rdma_conn_peer_rkey_set(struct session_rdma *sr, uint8_t link_id,
-				uint32_t rkey)
-{
-	struct session_rdma_rkey *e, *spare = NULL;
-	struct lgr *lgr = sr->lc.lgr;
-	int i;
-
-	for (i = 0; i < LGR_LINK_SLOTS; i++) {
-		e = &sr->peer_rkeys[i];
-		if (e->link_id == link_id) {
-			e->rkey = rkey;
-			return;
-		}
-		if (spare == NULL && (e->link_id == 0 || lgr == NULL ||
-				      lgr_link_by_id(lgr, e->link_id) == NULL))
-			spare = e;
-	}
-	if (spare == NULL)
-		spare = &sr->peer_rkeys[0];
-	spare->link_id = link_id;
-	spare->rkey = rkey;
 }
 
 static bool

@@ -271,8 +271,8 @@ session_rdma_std_start(struct session *s)
 		session_close(s, SESSION_LINK_FAILED);
 		return;
 	}
-	session_rdma_conn_peer_rkey_set(sr, lgr_link_id(link),
-					sr->peer_rmb.rkey);
+	(void)lgr_conn_peer_rmb(&sr->lc, link, sr->peer_rmb.rkey,
+				sr->peer_rmb.vaddr);
 	session_rdma_conn_told_set(sr, lgr_link_id(link));
 	/* on a group of two links, our RMB element's rkey on the other
 	 * (Linux's smcr_lgr_reg_rmbs: CONFIRM_RKEY) */

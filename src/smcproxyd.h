@@ -1231,29 +1231,6 @@ void llc_link_tick(struct lgr_link *link, uint64_t now_ms);
 
 enum lgr_role { LGR_ROLE_CLIENT, LGR_ROLE_SERVER };
 
-/* rtoken.c: a kernel peer's RMBs by their rkeys on each link of a group */
-#define RTOKEN_LINKS (LGR_LINK_SLOTS + 1) /* the ids a row keeps */
-#define RTOKEN_MAX 255			  /* RMBs per group, as Linux */
-struct rtoken_on {
-	uint8_t link_id; /* 0: unused */
-	uint32_t rkey;
-	uint64_t vaddr; /* 0 where only the rkey was told */
-};
-struct rtoken {
-	struct rtoken_on on[RTOKEN_LINKS];
-};
-struct rtoken_table {
-	struct rtoken *v;
-	int n, cap;
-};
-int rtoken_set(struct rtoken_table *t, uint8_t id, uint32_t rkey, uint8_t id2,
-	       uint32_t rkey2, uint64_t vaddr2);
-int rtoken_del(struct rtoken_table *t, uint8_t id, uint32_t rkey);
-int rtoken_get(const struct rtoken_table *t, uint8_t id, uint32_t rkey,
-	       uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out);
-void rtoken_drop_link(struct rtoken_table *t, uint8_t id);
-void rtoken_free(struct rtoken_table *t);
-
 /*
  * Protocol timers in milliseconds.  lgr_ctx_new() fills in SMC's values
  * for every field left 0; tests shrink them.  test_link_ms and idle_ms
@@ -1286,6 +1263,12 @@ struct lgr_conn {
 	struct rconn *rc;  /* where its CDCs go; NULL: dropped */
 	void (*link_down)(struct lgr_conn *c, struct lgr_link *to);
 	void *arg;
+	/* the peer's RMB element: rkey at vaddr on the link with id
+	 * peer_link, its key in the group's table of rkeys (rtoken.c);
+	 * peer_link 0: not told (lgr_conn_peer_rmb) */
+	uint8_t peer_link;
+	uint32_t peer_rkey;
+	uint64_t peer_vaddr;
 	/* standard dialect: the newest CDC that came before rc was set (a
 	 * kernel client writes once its CONFIRM went, maybe before we read
 	 * it); lgr_conn_replay hands it over.  0: none */
@@ -1376,8 +1359,6 @@ void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
 uint8_t lgr_max_links(const struct lgr *lgr);
 bool lgr_link_peer_is(const struct lgr_link *link, const uint8_t gid[16],
 		      uint32_t qpn);
-int lgr_std_peer_rkey(const struct lgr *lgr, uint8_t id, uint32_t rkey,
-		      uint8_t want, uint32_t *rkey_out, uint64_t *vaddr_out);
 uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
 struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
 			 const uint8_t sysid[8], const uint8_t gid[16],
@@ -1385,6 +1366,10 @@ struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
 			 struct lgr_link **link);
 void lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
 void lgr_conn_del(struct lgr_conn *c);
+int lgr_conn_peer_rmb(struct lgr_conn *c, const struct lgr_link *link,
+		      uint32_t rkey, uint64_t vaddr);
+int lgr_conn_peer_rkey(const struct lgr_conn *c, uint8_t link_id,
+		       uint32_t *rkey);
 void lgr_conn_replay(struct lgr_conn *c);
 struct lgr_conn *lgr_conn_find(const struct lgr *lgr, uint32_t token);
 struct lgr_link *lgr_link_by_id(struct lgr *lgr, uint8_t id);

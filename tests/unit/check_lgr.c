@@ -1172,8 +1172,8 @@ std_rkey_told(void)
 	uint32_t rkey = 0;
 	uint64_t vaddr;
 
-	return lgr_std_peer_rkey(lgr_of(&A), 1, 0x1111, (uint8_t)std_rkey_id,
-				 &rkey, &vaddr) == 0 &&
+	return rtoken_get(&lgr_of(&A)->rtokens, 1, 0x1111, 0x20000,
+			  (uint8_t)std_rkey_id, &rkey, &vaddr) == 0 &&
 	       rkey == 0x2222 && vaddr == 0x20000;
 }
 

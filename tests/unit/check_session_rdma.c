@@ -569,6 +569,14 @@ setup_resume2(void)
 	setup_resume();
 }
 
+/* Two links, and the bytes by RDMA WRITE only (B reads no CDC). */
+static void
+setup_rkeys2(void)
+{
+	a_rdma_extra = "cdc_data = false;";
+	setup_resume2();
+}
+
 static void
 teardown_resume(void)
 {
@@ -847,6 +855,184 @@ START_TEST(resume_failover_while_asking)
 	ck_assert(wait_b_resumes(2, WAIT_MS));
 	ck_assert_uint_eq(stat_a(STAT_resume_retries), 0);
 	ck_assert(wait_session_state_a(SESSION_RESUMING));
+}
+END_TEST
+
+/* ---- a group of two links: the peer's rkeys, failover, the table ---- */
+
+/* What the test sees of A's group and connection, and of B's rkeys. */
+static struct {
+	uint8_t id, other;    /* A's connection's link at first, the other */
+	uint32_t rkey, rkey2; /* B's RMB element's rkey on each */
+	uint8_t link_now;     /* A's connection's link now; 0: none */
+	uint32_t asked;	      /* ... and the peer rkey it asks for there */
+	uint32_t asked_other; /* ... and on other */
+	int rows;	      /* A's group's rtoken rows */
+	bool has_conn;
+} rk;
+
+static void
+rk_cb(struct worker *wk, void *arg)
+{
+	struct lgr *lgr = TAILQ_FIRST(&worker_lgr(wk)->lgrs);
+	struct session *s = worker_sessions(wk);
+	struct session_rdma *sr = s != NULL ? s->rdma : NULL;
+
+	(void)arg;
+	rk.rows = lgr != NULL ? lgr->rtokens.n : -1;
+	rk.has_conn = sr != NULL && sr->lc.lgr != NULL;
+	rk.link_now = 0;
+	rk.asked = 0;
+	if (!rk.has_conn)
+		return;
+	rk.link_now = lgr_link_id(sr->lc.link);
+	if (lgr_conn_peer_rkey(&sr->lc, rk.link_now, &rk.asked))
+		rk.asked = 0;
+	if (rk.other == 0 ||
+	    lgr_conn_peer_rkey(&sr->lc, rk.other, &rk.asked_other))
+		rk.asked_other = 0;
+}
+
+static void
+rk_read(void)
+{
+	worker_call(w, rk_cb, NULL);
+}
+
+/*
+ * B, as a peer of our dialect, tells A its RMB element's rkey on the
+ * other link in CONFIRM_RKEY on the connection's link (rkey2, *arg 0);
+ * or (*arg 1), after the connection ended, the same for that element
+ * again on the link that is left.
+ */
+static void
+b_confirm_rkey_cb(struct worker *wk, void *arg)
+{
+	struct session *s = worker_sessions(wk);
+	struct lgr *lb = TAILQ_FIRST(&ctx_b->lgrs);
+	struct lgr_link *via, *to = NULL, *l;
+	const struct dev_mr *cur, *mr;
+	struct llc_info m;
+
+	if (*(int *)arg == 0) {
+		rk.id = lgr_link_id(s->rdma->lc.link);
+		via = lgr_link_by_id(lb, rk.id);
+		for (l = lgr_link_next_active(lb, NULL); l != NULL;
+		     l = lgr_link_next_active(lb, l))
+			if (l != via)
+				to = l;
+		ck_assert_ptr_nonnull(via);
+		ck_assert_ptr_nonnull(to);
+		rk.other = to->id;
+	} else {
+		via = lgr_link_by_id(lb, rk.other);
+		to = lgr_link_by_id(lb, rk.id);
+		ck_assert_ptr_nonnull(via);
+	}
+	cur = buf_mr(b_rmb, via->dev->ops, via->pd);
+	ck_assert_ptr_nonnull(cur);
+	memset(&m, 0, sizeof(m));
+	m.type = LLC_CONFIRM_RKEY;
+	m.confirm_rkey.num_rkeys = 1;
+	m.confirm_rkey.rt[0].rkey = cur->rkey;
+	m.confirm_rkey.rt[0].vaddr = b_rmb->iova;
+	m.confirm_rkey.rt[1].link_id = rk.id;
+	m.confirm_rkey.rt[1].rkey = rk.rkey;
+	m.confirm_rkey.rt[1].vaddr = b_rmb->iova;
+	if (*(int *)arg == 0) {
+		mr = buf_mr(b_rmb, to->dev->ops, to->pd);
+		ck_assert_ptr_nonnull(mr);
+		rk.rkey = cur->rkey;
+		rk.rkey2 = mr->rkey;
+		m.confirm_rkey.rt[1].link_id = to->id;
+		m.confirm_rkey.rt[1].rkey = mr->rkey;
+	}
+	ck_assert_int_eq(llc_send(via, &m, NULL, NULL), 0);
+}
+
+static void
+b_confirm_rkey(int after_end)
+{
+	worker_call(w, b_confirm_rkey_cb, &after_end);
+}
+
+/*
+ * Issue 44: the peer's rkeys have one home, the group's table.  A
+ * connection of a group of two links learns its peer's rkey on the other
+ * link from the peer's CONFIRM_RKEY; its link fails and it moves there,
+ * with that rkey (B's RMB element gets the bytes written after: a wrong
+ * rkey would be refused by the device).  When it ends its row goes, and
+ * a CONFIRM_RKEY for its element that comes late is ignored: the table
+ * stays empty and the group up.
+ */
+START_TEST(failover_with_the_told_rkey)
+{
+	unsigned char want[1000];
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	int i, after_end;
+
+	relay_one(0);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, links_cb, NULL);
+		if (links_up == 2)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(links_up, 2);
+	rk_read();
+	ck_assert(rk.has_conn);
+	ck_assert_int_eq(rk.rows, 1); /* its CONN_ACCEPT's */
+	memset(&rk, 0, sizeof(rk));
+	b_confirm_rkey(0);
+	ck_assert_uint_ne(rk.rkey, rk.rkey2);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		rk_read();
+		if (rk.asked_other != 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_uint_eq(rk.asked_other, rk.rkey2);
+	ck_assert_uint_eq(rk.asked, rk.rkey);
+	ck_assert_int_eq(rk.rows, 1);
+	/* its link fails: the connection moves to the other, with rkey2 */
+	worker_call(w, drop_conn_link_cb, NULL);
+	ck_assert(wait_stat_a(STAT_conn_failovers, 1));
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		rk_read();
+		if (rk.link_now == rk.other)
+			break;
+		usleep(10000);
+	}
+	ck_assert_uint_eq(rk.link_now, rk.other);
+	ck_assert_uint_eq(rk.asked, rk.rkey2);
+	ck_assert_int_eq(rk.rows, 1);
+	ck_assert_uint_eq(stat_a(STAT_conn_failover_failed), 0);
+	for (i = 0; i < 1000; i++)
+		want[i] = (unsigned char)(i * 13 + 5);
+	ck_assert_int_eq(write(clients[0], want, sizeof(want)),
+			 (ssize_t)sizeof(want));
+	ck_assert(wait_b_rmb(want));
+	/* the client resets: the connection ends, its row goes */
+	ck_assert_int_eq(
+		setsockopt(clients[0], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+		0);
+	close(clients[0]);
+	clients[0] = -1;
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		rk_read();
+		if (!rk.has_conn)
+			break;
+		usleep(10000);
+	}
+	ck_assert(!rk.has_conn);
+	ck_assert_int_eq(rk.rows, 0);
+	/* the peer's CONFIRM_RKEY for the closed connection: ignored */
+	after_end = 1;
+	b_confirm_rkey(after_end);
+	usleep(200000);
+	rk_read();
+	ck_assert_int_eq(rk.rows, 0);
+	ck_assert_int_eq(lgr_state_a(), LGR_STATE_ACTIVE);
 }
 END_TEST
 
@@ -1410,6 +1596,12 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup_resume2, teardown_resume);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, resume_failover_while_asking);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rkeys2");
+	tcase_add_checked_fixture(tc, setup_rkeys2, teardown_resume);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, failover_with_the_told_rkey);
 	suite_add_tcase(s, tc);
 	return s;
 }
