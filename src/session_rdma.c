@@ -817,11 +817,25 @@ session_rdma_share_get(struct session_rdma_worker *srw, const struct lgr *lgr,
 static size_t
 session_rdma_share_limit(struct session_rdma_worker *srw, const struct lgr *lgr)
 {
-	const struct conf *conf = worker_conf(srw->w);
-	int pct = lgr_is_std(lgr) ? conf->ksmc.buffer_share_per_host :
-				    lgr_peer(lgr)->buffer_share;
+	if (lgr_is_std(lgr))
+		return session_rdma_host_limit(worker_conf(srw->w));
+	return session_rdma_pool_limit(srw->w) *
+	       (size_t)lgr_peer(lgr)->buffer_share / 100;
+}
 
-	return session_rdma_pool_limit(srw->w) * (size_t)pct / 100;
+/*
+ * bytes charged to sh go back.  A kernel host's share that holds nothing
+ * any more goes (nothing points to it then: a connection or a link holds
+ * its charge), so that hosts come and go without the list growing.
+ */
+static void
+session_rdma_share_put(struct session_rdma_share *sh, size_t bytes)
+{
+	sh->bytes -= bytes < sh->bytes ? bytes : sh->bytes;
+	if (sh->std && sh->bytes == 0 && sh->nresuming == 0) {
+		LIST_REMOVE(sh, entry);
+		free(sh);
+	}
 }
 
 /* A share is full: counted as its kind of peer is. */
@@ -864,12 +878,40 @@ session_rdma_charge(struct session_rdma *sr, const struct lgr *lgr,
 			  session_rdma_conn_id(sr),
 			  sh->std ? "kernel host" : "peer",
 			  sh->std ? host : sh->peer, sh->bytes, limit);
+		session_rdma_share_put(sh, 0);
 		return -ENOBUFS;
 	}
 	sh->bytes += bytes;
 	sr->share = sh;
 	sr->charge = bytes;
 	return 0;
+}
+
+/*
+ * Each kernel host's registered memory on w (its connections' buffers and
+ * its groups' rings: what buffer_share_per_host bounds) to fn, for show
+ * peers; on w's thread.
+ */
+void
+session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn, void *arg)
+{
+	struct session_rdma_worker *srw = worker_rdma(w);
+	const struct session_rdma_share *sh;
+
+	if (srw == NULL)
+		return;
+	LIST_FOREACH(sh, &srw->shares, entry)
+		if (sh->std && sh->bytes > 0)
+			fn(&sh->host, sh->bytes, arg);
+}
+
+/* What one kernel host may hold per worker under conf, in bytes. */
+size_t
+session_rdma_host_limit(const struct conf *conf)
+{
+	return ((size_t)conf->rdma.max_buffer_memory << 20) /
+	       (size_t)conf->workers *
+	       (size_t)conf->ksmc.buffer_share_per_host / 100;
 }
 
 /*
@@ -892,7 +934,7 @@ session_rdma_link_mem(struct lgr *lgr, size_t bytes, bool take, void *arg)
 	}
 	if (!take) {
 		if (sh != NULL)
-			sh->bytes -= bytes < sh->bytes ? bytes : sh->bytes;
+			session_rdma_share_put(sh, bytes);
 		buf_pool_unreserve(srw->pool, bytes);
 		return 0;
 	}
@@ -900,10 +942,13 @@ session_rdma_link_mem(struct lgr *lgr, size_t bytes, bool take, void *arg)
 	    sh->bytes + bytes > session_rdma_share_limit(srw, lgr)) {
 		session_rdma_share_full(srw, sh);
 		STATS_INC(worker_stats(srw->w), link_nobufs);
+		session_rdma_share_put(sh, 0);
 		return -ENOBUFS;
 	}
 	if (buf_pool_reserve(srw->pool, bytes) != 0) {
 		STATS_INC(worker_stats(srw->w), link_nobufs);
+		if (sh != NULL)
+			session_rdma_share_put(sh, 0);
 		return -ENOBUFS;
 	}
 	if (sh != NULL)
@@ -962,7 +1007,7 @@ void
 session_rdma_free(struct session_rdma *sr)
 {
 	if (sr->share != NULL)
-		sr->share->bytes -= sr->charge;
+		session_rdma_share_put(sr->share, sr->charge);
 	llc_pending_cancel(&sr->llc);
 	lgr_conn_del(&sr->lc);
 	buf_put(sr->sndbuf);

@@ -1476,6 +1476,11 @@ void session_rdma_worker_free(struct session_rdma_worker *srw);
 bool session_rdma_connect(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
+typedef void (*session_rdma_host_fn)(const struct addr *host, size_t bytes,
+				     void *arg);
+void session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn,
+			      void *arg);
+size_t session_rdma_host_limit(const struct conf *conf);
 
 /*
  * Export side of the standard dialect (kpeer.c runs the CLC): one end of

@@ -53,7 +53,7 @@
 	X(rdma_ring_bytes, GAUGE, "bytes",                                     \
 	  "links' registered message rings (TX slots, receive buffers), "      \
 	  "counted in rdma.max_buffer_memory")                                 \
-	X(link_nobufs, COUNTER, "links",                                       \
+	X(link_nobufs, COUNTER, "events",                                      \
 	  "links refused: their rings would pass the worker's share of "       \
 	  "rdma.max_buffer_memory, or their kernel host's share of it")        \
 	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")    \
