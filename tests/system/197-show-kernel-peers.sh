@@ -163,7 +163,9 @@ eq(rows[0], ["KERNEL-HOST", "LGRS", "LINKS", "CONNS", "DECLINE", "BY",
              "DECLINE-AGE", "RATE-LIMITED", "BUDGET"], "kernel hosts header")
 row = [r for r in rows[1:] if r[0] == "127.0.0.1"][0]
 eq(row[:6] + row[7:], ["127.0.0.1", "0", "0", "1", "NOSMCRDEV", "us", "no",
-                       "pending", "0/3", "lgrs", "0/16", "conns", "0/4096"],
+                       "pending", "0/3", "lgrs", "0/16", "conns", "0/4096",
+                       "memory", "0.0/%.1f" % (c["memory_per_host"] / 2**20),
+                       "MiB"],
    "the client's row")
 row = [r for r in rows[1:] if r[0] == "127.0.0.2"][0]
 eq(row[:6], ["127.0.0.2", "0", "0", "0", "NOUEID", "host"], "the server's row")
