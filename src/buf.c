@@ -41,8 +41,8 @@
  * caller falls back to TCP).  The limit covers the links' rings too
  * (buf_pool_reserve: their owner registers them, the pool only counts
  * them), so one accounting holds all of a worker's registered memory.
- * Elements in use are never touched.  An MR
- * is always deregistered before its memory is freed.
+ * Elements in use are never touched.  An MR is always deregistered
+ * before its memory is freed.
  *
  * Single-threaded: a pool belongs to one worker's event loop.
  */
