@@ -38,8 +38,11 @@
  * elements together, in use or free, stay under the pool's byte limit;
  * when a new one would pass it, idle free elements of other classes are
  * released first, and if that is not enough buf_get() says -ENOBUFS (the
- * caller falls back to TCP).  Elements in use are never touched.  An MR
- * is always deregistered before its memory is freed.
+ * caller falls back to TCP).  The limit covers the links' rings too
+ * (buf_pool_reserve: their owner registers them, the pool only counts
+ * them), so one accounting holds all of a worker's registered memory.
+ * Elements in use are never touched.  An MR is always deregistered
+ * before its memory is freed.
  *
  * Single-threaded: a pool belongs to one worker's event loop.
  */
@@ -115,15 +118,17 @@ buf_pool_new(const struct dev_ops *ops, struct dev *pd, size_t limit)
 }
 
 /*
- * Keep the rdma_buf_bytes and rdma_buf_bytes_used gauges of st (the
- * owning worker's) with the pool's, from now on.
+ * Keep the rdma_buf_bytes, rdma_buf_bytes_used and rdma_ring_bytes
+ * gauges of st (the owning worker's) with the pool's, from now on.
  */
 void
 buf_pool_set_stats(struct buf_pool *p, struct stats *st)
 {
 	p->st = st;
 	if (st != NULL) {
-		STATS_ADD(st, rdma_buf_bytes, (int64_t)p->stats.bytes);
+		STATS_ADD(st, rdma_buf_bytes,
+			  (int64_t)(p->stats.bytes - p->stats.bytes_rings));
+		STATS_ADD(st, rdma_ring_bytes, (int64_t)p->stats.bytes_rings);
 		STATS_ADD(st, rdma_buf_bytes_used,
 			  (int64_t)(p->stats.bytes_used[0] +
 				    p->stats.bytes_used[1]));
@@ -255,6 +260,40 @@ buf_make_room(struct buf_pool *p, size_t need, int keep_kind, int keep)
 		}
 	}
 	return false;
+}
+
+/*
+ * Reserve bytes of the pool's limit for memory registered elsewhere (a
+ * link's rings, wr.c): counted with the elements, so that all of them
+ * stay under the limit (idle elements are released to make room).  0, or
+ * -ENOBUFS (counted in nobufs_cnt) when they do not fit.
+ */
+int
+buf_pool_reserve(struct buf_pool *p, size_t bytes)
+{
+	if (p->dying)
+		return -ESHUTDOWN;
+	if (!buf_make_room(p, bytes, -1, -1)) {
+		p->stats.nobufs_cnt++;
+		return -ENOBUFS;
+	}
+	p->stats.bytes += bytes;
+	p->stats.bytes_rings += bytes;
+	if (p->st != NULL)
+		STATS_ADD(p->st, rdma_ring_bytes, (int64_t)bytes);
+	return 0;
+}
+
+/* Give back bytes that buf_pool_reserve() reserved. */
+void
+buf_pool_unreserve(struct buf_pool *p, size_t bytes)
+{
+	if (bytes > p->stats.bytes_rings)
+		bytes = p->stats.bytes_rings;
+	p->stats.bytes -= bytes;
+	p->stats.bytes_rings -= bytes;
+	if (p->st != NULL)
+		STATS_ADD(p->st, rdma_ring_bytes, -(int64_t)bytes);
 }
 
 /*

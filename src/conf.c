@@ -887,6 +887,12 @@ static const struct conf_key conf_ksmc_keys[] = {
 		"connections with one kernel host over RDMA, per worker; "
 		"beyond it the host's connections are declined (MEM) and go "
 		"on as TCP"),
+	KEY_INT(struct conf_ksmc, buffer_share_per_host,
+		"buffer_share_per_host", "25", 1, 100, NULL, R,
+		"percent of the worker's part of rdma.max_buffer_memory that "
+		"one kernel host may hold, its connections' buffers and its "
+		"groups' rings; beyond it the host's connections are declined "
+		"(MEM) and go on as TCP"),
 	KEY(struct conf_ksmc, bpf_pin, "bpf_pin", CONF_T_PATH,
 	    "/sys/fs/bpf/smcproxyd", 0, 0, NULL, 0,
 	    "where smcproxyd-bpf.service pinned the program and its maps "

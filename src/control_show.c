@@ -343,6 +343,8 @@ struct control_khost {
 	int lgrs, links, conns_rdma;	/* all workers */
 	int w_lgrs, w_pending, w_conns; /* the worker being walked */
 	int max_lgrs, max_pending, max_conns;
+	/* registered memory: all workers, this one, the fullest one */
+	uint64_t memory, w_memory, max_memory;
 };
 
 struct control_khosts {
@@ -390,10 +392,23 @@ control_khost_lgr(const struct addr *host, bool up, int conns, int links,
 	h->w_conns += conns;
 }
 
+/* One host's registered memory (session_rdma_host_memory), likewise. */
+static void
+control_khost_mem(const struct addr *host, size_t bytes, void *arg)
+{
+	struct control_khost *h = control_khost_get(arg, host);
+
+	if (h == NULL)
+		return;
+	h->memory += bytes;
+	h->w_memory += bytes;
+}
+
 static void
 control_khosts_cb(struct worker *w, void *arg)
 {
 	lgr_std_foreach(worker_lgr(w), control_khost_lgr, arg);
+	session_rdma_host_memory(w, control_khost_mem, arg);
 }
 
 static json_t *
@@ -401,9 +416,12 @@ control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
 {
 	char host[ADDR_STRLEN] = "", code[16], at[32] = "";
 	const struct khost_info *in = &h->info;
+	const uint64_t limit = session_rdma_host_limit(control_conf);
+	const uint64_t conn = (uint64_t)control_conf->rdma.sndbuf +
+			      (uint64_t)control_conf->rdma.rmb;
 	const char *full;
 	struct tm tm;
-	bool limited;
+	bool limited, mem_full;
 
 	addr_host(&in->host, host, sizeof(host));
 	snprintf(code, sizeof(code), "0x%08x", in->decline);
@@ -413,14 +431,17 @@ control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
 	limited = worker_count() > 0 &&
 		  auth_rate_limited(worker_auth(worker_get(0)), &in->host,
 				    now_ms());
-	/* which budget refuses a new group now, in lgr_std_budget's order */
+	/* which budget refuses a new group now, in lgr_std_budget's order,
+	 * then its memory: no room for one more connection's buffers */
+	mem_full = h->max_memory + conn > limit;
 	full = h->max_conns >= k->max_conns_per_host	 ? "conns" :
 	       h->max_lgrs >= k->max_lgrs_per_host	 ? "lgrs" :
 	       h->max_pending >= k->max_pending_per_host ? "pending" :
+	       mem_full					 ? "memory" :
 							   "";
 	return json_pack(
 		"{s:s, s:i, s:i, s:I, s:i, s:I, s:s, s:s, s:b, s:s, s:o,"
-		" s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:s}",
+		" s:b, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:I, s:I, s:I}",
 		"host", host, "lgrs", h->lgrs, "links", h->links, "conns",
 		(json_int_t)in->open, "conns_rdma", h->conns_rdma,
 		"conns_total", (json_int_t)in->total, "decline_code", code,
@@ -435,7 +456,10 @@ control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
 		"max_pending_per_host", k->max_pending_per_host, "budget_lgrs",
 		h->max_lgrs, "max_lgrs_per_host", k->max_lgrs_per_host,
 		"budget_conns", h->max_conns, "max_conns_per_host",
-		k->max_conns_per_host, "budget_full", full);
+		k->max_conns_per_host, "budget_full", full, "memory",
+		(json_int_t)h->memory, "budget_memory",
+		(json_int_t)h->max_memory, "memory_per_host",
+		(json_int_t)limit);
 }
 
 /*
@@ -463,9 +487,11 @@ control_khosts_json(void)
 		kh.h[i].info = info[i];
 	/* without kernel_smc no group is standard: a scrape walks nothing */
 	for (i = 0; control_conf->ksmc.enabled && i < worker_count(); i++) {
-		for (j = 0; j < kh.n; j++)
+		for (j = 0; j < kh.n; j++) {
 			kh.h[j].w_lgrs = kh.h[j].w_pending = kh.h[j].w_conns =
 				0;
+			kh.h[j].w_memory = 0;
+		}
 		worker_call(worker_get(i), control_khosts_cb, &kh);
 		for (j = 0; j < kh.n; j++) {
 			h = &kh.h[j];
@@ -475,6 +501,8 @@ control_khosts_json(void)
 				h->max_pending = h->w_pending;
 			if (h->w_conns > h->max_conns)
 				h->max_conns = h->w_conns;
+			if (h->w_memory > h->max_memory)
+				h->max_memory = h->w_memory;
 		}
 	}
 	for (i = 0; i < kh.n; i++)

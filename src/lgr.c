@@ -608,6 +608,22 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 		link->wr = NULL;
 		return NULL;
 	}
+	/* its rings count in the worker's registered memory (and in a
+	 * kernel host's share of it) as the connections' buffers do */
+	if (lgr->ctx->ops.link_mem != NULL) {
+		link->mem = wr_link_mem(link->wr);
+		if (lgr->ctx->ops.link_mem(lgr, link->mem, true,
+					   lgr->ctx->ops_arg) != 0) {
+			log_warnx("lgr %u: %s: no registered memory for a "
+				  "link's rings (%zu bytes): refused",
+				  lgr->id, dev->name, link->mem);
+			wr_link_free(link->wr);
+			link->wr = NULL;
+			link->mem = 0;
+			errno = ENOBUFS;
+			return NULL;
+		}
+	}
 	link->state = LGR_LINK_INIT;
 	llc_link_init(link);
 	wr_rx_register(link->wr, CDC_MSG_TYPE, lgr_cdc_rx);
@@ -622,6 +638,9 @@ lgr_link_release(struct lgr_link *link)
 		return;
 	llc_link_release(link);
 	wr_link_free(link->wr);
+	if (link->mem > 0 && link->lgr->ctx->ops.link_mem != NULL)
+		link->lgr->ctx->ops.link_mem(link->lgr, link->mem, false,
+					     link->lgr->ctx->ops_arg);
 	memset(link, 0, sizeof(*link));
 }
 
@@ -905,6 +924,7 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 	socklen_t len = sizeof(local.ss);
 	struct lgr *lgr;
 	uint64_t period;
+	uint32_t code;
 
 	/* the group holds conf: its peer must be that config's */
 	name = peer->name;
@@ -949,9 +969,11 @@ lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer, int fd,
 	/* the server names the first link 1 */
 	link = lgr_link_open(lgr, dev, 1);
 	if (link == NULL) {
+		/* no memory for its rings: the peer's no-buffers backoff */
+		code = errno == ENOBUFS ? CLC_DECL_MEM : CLC_DECL_ERR_RDYLNK;
 		if (fd >= 0)
 			close(fd);
-		lgr_fail(lgr, CLC_DECL_ERR_RDYLNK, false, false);
+		lgr_fail(lgr, code, false, false);
 		return NULL;
 	}
 	log_info("lgr %u: peer %s: setting up a link group (%s, qpn %u)",
@@ -1117,7 +1139,8 @@ lgr_server_new(struct lgr_ctx *ctx, const struct conf_peer *peer,
 	lgr->features = p->features & ours;
 	memcpy(lgr->peer_system_id, p->system_id, sizeof(lgr->peer_system_id));
 	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
-		*decline = CLC_DECL_ERR_RDYLNK;
+		*decline =
+			errno == ENOBUFS ? CLC_DECL_MEM : CLC_DECL_ERR_RDYLNK;
 		lgr_dead(lgr);
 		return NULL;
 	}

@@ -79,6 +79,7 @@ struct lgr_link {
 	uint64_t test_sent_us; /* now_us() of the pending TEST_LINK */
 	uint64_t test_rtt_us;  /* the last answered one's round trip; 0: none */
 	int conns;
+	size_t mem; /* its rings' bytes, charged (lgr_data_ops.link_mem) */
 	struct wr_waiter waiter; /* parked for a TX slot (LLC queue) */
 	struct lgr_llc_qent q[LGR_LLC_QUEUE];
 	int q_head, q_len;

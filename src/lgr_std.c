@@ -65,9 +65,11 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 	if (lgr->max_links > 1 && lgr_dev_alt(ctx, dev) == NULL)
 		lgr->max_links = 1;
 	memcpy(lgr->peer_system_id, sysid, sizeof(lgr->peer_system_id));
-	/* the server names the first link 1 */
+	/* the server names the first link 1; a link whose rings the
+	 * host's share or the worker's memory cannot take: MEM */
 	if (lgr_link_open(lgr, dev, lgr->next_link_id) == NULL) {
-		*decline = CLC_DECL_ERR_RDYLNK;
+		*decline =
+			errno == ENOBUFS ? CLC_DECL_MEM : CLC_DECL_ERR_RDYLNK;
 		lgr_dead(lgr);
 		return NULL;
 	}
@@ -244,6 +246,13 @@ uint8_t
 lgr_max_conns(const struct lgr *lgr)
 {
 	return lgr->max_conns;
+}
+
+/* The kernel host a standard group is with; NULL for a native one. */
+const struct addr *
+lgr_std_host(const struct lgr *lgr)
+{
+	return lgr->std ? &lgr->std_host : NULL;
 }
 
 /* Whether lgr speaks the standard dialect (a kernel SMC-R peer's). */

@@ -36,7 +36,8 @@
  * loop, which acts on it and is the one place a session is closed from.
  *
  * Per worker (one lgr_ctx each): a registered-buffer pool over its
- * devices, capped at the worker's share of rdma.max_buffer_memory, and
+ * devices, capped at the worker's share of rdma.max_buffer_memory (the
+ * links' rings count there too: session_rdma_link_mem), and
  * the connection tokens, handed out in increasing order so that a CDC
  * for a token closed just now is told apart from a forged one.
  */
@@ -68,11 +69,14 @@ static void session_rdma_watch(evutil_socket_t fd, short what, void *arg);
 
 static void session_rdma_rkeys(struct lgr_link *via, struct lgr_link *added,
 			       struct llc_v2_info *v, int max, void *arg);
+static int session_rdma_link_mem(struct lgr *lgr, size_t bytes, bool take,
+				 void *arg);
 static const struct lgr_data_ops session_rdma_lgr_ops = {
 	.llc_rx = session_rdma_llc_rx,
 	.link_up = session_rdma_link_up,
 	.setup_failed = session_rdma_setup_failed,
 	.rkeys = session_rdma_rkeys,
+	.link_mem = session_rdma_link_mem,
 };
 static const struct lgr_data_ops session_rdma_no_ops;
 
@@ -734,42 +738,179 @@ session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 }
 
 /*
- * Charge bytes of registered memory to peer on sr's worker: its share
- * (buffer_share percent of the worker's part of max_buffer_memory) is
- * what one peer's connections may hold, so that no peer starves the
- * others.  0 or -ENOBUFS (counted; the connection takes the fallback).
+ * The share of lgr's peer on srw: a native peer's by its name, a kernel
+ * host's by its address (all kernel hosts are one peer to the config,
+ * "smc-r", but each has a share of its own); made if need be (create).
+ * NULL when there is none (or no memory for it).
+ */
+static struct session_rdma_share *
+session_rdma_share_get(struct session_rdma_worker *srw, const struct lgr *lgr,
+		       bool create)
+{
+	const struct conf_peer *peer = lgr_peer(lgr);
+	const struct addr *host = lgr_std_host(lgr);
+	struct session_rdma_share *sh;
+
+	LIST_FOREACH(sh, &srw->shares, entry)
+		if (strcmp(sh->peer, peer->name) == 0 &&
+		    sh->std == (host != NULL) &&
+		    (host == NULL || addr_same_host(&sh->host, host)))
+			return sh;
+	if (!create || (sh = calloc(1, sizeof(*sh))) == NULL)
+		return NULL;
+	snprintf(sh->peer, sizeof(sh->peer), "%s", peer->name);
+	if (host != NULL) {
+		sh->std = true;
+		sh->host = *host;
+	}
+	LIST_INSERT_HEAD(&srw->shares, sh, entry);
+	return sh;
+}
+
+/*
+ * What lgr's peer may hold on srw, in bytes: a native peer its
+ * buffer_share, a kernel host kernel_smc.buffer_share_per_host, in
+ * percent of the worker's part of max_buffer_memory.
+ */
+static size_t
+session_rdma_share_limit(struct session_rdma_worker *srw, const struct lgr *lgr)
+{
+	if (lgr_is_std(lgr))
+		return session_rdma_host_limit(worker_conf(srw->w));
+	return session_rdma_pool_limit(srw->w) *
+	       (size_t)lgr_peer(lgr)->buffer_share / 100;
+}
+
+/*
+ * bytes charged to sh go back.  A kernel host's share that holds nothing
+ * any more goes (nothing points to it then: a connection or a link holds
+ * its charge), so that hosts come and go without the list growing.
+ */
+static void
+session_rdma_share_put(struct session_rdma_share *sh, size_t bytes)
+{
+	sh->bytes -= bytes < sh->bytes ? bytes : sh->bytes;
+	if (sh->std && sh->bytes == 0 && sh->nresuming == 0) {
+		LIST_REMOVE(sh, entry);
+		free(sh);
+	}
+}
+
+/* A share is full: counted as its kind of peer is. */
+static void
+session_rdma_share_full(struct session_rdma_worker *srw,
+			const struct session_rdma_share *sh)
+{
+	if (sh->std)
+		STATS_INC(worker_stats(srw->w), smc_budget_host_memory);
+	else
+		STATS_INC(worker_stats(srw->w), peer_buffer_full);
+}
+
+/*
+ * Charge bytes of registered memory to the peer of lgr (sr's group) on
+ * sr's worker: its share (session_rdma_share_limit) is what one peer's
+ * connections, or one kernel host's connections and groups, may hold, so
+ * that no peer starves the others.  0 or -ENOBUFS (counted; the
+ * connection takes the fallback, a kernel peer's is declined MEM).
  */
 static int
-session_rdma_charge(struct session_rdma *sr, const struct conf_peer *peer,
+session_rdma_charge(struct session_rdma *sr, const struct lgr *lgr,
 		    size_t bytes)
 {
 	struct session_rdma_worker *srw = sr->srw;
 	struct session_rdma_share *sh;
-	size_t limit = session_rdma_pool_limit(srw->w) *
-		       (size_t)peer->buffer_share / 100;
+	size_t limit = session_rdma_share_limit(srw, lgr);
+	char host[ADDR_STRLEN] = "";
 
-	LIST_FOREACH(sh, &srw->shares, entry)
-		if (strcmp(sh->peer, peer->name) == 0)
-			break;
-	if (sh == NULL) {
-		sh = calloc(1, sizeof(*sh));
-		if (sh == NULL)
-			return -ENOMEM;
-		snprintf(sh->peer, sizeof(sh->peer), "%s", peer->name);
-		LIST_INSERT_HEAD(&srw->shares, sh, entry);
-	}
+	sh = session_rdma_share_get(srw, lgr, true);
+	if (sh == NULL)
+		return -ENOMEM;
 	if (sh->bytes + bytes > limit) {
-		STATS_INC(worker_stats(srw->w), peer_buffer_full);
+		session_rdma_share_full(srw, sh);
 		STATS_INC(worker_stats(srw->w), conns_rdma_nobufs);
-		log_debug("conn 0x%llx: peer %s holds %zu bytes of its %zu: "
+		if (sh->std)
+			addr_host(&sh->host, host, sizeof(host));
+		log_debug("conn 0x%llx: %s %s holds %zu bytes of its %zu: "
 			  "fallback",
-			  session_rdma_conn_id(sr), peer->name, sh->bytes,
-			  limit);
+			  session_rdma_conn_id(sr),
+			  sh->std ? "kernel host" : "peer",
+			  sh->std ? host : sh->peer, sh->bytes, limit);
+		session_rdma_share_put(sh, 0);
 		return -ENOBUFS;
 	}
 	sh->bytes += bytes;
 	sr->share = sh;
 	sr->charge = bytes;
+	return 0;
+}
+
+/*
+ * Each kernel host's registered memory on w (its connections' buffers and
+ * its groups' rings: what buffer_share_per_host bounds) to fn, for show
+ * peers; on w's thread.
+ */
+void
+session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn, void *arg)
+{
+	struct session_rdma_worker *srw = worker_rdma(w);
+	const struct session_rdma_share *sh;
+
+	if (srw == NULL)
+		return;
+	LIST_FOREACH(sh, &srw->shares, entry)
+		if (sh->std && sh->bytes > 0)
+			fn(&sh->host, sh->bytes, arg);
+}
+
+/* What one kernel host may hold per worker under conf, in bytes. */
+size_t
+session_rdma_host_limit(const struct conf *conf)
+{
+	return ((size_t)conf->rdma.max_buffer_memory << 20) /
+	       (size_t)conf->workers *
+	       (size_t)conf->ksmc.buffer_share_per_host / 100;
+}
+
+/*
+ * lgr_data_ops.link_mem: a link of lgr registered bytes for its rings
+ * (take), or it went (!take).  The rings count in the worker's pool
+ * (buf_pool_reserve: one accounting for all its registered memory) and,
+ * for a kernel host's group, in the host's share.  0 or -ENOBUFS
+ * (counted in link_nobufs: the link is refused).
+ */
+static int
+session_rdma_link_mem(struct lgr *lgr, size_t bytes, bool take, void *arg)
+{
+	struct session_rdma_worker *srw = arg;
+	struct session_rdma_share *sh = NULL;
+
+	if (lgr_is_std(lgr)) {
+		sh = session_rdma_share_get(srw, lgr, take);
+		if (take && sh == NULL)
+			return -ENOBUFS;
+	}
+	if (!take) {
+		if (sh != NULL)
+			session_rdma_share_put(sh, bytes);
+		buf_pool_unreserve(srw->pool, bytes);
+		return 0;
+	}
+	if (sh != NULL &&
+	    sh->bytes + bytes > session_rdma_share_limit(srw, lgr)) {
+		session_rdma_share_full(srw, sh);
+		STATS_INC(worker_stats(srw->w), link_nobufs);
+		session_rdma_share_put(sh, 0);
+		return -ENOBUFS;
+	}
+	if (buf_pool_reserve(srw->pool, bytes) != 0) {
+		STATS_INC(worker_stats(srw->w), link_nobufs);
+		if (sh != NULL)
+			session_rdma_share_put(sh, 0);
+		return -ENOBUFS;
+	}
+	if (sh != NULL)
+		sh->bytes += bytes;
 	return 0;
 }
 
@@ -800,8 +941,7 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	     l = lgr_link_next_active(lgr, l))
 		if ((rc = session_rdma_devi(sr->srw, l)) < 0)
 			return rc;
-	rc = session_rdma_charge(sr, lgr_peer(lgr),
-				 (size_t)r->sndbuf + (size_t)r->rmb);
+	rc = session_rdma_charge(sr, lgr, (size_t)r->sndbuf + (size_t)r->rmb);
 	if (rc)
 		return rc;
 	rc = buf_get(pool, BUF_SNDBUF, (size_t)r->sndbuf, &sr->sndbuf);
@@ -825,7 +965,7 @@ void
 session_rdma_free(struct session_rdma *sr)
 {
 	if (sr->share != NULL)
-		sr->share->bytes -= sr->charge;
+		session_rdma_share_put(sr->share, sr->charge);
 	llc_pending_cancel(&sr->llc);
 	lgr_conn_del(&sr->lc);
 	buf_put(sr->sndbuf);

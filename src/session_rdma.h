@@ -37,10 +37,16 @@ struct session_rdma_queue {
 	unsigned int n;
 };
 
-/* Registered memory the connections of one peer hold on a worker. */
+/*
+ * Registered memory the connections of one peer hold on a worker: a
+ * native peer's by its name; a kernel host's (std) by its address, its
+ * groups' rings included (session_rdma_charge, session_rdma_link_mem).
+ */
 struct session_rdma_share {
 	LIST_ENTRY(session_rdma_share) entry;
 	char peer[CONF_NAME_MAX + 1];
+	bool std;
+	struct addr host; /* std: the kernel host */
 	size_t bytes;
 	unsigned int nresuming; /* of its connections, resuming now */
 };
@@ -66,7 +72,8 @@ struct session_rdma_worker {
 	uint64_t resume_ends;	 /* resumes ended so far (resume_tick) */
 	uint64_t resume_pass;	 /* resume_tick's passes */
 	struct event *resume_ev; /* find or set up a group, deadlines */
-	LIST_HEAD(, session_rdma_share) shares; /* per peer (buffer_share) */
+	/* per peer (buffer_share), per kernel host (buffer_share_per_host) */
+	LIST_HEAD(, session_rdma_share) shares;
 	struct event *watch_ev; /* each second: peers that consume nothing */
 	/* CONN_ORIGINs received, for the CONN_OPENs that follow them */
 	struct {

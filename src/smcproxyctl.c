@@ -928,11 +928,12 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 	/*
 	 * For people: who declined, and the budget of the fullest worker
 	 * against kernel_smc's per-host limits, "pending 0/4 lgrs 1/16
-	 * conns 3/4096".
+	 * conns 3/4096 memory 0.6/256.0 MiB".
 	 */
 	json_array_foreach(hosts, i, h) {
 		snprintf(budget, sizeof(budget),
-			 "pending %lld/%lld lgrs %lld/%lld conns %lld/%lld",
+			 "pending %lld/%lld lgrs %lld/%lld conns %lld/%lld "
+			 "memory %.1f/%.1f MiB",
 			 (long long)json_integer_value(
 				 json_object_get(h, "budget_pending")),
 			 (long long)json_integer_value(
@@ -944,7 +945,13 @@ ctl_show_peers(struct ctl_conn *conn, json_t *data)
 			 (long long)json_integer_value(
 				 json_object_get(h, "budget_conns")),
 			 (long long)json_integer_value(
-				 json_object_get(h, "max_conns_per_host")));
+				 json_object_get(h, "max_conns_per_host")),
+			 (double)json_integer_value(
+				 json_object_get(h, "budget_memory")) /
+				 (1 << 20),
+			 (double)json_integer_value(
+				 json_object_get(h, "memory_per_host")) /
+				 (1 << 20));
 		json_object_set_new(h, "budget", json_string(budget));
 		json_object_set_new(
 			h, "declined_by",

@@ -261,6 +261,9 @@ struct conf_ksmc {
 	 * up (all hosts, one host), groups and connections of one host */
 	int max_pending, max_pending_per_host;
 	int max_lgrs_per_host, max_conns_per_host;
+	/* percent of the worker's part of rdma.max_buffer_memory that one
+	 * host's connections and groups may hold (session_rdma_charge) */
+	int buffer_share_per_host;
 	/* what link groups with kernel peers are held to, as a peer's
 	 * keys hold a peer daemon (named "smc-r"; rdma's route) */
 	struct conf_peer peer;
@@ -977,6 +980,7 @@ void wr_link_free(struct wr_link *l);
 void wr_link_poll(struct wr_link *l);
 bool wr_link_is_down(const struct wr_link *l);
 const struct wr_stats *wr_link_stats(const struct wr_link *l);
+size_t wr_link_mem(const struct wr_link *l);
 const struct dev_qp_caps *wr_link_caps(const struct wr_link *l);
 struct dev_qp *wr_link_qp(const struct wr_link *l);
 void wr_rx_register(struct wr_link *l, uint8_t type, wr_rx_fn fn);
@@ -1036,6 +1040,7 @@ struct buf_stats {
 	uint64_t deregs; /* MRs deregistered (RMB elements: at each put) */
 	uint64_t bytes;	 /* gauge: registered, in use or idle */
 	uint64_t bytes_used[2]; /* gauge per kind: handed out now */
+	uint64_t bytes_rings;	/* gauge: links' rings reserved (in bytes) */
 };
 
 bool buf_size_ok(size_t size);
@@ -1044,6 +1049,8 @@ struct buf_pool *buf_pool_new(const struct dev_ops *ops, struct dev *pd,
 void buf_pool_free(struct buf_pool *p);
 void buf_pool_set_stats(struct buf_pool *p, struct stats *st);
 const struct buf_stats *buf_pool_stats(const struct buf_pool *p);
+int buf_pool_reserve(struct buf_pool *p, size_t bytes);
+void buf_pool_unreserve(struct buf_pool *p, size_t bytes);
 const struct dev_mr *buf_mr(struct buf *b, const struct dev_ops *ops,
 			    struct dev *pd);
 void buf_mr_drop(struct buf *b);
@@ -1292,6 +1299,11 @@ struct lgr_data_ops {
 	 * added) into v's rkey triples, at most max, for ADD_LINK */
 	void (*rkeys)(struct lgr_link *via, struct lgr_link *added,
 		      struct llc_v2_info *v, int max, void *arg);
+	/* a link of lgr registered bytes for its rings: 0 when they are
+	 * charged to the worker's registered memory (the link goes on), or
+	 * -ENOBUFS (counted: the link is refused); with take false, the
+	 * link goes and gives back what was charged */
+	int (*link_mem)(struct lgr *lgr, size_t bytes, bool take, void *arg);
 };
 
 struct lgr_ctx *lgr_ctx_new(struct event_base *base, struct conf *conf,
@@ -1348,6 +1360,7 @@ struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
 			    const uint8_t sysid[8], const uint8_t gid[16],
 			    const struct addr *host);
 bool lgr_is_std(const struct lgr *lgr);
+const struct addr *lgr_std_host(const struct lgr *lgr);
 int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
 typedef void (*lgr_std_fn)(const struct addr *host, bool up, int conns,
 			   int links, void *arg);
@@ -1448,6 +1461,11 @@ void session_rdma_worker_free(struct session_rdma_worker *srw);
 bool session_rdma_connect(struct session *s);
 void session_rdma_close(struct session *s, enum session_reason reason);
 void session_rdma_json(const struct session *s, void *json_obj);
+typedef void (*session_rdma_host_fn)(const struct addr *host, size_t bytes,
+				     void *arg);
+void session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn,
+			      void *arg);
+size_t session_rdma_host_limit(const struct conf *conf);
 
 /*
  * Export side of the standard dialect (kpeer.c runs the CLC): one end of

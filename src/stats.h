@@ -50,6 +50,12 @@
 	  "send rings and RMB elements registered, in use or idle")            \
 	X(rdma_buf_bytes_used, GAUGE, "bytes",                                 \
 	  "send rings and RMB elements held by connections now")               \
+	X(rdma_ring_bytes, GAUGE, "bytes",                                     \
+	  "links' registered message rings (TX slots, receive buffers), "      \
+	  "counted in rdma.max_buffer_memory")                                 \
+	X(link_nobufs, COUNTER, "events",                                      \
+	  "links refused: their rings would pass the worker's share of "       \
+	  "rdma.max_buffer_memory, or their kernel host's share of it")        \
 	X(tx_bytes, COUNTER, "bytes", "bytes sent towards the peer daemon")    \
 	X(rx_bytes, COUNTER, "bytes", "bytes received from the peer daemon")   \
 	X(tx_cnt, COUNTER, "requests", "send operations towards the peer")     \
@@ -178,6 +184,9 @@
 	X(smc_budget_host_conns, COUNTER, "handshakes",                        \
 	  "kernel SMC-R connections declined MEM: their host had "             \
 	  "kernel_smc.max_conns_per_host connections")                         \
+	X(smc_budget_host_memory, COUNTER, "handshakes",                       \
+	  "kernel SMC-R connections declined MEM: their host held its "        \
+	  "kernel_smc.buffer_share_per_host of registered memory")             \
 	X(smc_join_foreign, COUNTER, "handshakes",                             \
 	  "joins refused: the kernel peer named a link group we have with "    \
 	  "another host")                                                      \

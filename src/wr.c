@@ -131,6 +131,17 @@ wr_link_stats(const struct wr_link *l)
 	return &l->stats;
 }
 
+/*
+ * The memory the link registered for its messages: its TX slots and its
+ * posted receive buffers (the rings a link group's owner counts in
+ * rdma.max_buffer_memory).
+ */
+size_t
+wr_link_mem(const struct wr_link *l)
+{
+	return l->tx_cnt * sizeof(*l->tx) + (size_t)l->rx_cnt * l->rx_buf_size;
+}
+
 const struct dev_qp_caps *
 wr_link_caps(const struct wr_link *l)
 {

@@ -297,7 +297,7 @@ pycheck "counters after stats reset" "$T/a.schema.json" "$T/a.stats.json" <<'EOF
 schema, d = load(A[0])["data"]["stats"], load(A[1])["data"]
 # the gauges as they are: one connection open, no RDMA buffers here
 gauges = {"conns_active": 1, "preauth_conns": 0, "rdma_buf_bytes": 0,
-          "rdma_buf_bytes_used": 0, "conns_resuming": 0}
+          "rdma_buf_bytes_used": 0, "rdma_ring_bytes": 0, "conns_resuming": 0}
 for s in schema:
     eq(d["stats"][s["name"]], gauges.get(s["name"], 0),
        "%s (%s)" % (s["name"], s["kind"]))

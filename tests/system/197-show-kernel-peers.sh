@@ -131,7 +131,8 @@ members = ["host", "lgrs", "links", "conns", "conns_rdma", "conns_total",
            "decline_code", "decline_name", "declined_by_peer", "decline_at",
            "decline_age_s", "rate_limited", "budget_pending",
            "max_pending_per_host", "budget_lgrs", "max_lgrs_per_host",
-           "budget_conns", "max_conns_per_host", "budget_full"]
+           "budget_conns", "max_conns_per_host", "budget_full", "memory",
+           "budget_memory", "memory_per_host"]
 c, s = hosts["127.0.0.1"], hosts["127.0.0.2"]
 for h in (c, s):
     eq(sorted(h), sorted(members), "members of " + h["host"])
@@ -140,6 +141,10 @@ for h in (c, s):
     eq((h["budget_pending"], h["max_pending_per_host"], h["budget_lgrs"],
         h["max_lgrs_per_host"], h["budget_conns"], h["max_conns_per_host"],
         h["budget_full"]), (0, 3, 0, 16, 0, 4096, ""), "budget of " + h["host"])
+    eq((h["memory"], h["budget_memory"]), (0, 0),
+       "registered memory of " + h["host"] + " (no RDMA here)")
+    need(h["memory_per_host"] >= 1 << 20,
+         "memory_per_host %r" % h["memory_per_host"])
     eq(h["rate_limited"], False, "rate_limited of " + h["host"])
     need(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", h["decline_at"]),
          "decline_at %r" % h["decline_at"])
@@ -158,7 +163,9 @@ eq(rows[0], ["KERNEL-HOST", "LGRS", "LINKS", "CONNS", "DECLINE", "BY",
              "DECLINE-AGE", "RATE-LIMITED", "BUDGET"], "kernel hosts header")
 row = [r for r in rows[1:] if r[0] == "127.0.0.1"][0]
 eq(row[:6] + row[7:], ["127.0.0.1", "0", "0", "1", "NOSMCRDEV", "us", "no",
-                       "pending", "0/3", "lgrs", "0/16", "conns", "0/4096"],
+                       "pending", "0/3", "lgrs", "0/16", "conns", "0/4096",
+                       "memory", "0.0/%.1f" % (c["memory_per_host"] / 2**20),
+                       "MiB"],
    "the client's row")
 row = [r for r in rows[1:] if r[0] == "127.0.0.2"][0]
 eq(row[:6], ["127.0.0.2", "0", "0", "0", "NOUEID", "host"], "the server's row")

@@ -160,6 +160,47 @@ START_TEST(gauges_follow_the_pool)
 }
 END_TEST
 
+/*
+ * Memory registered elsewhere (a link's rings) reserved in the pool:
+ * under the same limit as the elements, idle ones released to make room,
+ * elements in use never; refused when it does not fit; given back.
+ */
+START_TEST(reserve_shares_the_limit)
+{
+	struct buf_pool *p = buf_pool_new(NULL, NULL, 4 * K16);
+	struct stats st;
+	struct buf *a, *b;
+
+	memset(&st, 0, sizeof(st));
+	buf_pool_set_stats(p, &st);
+	ck_assert_int_eq(buf_pool_reserve(p, K16 + 100), 0);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_ring_bytes), K16 + 100);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), 0);
+	ck_assert_uint_eq(buf_pool_stats(p)->bytes, K16 + 100);
+	/* two elements fit beside it, a third does not */
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, K16, &b), 0);
+	ck_assert_int_eq(buf_get(p, BUF_RMB, K16, &a), -ENOBUFS);
+	/* nor does more of the reservation while both are in use */
+	ck_assert_int_eq(buf_pool_reserve(p, K16), -ENOBUFS);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_ring_bytes), K16 + 100);
+	/* an idle element is released for it */
+	buf_put(b);
+	ck_assert_int_eq(buf_pool_reserve(p, K16), 0);
+	ck_assert_uint_eq(buf_pool_stats(p)->evicted, 1);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_buf_bytes), K16);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_ring_bytes), 2 * K16 + 100);
+	/* given back, it is room for elements again */
+	buf_pool_unreserve(p, 2 * K16 + 100);
+	ck_assert_uint_eq(stats_read(&st, STAT_rdma_ring_bytes), 0);
+	ck_assert_int_eq(buf_get(p, BUF_SNDBUF, 2 * K16, &b), 0);
+	ck_assert_uint_eq(buf_pool_stats(p)->bytes, 3 * K16);
+	buf_put(a);
+	buf_put(b);
+	buf_pool_free(p);
+}
+END_TEST
+
 START_TEST(pool_freed_with_buffers_out)
 {
 	struct event_base *base = event_base_new();
@@ -536,6 +577,7 @@ buf_suite(void)
 	tcase_add_test(tc, reuse_from_free_list);
 	tcase_add_test(tc, limit_refuses_without_disturbing);
 	tcase_add_test(tc, gauges_follow_the_pool);
+	tcase_add_test(tc, reserve_shares_the_limit);
 	tcase_add_test(tc, pool_freed_with_buffers_out);
 	tcase_add_test(tc, peer_writes_only_its_rmb);
 	tcase_add_test(tc, rmb_gets_new_keys_each_time);

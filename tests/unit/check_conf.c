@@ -333,6 +333,15 @@ static const struct {
 	 "t.conf:2: rules[0]: rule r: target_smc, or peer and export, not "
 	 "both\n",
 	 1},
+	/* one kernel host's share of a worker's registered memory */
+	{KSMC("buffer_share_per_host = 0;"),
+	 "t.conf:1: kernel_smc.buffer_share_per_host: 0 is out of range "
+	 "1..100\n",
+	 1},
+	{KSMC("buffer_share_per_host = 101;"),
+	 "t.conf:1: kernel_smc.buffer_share_per_host: 101 is out of range "
+	 "1..100\n",
+	 1},
 	{"peers = ( { name = \"smc-r\"; address = \"127.0.0.1:7102\"; "
 	 "insecure = true; } );\n",
 	 "t.conf:1: peers[0].name: the name smc-r is kept for kernel SMC-R "
@@ -606,6 +615,23 @@ START_TEST(test_preauth_defaults)
 	ck_assert_int_eq(conf->preauth_max, 1024);
 	ck_assert_int_eq(conf->preauth_per_source, 256);
 	ck_assert_int_lt(conf->preauth_per_source, conf->preauth_max);
+	conf_free(conf);
+}
+END_TEST
+
+/*
+ * A kernel host may hold a quarter of a worker's registered memory
+ * unless told otherwise (issue 43): one busy host works, and three more
+ * or the native peers still find room.
+ */
+START_TEST(test_ksmc_buffer_share)
+{
+	struct conf *conf = load_ok(KSMC(""));
+
+	ck_assert_int_eq(conf->ksmc.buffer_share_per_host, 25);
+	conf_free(conf);
+	conf = load_ok(KSMC("buffer_share_per_host = 100;"));
+	ck_assert_int_eq(conf->ksmc.buffer_share_per_host, 100);
 	conf_free(conf);
 }
 END_TEST
@@ -1684,6 +1710,7 @@ conf_suite(void)
 	tc = tcase_create("values");
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_preauth_defaults);
+	tcase_add_test(tc, test_ksmc_buffer_share);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_control_mode_forms);
 	tcase_add_test(tc, test_resolved);

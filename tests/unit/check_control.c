@@ -206,9 +206,33 @@ struct std_group {
 	const char *host;
 	bool up;
 	int conns, links;
+	size_t bytes; /* registered memory it adds to its host's */
 };
 static const struct std_group *std_groups;
 static int nstd_groups;
+
+/* Each kernel host's registered memory on a worker, as its groups say. */
+void
+session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn, void *arg)
+{
+	struct addr a;
+	int i;
+
+	for (i = 0; i < nstd_groups; i++) {
+		if (std_groups[i].worker != w->id || std_groups[i].bytes == 0)
+			continue;
+		ck_assert_int_eq(addr_parse_host(std_groups[i].host, &a), 0);
+		fn(&a, std_groups[i].bytes, arg);
+	}
+}
+
+#define HOST_LIMIT (4 << 20)
+
+size_t
+session_rdma_host_limit(const struct conf *conf)
+{
+	return HOST_LIMIT;
+}
 
 void
 lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
@@ -1027,10 +1051,11 @@ END_TEST
 START_TEST(test_kernel_hosts)
 {
 	static const struct std_group groups[] = {
-		{0, "192.0.2.7", true, 3, 1},
-		{1, "192.0.2.7", false, 0, 0},
-		{1, "192.0.2.7", true, 2, 2},
-		{1, "192.0.2.8", true, 4, 1},
+		{0, "192.0.2.7", true, 3, 1, 3 << 20},
+		{1, "192.0.2.7", false, 0, 0, 1 << 20},
+		{1, "192.0.2.7", true, 2, 2, 1 << 20},
+		/* one more connection's 512 KiB would pass HOST_LIMIT */
+		{1, "192.0.2.8", true, 4, 1, (15 << 20) / 4},
 	};
 	struct client *c = client_new();
 	struct conf *kconf;
@@ -1135,6 +1160,16 @@ START_TEST(test_kernel_hosts)
 			ck_assert_str_eq(json_string_value(json_object_get(
 						 h, "budget_full")),
 					 "lgrs");
+			/* 3 MiB on worker 0, 2 MiB on worker 1 */
+			ck_assert_int_eq(json_integer_value(
+						 json_object_get(h, "memory")),
+					 5 << 20);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "budget_memory")),
+					 3 << 20);
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 h, "memory_per_host")),
+					 HOST_LIMIT);
 		} else {
 			n |= 2;
 			ck_assert_str_eq(
@@ -1155,7 +1190,7 @@ START_TEST(test_kernel_hosts)
 				json_object_get(h, "rate_limited")));
 			ck_assert_str_eq(json_string_value(json_object_get(
 						 h, "budget_full")),
-					 "");
+					 "memory");
 		}
 	}
 	ck_assert_int_eq(n, 3);

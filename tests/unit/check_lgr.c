@@ -1496,6 +1496,88 @@ START_TEST(decline_nosmcrdev)
 }
 END_TEST
 
+/*
+ * What a side's data path lets its links' rings hold (link_mem): the
+ * worker's pool in the daemon, a budget here.
+ */
+struct ring_budget {
+	size_t budget, held;
+	int refused;
+};
+
+static int
+ring_link_mem(struct lgr *lgr, size_t bytes, bool take, void *arg)
+{
+	struct ring_budget *rb = arg;
+
+	if (!take) {
+		ck_assert_uint_ge(rb->held, bytes);
+		rb->held -= bytes;
+		return 0;
+	}
+	if (rb->held + bytes > rb->budget) {
+		rb->refused++;
+		return -ENOBUFS;
+	}
+	rb->held += bytes;
+	return 0;
+}
+
+static const struct lgr_data_ops ring_ops = {
+	.setup_failed = count_setup_failed,
+	.link_mem = ring_link_mem,
+};
+
+/*
+ * A link's rings are charged when it is made and given back when it
+ * goes (issue 43).  A server whose rings find no room declines MEM: the
+ * client takes the fallback with the peer's backoff, and its own link's
+ * rings come back with its group.  A client without room for its rings
+ * starts no handshake: the peer is on the fallback, MEM of our own.
+ */
+START_TEST(decline_mem_rings)
+{
+	struct ring_budget ra = {SIZE_MAX, 0, 0}, rb = {0, 0, 0};
+	struct peer_info info;
+	uint32_t reason = 0;
+	int sv[2];
+	char c;
+
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	side_init(&B, "b", "a", 1, NULL, NULL);
+	setup_failures = 0;
+	lgr_ctx_set_ops(A.ctx, &ring_ops, &ra);
+	lgr_ctx_set_ops(B.ctx, &ring_ops, &rb);
+	connect_ab();
+	ck_assert(run_until(none_left, WAIT_MS));
+	ck_assert_int_eq(rb.refused, 1);
+	ck_assert_uint_eq(rb.held, 0);
+	ck_assert_uint_eq(stat(&B, DECL_SENT(MEM)), 1);
+	ck_assert_int_eq(setup_failures, 1);
+	ck_assert_str_eq(peer_mode("b", &reason), "fallback");
+	ck_assert_uint_eq(reason, CLC_DECL_MEM);
+	ck_assert_int_eq(peer_info("b", &info), 0);
+	ck_assert(info.by_peer);
+	/* A's link was charged, and gave it back with its group */
+	ck_assert_int_eq(ra.refused, 0);
+	ck_assert_uint_eq(ra.held, 0);
+
+	side_free(&B);
+	side_free(&A);
+	side_init(&A, "a", "b", 1, NULL, NULL);
+	ra.budget = 0;
+	lgr_ctx_set_ops(A.ctx, &ring_ops, &ra);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_ptr_null(lgr_client_new(A.ctx, side_peer(&A), sv[0]));
+	ck_assert_int_eq(read(sv[1], &c, 1), 0); /* closed, nothing sent */
+	close(sv[1]);
+	ck_assert_int_eq(ra.refused, 1);
+	ck_assert_int_eq(peer_info("b", &info), 0);
+	ck_assert(!info.by_peer);
+	ck_assert_uint_eq(info.reason, CLC_DECL_MEM);
+}
+END_TEST
+
 /* No device here: no CLC at all, NOSMCRDEV of our own. */
 START_TEST(local_nosmcrdev)
 {
@@ -2313,6 +2395,7 @@ lgr_suite(void)
 	tcase_add_test(tc, port_active_readds_link);
 	tcase_add_test(tc, broken_link_flushes);
 	tcase_add_test(tc, decline_nosmcrdev);
+	tcase_add_test(tc, decline_mem_rings);
 	tcase_add_test(tc, local_nosmcrdev);
 	tcase_add_test(tc, wrong_key);
 	tcase_add_test(tc, wrong_key_no_rkey);

@@ -1525,6 +1525,175 @@ START_TEST(kpeer_waits_woken)
 }
 END_TEST
 
+/*
+ * Issue 43: registered memory per kernel host.  A kernel peer's PROPOSAL
+ * (export side, as kpeer.c opens it) from host gets a group of its own
+ * (none of them comes up here) and a connection's buffers: its ACCEPT's
+ * code, 0 or a DECLINE's.  Each link's rings (its TX slots and receive
+ * buffers, wr_link_mem) count in max_buffer_memory and in the host's
+ * buffer_share_per_host with the buffers, and are given back with the
+ * link.
+ */
+#define KMEM_MAX 8
+
+static struct session *kmem_sess[KMEM_MAX];
+static int kmem_n;
+
+struct kmem_open {
+	const char *host;
+	uint32_t code;
+};
+
+static void
+kmem_open_cb(struct worker *wk, void *arg)
+{
+	struct kmem_open *o = arg;
+	struct session_rdma_std_want want;
+	struct session_rdma_std me;
+	struct session *s = std_session(wk);
+	struct addr any;
+
+	memset(&any, 0, sizeof(any));
+	memset(&want, 0, sizeof(want));
+	memset(want.sysid, 0x22, sizeof(want.sysid));
+	want.gid[10] = want.gid[11] = 0xff;
+	want.gid[12] = 192;
+	want.gid[14] = 2;
+	want.gid[15] = 1;
+	ck_assert_int_eq(addr_parse_host(o->host, &want.host), 0);
+	memset(want.eid, ' ', sizeof(want.eid));
+	memcpy(want.eid, "LAB", 3);
+	want.max_conns = 255;
+	want.max_links = 1;
+	want.release = 1;
+	want.join = want.create = true;
+	o->code = session_rdma_std_open(s, &any, &want, &me);
+	if (o->code == 0) {
+		ck_assert_int_lt(kmem_n, KMEM_MAX);
+		kmem_sess[kmem_n++] = s;
+	}
+}
+
+static uint32_t
+kmem_open(const char *host)
+{
+	struct kmem_open o = {host, ~0u};
+
+	worker_call(w, kmem_open_cb, &o);
+	return o.code;
+}
+
+/* Every accepted connection's client declines after all: all go. */
+static void
+kmem_drop_cb(struct worker *wk, void *arg)
+{
+	int i;
+
+	for (i = 0; i < kmem_n; i++)
+		session_rdma_std_drop(kmem_sess[i]);
+	kmem_n = 0;
+}
+
+/* One kernel link's rings (the first group's), as the gauge has them. */
+static uint64_t kmem_ring;
+
+static void
+kmem_first(const char *host)
+{
+	ck_assert_uint_eq(kmem_open(host), 0);
+	kmem_ring = stat_a(STAT_rdma_ring_bytes);
+	/* a TX slot table and 48 receive buffers of an SMC-Rv2 LLC each */
+	ck_assert_uint_gt(kmem_ring, 48 * 4096);
+	ck_assert_uint_lt(kmem_ring, 256 * 1024);
+}
+
+/*
+ * With 1 MiB and a connection of 256 KiB, four connections of four
+ * hosts fit the buffers alone; with each group's rings (about 220 KiB)
+ * counted, the third host's group is refused for its link: DECLINE MEM,
+ * counted in link_nobufs.  Everything comes back when the groups go.
+ */
+START_TEST(kmem_rings_counted)
+{
+	kmem_first("192.0.2.1");
+	ck_assert_uint_eq(stat_a(STAT_rdma_buf_bytes_used), 256 * 1024);
+	ck_assert_uint_eq(kmem_open("192.0.2.2"), 0);
+	ck_assert_uint_eq(stat_a(STAT_rdma_ring_bytes), 2 * kmem_ring);
+	ck_assert_uint_eq(kmem_open("192.0.2.3"), CLC_DECL_MEM);
+	ck_assert_uint_eq(stat_a(STAT_link_nobufs), 1);
+	ck_assert_uint_eq(stat_a(STAT_smc_budget_host_memory), 0);
+	ck_assert_uint_eq(stat_a(STAT_rdma_ring_bytes), 2 * kmem_ring);
+	ck_assert_uint_eq(stat_a(STAT_rdma_buf_bytes_used), 2 * 256 * 1024);
+	/* the links' rings are given back with the links */
+	worker_call(w, kmem_drop_cb, NULL);
+	ck_assert(wait_stat_a_down(STAT_rdma_ring_bytes, 0));
+	ck_assert(wait_stat_a_down(STAT_rdma_buf_bytes_used, 0));
+	/* and room is made for the next host */
+	ck_assert_uint_eq(kmem_open("192.0.2.3"), 0);
+	ck_assert_uint_eq(stat_a(STAT_rdma_ring_bytes), kmem_ring);
+}
+END_TEST
+
+/*
+ * With 2 MiB and buffer_share_per_host 50, one host may hold 1 MiB: its
+ * first connection (a group's rings and 384 KiB of buffers) and its
+ * second group's rings fit, not that group's connection's buffers: the
+ * host is declined MEM (smc_budget_host_memory, conns_rdma_nobufs) and
+ * its new group goes, while another host is accepted.  Before, all
+ * kernel hosts were one peer holding the whole pool.
+ */
+START_TEST(kmem_share_per_host)
+{
+	kmem_first("192.0.2.1");
+	ck_assert_uint_eq(kmem_open("192.0.2.1"), CLC_DECL_MEM);
+	ck_assert_uint_eq(stat_a(STAT_smc_budget_host_memory), 1);
+	ck_assert_uint_eq(stat_a(STAT_conns_rdma_nobufs), 1);
+	ck_assert_uint_eq(stat_a(STAT_link_nobufs), 0);
+	ck_assert_uint_eq(stat_a(STAT_peer_buffer_full), 0);
+	/* its second group goes, and its rings with it */
+	ck_assert(wait_stat_a_down(STAT_rdma_ring_bytes, kmem_ring));
+	/* another host still has its share */
+	ck_assert_uint_eq(kmem_open("192.0.2.2"), 0);
+	ck_assert_uint_eq(stat_a(STAT_rdma_buf_bytes_used), 2 * 384 * 1024);
+	/* the first host is still held to its share */
+	ck_assert_uint_eq(kmem_open("192.0.2.1"), CLC_DECL_MEM);
+	ck_assert_uint_eq(stat_a(STAT_smc_budget_host_memory), 2);
+	ck_assert_uint_eq(stat_a(STAT_conns_rdma_nobufs), 2);
+}
+END_TEST
+
+static void
+setup_kmem_rings(void)
+{
+	qps_max = 100;
+	a_extra = "kernel_smc: { ueids = [ \"LAB\" ];"
+		  " buffer_share_per_host = 100; };\n";
+	a_rdma_extra = "max_buffer_memory = 1; sndbuf = 131072; rmb = 131072;";
+	setup();
+}
+
+static void
+setup_kmem_share(void)
+{
+	qps_max = 100;
+	a_extra = "kernel_smc: { ueids = [ \"LAB\" ];"
+		  " buffer_share_per_host = 50; };\n";
+	a_rdma_extra = "max_buffer_memory = 2; sndbuf = 262144; rmb = 131072;";
+	setup();
+}
+
+static void
+teardown_kmem(void)
+{
+	/* the groups go before the device their QPs are on */
+	worker_call(w, kmem_drop_cb, NULL);
+	ck_assert(wait_stat_a_down(STAT_rdma_ring_bytes, 0));
+	teardown();
+	qps_max = 1;
+	a_extra = a_rdma_extra = "";
+	kmem_n = 0;
+}
+
 static void
 setup_ksmc(void)
 {
@@ -1590,6 +1759,17 @@ session_rdma_suite(void)
 	tcase_add_checked_fixture(tc, setup_ksmc, teardown_ksmc);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, kpeer_waits_woken);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("kpeer_memory");
+	tcase_add_checked_fixture(tc, setup_kmem_rings, teardown_kmem);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, kmem_rings_counted);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("kpeer_memory_share");
+	tcase_add_checked_fixture(tc, setup_kmem_share, teardown_kmem);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, kmem_share_per_host);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resume2");
