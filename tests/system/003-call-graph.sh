@@ -28,18 +28,23 @@ grep -q '^level 1: ' "$T/out" ||
 	fail "no levels printed: $(cat "$T/out")"
 smc_log "$(grep -c '^level ' "$T/out") levels; $(grep -v '^  \|^level ' "$T/out" | tr '\n' ' ')"
 
+# must_fail WHAT OPTION FILE PATTERN: callgraph with OPTION FILE (a copy
+# broken on purpose) fails, and says PATTERN
+must_fail() {
+	! python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
+		"$2" "$3" "$lib" "$main" >"$T/bad" 2>&1 &&
+		grep -q "$4" "$T/bad" ||
+		fail "$1 passed: $(cat "$T/bad")"
+}
+
 # and the order check reads what it says: the list with its first two
 # levels swapped fails, naming the file out of place
 sed 's|src/now.c src/addr.c|src/addr.c|; s|src/log.c src/buf.c|src/log.c src/now.c src/buf.c|' \
 	"$SRC/src/Makefile.inc" >"$T/Makefile.inc"
-! python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
-	--order "$T/Makefile.inc" "$lib" "$main" >"$T/bad" 2>&1 &&
-	grep -q '^ORDER .*: log (level 1) comes before now (level 0)' "$T/bad" ||
-	fail "a misordered src/Makefile.inc passed: $(cat "$T/bad")"
+must_fail "a misordered src/Makefile.inc" --order "$T/Makefile.inc" \
+	'^ORDER .*: log (level 1) comes before now (level 0)'
 # and the table's: llc.c put in the bottom row fails, naming what it calls
 sed 's/^| clock, log, addresses, wire | `now.c`,/| clock, log, addresses, wire | `llc.c`, `now.c`,/' \
 	"$SRC/docs/internals.md" >"$T/internals.md"
-! python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
-	--doc "$T/internals.md" "$lib" "$main" >"$T/bad" 2>&1 &&
-	grep -q '^LAYER .*: llc (clock, log, addresses, wire) calls wr' "$T/bad" ||
-	fail "a misplaced llc.c in docs/internals.md passed: $(cat "$T/bad")"
+must_fail "a misplaced llc.c in docs/internals.md" --doc "$T/internals.md" \
+	'^LAYER .*: llc (clock, log, addresses, wire) calls wr'

@@ -1708,6 +1708,19 @@ teardown_ksmc(void)
 	a_extra = "";
 }
 
+/* A case of one test, with its fixture and timeout, added to s. */
+static void
+one_case(Suite *s, const char *name, SFun up, SFun down, int timeout,
+	 const TTest *test)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, up, down);
+	tcase_set_timeout(tc, timeout);
+	tcase_add_test(tc, test);
+	suite_add_tcase(s, tc);
+}
+
 static Suite *
 session_rdma_suite(void)
 {
@@ -1743,46 +1756,20 @@ session_rdma_suite(void)
 	tcase_add_test(tc, resume_idle_timeout);
 	tcase_add_test(tc, resume_peer_gone_ends_all);
 	suite_add_tcase(s, tc);
-	tc = tcase_create("autocork");
-	tcase_add_checked_fixture(tc, setup_cork, teardown_resume);
-	tcase_add_test(tc, autocork_at_the_door);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("autocork_off");
-	tcase_add_checked_fixture(tc, setup_cork_off, teardown_resume);
-	tcase_add_test(tc, autocork_off_reads_each_write);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("kpeer_wait");
-	tcase_add_checked_fixture(tc, setup_ksmc, teardown_ksmc);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, kpeer_waits_woken);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("kpeer_memory");
-	tcase_add_checked_fixture(tc, setup_kmem_rings, teardown_kmem);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, kmem_rings_counted);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("kpeer_memory_share");
-	tcase_add_checked_fixture(tc, setup_kmem_share, teardown_kmem);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, kmem_share_per_host);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("resume2");
-	tcase_add_checked_fixture(tc, setup_resume2, teardown_resume);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, resume_failover_while_asking);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("rkeys2");
-	tcase_add_checked_fixture(tc, setup_rkeys2, teardown_resume);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, failover_with_the_told_rkey);
-	suite_add_tcase(s, tc);
+	one_case(s, "autocork", setup_cork, teardown_resume, 30,
+		 autocork_at_the_door);
+	one_case(s, "autocork_off", setup_cork_off, teardown_resume, 30,
+		 autocork_off_reads_each_write);
+	one_case(s, "kpeer_wait", setup_ksmc, teardown_ksmc, 30,
+		 kpeer_waits_woken);
+	one_case(s, "kpeer_memory", setup_kmem_rings, teardown_kmem, 30,
+		 kmem_rings_counted);
+	one_case(s, "kpeer_memory_share", setup_kmem_share, teardown_kmem, 30,
+		 kmem_share_per_host);
+	one_case(s, "resume2", setup_resume2, teardown_resume, 60,
+		 resume_failover_while_asking);
+	one_case(s, "rkeys2", setup_rkeys2, teardown_resume, 60,
+		 failover_with_the_told_rkey);
 	return s;
 }
 
