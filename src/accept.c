@@ -54,7 +54,7 @@ accept_rule_open(struct worker *w, int fd, const struct conf_rule *rule,
 		STATS_INC(worker_stats(w), intercept_conns);
 	}
 	if (rule->target_smc.len != 0) {
-		kpeer_connect(s);
+		smcr_connect(s);
 		return;
 	}
 	if (!session_rdma_connect(s))

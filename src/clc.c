@@ -1111,12 +1111,12 @@ clc_serve_conn(struct lgr_ctx *ctx, int fd, const struct addr *src,
 	 * and are bounded by the strangers' budget (worker_preauth_get):
 	 * only groups that hold QPs count here, lest a few idle
 	 * connections turn every real peer away.  Kernel peers' groups
-	 * have budgets of their own (lgr_std_budget): an allowed host's
+	 * have budgets of their own (lgr_smcr_budget): an allowed host's
 	 * smc_listen handshakes must not refuse authenticated peers.
 	 */
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
 		pending += lgr->role == LGR_ROLE_SERVER &&
-			   lgr->state == LGR_STATE_CLC && !lgr->std;
+			   lgr->state == LGR_STATE_CLC && !lgr->smcr;
 	c->hopped = hopped;
 	if (pending >= CLC_PENDING_MAX)
 		clc_refuse(c, CLC_DECL_MEM, "too many handshakes under way");

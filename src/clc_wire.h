@@ -268,14 +268,14 @@ struct clc_decline_info {
 enum clc_eyec {
 	CLC_EYEC_NONE = -1,
 	CLC_EYEC_SMCR = 0,
-	CLC_EYEC_SMCD = 1, /* standard dialect only */
+	CLC_EYEC_SMCD = 1, /* SMC-R dialect only */
 };
 
 /*
  * The frame of a message of length bytes at buf, in either dialect: the
  * 8-byte header (eyecatcher, type, length, byte 7 = flags) and the
  * trailer's eyecatcher in its last 4 bytes.  The body is the caller's.
- * Inline, as the frame both dialects share: sclc.c (the standard one's
+ * Inline, as the frame both dialects share: smcr_clc.c (the standard one's
  * codec) needs nothing of clc.c.
  */
 static inline void

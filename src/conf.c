@@ -28,7 +28,7 @@
 
 #include "smcproxyd.h"
 #include "conf.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 
 #define CONF_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CONF_MSG_LEN 512
@@ -659,7 +659,7 @@ static const struct conf_key conf_export_keys[] = {
 	KEY(struct conf_export, smc_listen, "smc_listen", CONF_T_ADDR, NULL, 0,
 	    0, NULL, R,
 	    "where Linux kernel SMC-R clients reach this export (the "
-	    "standard dialect, needs kernel_smc); none: only peers",
+	    "SMC-R dialect, needs kernel_smc); none: only peers",
 	    .example = "\"192.0.2.1:6379\""),
 	KEY(struct conf_export, proxy_protocol, "proxy_protocol", CONF_T_BOOL,
 	    "false", 0, 1, NULL, R,
@@ -706,7 +706,7 @@ static const struct conf_key conf_rule_keys[] = {
 	KEY(struct conf_rule, target_smc, "target_smc", CONF_T_ADDR, NULL, 0, 0,
 	    conf_check_specific, R | CONF_ALT | CONF_ORIGINAL,
 	    "a Linux kernel SMC-R server (or smcproxyd smc_listen) to carry "
-	    "the connections to instead of a peer (the standard dialect, "
+	    "the connections to instead of a peer (the SMC-R dialect, "
 	    "needs kernel_smc); \"original\" with intercept: each "
 	    "connection's own destination",
 	    .example = "\"192.0.2.2:6379\""),
@@ -822,15 +822,15 @@ static const struct conf_key conf_rdma_keys[] = {
 static int
 conf_check_ueid(const char *s, char *msg, size_t len)
 {
-	uint8_t eid[SCLC_EID_LEN];
+	uint8_t eid[SMCR_CLC_EID_LEN];
 
-	if (sclc_eid_put(eid, s) == 0)
+	if (smcr_clc_eid_put(eid, s) == 0)
 		return 0;
 	snprintf(msg, len,
 		 "an EID is 1 to %d of A-Z, 0-9, '.' and '-', starting with "
 		 "a letter or digit (upper case, as smc_run and the kernel "
 		 "write it)",
-		 SCLC_EID_LEN);
+		 SMCR_CLC_EID_LEN);
 	return -EINVAL;
 }
 
@@ -847,53 +847,53 @@ conf_check_net(const char *s, char *msg, size_t len)
 	return -EINVAL;
 }
 
-static const struct conf_key conf_ksmc_keys[] = {
-	KEY_NAMES(struct conf_ksmc, ueids, nueids, "ueids", NULL, NULL, R,
+static const struct conf_key conf_smcr_keys[] = {
+	KEY_NAMES(struct conf_smcr, ueids, nueids, "ueids", NULL, NULL, R,
 		  "user EIDs served: a kernel client's proposal must carry "
 		  "one of them (smc_run's or smc ueid's on that host)",
 		  .elem = conf_check_ueid, .range = "[A-Z0-9.-]{1,32}",
 		  .example = "[ \"SMCPROXYD-LAB\" ]"),
-	KEY_NAMES(struct conf_ksmc, allow, nallow, "allow", NULL, NULL, R,
+	KEY_NAMES(struct conf_smcr, allow, nallow, "allow", NULL, NULL, R,
 		  "networks whose clients may use SMC-R; others get a "
 		  "DECLINE and go on as TCP; empty: none",
 		  .elem = conf_check_net, .range = "ip/prefix",
 		  .example = "[ \"192.0.2.0/24\" ]"),
-	KEY(struct conf_ksmc, bpf_object, "bpf_object", CONF_T_PATH, NULL, 0, 0,
+	KEY(struct conf_smcr, bpf_object, "bpf_object", CONF_T_PATH, NULL, 0, 0,
 	    NULL, 0,
 	    "the SMC-R TCP option's BPF program that a daemon run as root "
 	    "loads itself",
 	    .def_doc = "smc_opt.bpf.o where make install put it, else the "
 		       "one built beside the binary (src/bpf/)",
 	    .example = "\"/usr/libexec/smcproxyd/smc_opt.bpf.o\""),
-	KEY(struct conf_ksmc, bpf_root_cgroup, "bpf_root_cgroup", CONF_T_BOOL,
+	KEY(struct conf_smcr, bpf_root_cgroup, "bpf_root_cgroup", CONF_T_BOOL,
 	    "false", 0, 1, NULL, 0,
 	    "attach the option's program even when the daemon runs in the "
 	    "cgroup v2 root, where it acts on every socket of the host (a "
 	    "daemon in a cgroup of its own, as systemd runs it, never needs "
 	    "this)"),
-	KEY_INT(struct conf_ksmc, max_pending, "max_pending", "32", 1, 4096,
+	KEY_INT(struct conf_smcr, max_pending, "max_pending", "32", 1, 4096,
 		NULL, R,
 		"link groups with kernel peers not yet up (CLC and first "
 		"link under way), all hosts together, per worker; the peer "
 		"port's handshakes have a bound of their own"),
-	KEY_INT(struct conf_ksmc, max_pending_per_host, "max_pending_per_host",
+	KEY_INT(struct conf_smcr, max_pending_per_host, "max_pending_per_host",
 		"4", 1, 4096, NULL, R,
 		"link groups not yet up with one kernel host, per worker"),
-	KEY_INT(struct conf_ksmc, max_lgrs_per_host, "max_lgrs_per_host", "16",
+	KEY_INT(struct conf_smcr, max_lgrs_per_host, "max_lgrs_per_host", "16",
 		1, 4096, NULL, R,
 		"link groups with one kernel host, per worker"),
-	KEY_INT(struct conf_ksmc, max_conns_per_host, "max_conns_per_host",
+	KEY_INT(struct conf_smcr, max_conns_per_host, "max_conns_per_host",
 		"4096", 1, 1048576, NULL, R,
 		"connections with one kernel host over RDMA, per worker; "
 		"beyond it the host's connections are declined (MEM) and go "
 		"on as TCP"),
-	KEY_INT(struct conf_ksmc, buffer_share_per_host,
+	KEY_INT(struct conf_smcr, buffer_share_per_host,
 		"buffer_share_per_host", "25", 1, 100, NULL, R,
 		"percent of the worker's part of rdma.max_buffer_memory that "
 		"one kernel host may hold, its connections' buffers and its "
 		"groups' rings; beyond it the host's connections are declined "
 		"(MEM) and go on as TCP"),
-	KEY(struct conf_ksmc, bpf_pin, "bpf_pin", CONF_T_PATH,
+	KEY(struct conf_smcr, bpf_pin, "bpf_pin", CONF_T_PATH,
 	    "/sys/fs/bpf/smcproxyd", 0, 0, NULL, 0,
 	    "where smcproxyd-bpf.service pinned the program and its maps "
 	    "for a daemon that is not root (the unit attaches the "
@@ -1080,7 +1080,7 @@ conf_post_rdma(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 
 /* Whether a kernel SMC-R client at a may use SMC-R (kernel_smc.allow). */
 bool
-conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a)
+conf_smcr_allows(const struct conf_smcr *k, const struct addr *a)
 {
 	int i;
 
@@ -1092,27 +1092,27 @@ conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a)
 
 /* Whether the EID (as the wire has it) is one of kernel_smc.ueids. */
 bool
-conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid)
+conf_smcr_serves(const struct conf_smcr *k, const uint8_t *eid)
 {
-	uint8_t ours[SCLC_EID_LEN];
+	uint8_t ours[SMCR_CLC_EID_LEN];
 	int i;
 
 	for (i = 0; i < k->nueids; i++)
-		if (sclc_eid_put(ours, k->ueids[i]) == 0 &&
-		    memcmp(ours, eid, SCLC_EID_LEN) == 0)
+		if (smcr_clc_eid_put(ours, k->ueids[i]) == 0 &&
+		    memcmp(ours, eid, SMCR_CLC_EID_LEN) == 0)
 			return true;
 	return false;
 }
 
 /*
- * The standard dialect is on: parse the allowed networks, and say what it
+ * The SMC-R dialect is on: parse the allowed networks, and say what it
  * does not protect, at every start and reload (DESIGN.md §10).
  */
 static void
-conf_post_ksmc(struct conf_parse *p, void *obj, const struct conf_loc *locs,
+conf_post_smcr(struct conf_parse *p, void *obj, const struct conf_loc *locs,
 	       const char *prefix, struct conf_loc at)
 {
-	struct conf_ksmc *k = obj;
+	struct conf_smcr *k = obj;
 	int i;
 
 	k->enabled = true;
@@ -1213,14 +1213,14 @@ const struct conf_section conf_sections[CONF_NSECT] = {
 			.post = conf_post_rdma,
 			.desc = "link groups and the send engine",
 		},
-	[CONF_SECT_KSMC] =
+	[CONF_SECT_SMCR] =
 		{
 			.name = "kernel_smc",
 			.optional = true,
-			.keys = conf_ksmc_keys,
-			.nkeys = CONF_NELEM(conf_ksmc_keys),
-			.obj_off = offsetof(struct conf, ksmc),
-			.post = conf_post_ksmc,
+			.keys = conf_smcr_keys,
+			.nkeys = CONF_NELEM(conf_smcr_keys),
+			.obj_off = offsetof(struct conf, smcr),
+			.post = conf_post_smcr,
 			.desc = "the standard SMC-R dialect, for Linux kernel "
 				"SMC-R peers (off without this group)",
 		},
@@ -1817,11 +1817,11 @@ conf_free(struct conf *conf)
 		conf_names_free(conf->exports[i].peers);
 	free(conf->exports);
 	conf_names_free(conf->rdma.devices);
-	conf_names_free(conf->ksmc.ueids);
-	conf_names_free(conf->ksmc.allow);
-	free(conf->ksmc.allow_nets);
-	free(conf->ksmc.bpf_object);
-	free(conf->ksmc.bpf_pin);
+	conf_names_free(conf->smcr.ueids);
+	conf_names_free(conf->smcr.allow);
+	free(conf->smcr.allow_nets);
+	free(conf->smcr.bpf_object);
+	free(conf->smcr.bpf_pin);
 	if (conf->src != NULL) {
 		for (i = 0; i < conf->src->nfiles; i++)
 			free(conf->src->files[i]);

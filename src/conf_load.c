@@ -56,11 +56,11 @@ conf_check_peer_routes(struct conf_parse *p)
 	char path[CONF_PATH_LEN];
 	int i;
 
-	if (conf->ksmc.enabled) {
-		peer = &conf->ksmc.peer;
-		snprintf(peer->name, sizeof(peer->name), "%s", CONF_KSMC_PEER);
+	if (conf->smcr.enabled) {
+		peer = &conf->smcr.peer;
+		snprintf(peer->name, sizeof(peer->name), "%s", CONF_SMCR_PEER);
 		peer->insecure = peer->any_source = true;
-		peer->max_lgrs = CONF_KSMC_MAX_LGRS;
+		peer->max_lgrs = CONF_SMCR_MAX_LGRS;
 		peer->buffer_share = 100;
 		peer->route = *r;
 	}
@@ -68,12 +68,12 @@ conf_check_peer_routes(struct conf_parse *p)
 		peer = &conf->peers[i];
 		pr = &peer->route;
 		/* kernel peers' groups and counters go under that name */
-		if (strcmp(peer->name, CONF_KSMC_PEER) == 0) {
+		if (strcmp(peer->name, CONF_SMCR_PEER) == 0) {
 			snprintf(path, sizeof(path), "peers[%d].name", i);
 			conf_err(p, locs[(size_t)i * nk + ni], path,
 				 "the name %s is kept for kernel SMC-R peers "
 				 "(kernel_smc); choose another",
-				 CONF_KSMC_PEER);
+				 CONF_SMCR_PEER);
 		}
 		if (pr->dscp < 0)
 			pr->dscp = r->dscp;
@@ -178,9 +178,9 @@ conf_check_exports(struct conf_parse *p)
 		if (e->smc_listen.len == 0)
 			continue;
 		snprintf(path, sizeof(path), "exports[%d].smc_listen", i);
-		if (!conf->ksmc.enabled) {
+		if (!conf->smcr.enabled) {
 			conf_err(p, elocs[(size_t)i * sec->nkeys + sl], path,
-				 "needs a kernel_smc section (the standard "
+				 "needs a kernel_smc section (the SMC-R "
 				 "dialect is off without it)");
 			continue;
 		}
@@ -266,12 +266,12 @@ conf_check_rule_targets(struct conf_parse *p)
 					 "rule %s: target_smc, or peer and "
 					 "export, not both",
 					 r->name);
-			else if (!conf->ksmc.enabled)
+			else if (!conf->smcr.enabled)
 				conf_err(p, rlocs[(size_t)i * sec->nkeys + ti],
 					 path,
 					 "rule %s: target_smc needs a "
 					 "kernel_smc "
-					 "section (the standard dialect is off "
+					 "section (the SMC-R dialect is off "
 					 "without it)",
 					 r->name);
 		} else if (l[ti].line == 0 &&

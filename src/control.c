@@ -251,7 +251,7 @@ control_cmd_version(struct control_req *req)
 		(json_int_t)control_uptime(), "name", control_conf->name,
 		"config", control_conf->path, "workers", worker_count(),
 		"stopping", control_is_stopping, "kernel_smc",
-		control_conf->ksmc.enabled, "smc_option", smc_opt_state());
+		control_conf->smcr.enabled, "smc_option", smc_opt_state());
 }
 
 struct control_kill {

@@ -4,7 +4,7 @@
  * tests each path the peer's connections take (the fallback's through
  * fallback_check_step, the link group's through lgr_check_step on its
  * worker), `check smc ADDRESS` probes a kernel SMC-R server
- * (kpeer_check.c), `check export NAME` says whether kernel SMC-R clients
+ * (smcr_check.c), `check export NAME` says whether kernel SMC-R clients
  * can have SMC-R at its smc_listen.  The first two are stepped by a timer
  * and answer when done, the client's next requests waiting behind them;
  * the client is then resumed through the request's cr_resume, so that
@@ -64,7 +64,7 @@ struct control_check {
 	bool fc_done;
 	/* `check smc ADDRESS`: that instead */
 	bool smc;
-	struct kpeer_check kc;
+	struct smcr_check kc;
 	bool done;
 };
 
@@ -111,7 +111,7 @@ control_check_free(struct control_check *ck)
 		event_free(ck->ev);
 	fallback_check_end(&ck->fc);
 	if (ck->smc)
-		kpeer_check_free(&ck->kc);
+		smcr_check_free(&ck->kc);
 	conf_drop(ck->conf);
 	free(ck);
 }
@@ -183,7 +183,7 @@ static void
 control_check_step(struct control_check *ck)
 {
 	if (ck->smc) {
-		ck->done = kpeer_check_step(&ck->kc);
+		ck->done = smcr_check_step(&ck->kc);
 		return;
 	}
 	if (!ck->lc_done)
@@ -420,17 +420,17 @@ out:
 static void
 control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
 {
-	const struct kpeer_check *kc = &ck->kc;
+	const struct smcr_check *kc = &ck->kc;
 	char who[ADDR_STRLEN], when[32], code[16], msg[ADDR_STRLEN + 256];
 	enum smc_opt_why why;
 	json_t *lines, *data;
 
 	addr_str(&kc->to, who, sizeof(who));
 	snprintf(code, sizeof(code), "0x%08x", kc->decline);
-	why = smc_opt_ready(&ck->conf->ksmc, &kc->to, false);
+	why = smc_opt_ready(&ck->conf->smcr, &kc->to, false);
 	lines = json_array();
 	msg[0] = '\0';
-	if (kc->result == KPEER_CHECK_UNREACHABLE) {
+	if (kc->result == SMCR_CHECK_UNREACHABLE) {
 		json_array_append_new(
 			lines, json_sprintf("reachable: no, %s", kc->error));
 		snprintf(msg, sizeof(msg), "smc %s: unreachable: %s", who,
@@ -442,9 +442,9 @@ control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
 			json_sprintf("reachable: yes, answered in %s", when));
 	}
 	switch (kc->result) {
-	case KPEER_CHECK_UNREACHABLE:
+	case SMCR_CHECK_UNREACHABLE:
 		break;
-	case KPEER_CHECK_NO_OPTION:
+	case SMCR_CHECK_NO_OPTION:
 		json_array_append_new(
 			lines,
 			json_sprintf("SMC-R option: not sent (%s)", kc->error));
@@ -452,13 +452,13 @@ control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
 			 "smc %s: cannot test SMC-R from here: %s", who,
 			 kc->error);
 		break;
-	case KPEER_CHECK_PLAIN:
+	case SMCR_CHECK_PLAIN:
 		json_array_append_new(lines,
 				      json_string("SMC-R option: not echoed"));
 		snprintf(msg, sizeof(msg), "smc %s: does not speak SMC-R: %s",
 			 who, kc->error);
 		break;
-	case KPEER_CHECK_NOT_PROPOSED:
+	case SMCR_CHECK_NOT_PROPOSED:
 		json_array_append_new(lines,
 				      json_string("SMC-R option: echoed"));
 		json_array_append_new(
@@ -478,18 +478,18 @@ control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
 						  "our address)"));
 		break;
 	}
-	if (kc->result == KPEER_CHECK_DECLINED) {
+	if (kc->result == SMCR_CHECK_DECLINED) {
 		json_array_append_new(
 			lines, json_sprintf("answer: DECLINE %s %s (%s)",
 					    clc_decline_name(kc->decline), code,
 					    kc->error));
 		snprintf(msg, sizeof(msg), "smc %s: declined: %s %s (%s)", who,
 			 clc_decline_name(kc->decline), code, kc->error);
-	} else if (kc->result == KPEER_CHECK_BROKEN) {
+	} else if (kc->result == SMCR_CHECK_BROKEN) {
 		json_array_append_new(
 			lines, json_sprintf("answer: none (%s)", kc->error));
 		snprintf(msg, sizeof(msg), "smc %s: %s", who, kc->error);
-	} else if (kc->result == KPEER_CHECK_ACCEPTED) {
+	} else if (kc->result == SMCR_CHECK_ACCEPTED) {
 		json_array_append_new(
 			lines,
 			json_sprintf("answer: ACCEPT (%s); our DECLINE %s %s "
@@ -506,7 +506,7 @@ control_check_smc_reply(const struct control_check *ck, struct evbuffer *out)
 				      json_sprintf("here: TCP only: %s (%s)",
 						   smc_opt_why_text(why),
 						   smc_opt_why_fix(why)));
-	if (kc->result == KPEER_CHECK_ACCEPTED && why != SMC_OPT_READY)
+	if (kc->result == SMCR_CHECK_ACCEPTED && why != SMC_OPT_READY)
 		snprintf(msg, sizeof(msg),
 			 "smc %s: it ACCEPTs SMC-R, but connections from here "
 			 "go on as TCP: %s",
@@ -633,7 +633,7 @@ control_check_start(struct control_req *req, struct control_check *ck)
 }
 
 /*
- * `check smc ADDRESS`: a kernel SMC-R server probed now (kpeer_check.c),
+ * `check smc ADDRESS`: a kernel SMC-R server probed now (smcr_check.c),
  * as a target_smc rule would reach it.  Answered when done, within the
  * connect's 5 s and the CLC's 6 s.
  */
@@ -657,7 +657,7 @@ control_cmd_check_smc(struct control_req *req)
 	if (ck == NULL)
 		return NULL;
 	ck->smc = true;
-	kpeer_check_init(&ck->kc, ck->conf, &to);
+	smcr_check_init(&ck->kc, ck->conf, &to);
 	log_info("kernel SMC-R server %s checked by uid %u pid %d", text,
 		 (unsigned int)c->cc_uid, (int)c->cc_pid);
 	return control_check_start(req, ck);
@@ -690,7 +690,7 @@ control_cmd_check_export(struct control_req *req)
 {
 	const char *name =
 		json_string_value(json_object_get(req->cr_args, "name"));
-	const struct conf_ksmc *k = &control_conf->ksmc;
+	const struct conf_smcr *k = &control_conf->smcr;
 	const struct conf_export *e;
 	char where[ADDR_STRLEN], list[256], msg[ADDR_STRLEN + 256];
 	enum smc_opt_why why;

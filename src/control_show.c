@@ -196,7 +196,7 @@ control_smc_json(json_t *o, const char *kind, const struct addr *a, bool listen)
 		goto fail;
 	if (a->len == 0)
 		return o;
-	why = smc_opt_ready(&control_conf->ksmc, a, listen);
+	why = smc_opt_ready(&control_conf->smcr, a, listen);
 	ready = why == SMC_OPT_READY;
 	snprintf(status, sizeof(status), "%s%s",
 		 ready ? "SMC-R ready" : "TCP only: ", smc_opt_why_text(why));
@@ -375,7 +375,7 @@ control_khost_get(struct control_khosts *kh, const struct addr *host)
 	return h;
 }
 
-/* One standard group (lgr_std_foreach), on its worker's thread. */
+/* One standard group (lgr_smcr_foreach), on its worker's thread. */
 static void
 control_khost_lgr(const struct addr *host, bool up, int conns, int links,
 		  void *arg)
@@ -407,12 +407,12 @@ control_khost_mem(const struct addr *host, size_t bytes, void *arg)
 static void
 control_khosts_cb(struct worker *w, void *arg)
 {
-	lgr_std_foreach(worker_lgr(w), control_khost_lgr, arg);
+	lgr_smcr_foreach(worker_lgr(w), control_khost_lgr, arg);
 	session_rdma_host_memory(w, control_khost_mem, arg);
 }
 
 static json_t *
-control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
+control_khost_json(const struct control_khost *h, const struct conf_smcr *k)
 {
 	char host[ADDR_STRLEN] = "", code[16], at[32] = "";
 	const struct khost_info *in = &h->info;
@@ -431,7 +431,7 @@ control_khost_json(const struct control_khost *h, const struct conf_ksmc *k)
 	limited = worker_count() > 0 &&
 		  auth_rate_limited(worker_auth(worker_get(0)), &in->host,
 				    now_ms());
-	/* which budget refuses a new group now, in lgr_std_budget's order,
+	/* which budget refuses a new group now, in lgr_smcr_budget's order,
 	 * then its memory: no room for one more connection's buffers */
 	mem_full = h->max_memory + conn > limit;
 	full = h->max_conns >= k->max_conns_per_host	 ? "conns" :
@@ -486,7 +486,7 @@ control_khosts_json(void)
 	for (i = 0; i < kh.n; i++)
 		kh.h[i].info = info[i];
 	/* without kernel_smc no group is standard: a scrape walks nothing */
-	for (i = 0; control_conf->ksmc.enabled && i < worker_count(); i++) {
+	for (i = 0; control_conf->smcr.enabled && i < worker_count(); i++) {
 		for (j = 0; j < kh.n; j++) {
 			kh.h[j].w_lgrs = kh.h[j].w_pending = kh.h[j].w_conns =
 				0;
@@ -508,7 +508,7 @@ control_khosts_json(void)
 	for (i = 0; i < kh.n; i++)
 		if (json_array_append_new(
 			    arr, control_khost_json(&kh.h[i],
-						    &control_conf->ksmc)) != 0)
+						    &control_conf->smcr)) != 0)
 			goto fail;
 	free(info);
 	free(kh.h);
@@ -808,7 +808,7 @@ control_cmd_smc(struct control_req *req)
 
 	if (d != NULL && strcmp(d, "smc-r") != 0) {
 		control_fail(req,
-			     "show smc lists the smc-r dialect only; show "
+			     "show smc lists the SMC-R dialect only; show "
 			     "conns dialect %.32s lists the others",
 			     d);
 		return NULL;

@@ -66,8 +66,8 @@ static const char *const intercept_progs[INTERCEPT_PROGS] = {
 static void
 intercept_object(const struct conf *conf, char *path, size_t len)
 {
-	const char *opt = conf->ksmc.bpf_object != NULL ?
-				  conf->ksmc.bpf_object :
+	const char *opt = conf->smcr.bpf_object != NULL ?
+				  conf->smcr.bpf_object :
 				  smc_opt_default_object();
 	const char *slash = strrchr(opt, '/');
 	int n = slash == NULL ? 0 : (int)(slash - opt) + 1;

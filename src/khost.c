@@ -5,7 +5,7 @@
  * in peer.c, a kernel host has here: its connections open now, and the
  * last DECLINE of a connection with it (either way) and when.  A kernel
  * host has no name and no configuration, so the hosts are what was seen:
- * kpeer.c records a connection as it begins and each DECLINE,
+ * smcr.c records a connection as it begins and each DECLINE,
  * session_close() its end.
  *
  * One table for every worker, under its lock, of at most KHOST_MAX

@@ -34,7 +34,7 @@
  *
  * Beside this file: lgr_info.c below it (what the others may read of a
  * group and its links), and above it, never called from here,
- * lgr_std.c (a kernel peer's groups), lgr_check.c (smcproxyctl check)
+ * lgr_smcr.c (a kernel peer's groups), lgr_check.c (smcproxyctl check)
  * and lgr_show.c (show lgrs / show links).
  */
 #include <sys/socket.h>
@@ -592,7 +592,7 @@ lgr_link_open(struct lgr *lgr, const struct lgr_dev *dev, uint8_t id)
 							   WR_WAIT_EXCLUSIVE;
 	p.reap_lazily = r->lazy_completions;
 	p.cdc_data = r->cdc_data;
-	if (lgr->std)
+	if (lgr->smcr)
 		p.rx_msg_max = LLC_V2_MSG_MAX;
 	link->wr = wr_link_new(dev->ops, link->pd, lgr->ctx->base, &p, &cb);
 	if (link->wr == NULL) {
@@ -883,7 +883,7 @@ lgr_fail(struct lgr *lgr, uint32_t code, bool by_peer, bool decline)
 	/* a standard group has its first connection from the start */
 	if (lgr->nconns > 0)
 		lgr_conns_move(lgr, NULL, NULL);
-	if ((lgr->role == LGR_ROLE_CLIENT || lgr->std) &&
+	if ((lgr->role == LGR_ROLE_CLIENT || lgr->smcr) &&
 	    lgr->ctx->ops.setup_failed != NULL)
 		lgr->ctx->ops.setup_failed(lgr, lgr->ctx->ops_arg);
 }
@@ -1090,7 +1090,7 @@ lgr_want(struct lgr_ctx *ctx, const struct conf_peer *peer)
 	lgr_get(ctx, peer);
 }
 
-/* ---- the CLC's steps (clc.c reports ours; lgr_std.c a kernel peer's) ---- */
+/* ---- the CLC's steps (clc.c reports ours; lgr_smcr.c a kernel peer's) ---- */
 
 /*
  * A new server-side group for the peer whose PROPOSAL p arrived on a
@@ -1405,7 +1405,7 @@ lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link)
 }
 
 /*
- * Standard dialect: c is the connection whose CLC sets up lgr (its token
+ * SMC-R dialect: c is the connection whose CLC sets up lgr (its token
  * and RMB go out in our ACCEPT): on the first link while the group is
  * still in its handshake.  0 or -EINVAL.
  */
@@ -1414,7 +1414,7 @@ lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c)
 {
 	struct lgr_link *link = &lgr->link[0];
 
-	if (!lgr->std || lgr->state != LGR_STATE_CLC || lgr->nconns != 0 ||
+	if (!lgr->smcr || lgr->state != LGR_STATE_CLC || lgr->nconns != 0 ||
 	    link->state != LGR_LINK_INIT)
 		return -EINVAL;
 	lgr_conn_put(lgr, c, link);
@@ -1508,7 +1508,7 @@ lgr_cdc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 		token = m.token;
 		c = lgr_conn_find(lgr, token);
 		/* a kernel peer's, before its relay starts: kept for it */
-		if (c != NULL && c->rc == NULL && lgr->std &&
+		if (c != NULL && c->rc == NULL && lgr->smcr &&
 		    len == CDC_MSG_LEN &&
 		    (c->early_len == 0 ||
 		     cdc_seq_newer(m.seqno,
@@ -1603,9 +1603,9 @@ lgr_link_confirmed(struct lgr_link *link)
 	 * its first (release 1 only when it negotiated max_links 2): the
 	 * second link, or, with no device for it, an offer without a link,
 	 * refused at once, as single-link SMC-R servers make it */
-	if (lgr->std && lgr->role == LGR_ROLE_SERVER &&
+	if (lgr->smcr && lgr->role == LGR_ROLE_SERVER &&
 	    (lgr->max_links < 2 || !lgr_add_link_start(lgr)) &&
-	    lgr->std_release == 0)
+	    lgr->smcr_release == 0)
 		llc_add_link_none_send(link);
 	if (lgr->ctx->ops.link_up != NULL)
 		lgr->ctx->ops.link_up(link, lgr->ctx->ops_arg);
@@ -1768,20 +1768,20 @@ lgr_terminate(struct lgr *lgr, uint32_t reason, bool orderly, bool by_peer)
  * ADD_LINK's GID comes from an unauthenticated peer.
  */
 static bool
-lgr_std_gid_bound(const struct lgr *lgr, const uint8_t gid[16])
+lgr_smcr_gid_bound(const struct lgr *lgr, const uint8_t gid[16])
 {
 	struct addr a;
 
-	if (memcmp(gid, lgr->std_gid, sizeof(lgr->std_gid)) == 0)
+	if (memcmp(gid, lgr->smcr_gid, sizeof(lgr->smcr_gid)) == 0)
 		return true;
 	addr_of_gid(gid, &a);
-	return addr_same_host(&a, &lgr->std_host) ||
-	       conf_ksmc_allows(&lgr_ctx_conf(lgr->ctx)->ksmc, &a);
+	return addr_same_host(&a, &lgr->smcr_host) ||
+	       conf_smcr_allows(&lgr_ctx_conf(lgr->ctx)->smcr, &a);
 }
 
 /*
  * Whether a kernel peer's ADD_LINK (request or answer) names a GID bound
- * to nothing (lgr_std_gid_bound): then the link is refused, counted and
+ * to nothing (lgr_smcr_gid_bound): then the link is refused, counted and
  * logged.  Our own dialect's peers are authenticated: never refused.
  */
 static bool
@@ -1790,7 +1790,7 @@ lgr_link_gid_refused(struct lgr *lgr, const struct dev_qp_addr *peer)
 	char host[INET6_ADDRSTRLEN];
 	struct addr a;
 
-	if (!lgr->std || lgr_std_gid_bound(lgr, peer->gid))
+	if (!lgr->smcr || lgr_smcr_gid_bound(lgr, peer->gid))
 		return false;
 	addr_of_gid(peer->gid, &a);
 	addr_host(&a, host, sizeof(host));

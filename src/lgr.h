@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Private to the link groups: lgr.c, lgr_std.c, lgr_check.c, llc.c and
+ * Private to the link groups: lgr.c, lgr_smcr.c, lgr_check.c, llc.c and
  * clc.c (and the tests that build groups on loopdev), as net/smc's
  * smc_core.h.  A group, its links and a context of groups; everybody
  * else holds them opaque and uses the lgr_* functions of smcproxyd.h.
@@ -158,18 +158,18 @@ struct lgr {
 	/* it ended in a way its connections may resume from (not orderly,
 	 * no protocol violation: the peer daemon may still have them) */
 	bool resumable;
-	bool refused;	     /* client: the peer port refused us */
-	bool counted_server; /* in its peer's server_lgrs */
-	bool for_resume;     /* client: set up to resume on */
-	bool tcp_connected;  /* client: the peer port answered */
-	bool std;	     /* standard dialect: a kernel SMC-R peer */
-	uint8_t std_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
-	uint8_t std_gid[16]; /* the GID the peer's CLC gave */
+	bool refused;	      /* client: the peer port refused us */
+	bool counted_server;  /* in its peer's server_lgrs */
+	bool for_resume;      /* client: set up to resume on */
+	bool tcp_connected;   /* client: the peer port answered */
+	bool smcr;	      /* SMC-R dialect: a kernel SMC-R peer */
+	uint8_t smcr_release; /* its SMC-Rv2 release: 0 waits for ADD_LINK */
+	uint8_t smcr_gid[16]; /* the GID the peer's CLC gave */
 	/* the peer's TCP address at first contact (its port unused): only
 	 * connections with that host join the group */
-	struct addr std_host;
-	uint8_t std_eid[32]; /* the EID its first CLC agreed on */
-	bool std_offered;    /* server: our ADD_LINK without a link is out */
+	struct addr smcr_host;
+	uint8_t smcr_eid[32]; /* the EID its first CLC agreed on */
+	bool smcr_offered;    /* server: our ADD_LINK without a link is out */
 	struct rtoken_table rtokens; /* the peer's RMBs per link (rtoken.c) */
 	/* the server's worker + 1 (0: unknown); a client's wish for it */
 	uint8_t peer_worker, want_worker;
@@ -300,7 +300,7 @@ lgr_link_find(struct lgr *lgr, uint8_t id)
 }
 
 /*
- * lgr.c's steps that the files above it (lgr_std.c: a kernel peer's
+ * lgr.c's steps that the files above it (lgr_smcr.c: a kernel peer's
  * groups) take as lgr.c takes them for ours.
  */
 struct lgr *lgr_new(struct lgr_ctx *ctx, enum lgr_role role, struct conf *conf,

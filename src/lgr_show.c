@@ -103,7 +103,7 @@ lgr_link_json(const struct lgr_link *link, uint64_t now)
 	if (o != NULL)
 		json_object_set_new(
 			o, "dialect",
-			json_string(link->lgr->std ? "smc-r" : "native"));
+			json_string(link->lgr->smcr ? "smc-r" : "native"));
 	return o;
 }
 
@@ -131,7 +131,7 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 			"id", (json_int_t)lgr->id, "worker",
 			ctx->w != NULL ? worker_id(ctx->w) : 0, "peer",
 			lgr->peer->name, "dialect",
-			lgr->std ? "smc-r" : "native", "role",
+			lgr->smcr ? "smc-r" : "native", "role",
 			lgr->role == LGR_ROLE_CLIENT ? "client" : "server",
 			"state", lgr_state_name(lgr->state), "links",
 			lgr_links_active(lgr), "conns", lgr->nconns,
@@ -140,8 +140,8 @@ lgr_json(struct lgr_ctx *ctx, void *lgrs, void *links)
 			"peer_system_id", sysid, "uid", uid, "age_s",
 			(double)(now - lgr->created_ms) / 1000.0);
 		/* a kernel peer's group: the host it is with (show peers) */
-		if (o != NULL && lgr->std &&
-		    addr_host(&lgr->std_host, host, sizeof(host)))
+		if (o != NULL && lgr->smcr &&
+		    addr_host(&lgr->smcr_host, host, sizeof(host)))
 			json_object_set_new(o, "host", json_string(host));
 		if (o != NULL && lgrs != NULL)
 			json_array_append_new(lgrs, o);

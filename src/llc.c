@@ -615,7 +615,7 @@ llc_msg_decode(const void *buf, size_t len, struct llc_info *out)
 	return 0;
 }
 
-/* Types the standard dialect carries in each header form (Linux's list). */
+/* Types the SMC-R dialect carries in each header form (Linux's list). */
 static bool
 llc_v2_type_ok(uint8_t type, uint8_t form)
 {
@@ -672,7 +672,7 @@ llc_v2_len(const struct llc_v2_info *v)
 }
 
 /*
- * Unused entries are not looked at in the standard dialect (as reserved
+ * Unused entries are not looked at in the SMC-R dialect (as reserved
  * bytes): clear them so that a decoded message re-encodes the same way.
  */
 static void
@@ -701,7 +701,7 @@ llc_v2_unused_clear(struct llc_info *m)
 }
 
 /*
- * Host-form checks of the standard dialect, for decoder and encoder.
+ * Host-form checks of the SMC-R dialect, for decoder and encoder.
  * Where Linux differs from the native rules: CONFIRM_LINK's max_links and
  * max_conns are not judged (6.1 sends 3 and 0, 6.12 the negotiated ones);
  * a v2 ADD_LINK reject has no reason (its byte is the length's); a v2
@@ -1107,7 +1107,7 @@ llc_link_release(struct lgr_link *link)
 
 /*
  * m as link's group speaks it: our own dialect's 44 bytes, or the
- * standard dialect's v2 form (a kernel peer's group: version nibble,
+ * SMC-R dialect's v2 form (a kernel peer's group: version nibble,
  * host-endian length).  0 or -EINVAL.
  */
 static int
@@ -1117,7 +1117,7 @@ llc_encode_for(const struct lgr_link *link, uint8_t msg[LLC_MSG_LEN],
 	struct llc_v2_info *v;
 	int n;
 
-	if (!link->lgr->std)
+	if (!link->lgr->smcr)
 		return llc_msg_encode(msg, LLC_MSG_LEN, m) == LLC_MSG_LEN ?
 			       0 :
 			       -EINVAL;
@@ -1305,7 +1305,7 @@ llc_confirm_link_send(struct lgr_link *link)
  * once link is up, session_rdma_conn_rkeys_announce).  0 or -errno.
  */
 static int
-llc_std_add_link_send(struct lgr_link *via, struct lgr_link *link, bool resp)
+llc_smcr_add_link_send(struct lgr_link *via, struct lgr_link *link, bool resp)
 {
 	const struct lgr_ctx *ctx = via->lgr->ctx;
 	struct llc_v2_info *v = calloc(1, sizeof(*v));
@@ -1348,8 +1348,8 @@ llc_add_link_send(struct lgr_link *via, struct lgr_link *link)
 	struct llc_add_link_info *a;
 	struct llc_info m;
 
-	if (via->lgr->std)
-		return llc_std_add_link_send(via, link, false);
+	if (via->lgr->smcr)
+		return llc_smcr_add_link_send(via, link, false);
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_ADD_LINK;
 	a = &m.add_link;
@@ -1441,15 +1441,15 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 	/* Linux's limits there are not the negotiated ones (6.1: 3 and 0) */
 	if (memcmp(c->gid, link->peer.gid, sizeof(c->gid)) ||
 	    c->qpn != link->peer.qpn ||
-	    (!lgr->std && (c->max_links != lgr->max_links ||
-			   c->max_conns != lgr->max_conns))) {
+	    (!lgr->smcr && (c->max_links != lgr->max_links ||
+			    c->max_conns != lgr->max_conns))) {
 		llc_violation(link, m, "does not match the link or the group");
 		return;
 	}
 	if (resp || !first) {
 		/* a kernel peer answers with its own link_uid */
 		if (c->link_num != link->id ||
-		    (!lgr->std &&
+		    (!lgr->smcr &&
 		     memcmp(c->link_uid, lgr->uid, sizeof(lgr->uid)))) {
 			llc_violation(link, m, "for another link");
 			return;
@@ -1470,7 +1470,7 @@ llc_rx_confirm_link(struct lgr_link *link, const struct llc_info *m)
 	llc_up(link)->link_confirmed(link);
 }
 
-static void llc_rx_std_add_link(struct lgr_link *link);
+static void llc_rx_smcr_add_link(struct lgr_link *link);
 
 /*
  * ADD_LINK on link, m as decoded, v the whole message for a kernel
@@ -1523,15 +1523,15 @@ llc_rx_add_link(struct lgr_link *link, const struct llc_info *m,
 	if (v != NULL) {
 		/* a kernel server's: the answer carries our rkeys */
 		if (added == NULL) {
-			llc_rx_std_add_link(link);
+			llc_rx_smcr_add_link(link);
 			return;
 		}
 		llc_up(link)->add_link_rkeys(link, added, v);
-		if (llc_std_add_link_send(link, added, true) == 0)
+		if (llc_smcr_add_link_send(link, added, true) == 0)
 			return;
 		llc_up(link)->link_fail(added, LLC_DEL_LOST_PATH, true,
 					"cannot answer ADD_LINK");
-		llc_rx_std_add_link(link);
+		llc_rx_smcr_add_link(link);
 		return;
 	}
 	memset(&r, 0, sizeof(r));
@@ -1638,7 +1638,7 @@ llc_rx_test_link(struct lgr_link *link, const struct llc_info *m)
  * rkey failed) and a REQ_ADD_LINK it does not act on.
  */
 static void
-llc_rx_std_echo(struct lgr_link *link, const struct llc_info *m)
+llc_rx_smcr_echo(struct lgr_link *link, const struct llc_info *m)
 {
 	struct llc_info r = *m;
 
@@ -1649,7 +1649,7 @@ llc_rx_std_echo(struct lgr_link *link, const struct llc_info *m)
 }
 
 static void
-llc_rx_std_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
+llc_rx_smcr_req_add_link(struct lgr_link *link, struct llc_v2_info *v)
 {
 	uint8_t msg[LLC_MSG_LEN];
 
@@ -1684,7 +1684,7 @@ llc_add_link_none_send(struct lgr_link *link)
 	memcpy(v->m.add_link.gid, link->local.gid, sizeof(v->m.add_link.gid));
 	if (llc_v2_encode(msg, sizeof(msg), v) == LLC_MSG_LEN &&
 	    llc_send_msg(link, msg, NULL, NULL) == 0) {
-		link->lgr->std_offered = true;
+		link->lgr->smcr_offered = true;
 		STATS_INC(link->lgr->ctx->stats, smc_add_link_none);
 	}
 	free(v);
@@ -1698,7 +1698,7 @@ llc_add_link_none_send(struct lgr_link *link)
  * flow then ends at once instead of after 2 s.
  */
 static void
-llc_rx_std_add_link(struct lgr_link *link)
+llc_rx_smcr_add_link(struct lgr_link *link)
 {
 	struct llc_v2_info *r = calloc(1, sizeof(*r));
 	uint8_t msg[LLC_MSG_LEN];
@@ -1728,7 +1728,7 @@ llc_rx_std_add_link(struct lgr_link *link)
  * nothing we ask) ignored.
  */
 static void
-llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
+llc_rx_smcr(struct lgr_link *link, const void *msg, size_t len)
 {
 	struct llc_v2_info *v = malloc(sizeof(*v));
 	char why[64];
@@ -1759,28 +1759,30 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 			break;
 		if (llc_up(link)->confirm_rkey(link, &v->m))
 			v->m.flags |= LLC_FLAG_RKEY_NEG;
-		llc_rx_std_echo(link, &v->m);
+		llc_rx_smcr_echo(link, &v->m);
 		break;
 	case LLC_DELETE_RKEY:
 		if (v->m.flags & LLC_FLAG_RESP)
 			break;
 		llc_up(link)->delete_rkey(link, &v->m);
-		llc_rx_std_echo(link, &v->m);
+		llc_rx_smcr_echo(link, &v->m);
 		break;
 	case LLC_REQ_ADD_LINK:
-		/* a second link is not offered to kernel peers: answered as
-		 * Linux answers one it does not act on (else the peer's
-		 * flow waits, and its next CONFIRM_RKEY fails after 20 s) */
+		/* a kernel client asking for a link (a device of its came
+		 * up): answered as Linux answers a request it does not act
+		 * on (else the peer's flow waits, and its next CONFIRM_RKEY
+		 * fails after 20 s).  A second link is ours to offer, once,
+		 * when the group's first link is up (lgr_add_link_start) */
 		if (!(v->m.flags & LLC_FLAG_RESP))
-			llc_rx_std_req_add_link(link, v);
+			llc_rx_smcr_req_add_link(link, v);
 		break;
 	case LLC_ADD_LINK:
 		/* the refusal of our offer without a link; else as in our
 		 * own dialect, with the rkeys in the message */
 		if ((v->m.flags & LLC_FLAG_RESP) &&
 		    (v->m.flags & LLC_FLAG_ADD_LINK_REJ) &&
-		    link->lgr->std_offered)
-			link->lgr->std_offered = false;
+		    link->lgr->smcr_offered)
+			link->lgr->smcr_offered = false;
 		else
 			llc_rx_add_link(link, &v->m, v);
 		break;
@@ -1794,7 +1796,7 @@ llc_rx_std(struct lgr_link *link, const void *msg, size_t len)
 /*
  * Our own dialect's CONFIRM_RKEY on link: the rkeys of a connection's RMB
  * element on the group's other links, for the group's table (as a kernel
- * peer's, llc_rx_std).  Never answered: we ask for no answers.
+ * peer's, llc_rx_smcr).  Never answered: we ask for no answers.
  */
 static void
 llc_rx_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
@@ -1826,8 +1828,8 @@ llc_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 	if (link->state == LGR_LINK_FREE || link->state == LGR_LINK_DOWN ||
 	    lgr->state == LGR_STATE_TERMINATING)
 		return;
-	if (lgr->std) {
-		llc_rx_std(link, msg, len);
+	if (lgr->smcr) {
+		llc_rx_smcr(link, msg, len);
 		return;
 	}
 	if (llc_msg_decode(msg, len, &m)) {

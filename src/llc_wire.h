@@ -32,7 +32,7 @@ enum llc_type {
 	LLC_ADD_LINK = 0x02,
 	LLC_ADD_LINK_CONT = 0x03,
 	LLC_DELETE_LINK = 0x04,
-	LLC_REQ_ADD_LINK = 0x05, /* standard dialect, v2 form only */
+	LLC_REQ_ADD_LINK = 0x05, /* SMC-R dialect, v2 form only */
 	LLC_CONFIRM_RKEY = 0x06,
 	LLC_TEST_LINK = 0x07,
 	LLC_DELETE_RKEY = 0x09,
@@ -346,7 +346,7 @@ struct llc_info {
 };
 
 /*
- * The standard dialect: LLC as Linux speaks it on SMC-Rv2 link groups
+ * The SMC-R dialect: LLC as Linux speaks it on SMC-Rv2 link groups
  * (docs/protocol.md, "Standard SMC-R (kernel peers)").  Byte 0 carries a
  * version nibble (0x2_: v2 form; 0x0_: a v1-form message, which Linux
  * also takes on v2 groups), and a v2 form's bytes 1-2 are its length as a

@@ -232,7 +232,7 @@ lgr_conn_peer_rmb(struct lgr_conn *c, const struct lgr_link *link,
 
 	if (lgr == NULL || link == NULL || link->lgr != lgr || link->id == 0)
 		return -ENOLINK;
-	if (!lgr->std)
+	if (!lgr->smcr)
 		rc = rtoken_add(&lgr->rtokens, link->id, rkey, vaddr);
 	if (rc)
 		return rc;
@@ -257,8 +257,9 @@ lgr_conn_peer_rkey(const struct lgr_conn *c, uint8_t link_id, uint32_t *rkey)
 	if (rtoken_get(&lgr->rtokens, c->peer_link, c->peer_rkey, c->peer_vaddr,
 		       link_id, rkey, &vaddr) == 0)
 		return vaddr == 0 || vaddr == c->peer_vaddr ? 0 : -ENOENT;
-	/* a kernel peer's, on its group's one link: the CLC's (no row) */
-	if (lgr->std && link_id == c->peer_link) {
+	/* a kernel peer's on the link its CLC named: the CLC's rkey (no
+	 * row; the other link's come with CONFIRM_RKEY or ADD_LINK) */
+	if (lgr->smcr && link_id == c->peer_link) {
 		*rkey = c->peer_rkey;
 		return 0;
 	}
@@ -306,9 +307,10 @@ rtoken_conn_gone(struct lgr_conn *c)
 	struct rtoken *r;
 	int k;
 
-	r = lgr != NULL && !lgr->std ? rtoken_row(&lgr->rtokens, c->peer_link,
-						  c->peer_rkey, c->peer_vaddr) :
-				       NULL;
+	r = lgr != NULL && !lgr->smcr ?
+		    rtoken_row(&lgr->rtokens, c->peer_link, c->peer_rkey,
+			       c->peer_vaddr) :
+		    NULL;
 	if (r != NULL) {
 		TAILQ_FOREACH(o, &lgr->conns, entry)
 			for (k = 0; o != c && k < RTOKEN_LINKS; k++)
@@ -338,7 +340,7 @@ rtoken_confirm_rkey(struct lgr_link *link, const struct llc_info *m)
 	struct rtoken_table *t = &link->lgr->rtokens;
 	int i, rc = 0;
 
-	if (!link->lgr->std) {
+	if (!link->lgr->smcr) {
 		if (rtoken_row(t, link->id, c->rt[0].rkey, c->rt[0].vaddr) ==
 		    NULL) {
 			log_debug("lgr %u link %u: CONFIRM_RKEY for rkey 0x%x: "

@@ -227,7 +227,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 			  lgr_link_dev_name(link), strerror(-di));
 		return;
 	}
-	if (lgr_is_std(lgr) && lgr_links_active(lgr) == 1) {
+	if (lgr_is_smcr(lgr) && lgr_links_active(lgr) == 1) {
 		/* its first: the connection that set the group up, then
 		 * those that waited for it, in turn (session_rdma_wait) */
 		session_rdma_unpark_group(srw, lgr);
@@ -236,7 +236,7 @@ session_rdma_link_up(struct lgr_link *link, void *arg)
 	/* a kernel peer's second: those its ADD_LINK did not carry */
 	for (c = lgr_conn_next(lgr, NULL); c != NULL; c = lgr_conn_next(lgr, c))
 		session_rdma_conn_rkeys_announce(c->arg);
-	if (lgr_is_std(lgr))
+	if (lgr_is_smcr(lgr))
 		return;
 	if (lgr_is_active(lgr) && srw->nresuming > 0)
 		resume_peer(srw, lgr, false);
@@ -382,8 +382,8 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 {
 	struct session_rdma *sr = c->arg;
 
-	if (sr->std && sr->rc == NULL) {
-		/* its CLC is still kpeer.c's: it closes on the timer */
+	if (sr->smcr && sr->rc == NULL) {
+		/* its CLC is still smcr.c's: it closes on the timer */
 		sr->closing = true;
 		sr->close_reason = SESSION_LINK_FAILED;
 		session_timer_ms(sr->s, 0);
@@ -748,19 +748,19 @@ session_rdma_share_get(struct session_rdma_worker *srw, const struct lgr *lgr,
 		       bool create)
 {
 	const struct conf_peer *peer = lgr_peer(lgr);
-	const struct addr *host = lgr_std_host(lgr);
+	const struct addr *host = lgr_smcr_host(lgr);
 	struct session_rdma_share *sh;
 
 	LIST_FOREACH(sh, &srw->shares, entry)
 		if (strcmp(sh->peer, peer->name) == 0 &&
-		    sh->std == (host != NULL) &&
+		    sh->smcr == (host != NULL) &&
 		    (host == NULL || addr_same_host(&sh->host, host)))
 			return sh;
 	if (!create || (sh = calloc(1, sizeof(*sh))) == NULL)
 		return NULL;
 	snprintf(sh->peer, sizeof(sh->peer), "%s", peer->name);
 	if (host != NULL) {
-		sh->std = true;
+		sh->smcr = true;
 		sh->host = *host;
 	}
 	LIST_INSERT_HEAD(&srw->shares, sh, entry);
@@ -775,7 +775,7 @@ session_rdma_share_get(struct session_rdma_worker *srw, const struct lgr *lgr,
 static size_t
 session_rdma_share_limit(struct session_rdma_worker *srw, const struct lgr *lgr)
 {
-	if (lgr_is_std(lgr))
+	if (lgr_is_smcr(lgr))
 		return session_rdma_host_limit(worker_conf(srw->w));
 	return session_rdma_pool_limit(srw->w) *
 	       (size_t)lgr_peer(lgr)->buffer_share / 100;
@@ -790,7 +790,7 @@ static void
 session_rdma_share_put(struct session_rdma_share *sh, size_t bytes)
 {
 	sh->bytes -= bytes < sh->bytes ? bytes : sh->bytes;
-	if (sh->std && sh->bytes == 0 && sh->nresuming == 0) {
+	if (sh->smcr && sh->bytes == 0 && sh->nresuming == 0) {
 		LIST_REMOVE(sh, entry);
 		free(sh);
 	}
@@ -801,7 +801,7 @@ static void
 session_rdma_share_full(struct session_rdma_worker *srw,
 			const struct session_rdma_share *sh)
 {
-	if (sh->std)
+	if (sh->smcr)
 		STATS_INC(worker_stats(srw->w), smc_budget_host_memory);
 	else
 		STATS_INC(worker_stats(srw->w), peer_buffer_full);
@@ -829,13 +829,13 @@ session_rdma_charge(struct session_rdma *sr, const struct lgr *lgr,
 	if (sh->bytes + bytes > limit) {
 		session_rdma_share_full(srw, sh);
 		STATS_INC(worker_stats(srw->w), conns_rdma_nobufs);
-		if (sh->std)
+		if (sh->smcr)
 			addr_host(&sh->host, host, sizeof(host));
 		log_debug("conn 0x%llx: %s %s holds %zu bytes of its %zu: "
 			  "fallback",
 			  session_rdma_conn_id(sr),
-			  sh->std ? "kernel host" : "peer",
-			  sh->std ? host : sh->peer, sh->bytes, limit);
+			  sh->smcr ? "kernel host" : "peer",
+			  sh->smcr ? host : sh->peer, sh->bytes, limit);
 		session_rdma_share_put(sh, 0);
 		return -ENOBUFS;
 	}
@@ -859,7 +859,7 @@ session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn, void *arg)
 	if (srw == NULL)
 		return;
 	LIST_FOREACH(sh, &srw->shares, entry)
-		if (sh->std && sh->bytes > 0)
+		if (sh->smcr && sh->bytes > 0)
 			fn(&sh->host, sh->bytes, arg);
 }
 
@@ -869,7 +869,7 @@ session_rdma_host_limit(const struct conf *conf)
 {
 	return ((size_t)conf->rdma.max_buffer_memory << 20) /
 	       (size_t)conf->workers *
-	       (size_t)conf->ksmc.buffer_share_per_host / 100;
+	       (size_t)conf->smcr.buffer_share_per_host / 100;
 }
 
 /*
@@ -885,7 +885,7 @@ session_rdma_link_mem(struct lgr *lgr, size_t bytes, bool take, void *arg)
 	struct session_rdma_worker *srw = arg;
 	struct session_rdma_share *sh = NULL;
 
-	if (lgr_is_std(lgr)) {
+	if (lgr_is_smcr(lgr)) {
 		sh = session_rdma_share_get(srw, lgr, take);
 		if (take && sh == NULL)
 			return -ENOBUFS;
@@ -961,9 +961,24 @@ session_rdma_join(struct session_rdma *sr, struct lgr *lgr,
 	return 0;
 }
 
+/*
+ * sr leaves its group and gives its buffers back.  A kernel peer's group
+ * still being set up was set up for this connection, its first
+ * (session_rdma_smcr_open): it goes with it, whether the CLC failed
+ * (session_rdma_smcr_drop) or the connection closed
+ * (session_rdma_close).  Kept, it would hold its QP, its buffers and a
+ * place in its host's pending budget for good: nothing else ends a group
+ * whose CONFIRM never came (375-ksmc-flood).  One the connection joined
+ * stays.
+ */
 void
 session_rdma_free(struct session_rdma *sr)
 {
+	struct lgr *setup = NULL;
+
+	if (sr->smcr && sr->lc.lgr != NULL && !lgr_is_active(sr->lc.lgr) &&
+	    !lgr_is_ending(sr->lc.lgr))
+		setup = sr->lc.lgr;
 	if (sr->share != NULL)
 		session_rdma_share_put(sr->share, sr->charge);
 	llc_pending_cancel(&sr->llc);
@@ -983,6 +998,8 @@ session_rdma_free(struct session_rdma *sr)
 	else
 		buf_put(sr->rmb);
 	free(sr);
+	if (setup != NULL)
+		lgr_terminate(setup, LLC_DEL_PROG_INIT_TERM, true, false);
 }
 
 /* ---- rule side ---- */
@@ -1008,8 +1025,8 @@ session_rdma_queue_del(struct session_rdma_queue *q, struct session *s)
  * of them) becomes active or fails its setup; then wake(s), once, in the
  * order they came.  What it waits for is the caller's: a rule's
  * connection for a group to its peer daemon (session_rdma_park), a
- * kernel peer's for the group its CLC would join (session_rdma_std_wait)
- * or the one it set up (session_rdma_std_open); the caller also bounds
+ * kernel peer's for the group its CLC would join (session_rdma_smcr_wait)
+ * or the one it set up (session_rdma_smcr_open); the caller also bounds
  * the wait, and the number waiting.
  */
 void
@@ -1643,13 +1660,13 @@ session_rdma_timeout(struct session *s)
  * is given back in any case (buf.c).
  */
 static void
-session_rdma_std_delete_rkey(struct session_rdma *sr)
+session_rdma_smcr_delete_rkey(struct session_rdma *sr)
 {
 	struct lgr_link *link = sr->lc.link;
 	const struct dev_mr *mr;
 	struct llc_info m;
 
-	if (!sr->std || link == NULL || !lgr_link_is_active(link) ||
+	if (!sr->smcr || link == NULL || !lgr_link_is_active(link) ||
 	    sr->lc.lgr == NULL || !lgr_is_active(sr->lc.lgr))
 		return;
 	mr = session_rdma_conn_mr(sr->srw, session_rdma_conn_rmb(sr), link);
@@ -1672,33 +1689,22 @@ void
 session_rdma_close(struct session *s, enum session_reason reason)
 {
 	struct session_rdma *sr = s->rdma;
-	struct lgr *setup;
 
 	session_rdma_unpark(worker_rdma(s->w), s);
 	if (sr == NULL)
 		return;
-	/* a kernel peer's group still being set up was set up for this
-	 * connection, its first (session_rdma_std_open): it goes with it,
-	 * as session_rdma_std_drop lets it go.  Kept, it would hold its
-	 * QP, its buffers and a place in its host's pending budget for
-	 * good: nothing else ends a group whose CONFIRM never came
-	 * (375-ksmc-flood) */
-	setup = sr->std && sr->lc.lgr != NULL && !lgr_is_active(sr->lc.lgr) &&
-				!lgr_is_ending(sr->lc.lgr) ?
-			sr->lc.lgr :
-			NULL;
 	resume_end(sr);
 	s->rdma = NULL;
 	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
 		(void)session_rdma_conn_reject(
 			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
 			sr->peer_token, reason);
-	session_rdma_std_delete_rkey(sr);
+	session_rdma_smcr_delete_rkey(sr);
 	if (sr->rc != NULL) {
 		if (reason != SESSION_CLIENT_FIN &&
 		    reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
 			tx_close(sr->rc, TX_CLOSE_ABORT);
-		else if (sr->std)
+		else if (sr->smcr)
 			/* Linux's connection waits for peer_conn_closed to
 			 * leave its group (PEERFINCLOSEWAIT, PEERCLOSEWAIT2) */
 			tx_close(sr->rc, TX_CLOSE_CLOSED);
@@ -1706,8 +1712,6 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		tx_conn_free(sr->rc);
 	}
 	session_rdma_free(sr);
-	if (setup != NULL)
-		lgr_terminate(setup, LLC_DEL_PROG_INIT_TERM, true, false);
 }
 
 static void

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Private to the RDMA data path's session files: session_rdma_std.c (a
+ * Private to the RDMA data path's session files: session_rdma_smcr.c (a
  * kernel peer's open), session_rdma.c (the native in-band open and the
  * relay), resume.c (a connection whose link group ended, moving to a new
  * one or to TCP) and session_rdma_conn.c (what all do to one
@@ -39,14 +39,14 @@ struct session_rdma_queue {
 
 /*
  * Registered memory the connections of one peer hold on a worker: a
- * native peer's by its name; a kernel host's (std) by its address, its
+ * native peer's by its name; a kernel host's (smcr) by its address, its
  * groups' rings included (session_rdma_charge, session_rdma_link_mem).
  */
 struct session_rdma_share {
 	LIST_ENTRY(session_rdma_share) entry;
 	char peer[CONF_NAME_MAX + 1];
-	bool std;
-	struct addr host; /* std: the kernel host */
+	bool smcr;
+	struct addr host; /* smcr: the kernel host */
 	size_t bytes;
 	unsigned int nresuming; /* of its connections, resuming now */
 };
@@ -127,9 +127,9 @@ struct session_rdma {
 	bool over_tcp;
 	bool tcp_eof;  /* the peer's FIN came */
 	bool tcp_shut; /* ours went: shutdown(SHUT_WR) */
-	/* the standard dialect: a kernel peer's connection, opened by its
-	 * own CLC (kpeer.c) on a group of its own until the link is up */
-	bool std;
+	/* the SMC-R dialect: a kernel peer's connection, opened by its
+	 * own CLC (smcr.c) on a group of its own until the link is up */
+	bool smcr;
 	bool rmb_told; /* its RMB element's rkey went to the peer */
 };
 
@@ -165,7 +165,7 @@ bool resume_tcp_relay(struct session_rdma *sr);
 void resume_json(const struct session_rdma *sr, struct json_t *o);
 
 /*
- * session_rdma.c's pieces that session_rdma_std.c (the standard
+ * session_rdma.c's pieces that session_rdma_smcr.c (the SMC-R
  * dialect's open) takes as the native open does.
  */
 extern const struct session_ops session_rdma_session_ops;

@@ -394,7 +394,7 @@ smc_opt_why_fix(enum smc_opt_why why)
  * TCP (others may follow once it is fixed).
  */
 enum smc_opt_why
-smc_opt_ready(const struct conf_ksmc *k, const struct addr *a, bool listen)
+smc_opt_ready(const struct conf_smcr *k, const struct addr *a, bool listen)
 {
 	const struct sockaddr_in6 *s6 = (const void *)&a->ss;
 
@@ -445,7 +445,7 @@ smc_opt_report(const struct conf *conf)
 
 		if (r->target_smc.len == 0)
 			continue;
-		why = smc_opt_ready(&conf->ksmc, &r->target_smc, false);
+		why = smc_opt_ready(&conf->smcr, &r->target_smc, false);
 		smc_opt_name(names[why], sizeof(names[why]), "rule", r->name);
 	}
 	for (i = 0; i < conf->nexports; i++) {
@@ -453,7 +453,7 @@ smc_opt_report(const struct conf *conf)
 
 		if (e->smc_listen.len == 0)
 			continue;
-		why = smc_opt_ready(&conf->ksmc, &e->smc_listen, true);
+		why = smc_opt_ready(&conf->smcr, &e->smc_listen, true);
 		smc_opt_name(names[why], sizeof(names[why]), "export", e->name);
 	}
 	for (why = SMC_OPT_OFF; why < SMC_OPT_NWHY; why++)
@@ -473,7 +473,7 @@ smc_opt_report(const struct conf *conf)
  * with the reason and its fix in why.
  */
 int
-smc_opt_check(const struct conf_ksmc *k, char *why, size_t len)
+smc_opt_check(const struct conf_smcr *k, char *why, size_t len)
 {
 #ifdef HAVE_BPF
 	const char *path = k->bpf_object, *pin = k->bpf_pin;
@@ -539,7 +539,7 @@ smc_opt_check(const struct conf_ksmc *k, char *why, size_t len)
  * smc_opt_state(), logged: smc_listen then serves as TCP.
  */
 int
-smc_opt_load(const struct conf_ksmc *k)
+smc_opt_load(const struct conf_smcr *k)
 {
 #ifdef HAVE_BPF
 	const char *path = k->bpf_object, *pin = k->bpf_pin;

@@ -190,8 +190,8 @@ smcproxyd_reload(FILE *errors)
 		goto out;
 	}
 	/* before the workers mark their new smc_listen sockets */
-	if (next->ksmc.enabled)
-		(void)smc_opt_load(&next->ksmc);
+	if (next->smcr.enabled)
+		(void)smc_opt_load(&next->smcr);
 	rc = worker_reconfigure_all(next);
 	if (rc)
 		fprintf(mine, "%s: some listeners could not be opened: %s\n",
@@ -365,18 +365,18 @@ smcproxyd_raise_nofile(void)
  * every kernel SMC-R connection went as TCP), with the fix.
  */
 static void
-smcproxyd_check_ksmc(const struct conf *conf)
+smcproxyd_check_smcr(const struct conf *conf)
 {
 	char why[512];
 	bool listens = false;
 	int i;
 
-	if (!conf->ksmc.enabled)
+	if (!conf->smcr.enabled)
 		return;
 	for (i = 0; i < conf->nexports; i++)
 		if (conf->exports[i].smc_listen.len != 0)
 			listens = true;
-	if (listens && smc_opt_check(&conf->ksmc, why, sizeof(why)) != 0)
+	if (listens && smc_opt_check(&conf->smcr, why, sizeof(why)) != 0)
 		fprintf(stderr,
 			"warning: kernel_smc: the SMC-R option program will "
 			"not attach (%s): every kernel SMC-R client of an "
@@ -486,7 +486,7 @@ main(int argc, char *argv[])
 			return 1;
 		if (conf_current->warnings != NULL)
 			fputs(conf_current->warnings, stderr);
-		smcproxyd_check_ksmc(conf_current);
+		smcproxyd_check_smcr(conf_current);
 		if (smcproxyd_check_intercept(conf_current) != 0) {
 			conf_free(conf_current);
 			return 1;
@@ -531,8 +531,8 @@ main(int argc, char *argv[])
 	fdstore_init();
 	if (smcproxyd_probe_listeners(NULL, conf_current, stderr))
 		fatalx("%s: a listen address is taken; not starting", path);
-	if (conf_current->ksmc.enabled)
-		(void)smc_opt_load(&conf_current->ksmc);
+	if (conf_current->smcr.enabled)
+		(void)smc_opt_load(&conf_current->smcr);
 	rc = worker_start_all(conf_current);
 	if (rc) {
 		errno = -rc;

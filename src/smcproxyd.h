@@ -46,8 +46,8 @@
 
 #define SMCPROXYD_VERSION PACKAGE_VERSION
 #define CONF_NAME_MAX 63	/* rule, peer and export names */
-#define CONF_KSMC_PEER "smc-r"	/* kernel SMC-R peers, as one peer */
-#define CONF_KSMC_MAX_LGRS 4096 /* their link groups with us, at most */
+#define CONF_SMCR_PEER "smc-r"	/* kernel SMC-R peers, as one peer */
+#define CONF_SMCR_MAX_LGRS 4096 /* their link groups with us, at most */
 #define CONF_KEY_MIN 32		/* bytes in a peer's pre-shared key */
 #define CONF_KEY_MAX 1024
 
@@ -246,8 +246,8 @@ struct conf_rdma {
 	int test_link_time;
 };
 
-/* The standard dialect (DESIGN.md §10): kernel SMC-R peers. */
-struct conf_ksmc {
+/* The SMC-R dialect (DESIGN.md §10): kernel SMC-R peers. */
+struct conf_smcr {
 	bool enabled; /* the kernel_smc group is there */
 	char **ueids; /* user EIDs we serve, as the wire writes them */
 	int nueids;
@@ -257,7 +257,7 @@ struct conf_ksmc {
 	char *bpf_object;	     /* the SMC-R option's BPF program */
 	char *bpf_pin;		     /* where smcproxyd-bpf.service pins it */
 	bool bpf_root_cgroup;	     /* attach even in the cgroup v2 root */
-	/* each host's budget, per worker (lgr_std_budget): groups not yet
+	/* each host's budget, per worker (lgr_smcr_budget): groups not yet
 	 * up (all hosts, one host), groups and connections of one host */
 	int max_pending, max_pending_per_host;
 	int max_lgrs_per_host, max_conns_per_host;
@@ -298,7 +298,7 @@ struct conf {
 	struct conf_export *exports;
 	int nexports;
 	struct conf_rdma rdma;
-	struct conf_ksmc ksmc;
+	struct conf_smcr smcr;
 	struct conf_src *src; /* conf.h private: where keys were set */
 	char *warnings;	      /* "file:line: warning: ..." lines, or "" */
 	int refs;	      /* conf_hold/conf_drop; 0 when loaded */
@@ -315,8 +315,8 @@ const struct conf_export *conf_export_find(const struct conf *conf,
 					   const char *name);
 bool conf_export_allows(const struct conf_export *exp, const char *peer);
 bool conf_rule_original(const struct conf_rule *r);
-bool conf_ksmc_allows(const struct conf_ksmc *k, const struct addr *a);
-bool conf_ksmc_serves(const struct conf_ksmc *k, const uint8_t *eid);
+bool conf_smcr_allows(const struct conf_smcr *k, const struct addr *a);
+bool conf_smcr_serves(const struct conf_smcr *k, const uint8_t *eid);
 
 /* A config lives while the main thread, a worker or a session holds it. */
 static inline struct conf *
@@ -372,29 +372,28 @@ void fdstore_close_unused(void);
 void fdstore_keep(const char *name, int fd);
 void fdstore_forget(const char *name);
 
-/* kpeer.c */
-struct kpeer_hs;
-void kpeer_accept(struct worker *w, int fd, void *export);
-void kpeer_connect(struct session *s);
-int kpeer_proposal_build(const struct conf *conf, int fd,
-			 const uint8_t sysid[8], uint8_t *buf,
-			 uint32_t *decline);
+/* smcr.c */
+struct smcr_hs;
+void smcr_accept(struct worker *w, int fd, void *export);
+void smcr_connect(struct session *s);
+int smcr_proposal_build(const struct conf *conf, int fd, const uint8_t sysid[8],
+			uint8_t *buf, uint32_t *decline);
 
-/* kpeer_check.c: `smcproxyctl check smc HOST:PORT`, as smc_chk -C */
-enum kpeer_check_result {
-	KPEER_CHECK_UNREACHABLE,  /* the TCP connect failed */
-	KPEER_CHECK_NO_OPTION,	  /* no SMC-R option on our SYN: untested */
-	KPEER_CHECK_PLAIN,	  /* its SYN-ACK did not echo: not SMC-R */
-	KPEER_CHECK_NOT_PROPOSED, /* we DECLINEd at once (no EID, IPv6) */
-	KPEER_CHECK_DECLINED,	  /* it DECLINEd our PROPOSAL */
-	KPEER_CHECK_ACCEPTED,	  /* it ACCEPTed it; our DECLINE ended it */
-	KPEER_CHECK_BROKEN,	  /* no CLC answer, or none in time */
+/* smcr_check.c: `smcproxyctl check smc HOST:PORT`, as smc_chk -C */
+enum smcr_check_result {
+	SMCR_CHECK_UNREACHABLE,	 /* the TCP connect failed */
+	SMCR_CHECK_NO_OPTION,	 /* no SMC-R option on our SYN: untested */
+	SMCR_CHECK_PLAIN,	 /* its SYN-ACK did not echo: not SMC-R */
+	SMCR_CHECK_NOT_PROPOSED, /* we DECLINEd at once (no EID, IPv6) */
+	SMCR_CHECK_DECLINED,	 /* it DECLINEd our PROPOSAL */
+	SMCR_CHECK_ACCEPTED,	 /* it ACCEPTed it; our DECLINE ended it */
+	SMCR_CHECK_BROKEN,	 /* no CLC answer, or none in time */
 };
 
-struct kpeer_check {
+struct smcr_check {
 	struct addr to;
 	bool done;
-	enum kpeer_check_result result;
+	enum smcr_check_result result;
 	uint32_t decline;    /* its DECLINE's code, or ours */
 	bool first_contact;  /* its ACCEPT's */
 	uint8_t release;     /* its ACCEPT's SMC-Rv2 release (first contact) */
@@ -405,23 +404,23 @@ struct kpeer_check {
 	int fd;
 	bool connected;
 	uint8_t sysid[8];
-	uint8_t *buf; /* the answer, SCLC_MSG_MAX bytes */
+	uint8_t *buf; /* the answer, SMCR_CLC_MSG_MAX bytes */
 	size_t len, want;
 	uint8_t type;
 	uint64_t started_us, deadline_ms;
 };
 
-void kpeer_check_init(struct kpeer_check *c, const struct conf *conf,
-		      const struct addr *to);
-bool kpeer_check_step(struct kpeer_check *c);
-void kpeer_check_free(struct kpeer_check *c);
+void smcr_check_init(struct smcr_check *c, const struct conf *conf,
+		     const struct addr *to);
+bool smcr_check_step(struct smcr_check *c);
+void smcr_check_free(struct smcr_check *c);
 
 /* smc_opt.c */
-int smc_opt_load(const struct conf_ksmc *k);
+int smc_opt_load(const struct conf_smcr *k);
 int smc_opt_pin(const char *path, const char *dir);
 const char *smc_opt_default_object(void);
 void smc_opt_libbpf_quiet(void);
-int smc_opt_check(const struct conf_ksmc *k, char *why, size_t len);
+int smc_opt_check(const struct conf_smcr *k, char *why, size_t len);
 const char *smc_opt_state(void);
 bool smc_opt_attached(void);
 /* why kernel SMC-R peers of an smc_listen or target_smc would get TCP */
@@ -436,7 +435,7 @@ enum smc_opt_why {
 	SMC_OPT_NO_DEVICE,
 	SMC_OPT_NWHY
 };
-enum smc_opt_why smc_opt_ready(const struct conf_ksmc *k, const struct addr *a,
+enum smc_opt_why smc_opt_ready(const struct conf_smcr *k, const struct addr *a,
 			       bool listen);
 const char *smc_opt_why_text(enum smc_opt_why why);
 const char *smc_opt_why_fix(enum smc_opt_why why);
@@ -590,7 +589,7 @@ enum session_role { SESSION_ROLE_RULE, SESSION_ROLE_EXPORT };
 /* Whom the downstream end speaks with (DESIGN.md §10). */
 enum session_dialect {
 	SESSION_DIALECT_NATIVE, /* a peer smcproxyd, or a rule's client */
-	SESSION_DIALECT_SMCR,	/* a kernel SMC-R client or server (kpeer.c) */
+	SESSION_DIALECT_SMCR,	/* a kernel SMC-R client or server (smcr.c) */
 };
 enum session_mode { SESSION_MODE_FALLBACK, SESSION_MODE_RDMA };
 enum session_state {
@@ -662,7 +661,7 @@ struct session {
 	uint8_t fd_waits;	/* connect retries while out of descriptors */
 	struct fallback_hs *hs; /* fallback handshake: until it is done */
 	enum session_dialect dialect;
-	struct kpeer_hs *shs; /* standard CLC: until it is answered */
+	struct smcr_hs *shs;  /* standard CLC: until it is answered */
 	uint32_t smc_decline; /* CLC_DECL_* it went on as TCP with */
 	char export_name[CONF_NAME_MAX + 1];
 	struct session_rdma *rdma; /* SESSION_MODE_RDMA: session_rdma.c */
@@ -1276,7 +1275,7 @@ struct lgr_conn {
 	uint8_t peer_link;
 	uint32_t peer_rkey;
 	uint64_t peer_vaddr;
-	/* standard dialect: the newest CDC that came before rc was set (a
+	/* SMC-R dialect: the newest CDC that came before rc was set (a
 	 * kernel client writes once its CONFIRM went, maybe before we read
 	 * it); lgr_conn_replay hands it over.  0: none */
 	uint8_t early[CDC_MSG_LEN];
@@ -1295,7 +1294,7 @@ struct lgr_data_ops {
 	/* the setup of a client group or of a kernel peer's group failed
 	 * (the connections waiting for it go on) */
 	void (*setup_failed)(struct lgr *lgr, void *arg);
-	/* standard dialect: our RMBs' rkeys on via and on added (being
+	/* SMC-R dialect: our RMBs' rkeys on via and on added (being
 	 * added) into v's rkey triples, at most max, for ADD_LINK */
 	void (*rkeys)(struct lgr_link *via, struct lgr_link *added,
 		      struct llc_v2_info *v, int max, void *arg);
@@ -1350,34 +1349,34 @@ struct lgr *lgr_client_new_on(struct lgr_ctx *ctx, const struct conf_peer *peer,
 int lgr_conn_add(struct lgr *lgr, struct lgr_conn *c);
 int lgr_conn_add_on(struct lgr *lgr, struct lgr_conn *c, struct lgr_link *link);
 int lgr_conn_add_first(struct lgr *lgr, struct lgr_conn *c);
-struct lgr *lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role,
-			const uint8_t sysid[8], const uint8_t gid[16],
-			uint8_t max_conns, uint8_t max_links, uint8_t release,
-			const struct addr *local, const struct addr *host,
-			const uint8_t *eid, uint32_t *decline);
-bool lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k);
-struct lgr *lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role,
-			    const uint8_t sysid[8], const uint8_t gid[16],
-			    const struct addr *host);
-bool lgr_is_std(const struct lgr *lgr);
-const struct addr *lgr_std_host(const struct lgr *lgr);
-int lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
-typedef void (*lgr_std_fn)(const struct addr *host, bool up, int conns,
-			   int links, void *arg);
-void lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg);
+struct lgr *lgr_smcr_new(struct lgr_ctx *ctx, enum lgr_role role,
+			 const uint8_t sysid[8], const uint8_t gid[16],
+			 uint8_t max_conns, uint8_t max_links, uint8_t release,
+			 const struct addr *local, const struct addr *host,
+			 const uint8_t *eid, uint32_t *decline);
+bool lgr_smcr_kept(const struct lgr *lgr, const struct conf_smcr *k);
+struct lgr *lgr_smcr_pending(struct lgr_ctx *ctx, enum lgr_role role,
+			     const uint8_t sysid[8], const uint8_t gid[16],
+			     const struct addr *host);
+bool lgr_is_smcr(const struct lgr *lgr);
+const struct addr *lgr_smcr_host(const struct lgr *lgr);
+int lgr_smcr_budget(struct lgr_ctx *ctx, const struct addr *host, bool group);
+typedef void (*lgr_smcr_fn)(const struct addr *host, bool up, int conns,
+			    int links, void *arg);
+void lgr_smcr_foreach(const struct lgr_ctx *ctx, lgr_smcr_fn fn, void *arg);
 uint8_t lgr_max_conns(const struct lgr *lgr);
 struct dev_qp_addr;
-void lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
-		   uint8_t sysid[8]);
+void lgr_smcr_local(const struct lgr_link *link, struct dev_qp_addr *qp,
+		    uint8_t sysid[8]);
 uint8_t lgr_max_links(const struct lgr *lgr);
 bool lgr_link_peer_is(const struct lgr_link *link, const uint8_t gid[16],
 		      uint32_t qpn);
-uint32_t lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
-struct lgr *lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role,
-			 const uint8_t sysid[8], const uint8_t gid[16],
-			 uint32_t qpn, const struct addr *host,
-			 struct lgr_link **link);
-void lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
+uint32_t lgr_smcr_peer(struct lgr *lgr, const struct dev_qp_addr *peer);
+struct lgr *lgr_smcr_find(struct lgr_ctx *ctx, enum lgr_role role,
+			  const uint8_t sysid[8], const uint8_t gid[16],
+			  uint32_t qpn, const struct addr *host,
+			  struct lgr_link **link);
+void lgr_smcr_system_id(const struct lgr_ctx *ctx, uint8_t out[8]);
 void lgr_conn_del(struct lgr_conn *c);
 int lgr_conn_peer_rmb(struct lgr_conn *c, const struct lgr_link *link,
 		      uint32_t rkey, uint64_t vaddr);
@@ -1468,10 +1467,10 @@ void session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn,
 size_t session_rdma_host_limit(const struct conf *conf);
 
 /*
- * Export side of the standard dialect (kpeer.c runs the CLC): one end of
+ * Export side of the SMC-R dialect (smcr.c runs the CLC): one end of
  * a connection as its ACCEPT or CONFIRM names it.
  */
-struct session_rdma_std {
+struct session_rdma_smcr {
 	bool first_contact;    /* a new group; else one the peer has */
 	struct dev_qp_addr qp; /* the link's QP */
 	uint8_t system_id[8];
@@ -1483,30 +1482,30 @@ struct session_rdma_std {
 	uint8_t max_links;  /* the group's: 2 with a device for a second */
 };
 /* Which group a connection with a kernel peer may go on. */
-struct session_rdma_std_want {
+struct session_rdma_smcr_want {
 	uint8_t sysid[8];  /* the peer's system id */
 	uint8_t gid[16];   /* the peer's RoCE v2 GID */
 	uint32_t qpn;	   /* the peer's QP on it (rule side); 0: any */
 	struct addr host;  /* the peer's end of the TCP connection: a group
 			    * is bound to the host it was made with */
-	uint8_t eid[32];   /* the EID the CLC agreed on (SCLC_EID_LEN) */
+	uint8_t eid[32];   /* the EID the CLC agreed on (SMCR_CLC_EID_LEN) */
 	uint8_t max_conns; /* a new group's, as the CLC negotiated */
 	uint8_t max_links; /* a new group's at most (release 0: 2) */
 	uint8_t release;   /* a new group's SMC-Rv2 release (0 or 1) */
 	bool join, create; /* one we have, a new one */
 };
-uint32_t session_rdma_std_open(struct session *s, const struct addr *local,
-			       const struct session_rdma_std_want *want,
-			       struct session_rdma_std *out);
-void session_rdma_std_system_id(struct session *s, uint8_t out[8]);
-bool session_rdma_std_wait(struct session *s,
-			   const struct session_rdma_std_want *want,
-			   void (*wake)(struct session *s));
-void session_rdma_std_unwait(struct session *s);
-uint32_t session_rdma_std_confirm(struct session *s,
-				  const struct session_rdma_std *peer);
-void session_rdma_std_drop(struct session *s);
-void session_rdma_std_start(struct session *s);
+uint32_t session_rdma_smcr_open(struct session *s, const struct addr *local,
+				const struct session_rdma_smcr_want *want,
+				struct session_rdma_smcr *out);
+void session_rdma_smcr_system_id(struct session *s, uint8_t out[8]);
+bool session_rdma_smcr_wait(struct session *s,
+			    const struct session_rdma_smcr_want *want,
+			    void (*wake)(struct session *s));
+void session_rdma_smcr_unwait(struct session *s);
+uint32_t session_rdma_smcr_confirm(struct session *s,
+				   const struct session_rdma_smcr *peer);
+void session_rdma_smcr_drop(struct session *s);
+void session_rdma_smcr_start(struct session *s);
 
 /* resume.c: what the fallback's handshake tells of a resume over TCP */
 extern const struct fallback_resume_ops resume_tcp_ops;

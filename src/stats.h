@@ -360,7 +360,7 @@ stats_read(const struct stats *st, enum stats_id id)
 
 /*
  * Count a DECLINE with code that we sent or received, either dialect
- * (clc.c, kpeer.c): the total and the code's own.
+ * (clc.c, smcr.c): the total and the code's own.
  */
 static inline void
 stats_decline(struct stats *st, uint32_t code, bool sent)

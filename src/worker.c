@@ -65,7 +65,7 @@ worker_listen(struct worker *w, const struct addr *a,
 	static void (*const accept[])(struct worker *, int, void *) = {
 		[WORKER_LISTEN_RULE] = accept_rule,
 		[WORKER_LISTEN_PEER] = accept_peer,
-		[WORKER_LISTEN_SMC] = kpeer_accept,
+		[WORKER_LISTEN_SMC] = smcr_accept,
 	};
 	struct worker_listener *wl;
 
@@ -311,13 +311,13 @@ worker_revoke(struct worker *w, const struct conf *conf)
 		/* a kernel peer's group stays while kernel_smc still serves
 		 * its EID and, a client's, its host */
 		if (lgr_is_ending(lgr) ||
-		    (lgr_is_std(lgr) ? lgr_std_kept(lgr, &conf->ksmc) :
-				       worker_peer_kept(conf, lgr_peer(lgr))))
+		    (lgr_is_smcr(lgr) ? lgr_smcr_kept(lgr, &conf->smcr) :
+					worker_peer_kept(conf, lgr_peer(lgr))))
 			continue;
 		log_info("lgr %u: peer %s %s on reload: ending its link group",
 			 lgr_id(lgr), lgr_peer(lgr)->name,
-			 lgr_is_std(lgr) ?
-				 (conf->ksmc.enabled ?
+			 lgr_is_smcr(lgr) ?
+				 (conf->smcr.enabled ?
 					  "(kernel_smc: its host or EID) "
 					  "no longer allowed" :
 					  "(kernel_smc) removed") :

@@ -26,7 +26,7 @@ struct worker_msg {
 enum worker_listen_kind {
 	WORKER_LISTEN_RULE, /* rules[].listen: accept_rule */
 	WORKER_LISTEN_PEER, /* peer_listen: accept_peer */
-	WORKER_LISTEN_SMC,  /* exports[].smc_listen: kpeer_accept */
+	WORKER_LISTEN_SMC,  /* exports[].smc_listen: smcr_accept */
 };
 
 struct worker_listener {

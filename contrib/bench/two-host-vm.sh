@@ -192,7 +192,7 @@ if [ "$RXE_HOST" = b ]; then
 		rxe_wait 20 listening $PORT_XK && rxe_wait 20 listening $PORT_RK ||
 			rxe_die "kernel SMC servers on b"
 		# exportK: b5's exports on smc_listen, the same servers as
-		# the pairs' behind them (the standard dialect's export side)
+		# the pairs' behind them (the SMC-R dialect's export side)
 		ksmc_cgroup2
 		cat >"$R/b5.conf" <<CONF
 smcproxyd: { name = "b5"; workers = 1; control_socket = "$R/b5.sock"; };
@@ -267,7 +267,7 @@ for n in 1 2 3 4 7; do
 	"$CTL" -s "$R/a$n.sock" stats reset >/dev/null
 done
 # ruleK: daemon a5's target_smc rules to b's kernel SMC-R servers (the
-# standard dialect's rule side, no daemon on b's side of it)
+# SMC-R dialect's rule side, no daemon on b's side of it)
 if [ "$ksmc_on" = 1 ]; then
 	ksmc_cgroup2
 	cat >"$R/a5.conf" <<CONF

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Fuzz target for the standard dialect of the LLC codec (llc_v2_*): what
+ * Fuzz target for the SMC-R dialect of the LLC codec (llc_v2_*): what
  * decodes must re-encode to as many bytes, which decode to the same
  * values (reserved bytes are skipped, as Linux skips them), and a message
  * the native decoder also takes can only be a v1-form one.

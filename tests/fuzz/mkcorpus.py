@@ -496,15 +496,15 @@ GID_A = bytes(10) + b"\xff\xff\x0a\x63\x00\x01"
 GID_B = bytes(10) + b"\xff\xff\x0a\x63\x00\x02"
 
 
-def sclc_hdr(mtype, length, b7):
+def smcr_clc_hdr(mtype, length, b7):
     return CLC_EYE + struct.pack(">BHB", mtype, length, b7)
 
 
-def sclc_eid(name):
+def smcr_clc_eid(name):
     return name.ljust(32, b" ")
 
 
-def sclc_proposal(typev1=2, typev2=0, eids=(b"SMCPROXYD-TEST-LAB",),
+def smcr_clc_proposal(typev1=2, typev2=0, eids=(b"SMCPROXYD-TEST-LAB",),
                   release=1, conns=255, links=2, ipv6=(), ism=(),
                   v2_off=None, eye=CLC_EYE, version=2):
     """docs/protocol.md "PROPOSAL (v2)": typev1/typev2 0 R, 1 D, 2 N, 3 B."""
@@ -524,9 +524,9 @@ def sclc_proposal(typev1=2, typev2=0, eids=(b"SMCPROXYD-TEST-LAB",),
         ext = struct.pack(">BBxBxxH", len(eids), len(ism), release << 4,
                           smcd_off)
         ext += GID_A + struct.pack(">BBH", conns, links, 1) + bytes(12)
-        ext += b"".join(sclc_eid(e) for e in eids)
+        ext += b"".join(smcr_clc_eid(e) for e in eids)
         if d:
-            ext += sclc_eid(b"IBM-SYSZ-ISMSEID") + bytes(16)
+            ext += smcr_clc_eid(b"IBM-SYSZ-ISMSEID") + bytes(16)
             ext += b"".join(struct.pack(">QH", g, c) for g, c in ism)
     smcd = bytes(10) + struct.pack(">H", v2_off if typev2 != 2 else 0)
     smcd += bytes(28)
@@ -537,7 +537,7 @@ def sclc_proposal(typev1=2, typev2=0, eids=(b"SMCPROXYD-TEST-LAB",),
             + body + eye)
 
 
-def sclc_accept(mtype=2, fc=True, gids=(GID_A,), qpn=17, mtu=3, rmbe=2,
+def smcr_clc_accept(mtype=2, fc=True, gids=(GID_A,), qpn=17, mtu=3, rmbe=2,
                 idx=1, token=1, release=1, conns=255, links=2):
     """docs/protocol.md "ACCEPT and CONFIRM (v2)"."""
     body = (b"SYSTEMID" + GID_B + b"\x02\x00\x00\x00\x00\x02"
@@ -545,70 +545,70 @@ def sclc_accept(mtype=2, fc=True, gids=(GID_A,), qpn=17, mtu=3, rmbe=2,
                                                        token, rmbe << 4 | mtu,
                                                        0)
             + struct.pack(">QB", 0xFF11B53884B70000, 0)
-            + b"\x39\x4c\x31" + sclc_eid(b"SMCPROXYD-TEST-LAB") + bytes(8))
+            + b"\x39\x4c\x31" + smcr_clc_eid(b"SMCPROXYD-TEST-LAB") + bytes(8))
     if fc:
         body += bytes([0x80, 0x20 | release, 0, 0]) + b"rxe-b".ljust(32)
         body += (struct.pack(">BBHI", conns, links, 1, 0) if release
                  else bytes(8)) + bytes(8)
         if mtype == 3:
             body += bytes([len(gids), 0, 0, 0]) + b"".join(gids)
-    return sclc_hdr(mtype, 8 + len(body) + 4, 0x28 if fc else 0x20) + \
+    return smcr_clc_hdr(mtype, 8 + len(body) + 4, 0x28 if fc else 0x20) + \
         body + CLC_EYE
 
 
-def sclc_decline(code, version=2, sync=False, os_type=2, length=None):
+def smcr_clc_decline(code, version=2, sync=False, os_type=2, length=None):
     body = b"SYSTEMID" + struct.pack(">IB3x", code, os_type << 4)
     if version == 2:
         body += bytes(16)
     if length is None:
         length = 8 + len(body) + 4
-    return sclc_hdr(4, length, version << 4 | (8 if sync else 0)) + body + \
+    return smcr_clc_hdr(4, length, version << 4 | (8 if sync else 0)) + body + \
         CLC_EYE
 
 
-def sclc_msgs(top):
+def smcr_clc_msgs(top):
     """The CLC messages of the kernel capture, then laid-out ones."""
     fix = os.path.join(top, "tests", "fixtures", "ksmc")
     for f in sorted(os.listdir(fix)):
         if "-clc-" in f and f.endswith(".bin"):
             with open(os.path.join(fix, f), "rb") as fh:
                 yield "ok-kernel-" + f[:-4], fh.read()
-    yield "ok-proposal", sclc_proposal(typev2=0)
-    yield "ok-proposal-release0", sclc_proposal(typev2=0, release=0,
+    yield "ok-proposal", smcr_clc_proposal(typev2=0)
+    yield "ok-proposal-release0", smcr_clc_proposal(typev2=0, release=0,
                                                 conns=0, links=0)
-    yield "ok-proposal-v1-and-both", sclc_proposal(
+    yield "ok-proposal-v1-and-both", smcr_clc_proposal(
         typev1=0, typev2=3, eids=(b"A", b"0.B-C"),
         ipv6=((b"\xfd", 64), (b"\xfe", 48)), ism=((1, 2), (3, 4)))
-    yield "ok-proposal-smcd-frame", sclc_proposal(typev2=0, eye=SMCD_EYE)
-    yield "ok-accept", sclc_accept()
-    yield "ok-accept-release0", sclc_accept(release=0)
-    yield "ok-accept-reuse", sclc_accept(fc=False, rmbe=15, mtu=5, idx=2)
-    yield "ok-confirm", sclc_accept(mtype=3)
-    yield "ok-confirm-two-gids", sclc_accept(mtype=3, gids=(GID_A, GID_B))
-    yield "ok-confirm-reuse", sclc_accept(mtype=3, fc=False)
-    yield "ok-decline", sclc_decline(0x03030000)
-    yield "ok-decline-v1-syncerr", sclc_decline(0x04000000, version=1,
+    yield "ok-proposal-smcd-frame", smcr_clc_proposal(typev2=0, eye=SMCD_EYE)
+    yield "ok-accept", smcr_clc_accept()
+    yield "ok-accept-release0", smcr_clc_accept(release=0)
+    yield "ok-accept-reuse", smcr_clc_accept(fc=False, rmbe=15, mtu=5, idx=2)
+    yield "ok-confirm", smcr_clc_accept(mtype=3)
+    yield "ok-confirm-two-gids", smcr_clc_accept(mtype=3, gids=(GID_A, GID_B))
+    yield "ok-confirm-reuse", smcr_clc_accept(mtype=3, fc=False)
+    yield "ok-decline", smcr_clc_decline(0x03030000)
+    yield "ok-decline-v1-syncerr", smcr_clc_decline(0x04000000, version=1,
                                                 sync=True)
-    yield "bad-proposal-no-eid", sclc_proposal(typev2=0, eids=())
-    yield "bad-proposal-eid", sclc_proposal(typev2=0, eids=(b"lower",))
-    yield "bad-proposal-nine-eids", sclc_proposal(typev2=0, eids=(b"E",) * 9)
-    yield "bad-proposal-v2-offset", sclc_proposal(typev2=0, v2_off=27)
-    yield "bad-proposal-neither", sclc_proposal(typev2=2)
-    yield "bad-proposal-maxconns", sclc_proposal(typev2=0, conns=15)
-    yield "bad-proposal-maxlinks", sclc_proposal(typev2=0, links=3)
-    yield "bad-proposal-version1", sclc_proposal(typev2=0, version=1)
-    yield "bad-proposal-truncated", sclc_proposal(typev2=0)[:100]
-    yield "bad-accept-mtu", sclc_accept(mtu=6)
-    yield "bad-accept-rmbe-idx", sclc_accept(idx=0)
-    yield "bad-accept-token", sclc_accept(token=0)
-    yield "bad-accept-qpn", sclc_accept(qpn=1)
-    yield "bad-accept-fc-short", sclc_accept(fc=False)[:7] + b"\x28" + \
-        sclc_accept(fc=False)[8:]
-    yield "bad-confirm-three-gids", sclc_accept(mtype=3,
+    yield "bad-proposal-no-eid", smcr_clc_proposal(typev2=0, eids=())
+    yield "bad-proposal-eid", smcr_clc_proposal(typev2=0, eids=(b"lower",))
+    yield "bad-proposal-nine-eids", smcr_clc_proposal(typev2=0, eids=(b"E",) * 9)
+    yield "bad-proposal-v2-offset", smcr_clc_proposal(typev2=0, v2_off=27)
+    yield "bad-proposal-neither", smcr_clc_proposal(typev2=2)
+    yield "bad-proposal-maxconns", smcr_clc_proposal(typev2=0, conns=15)
+    yield "bad-proposal-maxlinks", smcr_clc_proposal(typev2=0, links=3)
+    yield "bad-proposal-version1", smcr_clc_proposal(typev2=0, version=1)
+    yield "bad-proposal-truncated", smcr_clc_proposal(typev2=0)[:100]
+    yield "bad-accept-mtu", smcr_clc_accept(mtu=6)
+    yield "bad-accept-rmbe-idx", smcr_clc_accept(idx=0)
+    yield "bad-accept-token", smcr_clc_accept(token=0)
+    yield "bad-accept-qpn", smcr_clc_accept(qpn=1)
+    yield "bad-accept-fc-short", smcr_clc_accept(fc=False)[:7] + b"\x28" + \
+        smcr_clc_accept(fc=False)[8:]
+    yield "bad-confirm-three-gids", smcr_clc_accept(mtype=3,
                                                 gids=(GID_A,) * 3)
-    yield "bad-confirm-no-gid", sclc_accept(mtype=3, gids=())
-    yield "bad-decline-code", sclc_decline(0)
-    yield "bad-decline-v1-long", sclc_decline(1, version=1, length=44)
+    yield "bad-confirm-no-gid", smcr_clc_accept(mtype=3, gids=())
+    yield "bad-decline-code", smcr_clc_decline(0)
+    yield "bad-decline-v1-long", smcr_clc_decline(1, version=1, length=44)
 
 
 def llc2(mtype, flags, payload, length=None):
@@ -1038,7 +1038,7 @@ def proxy_msgs():
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    for target, gen in (("clc", clc_msgs), ("sclc", lambda: sclc_msgs(top)),
+    for target, gen in (("clc", clc_msgs), ("smcr_clc", lambda: smcr_clc_msgs(top)),
                         ("llc", llc_msgs),
                         ("llc_v2", lambda: llc_v2_msgs(top)),
                         ("cdc", cdc_msgs), ("fallback", fb_msgs),

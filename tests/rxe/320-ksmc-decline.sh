@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Two hosts on Linux 6.12 (ksmc.rxe): the standard dialect's first steps
+# Two hosts on Linux 6.12 (ksmc.rxe): the SMC-R dialect's first steps
 # against Linux's own SMC-R client, before any daemon speaks it.  On b,
 # tests/tools/ksmcdecline loads the SMC-R TCP option's BPF program
 # (src/bpf/smc_opt.bpf.o) into a cgroup of its own, listens on a marked
-# socket, reads the CLC PROPOSAL with the standard codec (src/sclc.c) and
+# socket, reads the CLC PROPOSAL with the standard codec (src/smcr_clc.c) and
 # answers it with a DECLINE it encoded, then echoes bytes as plain TCP.
 # On a, a kernel SMC client (socat under smcpreload.so) sends a line:
 #   - b saw the SYN-ACK echo the option, and the client's PROPOSAL came

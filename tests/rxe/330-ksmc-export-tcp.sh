@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Two hosts on Linux 6.12 (ksmc.rxe): Linux's own SMC-R client on a
-# reaches an export of smcproxyd on b through its smc_listen (the standard
-# dialect's export side, src/kpeer.c).  b's daemon, root here, loads the
+# reaches an export of smcproxyd on b through its smc_listen (the SMC-R
+# dialect's export side, src/smcr.c).  b's daemon, root here, loads the
 # SMC-R option's BPF program itself; a's kernel client (xfer under
 # smcpreload.so) gets its option echoed, proposes SMC-Rv2 with the lane's
 # EID and its GID, and is declined (350 has the one that is not): CNFERR

@@ -3,8 +3,8 @@
 #
 # Two hosts on Linux 6.12 (ksmc.rxe): a plain TCP client on a reaches a
 # Linux kernel SMC-R server on b (xfer server under smcpreload.so) through
-# a target_smc rule of smcproxyd on a (the standard dialect's rule side,
-# src/kpeer.c), with no smcproxyd on b.  a's daemon, root here, loads the
+# a target_smc rule of smcproxyd on a (the SMC-R dialect's rule side,
+# src/smcr.c), with no smcproxyd on b.  a's daemon, root here, loads the
 # SMC-R option's program and puts the option on its SYNs; b's kernel
 # echoes it and answers our PROPOSAL (SMC-Rv2, the lane's EID, a's GID,
 # one link) with a first-contact ACCEPT; our CONFIRM, b's CONFIRM_LINK on

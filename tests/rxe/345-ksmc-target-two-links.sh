@@ -4,7 +4,7 @@
 # Two hosts with two links (ksmc2.rxe: RXE_LINKS=2, rxe0 on eth0, rxe1 on
 # eth1; Linux 6.12): a plain TCP client on a reaches Linux's own SMC-R
 # server on b through smcproxyd a's target_smc rule, and the link group
-# between them gets a second link and fails over to it (the standard
+# between them gets a second link and fails over to it (the SMC-R
 # dialect's rule side with two links: the kernel server's v2 ADD_LINK
 # with rkeys answered with ours, its CONFIRM_RKEY for each new RMB kept,
 # failover started by the kernel: its DELETE_LINK and validation CDCs).

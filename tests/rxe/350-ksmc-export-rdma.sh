@@ -3,8 +3,8 @@
 #
 # Two hosts on Linux 6.12 (ksmc.rxe; ksmc61.rxe runs it on 6.1 too): Linux's own SMC-R client on a
 # reaches an export of smcproxyd on b through its smc_listen, over RDMA
-# end to end (the standard dialect's export side: src/kpeer.c for the
-# CLC, a link group of the standard dialect per connection, LLC v2 and
+# end to end (the SMC-R dialect's export side: src/smcr.c for the
+# CLC, a link group of the SMC-R dialect per connection, LLC v2 and
 # the kernel's CDC).  b's daemon, root here, loads the SMC-R option's BPF
 # program itself; a's client is xfer under smcpreload.so:
 #   - N connections x SIZE both ways verify;

@@ -4,7 +4,7 @@
 # Two hosts with two links (ksmc2.rxe: RXE_LINKS=2, rxe0 on eth0, rxe1 on
 # eth1; Linux 6.12): Linux's own SMC-R client on a reaches an export of
 # smcproxyd on b through its smc_listen, and the link group between them
-# gets a second link and fails over to it (the standard dialect's export
+# gets a second link and fails over to it (the SMC-R dialect's export
 # side with two links: our v2 ADD_LINK with rkeys, CONFIRM_RKEY per new
 # RMB, failover with the kernel's validation CDCs).
 #   1. a first contact: a's kernel and b's daemon each have one group

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Two hosts on Linux 6.12 (ksmc.rxe), a daemon on each, both roles of the
-# standard dialect at once and the native dialect beside them: a TCP
+# SMC-R dialect at once and the native dialect beside them: a TCP
 # client on a -> daemon a (rule k, target_smc) -> standard SMC-R ->
 # daemon b (export s, smc_listen) -> the TCP server on b, while rule x
 # carries the same kind of traffic to b's export x over the native
@@ -15,7 +15,7 @@
 #     received at least 95 % of both paths' bytes / MTU packets each way
 #     (2 x 8 x 4 MiB: 65536 at MTU 1024), so neither path went over TCP
 #     (half of that if one had), and eth0 sent fewer than 2 x 8 x 40 + 100
-#     packets besides rxe0's: the standard dialect's CLC handshakes only;
+#     packets besides rxe0's: the SMC-R dialect's CLC handshakes only;
 #   - each daemon's show lgrs lists a group of each dialect.
 . "$(dirname "$0")/lib.sh"
 
@@ -90,7 +90,7 @@ if [ "$RXE_HOST" = a ]; then
 		>"$RXE_OUT/xfer-smcr.out" 2>&1; then
 		ok "$N x 4 MiB both ways verified through target_smc to b's smc_listen"
 	else
-		bad "standard dialect: $(tail -3 "$RXE_OUT/xfer-smcr.out")"
+		bad "SMC-R dialect: $(tail -3 "$RXE_OUT/xfer-smcr.out")"
 	fi
 	if wait "$native"; then
 		ok "$N x 4 MiB both ways verified over the native dialect at the same time"

@@ -1039,7 +1039,7 @@ ksmc_cgroup2() {
 
 # With two links (RXE_LINKS=2) the peer's second address in
 # kernel_smc.allow: a kernel peer's second link may lead only to the
-# group's host or to an address allow lists (lgr_std_gid_bound)
+# group's host or to an address allow lists (lgr_smcr_gid_bound)
 ksmc_allow2() {
 	[ -z "${RXE_PEER2_IP:-}" ] || printf ', "%s/32"' "$RXE_PEER2_IP"
 }

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# An export's smc_listen (the standard dialect's export side) on loopback,
+# An export's smc_listen (the SMC-R dialect's export side) on loopback,
 # against tests/tools/ksmcclient, which does what a Linux kernel SMC-R
 # client does first (this host's kernel has no SMC-R; ksmc.rxe runs the
 # real one): the daemon, root here, loads the SMC-R option's BPF program
 # itself; the client's SYN carries the option and its SYN-ACK echoes it;
 # the client's CLC PROPOSAL gets a DECLINE with the kernel's code for
-# what is wrong (or NOSMCRDEV when nothing is: the standard dialect's link
+# what is wrong (or NOSMCRDEV when nothing is: the SMC-R dialect's link
 # groups are not served yet) and the connection goes on as TCP to the
 # export's target, every byte verified; a SYN without the option is TCP
 # from the first byte; no CLC where one was owed is a reset, counted; a

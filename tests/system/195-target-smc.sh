@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# A rule's target_smc (the standard dialect's rule side) on loopback,
+# A rule's target_smc (the SMC-R dialect's rule side) on loopback,
 # against tests/tools/ksmcdecline as the kernel SMC-R server (this host's
 # kernel has no SMC-R; ksmc.rxe runs the real one).  The daemon, root
 # here, loads the SMC-R option's BPF program and puts the option on its
@@ -8,7 +8,7 @@
 # PROPOSAL (SMC-Rv2, our EID, the GID of our address), and whatever the
 # server answers, the connection goes on as TCP, every byte verified:
 #   - a first-contact ACCEPT (a 6.12 kernel's, captured, with this
-#     server's GID): we DECLINE it NOSMCRDEV (the standard dialect's link
+#     server's GID): we DECLINE it NOSMCRDEV (the SMC-R dialect's link
 #     groups are not served yet); with another host's GID: NOROUTE;
 #   - an ACCEPT that joins a link group we do not have: DECLINE SYNCERR
 #     with the first-contact bit, as a kernel client does;

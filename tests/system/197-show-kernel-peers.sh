@@ -198,7 +198,7 @@ EOF
 ctlj b "$T/smc.json" show smc
 ctl b show smc >"$T/smc.txt" || fail "show smc table"
 ctl b show smc dialect native >"$T/out" 2>"$T/err" && fail "show smc took dialect native"
-grep -q 'show smc lists the smc-r dialect only; show conns dialect native lists the others' "$T/err" ||
+grep -q 'show smc lists the SMC-R dialect only; show conns dialect native lists the others' "$T/err" ||
 	fail "show smc dialect native: $(cat "$T/err")"
 pycheck "show smc" "$T/smc.json" "$T/smc.txt" "127.0.0.1:$held_port" <<'EOF'
 d = load(A[0])["data"]

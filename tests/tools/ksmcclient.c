@@ -41,7 +41,7 @@
 #include <bpf/bpf.h>
 
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
@@ -50,30 +50,30 @@ static int
 proposal(uint8_t *buf, size_t len, const char *eid, struct in_addr gid_ip,
 	 const uint8_t *sysid)
 {
-	struct sclc_proposal_info p;
+	struct smcr_clc_proposal_info p;
 
 	memset(&p, 0, sizeof(p));
 	if (sysid != NULL)
 		memcpy(p.system_id, sysid, sizeof(p.system_id));
-	p.typev1 = SCLC_TYPE_N;
-	p.typev2 = SCLC_TYPE_R;
+	p.typev1 = SMCR_CLC_TYPE_N;
+	p.typev2 = SMCR_CLC_TYPE_R;
 	p.release = 1;
 	p.max_conns = 255;
 	p.max_links = 2;
 	p.eid_cnt = 1;
-	if (sclc_eid_put(p.eid[0], eid) != 0)
+	if (smcr_clc_eid_put(p.eid[0], eid) != 0)
 		return -1;
 	p.roce_gid[10] = p.roce_gid[11] = 0xff;
 	memcpy(p.roce_gid + 12, &gid_ip, 4);
-	return sclc_proposal_encode(buf, len, &p);
+	return smcr_clc_proposal_encode(buf, len, &p);
 }
 
 /* Send a PROPOSAL and read the answer: 0 after a DECLINE, else -1. */
 static int
 clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
 {
-	uint8_t buf[SCLC_MSG_MAX];
-	struct sclc_decline_info d;
+	uint8_t buf[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_decline_info d;
 	uint32_t code = 0;
 	uint8_t type;
 	int n, length;
@@ -93,7 +93,7 @@ clc(int fd, const char *eid, struct in_addr gid_ip, bool garbage)
 		return -1;
 	}
 	if (type != CLC_DECLINE ||
-	    sclc_decline_decode(buf, (size_t)length, &d, &code) != 0) {
+	    smcr_clc_decline_decode(buf, (size_t)length, &d, &code) != 0) {
 		printf("CLC type %u, not a good DECLINE\n", type);
 		return -1;
 	}
@@ -117,9 +117,9 @@ flood(struct smcopt_env *env, const struct sockaddr_in *sin, struct in_addr src,
 {
 	static int fds[FLOOD_MAX];
 	struct timeval tv = {.tv_sec = 15};
-	uint8_t buf[SCLC_MSG_MAX], sysid[8];
+	uint8_t buf[SMCR_CLC_MSG_MAX], sysid[8];
 	struct sockaddr_in me = {.sin_family = AF_INET, .sin_addr = src};
-	struct sclc_decline_info d;
+	struct smcr_clc_decline_info d;
 	int n, i, length, accepts = 0, declines = 0, other = 0;
 	unsigned int by[8] = {0};
 	uint32_t names[8] = {0}, code;
@@ -160,7 +160,7 @@ flood(struct smcopt_env *env, const struct sockaddr_in *sin, struct in_addr src,
 			continue;
 		}
 		if (length < 0 || type != CLC_DECLINE ||
-		    sclc_decline_decode(buf, (size_t)length, &d, &code)) {
+		    smcr_clc_decline_decode(buf, (size_t)length, &d, &code)) {
 			other++;
 			continue;
 		}

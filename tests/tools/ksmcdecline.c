@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * ksmcdecline: the standard dialect's first steps as a kernel SMC-R server
+ * ksmcdecline: the SMC-R dialect's first steps as a kernel SMC-R server
  * takes them, against a real kernel SMC-R client (the kernel SMC-R lane,
  * tests/rxe/320-ksmc-decline.sh) or against a target_smc rule of ours
  * (tests/system/195-target-smc.sh).  It loads the SMC-R TCP option's BPF
@@ -28,14 +28,14 @@
 #include <unistd.h>
 
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
 static void
-print_eid(const char *what, const uint8_t eid[SCLC_EID_LEN])
+print_eid(const char *what, const uint8_t eid[SMCR_CLC_EID_LEN])
 {
-	int n = SCLC_EID_LEN;
+	int n = SMCR_CLC_EID_LEN;
 
 	while (n > 0 && eid[n - 1] == ' ')
 		n--;
@@ -46,8 +46,8 @@ print_eid(const char *what, const uint8_t eid[SCLC_EID_LEN])
 static int
 proposal(int fd)
 {
-	uint8_t buf[SCLC_MSG_MAX];
-	struct sclc_proposal_info p;
+	uint8_t buf[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_proposal_info p;
 	char gid[INET6_ADDRSTRLEN];
 	uint32_t decl = 0;
 	uint8_t type;
@@ -59,7 +59,7 @@ proposal(int fd)
 		       clc_decline_name(decl));
 		return -1;
 	}
-	if (sclc_proposal_decode(buf, (size_t)length, &p, &decl)) {
+	if (smcr_clc_proposal_decode(buf, (size_t)length, &p, &decl)) {
 		printf("PROPOSAL of %d bytes refused: %s\n", length,
 		       clc_decline_name(decl));
 		return -1;
@@ -78,15 +78,15 @@ proposal(int fd)
 static int
 client_decline(int fd)
 {
-	uint8_t buf[SCLC_MSG_MAX];
-	struct sclc_decline_info d;
+	uint8_t buf[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_decline_info d;
 	uint32_t code = 0;
 	uint8_t type;
 	int length;
 
 	length = smcopt_clc_read(fd, buf, &type, &code);
 	if (length < 0 || type != CLC_DECLINE ||
-	    sclc_decline_decode(buf, (size_t)length, &d, &code)) {
+	    smcr_clc_decline_decode(buf, (size_t)length, &d, &code)) {
 		printf("no DECLINE after the ACCEPT\n");
 		return -1;
 	}
@@ -114,7 +114,7 @@ static int
 serve(struct smcopt_env *env, int a, uint32_t code, const uint8_t *acc,
       int acc_len)
 {
-	struct sclc_decline_info d;
+	struct smcr_clc_decline_info d;
 	uint8_t buf[4096];
 	size_t echoed = 0;
 	int n;
@@ -135,11 +135,11 @@ serve(struct smcopt_env *env, int a, uint32_t code, const uint8_t *acc,
 			return 1;
 	} else {
 		memset(&d, 0, sizeof(d));
-		d.version = SCLC_VERSION;
+		d.version = SMCR_CLC_VERSION;
 		d.diagnosis = code;
-		d.os_type = SCLC_OS_LINUX;
+		d.os_type = SMCR_CLC_OS_LINUX;
 		memcpy(d.system_id, "SMCPRXYD", 8);
-		n = sclc_decline_encode(buf, sizeof(buf), &d);
+		n = smcr_clc_decline_encode(buf, sizeof(buf), &d);
 		if (n < 0 || write(a, buf, (size_t)n) != n) {
 			perror("ksmcdecline: DECLINE");
 			return 1;
@@ -165,7 +165,7 @@ main(int argc, char **argv)
 	uint32_t code = CLC_DECL_NOSMCRDEV;
 	struct smcopt_env env;
 	struct sockaddr_in sin;
-	uint8_t acc[SCLC_MSG_MAX];
+	uint8_t acc[SMCR_CLC_MSG_MAX];
 	int acc_len = 0, count = 1;
 	int c, l, a, rc = 0;
 

@@ -22,7 +22,7 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "smc_opt.h"
 #include "smcopt_env.h"
 
@@ -152,7 +152,7 @@ smcopt_echoed(struct smcopt_env *e, int fd)
 }
 
 /*
- * Read one standard CLC message from fd into buf (SCLC_MSG_MAX bytes):
+ * Read one standard CLC message from fd into buf (SMCR_CLC_MSG_MAX bytes):
  * its header, then the rest its length says.  The length, or -1 when the
  * connection ended or the header is none (*decl: why).
  */
@@ -170,7 +170,7 @@ smcopt_clc_read(int fd, uint8_t *buf, uint8_t *type, uint32_t *decl)
 			return -1;
 		got += (size_t)n;
 		if (got == sizeof(struct clc_hdr) && want == got) {
-			if (sclc_hdr_check(buf, got, type, &length, decl))
+			if (smcr_clc_hdr_check(buf, got, type, &length, decl))
 				return -1;
 			want = length;
 		}

@@ -296,7 +296,7 @@ static const struct {
 	 "t.conf:3: exports[0].peers: peers cannot reach export e without a "
 	 "peer_listen section\n",
 	 1},
-	/* the standard dialect: kernel_smc, exports[].smc_listen */
+	/* the SMC-R dialect: kernel_smc, exports[].smc_listen */
 	{KSMC("") "exports = ( { name = \"e\"; target = \"127.0.0.1:6379\"; "
 		  "} );\n",
 	 "t.conf:2: exports[0]: export e has neither peers nor smc_listen: "
@@ -305,7 +305,7 @@ static const struct {
 	{"exports = ( { name = \"e\"; target = \"127.0.0.1:6379\";\n"
 	 "  smc_listen = \"127.0.0.1:16379\"; } );\n",
 	 "t.conf:2: exports[0].smc_listen: needs a kernel_smc section (the "
-	 "standard dialect is off without it)\n",
+	 "SMC-R dialect is off without it)\n",
 	 1},
 	{"kernel_smc: { ueids = [ \"lab\", \"OK-1\", \".X\" ]; allow = [ "
 	 "\"10.0.0.0/8\",\n"
@@ -350,7 +350,7 @@ static const struct {
 	{"rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\";\n"
 	 "  target_smc = \"127.0.0.1:6390\"; } );\n",
 	 "t.conf:2: rules[0]: rule r: target_smc needs a kernel_smc section "
-	 "(the standard dialect is off without it)\n",
+	 "(the SMC-R dialect is off without it)\n",
 	 1},
 	{KSMC("") "rules = ( { name = \"r\"; listen = \"127.0.0.1:6380\"; } "
 		  ");\n",
@@ -628,10 +628,10 @@ START_TEST(test_ksmc_buffer_share)
 {
 	struct conf *conf = load_ok(KSMC(""));
 
-	ck_assert_int_eq(conf->ksmc.buffer_share_per_host, 25);
+	ck_assert_int_eq(conf->smcr.buffer_share_per_host, 25);
 	conf_free(conf);
 	conf = load_ok(KSMC("buffer_share_per_host = 100;"));
-	ck_assert_int_eq(conf->ksmc.buffer_share_per_host, 100);
+	ck_assert_int_eq(conf->smcr.buffer_share_per_host, 100);
 	conf_free(conf);
 }
 END_TEST

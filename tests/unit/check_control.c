@@ -201,14 +201,14 @@ lgr_worker_json(struct worker *w, void *lgrs, void *links)
 }
 
 /* Standard groups with kernel hosts, per worker, for show peers. */
-struct std_group {
+struct smcr_group {
 	int worker;
 	const char *host;
 	bool up;
 	int conns, links;
 	size_t bytes; /* registered memory it adds to its host's */
 };
-static const struct std_group *std_groups;
+static const struct smcr_group *smcr_groups;
 static int nstd_groups;
 
 /* Each kernel host's registered memory on a worker, as its groups say. */
@@ -219,10 +219,10 @@ session_rdma_host_memory(struct worker *w, session_rdma_host_fn fn, void *arg)
 	int i;
 
 	for (i = 0; i < nstd_groups; i++) {
-		if (std_groups[i].worker != w->id || std_groups[i].bytes == 0)
+		if (smcr_groups[i].worker != w->id || smcr_groups[i].bytes == 0)
 			continue;
-		ck_assert_int_eq(addr_parse_host(std_groups[i].host, &a), 0);
-		fn(&a, std_groups[i].bytes, arg);
+		ck_assert_int_eq(addr_parse_host(smcr_groups[i].host, &a), 0);
+		fn(&a, smcr_groups[i].bytes, arg);
 	}
 }
 
@@ -235,18 +235,18 @@ session_rdma_host_limit(const struct conf *conf)
 }
 
 void
-lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
+lgr_smcr_foreach(const struct lgr_ctx *ctx, lgr_smcr_fn fn, void *arg)
 {
 	struct addr a;
 	int i;
 
 	/* worker_lgr() gives the worker itself as its context */
 	for (i = 0; i < nstd_groups; i++) {
-		if (std_groups[i].worker != ((const struct worker *)ctx)->id)
+		if (smcr_groups[i].worker != ((const struct worker *)ctx)->id)
 			continue;
-		ck_assert_int_eq(addr_parse_host(std_groups[i].host, &a), 0);
-		fn(&a, std_groups[i].up, std_groups[i].conns,
-		   std_groups[i].links, arg);
+		ck_assert_int_eq(addr_parse_host(smcr_groups[i].host, &a), 0);
+		fn(&a, smcr_groups[i].up, smcr_groups[i].conns,
+		   smcr_groups[i].links, arg);
 	}
 }
 
@@ -344,13 +344,13 @@ fallback_check_end(struct fallback_check *c)
 }
 
 /* check smc ADDRESS: the kernel SMC-R server's answer is kc_result's */
-static enum kpeer_check_result kc_result;
+static enum smcr_check_result kc_result;
 static uint32_t kc_decline;
 static const char *kc_error;
 
 void
-kpeer_check_init(struct kpeer_check *c, const struct conf *cf,
-		 const struct addr *to)
+smcr_check_init(struct smcr_check *c, const struct conf *cf,
+		const struct addr *to)
 {
 	memset(c, 0, sizeof(*c));
 	c->conf = cf;
@@ -359,7 +359,7 @@ kpeer_check_init(struct kpeer_check *c, const struct conf *cf,
 }
 
 bool
-kpeer_check_step(struct kpeer_check *c)
+smcr_check_step(struct smcr_check *c)
 {
 	c->result = kc_result;
 	c->decline = kc_decline;
@@ -371,7 +371,7 @@ kpeer_check_step(struct kpeer_check *c)
 }
 
 void
-kpeer_check_free(struct kpeer_check *c)
+smcr_check_free(struct smcr_check *c)
 {
 }
 
@@ -429,10 +429,10 @@ setup(void)
 	fb_stage = FALLBACK_CHECK_EXPORT;
 	fb_rc = fb_opens = 0;
 	fb_error = "";
-	kc_result = KPEER_CHECK_ACCEPTED;
+	kc_result = SMCR_CHECK_ACCEPTED;
 	kc_decline = 0x05000000;
 	kc_error = "";
-	std_groups = NULL;
+	smcr_groups = NULL;
 	nstd_groups = 0;
 	auth_limit_init(&auth_table);
 	base = event_base_new();
@@ -1050,7 +1050,7 @@ END_TEST
  */
 START_TEST(test_kernel_hosts)
 {
-	static const struct std_group groups[] = {
+	static const struct smcr_group groups[] = {
 		{0, "192.0.2.7", true, 3, 1, 3 << 20},
 		{1, "192.0.2.7", false, 0, 0, 1 << 20},
 		{1, "192.0.2.7", true, 2, 2, 1 << 20},
@@ -1071,7 +1071,7 @@ START_TEST(test_kernel_hosts)
 	ck_assert(khost_open(&a7));
 	khost_decline(&a7, 0x03030002, false);
 	khost_close(&a7);
-	std_groups = groups;
+	smcr_groups = groups;
 	nstd_groups = 4;
 
 	/* no kernel_smc: the hosts seen, no group walked */
@@ -1602,7 +1602,7 @@ START_TEST(test_check_smc)
 	ask_error(c, req,
 		  "smc 127.0.0.1:16390: it ACCEPTs SMC-R, but connections "
 		  "from here go on as TCP: kernel_smc is off");
-	kc_result = KPEER_CHECK_DECLINED;
+	kc_result = SMCR_CHECK_DECLINED;
 	kc_decline = 0x03030008;
 	kc_error = "peer sent no UEID";
 	r = ask(c, req);
@@ -1616,7 +1616,7 @@ START_TEST(test_check_smc)
 			 "answer: DECLINE NOUEID 0x03030008 (peer sent no "
 			 "UEID)");
 	json_decref(r);
-	kc_result = KPEER_CHECK_PLAIN;
+	kc_result = SMCR_CHECK_PLAIN;
 	kc_error = "its SYN-ACK did not echo the SMC-R option: plain TCP";
 	ask_error(c, req,
 		  "smc 127.0.0.1:16390: does not speak SMC-R: its SYN-ACK "

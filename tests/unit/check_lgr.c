@@ -27,7 +27,7 @@
 #include "smcproxyd.h"
 #include "lgr.h"
 #include "monitor.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "clc_wire.h"
 #include "llc_wire.h"
 
@@ -395,7 +395,7 @@ START_TEST(handshake_confirmed)
 END_TEST
 
 static bool
-std_both_active(void)
+smcr_both_active(void)
 {
 	const struct lgr *la = lgr_of(&A), *lb = lgr_of(&B);
 
@@ -404,22 +404,22 @@ std_both_active(void)
 }
 
 /* What B's link got of the v2-form ADD_LINK type (A's answer). */
-static uint8_t std_answer[LLC_MSG_LEN];
-static size_t std_answer_len;
+static uint8_t smcr_answer[LLC_MSG_LEN];
+static size_t smcr_answer_len;
 
 static void
-std_answer_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
+smcr_answer_rx(struct wr_link *l, const void *msg, size_t len, void *arg)
 {
 	(void)l;
 	(void)arg;
-	std_answer_len = len < sizeof(std_answer) ? len : sizeof(std_answer);
-	memcpy(std_answer, msg, std_answer_len);
+	smcr_answer_len = len < sizeof(smcr_answer) ? len : sizeof(smcr_answer);
+	memcpy(smcr_answer, msg, smcr_answer_len);
 }
 
 static bool
-std_answered(void)
+smcr_answered(void)
 {
-	return std_answer_len > 0;
+	return smcr_answer_len > 0;
 }
 
 /*
@@ -437,15 +437,15 @@ post_raw(struct lgr_link *link, const void *msg, size_t len)
 	ck_assert_int_eq(wr_tx_post(link->wr, slot, NULL, 0, NULL, NULL), 0);
 }
 
-/* Both sides with kernel_smc on (the standard dialect), ndev devices. */
+/* Both sides with kernel_smc on (the SMC-R dialect), ndev devices. */
 /*
  * Both sides serve the EID "LAB"; allow_a and allow_b are their
  * kernel_smc.allow lists (a quoted, comma separated list).  The second
  * link's GIDs are loopdev's 127.0.1.N: a side whose list lacks them
- * refuses the other's second link (lgr_std_gid_bound).
+ * refuses the other's second link (lgr_smcr_gid_bound).
  */
 static void
-std_sides_allow(int ndev, const char *allow_a, const char *allow_b)
+smcr_sides_allow(int ndev, const char *allow_a, const char *allow_b)
 {
 	static char extra[160];
 
@@ -462,28 +462,28 @@ std_sides_allow(int ndev, const char *allow_a, const char *allow_b)
 }
 
 static void
-std_sides(int ndev)
+smcr_sides(int ndev)
 {
-	std_sides_allow(ndev, "\"127.0.1.0/24\"", "\"127.0.1.0/24\"");
+	smcr_sides_allow(ndev, "\"127.0.1.0/24\"", "\"127.0.1.0/24\"");
 }
 
-/* The EID std_sides serve, as the wire has it: "LAB", blank-padded. */
+/* The EID smcr_sides serve, as the wire has it: "LAB", blank-padded. */
 static const uint8_t *
 lab_eid(void)
 {
-	static uint8_t eid[SCLC_EID_LEN];
+	static uint8_t eid[SMCR_CLC_EID_LEN];
 
-	ck_assert_int_eq(sclc_eid_put(eid, "LAB"), 0);
+	ck_assert_int_eq(smcr_clc_eid_put(eid, "LAB"), 0);
 	return eid;
 }
 
-/* The TCP addresses the standard groups are made with (std_host). */
+/* The TCP addresses the standard groups are made with (smcr_host). */
 static struct addr host_a, host_b, host_x;
 
-static int std_seen; /* groups lgr_std_foreach gave std_seen_cb */
+static int smcr_seen; /* groups lgr_smcr_foreach gave smcr_seen_cb */
 
 static void
-std_seen_cb(const struct addr *h, bool up, int conns, int links, void *arg)
+smcr_seen_cb(const struct addr *h, bool up, int conns, int links, void *arg)
 {
 	char ip[ADDR_STRLEN];
 
@@ -492,7 +492,7 @@ std_seen_cb(const struct addr *h, bool up, int conns, int links, void *arg)
 	ck_assert(up);
 	ck_assert_int_eq(conns, 1);
 	ck_assert_int_eq(links, 1);
-	std_seen++;
+	smcr_seen++;
 }
 
 static const struct addr *
@@ -504,15 +504,15 @@ host(struct addr *a, const char *ip)
 
 /*
  * s's standard group of role with the peer sysid, gid (release, asking
- * for two links), as kpeer.c makes it, with its first connection c: its
+ * for two links), as smcr.c makes it, with its first connection c: its
  * first link's QP and our system id for the CLC in *q and sys.  The
  * peer's TCP address: A's (192.0.2.1) for B's server groups, B's
  * (192.0.2.2) for A's client groups.
  */
 static struct lgr *
-std_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
-	  const uint8_t gid[16], uint8_t release, struct lgr_conn *c,
-	  struct dev_qp_addr *q, uint8_t sys[8])
+smcr_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
+	   const uint8_t gid[16], uint8_t release, struct lgr_conn *c,
+	   struct dev_qp_addr *q, uint8_t sys[8])
 {
 	const struct addr *peer = role == LGR_ROLE_SERVER ?
 					  host(&host_a, "192.0.2.1") :
@@ -523,25 +523,25 @@ std_group(struct side *s, enum lgr_role role, const uint8_t sysid[8],
 
 	memset(&any, 0, sizeof(any));
 	memset(c, 0, sizeof(*c));
-	l = lgr_std_new(s->ctx, role, sysid, gid, 255, 2, release, &any, peer,
-			lab_eid(), &decline);
+	l = lgr_smcr_new(s->ctx, role, sysid, gid, 255, 2, release, &any, peer,
+			 lab_eid(), &decline);
 	ck_assert_ptr_nonnull(l);
 	ck_assert_int_eq(lgr_conn_add_first(l, c), 0);
 	ck_assert_uint_ne(c->token, 0);
-	lgr_std_local(&l->link[0], q, sys);
+	lgr_smcr_local(&l->link[0], q, sys);
 	return l;
 }
 
 /*
- * The standard dialect's groups (kernel SMC-R peers), set up as kpeer.c
+ * The SMC-R dialect's groups (kernel SMC-R peers), set up as smcr.c
  * does once the CLC told each side the other's QP: the server's group
  * and the client's, each with the connection of that CLC on it from the
  * start, come up by CONFIRM_LINK in LLC v2's form (each side decodes
  * only that on such a group), one link, no ADD_LINK; a second
- * connection finds them (lgr_std_find) by system id, GID and QP; both
+ * connection finds them (lgr_smcr_find) by system id, GID and QP; both
  * are accounted to the kernel peers' pseudo-peer and named smc-r.
  */
-START_TEST(std_groups_both_roles)
+START_TEST(smcr_groups_both_roles)
 {
 	struct lgr_conn ca, cb, ca2;
 	struct dev_qp_addr qa, qb;
@@ -556,32 +556,32 @@ START_TEST(std_groups_both_roles)
 	uint8_t raw[LLC_V2_ADD_LINK_LEN(1)];
 	int n;
 
-	std_sides(1);
+	smcr_sides(1);
 	memset(&ca2, 0, sizeof(ca2));
 	/* the client's PROPOSAL (v2 only, as Linux: system id zero) */
 	/* the client is release 0 (Linux 6.1): B offers an ADD_LINK
 	 * without a link once the group is up (one device: one link) */
-	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
+	lb = smcr_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
 	/* on its way: a second PROPOSAL from that client waits for it */
-	ck_assert(lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, gb, &host_a));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga, &host_a));
+	ck_assert(lgr_smcr_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
+	ck_assert(!lgr_smcr_pending(B.ctx, LGR_ROLE_SERVER, zero, gb, &host_a));
+	ck_assert(!lgr_smcr_pending(B.ctx, LGR_ROLE_CLIENT, zero, ga, &host_a));
 	/* not for another host claiming that client's system id and GID */
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga,
-				   host(&host_x, "192.0.2.9")));
+	ck_assert(!lgr_smcr_pending(B.ctx, LGR_ROLE_SERVER, zero, ga,
+				    host(&host_x, "192.0.2.9")));
 	/* B's ACCEPT: A's group with B, its QP connected, waiting */
-	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 1, &ca, &qa, sa);
+	la = smcr_group(&A, LGR_ROLE_CLIENT, sb, gb, 1, &ca, &qa, sa);
 	/* not before the group is active: only at its setup */
 	ck_assert_int_eq(lgr_conn_add_first(la, &ca2), -EINVAL);
-	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
+	ck_assert_uint_eq(lgr_smcr_peer(la, &qb), 0);
 	/* A's CONFIRM: B connects and sends CONFIRM_LINK */
-	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
-	ck_assert(run_until(std_both_active, WAIT_MS));
-	ck_assert(lgr_is_std(la) && lgr_is_std(lb));
-	ck_assert(!lgr_std_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
+	ck_assert_uint_eq(lgr_smcr_peer(lb, &qa), 0);
+	ck_assert(run_until(smcr_both_active, WAIT_MS));
+	ck_assert(lgr_is_smcr(la) && lgr_is_smcr(lb));
+	ck_assert(!lgr_smcr_pending(B.ctx, LGR_ROLE_SERVER, zero, ga, &host_a));
 	ck_assert_uint_eq(la->max_links, 1);
 	ck_assert_uint_eq(lb->max_links, 1);
-	ck_assert_str_eq(lgr_peer(la)->name, CONF_KSMC_PEER);
+	ck_assert_str_eq(lgr_peer(la)->name, CONF_SMCR_PEER);
 	ck_assert_uint_eq(stat(&B, STAT_smc_lgrs), 1);
 	ck_assert_uint_eq(stat(&A, STAT_smc_out_lgrs), 1);
 	ck_assert_uint_eq(stat(&A, STAT_link_up), 1);
@@ -590,35 +590,35 @@ START_TEST(std_groups_both_roles)
 	ck_assert(memcmp(sa, zero, 8) != 0);
 	/* a later connection joins: the server by system id and GID, the
 	 * client by the QP the server's ACCEPT names */
-	ck_assert_ptr_eq(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0,
-				      &host_a, NULL),
+	ck_assert_ptr_eq(lgr_smcr_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0,
+				       &host_a, NULL),
 			 lb);
-	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-				      qb.qpn, &host_b, &on),
+	ck_assert_ptr_eq(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				       qb.qpn, &host_b, &on),
 			 la);
 	ck_assert_ptr_eq(on, &la->link[0]);
-	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-					qb.qpn + 1, &host_b, NULL));
-	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0,
-					&host_b, NULL));
+	ck_assert_ptr_null(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+					 qb.qpn + 1, &host_b, NULL));
+	ck_assert_ptr_null(lgr_smcr_find(A.ctx, LGR_ROLE_SERVER, sb, qb.gid, 0,
+					 &host_b, NULL));
 	/* issue 43, M1: a join is bound to the host the group was made
 	 * with.  Another server (192.0.2.9), whose ACCEPT names B's system
 	 * id, GID and QP, does not get A's group with B (A would write its
 	 * client's bytes into B's memory at the rkey the other chose); nor
 	 * does another client that names A's in its PROPOSAL get B's.  With
-	 * no host (session_rdma_std_foreign: is it another's?) both show */
+	 * no host (session_rdma_smcr_foreign: is it another's?) both show */
 	host(&host_x, "192.0.2.9");
-	ck_assert_ptr_null(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-					qb.qpn, &host_x, NULL));
-	ck_assert_ptr_null(lgr_std_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid, 0,
-					&host_x, NULL));
-	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-				      qb.qpn, NULL, NULL),
+	ck_assert_ptr_null(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+					 qb.qpn, &host_x, NULL));
+	ck_assert_ptr_null(lgr_smcr_find(B.ctx, LGR_ROLE_SERVER, zero, qa.gid,
+					 0, &host_x, NULL));
+	ck_assert_ptr_eq(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				       qb.qpn, NULL, NULL),
 			 la);
 	/* the same host under another address family is the same host */
-	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
-				      qb.qpn, host(&host_x, "::ffff:192.0.2.2"),
-				      NULL),
+	ck_assert_ptr_eq(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb, qb.gid,
+				       qb.qpn,
+				       host(&host_x, "::ffff:192.0.2.2"), NULL),
 			 la);
 	ck_assert_int_eq(lgr_conn_add(la, &ca2), 0);
 	ck_assert_ptr_eq(lgr_conn_find(la, ca2.token), &ca2);
@@ -627,7 +627,7 @@ START_TEST(std_groups_both_roles)
 	run_for(3 * tmo.llc_wait_ms);
 	ck_assert_uint_eq(stat(&B, STAT_smc_add_link_none), 1);
 	ck_assert_uint_eq(stat(&A, STAT_smc_add_link_rejects), 1);
-	ck_assert(!lb->std_offered);
+	ck_assert(!lb->smcr_offered);
 	ck_assert_int_eq(lgr_links_active(la), 1);
 	ck_assert_int_eq(lgr_links_active(lb), 1);
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
@@ -638,7 +638,7 @@ START_TEST(std_groups_both_roles)
 	 * keeps its one link (B's link takes the answer here: our server
 	 * never asks) */
 	wr_rx_register(lb->link[0].wr, LLC_V2_FORM | LLC_ADD_LINK,
-		       std_answer_rx);
+		       smcr_answer_rx);
 	v2 = calloc(1, sizeof(*v2));
 	ck_assert_ptr_nonnull(v2);
 	v2->form = 2;
@@ -656,17 +656,17 @@ START_TEST(std_groups_both_roles)
 	n = llc_v2_encode(raw, sizeof(raw), v2);
 	ck_assert_int_eq(n, (int)LLC_V2_ADD_LINK_LEN(1));
 	post_raw(&lb->link[0], raw, (size_t)n);
-	ck_assert(run_until(std_answered, WAIT_MS));
-	ck_assert_uint_eq(std_answer_len, LLC_MSG_LEN);
-	ck_assert_int_eq(llc_v2_decode(std_answer, std_answer_len, v2), 0);
+	ck_assert(run_until(smcr_answered, WAIT_MS));
+	ck_assert_uint_eq(smcr_answer_len, LLC_MSG_LEN);
+	ck_assert_int_eq(llc_v2_decode(smcr_answer, smcr_answer_len, v2), 0);
 	ck_assert_uint_eq(v2->form, 2);
 	ck_assert_uint_eq(v2->m.type, LLC_ADD_LINK);
 	ck_assert_uint_eq(v2->m.flags, LLC_FLAG_RESP | LLC_FLAG_ADD_LINK_REJ);
 	/* a Linux client's REQ_ADD_LINK with two GIDs (60 bytes): B
 	 * answers as Linux does, the first 44 bytes with RESP set */
-	std_answer_len = 0;
+	smcr_answer_len = 0;
 	wr_rx_register(la->link[0].wr, LLC_V2_FORM | LLC_REQ_ADD_LINK,
-		       std_answer_rx);
+		       smcr_answer_rx);
 	memset(v2, 0, sizeof(*v2));
 	v2->form = 2;
 	v2->m.type = LLC_REQ_ADD_LINK;
@@ -676,9 +676,9 @@ START_TEST(std_groups_both_roles)
 	n = llc_v2_encode(raw, sizeof(raw), v2);
 	ck_assert_int_eq(n, LLC_MSG_LEN + 16);
 	post_raw(&la->link[0], raw, (size_t)n);
-	ck_assert(run_until(std_answered, WAIT_MS));
-	ck_assert_uint_eq(std_answer_len, LLC_MSG_LEN);
-	ck_assert_int_eq(llc_v2_decode(std_answer, std_answer_len, v2), 0);
+	ck_assert(run_until(smcr_answered, WAIT_MS));
+	ck_assert_uint_eq(smcr_answer_len, LLC_MSG_LEN);
+	ck_assert_int_eq(llc_v2_decode(smcr_answer, smcr_answer_len, v2), 0);
 	ck_assert_uint_eq(v2->m.type, LLC_REQ_ADD_LINK);
 	ck_assert_uint_eq(v2->m.flags, LLC_FLAG_RESP);
 	ck_assert_uint_eq(v2->gid_cnt, 1);
@@ -701,9 +701,9 @@ START_TEST(std_groups_both_roles)
 			 "192.0.2.1");
 	/* show peers' walk: B's server group with A's host, up, its
 	 * connection and its one link */
-	std_seen = 0;
-	lgr_std_foreach(B.ctx, std_seen_cb, NULL);
-	ck_assert_int_eq(std_seen, 1);
+	smcr_seen = 0;
+	lgr_smcr_foreach(B.ctx, smcr_seen_cb, NULL);
+	ck_assert_int_eq(smcr_seen, 1);
 	json_decref(lgrs);
 	json_decref(links);
 	lgr_conn_del(&ca2);
@@ -1164,28 +1164,28 @@ START_TEST(monitor_events)
 END_TEST
 
 /* A's rkey for the peer's RMB 0x1111 on link 1, told for link id. */
-static uint32_t std_rkey_id;
+static uint32_t smcr_rkey_id;
 
 static bool
-std_rkey_told(void)
+smcr_rkey_told(void)
 {
 	uint32_t rkey = 0;
 	uint64_t vaddr;
 
 	return rtoken_get(&lgr_of(&A)->rtokens, 1, 0x1111, 0x20000,
-			  (uint8_t)std_rkey_id, &rkey, &vaddr) == 0 &&
+			  (uint8_t)smcr_rkey_id, &rkey, &vaddr) == 0 &&
 	       rkey == 0x2222 && vaddr == 0x20000;
 }
 
 static bool
-std_rkey_gone(void)
+smcr_rkey_gone(void)
 {
-	return !std_rkey_told();
+	return !smcr_rkey_told();
 }
 
 /* A kernel peer's message m in v2 form over B's link to A's. */
 static void
-std_post(struct lgr_link *link, const struct llc_info *m)
+smcr_post(struct lgr_link *link, const struct llc_info *m)
 {
 	struct llc_v2_info *v = calloc(1, sizeof(*v));
 	uint8_t raw[LLC_MSG_LEN];
@@ -1202,12 +1202,12 @@ std_post(struct lgr_link *link, const struct llc_info *m)
  * Standard groups where both sides have a second device: the server (a
  * release 0 client's) adds the second link with a v2 ADD_LINK, and the
  * client takes it, where one device each gets the offer without a link
- * (std_groups_both_roles).  A kernel peer's CONFIRM_RKEY tells the rkey
+ * (smcr_groups_both_roles).  A kernel peer's CONFIRM_RKEY tells the rkey
  * of its RMB on the other link (kept by the group, rtoken.c) and its
  * DELETE_RKEY drops it; a link's failure moves the connections to the
  * other, as in our own dialect.
  */
-START_TEST(std_second_link)
+START_TEST(smcr_second_link)
 {
 	struct lgr_conn ca, cb, c2;
 	struct dev_qp_addr qa, qb;
@@ -1218,14 +1218,14 @@ START_TEST(std_second_link)
 	struct lgr *la, *lb;
 	struct llc_info m;
 
-	std_sides(2);
+	smcr_sides(2);
 	memset(&c2, 0, sizeof(c2));
-	lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
+	lb = smcr_group(&B, LGR_ROLE_SERVER, zero, ga, 0, &cb, &qb, sb);
 	ck_assert_uint_eq(lb->max_links, 2);
-	la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, &ca, &qa, sa);
+	la = smcr_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, &ca, &qa, sa);
 	ck_assert_uint_eq(la->max_links, 2);
-	ck_assert_uint_eq(lgr_std_peer(la, &qb), 0);
-	ck_assert_uint_eq(lgr_std_peer(lb, &qa), 0);
+	ck_assert_uint_eq(lgr_smcr_peer(la, &qb), 0);
+	ck_assert_uint_eq(lgr_smcr_peer(lb, &qa), 0);
 	ck_assert(run_until(both_two_links, WAIT_MS));
 	ka = link_n(&A, 2);
 	kb = link_n(&B, 2);
@@ -1239,12 +1239,13 @@ START_TEST(std_second_link)
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
 	ck_assert_uint_eq(stat(&B, STAT_llc_protocol_errors), 0);
 	/* the client joins on the link the ACCEPT names: the second's QP */
-	ck_assert_ptr_eq(lgr_std_find(A.ctx, LGR_ROLE_CLIENT, sb, kb->local.gid,
-				      kb->local.qpn, &host_b, &bad),
+	ck_assert_ptr_eq(lgr_smcr_find(A.ctx, LGR_ROLE_CLIENT, sb,
+				       kb->local.gid, kb->local.qpn, &host_b,
+				       &bad),
 			 la);
 	ck_assert_ptr_eq(bad, ka);
 	/* the kernel server's CONFIRM_RKEY for a new RMB, over link 1 */
-	std_rkey_id = ka->id;
+	smcr_rkey_id = ka->id;
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_CONFIRM_RKEY;
 	m.confirm_rkey.num_rkeys = 1;
@@ -1253,14 +1254,14 @@ START_TEST(std_second_link)
 	m.confirm_rkey.rt[1].link_id = ka->id;
 	m.confirm_rkey.rt[1].rkey = 0x2222;
 	m.confirm_rkey.rt[1].vaddr = 0x20000;
-	std_post(&lb->link[0], &m);
-	ck_assert(run_until(std_rkey_told, WAIT_MS));
+	smcr_post(&lb->link[0], &m);
+	ck_assert(run_until(smcr_rkey_told, WAIT_MS));
 	memset(&m, 0, sizeof(m));
 	m.type = LLC_DELETE_RKEY;
 	m.delete_rkey.num_rkeys = 1;
 	m.delete_rkey.rkey[0] = 0x1111;
-	std_post(&lb->link[0], &m);
-	ck_assert(run_until(std_rkey_gone, WAIT_MS));
+	smcr_post(&lb->link[0], &m);
+	ck_assert(run_until(smcr_rkey_gone, WAIT_MS));
 	ck_assert_uint_eq(stat(&A, STAT_llc_protocol_errors), 0);
 	/* link 1 fails: A's connections move to link 2, the group stays */
 	ca.link_down = conn_link_down;
@@ -1299,23 +1300,23 @@ b_refused_gid(void)
 
 /*
  * Standard groups of two devices each, A the client, B the server, with
- * those kernel_smc.allow lists (std_sides_allow): B's group in *lb,
+ * those kernel_smc.allow lists (smcr_sides_allow): B's group in *lb,
  * A's in *la, their first connections ca and cb, the first links up.
  */
 static void
-std_pair(const char *allow_a, const char *allow_b, struct lgr **la,
-	 struct lgr **lb, struct lgr_conn *ca, struct lgr_conn *cb)
+smcr_pair(const char *allow_a, const char *allow_b, struct lgr **la,
+	  struct lgr **lb, struct lgr_conn *ca, struct lgr_conn *cb)
 {
 	static const uint8_t ga[16] = {0xfe, 0x80, [15] = 0xa},
 			     gb[16] = {0xfe, 0x80, [15] = 0xb};
 	uint8_t sa[8], sb[8], zero[8] = {0};
 	struct dev_qp_addr qa, qb;
 
-	std_sides_allow(2, allow_a, allow_b);
-	*lb = std_group(&B, LGR_ROLE_SERVER, zero, ga, 0, cb, &qb, sb);
-	*la = std_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, ca, &qa, sa);
-	ck_assert_uint_eq(lgr_std_peer(*la, &qb), 0);
-	ck_assert_uint_eq(lgr_std_peer(*lb, &qa), 0);
+	smcr_sides_allow(2, allow_a, allow_b);
+	*lb = smcr_group(&B, LGR_ROLE_SERVER, zero, ga, 0, cb, &qb, sb);
+	*la = smcr_group(&A, LGR_ROLE_CLIENT, sb, gb, 0, ca, &qa, sa);
+	ck_assert_uint_eq(lgr_smcr_peer(*la, &qb), 0);
+	ck_assert_uint_eq(lgr_smcr_peer(*lb, &qa), 0);
 }
 
 /*
@@ -1326,14 +1327,14 @@ std_pair(const char *allow_a, const char *allow_b, struct lgr **la,
  * an answer, deletes the link and offers no more in that group.  No LLC
  * protocol error either way.
  */
-START_TEST(std_second_link_unbound)
+START_TEST(smcr_second_link_unbound)
 {
 	const char *loop = "\"127.0.1.0/24\"", *other = "\"198.51.100.0/24\"";
 	struct lgr_conn ca, cb;
 	struct lgr *la, *lb;
 
 	/* the client A lacks B's second GID in allow */
-	std_pair(other, loop, &la, &lb, &ca, &cb);
+	smcr_pair(other, loop, &la, &lb, &ca, &cb);
 	ck_assert(run_until(a_refused_gid, WAIT_MS));
 	run_for(50);
 	ck_assert(lgr_active(&A, 1) && lgr_active(&B, 1));
@@ -1348,7 +1349,7 @@ START_TEST(std_second_link_unbound)
 	side_free(&B);
 
 	/* the server B lacks A's second GID: it refuses A's answer */
-	std_pair(loop, other, &la, &lb, &ca, &cb);
+	smcr_pair(loop, other, &la, &lb, &ca, &cb);
 	ck_assert(run_until(b_refused_gid, WAIT_MS));
 	ck_assert(run_until(both_active, WAIT_MS));
 	ck_assert_uint_eq(lb->max_links, 1);
@@ -2168,7 +2169,7 @@ b_groups_settled(void)
  */
 /* A pending standard server group on B with the client at ip. */
 static struct lgr *
-std_pending_on_b(const char *ip)
+smcr_pending_on_b(const char *ip)
 {
 	static const uint8_t zero[8], g[16] = {0xfe, 0x80, [15] = 0xa};
 	struct addr any, peer;
@@ -2176,8 +2177,8 @@ std_pending_on_b(const char *ip)
 	struct lgr *l;
 
 	memset(&any, 0, sizeof(any));
-	l = lgr_std_new(B.ctx, LGR_ROLE_SERVER, zero, g, 255, 1, 1, &any,
-			host(&peer, ip), lab_eid(), &decline);
+	l = lgr_smcr_new(B.ctx, LGR_ROLE_SERVER, zero, g, 255, 1, 1, &any,
+			 host(&peer, ip), lab_eid(), &decline);
 	ck_assert_ptr_nonnull(l);
 	return l;
 }
@@ -2188,46 +2189,47 @@ std_pending_on_b(const char *ip)
  * its own; all hosts together at max_pending; a host's connections at
  * max_conns_per_host, joins included.  Each bound is counted.
  */
-START_TEST(std_budgets_per_host)
+START_TEST(smcr_budgets_per_host)
 {
-	struct conf_ksmc *k;
+	struct conf_smcr *k;
 	struct lgr_conn c;
 	struct addr h;
 	char ip[32];
 	struct lgr *first = NULL;
 	int i, n;
 
-	std_sides(1);
-	k = &B.conf->ksmc;
+	smcr_sides(1);
+	k = &B.conf->smcr;
 	ck_assert_int_eq(k->max_pending_per_host, 4);
 	ck_assert_int_eq(k->max_pending, 32);
 	host(&host_a, "192.0.2.1");
-	for (n = 0; lgr_std_budget(B.ctx, &host_a, true) == 0; n++) {
+	for (n = 0; lgr_smcr_budget(B.ctx, &host_a, true) == 0; n++) {
 		ck_assert_int_lt(n, 100);
-		first = std_pending_on_b("192.0.2.1");
+		first = smcr_pending_on_b("192.0.2.1");
 	}
 	ck_assert_int_eq(n, 4);
 	ck_assert_uint_eq(stat(&B, STAT_smc_budget_host_pending), 1);
 	/* another host is not held up by the first */
-	ck_assert_int_eq(lgr_std_budget(B.ctx, host(&h, "192.0.2.9"), true), 0);
+	ck_assert_int_eq(lgr_smcr_budget(B.ctx, host(&h, "192.0.2.9"), true),
+			 0);
 	/* all hosts together: 28 more from seven others, then none */
 	for (i = 2; i < 9; i++) {
 		snprintf(ip, sizeof(ip), "198.51.100.%d", i);
 		for (n = 0; n < 4; n++) {
 			ck_assert_int_eq(
-				lgr_std_budget(B.ctx, host(&h, ip), true), 0);
-			std_pending_on_b(ip);
+				lgr_smcr_budget(B.ctx, host(&h, ip), true), 0);
+			smcr_pending_on_b(ip);
 		}
 	}
-	ck_assert_int_eq(lgr_std_budget(B.ctx, host(&h, "192.0.2.9"), true),
+	ck_assert_int_eq(lgr_smcr_budget(B.ctx, host(&h, "192.0.2.9"), true),
 			 -ENOSPC);
 	ck_assert_uint_eq(stat(&B, STAT_smc_budget_pending), 1);
 	/* a join needs no new group: only the host's connections count */
-	ck_assert_int_eq(lgr_std_budget(B.ctx, &host_a, false), 0);
+	ck_assert_int_eq(lgr_smcr_budget(B.ctx, &host_a, false), 0);
 	k->max_conns_per_host = 1;
 	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(lgr_conn_add_first(first, &c), 0);
-	ck_assert_int_eq(lgr_std_budget(B.ctx, &host_a, false), -ENOSPC);
+	ck_assert_int_eq(lgr_smcr_budget(B.ctx, &host_a, false), -ENOSPC);
 	ck_assert_uint_eq(stat(&B, STAT_smc_budget_host_conns), 1);
 	lgr_conn_del(&c);
 }
@@ -2238,16 +2240,16 @@ END_TEST
  * its EID is still served and, for a client's (our server role), its
  * host still in allow (worker_revoke ends the others).
  */
-START_TEST(std_kept_on_reload)
+START_TEST(smcr_kept_on_reload)
 {
-	struct conf_ksmc k;
+	struct conf_smcr k;
 	struct addr_net net;
 	char *allow[] = {"192.0.2.0/24"}, *ueids[] = {"LAB"},
 	     *other[] = {"OTHER"};
 	struct lgr *mine;
 
-	std_sides(1);
-	mine = std_pending_on_b("192.0.2.1");
+	smcr_sides(1);
+	mine = smcr_pending_on_b("192.0.2.1");
 	memset(&k, 0, sizeof(k));
 	k.enabled = true;
 	k.allow = allow;
@@ -2256,31 +2258,31 @@ START_TEST(std_kept_on_reload)
 	ck_assert_int_eq(addr_net_parse(allow[0], &net), 0);
 	k.ueids = ueids;
 	k.nueids = 1;
-	ck_assert(lgr_std_kept(mine, &k));
+	ck_assert(lgr_smcr_kept(mine, &k));
 	/* its host out of allow */
 	ck_assert_int_eq(addr_net_parse("198.51.100.0/24", &net), 0);
-	ck_assert(!lgr_std_kept(mine, &k));
+	ck_assert(!lgr_smcr_kept(mine, &k));
 	ck_assert_int_eq(addr_net_parse(allow[0], &net), 0);
 	/* its EID no longer served */
 	k.ueids = other;
-	ck_assert(!lgr_std_kept(mine, &k));
+	ck_assert(!lgr_smcr_kept(mine, &k));
 	k.ueids = ueids;
 	/* kernel_smc gone */
 	k.enabled = false;
-	ck_assert(!lgr_std_kept(mine, &k));
+	ck_assert(!lgr_smcr_kept(mine, &k));
 }
 END_TEST
 
 /* A's group with B active on both sides, B's among its kernel groups. */
 static bool
-native_up_beside_std(void)
+native_up_beside_smcr(void)
 {
 	const struct lgr *l;
 
 	if (!lgr_active(&A, 1))
 		return stat(&A, STAT_clnt_hshake_err_cnt) > 0;
 	TAILQ_FOREACH(l, &B.ctx->lgrs, entry)
-		if (!l->std && l->state == LGR_STATE_ACTIVE)
+		if (!l->smcr && l->state == LGR_STATE_ACTIVE)
 			return true;
 	return false;
 }
@@ -2291,19 +2293,19 @@ native_up_beside_std(void)
  * them on B (budgets raised, as if 70 hosts each had one), the
  * authenticated peer A still gets its group (before: DECLINE MEM).
  */
-START_TEST(std_pending_spare_native_peers)
+START_TEST(smcr_pending_spare_native_peers)
 {
 	char ip[32];
 	int i;
 
-	std_sides(1);
-	B.conf->ksmc.max_pending = 4096;
+	smcr_sides(1);
+	B.conf->smcr.max_pending = 4096;
 	for (i = 0; i < 70; i++) {
 		snprintf(ip, sizeof(ip), "198.51.100.%d", i + 1);
-		std_pending_on_b(ip);
+		smcr_pending_on_b(ip);
 	}
 	connect_ab();
-	ck_assert(run_until(native_up_beside_std, WAIT_MS));
+	ck_assert(run_until(native_up_beside_smcr, WAIT_MS));
 	ck_assert_uint_eq(stat(&A, STAT_clnt_hshake_err_cnt), 0);
 }
 END_TEST
@@ -2379,9 +2381,9 @@ lgr_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, handshake_confirmed);
-	tcase_add_test(tc, std_groups_both_roles);
-	tcase_add_test(tc, std_second_link);
-	tcase_add_test(tc, std_second_link_unbound);
+	tcase_add_test(tc, smcr_groups_both_roles);
+	tcase_add_test(tc, smcr_second_link);
+	tcase_add_test(tc, smcr_second_link_unbound);
 	tcase_add_test(tc, links_take_the_peers_path);
 	tcase_add_test(tc, decline_after_client_confirmed);
 	tcase_add_test(tc, handshake_with_key);
@@ -2410,9 +2412,9 @@ lgr_suite(void)
 	tcase_add_test(tc, llc_waits_past_queue);
 	tcase_add_test(tc, reuse_until_full);
 	tcase_add_test(tc, max_lgrs_per_peer);
-	tcase_add_test(tc, std_budgets_per_host);
-	tcase_add_test(tc, std_kept_on_reload);
-	tcase_add_test(tc, std_pending_spare_native_peers);
+	tcase_add_test(tc, smcr_budgets_per_host);
+	tcase_add_test(tc, smcr_kept_on_reload);
+	tcase_add_test(tc, smcr_pending_spare_native_peers);
 	tcase_add_test(tc, max_lgrs_charged_after_auth);
 	suite_add_tcase(s, tc);
 	return s;

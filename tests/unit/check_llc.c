@@ -2,7 +2,7 @@
 /*
  * LLC codec: every type round trips at the offsets docs/protocol.md gives;
  * wrong lengths, unknown types, flags a type does not carry, reserved
- * bytes and out-of-range fields are all refused.  The standard dialect
+ * bytes and out-of-range fields are all refused.  The SMC-R dialect
  * (llc_v2_*): what Linux 6.12 sent on a link (tests/fixtures/ksmc)
  * decodes to the values it carried and encodes back to the same bytes;
  * its long ADD_LINK and REQ_ADD_LINK, its host-endian lengths and its

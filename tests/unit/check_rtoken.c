@@ -142,12 +142,12 @@ END_TEST
 static struct lgr G;
 
 static void
-group(bool std)
+group(bool smcr)
 {
 	int i;
 
 	memset(&G, 0, sizeof(G));
-	G.std = std;
+	G.smcr = smcr;
 	G.id = 7;
 	TAILQ_INIT(&G.conns);
 	for (i = 0; i < LGR_LINK_SLOTS; i++) {
@@ -273,7 +273,7 @@ END_TEST
  * finds its rkey on its own link without one, and its end leaves the
  * rows to the peer's DELETE_RKEY.
  */
-START_TEST(std_conns)
+START_TEST(smcr_conns)
 {
 	struct lgr_conn a;
 	struct llc_info m;
@@ -319,7 +319,7 @@ rtoken_suite(void)
 	tcase_add_test(tc, full_at_255);
 	tcase_add_test(tc, keyed_by_address);
 	tcase_add_test(tc, native_conns);
-	tcase_add_test(tc, std_conns);
+	tcase_add_test(tc, smcr_conns);
 	suite_add_tcase(s, tc);
 	return s;
 }

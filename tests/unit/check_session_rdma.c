@@ -1381,153 +1381,153 @@ START_TEST(resume_over_tcp_with_the_key)
 END_TEST
 
 /*
- * A kernel client's PROPOSALs (kpeer.c) that find the group with it on
- * its way wait for it, parked (session_rdma_std_wait) behind the
+ * A kernel client's PROPOSALs (smcr.c) that find the group with it on
+ * its way wait for it, parked (session_rdma_smcr_wait) behind the
  * connection that set it up, and are woken by the group itself: nothing
  * runs while it is set up (no poll), and its failure wakes each waiter
  * at once, once, in the order they came, with nothing left to wait for.
  */
-#define STD_WAITERS 8
+#define SMCR_WAITERS 8
 
-static struct conf_export std_exp = {.name = "e"};
-static struct session *std_first, *std_waiter[STD_WAITERS];
-static uint64_t std_woken[STD_WAITERS]; /* ids, in the order woken */
-static int std_nwoken;
-static struct session_rdma_std_want std_want;
+static struct conf_export smcr_exp = {.name = "e"};
+static struct session *smcr_first, *smcr_waiter[SMCR_WAITERS];
+static uint64_t smcr_woken[SMCR_WAITERS]; /* ids, in the order woken */
+static int smcr_nwoken;
+static struct session_rdma_smcr_want smcr_want;
 
 static void
-std_woken_close(struct session *s, enum session_reason reason)
+smcr_woken_close(struct session *s, enum session_reason reason)
 {
 	session_rdma_close(s, reason);
 }
 
 static void
-std_woken_timeout(struct session *s)
+smcr_woken_timeout(struct session *s)
 {
 	ck_abort_msg("conn 0x%llx: its timer ran while it waited",
 		     (unsigned long long)s->id);
 }
 
-static const struct session_ops std_ops = {
-	.timeout = std_woken_timeout,
-	.close = std_woken_close,
+static const struct session_ops smcr_ops = {
+	.timeout = smcr_woken_timeout,
+	.close = smcr_woken_close,
 };
 
 /* The continuation of a waiter: it finds nothing to wait for now. */
 static void
-std_wake(struct session *s)
+smcr_wake(struct session *s)
 {
 	ck_assert(!s->parked && !s->woken);
-	ck_assert_int_lt(std_nwoken, STD_WAITERS);
-	std_woken[std_nwoken++] = s->id;
-	ck_assert(!session_rdma_std_wait(s, &std_want, std_wake));
+	ck_assert_int_lt(smcr_nwoken, SMCR_WAITERS);
+	smcr_woken[smcr_nwoken++] = s->id;
+	ck_assert(!session_rdma_smcr_wait(s, &smcr_want, smcr_wake));
 }
 
 static struct session *
-std_session(struct worker *wk)
+smcr_session(struct worker *wk)
 {
 	struct session *s = session_new(wk, -1, SESSION_ROLE_EXPORT);
 
 	ck_assert_ptr_nonnull(s);
-	s->export = &std_exp;
+	s->export = &smcr_exp;
 	s->dialect = SESSION_DIALECT_SMCR;
-	session_ops_set(s, &std_ops);
+	session_ops_set(s, &smcr_ops);
 	return s;
 }
 
 static void
-std_park_cb(struct worker *wk, void *arg)
+smcr_park_cb(struct worker *wk, void *arg)
 {
-	struct session_rdma_std_want other;
-	struct session_rdma_std me;
+	struct session_rdma_smcr_want other;
+	struct session_rdma_smcr me;
 	struct addr any;
 	int i;
 
 	memset(&any, 0, sizeof(any));
-	memset(&std_want, 0, sizeof(std_want));
-	memset(std_want.sysid, 0x11, sizeof(std_want.sysid));
-	std_want.gid[10] = std_want.gid[11] = 0xff;
-	std_want.gid[12] = 192;
-	std_want.gid[14] = 2;
-	std_want.gid[15] = 1;
-	ck_assert_int_eq(addr_parse_host("192.0.2.1", &std_want.host), 0);
-	memset(std_want.eid, ' ', sizeof(std_want.eid));
-	memcpy(std_want.eid, "LAB", 3);
-	std_want.max_conns = 255;
-	std_want.max_links = 1;
-	std_want.release = 1;
-	std_want.join = std_want.create = true;
+	memset(&smcr_want, 0, sizeof(smcr_want));
+	memset(smcr_want.sysid, 0x11, sizeof(smcr_want.sysid));
+	smcr_want.gid[10] = smcr_want.gid[11] = 0xff;
+	smcr_want.gid[12] = 192;
+	smcr_want.gid[14] = 2;
+	smcr_want.gid[15] = 1;
+	ck_assert_int_eq(addr_parse_host("192.0.2.1", &smcr_want.host), 0);
+	memset(smcr_want.eid, ' ', sizeof(smcr_want.eid));
+	memcpy(smcr_want.eid, "LAB", 3);
+	smcr_want.max_conns = 255;
+	smcr_want.max_links = 1;
+	smcr_want.release = 1;
+	smcr_want.join = smcr_want.create = true;
 	/* nothing on its way yet: no wait */
-	std_first = std_session(wk);
-	ck_assert(!session_rdma_std_wait(std_first, &std_want, std_wake));
+	smcr_first = smcr_session(wk);
+	ck_assert(!session_rdma_smcr_wait(smcr_first, &smcr_want, smcr_wake));
 	/* the first PROPOSAL sets the group up, the others wait for it */
 	ck_assert_uint_eq(
-		session_rdma_std_open(std_first, &any, &std_want, &me), 0);
+		session_rdma_smcr_open(smcr_first, &any, &smcr_want, &me), 0);
 	ck_assert(me.first_contact);
 	/* it is its group's first waiter: it relays once the link is up */
-	ck_assert(std_first->parked);
-	for (i = 0; i < STD_WAITERS; i++) {
-		std_waiter[i] = std_session(wk);
-		ck_assert(session_rdma_std_wait(std_waiter[i], &std_want,
-						std_wake));
-		ck_assert(std_waiter[i]->parked);
+	ck_assert(smcr_first->parked);
+	for (i = 0; i < SMCR_WAITERS; i++) {
+		smcr_waiter[i] = smcr_session(wk);
+		ck_assert(session_rdma_smcr_wait(smcr_waiter[i], &smcr_want,
+						 smcr_wake));
+		ck_assert(smcr_waiter[i]->parked);
 	}
 	/* another host's connection has nothing to wait for */
-	other = std_want;
+	other = smcr_want;
 	ck_assert_int_eq(addr_parse_host("192.0.2.9", &other.host), 0);
-	ck_assert(!session_rdma_std_wait(std_session(wk), &other, std_wake));
-	std_nwoken = 0;
+	ck_assert(!session_rdma_smcr_wait(smcr_session(wk), &other, smcr_wake));
+	smcr_nwoken = 0;
 }
 
 static void
-std_still_cb(struct worker *wk, void *arg)
+smcr_still_cb(struct worker *wk, void *arg)
 {
 	int i;
 
-	ck_assert_int_eq(std_nwoken, 0);
-	ck_assert(std_first->parked);
-	for (i = 0; i < STD_WAITERS; i++)
-		ck_assert(std_waiter[i]->parked);
+	ck_assert_int_eq(smcr_nwoken, 0);
+	ck_assert(smcr_first->parked);
+	for (i = 0; i < SMCR_WAITERS; i++)
+		ck_assert(smcr_waiter[i]->parked);
 }
 
 static void
-std_fail_cb(struct worker *wk, void *arg)
+smcr_fail_cb(struct worker *wk, void *arg)
 {
 	int i;
 
 	/* the first connection's client declined: its group goes, and
 	 * wakes its waiters from inside its failure */
-	session_rdma_std_drop(std_first);
-	ck_assert(!std_first->parked);
-	ck_assert_int_eq(std_nwoken, STD_WAITERS);
-	for (i = 0; i < STD_WAITERS; i++) {
-		ck_assert_uint_eq(std_woken[i], std_waiter[i]->id);
-		ck_assert(!std_waiter[i]->parked && !std_waiter[i]->woken);
+	session_rdma_smcr_drop(smcr_first);
+	ck_assert(!smcr_first->parked);
+	ck_assert_int_eq(smcr_nwoken, SMCR_WAITERS);
+	for (i = 0; i < SMCR_WAITERS; i++) {
+		ck_assert_uint_eq(smcr_woken[i], smcr_waiter[i]->id);
+		ck_assert(!smcr_waiter[i]->parked && !smcr_waiter[i]->woken);
 	}
 }
 
 static void
-std_fail_cb_after(struct worker *wk, void *arg)
+smcr_fail_cb_after(struct worker *wk, void *arg)
 {
-	ck_assert_int_eq(std_nwoken, STD_WAITERS);
+	ck_assert_int_eq(smcr_nwoken, SMCR_WAITERS);
 }
 
-START_TEST(kpeer_waits_woken)
+START_TEST(smcr_waits_woken)
 {
-	worker_call(w, std_park_cb, NULL);
+	worker_call(w, smcr_park_cb, NULL);
 	/* set up for 300 ms: no waiter ran (a poll would have) */
 	usleep(300000);
-	worker_call(w, std_still_cb, NULL);
-	worker_call(w, std_fail_cb, NULL);
+	worker_call(w, smcr_still_cb, NULL);
+	worker_call(w, smcr_fail_cb, NULL);
 	/* and once only */
 	usleep(100000);
-	worker_call(w, std_fail_cb_after, NULL);
+	worker_call(w, smcr_fail_cb_after, NULL);
 }
 END_TEST
 
 /*
  * Issue 43: registered memory per kernel host.  A kernel peer's PROPOSAL
- * (export side, as kpeer.c opens it) from host gets a group of its own
+ * (export side, as smcr.c opens it) from host gets a group of its own
  * (none of them comes up here) and a connection's buffers: its ACCEPT's
  * code, 0 or a DECLINE's.  Each link's rings (its TX slots and receive
  * buffers, wr_link_mem) count in max_buffer_memory and in the host's
@@ -1548,9 +1548,9 @@ static void
 kmem_open_cb(struct worker *wk, void *arg)
 {
 	struct kmem_open *o = arg;
-	struct session_rdma_std_want want;
-	struct session_rdma_std me;
-	struct session *s = std_session(wk);
+	struct session_rdma_smcr_want want;
+	struct session_rdma_smcr me;
+	struct session *s = smcr_session(wk);
 	struct addr any;
 
 	memset(&any, 0, sizeof(any));
@@ -1567,7 +1567,7 @@ kmem_open_cb(struct worker *wk, void *arg)
 	want.max_links = 1;
 	want.release = 1;
 	want.join = want.create = true;
-	o->code = session_rdma_std_open(s, &any, &want, &me);
+	o->code = session_rdma_smcr_open(s, &any, &want, &me);
 	if (o->code == 0) {
 		ck_assert_int_lt(kmem_n, KMEM_MAX);
 		kmem_sess[kmem_n++] = s;
@@ -1590,7 +1590,7 @@ kmem_drop_cb(struct worker *wk, void *arg)
 	int i;
 
 	for (i = 0; i < kmem_n; i++)
-		session_rdma_std_drop(kmem_sess[i]);
+		session_rdma_smcr_drop(kmem_sess[i]);
 	kmem_n = 0;
 }
 
@@ -1760,11 +1760,11 @@ session_rdma_suite(void)
 		 autocork_at_the_door);
 	one_case(s, "autocork_off", setup_cork_off, teardown_resume, 30,
 		 autocork_off_reads_each_write);
-	one_case(s, "kpeer_wait", setup_ksmc, teardown_ksmc, 30,
-		 kpeer_waits_woken);
-	one_case(s, "kpeer_memory", setup_kmem_rings, teardown_kmem, 30,
+	one_case(s, "smcr_wait", setup_ksmc, teardown_ksmc, 30,
+		 smcr_waits_woken);
+	one_case(s, "smcr_memory", setup_kmem_rings, teardown_kmem, 30,
 		 kmem_rings_counted);
-	one_case(s, "kpeer_memory_share", setup_kmem_share, teardown_kmem, 30,
+	one_case(s, "smcr_memory_share", setup_kmem_share, teardown_kmem, 30,
 		 kmem_share_per_host);
 	one_case(s, "resume2", setup_resume2, teardown_resume, 60,
 		 resume_failover_while_asking);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The captures of Linux 6.12's own SMC-Rv2 (tests/fixtures/ksmc) for the
- * codec tests that decode them (check_llc, check_sclc): one message's
+ * codec tests that decode them (check_llc, check_smcr_clc): one message's
  * bytes by file name.  Check's assertions end the test on a missing or
  * oversized file.
  */

@@ -4,7 +4,7 @@
  * HOST:PORT, control_check.c), as smc_chk -C probes one: the TCP connect with
  * the SMC-R option on its SYN, as a target_smc rule connects (sock.c,
  * smc_opt.c); if the server echoes it, the rule side's own PROPOSAL
- * (kpeer_proposal_build) and the server's answer, ACCEPT or DECLINE with its
+ * (smcr_proposal_build) and the server's answer, ACCEPT or DECLINE with its
  * code.  An ACCEPT is ended at once with our DECLINE, so that the server
  * keeps no group half made.  It runs on the control thread, stepped every
  * few milliseconds, never blocking; it counts nothing and tells the
@@ -21,20 +21,20 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "smc_opt.h"
 
-#define KPEER_CHECK_CONNECT_MS 5000 /* the TCP connect */
-#define KPEER_CHECK_CLC_MS 6000	    /* the kernel's CLC_WAIT_TIME */
+#define SMCR_CHECK_CONNECT_MS 5000 /* the TCP connect */
+#define SMCR_CHECK_CLC_MS 6000	   /* the kernel's CLC_WAIT_TIME */
 
 /* The check ends with result r and why (printf-style); its socket goes. */
-static bool kpeer_check_end(struct kpeer_check *c, enum kpeer_check_result r,
-			    const char *fmt, ...)
+static bool smcr_check_end(struct smcr_check *c, enum smcr_check_result r,
+			   const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static bool
-kpeer_check_end(struct kpeer_check *c, enum kpeer_check_result r,
-		const char *fmt, ...)
+smcr_check_end(struct smcr_check *c, enum smcr_check_result r, const char *fmt,
+	       ...)
 {
 	va_list ap;
 
@@ -43,26 +43,26 @@ kpeer_check_end(struct kpeer_check *c, enum kpeer_check_result r,
 	va_end(ap);
 	c->result = r;
 	c->done = true;
-	kpeer_check_free(c);
+	smcr_check_free(c);
 	return true;
 }
 
 /* A check of the kernel SMC-R server at to, with conf's kernel_smc. */
 void
-kpeer_check_init(struct kpeer_check *c, const struct conf *conf,
-		 const struct addr *to)
+smcr_check_init(struct smcr_check *c, const struct conf *conf,
+		const struct addr *to)
 {
 	memset(c, 0, sizeof(*c));
 	c->conf = conf;
 	c->to = *to;
 	c->fd = -1;
 	c->started_us = now_us();
-	c->deadline_ms = now_ms() + KPEER_CHECK_CONNECT_MS;
+	c->deadline_ms = now_ms() + SMCR_CHECK_CONNECT_MS;
 }
 
 /* Its socket and buffer go; the result stays. */
 void
-kpeer_check_free(struct kpeer_check *c)
+smcr_check_free(struct smcr_check *c)
 {
 	if (c->fd != -1)
 		close(c->fd);
@@ -73,18 +73,18 @@ kpeer_check_free(struct kpeer_check *c)
 
 /* Our DECLINE of code to the server, as the rule side sends one. */
 static int
-kpeer_check_decline(struct kpeer_check *c, uint32_t code)
+smcr_check_decline(struct smcr_check *c, uint32_t code)
 {
-	struct sclc_decline_info d;
-	uint8_t msg[sizeof(struct sclc_decline)];
+	struct smcr_clc_decline_info d;
+	uint8_t msg[sizeof(struct smcr_clc_decline)];
 	int n;
 
 	memset(&d, 0, sizeof(d));
-	d.version = SCLC_VERSION;
+	d.version = SMCR_CLC_VERSION;
 	d.diagnosis = code;
-	d.os_type = SCLC_OS_LINUX;
+	d.os_type = SMCR_CLC_OS_LINUX;
 	memcpy(d.system_id, c->sysid, sizeof(d.system_id));
-	n = sclc_decline_encode(msg, sizeof(msg), &d);
+	n = smcr_clc_decline_encode(msg, sizeof(msg), &d);
 	if (n < 0 || send(c->fd, msg, (size_t)n, MSG_NOSIGNAL) != n)
 		return -EPIPE;
 	return 0;
@@ -92,7 +92,7 @@ kpeer_check_decline(struct kpeer_check *c, uint32_t code)
 
 /* The connect ended (or not yet): whether the server echoed the option. */
 static bool
-kpeer_check_connected(struct kpeer_check *c)
+smcr_check_connected(struct smcr_check *c)
 {
 	struct pollfd pfd = {c->fd, POLLOUT, 0};
 	unsigned char rnd[AUTH_NONCE_LEN];
@@ -105,96 +105,95 @@ kpeer_check_connected(struct kpeer_check *c)
 	if (poll(&pfd, 1, 0) == 0) {
 		if (now_ms() < c->deadline_ms)
 			return false;
-		return kpeer_check_end(c, KPEER_CHECK_UNREACHABLE,
-				       "connect to %s timed out", buf);
+		return smcr_check_end(c, SMCR_CHECK_UNREACHABLE,
+				      "connect to %s timed out", buf);
 	}
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err != 0)
-		return kpeer_check_end(c, KPEER_CHECK_UNREACHABLE,
-				       "connect to %s: %s", buf, strerror(err));
+		return smcr_check_end(c, SMCR_CHECK_UNREACHABLE,
+				      "connect to %s: %s", buf, strerror(err));
 	c->connect_us = now_us() - c->started_us;
 	c->connected = true;
 	if (!smc_opt_attached())
-		return kpeer_check_end(c, KPEER_CHECK_NO_OPTION,
-				       "no SMC-R option on our SYN: %s",
-				       smc_opt_state());
+		return smcr_check_end(c, SMCR_CHECK_NO_OPTION,
+				      "no SMC-R option on our SYN: %s",
+				      smc_opt_state());
 	switch (smc_opt_connected(c->fd)) {
 	case SMC_OPT_ECHOED:
 		break;
 	case SMC_OPT_PLAIN:
-		return kpeer_check_end(c, KPEER_CHECK_PLAIN,
-				       "its SYN-ACK did not echo the SMC-R "
-				       "option: plain TCP");
+		return smcr_check_end(c, SMCR_CHECK_PLAIN,
+				      "its SYN-ACK did not echo the SMC-R "
+				      "option: plain TCP");
 	default:
-		return kpeer_check_end(c, KPEER_CHECK_NO_OPTION,
-				       "the SMC-R option's program did not "
-				       "see the connect");
+		return smcr_check_end(c, SMCR_CHECK_NO_OPTION,
+				      "the SMC-R option's program did not "
+				      "see the connect");
 	}
 	/* a system id of the check's own: no group of ours to match */
 	auth_nonce(rnd);
 	memcpy(c->sysid, rnd, sizeof(c->sysid));
-	c->buf = malloc(SCLC_MSG_MAX);
+	c->buf = malloc(SMCR_CLC_MSG_MAX);
 	if (c->buf == NULL)
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN, "out of memory");
-	n = kpeer_proposal_build(c->conf, c->fd, c->sysid, c->buf, &code);
+		return smcr_check_end(c, SMCR_CHECK_BROKEN, "out of memory");
+	n = smcr_proposal_build(c->conf, c->fd, c->sysid, c->buf, &code);
 	if (n == -EINVAL) {
 		/* owed a PROPOSAL or a DECLINE: the DECLINE, as a rule does */
 		c->decline = code;
-		(void)kpeer_check_decline(c, code);
-		return kpeer_check_end(c, KPEER_CHECK_NOT_PROPOSED,
-				       "no PROPOSAL from here: %s",
-				       code == CLC_DECL_NOUEID ?
-					       "kernel_smc.ueids is empty" :
-					       "SMC-Rv2 is IPv4 only");
+		(void)smcr_check_decline(c, code);
+		return smcr_check_end(
+			c, SMCR_CHECK_NOT_PROPOSED, "no PROPOSAL from here: %s",
+			code == CLC_DECL_NOUEID ? "kernel_smc.ueids is empty" :
+						  "SMC-Rv2 is IPv4 only");
 	}
 	if (n < 0)
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN, "out of memory");
+		return smcr_check_end(c, SMCR_CHECK_BROKEN, "out of memory");
 	if (send(c->fd, c->buf, (size_t)n, MSG_NOSIGNAL) != n)
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-				       "the connection broke before our "
-				       "PROPOSAL went");
-	c->deadline_ms = now_ms() + KPEER_CHECK_CLC_MS;
+		return smcr_check_end(c, SMCR_CHECK_BROKEN,
+				      "the connection broke before our "
+				      "PROPOSAL went");
+	c->deadline_ms = now_ms() + SMCR_CHECK_CLC_MS;
 	return false;
 }
 
 /* The server's answer, whole in c->buf: what it says. */
 static bool
-kpeer_check_answer(struct kpeer_check *c, uint8_t type)
+smcr_check_answer(struct smcr_check *c, uint8_t type)
 {
-	struct sclc_decline_info d;
-	struct sclc_accept_info *a;
+	struct smcr_clc_decline_info d;
+	struct smcr_clc_accept_info *a;
 	uint32_t code = 0;
 
 	if (type == CLC_DECLINE) {
-		if (sclc_decline_decode(c->buf, c->len, &d, &code) != 0)
-			return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-					       "a malformed DECLINE");
+		if (smcr_clc_decline_decode(c->buf, c->len, &d, &code) != 0)
+			return smcr_check_end(c, SMCR_CHECK_BROKEN,
+					      "a malformed DECLINE");
 		c->decline = d.diagnosis;
-		return kpeer_check_end(c, KPEER_CHECK_DECLINED, "%s",
-				       clc_decline_desc(d.diagnosis));
+		return smcr_check_end(c, SMCR_CHECK_DECLINED, "%s",
+				      clc_decline_desc(d.diagnosis));
 	}
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN, "out of memory");
-	if (sclc_accept_decode(c->buf, c->len, a, &code) != 0) {
+		return smcr_check_end(c, SMCR_CHECK_BROKEN, "out of memory");
+	if (smcr_clc_accept_decode(c->buf, c->len, a, &code) != 0) {
 		free(a);
-		(void)kpeer_check_decline(c, code);
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-				       "a malformed ACCEPT (we DECLINEd it "
-				       "%s)",
-				       clc_decline_name(code));
+		(void)smcr_check_decline(c, code);
+		return smcr_check_end(c, SMCR_CHECK_BROKEN,
+				      "a malformed ACCEPT (we DECLINEd it "
+				      "%s)",
+				      clc_decline_name(code));
 	}
 	c->first_contact = a->first_contact;
 	c->release = a->first_contact ? a->release : 0;
 	free(a);
 	/* the group it made for us is not to be used: it ends it */
 	c->decline = CLC_DECL_PEERDECL;
-	if (kpeer_check_decline(c, CLC_DECL_PEERDECL) != 0)
-		return kpeer_check_end(c, KPEER_CHECK_ACCEPTED,
-				       "its ACCEPT came, the connection broke "
-				       "before our DECLINE");
-	return kpeer_check_end(c, KPEER_CHECK_ACCEPTED, "%s", "");
+	if (smcr_check_decline(c, CLC_DECL_PEERDECL) != 0)
+		return smcr_check_end(c, SMCR_CHECK_ACCEPTED,
+				      "its ACCEPT came, the connection broke "
+				      "before our DECLINE");
+	return smcr_check_end(c, SMCR_CHECK_ACCEPTED, "%s", "");
 }
 
 /*
@@ -202,7 +201,7 @@ kpeer_check_answer(struct kpeer_check *c, uint8_t type)
  * c->decline, c->error), its connection then closed.
  */
 bool
-kpeer_check_step(struct kpeer_check *c)
+smcr_check_step(struct smcr_check *c)
 {
 	size_t need;
 	uint32_t code;
@@ -218,41 +217,41 @@ kpeer_check_step(struct kpeer_check *c)
 		if (rc != 0 && rc != -EINPROGRESS) {
 			char buf[ADDR_STRLEN];
 
-			return kpeer_check_end(
-				c, KPEER_CHECK_UNREACHABLE, "connect to %s: %s",
+			return smcr_check_end(
+				c, SMCR_CHECK_UNREACHABLE, "connect to %s: %s",
 				addr_str(&c->to, buf, sizeof(buf)),
 				strerror(-rc));
 		}
 	}
 	if (!c->connected)
-		return kpeer_check_connected(c);
-	/* exactly the message, as kpeer_read: header, then its length */
+		return smcr_check_connected(c);
+	/* exactly the message, as smcr_read: header, then its length */
 	for (;;) {
 		need = c->want ? c->want : sizeof(struct clc_hdr);
 		if (c->len == need && c->want)
-			return kpeer_check_answer(c, c->type);
+			return smcr_check_answer(c, c->type);
 		n = recv(c->fd, c->buf + c->len, need - c->len, 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-					       "the server %s the connection "
-					       "after our PROPOSAL",
-					       n == 0 ? "closed" : "reset");
+			return smcr_check_end(c, SMCR_CHECK_BROKEN,
+					      "the server %s the connection "
+					      "after our PROPOSAL",
+					      n == 0 ? "closed" : "reset");
 		if (n < 0)
 			break;
 		c->len += (size_t)n;
 		if (c->want || c->len < sizeof(struct clc_hdr))
 			continue;
-		if (sclc_hdr_check(c->buf, c->len, &type, &length, &code) ||
+		if (smcr_clc_hdr_check(c->buf, c->len, &type, &length, &code) ||
 		    (type != CLC_ACCEPT && type != CLC_DECLINE))
-			return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-					       "its answer to our PROPOSAL is "
-					       "no CLC ACCEPT or DECLINE");
+			return smcr_check_end(c, SMCR_CHECK_BROKEN,
+					      "its answer to our PROPOSAL is "
+					      "no CLC ACCEPT or DECLINE");
 		c->type = type;
 		c->want = length;
 	}
 	if (now_ms() >= c->deadline_ms)
-		return kpeer_check_end(c, KPEER_CHECK_BROKEN,
-				       "no answer to our PROPOSAL in %d s",
-				       KPEER_CHECK_CLC_MS / 1000);
+		return smcr_check_end(c, SMCR_CHECK_BROKEN,
+				      "no answer to our PROPOSAL in %d s",
+				      SMCR_CHECK_CLC_MS / 1000);
 	return false;
 }

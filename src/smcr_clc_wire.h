@@ -5,7 +5,7 @@
  * per link group), which smcproxyd speaks to kernel peers (DESIGN.md §10).
  * The kernel is the specification: Linux 6.1 and 6.12 smc_clc.h and
  * smc_clc.c, as shared/reference/smc-interop.md §1.2 reads them, and the
- * byte captures of tests/fixtures/ksmc.  docs/protocol.md, "Standard SMC-R
+ * byte captures of tests/fixtures/smcr.  docs/protocol.md, "Standard SMC-R
  * (kernel peers)", has the byte tables.  All integers are big endian.
  *
  * The frame is the native CLC's (clc_wire.h: struct clc_hdr, struct
@@ -35,8 +35,8 @@
  *
  * On failure *out is left untouched.
  */
-#ifndef SMCPROXYD_SCLC_WIRE_H
-#define SMCPROXYD_SCLC_WIRE_H
+#ifndef SMCPROXYD_SMCR_CLC_WIRE_H
+#define SMCPROXYD_SMCR_CLC_WIRE_H
 
 #include <errno.h>
 #include <stdbool.h>
@@ -46,44 +46,44 @@
 
 #include "clc_wire.h"
 
-#define SCLC_VERSION 2
-#define SCLC_VERSION_V1 1 /* only in a DECLINE */
+#define SMCR_CLC_VERSION 2
+#define SMCR_CLC_VERSION_V1 1 /* only in a DECLINE */
 
 /* Header byte 7, as in Linux's smc_clc_msg_hdr. */
-#define SCLC_TYPEV2_SHIFT 2
-#define SCLC_TYPE_MASK 0x03
-enum sclc_smc_type {
-	SCLC_TYPE_R = 0, /* SMC-R */
-	SCLC_TYPE_D = 1, /* SMC-D */
-	SCLC_TYPE_N = 2, /* neither */
-	SCLC_TYPE_B = 3, /* both */
+#define SMCR_CLC_TYPEV2_SHIFT 2
+#define SMCR_CLC_TYPE_MASK 0x03
+enum smcr_clc_smc_type {
+	SMCR_CLC_TYPE_R = 0, /* SMC-R */
+	SMCR_CLC_TYPE_D = 1, /* SMC-D */
+	SMCR_CLC_TYPE_N = 2, /* neither */
+	SMCR_CLC_TYPE_B = 3, /* both */
 };
 
-#define SCLC_EID_LEN 32	       /* blank-padded [A-Z0-9.-] */
-#define SCLC_EID_MAX 8	       /* user EIDs in one proposal */
-#define SCLC_IPV6_PREFIX_MAX 8 /* SMC_CLC_MAX_V6_PREFIX */
-#define SCLC_ISM_GID_MAX 8     /* SMCD_CLC_MAX_V2_GID_ENTRIES */
-#define SCLC_GIDS_MAX 2	       /* GID_LIST_SIZE: the client's GIDs in CONFIRM */
-#define SCLC_HOSTNAME_LEN 32   /* blank-padded */
-#define SCLC_RMBE_IDX_MIN 1    /* Linux always sends 1 */
+#define SMCR_CLC_EID_LEN 32	   /* blank-padded [A-Z0-9.-] */
+#define SMCR_CLC_EID_MAX 8	   /* user EIDs in one proposal */
+#define SMCR_CLC_IPV6_PREFIX_MAX 8 /* SMC_CLC_MAX_V6_PREFIX */
+#define SMCR_CLC_ISM_GID_MAX 8	   /* SMCD_CLC_MAX_V2_GID_ENTRIES */
+#define SMCR_CLC_GIDS_MAX 2 /* GID_LIST_SIZE: the client's GIDs in CONFIRM */
+#define SMCR_CLC_HOSTNAME_LEN 32 /* blank-padded */
+#define SMCR_CLC_RMBE_IDX_MIN 1	 /* Linux always sends 1 */
 
-#define SCLC_OS_ZOS 1
-#define SCLC_OS_LINUX 2
-#define SCLC_OS_AIX 3
+#define SMCR_CLC_OS_ZOS 1
+#define SMCR_CLC_OS_LINUX 2
+#define SMCR_CLC_OS_AIX 3
 
 /* SMC-Rv2 releases: 0 (Linux 5.16-6.5), 1 ("v2.1", Linux 6.6 on). */
-#define SCLC_RELEASE_1 1
+#define SMCR_CLC_RELEASE_1 1
 
 /* v2 extension flag byte: release:4 | reserved:3 | seid:1 */
-#define SCLC_FLAG_SEID 0x01
-#define SCLC_RELEASE_SHIFT 4
+#define SMCR_CLC_FLAG_SEID 0x01
+#define SMCR_CLC_RELEASE_SHIFT 4
 /* first-contact extension byte 0: v2_direct:1 | reserved:7 */
-#define SCLC_FCE_DIRECT 0x80
+#define SMCR_CLC_FCE_DIRECT 0x80
 /* first-contact extension byte 1: os_type:4 | release:4 */
-#define SCLC_FCE_OS_SHIFT 4
+#define SMCR_CLC_FCE_OS_SHIFT 4
 
 /* PROPOSAL: the fixed part, smc_clc_msg_proposal + smc_clc_msg_smcd. */
-struct sclc_proposal_hdr {
+struct smcr_clc_proposal_hdr {
 	struct clc_hdr hdr;
 	uint8_t system_id[8];	/* v1 area, all zero without v1 */
 	uint8_t gid[16];	/* v1 GID */
@@ -97,31 +97,33 @@ struct sclc_proposal_hdr {
 	uint8_t vendor_exp_options[5];
 	uint8_t reserved[20];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_proposal_hdr) == 80, "proposal base size");
-#define SCLC_V2_EXT_BASE 52   /* v2_ext_offset counts from here */
-#define SCLC_IPAREA_OFFSET 40 /* with v1: the SMC-D area's size */
-_Static_assert(sizeof(struct sclc_proposal_hdr) -
-			       offsetof(struct sclc_proposal_hdr, ism_gid) ==
-		       SCLC_IPAREA_OFFSET,
+_Static_assert(sizeof(struct smcr_clc_proposal_hdr) == 80,
+	       "proposal base size");
+#define SMCR_CLC_V2_EXT_BASE 52	  /* v2_ext_offset counts from here */
+#define SMCR_CLC_IPAREA_OFFSET 40 /* with v1: the SMC-D area's size */
+_Static_assert(sizeof(struct smcr_clc_proposal_hdr) -
+			       offsetof(struct smcr_clc_proposal_hdr,
+					ism_gid) ==
+		       SMCR_CLC_IPAREA_OFFSET,
 	       "the v1 prefix area follows the SMC-D area");
 
 /* v1 IP prefix area (only when v1 is offered), then the IPv6 prefixes. */
-struct sclc_prefix_area {
+struct smcr_clc_prefix_area {
 	uint32_t outgoing_subnet; /* IPv4 network */
 	uint8_t prefix_len;
 	uint8_t reserved[2];
 	uint8_t ipv6_cnt; /* 0..8 */
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_prefix_area) == 8, "prefix area size");
+_Static_assert(sizeof(struct smcr_clc_prefix_area) == 8, "prefix area size");
 
-struct sclc_ipv6_prefix {
+struct smcr_clc_ipv6_prefix {
 	uint8_t prefix[16];
 	uint8_t len;
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_ipv6_prefix) == 17, "IPv6 prefix size");
+_Static_assert(sizeof(struct smcr_clc_ipv6_prefix) == 17, "IPv6 prefix size");
 
 /* v2 extension (when v2 is offered), then eid_cnt EIDs of 32 bytes. */
-struct sclc_v2_ext {
+struct smcr_clc_v2_ext {
 	uint8_t eid_cnt;     /* 1..8 for SMC-Rv2 */
 	uint8_t ism_gid_cnt; /* SMC-Dv2 only */
 	uint8_t reserved;
@@ -134,24 +136,24 @@ struct sclc_v2_ext {
 	uint16_t feature_mask;	     /* release 1 */
 	uint8_t reserved3[12];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_v2_ext) == 40, "v2 extension size");
-#define SCLC_SMCD_EXT_BASE 8 /* smcd_v2_ext_offset counts from here */
+_Static_assert(sizeof(struct smcr_clc_v2_ext) == 40, "v2 extension size");
+#define SMCR_CLC_SMCD_EXT_BASE 8 /* smcd_v2_ext_offset counts from here */
 
 /* SMC-Dv2 extension (when v2 offers D), then ism_gid_cnt GID/CHIDs. */
-struct sclc_smcd_v2_ext {
+struct smcr_clc_smcd_v2_ext {
 	uint8_t system_eid[32];
 	uint8_t reserved[16];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_smcd_v2_ext) == 48, "SMC-Dv2 ext. size");
+_Static_assert(sizeof(struct smcr_clc_smcd_v2_ext) == 48, "SMC-Dv2 ext. size");
 
-struct sclc_ism_gid_chid {
+struct smcr_clc_ism_gid_chid {
 	uint64_t gid;
 	uint16_t chid;
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_ism_gid_chid) == 10, "ISM GID/CHID size");
+_Static_assert(sizeof(struct smcr_clc_ism_gid_chid) == 10, "ISM GID/CHID size");
 
 /* ACCEPT and CONFIRM: smcr_clc_msg_accept_confirm with the v2 EID. */
-struct sclc_accept {
+struct smcr_clc_accept {
 	struct clc_hdr hdr; /* first contact: typev2 bit 0b10 */
 	uint8_t system_id[8];
 	uint8_t gid[16]; /* the sender's RoCE v2 GID of the link */
@@ -168,10 +170,10 @@ struct sclc_accept {
 	uint8_t eid[32]; /* the negotiated EID */
 	uint8_t reserved3[8];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_accept) == 104, "ACCEPT fixed part size");
+_Static_assert(sizeof(struct smcr_clc_accept) == 104, "ACCEPT fixed part size");
 
 /* First-contact extension (smc_clc_first_contact_ext, 6.12's v2x form). */
-struct sclc_fce {
+struct smcr_clc_fce {
 	uint8_t direct;	    /* v2_direct:1 | reserved:7 */
 	uint8_t os_release; /* os_type:4 | release:4 */
 	uint8_t reserved[2];
@@ -182,16 +184,16 @@ struct sclc_fce {
 	uint32_t vendor_exp_options;
 	uint8_t reserved2[8];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_fce) == 52, "first-contact ext. size");
+_Static_assert(sizeof(struct smcr_clc_fce) == 52, "first-contact ext. size");
 
 /* CONFIRM with first contact: the client's GIDs follow the extension. */
-struct sclc_gid_ext {
+struct smcr_clc_gid_ext {
 	uint8_t gid_cnt; /* 1..2 */
 	uint8_t reserved[3];
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_gid_ext) == 4, "GID list header size");
+_Static_assert(sizeof(struct smcr_clc_gid_ext) == 4, "GID list header size");
 
-struct sclc_decline {
+struct smcr_clc_decline {
 	struct clc_hdr hdr; /* first contact bit: sync error */
 	uint8_t system_id[8];
 	uint32_t peer_diagnosis;
@@ -200,30 +202,34 @@ struct sclc_decline {
 	uint32_t peer_diagnosis_v2[4]; /* v2 only */
 	struct clc_trail trail;
 } __attribute__((packed));
-_Static_assert(sizeof(struct sclc_decline) == 44, "DECLINE v2 size");
-#define SCLC_DECLINE_V1_LEN 28
+_Static_assert(sizeof(struct smcr_clc_decline) == 44, "DECLINE v2 size");
+#define SMCR_CLC_DECLINE_V1_LEN 28
 
-#define SCLC_ACCEPT_LEN (sizeof(struct sclc_accept) + sizeof(struct clc_trail))
-#define SCLC_ACCEPT_FC_LEN (SCLC_ACCEPT_LEN + sizeof(struct sclc_fce))
-#define SCLC_PROPOSAL_MAX                                                     \
-	(sizeof(struct sclc_proposal_hdr) + sizeof(struct sclc_prefix_area) + \
-	 SCLC_IPV6_PREFIX_MAX * sizeof(struct sclc_ipv6_prefix) +             \
-	 sizeof(struct sclc_v2_ext) + SCLC_EID_MAX * SCLC_EID_LEN +           \
-	 sizeof(struct sclc_smcd_v2_ext) +                                    \
-	 SCLC_ISM_GID_MAX * sizeof(struct sclc_ism_gid_chid) +                \
+#define SMCR_CLC_ACCEPT_LEN \
+	(sizeof(struct smcr_clc_accept) + sizeof(struct clc_trail))
+#define SMCR_CLC_ACCEPT_FC_LEN \
+	(SMCR_CLC_ACCEPT_LEN + sizeof(struct smcr_clc_fce))
+#define SMCR_CLC_PROPOSAL_MAX                                             \
+	(sizeof(struct smcr_clc_proposal_hdr) +                           \
+	 sizeof(struct smcr_clc_prefix_area) +                            \
+	 SMCR_CLC_IPV6_PREFIX_MAX * sizeof(struct smcr_clc_ipv6_prefix) + \
+	 sizeof(struct smcr_clc_v2_ext) +                                 \
+	 SMCR_CLC_EID_MAX * SMCR_CLC_EID_LEN +                            \
+	 sizeof(struct smcr_clc_smcd_v2_ext) +                            \
+	 SMCR_CLC_ISM_GID_MAX * sizeof(struct smcr_clc_ism_gid_chid) +    \
 	 sizeof(struct clc_trail))
-#define SCLC_CONFIRM_MAX                                    \
-	(SCLC_ACCEPT_FC_LEN + sizeof(struct sclc_gid_ext) + \
-	 SCLC_GIDS_MAX * CLC_GID_LEN)
+#define SMCR_CLC_CONFIRM_MAX                                        \
+	(SMCR_CLC_ACCEPT_FC_LEN + sizeof(struct smcr_clc_gid_ext) + \
+	 SMCR_CLC_GIDS_MAX * CLC_GID_LEN)
 /* the longest message of any type: a reader's buffer */
-#define SCLC_MSG_MAX SCLC_PROPOSAL_MAX
-_Static_assert(SCLC_PROPOSAL_MAX == 652, "longest PROPOSAL");
-_Static_assert(SCLC_CONFIRM_MAX == 196, "longest CONFIRM");
+#define SMCR_CLC_MSG_MAX SMCR_CLC_PROPOSAL_MAX
+_Static_assert(SMCR_CLC_PROPOSAL_MAX == 652, "longest PROPOSAL");
+_Static_assert(SMCR_CLC_CONFIRM_MAX == 196, "longest CONFIRM");
 
 /* A PROPOSAL in host form. */
-struct sclc_proposal_info {
+struct smcr_clc_proposal_info {
 	bool smcd_eyecatcher; /* "SMCD" framing rather than "SMCR" */
-	uint8_t typev1;	      /* enum sclc_smc_type: offered in v1 */
+	uint8_t typev1;	      /* enum smcr_clc_smc_type: offered in v1 */
 	uint8_t typev2;	      /* offered in v2 */
 	uint8_t system_id[8]; /* v1 area: zero without v1 (Linux) */
 	uint8_t gid[16];
@@ -239,7 +245,7 @@ struct sclc_proposal_info {
 	struct {
 		uint8_t prefix[16];
 		uint8_t len;
-	} ipv6[SCLC_IPV6_PREFIX_MAX];
+	} ipv6[SMCR_CLC_IPV6_PREFIX_MAX];
 	/* v2 extension, iff typev2 != N */
 	uint8_t release;
 	bool seid;
@@ -248,18 +254,18 @@ struct sclc_proposal_info {
 	uint8_t max_links;
 	uint16_t feature_mask;
 	uint8_t eid_cnt;
-	uint8_t eid[SCLC_EID_MAX][SCLC_EID_LEN];
+	uint8_t eid[SMCR_CLC_EID_MAX][SMCR_CLC_EID_LEN];
 	/* SMC-Dv2 extension, iff typev2 is D or B */
-	uint8_t system_eid[SCLC_EID_LEN];
+	uint8_t system_eid[SMCR_CLC_EID_LEN];
 	uint8_t ism_gid_cnt;
 	struct {
 		uint64_t gid;
 		uint16_t chid;
-	} ism[SCLC_ISM_GID_MAX];
+	} ism[SMCR_CLC_ISM_GID_MAX];
 };
 
 /* ACCEPT or CONFIRM in host form (SMC-R). */
-struct sclc_accept_info {
+struct smcr_clc_accept_info {
 	bool first_contact;
 	uint8_t system_id[8];
 	uint8_t gid[16];
@@ -272,22 +278,22 @@ struct sclc_accept_info {
 	uint8_t mtu;	   /* enum ibv_mtu, 1..5 */
 	uint64_t rmb_vaddr;
 	uint32_t psn;
-	uint8_t eid[SCLC_EID_LEN];
+	uint8_t eid[SMCR_CLC_EID_LEN];
 	/* first-contact extension, iff first_contact */
 	bool direct;
 	uint8_t os_type;
 	uint8_t release;
-	uint8_t hostname[SCLC_HOSTNAME_LEN];
+	uint8_t hostname[SMCR_CLC_HOSTNAME_LEN];
 	uint8_t max_conns;
 	uint8_t max_links;
 	uint16_t feature_mask;
 	uint32_t vendor_exp_options;
 	/* CONFIRM with first contact: the client's GIDs */
 	uint8_t gid_cnt;
-	uint8_t gids[SCLC_GIDS_MAX][CLC_GID_LEN];
+	uint8_t gids[SMCR_CLC_GIDS_MAX][CLC_GID_LEN];
 };
 
-struct sclc_decline_info {
+struct smcr_clc_decline_info {
 	bool smcd_eyecatcher;
 	uint8_t version; /* 1 (28 bytes) or 2 (44 bytes) */
 	bool sync_err;	 /* first-contact bit */
@@ -297,25 +303,28 @@ struct sclc_decline_info {
 	uint32_t diagnosis_v2[4]; /* version 2 only */
 };
 
-/* sclc.c: pure encoders/decoders, used by the fuzz target too */
-int sclc_hdr_check(const void *buf, size_t len, uint8_t *type, uint16_t *length,
-		   uint32_t *decline);
-int sclc_proposal_encode(void *buf, size_t size,
-			 const struct sclc_proposal_info *in);
-int sclc_proposal_decode(const void *buf, size_t len,
-			 struct sclc_proposal_info *out, uint32_t *decline);
-int sclc_accept_encode(void *buf, size_t size,
-		       const struct sclc_accept_info *in);
-int sclc_accept_decode(const void *buf, size_t len,
-		       struct sclc_accept_info *out, uint32_t *decline);
-int sclc_confirm_encode(void *buf, size_t size,
-			const struct sclc_accept_info *in);
-int sclc_confirm_decode(const void *buf, size_t len,
-			struct sclc_accept_info *out, uint32_t *decline);
-int sclc_decline_encode(void *buf, size_t size,
-			const struct sclc_decline_info *in);
-int sclc_decline_decode(const void *buf, size_t len,
-			struct sclc_decline_info *out, uint32_t *decline);
+/* smcr_clc.c: pure encoders/decoders, used by the fuzz target too */
+int smcr_clc_hdr_check(const void *buf, size_t len, uint8_t *type,
+		       uint16_t *length, uint32_t *decline);
+int smcr_clc_proposal_encode(void *buf, size_t size,
+			     const struct smcr_clc_proposal_info *in);
+int smcr_clc_proposal_decode(const void *buf, size_t len,
+			     struct smcr_clc_proposal_info *out,
+			     uint32_t *decline);
+int smcr_clc_accept_encode(void *buf, size_t size,
+			   const struct smcr_clc_accept_info *in);
+int smcr_clc_accept_decode(const void *buf, size_t len,
+			   struct smcr_clc_accept_info *out, uint32_t *decline);
+int smcr_clc_confirm_encode(void *buf, size_t size,
+			    const struct smcr_clc_accept_info *in);
+int smcr_clc_confirm_decode(const void *buf, size_t len,
+			    struct smcr_clc_accept_info *out,
+			    uint32_t *decline);
+int smcr_clc_decline_encode(void *buf, size_t size,
+			    const struct smcr_clc_decline_info *in);
+int smcr_clc_decline_decode(const void *buf, size_t len,
+			    struct smcr_clc_decline_info *out,
+			    uint32_t *decline);
 
 /*
  * An EID as the kernel takes it (smc_clc_ueid_valid): 1 to 32 characters
@@ -324,9 +333,9 @@ int sclc_decline_decode(const void *buf, size_t len,
  * linking the codec.
  */
 static inline bool
-sclc_eid_valid(const uint8_t eid[SCLC_EID_LEN])
+smcr_clc_eid_valid(const uint8_t eid[SMCR_CLC_EID_LEN])
 {
-	size_t n = SCLC_EID_LEN, i;
+	size_t n = SMCR_CLC_EID_LEN, i;
 
 	while (n > 0 && eid[n - 1] == ' ')
 		n--;
@@ -344,19 +353,19 @@ sclc_eid_valid(const uint8_t eid[SCLC_EID_LEN])
 
 /* The wire form of the EID string s (blank-padded): 0, or -EINVAL. */
 static inline int
-sclc_eid_put(uint8_t eid[SCLC_EID_LEN], const char *s)
+smcr_clc_eid_put(uint8_t eid[SMCR_CLC_EID_LEN], const char *s)
 {
-	uint8_t w[SCLC_EID_LEN];
+	uint8_t w[SMCR_CLC_EID_LEN];
 	size_t n = strlen(s);
 
-	if (n > SCLC_EID_LEN)
+	if (n > SMCR_CLC_EID_LEN)
 		return -EINVAL;
 	memset(w, ' ', sizeof(w));
 	memcpy(w, s, n);
-	if (!sclc_eid_valid(w))
+	if (!smcr_clc_eid_valid(w))
 		return -EINVAL;
 	memcpy(eid, w, sizeof(w));
 	return 0;
 }
 
-#endif /* SMCPROXYD_SCLC_WIRE_H */
+#endif /* SMCPROXYD_SMCR_CLC_WIRE_H */

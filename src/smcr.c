@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Connections with Linux kernel SMC-R peers (the standard dialect, DESIGN
+ * Connections with Linux kernel SMC-R peers (the SMC-R dialect, DESIGN
  * §10), up to the answer to their CLC, in both roles.  One TCP connection
  * and one CLC handshake per connection, as the kernel runs them
  * (shared/reference/smc-interop.md §1.2); the SMC-R TCP option on SYN and
@@ -21,7 +21,7 @@
  * Export side over SMC-R: a PROPOSAL that passes gets the export's
  * target connected, then a place on the link group we have with that
  * client (its system id and GID) or one of its own (first contact:
- * session_rdma.c, lgr_std.c), and our ACCEPT; the client's
+ * session_rdma.c, lgr_smcr.c), and our ACCEPT; the client's
  * CONFIRM connects the QPs of a new group, CONFIRM_LINK (LLC v2) brings
  * its link up, and the connection relays over RDMA, its TCP connection
  * kept open and silent as the kernel expects.
@@ -47,17 +47,17 @@
 
 #include "smcproxyd.h"
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "smc_opt.h"
 
-#define KPEER_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
+#define SMCR_CLC_WAIT_MS 6000 /* the kernel's CLC_WAIT_TIME */
 /* a PROPOSAL waits this long at most for a group with its client on its
  * way: a third of the client's CLC_WAIT_TIME, the rest for our own */
-#define KPEER_GROUP_WAIT_MS 2000
+#define SMCR_GROUP_WAIT_MS 2000
 
 /* The handshake's state: the CLC message being read. */
-struct kpeer_hs {
-	uint8_t buf[SCLC_MSG_MAX];
+struct smcr_hs {
+	uint8_t buf[SMCR_CLC_MSG_MAX];
 	size_t len;	/* bytes in buf */
 	size_t want;	/* the message's length once its header is in */
 	uint8_t owed;	/* the CLC type the peer owes us (or a DECLINE) */
@@ -66,7 +66,7 @@ struct kpeer_hs {
 	 * our ACCEPT */
 	bool rdma;
 	bool first; /* our ACCEPT said first contact */
-	uint8_t eid[SCLC_EID_LEN];
+	uint8_t eid[SMCR_CLC_EID_LEN];
 	uint8_t gid[16]; /* the client's RoCE v2 GID */
 	uint8_t sysid[8];
 	uint8_t release;
@@ -77,12 +77,12 @@ struct kpeer_hs {
 	bool group_waited;  /* that wait is over: no other */
 };
 
-static void kpeer_malformed(struct session *s, const char *why);
-static const struct session_ops kpeer_ops;
+static void smcr_malformed(struct session *s, const char *why);
+static const struct session_ops smcr_ops;
 
 /* The CLC is over, or s goes: its buffer goes. */
 static void
-kpeer_hs_free(struct session *s)
+smcr_hs_free(struct session *s)
 {
 	free(s->shs);
 	s->shs = NULL;
@@ -90,14 +90,14 @@ kpeer_hs_free(struct session *s)
 
 /* The socket of s that faces the kernel peer. */
 static int
-kpeer_side(const struct session *s)
+smcr_side(const struct session *s)
 {
 	return s->role == SESSION_ROLE_RULE ? 1 : 0;
 }
 
 /* The name of s's rule or export, for log lines. */
 static const char *
-kpeer_name(const struct session *s)
+smcr_name(const struct session *s)
 {
 	return s->role == SESSION_ROLE_RULE ? s->rule->name : s->export->name;
 }
@@ -107,13 +107,13 @@ kpeer_name(const struct session *s)
  * target first; the rule side has both sockets and relays at once.
  */
 static void
-kpeer_open(struct session *s)
+smcr_open(struct session *s)
 {
 	enum session_reason r;
 
-	kpeer_hs_free(s);
+	smcr_hs_free(s);
 	session_timer(s, 0);
-	session_want(s, kpeer_side(s), EV_READ, false);
+	session_want(s, smcr_side(s), EV_READ, false);
 	if (s->role == SESSION_ROLE_RULE) {
 		intercept_learned(s, false);
 		fallback_relay_start(s, STAT_smc_out_tcp);
@@ -130,23 +130,24 @@ kpeer_open(struct session *s)
  * the peer is gone.
  */
 static void
-kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
-	      uint8_t version, bool sync_err)
+smcr_decline(struct session *s, uint32_t code, enum stats_id stat,
+	     uint8_t version, bool sync_err)
 {
 	struct stats *st = worker_stats(s->w);
-	struct sclc_decline_info d;
-	uint8_t msg[sizeof(struct sclc_decline)];
+	struct smcr_clc_decline_info d;
+	uint8_t msg[sizeof(struct smcr_clc_decline)];
 	char who[ADDR_STRLEN];
-	int i = kpeer_side(s), n;
+	int i = smcr_side(s), n;
 
 	memset(&d, 0, sizeof(d));
-	d.version = version == SCLC_VERSION_V1 ? SCLC_VERSION_V1 : SCLC_VERSION;
+	d.version = version == SMCR_CLC_VERSION_V1 ? SMCR_CLC_VERSION_V1 :
+						     SMCR_CLC_VERSION;
 	d.sync_err = sync_err;
 	d.diagnosis = code;
-	d.os_type = SCLC_OS_LINUX;
+	d.os_type = SMCR_CLC_OS_LINUX;
 	/* the one system id we have towards kernel peers */
-	session_rdma_std_system_id(s, d.system_id);
-	n = sclc_decline_encode(msg, sizeof(msg), &d);
+	session_rdma_smcr_system_id(s, d.system_id);
+	n = smcr_clc_decline_encode(msg, sizeof(msg), &d);
 	stats_add(st, stat, 1);
 	STATS_INC(st, smc_declines_sent);
 	stats_decline(st, code, true);
@@ -155,7 +156,7 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 	log_debug("conn 0x%llx: %s %s: kernel SMC-R %s %s declined: %s "
 		  "(0x%08x), going on as TCP",
 		  (unsigned long long)s->id, i ? "rule" : "export",
-		  kpeer_name(s), i ? "server" : "client",
+		  smcr_name(s), i ? "server" : "client",
 		  addr_str(&s->addr[i], who, sizeof(who)),
 		  clc_decline_name(code), code);
 	if (n < 0 ||
@@ -163,7 +164,7 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
 		session_close(s, i ? SESSION_TARGET_RST : SESSION_CLIENT_RST);
 		return;
 	}
-	kpeer_open(s);
+	smcr_open(s);
 }
 
 /*
@@ -171,20 +172,20 @@ kpeer_decline(struct session *s, uint32_t code, enum stats_id stat,
  * handshake by its own doing (what it sent, or nothing in time): its
  * host is charged in the table of the peer port's failed handshakes
  * (auth.c: 10 at once, then one a second), so that one that keeps at it
- * gets a DECLINE at once and no resources (kpeer_limited).
+ * gets a DECLINE at once and no resources (smcr_limited).
  */
 static void
-kpeer_charge(struct session *s)
+smcr_charge(struct session *s)
 {
-	auth_failed(worker_auth(s->w), &s->addr[kpeer_side(s)], now_ms());
+	auth_failed(worker_auth(s->w), &s->addr[smcr_side(s)], now_ms());
 }
 
 /* Whether the peer's host failed too often to be given SMC-R now. */
 static bool
-kpeer_limited(struct session *s)
+smcr_limited(struct session *s)
 {
 	char host[ADDR_STRLEN] = "?";
-	int i = kpeer_side(s);
+	int i = smcr_side(s);
 
 	if (!auth_rate_limited(worker_auth(s->w), &s->addr[i], now_ms()))
 		return false;
@@ -193,25 +194,25 @@ kpeer_limited(struct session *s)
 		     "conn 0x%llx: %s %s: kernel SMC-R %s %s failed too many "
 		     "handshakes: declined at once, TCP",
 		     (unsigned long long)s->id, i ? "rule" : "export",
-		     kpeer_name(s), i ? "server" : "client", host);
+		     smcr_name(s), i ? "server" : "client", host);
 	return true;
 }
 
 /* The first of the proposal's EIDs we serve, or NULL. */
 static const uint8_t *
-kpeer_eid_ours(const struct conf_ksmc *k, const struct sclc_proposal_info *p)
+smcr_eid_ours(const struct conf_smcr *k, const struct smcr_clc_proposal_info *p)
 {
 	int j;
 
 	for (j = 0; j < p->eid_cnt; j++)
-		if (conf_ksmc_serves(k, p->eid[j]))
+		if (conf_smcr_serves(k, p->eid[j]))
 			return p->eid[j];
 	return NULL;
 }
 
 /* Whether the RoCE v2 GID is the IPv4 address a (IPv4-mapped). */
 static bool
-kpeer_gid_of(const uint8_t gid[16], const struct addr *a)
+smcr_gid_of(const uint8_t gid[16], const struct addr *a)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
 					   0, 0, 0, 0, 0xff, 0xff};
@@ -230,20 +231,20 @@ kpeer_gid_of(const uint8_t gid[16], const struct addr *a)
  * Export side: a PROPOSAL that passed.  Its target is connected first,
  * within the 6 s the client gives our answer, so that what the client
  * sends once its connect returns has somewhere to go; then our ACCEPT
- * (kpeer_rdma_accept).
+ * (smcr_rdma_accept).
  */
 static void
-kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
-		  const uint8_t *eid)
+smcr_rdma_target(struct session *s, const struct smcr_clc_proposal_info *p,
+		 const uint8_t *eid)
 {
-	struct kpeer_hs *hs = s->shs;
+	struct smcr_hs *hs = s->shs;
 	enum session_reason r;
 
 	hs->rdma = true;
 	memcpy(hs->eid, eid, sizeof(hs->eid));
 	memcpy(hs->sysid, p->system_id, sizeof(hs->sysid));
 	memcpy(hs->gid, p->roce_gid, sizeof(hs->gid));
-	hs->release = p->release >= SCLC_RELEASE_1 ? SCLC_RELEASE_1 : 0;
+	hs->release = p->release >= SMCR_CLC_RELEASE_1 ? SMCR_CLC_RELEASE_1 : 0;
 	hs->max_conns = hs->release ? p->max_conns : CLC_MAX_CONNS_MAX;
 	hs->max_links = hs->release ? p->max_links : CLC_MAX_LINKS_MAX;
 	session_want(s, 0, EV_READ, false);
@@ -251,19 +252,19 @@ kpeer_rdma_target(struct session *s, const struct sclc_proposal_info *p,
 		session_close(s, r);
 		return;
 	}
-	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	session_timer_ms(s, SMCR_CLC_WAIT_MS);
 }
 
 /* Our host name as ACCEPT and CONFIRM carry it: blank-padded. */
 static void
-kpeer_hostname(uint8_t out[SCLC_HOSTNAME_LEN])
+smcr_hostname(uint8_t out[SMCR_CLC_HOSTNAME_LEN])
 {
 	char name[256] = "";
 	size_t n;
 
 	(void)gethostname(name, sizeof(name) - 1);
-	n = strnlen(name, SCLC_HOSTNAME_LEN);
-	memset(out, ' ', SCLC_HOSTNAME_LEN);
+	n = strnlen(name, SMCR_CLC_HOSTNAME_LEN);
+	memset(out, ' ', SMCR_CLC_HOSTNAME_LEN);
 	memcpy(out, name, n);
 }
 
@@ -273,7 +274,8 @@ kpeer_hostname(uint8_t out[SCLC_HOSTNAME_LEN])
  * caller adds the EID, the release and the limits.
  */
 static void
-kpeer_rdma_ours(const struct session_rdma_std *me, struct sclc_accept_info *a)
+smcr_rdma_ours(const struct session_rdma_smcr *me,
+	       struct smcr_clc_accept_info *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->first_contact = true;
@@ -284,7 +286,7 @@ kpeer_rdma_ours(const struct session_rdma_std *me, struct sclc_accept_info *a)
 	a->psn = me->qp.psn;
 	a->mtu = (uint8_t)me->qp.mtu;
 	a->rmb_rkey = me->rmb_rkey;
-	a->rmbe_idx = SCLC_RMBE_IDX_MIN;
+	a->rmbe_idx = SMCR_CLC_RMBE_IDX_MIN;
 	a->alert_token = me->token;
 	a->rmbe_size = me->rmbe_size;
 	a->rmb_vaddr = me->rmb_vaddr;
@@ -292,14 +294,14 @@ kpeer_rdma_ours(const struct session_rdma_std *me, struct sclc_accept_info *a)
 	if (!me->first_contact)
 		return; /* no first-contact extension */
 	a->direct = true;
-	a->os_type = SCLC_OS_LINUX;
-	kpeer_hostname(a->hostname);
+	a->os_type = SMCR_CLC_OS_LINUX;
+	smcr_hostname(a->hostname);
 }
 
 /* The peer's end as its ACCEPT or CONFIRM c says it. */
 static void
-kpeer_rdma_theirs(const struct sclc_accept_info *c,
-		  struct session_rdma_std *peer)
+smcr_rdma_theirs(const struct smcr_clc_accept_info *c,
+		 struct session_rdma_smcr *peer)
 {
 	memset(peer, 0, sizeof(*peer));
 	memcpy(peer->qp.gid, c->gid, sizeof(peer->qp.gid));
@@ -324,24 +326,24 @@ kpeer_rdma_theirs(const struct sclc_accept_info *c,
  * for its ADD_LINK).  Then its CONFIRM is owed.  With no group to give
  * (no device for the address, no buffers), a DECLINE: TCP.  The ACCEPT's
  * rkey is our RMB element's on the link it names; on a group of two
- * links CONFIRM_RKEY tells the other (session_rdma_std_start).
+ * links CONFIRM_RKEY tells the other (session_rdma_smcr_start).
  *
  * A client's connections propose in parallel (Linux serializes only
  * from the ACCEPT on), and Linux's server takes one PROPOSAL at a time
  * (smc_server_lgr_pending), so that the next finds the group the first
  * set up.  Here one that finds this worker's group with that client on
- * its way waits for it (session_rdma_std_wait: parked, and back here
- * when that group is up or failed), KPEER_GROUP_WAIT_MS at most: else
+ * its way waits for it (session_rdma_smcr_wait: parked, and back here
+ * when that group is up or failed), SMCR_GROUP_WAIT_MS at most: else
  * each would be a first contact with a group of its own.
  */
 static void
-kpeer_rdma_offer(struct session *s)
+smcr_rdma_offer(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
-	struct session_rdma_std_want want;
-	struct session_rdma_std me;
-	struct sclc_accept_info a;
-	uint8_t msg[SCLC_ACCEPT_FC_LEN];
+	struct smcr_hs *hs = s->shs;
+	struct session_rdma_smcr_want want;
+	struct session_rdma_smcr me;
+	struct smcr_clc_accept_info a;
+	uint8_t msg[SMCR_CLC_ACCEPT_FC_LEN];
 	uint32_t code;
 	int n;
 
@@ -355,28 +357,28 @@ kpeer_rdma_offer(struct session *s)
 	want.release = hs->release;
 	want.join = want.create = true;
 	if (!hs->group_waited &&
-	    session_rdma_std_wait(s, &want, kpeer_rdma_offer)) {
+	    session_rdma_smcr_wait(s, &want, smcr_rdma_offer)) {
 		if (!hs->group_waiting)
-			session_timer_ms(s, KPEER_GROUP_WAIT_MS);
+			session_timer_ms(s, SMCR_GROUP_WAIT_MS);
 		hs->group_waiting = true;
 		return;
 	}
 	hs->group_waiting = false;
-	code = session_rdma_std_open(s, &hs->local, &want, &me);
+	code = session_rdma_smcr_open(s, &hs->local, &want, &me);
 	if (code != 0) {
-		kpeer_decline(s, code, STAT_smc_decline_nodev, SCLC_VERSION,
-			      false);
+		smcr_decline(s, code, STAT_smc_decline_nodev, SMCR_CLC_VERSION,
+			     false);
 		return;
 	}
 	hs->first = me.first_contact;
-	kpeer_rdma_ours(&me, &a);
+	smcr_rdma_ours(&me, &a);
 	memcpy(a.eid, hs->eid, sizeof(a.eid));
 	a.release = hs->first ? hs->release : 0;
 	if (a.release) {
 		a.max_conns = me.max_conns;
 		a.max_links = me.max_links;
 	}
-	n = sclc_accept_encode(msg, sizeof(msg), &a);
+	n = smcr_clc_accept_encode(msg, sizeof(msg), &a);
 	if (n < 0 ||
 	    send(s->fd[0], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
 		session_close(s, n < 0 ? SESSION_RESOURCE : SESSION_CLIENT_RST);
@@ -386,14 +388,14 @@ kpeer_rdma_offer(struct session *s)
 	hs->len = hs->want = 0;
 	hs->owed = CLC_CONFIRM;
 	session_want(s, 0, EV_READ, true);
-	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	session_timer_ms(s, SMCR_CLC_WAIT_MS);
 }
 
-/* Export side: the target answered; our ACCEPT (kpeer_rdma_offer). */
+/* Export side: the target answered; our ACCEPT (smcr_rdma_offer). */
 static void
-kpeer_rdma_accept(struct session *s)
+smcr_rdma_accept(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
+	struct smcr_hs *hs = s->shs;
 	socklen_t len = sizeof(hs->local.ss);
 	enum session_reason r;
 
@@ -409,7 +411,7 @@ kpeer_rdma_accept(struct session *s)
 	}
 	hs->local.len = len;
 	s->state = SESSION_HANDSHAKE;
-	kpeer_rdma_offer(s);
+	smcr_rdma_offer(s);
 }
 
 /*
@@ -420,28 +422,28 @@ kpeer_rdma_accept(struct session *s)
  * now would reach the client's program as data).
  */
 static void
-kpeer_rdma_confirmed(struct session *s)
+smcr_rdma_confirmed(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
-	struct session_rdma_std peer;
-	struct sclc_accept_info c;
+	struct smcr_hs *hs = s->shs;
+	struct session_rdma_smcr peer;
+	struct smcr_clc_accept_info c;
 	uint32_t code = 0;
 
 	/* a first contact's GID is the client's address; a joining one's
-	 * is that of its link our ACCEPT named (session_rdma_std_confirm) */
-	if (sclc_confirm_decode(hs->buf, hs->len, &c, &code) != 0 ||
+	 * is that of its link our ACCEPT named (session_rdma_smcr_confirm) */
+	if (smcr_clc_confirm_decode(hs->buf, hs->len, &c, &code) != 0 ||
 	    c.first_contact != hs->first ||
-	    (hs->first && !kpeer_gid_of(c.gid, &s->addr[0]))) {
-		kpeer_malformed(s, "a CONFIRM we cannot take");
+	    (hs->first && !smcr_gid_of(c.gid, &s->addr[0]))) {
+		smcr_malformed(s, "a CONFIRM we cannot take");
 		return;
 	}
-	kpeer_rdma_theirs(&c, &peer);
+	smcr_rdma_theirs(&c, &peer);
 	hs->confirmed = true;
 	STATS_INC(worker_stats(s->w), smc_confirms);
 	session_want(s, 0, EV_READ, false);
-	code = session_rdma_std_confirm(s, &peer);
+	code = session_rdma_smcr_confirm(s, &peer);
 	if (code == CLC_DECL_SYNCERR) {
-		kpeer_malformed(s, "a CONFIRM from another link than ours");
+		smcr_malformed(s, "a CONFIRM from another link than ours");
 		return;
 	}
 	if (code != 0) {
@@ -449,19 +451,19 @@ kpeer_rdma_confirmed(struct session *s)
 		return;
 	}
 	if (!hs->first) {
-		session_rdma_std_start(s); /* the link is up already */
+		session_rdma_smcr_start(s); /* the link is up already */
 		return;
 	}
-	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	session_timer_ms(s, SMCR_CLC_WAIT_MS);
 }
 
 /* Export side: the whole PROPOSAL is in: judge it. */
 static void
-kpeer_proposal(struct session *s)
+smcr_proposal(struct session *s)
 {
-	const struct conf_ksmc *k = &s->conf->ksmc;
-	struct kpeer_hs *hs = s->shs;
-	struct sclc_proposal_info *p;
+	const struct conf_smcr *k = &s->conf->smcr;
+	struct smcr_hs *hs = s->shs;
+	struct smcr_clc_proposal_info *p;
 	enum stats_id stat;
 	uint32_t code = 0;
 	uint8_t version;
@@ -472,42 +474,43 @@ kpeer_proposal(struct session *s)
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
-	if (sclc_proposal_decode(hs->buf, hs->len, p, &code) != 0) {
+	if (smcr_clc_proposal_decode(hs->buf, hs->len, p, &code) != 0) {
 		free(p);
-		kpeer_charge(s);
-		kpeer_decline(s, code, STAT_smc_decline_malformed, SCLC_VERSION,
-			      false);
+		smcr_charge(s);
+		smcr_decline(s, code, STAT_smc_decline_malformed,
+			     SMCR_CLC_VERSION, false);
 		return;
 	}
-	version = SCLC_VERSION;
-	if (kpeer_limited(s)) {
+	version = SMCR_CLC_VERSION;
+	if (smcr_limited(s)) {
 		code = CLC_DECL_CNFERR;
 		stat = STAT_smc_rate_limited;
-	} else if (!conf_ksmc_allows(k, &s->addr[0])) {
+	} else if (!conf_smcr_allows(k, &s->addr[0])) {
 		code = CLC_DECL_CNFERR;
 		stat = STAT_smc_decline_allow;
-	} else if (p->typev2 != SCLC_TYPE_R && p->typev2 != SCLC_TYPE_B) {
+	} else if (p->typev2 != SMCR_CLC_TYPE_R &&
+		   p->typev2 != SMCR_CLC_TYPE_B) {
 		code = CLC_DECL_MODEUNSUPP;
 		stat = STAT_smc_decline_mode;
-		if (p->typev2 == SCLC_TYPE_N)
-			version = SCLC_VERSION_V1;
-	} else if (kpeer_eid_ours(k, p) == NULL) {
-		/* as Linux 6.12 answers it (340-ksmc-target saw it) */
+		if (p->typev2 == SMCR_CLC_TYPE_N)
+			version = SMCR_CLC_VERSION_V1;
+	} else if (smcr_eid_ours(k, p) == NULL) {
+		/* as Linux 6.12 answers it (340-smcr-target saw it) */
 		code = CLC_DECL_NOSMCDEV;
 		stat = STAT_smc_decline_eid;
-	} else if (!kpeer_gid_of(p->roce_gid, &s->addr[0])) {
+	} else if (!smcr_gid_of(p->roce_gid, &s->addr[0])) {
 		code = CLC_DECL_NOROUTE;
 		stat = STAT_smc_decline_gid;
 	} else {
-		kpeer_rdma_target(s, p, kpeer_eid_ours(k, p));
+		smcr_rdma_target(s, p, smcr_eid_ours(k, p));
 		free(p);
 		return;
 	}
 	free(p);
 	/* each of these but the first is the client's doing */
 	if (stat != STAT_smc_rate_limited)
-		kpeer_charge(s);
-	kpeer_decline(s, code, stat, version, false);
+		smcr_charge(s);
+	smcr_decline(s, code, stat, version, false);
 }
 
 /*
@@ -521,12 +524,12 @@ kpeer_proposal(struct session *s)
  * the first-contact bit (the server then ends that group).
  */
 static void
-kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
+smcr_rdma_confirm(struct session *s, const struct smcr_clc_accept_info *a)
 {
-	struct session_rdma_std_want want;
-	struct session_rdma_std me, peer;
-	struct sclc_accept_info c;
-	uint8_t msg[SCLC_CONFIRM_MAX];
+	struct session_rdma_smcr_want want;
+	struct session_rdma_smcr me, peer;
+	struct smcr_clc_accept_info c;
+	uint8_t msg[SMCR_CLC_CONFIRM_MAX];
 	struct addr local;
 	socklen_t len = sizeof(local.ss);
 	uint32_t code;
@@ -549,22 +552,22 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	want.release = a->release;
 	want.join = !a->first_contact;
 	want.create = a->first_contact;
-	code = session_rdma_std_open(s, &local, &want, &me);
-	kpeer_rdma_theirs(a, &peer);
-	if (code == 0 && (code = session_rdma_std_confirm(s, &peer)) != 0)
-		session_rdma_std_drop(s);
+	code = session_rdma_smcr_open(s, &local, &want, &me);
+	smcr_rdma_theirs(a, &peer);
+	if (code == 0 && (code = session_rdma_smcr_confirm(s, &peer)) != 0)
+		session_rdma_smcr_drop(s);
 	if (code == CLC_DECL_SYNCERR) {
-		kpeer_charge(s); /* a group we never had, or another's */
-		kpeer_decline(s, code, STAT_smc_out_decline_sync, SCLC_VERSION,
-			      true);
+		smcr_charge(s); /* a group we never had, or another's */
+		smcr_decline(s, code, STAT_smc_out_decline_sync,
+			     SMCR_CLC_VERSION, true);
 		return;
 	}
 	if (code != 0) {
-		kpeer_decline(s, code, STAT_smc_out_decline_nodev, SCLC_VERSION,
-			      false);
+		smcr_decline(s, code, STAT_smc_out_decline_nodev,
+			     SMCR_CLC_VERSION, false);
 		return;
 	}
-	kpeer_rdma_ours(&me, &c);
+	smcr_rdma_ours(&me, &c);
 	memcpy(c.system_id, s->shs->sysid, sizeof(c.system_id));
 	if (a->mtu < c.mtu)
 		c.mtu = a->mtu;
@@ -577,7 +580,7 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 		c.gid_cnt = 1;
 		memcpy(c.gids[0], me.qp.gid, sizeof(c.gids[0]));
 	}
-	n = sclc_confirm_encode(msg, sizeof(msg), &c);
+	n = smcr_clc_confirm_encode(msg, sizeof(msg), &c);
 	if (n < 0 ||
 	    send(s->fd[1], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
 		session_close(s, n < 0 ? SESSION_RESOURCE : SESSION_TARGET_RST);
@@ -586,38 +589,38 @@ kpeer_rdma_confirm(struct session *s, const struct sclc_accept_info *a)
 	STATS_INC(worker_stats(s->w), smc_out_confirms);
 	session_want(s, 1, EV_READ, false);
 	if (!a->first_contact) {
-		session_rdma_std_start(s); /* the link is up already */
+		session_rdma_smcr_start(s); /* the link is up already */
 		return;
 	}
-	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	session_timer_ms(s, SMCR_CLC_WAIT_MS);
 }
 
 /*
- * Rule side: the server's ACCEPT gets our CONFIRM (kpeer_rdma_confirm),
+ * Rule side: the server's ACCEPT gets our CONFIRM (smcr_rdma_confirm),
  * or a DECLINE, as a kernel client does when it cannot go on: one whose
  * RoCE v2 GID is not the address we connected to NOROUTE, one that does
  * not decode with its code.
  */
 static void
-kpeer_accepted(struct session *s)
+smcr_accepted(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
-	struct sclc_accept_info a;
+	struct smcr_hs *hs = s->shs;
+	struct smcr_clc_accept_info a;
 	uint32_t code = 0;
 
 	STATS_INC(worker_stats(s->w), smc_out_accepts);
-	if (sclc_accept_decode(hs->buf, hs->len, &a, &code) != 0) {
-		kpeer_charge(s);
-		kpeer_decline(s, code, STAT_smc_out_decline_bad, SCLC_VERSION,
-			      false);
+	if (smcr_clc_accept_decode(hs->buf, hs->len, &a, &code) != 0) {
+		smcr_charge(s);
+		smcr_decline(s, code, STAT_smc_out_decline_bad,
+			     SMCR_CLC_VERSION, false);
 	} else if (!a.first_contact) { /* SYNCERR unless it names ours */
-		kpeer_rdma_confirm(s, &a);
-	} else if (!kpeer_gid_of(a.gid, &s->addr[1])) {
-		kpeer_charge(s);
-		kpeer_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
-			      SCLC_VERSION, false);
+		smcr_rdma_confirm(s, &a);
+	} else if (!smcr_gid_of(a.gid, &s->addr[1])) {
+		smcr_charge(s);
+		smcr_decline(s, CLC_DECL_NOROUTE, STAT_smc_out_decline_gid,
+			     SMCR_CLC_VERSION, false);
 	} else {
-		kpeer_rdma_confirm(s, &a);
+		smcr_rdma_confirm(s, &a);
 	}
 }
 
@@ -627,13 +630,13 @@ kpeer_accepted(struct session *s)
  * peer's host charged as a failed handshake.
  */
 static void
-kpeer_malformed(struct session *s, const char *why)
+smcr_malformed(struct session *s, const char *why)
 {
 	char host[ADDR_STRLEN] = "?";
-	int i = kpeer_side(s);
+	int i = smcr_side(s);
 
 	addr_host(&s->addr[i], host, sizeof(host));
-	kpeer_charge(s);
+	smcr_charge(s);
 	if (i == 0)
 		STATS_INC(worker_stats(s->w), smc_clc_malformed);
 	else
@@ -641,20 +644,20 @@ kpeer_malformed(struct session *s, const char *why)
 	log_warnx_rl(i ? "target_smc broken" : "smc_listen refused", host,
 		     "conn 0x%llx: %s %s: kernel SMC-R %s %s: %s",
 		     (unsigned long long)s->id, i ? "rule" : "export",
-		     kpeer_name(s), i ? "server" : "client", host, why);
+		     smcr_name(s), i ? "server" : "client", host, why);
 	session_close(s, SESSION_PROTOCOL_ERROR);
 }
 
 /* The peer's DECLINE (it gave up on SMC-R first): TCP it is. */
 static void
-kpeer_declined(struct session *s)
+smcr_declined(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
-	struct sclc_decline_info d;
+	struct smcr_hs *hs = s->shs;
+	struct smcr_clc_decline_info d;
 	uint32_t code;
 
-	if (sclc_decline_decode(hs->buf, hs->len, &d, &code) != 0) {
-		kpeer_malformed(s, "malformed DECLINE");
+	if (smcr_clc_decline_decode(hs->buf, hs->len, &d, &code) != 0) {
+		smcr_malformed(s, "malformed DECLINE");
 		return;
 	}
 	if (s->role == SESSION_ROLE_RULE)
@@ -663,18 +666,18 @@ kpeer_declined(struct session *s)
 		STATS_INC(worker_stats(s->w), smc_declines_received);
 	stats_decline(worker_stats(s->w), d.diagnosis, false);
 	s->smc_decline = d.diagnosis;
-	khost_decline(&s->addr[kpeer_side(s)], d.diagnosis, true);
-	session_rdma_std_drop(s);
-	kpeer_open(s);
+	khost_decline(&s->addr[smcr_side(s)], d.diagnosis, true);
+	session_rdma_smcr_drop(s);
+	smcr_open(s);
 }
 
 /* Read what is due of the CLC message; 1 when it is whole, 0, or -1. */
 static int
-kpeer_read(struct session *s)
+smcr_read(struct session *s)
 {
-	struct kpeer_hs *hs = s->shs;
+	struct smcr_hs *hs = s->shs;
 	size_t need = hs->want ? hs->want : sizeof(struct clc_hdr);
-	int i = kpeer_side(s);
+	int i = smcr_side(s);
 	uint8_t owed = hs->owed;
 	uint32_t code;
 	uint16_t length;
@@ -696,16 +699,16 @@ kpeer_read(struct session *s)
 		hs->len += (size_t)n;
 		if (hs->want || hs->len < sizeof(struct clc_hdr))
 			continue;
-		if (sclc_hdr_check(hs->buf, hs->len, &type, &length, &code) ||
+		if (smcr_clc_hdr_check(hs->buf, hs->len, &type, &length,
+				       &code) ||
 		    (type != owed && type != CLC_DECLINE)) {
-			kpeer_malformed(s,
-					i ? "no CLC ACCEPT or DECLINE after "
-					    "our PROPOSAL" :
-					owed == CLC_CONFIRM ?
-					    "no CLC CONFIRM or DECLINE after "
-					    "our ACCEPT" :
-					    "no CLC PROPOSAL after the "
-					    "SMC-R option");
+			smcr_malformed(s, i ? "no CLC ACCEPT or DECLINE after "
+					      "our PROPOSAL" :
+					  owed == CLC_CONFIRM ?
+					      "no CLC CONFIRM or DECLINE after "
+					      "our ACCEPT" :
+					      "no CLC PROPOSAL after the "
+					      "SMC-R option");
 			return -1;
 		}
 		hs->want = need = length;
@@ -714,7 +717,7 @@ kpeer_read(struct session *s)
 }
 
 static int
-kpeer_hs_new(struct session *s)
+smcr_hs_new(struct session *s)
 {
 	s->shs = calloc(1, sizeof(*s->shs));
 	if (s->shs == NULL) {
@@ -723,27 +726,27 @@ kpeer_hs_new(struct session *s)
 	}
 	s->shs->owed = s->role == SESSION_ROLE_RULE ? CLC_ACCEPT : CLC_PROPOSAL;
 	s->state = SESSION_HANDSHAKE;
-	session_want(s, kpeer_side(s), EV_READ, true);
-	session_timer_ms(s, KPEER_CLC_WAIT_MS);
+	session_want(s, smcr_side(s), EV_READ, true);
+	session_timer_ms(s, SMCR_CLC_WAIT_MS);
 	return 0;
 }
 
 /*
  * The PROPOSAL we owe a kernel SMC-R server that echoed our option on fd
- * (connected), into buf (SCLC_MSG_MAX bytes): SMC-Rv2 only, as Linux
+ * (connected), into buf (SMCR_CLC_MSG_MAX bytes): SMC-Rv2 only, as Linux
  * 6.12 sends it (release 1, 255 connections, rdma.max_links links),
  * feature_mask 0, system id sysid, conf's EIDs and the RoCE v2 GID of
  * the address we connected from.  Its length; or, without an EID to
  * offer or over IPv6 (the kernel proposes SMC-Rv2 on IPv4 only), -EINVAL
  * with the code to DECLINE at once in *decline; -ENOMEM.  The rule side
- * (kpeer_propose) and a check (kpeer_check.c) send the same.
+ * (smcr_propose) and a check (smcr_check.c) send the same.
  */
 int
-kpeer_proposal_build(const struct conf *conf, int fd, const uint8_t sysid[8],
-		     uint8_t *buf, uint32_t *decline)
+smcr_proposal_build(const struct conf *conf, int fd, const uint8_t sysid[8],
+		    uint8_t *buf, uint32_t *decline)
 {
-	const struct conf_ksmc *k = &conf->ksmc;
-	struct sclc_proposal_info *p;
+	const struct conf_smcr *k = &conf->smcr;
+	struct smcr_clc_proposal_info *p;
 	struct sockaddr_in me;
 	socklen_t len = sizeof(me);
 	int i, n;
@@ -761,28 +764,28 @@ kpeer_proposal_build(const struct conf *conf, int fd, const uint8_t sysid[8],
 	if (p == NULL)
 		return -ENOMEM;
 	memcpy(p->system_id, sysid, sizeof(p->system_id));
-	p->typev1 = SCLC_TYPE_N;
-	p->typev2 = SCLC_TYPE_R;
-	p->release = SCLC_RELEASE_1;
+	p->typev1 = SMCR_CLC_TYPE_N;
+	p->typev2 = SMCR_CLC_TYPE_R;
+	p->release = SMCR_CLC_RELEASE_1;
 	p->max_conns = CLC_MAX_CONNS_MAX;
 	/* a second link if the server has a device for one; without a
 	 * device here for ours we refuse its ADD_LINK at once */
 	p->max_links = (uint8_t)conf->rdma.max_links;
-	for (i = 0; i < k->nueids && p->eid_cnt < SCLC_EID_MAX; i++)
-		if (sclc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
+	for (i = 0; i < k->nueids && p->eid_cnt < SMCR_CLC_EID_MAX; i++)
+		if (smcr_clc_eid_put(p->eid[p->eid_cnt], k->ueids[i]) == 0)
 			p->eid_cnt++;
 	p->roce_gid[10] = p->roce_gid[11] = 0xff;
 	memcpy(p->roce_gid + 12, &me.sin_addr, 4);
-	n = sclc_proposal_encode(buf, SCLC_MSG_MAX, p);
+	n = smcr_clc_proposal_encode(buf, SMCR_CLC_MSG_MAX, p);
 	free(p);
 	return n < 0 ? -ENOMEM : n;
 }
 
 /* Rule side: the server echoed our option, so we owe it a PROPOSAL. */
 static void
-kpeer_propose(struct session *s)
+smcr_propose(struct session *s)
 {
-	uint8_t buf[SCLC_MSG_MAX];
+	uint8_t buf[SMCR_CLC_MSG_MAX];
 	unsigned char rnd[AUTH_NONCE_LEN];
 	uint32_t code = 0;
 	int n;
@@ -793,18 +796,18 @@ kpeer_propose(struct session *s)
 	 * the GID of this host is also its kernel's.  With zero, a server
 	 * that has a link group with this host's kernel SMC-R takes us for
 	 * that peer and ACCEPTs us into its group; our SYNCERR then ends the
-	 * group and the server resets the connection (340-ksmc-target
+	 * group and the server resets the connection (340-smcr-target
 	 * after 310 saw it).  The worker's: a group the server names in its
 	 * ACCEPT is then one of this worker's.
 	 */
-	session_rdma_std_system_id(s, rnd);
-	n = kpeer_proposal_build(s->conf, s->fd[1], rnd, buf, &code);
+	session_rdma_smcr_system_id(s, rnd);
+	n = smcr_proposal_build(s->conf, s->fd[1], rnd, buf, &code);
 	if (n == -EINVAL) {
-		kpeer_decline(s, code, STAT_smc_out_decline_nodev, SCLC_VERSION,
-			      false);
+		smcr_decline(s, code, STAT_smc_out_decline_nodev,
+			     SMCR_CLC_VERSION, false);
 		return;
 	}
-	if (n < 0 || kpeer_hs_new(s) != 0) {
+	if (n < 0 || smcr_hs_new(s) != 0) {
 		if (n < 0)
 			session_close(s, SESSION_RESOURCE);
 		return;
@@ -817,7 +820,7 @@ kpeer_propose(struct session *s)
 
 /* Rule side: the connect to target_smc ended. */
 static void
-kpeer_connected(struct session *s)
+smcr_connected(struct session *s)
 {
 	struct stats *st = worker_stats(s->w);
 	char buf[ADDR_STRLEN];
@@ -837,11 +840,11 @@ kpeer_connected(struct session *s)
 	switch (smc_opt_connected(s->fd[1])) {
 	case SMC_OPT_ECHOED:
 		STATS_INC(st, smc_out_echoed);
-		if (kpeer_limited(s)) /* no PROPOSAL: TCP at once */
-			kpeer_decline(s, CLC_DECL_CNFERR, STAT_smc_out_limited,
-				      SCLC_VERSION, false);
+		if (smcr_limited(s)) /* no PROPOSAL: TCP at once */
+			smcr_decline(s, CLC_DECL_CNFERR, STAT_smc_out_limited,
+				     SMCR_CLC_VERSION, false);
 		else
-			kpeer_propose(s);
+			smcr_propose(s);
 		return;
 	case SMC_OPT_PLAIN:
 		STATS_INC(st, smc_out_plain);
@@ -850,12 +853,12 @@ kpeer_connected(struct session *s)
 		STATS_INC(st, smc_out_unavailable);
 		break;
 	}
-	kpeer_open(s);
+	smcr_open(s);
 }
 
 /* A socket event of s while it connects or owes its peer a CLC answer. */
 static void
-kpeer_io(struct session *s, int i, short what)
+smcr_io(struct session *s, int i, short what)
 {
 	enum session_reason r;
 	uint8_t type;
@@ -864,31 +867,31 @@ kpeer_io(struct session *s, int i, short what)
 		if (i != 1 || !(what & EV_WRITE))
 			return;
 		if (s->role == SESSION_ROLE_RULE)
-			kpeer_connected(s);
+			smcr_connected(s);
 		else if (s->shs != NULL && s->shs->rdma)
-			kpeer_rdma_accept(s);
+			smcr_rdma_accept(s);
 		else if (export_connected(s, &r) != 0)
 			session_close(s, r);
 		else
 			fallback_relay_start(s, STAT_smc_conns_tcp);
 		return;
 	}
-	if (i != kpeer_side(s) || !(what & EV_READ) || kpeer_read(s) <= 0)
+	if (i != smcr_side(s) || !(what & EV_READ) || smcr_read(s) <= 0)
 		return;
 	type = ((const struct clc_hdr *)s->shs->buf)->type;
 	if (type == CLC_DECLINE)
-		kpeer_declined(s);
+		smcr_declined(s);
 	else if (type == CLC_CONFIRM)
-		kpeer_rdma_confirmed(s);
+		smcr_rdma_confirmed(s);
 	else if (s->role == SESSION_ROLE_RULE)
-		kpeer_accepted(s);
+		smcr_accepted(s);
 	else
-		kpeer_proposal(s);
+		smcr_proposal(s);
 }
 
 /* The timer of s fired before its handshake ended. */
 static void
-kpeer_timeout(struct session *s)
+smcr_timeout(struct session *s)
 {
 	struct stats *st = worker_stats(s->w);
 
@@ -896,8 +899,8 @@ kpeer_timeout(struct session *s)
 		/* the group it waited for is not up yet: one of its own */
 		s->shs->group_waiting = false;
 		s->shs->group_waited = true;
-		session_rdma_std_unwait(s);
-		kpeer_rdma_offer(s);
+		session_rdma_smcr_unwait(s);
+		smcr_rdma_offer(s);
 		return;
 	}
 	if (s->state == SESSION_CONNECT_TARGET) {
@@ -915,7 +918,7 @@ kpeer_timeout(struct session *s)
 		if (s->role == SESSION_ROLE_EXPORT && s->shs != NULL &&
 		    !s->shs->confirmed) {
 			STATS_INC(st, smc_clc_timeouts);
-			kpeer_charge(s);
+			smcr_charge(s);
 		}
 		/* else the link did not come up in time */
 		session_close(s, SESSION_LINK_FAILED);
@@ -925,7 +928,7 @@ kpeer_timeout(struct session *s)
 		STATS_INC(st, smc_out_timeouts);
 	else
 		STATS_INC(st, smc_clc_timeouts);
-	kpeer_charge(s);
+	smcr_charge(s);
 	session_close(s, SESSION_PROTOCOL_ERROR);
 }
 
@@ -934,14 +937,14 @@ kpeer_timeout(struct session *s)
  * SMC-R server with the option on its SYN.
  */
 void
-kpeer_connect(struct session *s)
+smcr_connect(struct session *s)
 {
 	const struct addr *to;
 	char buf[ADDR_STRLEN];
 	int rc;
 
 	s->dialect = SESSION_DIALECT_SMCR;
-	session_ops_set(s, &kpeer_ops);
+	session_ops_set(s, &smcr_ops);
 	STATS_INC(worker_stats(s->w), smc_out_conns);
 	s->state = SESSION_CONNECT_TARGET;
 	/* an intercept rule's: where the client meant to go (intercept.c) */
@@ -966,7 +969,7 @@ kpeer_connect(struct session *s)
  * CLC PROPOSAL comes first.
  */
 void
-kpeer_accept(struct worker *w, int fd, void *arg)
+smcr_accept(struct worker *w, int fd, void *arg)
 {
 	const struct conf_export *exp = arg;
 	struct stats *st = worker_stats(w);
@@ -980,28 +983,28 @@ kpeer_accept(struct worker *w, int fd, void *arg)
 		return;
 	s->dialect = SESSION_DIALECT_SMCR;
 	s->khost = khost_open(&s->addr[0]);
-	session_ops_set(s, &kpeer_ops);
+	session_ops_set(s, &smcr_ops);
 	s->export = exp;
 	snprintf(s->export_name, sizeof(s->export_name), "%s", exp->name);
 	if (!smc_opt_attached()) {
 		STATS_INC(st, smc_opt_unavailable);
-		kpeer_open(s);
+		smcr_open(s);
 		return;
 	}
 	if (echoed <= 0) {
 		STATS_INC(st, smc_opt_absent);
-		kpeer_open(s);
+		smcr_open(s);
 		return;
 	}
 	STATS_INC(st, smc_opt_echoed);
-	(void)kpeer_hs_new(s);
+	(void)smcr_hs_new(s);
 }
 
 /* Until its relay starts, s may hold an RDMA connection set up by its CLC. */
-static const struct session_ops kpeer_ops = {
-	.io = kpeer_io,
-	.timeout = kpeer_timeout,
+static const struct session_ops smcr_ops = {
+	.io = smcr_io,
+	.timeout = smcr_timeout,
 	.close = session_rdma_close,
-	.hs_free = kpeer_hs_free,
+	.hs_free = smcr_hs_free,
 	.json = session_rdma_json,
 };

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The standard dialect's connections (DESIGN §10) over their link group:
- * what kpeer.c, which runs a kernel peer's CLC in both roles, asks of
- * the data path.  A connection opens with the CLC (session_rdma_std_open:
+ * The SMC-R dialect's connections (DESIGN §10) over their link group:
+ * what smcr.c, which runs a kernel peer's CLC in both roles, asks of
+ * the data path.  A connection opens with the CLC (session_rdma_smcr_open:
  * the one join and, for a group on its way, the one wait of
  * session_rdma.c), learns the peer's end from its CONFIRM or ACCEPT
- * (session_rdma_std_confirm), and relays in session_rdma.c once its link
- * is up (session_rdma_std_start).  Above session_rdma.c, which never
+ * (session_rdma_smcr_confirm), and relays in session_rdma.c once its link
+ * is up (session_rdma_smcr_start).  Above session_rdma.c, which never
  * calls here: the connection that sets a group up is woken by it through
  * the continuation it parked with.
  */
@@ -18,28 +18,28 @@
 
 /* Our role in s's standard group: a rule's is the client's. */
 static enum lgr_role
-session_rdma_std_role(const struct session *s)
+session_rdma_smcr_role(const struct session *s)
 {
 	return s->role == SESSION_ROLE_RULE ? LGR_ROLE_CLIENT : LGR_ROLE_SERVER;
 }
 
 /*
  * A join that names a group we have with another host (its system id,
- * GID and QP, the only identity the CLC has): refused by lgr_std_find,
+ * GID and QP, the only identity the CLC has): refused by lgr_smcr_find,
  * counted and said here.  A server does it to have us write to another
  * server's memory, a client to read what we send another client.
  */
 static void
-session_rdma_std_foreign(struct session *s,
-			 const struct session_rdma_std_want *want)
+session_rdma_smcr_foreign(struct session *s,
+			  const struct session_rdma_smcr_want *want)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = session_rdma_std_role(s);
+	enum lgr_role role = session_rdma_smcr_role(s);
 	char host[ADDR_STRLEN] = "?";
 	struct lgr *lgr;
 
-	lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			   NULL, NULL);
+	lgr = lgr_smcr_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
+			    NULL, NULL);
 	if (lgr == NULL)
 		return;
 	STATS_INC(worker_stats(s->w), smc_join_foreign);
@@ -55,30 +55,30 @@ session_rdma_std_foreign(struct session *s,
 		     lgr_id(lgr));
 }
 
-static void session_rdma_std_woken(struct session *s);
+static void session_rdma_smcr_woken(struct session *s);
 
 /*
  * s, with a kernel peer, waits for the group with it that is on its way
  * on this worker when none of its groups takes s now and one is being
- * set up (lgr_std_pending): parked on it, and wake(s) once it is up or
+ * set up (lgr_smcr_pending): parked on it, and wake(s) once it is up or
  * failed its setup (session_rdma_wait).  false when there is nothing to
  * wait for, or too many wait: open now.
  */
 bool
-session_rdma_std_wait(struct session *s,
-		      const struct session_rdma_std_want *want,
-		      void (*wake)(struct session *s))
+session_rdma_smcr_wait(struct session *s,
+		       const struct session_rdma_smcr_want *want,
+		       void (*wake)(struct session *s))
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = session_rdma_std_role(s);
+	enum lgr_role role = session_rdma_smcr_role(s);
 	struct lgr *on;
 
 	if (srw == NULL || srw->parked.n >= SESSION_RDMA_PARKED_MAX ||
-	    lgr_std_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
-			 &want->host, NULL) != NULL)
+	    lgr_smcr_find(srw->ctx, role, want->sysid, want->gid, want->qpn,
+			  &want->host, NULL) != NULL)
 		return false;
-	on = lgr_std_pending(srw->ctx, role, want->sysid, want->gid,
-			     &want->host);
+	on = lgr_smcr_pending(srw->ctx, role, want->sysid, want->gid,
+			      &want->host);
 	if (on == NULL)
 		return false;
 	session_rdma_wait(srw, s, NULL, on, wake);
@@ -95,12 +95,12 @@ session_rdma_std_wait(struct session *s,
  * CLC_DECL_* code to decline with (nothing is held then).
  */
 uint32_t
-session_rdma_std_open(struct session *s, const struct addr *local,
-		      const struct session_rdma_std_want *want,
-		      struct session_rdma_std *out)
+session_rdma_smcr_open(struct session *s, const struct addr *local,
+		       const struct session_rdma_smcr_want *want,
+		       struct session_rdma_smcr *out)
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
-	enum lgr_role role = session_rdma_std_role(s);
+	enum lgr_role role = session_rdma_smcr_role(s);
 	struct session_rdma *sr;
 	const struct dev_mr *mr;
 	struct lgr *lgr = NULL;
@@ -112,20 +112,20 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	if (srw == NULL)
 		return want->create ? CLC_DECL_NOSMCRDEV : CLC_DECL_SYNCERR;
 	if (want->join)
-		lgr = lgr_std_find(srw->ctx, role, want->sysid, want->gid,
-				   want->qpn, &want->host, &on);
+		lgr = lgr_smcr_find(srw->ctx, role, want->sysid, want->gid,
+				    want->qpn, &want->host, &on);
 	joined = lgr != NULL;
 	if (lgr == NULL && want->join)
-		session_rdma_std_foreign(s, want);
+		session_rdma_smcr_foreign(s, want);
 	if (lgr == NULL && !want->create)
 		return CLC_DECL_SYNCERR;
-	if (lgr_std_budget(srw->ctx, &want->host, lgr == NULL) != 0)
+	if (lgr_smcr_budget(srw->ctx, &want->host, lgr == NULL) != 0)
 		return CLC_DECL_MEM;
 	if (lgr == NULL)
-		lgr = lgr_std_new(srw->ctx, role, want->sysid, want->gid,
-				  want->max_conns, want->max_links,
-				  want->release, local, &want->host, want->eid,
-				  &code);
+		lgr = lgr_smcr_new(srw->ctx, role, want->sysid, want->gid,
+				   want->max_conns, want->max_links,
+				   want->release, local, &want->host, want->eid,
+				   &code);
 	if (lgr == NULL)
 		return code;
 	sr = session_rdma_new(s, srw);
@@ -134,7 +134,7 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 			lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
 		return CLC_DECL_MEM;
 	}
-	sr->std = true;
+	sr->smcr = true;
 	sr->answered = true; /* the CLC is the open: no CONN_REJECT */
 	/* a client joins on the link the server's ACCEPT named; a server
 	 * puts the connection on its least used link and names that one */
@@ -154,12 +154,12 @@ session_rdma_std_open(struct session *s, const struct addr *local,
 	mr = session_rdma_conn_mr(srw, sr->rmb, sr->lc.link);
 	s->rdma = sr;
 	/* the connection that sets a group up is its first waiter: it
-	 * relays once the first link is up (session_rdma_std_woken) */
+	 * relays once the first link is up (session_rdma_smcr_woken) */
 	if (!joined)
-		session_rdma_wait(srw, s, NULL, lgr, session_rdma_std_woken);
+		session_rdma_wait(srw, s, NULL, lgr, session_rdma_smcr_woken);
 	memset(out, 0, sizeof(*out));
 	out->first_contact = !joined;
-	lgr_std_local(sr->lc.link, &out->qp, out->system_id);
+	lgr_smcr_local(sr->lc.link, &out->qp, out->system_id);
 	out->token = sr->lc.token;
 	out->rmb_rkey = mr->rkey;
 	sr->rmb_told = true;
@@ -183,39 +183,40 @@ session_rdma_std_open(struct session *s, const struct addr *local,
  * The kernel peer's CONFIRM (export side) or ACCEPT (rule side): its QP,
  * token and RMB element.  Our QP connects to its; CONFIRM_LINK goes out
  * or is awaited; the relay starts once the link is up
- * (session_rdma_std_start).  0, or the CLC_DECL_* code the group failed
+ * (session_rdma_smcr_start).  0, or the CLC_DECL_* code the group failed
  * with.
  */
 uint32_t
-session_rdma_std_confirm(struct session *s, const struct session_rdma_std *peer)
+session_rdma_smcr_confirm(struct session *s,
+			  const struct session_rdma_smcr *peer)
 {
 	struct session_rdma *sr = s->rdma;
 
-	if (sr == NULL || !sr->std || sr->lc.lgr == NULL)
+	if (sr == NULL || !sr->smcr || sr->lc.lgr == NULL)
 		return CLC_DECL_INTERR;
 	sr->peer_token = peer->token;
 	sr->peer_rmb.rkey = peer->rmb_rkey;
 	sr->peer_rmb.vaddr = peer->rmb_vaddr;
 	sr->peer_rmb.size = clc_rmbe_bytes(peer->rmbe_size);
 	if (lgr_is_active(sr->lc.lgr))
-		/* joined: session_rdma_std_start now, on the link whose peer
+		/* joined: session_rdma_smcr_start now, on the link whose peer
 		 * QP that is (a client joins on the link our ACCEPT named) */
 		return lgr_link_peer_is(sr->lc.link, peer->qp.gid,
 					peer->qp.qpn) ?
 			       0 :
 			       CLC_DECL_SYNCERR;
-	return lgr_std_peer(sr->lc.lgr, &peer->qp);
+	return lgr_smcr_peer(sr->lc.lgr, &peer->qp);
 }
 
 /* Our system id towards kernel peers (the worker's; random without). */
 void
-session_rdma_std_system_id(struct session *s, uint8_t out[8])
+session_rdma_smcr_system_id(struct session *s, uint8_t out[8])
 {
 	struct session_rdma_worker *srw = worker_rdma(s->w);
 	unsigned char rnd[AUTH_NONCE_LEN];
 
 	if (srw != NULL) {
-		lgr_std_system_id(srw->ctx, out);
+		lgr_smcr_system_id(srw->ctx, out);
 		return;
 	}
 	auth_nonce(rnd);
@@ -227,21 +228,15 @@ session_rdma_std_system_id(struct session *s, uint8_t out[8])
  * goes on as TCP): let go of the group and the buffers.
  */
 void
-session_rdma_std_drop(struct session *s)
+session_rdma_smcr_drop(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
-	struct lgr *lgr;
 
 	if (sr == NULL)
 		return;
 	session_rdma_unpark(sr->srw, s);
-	lgr = sr->lc.lgr;
 	s->rdma = NULL;
-	lgr_conn_del(&sr->lc);
-	session_rdma_free(sr);
-	/* a group set up for it goes; one it joined stays */
-	if (lgr != NULL && !lgr_is_active(lgr))
-		lgr_terminate(lgr, LLC_DEL_PROG_INIT_TERM, true, false);
+	session_rdma_free(sr); /* with a group set up for it */
 }
 
 /*
@@ -250,10 +245,10 @@ session_rdma_std_drop(struct session *s)
  * session_rdma_link_down), not here, deep in the failure.
  */
 static void
-session_rdma_std_woken(struct session *s)
+session_rdma_smcr_woken(struct session *s)
 {
 	if (s->rdma != NULL && !s->rdma->closing)
-		session_rdma_std_start(s);
+		session_rdma_smcr_start(s);
 }
 
 /*
@@ -262,7 +257,7 @@ session_rdma_std_woken(struct session *s)
  * joined an active group is through.  s may be gone on return.
  */
 void
-session_rdma_std_start(struct session *s)
+session_rdma_smcr_start(struct session *s)
 {
 	struct session_rdma *sr = s->rdma;
 	struct lgr_link *link = sr != NULL ? sr->lc.link : NULL;
@@ -278,7 +273,7 @@ session_rdma_std_start(struct session *s)
 	 * (Linux's smcr_lgr_reg_rmbs: CONFIRM_RKEY) */
 	sr->opened = true;
 	session_rdma_conn_rkeys_announce(sr);
-	/* kpeer.c's CLC is over */
+	/* smcr.c's CLC is over */
 	session_ops_set(s, &session_rdma_session_ops);
 	s->mode = SESSION_MODE_RDMA;
 	if (s->role == SESSION_ROLE_RULE) {
@@ -291,7 +286,7 @@ session_rdma_std_start(struct session *s)
 
 /* A kernel peer's connection gives up its wait (its bound passed). */
 void
-session_rdma_std_unwait(struct session *s)
+session_rdma_smcr_unwait(struct session *s)
 {
 	session_rdma_unpark(worker_rdma(s->w), s);
 }

@@ -17,7 +17,7 @@
 
 #include "wire.h"
 #include "clc_wire.h"
-#include "sclc_wire.h"
+#include "smcr_clc_wire.h"
 #include "ksmc_fixture.h"
 
 #ifndef TOP_SRCDIR
@@ -43,12 +43,12 @@ static const uint8_t mac_a[6] = {0x52, 0x54, 0x00, 0x99, 0x00, 0x01};
 static const uint8_t mac_b[6] = {0x52, 0x54, 0x00, 0x99, 0x00, 0x02};
 
 static void
-eid_is(const uint8_t eid[SCLC_EID_LEN], const char *s)
+eid_is(const uint8_t eid[SMCR_CLC_EID_LEN], const char *s)
 {
-	uint8_t want[SCLC_EID_LEN];
+	uint8_t want[SMCR_CLC_EID_LEN];
 
-	ck_assert_int_eq(sclc_eid_put(want, s), 0);
-	ck_assert_mem_eq(eid, want, SCLC_EID_LEN);
+	ck_assert_int_eq(smcr_clc_eid_put(want, s), 0);
+	ck_assert_mem_eq(eid, want, SMCR_CLC_EID_LEN);
 }
 
 /* Fix the header length and trailer of a message edited to len bytes. */
@@ -71,8 +71,8 @@ START_TEST(kernel_proposals)
 		{"19-clc-c2s-proposal.bin", "SMCPROXYD-TEST-LAB"},
 		{"43-clc-c2s-proposal.bin", "SMCPROXYD-NOT-KNOWN"},
 	};
-	uint8_t wire[SCLC_MSG_MAX], again[SCLC_MSG_MAX];
-	struct sclc_proposal_info p;
+	uint8_t wire[SMCR_CLC_MSG_MAX], again[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_proposal_info p;
 	uint32_t decl = 0;
 	uint16_t length;
 	uint8_t type;
@@ -82,18 +82,19 @@ START_TEST(kernel_proposals)
 	for (i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
 		n = fixture(props[i].file, wire, sizeof(wire));
 		ck_assert_uint_eq(n, 156);
-		ck_assert_int_eq(sclc_hdr_check(wire, 8, &type, &length, &decl),
-				 0);
+		ck_assert_int_eq(
+			smcr_clc_hdr_check(wire, 8, &type, &length, &decl), 0);
 		ck_assert_uint_eq(type, CLC_PROPOSAL);
 		ck_assert_uint_eq(length, n);
-		ck_assert_int_eq(sclc_proposal_decode(wire, n, &p, &decl), 0);
+		ck_assert_int_eq(smcr_clc_proposal_decode(wire, n, &p, &decl),
+				 0);
 		/* SMC-Rv2 only: the v1 area is all zero, system id too */
 		ck_assert(!p.smcd_eyecatcher);
-		ck_assert_uint_eq(p.typev1, SCLC_TYPE_N);
-		ck_assert_uint_eq(p.typev2, SCLC_TYPE_R);
+		ck_assert_uint_eq(p.typev1, SMCR_CLC_TYPE_N);
+		ck_assert_uint_eq(p.typev2, SMCR_CLC_TYPE_R);
 		ck_assert(wire_all_zero(p.system_id, sizeof(p.system_id)));
 		ck_assert(wire_all_zero(p.gid, sizeof(p.gid)));
-		ck_assert_uint_eq(p.release, SCLC_RELEASE_1);
+		ck_assert_uint_eq(p.release, SMCR_CLC_RELEASE_1);
 		ck_assert(!p.seid);
 		ck_assert_mem_eq(p.roce_gid, gid_a, 16);
 		ck_assert_uint_eq(p.max_conns, 255);
@@ -103,10 +104,11 @@ START_TEST(kernel_proposals)
 		eid_is(p.eid[0], props[i].eid);
 		ck_assert_uint_eq(p.ism_gid_cnt, 0);
 		memset(again, 0xee, sizeof(again));
-		ck_assert_int_eq(sclc_proposal_encode(again, sizeof(again), &p),
-				 (int)n);
+		ck_assert_int_eq(
+			smcr_clc_proposal_encode(again, sizeof(again), &p),
+			(int)n);
 		ck_assert_mem_eq(again, wire, n);
-		ck_assert_int_eq(sclc_proposal_encode(again, n - 1, &p),
+		ck_assert_int_eq(smcr_clc_proposal_encode(again, n - 1, &p),
 				 -ENOSPC);
 	}
 }
@@ -114,15 +116,15 @@ END_TEST
 
 START_TEST(kernel_accepts_and_confirms)
 {
-	uint8_t wire[SCLC_MSG_MAX], again[SCLC_MSG_MAX];
-	struct sclc_accept_info a, c;
+	uint8_t wire[SMCR_CLC_MSG_MAX], again[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_accept_info a, c;
 	uint32_t decl = 0;
 	size_t n;
 
 	/* first contact: the server's ACCEPT, the client's CONFIRM */
 	n = fixture("02-clc-s2c-accept.bin", wire, sizeof(wire));
 	ck_assert_uint_eq(n, 160);
-	ck_assert_int_eq(sclc_accept_decode(wire, n, &a, &decl), 0);
+	ck_assert_int_eq(smcr_clc_accept_decode(wire, n, &a, &decl), 0);
 	ck_assert(a.first_contact);
 	ck_assert_mem_eq(a.system_id, sysid_b, 8);
 	ck_assert_mem_eq(a.gid, gid_b, 16);
@@ -137,20 +139,21 @@ START_TEST(kernel_accepts_and_confirms)
 	ck_assert_uint_eq(a.psn, 0x394c31);
 	eid_is(a.eid, "SMCPROXYD-TEST-LAB");
 	ck_assert(a.direct);
-	ck_assert_uint_eq(a.os_type, SCLC_OS_LINUX);
-	ck_assert_uint_eq(a.release, SCLC_RELEASE_1);
+	ck_assert_uint_eq(a.os_type, SMCR_CLC_OS_LINUX);
+	ck_assert_uint_eq(a.release, SMCR_CLC_RELEASE_1);
 	ck_assert_mem_eq(a.hostname, "rxe-b                           ", 32);
 	ck_assert_uint_eq(a.max_conns, 255);
 	ck_assert_uint_eq(a.max_links, 2);
 	ck_assert_uint_eq(a.feature_mask, 1);
 	ck_assert_uint_eq(a.vendor_exp_options, 0);
 	ck_assert_uint_eq(a.gid_cnt, 0);
-	ck_assert_int_eq(sclc_accept_encode(again, sizeof(again), &a), (int)n);
+	ck_assert_int_eq(smcr_clc_accept_encode(again, sizeof(again), &a),
+			 (int)n);
 	ck_assert_mem_eq(again, wire, n);
 
 	n = fixture("03-clc-c2s-confirm.bin", wire, sizeof(wire));
 	ck_assert_uint_eq(n, 180);
-	ck_assert_int_eq(sclc_confirm_decode(wire, n, &c, &decl), 0);
+	ck_assert_int_eq(smcr_clc_confirm_decode(wire, n, &c, &decl), 0);
 	ck_assert(c.first_contact);
 	ck_assert_mem_eq(c.system_id, sysid_a, 8);
 	ck_assert_mem_eq(c.gid, gid_a, 16);
@@ -163,35 +166,38 @@ START_TEST(kernel_accepts_and_confirms)
 	ck_assert_mem_eq(c.hostname, "rxe-a                           ", 32);
 	ck_assert_uint_eq(c.gid_cnt, 1);
 	ck_assert_mem_eq(c.gids[0], gid_a, 16);
-	ck_assert_int_eq(sclc_confirm_encode(again, sizeof(again), &c), (int)n);
+	ck_assert_int_eq(smcr_clc_confirm_encode(again, sizeof(again), &c),
+			 (int)n);
 	ck_assert_mem_eq(again, wire, n);
 
 	/* a connection joining the group: no first contact, 108 bytes */
 	n = fixture("22-clc-s2c-accept.bin", wire, sizeof(wire));
-	ck_assert_uint_eq(n, SCLC_ACCEPT_LEN);
-	ck_assert_int_eq(sclc_accept_decode(wire, n, &a, &decl), 0);
+	ck_assert_uint_eq(n, SMCR_CLC_ACCEPT_LEN);
+	ck_assert_int_eq(smcr_clc_accept_decode(wire, n, &a, &decl), 0);
 	ck_assert(!a.first_contact);
 	ck_assert_uint_eq(a.qpn, 17);
 	ck_assert_uint_eq(a.alert_token, 2);
 	ck_assert_uint_eq(a.rmb_rkey, 0x3b7);
 	ck_assert_uint_eq(a.os_type, 0);
-	ck_assert_int_eq(sclc_accept_encode(again, sizeof(again), &a), (int)n);
+	ck_assert_int_eq(smcr_clc_accept_encode(again, sizeof(again), &a),
+			 (int)n);
 	ck_assert_mem_eq(again, wire, n);
 	n = fixture("25-clc-c2s-confirm.bin", wire, sizeof(wire));
-	ck_assert_int_eq(sclc_confirm_decode(wire, n, &c, &decl), 0);
+	ck_assert_int_eq(smcr_clc_confirm_decode(wire, n, &c, &decl), 0);
 	ck_assert(!c.first_contact);
 	ck_assert_uint_eq(c.alert_token, 2);
 	ck_assert_uint_eq(c.gid_cnt, 0);
-	ck_assert_int_eq(sclc_confirm_encode(again, sizeof(again), &c), (int)n);
+	ck_assert_int_eq(smcr_clc_confirm_encode(again, sizeof(again), &c),
+			 (int)n);
 	ck_assert_mem_eq(again, wire, n);
-	ck_assert_int_eq(sclc_confirm_encode(again, n - 1, &c), -ENOSPC);
+	ck_assert_int_eq(smcr_clc_confirm_encode(again, n - 1, &c), -ENOSPC);
 }
 END_TEST
 
 START_TEST(kernel_decline)
 {
-	uint8_t wire[SCLC_MSG_MAX], again[SCLC_MSG_MAX];
-	struct sclc_decline_info d;
+	uint8_t wire[SMCR_CLC_MSG_MAX], again[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_decline_info d;
 	uint32_t decl = 0;
 	uint16_t length;
 	uint8_t type;
@@ -199,16 +205,16 @@ START_TEST(kernel_decline)
 
 	n = fixture("44-clc-s2c-decline.bin", wire, sizeof(wire));
 	ck_assert_uint_eq(n, 44);
-	ck_assert_int_eq(sclc_hdr_check(wire, n, &type, &length, &decl), 0);
+	ck_assert_int_eq(smcr_clc_hdr_check(wire, n, &type, &length, &decl), 0);
 	ck_assert_uint_eq(type, CLC_DECLINE);
-	ck_assert_int_eq(sclc_decline_decode(wire, n, &d, &decl), 0);
-	ck_assert_uint_eq(d.version, SCLC_VERSION);
+	ck_assert_int_eq(smcr_clc_decline_decode(wire, n, &d, &decl), 0);
+	ck_assert_uint_eq(d.version, SMCR_CLC_VERSION);
 	ck_assert(!d.sync_err);
 	ck_assert_mem_eq(d.system_id, sysid_b, 8);
 	ck_assert_uint_eq(d.diagnosis, CLC_DECL_NOSMCDEV);
 	ck_assert_str_eq(clc_decline_name(d.diagnosis), "NOSMCDEV");
-	ck_assert_uint_eq(d.os_type, SCLC_OS_LINUX);
-	ck_assert_int_eq(sclc_decline_encode(again, sizeof(again), &d), 44);
+	ck_assert_uint_eq(d.os_type, SMCR_CLC_OS_LINUX);
+	ck_assert_int_eq(smcr_clc_decline_encode(again, sizeof(again), &d), 44);
 	ck_assert_mem_eq(again, wire, n);
 
 	/* the native decoder refuses it: version 2, and os_type */
@@ -221,15 +227,15 @@ END_TEST
 /* Every area a kernel may send, in the kernel's order and offsets. */
 START_TEST(proposal_all_areas)
 {
-	uint8_t wire[SCLC_MSG_MAX];
-	struct sclc_proposal_info p, q;
+	uint8_t wire[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_proposal_info p, q;
 	uint32_t decl = 0;
 	uint16_t off;
 	int n, i;
 
 	memset(&p, 0, sizeof(p));
-	p.typev1 = SCLC_TYPE_R;
-	p.typev2 = SCLC_TYPE_B;
+	p.typev1 = SMCR_CLC_TYPE_R;
+	p.typev2 = SMCR_CLC_TYPE_B;
 	memcpy(p.system_id, sysid_a, 8);
 	memcpy(p.gid, gid_a, 16);
 	memcpy(p.mac, mac_a, 6);
@@ -246,18 +252,19 @@ START_TEST(proposal_all_areas)
 	p.seid = true;
 	memcpy(p.roce_gid, gid_a, 16);
 	p.eid_cnt = 3;
-	ck_assert_int_eq(sclc_eid_put(p.eid[0], "A"), 0);
-	ck_assert_int_eq(sclc_eid_put(p.eid[1], "0.B-C"), 0);
+	ck_assert_int_eq(smcr_clc_eid_put(p.eid[0], "A"), 0);
+	ck_assert_int_eq(smcr_clc_eid_put(p.eid[1], "0.B-C"), 0);
 	ck_assert_int_eq(
-		sclc_eid_put(p.eid[2], "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"), 0);
-	ck_assert_int_eq(sclc_eid_put(p.system_eid, "IBM-SYSZ-ISMSEID"), 0);
+		smcr_clc_eid_put(p.eid[2], "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"),
+		0);
+	ck_assert_int_eq(smcr_clc_eid_put(p.system_eid, "IBM-SYSZ-ISMSEID"), 0);
 	p.ism_gid_cnt = 2;
 	p.ism[0].gid = 1;
 	p.ism[0].chid = 2;
 	p.ism[1].gid = 3;
 	p.ism[1].chid = 4;
 
-	n = sclc_proposal_encode(wire, sizeof(wire), &p);
+	n = smcr_clc_proposal_encode(wire, sizeof(wire), &p);
 	ck_assert_int_eq(n, 80 + 8 + 2 * 17 + 40 + 3 * 32 + 48 + 2 * 10 + 4);
 	ck_assert_uint_eq(wire[7], 0x2c); /* v2, typev2 B, typev1 R */
 	ck_assert_uint_eq(wire[38] << 8 | wire[39], 40); /* iparea_offset */
@@ -269,7 +276,7 @@ START_TEST(proposal_all_areas)
 	ck_assert_uint_eq(52 + off, 122);
 	ck_assert_uint_eq(wire[122], 3); /* eid_cnt */
 	ck_assert_uint_eq(wire[123], 2); /* ism_gid_cnt */
-	ck_assert_uint_eq(wire[125], SCLC_FLAG_SEID);
+	ck_assert_uint_eq(wire[125], SMCR_CLC_FLAG_SEID);
 	ck_assert_mem_eq(wire + 130, gid_a, 16);
 	ck_assert_mem_eq(wire + 162, "A ", 2);
 	/* SMC-Dv2 extension after the EIDs */
@@ -278,149 +285,157 @@ START_TEST(proposal_all_areas)
 	ck_assert_mem_eq(wire + 258, "IBM-SYSZ-ISMSEID", 16);
 	ck_assert_mem_eq(wire + n - 4, CLC_EYECATCHER, 4);
 
-	ck_assert_int_eq(sclc_proposal_decode(wire, (size_t)n, &q, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(wire, (size_t)n, &q, &decl),
+			 0);
 	ck_assert_mem_eq(&q, &p, sizeof(p));
 
 	/* a second eid list of the maximum size, the "SMCD" frame */
 	p.smcd_eyecatcher = true;
-	p.eid_cnt = SCLC_EID_MAX;
-	for (i = 0; i < SCLC_EID_MAX; i++)
-		ck_assert_int_eq(sclc_eid_put(p.eid[i], "X1"), 0);
-	n = sclc_proposal_encode(wire, sizeof(wire), &p);
+	p.eid_cnt = SMCR_CLC_EID_MAX;
+	for (i = 0; i < SMCR_CLC_EID_MAX; i++)
+		ck_assert_int_eq(smcr_clc_eid_put(p.eid[i], "X1"), 0);
+	n = smcr_clc_proposal_encode(wire, sizeof(wire), &p);
 	ck_assert_int_gt(n, 0);
 	ck_assert_mem_eq(wire, CLC_EYECATCHER_SMCD, 4);
-	ck_assert_int_eq(sclc_proposal_decode(wire, (size_t)n, &q, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(wire, (size_t)n, &q, &decl),
+			 0);
 	ck_assert_mem_eq(&q, &p, sizeof(p));
 }
 END_TEST
 
 START_TEST(confirm_two_gids)
 {
-	uint8_t wire[SCLC_MSG_MAX];
-	struct sclc_accept_info c, d;
+	uint8_t wire[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_accept_info c, d;
 	uint32_t decl = 0;
 	size_t n;
 
 	n = fixture("03-clc-c2s-confirm.bin", wire, sizeof(wire));
-	ck_assert_int_eq(sclc_confirm_decode(wire, n, &c, &decl), 0);
+	ck_assert_int_eq(smcr_clc_confirm_decode(wire, n, &c, &decl), 0);
 	c.gid_cnt = 2;
 	memcpy(c.gids[1], gid_b, 16);
-	ck_assert_int_eq(sclc_confirm_encode(wire, sizeof(wire), &c),
-			 SCLC_CONFIRM_MAX);
+	ck_assert_int_eq(smcr_clc_confirm_encode(wire, sizeof(wire), &c),
+			 SMCR_CLC_CONFIRM_MAX);
 	ck_assert_uint_eq(wire[156], 2);
 	ck_assert_mem_eq(wire + 176, gid_b, 16);
-	ck_assert_int_eq(sclc_confirm_decode(wire, SCLC_CONFIRM_MAX, &d, &decl),
-			 0);
+	ck_assert_int_eq(
+		smcr_clc_confirm_decode(wire, SMCR_CLC_CONFIRM_MAX, &d, &decl),
+		0);
 	ck_assert_mem_eq(&d, &c, sizeof(c));
 	/* three GIDs is more than a kernel sends or takes */
 	c.gid_cnt = 3;
-	ck_assert_int_eq(sclc_confirm_encode(wire, sizeof(wire), &c), -EINVAL);
+	ck_assert_int_eq(smcr_clc_confirm_encode(wire, sizeof(wire), &c),
+			 -EINVAL);
 }
 END_TEST
 
 START_TEST(decline_v1)
 {
-	struct sclc_decline_info d, e;
+	struct smcr_clc_decline_info d, e;
 	uint8_t wire[64];
 	uint32_t decl = 0;
 	uint16_t length;
 	uint8_t type;
 
 	memset(&d, 0, sizeof(d));
-	d.version = SCLC_VERSION_V1;
+	d.version = SMCR_CLC_VERSION_V1;
 	d.sync_err = true;
 	memcpy(d.system_id, sysid_a, 8);
 	d.diagnosis = CLC_DECL_SYNCERR;
-	ck_assert_int_eq(sclc_decline_encode(wire, sizeof(wire), &d), 28);
+	ck_assert_int_eq(smcr_clc_decline_encode(wire, sizeof(wire), &d), 28);
 	ck_assert_uint_eq(wire[7], 0x18);
 	ck_assert_mem_eq(wire + 24, CLC_EYECATCHER, 4);
-	ck_assert_int_eq(sclc_hdr_check(wire, 8, &type, &length, &decl), 0);
+	ck_assert_int_eq(smcr_clc_hdr_check(wire, 8, &type, &length, &decl), 0);
 	ck_assert_uint_eq(length, 28);
-	ck_assert_int_eq(sclc_decline_decode(wire, 28, &e, &decl), 0);
+	ck_assert_int_eq(smcr_clc_decline_decode(wire, 28, &e, &decl), 0);
 	ck_assert_mem_eq(&e, &d, sizeof(d));
 	/* v1 has no room for more diagnoses */
 	d.diagnosis_v2[0] = 1;
-	ck_assert_int_eq(sclc_decline_encode(wire, sizeof(wire), &d), -EINVAL);
+	ck_assert_int_eq(smcr_clc_decline_encode(wire, sizeof(wire), &d),
+			 -EINVAL);
 	d.diagnosis_v2[0] = 0;
 	d.diagnosis = 0;
-	ck_assert_int_eq(sclc_decline_encode(wire, sizeof(wire), &d), -EINVAL);
+	ck_assert_int_eq(smcr_clc_decline_encode(wire, sizeof(wire), &d),
+			 -EINVAL);
 	d.diagnosis = CLC_DECL_SYNCERR;
 	d.version = 3;
-	ck_assert_int_eq(sclc_decline_encode(wire, sizeof(wire), &d), -EINVAL);
+	ck_assert_int_eq(smcr_clc_decline_encode(wire, sizeof(wire), &d),
+			 -EINVAL);
 }
 END_TEST
 
 START_TEST(eids)
 {
-	uint8_t e[SCLC_EID_LEN];
+	uint8_t e[SMCR_CLC_EID_LEN];
 
-	ck_assert_int_eq(sclc_eid_put(e, "SMCPROXYD-TEST-LAB"), 0);
+	ck_assert_int_eq(smcr_clc_eid_put(e, "SMCPROXYD-TEST-LAB"), 0);
 	ck_assert_mem_eq(e, "SMCPROXYD-TEST-LAB              ", 32);
-	ck_assert(sclc_eid_valid(e));
-	ck_assert_int_eq(sclc_eid_put(e, "9.A"), 0);
-	ck_assert_int_eq(sclc_eid_put(e, ""), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, "lower"), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, "-LEAD"), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, ".LEAD"), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, "IN SIDE"), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, "UNDER_SCORE"), -EINVAL);
-	ck_assert_int_eq(sclc_eid_put(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"),
-			 -EINVAL);
+	ck_assert(smcr_clc_eid_valid(e));
+	ck_assert_int_eq(smcr_clc_eid_put(e, "9.A"), 0);
+	ck_assert_int_eq(smcr_clc_eid_put(e, ""), -EINVAL);
+	ck_assert_int_eq(smcr_clc_eid_put(e, "lower"), -EINVAL);
+	ck_assert_int_eq(smcr_clc_eid_put(e, "-LEAD"), -EINVAL);
+	ck_assert_int_eq(smcr_clc_eid_put(e, ".LEAD"), -EINVAL);
+	ck_assert_int_eq(smcr_clc_eid_put(e, "IN SIDE"), -EINVAL);
+	ck_assert_int_eq(smcr_clc_eid_put(e, "UNDER_SCORE"), -EINVAL);
+	ck_assert_int_eq(
+		smcr_clc_eid_put(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"),
+		-EINVAL);
 	memset(e, ' ', sizeof(e));
-	ck_assert(!sclc_eid_valid(e));
+	ck_assert(!smcr_clc_eid_valid(e));
 	memcpy(e, "AB\0", 3);
-	ck_assert(!sclc_eid_valid(e));
+	ck_assert(!smcr_clc_eid_valid(e));
 }
 END_TEST
 
 START_TEST(header_check)
 {
-	uint8_t wire[SCLC_MSG_MAX];
+	uint8_t wire[SMCR_CLC_MSG_MAX];
 	uint32_t decl = 0;
 	uint16_t length;
 	uint8_t type;
 	size_t n;
 
 	n = fixture("01-clc-c2s-proposal.bin", wire, sizeof(wire));
-	CK_REFUSED(sclc_hdr_check(wire, 7, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, 7, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	wire[0] ^= 1;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	wire[0] ^= 1;
 	/* version 1 (Linux before 5.11) or 3: not ours */
 	wire[7] = 0x12;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_VERSMISMAT);
 	wire[7] = 0x32;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_VERSMISMAT);
 	wire[7] = 0x22;
 	wire[4] = 5;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	wire[4] = CLC_PROPOSAL;
 	/* lengths no proposal can have */
 	wire[5] = 0;
 	wire[6] = 83;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
-	wire[5] = (uint8_t)((SCLC_PROPOSAL_MAX + 1) >> 8);
-	wire[6] = (uint8_t)(SCLC_PROPOSAL_MAX + 1);
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	wire[5] = (uint8_t)((SMCR_CLC_PROPOSAL_MAX + 1) >> 8);
+	wire[6] = (uint8_t)(SMCR_CLC_PROPOSAL_MAX + 1);
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* a DECLINE is 28 bytes in version 1 and 44 in version 2 */
 	n = fixture("44-clc-s2c-decline.bin", wire, sizeof(wire));
 	wire[7] = 0x10;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* an ACCEPT is 108 or 160 */
 	n = fixture("02-clc-s2c-accept.bin", wire, sizeof(wire));
 	wire[6] = 161;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 	wire[6] = 107;
-	CK_REFUSED(sclc_hdr_check(wire, n, &type, &length, &decl), decl,
+	CK_REFUSED(smcr_clc_hdr_check(wire, n, &type, &length, &decl), decl,
 		   CLC_DECL_BADMSG);
 }
 END_TEST
@@ -434,10 +449,10 @@ START_TEST(truncated_and_wrong_decoder)
 		"03-clc-c2s-confirm.bin",  "22-clc-s2c-accept.bin",
 		"25-clc-c2s-confirm.bin",  "44-clc-s2c-decline.bin",
 	};
-	uint8_t wire[SCLC_MSG_MAX + 1];
-	struct sclc_proposal_info p;
-	struct sclc_accept_info a;
-	struct sclc_decline_info d;
+	uint8_t wire[SMCR_CLC_MSG_MAX + 1];
+	struct smcr_clc_proposal_info p;
+	struct smcr_clc_accept_info a;
+	struct smcr_clc_decline_info d;
 	uint32_t decl;
 	size_t n, cut;
 	unsigned int i;
@@ -447,10 +462,14 @@ START_TEST(truncated_and_wrong_decoder)
 		memset(wire, 0, sizeof(wire));
 		n = fixture(files[i], wire, sizeof(wire));
 		for (cut = 0; cut <= n + 1; cut++) {
-			ok = (sclc_proposal_decode(wire, cut, &p, &decl) == 0) +
-			     (sclc_accept_decode(wire, cut, &a, &decl) == 0) +
-			     (sclc_confirm_decode(wire, cut, &a, &decl) == 0) +
-			     (sclc_decline_decode(wire, cut, &d, &decl) == 0);
+			ok = (smcr_clc_proposal_decode(wire, cut, &p, &decl) ==
+			      0) +
+			     (smcr_clc_accept_decode(wire, cut, &a, &decl) ==
+			      0) +
+			     (smcr_clc_confirm_decode(wire, cut, &a, &decl) ==
+			      0) +
+			     (smcr_clc_decline_decode(wire, cut, &d, &decl) ==
+			      0);
 			ck_assert_msg(ok == (cut == n), "%s cut to %zu: %d",
 				      files[i], cut, ok);
 		}
@@ -460,8 +479,8 @@ END_TEST
 
 START_TEST(proposal_fields)
 {
-	uint8_t wire[SCLC_MSG_MAX], w[SCLC_MSG_MAX];
-	struct sclc_proposal_info p;
+	uint8_t wire[SMCR_CLC_MSG_MAX], w[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_proposal_info p;
 	uint32_t decl = 0;
 	size_t n;
 
@@ -473,80 +492,80 @@ START_TEST(proposal_fields)
 	} while (0)
 	/* offered neither in v1 nor in v2 */
 	EDIT(7, 0x2a);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* an IP area offset without v1, a v2 extension not where it is */
 	EDIT(39, 40);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	EDIT(51, 27);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* an SMC-Dv2 extension offset without SMC-D */
 	EDIT(87, 32);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* more EIDs than the length holds, more than 8 */
 	EDIT(80, 2);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	EDIT(80, 9);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* an EID a kernel would not take */
 	EDIT(120, 'a');
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* no RoCE v2 GID */
 	memcpy(w, wire, n);
 	memset(w + 88, 0, 16);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	/* release 1 limits; release 0 has none */
 	EDIT(104, 15);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_MAXCONNERR);
 	EDIT(105, 3);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_MAXLINKERR);
 	EDIT(105, 0);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_MAXLINKERR);
 	memcpy(w, wire, n);
 	w[83] = 0x00; /* release 0, as Linux 6.1 */
 	memset(w + 104, 0, 4);
-	ck_assert_int_eq(sclc_proposal_decode(w, n, &p, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(w, n, &p, &decl), 0);
 	ck_assert_uint_eq(p.release, 0);
 	/* reserved bytes are the kernel's business, as it does */
 	EDIT(110, 0x5a);
-	ck_assert_int_eq(sclc_proposal_decode(w, n, &p, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(w, n, &p, &decl), 0);
 	/* SMC-R without an EID: the kernel's own reason */
 	memcpy(w, wire, n);
 	w[80] = 0;
 	memmove(w + 120, w + 152, 4);
 	reframe(w, n - 32);
-	CK_REFUSED(sclc_proposal_decode(w, n - 32, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n - 32, &p, &decl), decl,
 		   CLC_DECL_NOUEID);
 	/* room for two EIDs, one counted: bytes no area accounts for */
 	memcpy(w, wire, n);
 	memcpy(w + 152, w + 120, 32);
 	reframe(w, n + 32);
-	CK_REFUSED(sclc_proposal_decode(w, n + 32, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n + 32, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	w[80] = 2;
-	ck_assert_int_eq(sclc_proposal_decode(w, n + 32, &p, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(w, n + 32, &p, &decl), 0);
 	ck_assert_uint_eq(p.eid_cnt, 2);
 	/* trailer: another eyecatcher, or SMCD against an SMCR header */
 	memcpy(w, wire, n);
 	w[n - 1] ^= 1;
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	memcpy(w, wire, n);
 	memcpy(w + n - 4, CLC_EYECATCHER_SMCD, 4);
-	CK_REFUSED(sclc_proposal_decode(w, n, &p, &decl), decl,
+	CK_REFUSED(smcr_clc_proposal_decode(w, n, &p, &decl), decl,
 		   CLC_DECL_BADMSG);
 	memcpy(w, CLC_EYECATCHER_SMCD, 4);
-	ck_assert_int_eq(sclc_proposal_decode(w, n, &p, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(w, n, &p, &decl), 0);
 	ck_assert(p.smcd_eyecatcher);
 #undef EDIT
 }
@@ -554,8 +573,8 @@ END_TEST
 
 START_TEST(accept_fields)
 {
-	uint8_t wire[SCLC_MSG_MAX], w[SCLC_MSG_MAX];
-	struct sclc_accept_info a;
+	uint8_t wire[SMCR_CLC_MSG_MAX], w[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_accept_info a;
 	uint32_t decl = 0;
 	size_t n;
 
@@ -566,7 +585,7 @@ START_TEST(accept_fields)
 		w[(off)] = (val);   \
 	} while (0)
 #define REFUSED(want) \
-	CK_REFUSED(sclc_accept_decode(w, n, &a, &decl), decl, (want))
+	CK_REFUSED(smcr_clc_accept_decode(w, n, &a, &decl), decl, (want))
 	EDIT(7, 0x20); /* 160 bytes without first contact */
 	REFUSED(CLC_DECL_BADMSG);
 	EDIT(7, 0x29); /* SMC-D */
@@ -606,93 +625,105 @@ START_TEST(accept_fields)
 	memcpy(w, wire, n);
 	w[105] = 0x20;
 	memset(w + 140, 0, 8);
-	ck_assert_int_eq(sclc_accept_decode(w, n, &a, &decl), 0);
+	ck_assert_int_eq(smcr_clc_accept_decode(w, n, &a, &decl), 0);
 	ck_assert_uint_eq(a.release, 0);
 	/* an ACCEPT is no CONFIRM: no GID list after the extension */
-	CK_REFUSED(sclc_confirm_decode(wire, n, &a, &decl), decl,
+	CK_REFUSED(smcr_clc_confirm_decode(wire, n, &a, &decl), decl,
 		   CLC_DECL_BADMSG);
 #undef REFUSED
 
 	n = fixture("03-clc-c2s-confirm.bin", wire, sizeof(wire));
 	EDIT(156, 0); /* no GID */
-	CK_REFUSED(sclc_confirm_decode(w, n, &a, &decl), decl, CLC_DECL_BADMSG);
+	CK_REFUSED(smcr_clc_confirm_decode(w, n, &a, &decl), decl,
+		   CLC_DECL_BADMSG);
 	EDIT(156, 2); /* more GIDs than the length holds */
-	CK_REFUSED(sclc_confirm_decode(w, n, &a, &decl), decl, CLC_DECL_BADMSG);
+	CK_REFUSED(smcr_clc_confirm_decode(w, n, &a, &decl), decl,
+		   CLC_DECL_BADMSG);
 	memcpy(w, wire, n);
 	memset(w + 160, 0, 16);
-	CK_REFUSED(sclc_confirm_decode(w, n, &a, &decl), decl, CLC_DECL_BADMSG);
+	CK_REFUSED(smcr_clc_confirm_decode(w, n, &a, &decl), decl,
+		   CLC_DECL_BADMSG);
 #undef EDIT
 }
 END_TEST
 
 START_TEST(decline_fields)
 {
-	uint8_t wire[SCLC_MSG_MAX], w[SCLC_MSG_MAX];
-	struct sclc_decline_info d;
+	uint8_t wire[SMCR_CLC_MSG_MAX], w[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_decline_info d;
 	uint32_t decl = 0;
 	size_t n;
 
 	n = fixture("44-clc-s2c-decline.bin", wire, sizeof(wire));
 	memcpy(w, wire, n);
 	memset(w + 16, 0, 4);
-	CK_REFUSED(sclc_decline_decode(w, n, &d, &decl), decl, CLC_DECL_BADMSG);
+	CK_REFUSED(smcr_clc_decline_decode(w, n, &d, &decl), decl,
+		   CLC_DECL_BADMSG);
 	memcpy(w, wire, n);
 	w[7] |= 0x01;
-	CK_REFUSED(sclc_decline_decode(w, n, &d, &decl), decl, CLC_DECL_BADMSG);
+	CK_REFUSED(smcr_clc_decline_decode(w, n, &d, &decl), decl,
+		   CLC_DECL_BADMSG);
 	/* a sync error; any os type; more diagnoses */
 	memcpy(w, wire, n);
 	w[7] |= CLC_FLAG_FIRST_CONTACT;
 	w[20] = 0x10;
 	w[27] = 0x42;
-	ck_assert_int_eq(sclc_decline_decode(w, n, &d, &decl), 0);
+	ck_assert_int_eq(smcr_clc_decline_decode(w, n, &d, &decl), 0);
 	ck_assert(d.sync_err);
-	ck_assert_uint_eq(d.os_type, SCLC_OS_ZOS);
+	ck_assert_uint_eq(d.os_type, SMCR_CLC_OS_ZOS);
 	ck_assert_uint_eq(d.diagnosis_v2[0], 0x42);
 	/* an SMC-D peer's */
 	memcpy(w, wire, n);
 	memcpy(w, CLC_EYECATCHER_SMCD, 4);
 	memcpy(w + n - 4, CLC_EYECATCHER_SMCD, 4);
-	ck_assert_int_eq(sclc_decline_decode(w, n, &d, &decl), 0);
+	ck_assert_int_eq(smcr_clc_decline_decode(w, n, &d, &decl), 0);
 	ck_assert(d.smcd_eyecatcher);
 }
 END_TEST
 
 START_TEST(encoders_refuse)
 {
-	uint8_t wire[SCLC_MSG_MAX];
-	struct sclc_proposal_info p;
-	struct sclc_accept_info a;
+	uint8_t wire[SMCR_CLC_MSG_MAX];
+	struct smcr_clc_proposal_info p;
+	struct smcr_clc_accept_info a;
 	uint32_t decl = 0;
 	size_t n;
 
 	n = fixture("01-clc-c2s-proposal.bin", wire, sizeof(wire));
-	ck_assert_int_eq(sclc_proposal_decode(wire, n, &p, &decl), 0);
+	ck_assert_int_eq(smcr_clc_proposal_decode(wire, n, &p, &decl), 0);
 	p.eid_cnt = 0;
-	ck_assert_int_eq(sclc_proposal_encode(wire, sizeof(wire), &p), -EINVAL);
+	ck_assert_int_eq(smcr_clc_proposal_encode(wire, sizeof(wire), &p),
+			 -EINVAL);
 	p.eid_cnt = 1;
 	p.ism_gid_cnt = 1; /* without SMC-D */
-	ck_assert_int_eq(sclc_proposal_encode(wire, sizeof(wire), &p), -EINVAL);
+	ck_assert_int_eq(smcr_clc_proposal_encode(wire, sizeof(wire), &p),
+			 -EINVAL);
 	p.ism_gid_cnt = 0;
 	p.typev2 = 4;
-	ck_assert_int_eq(sclc_proposal_encode(wire, sizeof(wire), &p), -EINVAL);
+	ck_assert_int_eq(smcr_clc_proposal_encode(wire, sizeof(wire), &p),
+			 -EINVAL);
 
 	n = fixture("22-clc-s2c-accept.bin", wire, sizeof(wire));
-	ck_assert_int_eq(sclc_accept_decode(wire, n, &a, &decl), 0);
-	a.os_type = SCLC_OS_LINUX; /* no first-contact extension to carry it */
-	ck_assert_int_eq(sclc_accept_encode(wire, sizeof(wire), &a), -EINVAL);
+	ck_assert_int_eq(smcr_clc_accept_decode(wire, n, &a, &decl), 0);
+	a.os_type =
+		SMCR_CLC_OS_LINUX; /* no first-contact extension to carry it */
+	ck_assert_int_eq(smcr_clc_accept_encode(wire, sizeof(wire), &a),
+			 -EINVAL);
 	a.os_type = 0;
 	a.gid_cnt = 1;
-	ck_assert_int_eq(sclc_confirm_encode(wire, sizeof(wire), &a), -EINVAL);
+	ck_assert_int_eq(smcr_clc_confirm_encode(wire, sizeof(wire), &a),
+			 -EINVAL);
 	a.gid_cnt = 0;
 	a.rmbe_size = 16;
-	ck_assert_int_eq(sclc_accept_encode(wire, sizeof(wire), &a), -EINVAL);
+	ck_assert_int_eq(smcr_clc_accept_encode(wire, sizeof(wire), &a),
+			 -EINVAL);
 }
 END_TEST
 
 static Suite *
-sclc_suite(void)
+smcr_clc_suite(void)
 {
-	Suite *s = suite_create("sclc");
+	Suite *s = suite_create("smcr_clc");
 	TCase *tc = tcase_create("kernel");
 
 	tcase_add_test(tc, kernel_proposals);
@@ -719,7 +750,7 @@ sclc_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(sclc_suite());
+	SRunner *sr = srunner_create(smcr_clc_suite());
 	int failed;
 
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The standard dialect's link groups (DESIGN.md §10), with kernel SMC-R
- * peers: made for the connection whose CLC (kpeer.c) sets one up, found
+ * The SMC-R dialect's link groups (DESIGN.md §10), with kernel SMC-R
+ * peers: made for the connection whose CLC (smcr.c) sets one up, found
  * by the system id, GID and QP a later CLC names, bounded per kernel
  * host, and connected once the CLC told each side the other's QP.  Each
  * connection brings its own CLC: no control connection.  Above the link
@@ -18,10 +18,10 @@
 #include "clc_wire.h"
 #include "llc_wire.h"
 /*
- * A new group of the standard dialect (DESIGN.md §10) with a kernel
+ * A new group of the SMC-R dialect (DESIGN.md §10) with a kernel
  * SMC-R peer of system id sysid, for the connection whose CLC came over
  * a TCP connection from local to host (the peer, to which the group is
- * bound: lgr_std_find): as the server (its PROPOSAL asked for
+ * bound: lgr_smcr_find): as the server (its PROPOSAL asked for
  * max_conns) or the client (its ACCEPT said first contact, max_conns).
  * A second link (max_links 2) when another device here may reach the
  * peer; its first QP on the device for local, not connected; no
@@ -29,13 +29,13 @@
  * are one peer to the bounds, kernel_smc's.  NULL with *decline set.
  */
 struct lgr *
-lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	    const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
-	    uint8_t release, const struct addr *local, const struct addr *host,
-	    const uint8_t *eid, uint32_t *decline)
+lgr_smcr_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
+	     const uint8_t gid[16], uint8_t max_conns, uint8_t max_links,
+	     uint8_t release, const struct addr *local, const struct addr *host,
+	     const uint8_t *eid, uint32_t *decline)
 {
 	struct conf *conf = lgr_ctx_conf(ctx);
-	const struct conf_peer *peer = &conf->ksmc.peer;
+	const struct conf_peer *peer = &conf->smcr.peer;
 	const struct lgr_dev *dev;
 	struct lgr *lgr;
 
@@ -49,11 +49,11 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
 		*decline = CLC_DECL_MEM;
 		return NULL;
 	}
-	lgr->std = true;
-	lgr->std_release = release;
-	memcpy(lgr->std_gid, gid, sizeof(lgr->std_gid));
-	lgr->std_host = *host;
-	memcpy(lgr->std_eid, eid, sizeof(lgr->std_eid));
+	lgr->smcr = true;
+	lgr->smcr_release = release;
+	memcpy(lgr->smcr_gid, gid, sizeof(lgr->smcr_gid));
+	lgr->smcr_host = *host;
+	memcpy(lgr->smcr_eid, eid, sizeof(lgr->smcr_eid));
 	lgr->max_conns = max_conns < conf->rdma.max_conns_per_lgr ?
 				 max_conns :
 				 (uint8_t)conf->rdma.max_conns_per_lgr;
@@ -91,21 +91,21 @@ lgr_std_new(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
  * connection's bytes into the other's memory (issue 43, M1).
  */
 struct lgr *
-lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-	     const uint8_t gid[16], uint32_t qpn, const struct addr *host,
-	     struct lgr_link **linkp)
+lgr_smcr_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
+	      const uint8_t gid[16], uint32_t qpn, const struct addr *host,
+	      struct lgr_link **linkp)
 {
 	struct lgr_link *link;
 	struct lgr *lgr;
 	int i;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->role != role ||
+		if (!lgr->smcr || lgr->role != role ||
 		    lgr->state != LGR_STATE_ACTIVE ||
 		    lgr->nconns >= lgr->max_conns ||
 		    memcmp(lgr->peer_system_id, sysid,
 			   sizeof(lgr->peer_system_id)) != 0 ||
-		    (host != NULL && !addr_same_host(&lgr->std_host, host)))
+		    (host != NULL && !addr_same_host(&lgr->smcr_host, host)))
 			continue;
 		for (i = 0; i < LGR_LINK_SLOTS; i++) {
 			link = &lgr->link[i];
@@ -133,20 +133,20 @@ lgr_std_find(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
  * -ENOSPC with the bound counted.
  */
 int
-lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
+lgr_smcr_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
 {
-	const struct conf_ksmc *k = &lgr_ctx_conf(ctx)->ksmc;
+	const struct conf_smcr *k = &lgr_ctx_conf(ctx)->smcr;
 	int pending = 0, host_pending = 0, host_lgrs = 0, host_conns = 0;
 	enum stats_id over;
 	const struct lgr *lgr;
 	bool up;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
+		if (!lgr->smcr || lgr->state == LGR_STATE_TERMINATING)
 			continue;
 		up = lgr->state == LGR_STATE_ACTIVE;
 		pending += !up;
-		if (!addr_same_host(&lgr->std_host, host))
+		if (!addr_same_host(&lgr->smcr_host, host))
 			continue;
 		host_pending += !up;
 		host_lgrs++;
@@ -170,39 +170,39 @@ lgr_std_budget(struct lgr_ctx *ctx, const struct addr *host, bool group)
 
 /*
  * Each standard group of ctx that holds its host's budget (not
- * terminating, as lgr_std_budget counts them) to fn: the kernel host it
+ * terminating, as lgr_smcr_budget counts them) to fn: the kernel host it
  * is with, whether it is up (else pending), its connections and active
  * links.  For show peers; on ctx's worker.
  */
 void
-lgr_std_foreach(const struct lgr_ctx *ctx, lgr_std_fn fn, void *arg)
+lgr_smcr_foreach(const struct lgr_ctx *ctx, lgr_smcr_fn fn, void *arg)
 {
 	const struct lgr *lgr;
 	int i, links;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry) {
-		if (!lgr->std || lgr->state == LGR_STATE_TERMINATING)
+		if (!lgr->smcr || lgr->state == LGR_STATE_TERMINATING)
 			continue;
 		for (i = 0, links = 0; i < LGR_LINK_SLOTS; i++)
 			links += lgr->link[i].state == LGR_LINK_ACTIVE;
-		fn(&lgr->std_host, lgr->state == LGR_STATE_ACTIVE,
+		fn(&lgr->smcr_host, lgr->state == LGR_STATE_ACTIVE,
 		   (int)lgr->nconns, links, arg);
 	}
 }
 
 /*
  * Whether a kernel peer's group may stay under k (after a reload): the
- * standard dialect still on, the EID it was made under still served,
+ * SMC-R dialect still on, the EID it was made under still served,
  * and a client host (our server role) still in allow.  One that may not
  * ends, as a native peer's whose key changed: the peer loses the rkeys
  * it holds into our buffers.
  */
 bool
-lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
+lgr_smcr_kept(const struct lgr *lgr, const struct conf_smcr *k)
 {
-	return k->enabled && conf_ksmc_serves(k, lgr->std_eid) &&
+	return k->enabled && conf_smcr_serves(k, lgr->smcr_eid) &&
 	       (lgr->role == LGR_ROLE_CLIENT ||
-		conf_ksmc_allows(k, &lgr->std_host));
+		conf_smcr_allows(k, &lgr->smcr_host));
 }
 
 /*
@@ -212,19 +212,20 @@ lgr_std_kept(const struct lgr *lgr, const struct conf_ksmc *k)
  * its own.
  */
 struct lgr *
-lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
-		const uint8_t gid[16], const struct addr *host)
+lgr_smcr_pending(struct lgr_ctx *ctx, enum lgr_role role,
+		 const uint8_t sysid[8], const uint8_t gid[16],
+		 const struct addr *host)
 {
 	struct lgr *lgr;
 
 	TAILQ_FOREACH(lgr, &ctx->lgrs, entry)
-		if (lgr->std && lgr->role == role &&
+		if (lgr->smcr && lgr->role == role &&
 		    (lgr->state == LGR_STATE_CLC ||
 		     lgr->state == LGR_STATE_CONFIRMING) &&
 		    memcmp(lgr->peer_system_id, sysid,
 			   sizeof(lgr->peer_system_id)) == 0 &&
-		    memcmp(lgr->std_gid, gid, sizeof(lgr->std_gid)) == 0 &&
-		    addr_same_host(&lgr->std_host, host))
+		    memcmp(lgr->smcr_gid, gid, sizeof(lgr->smcr_gid)) == 0 &&
+		    addr_same_host(&lgr->smcr_host, host))
 			return lgr;
 	return NULL;
 }
@@ -235,7 +236,7 @@ lgr_std_pending(struct lgr_ctx *ctx, enum lgr_role role, const uint8_t sysid[8],
  * ACCEPT must be on the worker whose connection it answers.
  */
 void
-lgr_std_system_id(const struct lgr_ctx *ctx, uint8_t out[8])
+lgr_smcr_system_id(const struct lgr_ctx *ctx, uint8_t out[8])
 {
 	memcpy(out, ctx->system_id, sizeof(ctx->system_id));
 	out[7] ^= (uint8_t)((ctx->w != NULL ? worker_id(ctx->w) : 0) + 1);
@@ -250,25 +251,25 @@ lgr_max_conns(const struct lgr *lgr)
 
 /* The kernel host a standard group is with; NULL for a native one. */
 const struct addr *
-lgr_std_host(const struct lgr *lgr)
+lgr_smcr_host(const struct lgr *lgr)
 {
-	return lgr->std ? &lgr->std_host : NULL;
+	return lgr->smcr ? &lgr->smcr_host : NULL;
 }
 
-/* Whether lgr speaks the standard dialect (a kernel SMC-R peer's). */
+/* Whether lgr speaks the SMC-R dialect (a kernel SMC-R peer's). */
 bool
-lgr_is_std(const struct lgr *lgr)
+lgr_is_smcr(const struct lgr *lgr)
 {
-	return lgr->std;
+	return lgr->smcr;
 }
 
 /* A standard group's link's QP and our system id, for the CLC. */
 void
-lgr_std_local(const struct lgr_link *link, struct dev_qp_addr *qp,
-	      uint8_t sysid[8])
+lgr_smcr_local(const struct lgr_link *link, struct dev_qp_addr *qp,
+	       uint8_t sysid[8])
 {
 	*qp = link->local;
-	lgr_std_system_id(link->lgr->ctx, sysid);
+	lgr_smcr_system_id(link->lgr->ctx, sysid);
 }
 
 /* Whether link's peer is the QP qpn with GID gid. */
@@ -294,7 +295,7 @@ lgr_max_links(const struct lgr *lgr)
  * CLC_DECL_* code the group failed with (it is ending then).
  */
 uint32_t
-lgr_std_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
+lgr_smcr_peer(struct lgr *lgr, const struct dev_qp_addr *peer)
 {
 	struct clc_accept_info in;
 	uint32_t code;
