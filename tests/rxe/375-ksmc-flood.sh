@@ -18,7 +18,10 @@
 #     set up for a round go at its CLC timeout (6 s), so the next round
 #     gets its 4 again, and each counts as a CLC timeout of that host
 #     (smc_clc_timeouts, charged to its rate limit);
-#   - while it runs, 4 connections of the native peer through a's rule
+#   - while it runs, a's daemon starts again, and its new group with b
+#     (a native CLC on b's peer port) comes up (M2: native and SMC-R
+#     pending handshakes never share one limit); then 4 connections of
+#     the native peer through a's rule
 #     verify over RDMA (a: conns_rdma +4, conns_fallback +0), and 4
 #     connections of Linux's own SMC-R client from 10.99.0.1 verify
 #     over SMC-Rv2 (a's kernel: clnt_v2_succ +4, no fallback; b:
@@ -77,6 +80,20 @@ if [ "$RXE_HOST" = a ]; then
 	flood=$!
 	rxe_wait 60 grep -q '^held ' "$RXE_OUT/flood.out" ||
 		bad "the flood's first round got no answers: $(tail -3 "$RXE_OUT/flood.out")"
+
+	# a new native handshake under the flood (M2): a's daemon starts
+	# again, so its next connection sets up a new group with b (a CLC
+	# on b's peer port) while b holds the flood's unconfirmed groups;
+	# native and SMC-R handshakes pending never share one limit
+	daemon_stop a || bad "daemon a exited with status $?"
+	daemon_start a "$R/a.conf" || rxe_die "daemon a did not start again"
+	xfer_ok "a's first connection after its restart (waits for the new group, or falls back)" \
+		-n 1 -b 64K -T 60
+	rxe_wait 30 sh -c "[ \$(grep -c 'peer b: link group active as client' '$RXE_OUT/a.log') -ge 2 ]" &&
+		ok "a new native group with b under the flood" ||
+		bad "a's new native group with b did not come up under the flood"
+	grep -q '^held ' "$RXE_OUT/flood.out" ||
+		bad "the flood was not under way"
 
 	# the native peer, under the flood
 	r0=$(rxe_stat a conns_rdma) f0=$(rxe_stat a conns_fallback)
@@ -143,6 +160,13 @@ else
 		bad "b never hit the per-host pending budget (smc_budget_host_pending ${n:-none})"
 	fi
 	expect_stat b smc_conns_rdma 4
+	# a's restart under the flood: b accepted a's new native group
+	n=$(grep -c 'peer a: link group active as server' "$RXE_OUT/b.log")
+	if [ "$n" -ge 2 ]; then
+		ok "b set up a's second native group under the flood"
+	else
+		bad "b has $n native groups with a, want 2 (the restart's under the flood)"
+	fi
 	n=$(rxe_stat b smc_clc_timeouts)
 	if [ "${n:-0}" -ge $PENDING ]; then
 		ok "b counted the ACCEPTs never confirmed as CLC timeouts: smc_clc_timeouts $n"

@@ -9,11 +9,16 @@
  * SYN-ACK echoed the option; if it did, it reads the client's CLC PROPOSAL
  * with the standard codec, prints it, and answers with a DECLINE (the
  * client goes on as TCP on the same connection) or, with -a, with the
- * bytes of FILE (a captured ACCEPT), after which it reads and prints the
+ * bytes of FILE (a captured ACCEPT), or, with -j, with a join ACCEPT (no
+ * first contact) naming the link group of system id SYSID whose link has
+ * the GID and QP number given, for EID: a hostile server steering the
+ * client's connection onto its group with another server (issue 43, M1;
+ * tests/rxe/377-ksmc-steer.sh).  After an ACCEPT it reads and prints the
  * client's DECLINE.  Then it echoes every byte back until the client
  * closes.
  *
- *   ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O [-d CODE] [-a FILE] [-N N]
+ *   ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O [-d CODE] [-a FILE]
+ *               [-j SYSID,GID,QPN,EID] [-N N]
  *
  * exit: 0 each connection answered and echoed, 1 something else
  * happened, 2 usage/setup
@@ -109,6 +114,43 @@ load(const char *path, uint8_t *buf, size_t size)
 	return n > 0 ? (int)n : -1;
 }
 
+/*
+ * A join ACCEPT from spec "SYSID,GID,QPN,EID" (SYSID in 16 hex digits, as
+ * smcproxyctl show lgrs prints peer_system_id; GID as show links prints
+ * peer_gid) into buf: its length, or -1.  Its RMB element is made up: a
+ * client that took the ACCEPT would write there on the named group.
+ */
+static int
+join_accept(const char *spec, uint8_t *buf, size_t size)
+{
+	struct smcr_clc_accept_info a;
+	char sysid[17], gid[INET6_ADDRSTRLEN], eid[SMCR_CLC_EID_LEN + 1];
+	unsigned int qpn, x, i;
+
+	if (sscanf(spec, "%16[0-9a-f],%45[^,],%u,%32s", sysid, gid, &qpn,
+		   eid) != 4 ||
+	    strlen(sysid) != 16)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	for (i = 0; i < 8; i++) {
+		if (sscanf(sysid + 2 * i, "%2x", &x) != 1)
+			return -1;
+		a.system_id[i] = (uint8_t)x;
+	}
+	if (inet_pton(AF_INET6, gid, a.gid) != 1 ||
+	    smcr_clc_eid_put(a.eid, eid) != 0)
+		return -1;
+	a.qpn = qpn;
+	a.rmb_rkey = 0x5eed;
+	a.rmbe_idx = 1;
+	a.alert_token = 1;
+	a.rmbe_size = 1;
+	a.mtu = 3; /* IBV_MTU_1024 */
+	a.rmb_vaddr = 0x100000;
+	a.psn = 1;
+	return smcr_clc_accept_encode(buf, size, &a);
+}
+
 /* One connection on fd: 0 when answered and echoed, else 1. */
 static int
 serve(struct smcopt_env *env, int a, uint32_t code, const uint8_t *acc,
@@ -162,6 +204,7 @@ int
 main(int argc, char **argv)
 {
 	const char *listen_at = NULL, *obj = NULL, *accept_file = NULL, *why;
+	const char *join = NULL;
 	uint32_t code = CLC_DECL_NOSMCRDEV;
 	struct smcopt_env env;
 	struct sockaddr_in sin;
@@ -169,7 +212,7 @@ main(int argc, char **argv)
 	int acc_len = 0, count = 1;
 	int c, l, a, rc = 0;
 
-	while ((c = getopt(argc, argv, "l:o:d:a:N:")) != -1) {
+	while ((c = getopt(argc, argv, "l:o:d:a:j:N:")) != -1) {
 		switch (c) {
 		case 'l':
 			listen_at = optarg;
@@ -183,6 +226,9 @@ main(int argc, char **argv)
 		case 'a':
 			accept_file = optarg;
 			break;
+		case 'j':
+			join = optarg;
+			break;
 		case 'N':
 			count = atoi(optarg);
 			break;
@@ -192,13 +238,18 @@ main(int argc, char **argv)
 	}
 	if (!listen_at || !obj || smcopt_addr4(listen_at, &sin) != 0) {
 		fputs("usage: ksmcdecline -l ADDR:PORT -o SMC_OPT_BPF_O "
-		      "[-d CODE] [-a FILE] [-N N]\n",
+		      "[-d CODE] [-a FILE] [-j SYSID,GID,QPN,EID] [-N N]\n",
 		      stderr);
 		return 2;
 	}
 	if (accept_file != NULL &&
 	    (acc_len = load(accept_file, acc, sizeof(acc))) < 0) {
 		fprintf(stderr, "ksmcdecline: cannot read %s\n", accept_file);
+		return 2;
+	}
+	if (join != NULL &&
+	    (acc_len = join_accept(join, acc, sizeof(acc))) < 0) {
+		fprintf(stderr, "ksmcdecline: bad -j %s\n", join);
 		return 2;
 	}
 	why = smcopt_env_setup(&env, obj);
