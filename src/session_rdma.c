@@ -669,18 +669,24 @@ session_rdma_run(struct session_rdma *sr)
 		session_close(sr->s, sr->close_reason);
 }
 
-/* Both sides: the peer has our RMB and we have its; relay from now. */
-void
-session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
+/*
+ * sr's rconn on link, from its tokens and buffers, which it takes over
+ * (sr->sndbuf and sr->rmb are NULL after); with keys, the peer's RMB
+ * element's rkey on link too (the relay writes there; an abort writes
+ * nothing).  NULL with errno ENOKEY (no keys), or tx_conn_new's.
+ */
+static struct rconn *
+session_rdma_rconn_new(struct session_rdma *sr, struct lgr_link *link,
+		       bool keys)
 {
-	struct session *s = sr->s;
-	const struct conf_rdma *r = &s->conf->rdma;
+	const struct conf_rdma *r = &sr->s->conf->rdma;
 	const struct dev_mr *mr =
 		session_rdma_conn_mr(sr->srw, sr->sndbuf, link);
 	struct rconn_init in;
+	struct rconn *rc;
 
 	memset(&in, 0, sizeof(in));
-	in.id = s->id;
+	in.id = sr->s->id;
 	in.link = lgr_link_wr(link);
 	in.token = sr->lc.token;
 	in.peer_token = sr->peer_token;
@@ -688,19 +694,36 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 	in.rmb = sr->rmb;
 	in.peer_rmb = sr->peer_rmb;
 	if (mr == NULL ||
-	    lgr_conn_peer_rkey(&sr->lc, lgr_link_id(link), &in.peer_rmb.rkey)) {
-		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
-			  session_rdma_conn_id(sr),
-			  lgr_id(lgr_link_group(link)), lgr_link_id(link));
-		session_close(s, SESSION_LINK_FAILED);
-		return;
+	    (keys && lgr_conn_peer_rkey(&sr->lc, lgr_link_id(link),
+					&in.peer_rmb.rkey))) {
+		errno = ENOKEY;
+		return NULL;
 	}
 	in.lkey = mr->lkey;
 	in.params.autocork = r->autocork;
 	in.params.autocork_size = (uint32_t)r->autocork_size;
 	in.ops = &session_rdma_ops;
 	in.arg = sr;
-	sr->rc = tx_conn_new(&in);
+	rc = tx_conn_new(&in);
+	if (rc != NULL)
+		sr->sndbuf = sr->rmb = NULL;
+	return rc;
+}
+
+/* Both sides: the peer has our RMB and we have its; relay from now. */
+void
+session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
+{
+	struct session *s = sr->s;
+
+	sr->rc = session_rdma_rconn_new(sr, link, true);
+	if (sr->rc == NULL && errno == ENOKEY) {
+		log_warnx("conn 0x%llx: no keys for lgr %u link %u",
+			  session_rdma_conn_id(sr),
+			  lgr_id(lgr_link_group(link)), lgr_link_id(link));
+		session_close(s, SESSION_LINK_FAILED);
+		return;
+	}
 	sr->lc.rc = sr->rc;
 	if (sr->rc == NULL) {
 		log_warn("conn 0x%llx: connection over RDMA",
@@ -708,7 +731,6 @@ session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link)
 		session_close(s, SESSION_RESOURCE);
 		return;
 	}
-	sr->sndbuf = sr->rmb = NULL;
 	if (session_relay_begin(s, sr->t, STAT_conns_rdma)) {
 		session_close(s, SESSION_RESOURCE);
 		return;
@@ -1681,9 +1703,50 @@ session_rdma_smcr_delete_rkey(struct session_rdma *sr)
 }
 
 /*
+ * sr ends between its CLC and its relay (no rconn yet), after the peer
+ * was given its token and RMB element and told us its own: a native
+ * peer's CONN_ACCEPT whose keys did not serve, a kernel peer's CONFIRM
+ * or ACCEPT before the relay began.  The peer's end may be open already
+ * and writing into the element (a kernel client's is, once its CONFIRM
+ * went).  Its abort goes as a relay's does (tx_close), through an rconn
+ * made for it: one CDC with peer_conn_abort, seqno 1 and both cursors
+ * at 0, which Linux takes as any first CDC and ends its connection with
+ * ECONNRESET (smc_cdc_msg_recv_action), as a native peer does
+ * (rx_cdc_recv); it writes no more.  The rconn takes the buffers, and
+ * the element cools when the rconn goes, still registered, for WRITEs
+ * already in flight (tx_conn_destroy).  NULL when it cannot be sent (no
+ * active link of an active group: a group still set up goes with the
+ * connection, session_rdma_close): sr keeps its buffers, and
+ * session_rdma_free cools the element.
+ */
+static struct rconn *
+session_rdma_abort_early(struct session_rdma *sr)
+{
+	struct rconn *rc;
+
+	/* an ACCEPT of ours still waiting for a TX slot never goes: the
+	 * peer knows nothing of us */
+	if (sr->rc != NULL || !sr->rmb_told || sr->peer_token == 0 ||
+	    llc_pending_waits(&sr->llc) || sr->sndbuf == NULL ||
+	    sr->rmb == NULL || sr->lc.lgr == NULL ||
+	    !lgr_is_active(sr->lc.lgr) || sr->lc.link == NULL ||
+	    !lgr_link_is_active(sr->lc.link))
+		return NULL;
+	rc = session_rdma_rconn_new(sr, sr->lc.link, false);
+	if (rc == NULL)
+		return NULL;
+	log_debug("conn 0x%llx: ends before its relay: peer token %u told "
+		  "to abort",
+		  session_rdma_conn_id(sr), sr->peer_token);
+	STATS_INC(worker_stats(sr->s->w), conns_early_aborts);
+	return rc;
+}
+
+/*
  * s closes with reason: its connection leaves the group; unless it ended
- * normally the peer is told to reset (an abort).  The rconn goes when
- * its last CDC completed.
+ * normally the peer is told to reset (an abort), as is a peer that knew
+ * it before its relay started.  The rconn goes when its last CDC
+ * completed.
  */
 void
 session_rdma_close(struct session *s, enum session_reason reason)
@@ -1699,15 +1762,20 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		(void)session_rdma_conn_reject(
 			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
 			sr->peer_token, reason);
+	if (sr->rc == NULL && (sr->rc = session_rdma_abort_early(sr)) != NULL)
+		tx_close(sr->rc, TX_CLOSE_ABORT);
+	else if (sr->rc != NULL && reason != SESSION_CLIENT_FIN &&
+		 reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
+		tx_close(sr->rc, TX_CLOSE_ABORT);
+	else if (sr->rc != NULL && sr->smcr)
+		/* Linux's connection waits for peer_conn_closed to leave
+		 * its group (PEERFINCLOSEWAIT, PEERCLOSEWAIT2) */
+		tx_close(sr->rc, TX_CLOSE_CLOSED);
+	/* after the abort: Linux drops the rkey from its table at once
+	 * (smc_rtoken_delete), and a WRITE of a connection not yet told to
+	 * stop would find it gone and take the link down */
 	session_rdma_smcr_delete_rkey(sr);
 	if (sr->rc != NULL) {
-		if (reason != SESSION_CLIENT_FIN &&
-		    reason != SESSION_TARGET_FIN && reason != SESSION_PEER_RST)
-			tx_close(sr->rc, TX_CLOSE_ABORT);
-		else if (sr->smcr)
-			/* Linux's connection waits for peer_conn_closed to
-			 * leave its group (PEERFINCLOSEWAIT, PEERCLOSEWAIT2) */
-			tx_close(sr->rc, TX_CLOSE_CLOSED);
 		sr->lc.rc = NULL;
 		tx_conn_free(sr->rc);
 	}

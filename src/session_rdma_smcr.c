@@ -184,13 +184,17 @@ session_rdma_smcr_open(struct session *s, const struct addr *local,
  * token and RMB element.  Our QP connects to its; CONFIRM_LINK goes out
  * or is awaited; the relay starts once the link is up
  * (session_rdma_smcr_start).  0, or the CLC_DECL_* code the group failed
- * with.
+ * with.  The peer's token is kept only from a message taken: a
+ * connection that ends before its relay aborts the peer's end by it
+ * (session_rdma_close), and one that named another link's QP may name
+ * another connection's token too.
  */
 uint32_t
 session_rdma_smcr_confirm(struct session *s,
 			  const struct session_rdma_smcr *peer)
 {
 	struct session_rdma *sr = s->rdma;
+	uint32_t code = 0;
 
 	if (sr == NULL || !sr->smcr || sr->lc.lgr == NULL)
 		return CLC_DECL_INTERR;
@@ -198,14 +202,17 @@ session_rdma_smcr_confirm(struct session *s,
 	sr->peer_rmb.rkey = peer->rmb_rkey;
 	sr->peer_rmb.vaddr = peer->rmb_vaddr;
 	sr->peer_rmb.size = clc_rmbe_bytes(peer->rmbe_size);
-	if (lgr_is_active(sr->lc.lgr))
+	if (lgr_is_active(sr->lc.lgr)) {
 		/* joined: session_rdma_smcr_start now, on the link whose peer
 		 * QP that is (a client joins on the link our ACCEPT named) */
-		return lgr_link_peer_is(sr->lc.link, peer->qp.gid,
-					peer->qp.qpn) ?
-			       0 :
-			       CLC_DECL_SYNCERR;
-	return lgr_smcr_peer(sr->lc.lgr, &peer->qp);
+		if (!lgr_link_peer_is(sr->lc.link, peer->qp.gid, peer->qp.qpn))
+			code = CLC_DECL_SYNCERR;
+	} else {
+		code = lgr_smcr_peer(sr->lc.lgr, &peer->qp);
+	}
+	if (code != 0)
+		sr->peer_token = 0;
+	return code;
 }
 
 /* Our system id towards kernel peers (the worker's; random without). */

@@ -37,6 +37,9 @@
 	X(conns_window_timeout, COUNTER, "connections",                        \
 	  "connections reset: the peer consumed nothing for tcp_user_timeout " \
 	  "with bytes waiting")                                                \
+	X(conns_early_aborts, COUNTER, "connections",                          \
+	  "connections that ended before their relay, after the peer knew "    \
+	  "them: the peer was sent an abort")                                  \
 	X(peer_lgr_limit, COUNTER, "handshakes",                               \
 	  "link groups declined: the peer had max_lgrs with us already")       \
 	X(peer_conns_limit, COUNTER, "connections",                            \

@@ -31,6 +31,8 @@
 #include "dev.h"
 #include "fallback_wire.h"
 #include "llc_wire.h"
+#include "cdc_wire.h"
+#include "rconn.h"
 
 #define NCLIENTS 200
 #define GROUP_CONNS 16 /* max_conns_per_lgr: the rest fall back */
@@ -89,6 +91,113 @@ static struct llc_info b_origin; /* the last CONN_ORIGIN B got */
 static int b_origins, b_opens;
 static bool b_origin_first; /* ... with the token of the open after it */
 
+/*
+ * With b_early, B answers the next open as a peer whose CONN_ACCEPT A
+ * cannot relay with: on its group's other link, with its RMB element's
+ * rkey there only, so A has no key for the connection's own link and
+ * ends it before its relay (session_rdma_relay_start).  B's end is open
+ * by then (b_early_rc, a real rconn): it must be told to reset.  When it
+ * is, it posts a WRITE into A's RMB element as one still in flight
+ * would be; it must land (status 0), not fail and take the link down.
+ */
+static bool b_early;
+static struct lgr_conn b_early_conn;
+static struct rconn *b_early_rc;
+static int b_early_aborts;
+static int b_late_done = -1; /* the WRITE's status once completed */
+
+static void
+b_late_write_done(struct wr_link *l, struct wr_tx_slot *slot, int status,
+		  void *arg)
+{
+	b_late_done = status;
+}
+
+static void
+b_early_abort(struct rconn *rc, void *arg)
+{
+	struct cdc_cursor prod = {0, 0};
+	struct wr_tx_slot *slot;
+	struct wr_write wr;
+
+	b_early_aborts++;
+	memset(&wr, 0, sizeof(wr));
+	memset(rc->sndbuf->addr, 0x5a, 64);
+	wr.sge[0].addr = (uint64_t)(uintptr_t)rc->sndbuf->addr;
+	wr.sge[0].length = 64;
+	wr.sge[0].lkey = rc->lkey;
+	wr.nsge = 1;
+	wr.remote_addr = rc->peer_rmb.vaddr;
+	wr.rkey = rc->peer_rmb.rkey;
+	cdc_curs_add(&prod, 64, rc->peer_rmb.size);
+	ck_assert_int_eq(wr_tx_get(rc->link, &slot, NULL), 0);
+	ck_assert_int_eq(cdc_conn_build(rc, 1, &prod, 0, 0, 0, wr_tx_buf(slot),
+					CDC_MSG_LEN),
+			 CDC_MSG_LEN);
+	ck_assert_int_eq(
+		wr_tx_post(rc->link, slot, &wr, 1, b_late_write_done, NULL), 0);
+}
+
+static const struct rconn_ops b_early_ops = {.peer_abort = b_early_abort};
+
+static void
+b_pool_get(void)
+{
+	if (b_pool != NULL)
+		return;
+	b_pool = buf_pool_new(NULL, NULL, 0);
+	ck_assert_ptr_nonnull(b_pool);
+	ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb), 0);
+}
+
+static void
+b_early_accept(struct lgr_link *link, const struct llc_info *m)
+{
+	struct lgr_link *other = NULL, *l;
+	const struct dev_mr *mr;
+	struct rconn_init in;
+	struct buf *sb, *rb;
+	struct llc_info a;
+
+	b_early = false;
+	for (l = lgr_link_next_active(link->lgr, NULL); l != NULL;
+	     l = lgr_link_next_active(link->lgr, l))
+		if (l != link)
+			other = l;
+	ck_assert_ptr_nonnull(other);
+	b_pool_get();
+	ck_assert_int_eq(buf_get(b_pool, BUF_SNDBUF, BUF_SIZE_MIN, &sb), 0);
+	ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &rb), 0);
+	b_early_conn.token = 0x77;
+	ck_assert_int_eq(lgr_conn_add(link->lgr, &b_early_conn), 0);
+	memset(&in, 0, sizeof(in));
+	in.link = link->wr;
+	in.token = b_early_conn.token;
+	in.peer_token = m->conn_open.token;
+	in.sndbuf = sb;
+	mr = buf_mr(sb, link->dev->ops, link->pd);
+	ck_assert_ptr_nonnull(mr);
+	in.lkey = mr->lkey;
+	in.rmb = rb;
+	in.peer_rmb.rkey = m->conn_open.rmb_rkey;
+	in.peer_rmb.vaddr = m->conn_open.rmb_vaddr;
+	in.peer_rmb.size = (uint32_t)clc_rmbe_bytes(m->conn_open.rmbe_size);
+	in.ops = &b_early_ops;
+	b_early_rc = tx_conn_new(&in);
+	ck_assert_ptr_nonnull(b_early_rc);
+	b_early_conn.rc = b_early_rc;
+	mr = buf_mr(rb, other->dev->ops, other->pd);
+	ck_assert_ptr_nonnull(mr);
+	memset(&a, 0, sizeof(a));
+	a.type = LLC_CONN_ACCEPT;
+	a.flags = LLC_FLAG_RESP;
+	a.conn_accept.opener_token = m->conn_open.token;
+	a.conn_accept.token = b_early_conn.token;
+	a.conn_accept.rmb_rkey = mr->rkey;
+	a.conn_accept.rmb_vaddr = rb->iova;
+	ck_assert_int_eq(llc_send(other, &a, NULL, NULL), 0);
+}
+
 static void
 b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 {
@@ -114,15 +223,14 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 	if (m->type == LLC_CONN_OPEN && b_opens++ == 0)
 		b_origin_first = b_origins == 1 && b_origin.conn_origin.token ==
 							   m->conn_open.token;
+	if (b_early && m->type == LLC_CONN_OPEN) {
+		b_early_accept(link, m);
+		return;
+	}
 	if (!b_accepts || m->type != LLC_CONN_OPEN || b_nconns == 4)
 		return;
 	b_nconns++;
-	if (b_pool == NULL) {
-		b_pool = buf_pool_new(NULL, NULL, 0);
-		ck_assert_ptr_nonnull(b_pool);
-		ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb),
-				 0);
-	}
+	b_pool_get();
 	mr = buf_mr(b_rmb, link->dev->ops, link->pd);
 	ck_assert_ptr_nonnull(mr);
 	c->token = 0x99 + (uint32_t)b_nconns;
@@ -222,6 +330,11 @@ close_cb(struct worker *wk, void *arg)
 	session_close_all(wk, SESSION_SHUTDOWN);
 	for (i = 0; i < 4; i++)
 		lgr_conn_del(&b_conns[i]);
+	b_early_conn.rc = NULL;
+	tx_conn_free(b_early_rc);
+	b_early_rc = NULL;
+	lgr_conn_del(&b_early_conn);
+	b_early = false;
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
 }
@@ -1036,6 +1149,87 @@ START_TEST(failover_with_the_told_rkey)
 }
 END_TEST
 
+static void
+b_early_cb(struct worker *wk, void *arg)
+{
+	b_early = true;
+	b_early_aborts = 0;
+	b_late_done = -1;
+}
+
+struct early_seen {
+	int aborts, late_done, b_state, b_links;
+};
+
+static void
+early_seen_cb(struct worker *wk, void *arg)
+{
+	struct early_seen *e = arg;
+	struct lgr *lgr = TAILQ_FIRST(&ctx_b->lgrs);
+
+	e->aborts = b_early_aborts;
+	e->late_done = b_late_done;
+	e->b_state = lgr != NULL ? (int)lgr->state : -1;
+	e->b_links = lgr != NULL ? lgr_links_active(lgr) : 0;
+}
+
+/*
+ * Issue 43: no RMB element pulled out under a peer.  A connection that
+ * ends between its open and its relay, after the peer learned its token
+ * and RMB element (here: a CONN_ACCEPT it cannot relay with), sends the
+ * peer an abort: the peer's end is reset (peer_abort), once, counted in
+ * conns_early_aborts.  The element stays registered after: a WRITE of
+ * the peer's still in flight lands.  Both groups, both links and the
+ * other connection live on.
+ */
+START_TEST(early_end_aborts_the_peer)
+{
+	uint64_t failed = stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED);
+	unsigned char want[1000];
+	struct early_seen e;
+	int i;
+
+	relay_one(0);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, links_cb, NULL);
+		if (links_up == 2)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(links_up, 2);
+	usleep(100000); /* B's side of the second link too */
+	worker_call(w, b_early_cb, NULL);
+	clients[1] = connect_to(rule_port);
+	ck_assert(
+		wait_stat_a(STAT_CLOSE_BASE + SESSION_LINK_FAILED, failed + 1));
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, early_seen_cb, &e);
+		if (e.aborts > 0 && e.late_done >= 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_msg(e.aborts == 1, "B's connection got %d aborts", e.aborts);
+	ck_assert_uint_eq(stat_a(STAT_conns_early_aborts), 1);
+	ck_assert_msg(e.late_done == 0, "B's late WRITE completed with %d",
+		      e.late_done);
+	/* nothing failed on either side */
+	usleep(200000);
+	worker_call(w, early_seen_cb, &e);
+	ck_assert_int_eq(e.aborts, 1);
+	ck_assert_int_eq(e.b_state, LGR_STATE_ACTIVE);
+	ck_assert_int_eq(e.b_links, 2);
+	worker_call(w, links_cb, NULL);
+	ck_assert_int_eq(links_up, 2);
+	ck_assert_int_eq(lgr_state_a(), LGR_STATE_ACTIVE);
+	ck_assert_uint_eq(stat_a(STAT_conns_rdma), 1);
+	for (i = 0; i < 1000; i++)
+		want[i] = (unsigned char)(i * 11 + 3);
+	ck_assert_int_eq(write(clients[0], want, sizeof(want)),
+			 (ssize_t)sizeof(want));
+	ck_assert(wait_b_rmb(want));
+}
+END_TEST
+
 /*
  * A peer holds at most max_resuming resuming connections per worker:
  * with 1, the second connection of a group that ends is reset at once
@@ -1770,6 +1964,8 @@ session_rdma_suite(void)
 		 resume_failover_while_asking);
 	one_case(s, "rkeys2", setup_rkeys2, teardown_resume, 60,
 		 failover_with_the_told_rkey);
+	one_case(s, "early_abort", setup_rkeys2, teardown_resume, 60,
+		 early_end_aborts_the_peer);
 	return s;
 }
 
