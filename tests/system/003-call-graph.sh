@@ -8,7 +8,7 @@
 # places that list the files as layers say it truly (issue 44): the .c
 # files of src/Makefile.inc come by level from the bottom, and
 # docs/internals.md's layer table names every file, none in a row below
-# a file it calls.
+# a file it calls.  So do src/smcproxyd.h's sections, one a file.
 . "$(dirname "$0")/lib.sh"
 smc_init
 need python3 nm
@@ -19,7 +19,7 @@ lib=$SMC_BUILDDIR/src/libsmcproxy.a main=$SMC_BUILDDIR/src/smcproxyd-smcproxyd.o
 [ -f "$lib" ] && [ -f "$main" ] || fail "no $lib or $main: build first"
 python3 "$SRC/scripts/callgraph" -a "rx tx" -a "control metrics smcproxyd" \
 	--levels --order "$SRC/src/Makefile.inc" --doc "$SRC/docs/internals.md" \
-	"$lib" "$main" >"$T/out" 2>&1 ||
+	--header "$SRC/src/smcproxyd.h" "$lib" "$main" >"$T/out" 2>&1 ||
 	fail "files of src/ call each other:
 $(cat "$T/out")"
 grep -q '^allowed {rx tx}$' "$T/out" ||
@@ -48,3 +48,8 @@ sed 's/^| clock, log, addresses, wire | `now.c`,/| clock, log, addresses, wire |
 	"$SRC/docs/internals.md" >"$T/internals.md"
 must_fail "a misplaced llc.c in docs/internals.md" --doc "$T/internals.md" \
 	'^LAYER .*: llc (clock, log, addresses, wire) calls wr'
+# and the header's: now.c's section moved below log.c's fails
+sed '/^\/\* now\.c \*\/$/,/^$/{H;d}; /^\/\* buf\.c/{x;s/^\n//;G}' \
+	"$SRC/src/smcproxyd.h" >"$T/smcproxyd.h"
+must_fail "a misordered src/smcproxyd.h" --header "$T/smcproxyd.h" \
+	'^HEADER .*: section now (level 0) comes after log (level 1)'
