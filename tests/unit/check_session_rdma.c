@@ -929,6 +929,22 @@ links_cb(struct worker *wk, void *arg)
 	}
 }
 
+/* Whether A comes to have an active group of links links and groups
+ * groups in all (0: any number) within WAIT_MS. */
+static bool
+wait_links(int links, int groups)
+{
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, links_cb, NULL);
+		if (links_up == links && (groups == 0 || ngroups == groups))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* The link A's resuming connection asked on goes down (the peer's side). */
 static void
 drop_conn_link_cb(struct worker *wk, void *arg)
@@ -949,21 +965,12 @@ drop_conn_link_cb(struct worker *wk, void *arg)
  */
 START_TEST(resume_failover_while_asking)
 {
-	int i;
-
 	relay_one(0);
 	worker_call(w, terminate_cb, NULL);
 	ck_assert(wait_session_state_a(SESSION_RESUMING));
 	new_group_asked(1);
 	/* both links of the new group up, and the old group freed */
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		worker_call(w, links_cb, NULL);
-		if (links_up == 2 && ngroups == 1)
-			break;
-		usleep(10000);
-	}
-	ck_assert_int_eq(links_up, 2);
-	ck_assert_int_eq(ngroups, 1);
+	ck_assert(wait_links(2, 1));
 	worker_call(w, drop_conn_link_cb, NULL);
 	ck_assert(wait_b_resumes(2, WAIT_MS));
 	ck_assert_uint_eq(stat_a(STAT_resume_retries), 0);
@@ -1085,13 +1092,7 @@ START_TEST(failover_with_the_told_rkey)
 	int i, after_end;
 
 	relay_one(0);
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		worker_call(w, links_cb, NULL);
-		if (links_up == 2)
-			break;
-		usleep(10000);
-	}
-	ck_assert_int_eq(links_up, 2);
+	ck_assert(wait_links(2, 0));
 	rk_read();
 	ck_assert(rk.has_conn);
 	ck_assert_int_eq(rk.rows, 1); /* its CONN_ACCEPT's */
@@ -1190,13 +1191,7 @@ START_TEST(early_end_aborts_the_peer)
 	int i;
 
 	relay_one(0);
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		worker_call(w, links_cb, NULL);
-		if (links_up == 2)
-			break;
-		usleep(10000);
-	}
-	ck_assert_int_eq(links_up, 2);
+	ck_assert(wait_links(2, 0));
 	usleep(100000); /* B's side of the second link too */
 	worker_call(w, b_early_cb, NULL);
 	clients[1] = connect_to(rule_port);
