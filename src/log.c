@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -32,6 +33,7 @@ enum log_sink { LOG_SINK_STDERR, LOG_SINK_TTY, LOG_SINK_JOURNAL };
 
 static enum log_sink log_sink = LOG_SINK_STDERR;
 static int log_foreground = 1;
+static bool log_times; /* lines on standard error start with the time */
 static enum log_level log_current = LOG_LEVEL_INFO;
 
 static const char *const log_names[] = {
@@ -70,6 +72,18 @@ log_init(int foreground, enum log_level level)
 		log_sink = LOG_SINK_STDERR;
 	if (!foreground)
 		openlog("smcproxyd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+/*
+ * Lines on standard error (a terminal, a file, a pipe: not the journal,
+ * which keeps its own) start with the wall clock in seconds and
+ * microseconds, as strace -ttt and tcpdump -tt print it, so that a debug
+ * log lines up with a packet capture of the same host.
+ */
+void
+log_set_times(bool on)
+{
+	log_times = on;
 }
 
 void
@@ -151,16 +165,25 @@ log_emit(enum log_level level, const char *msg, const char *const *fields,
 	if (log_sink == LOG_SINK_JOURNAL &&
 	    log_journal(level, msg, fields, nfields) == 0)
 		return;
-	if (!log_foreground)
+	char when[32] = "";
+	struct timespec ts;
+
+	if (!log_foreground) {
 		syslog(log_prio[level], "%s", msg);
-	else if (log_sink == LOG_SINK_TTY)
-		fprintf(stderr, "smcproxyd: %s%s\n",
+		return;
+	}
+	if (log_times && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		snprintf(when, sizeof(when), "%lld.%06ld ",
+			 (long long)ts.tv_sec, ts.tv_nsec / 1000);
+	if (log_sink == LOG_SINK_TTY)
+		fprintf(stderr, "smcproxyd: %s%s%s\n", when,
 			level == LOG_LEVEL_ERR	? "error: " :
 			level == LOG_LEVEL_WARN ? "warning: " :
 						  "",
 			msg);
 	else
-		fprintf(stderr, "<%d>smcproxyd: %s\n", log_prio[level], msg);
+		fprintf(stderr, "<%d>smcproxyd: %s%s\n", log_prio[level], when,
+			msg);
 }
 
 static void

@@ -35,7 +35,7 @@ static bool debug_flag;
 /* Usage on f; exit 0 when asked for (--help, stdout), else 2. */
 static void __attribute__((noreturn)) usage(FILE *f)
 {
-	fprintf(f, "usage: smcproxyd [-dnV] [-c file]\n"
+	fprintf(f, "usage: smcproxyd [-dntV] [-c file]\n"
 		   "       smcproxyd --list-devices [--local-addr ip]\n"
 		   "       smcproxyd --print-schema | --print-example\n"
 		   "       smcproxyd --pin-bpf DIR [--bpf-object FILE]\n");
@@ -428,7 +428,7 @@ main(int argc, char *argv[])
 	bool check = false, list = false;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "c:dnVh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:dntVh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
@@ -438,6 +438,9 @@ main(int argc, char *argv[])
 			break;
 		case 'n':
 			check = true;
+			break;
+		case 't':
+			log_set_times(true);
 			break;
 		case 'L':
 			list = true;

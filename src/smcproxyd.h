@@ -142,6 +142,7 @@ enum log_level {
 	LOG_LEVEL_DEBUG
 };
 void log_init(int foreground, enum log_level level);
+void log_set_times(bool on);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 const char *log_level_name(enum log_level level);

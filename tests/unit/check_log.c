@@ -7,7 +7,8 @@
  * and the events' journal fields (log_event): MESSAGE_ID and what the
  * event is about, formatted, and as a journal receives them on a socket
  * of this test's own (a private /run, when run as root).
- * Standard error goes to a file here, so lines come as "<4>smcproxyd: ...".
+ * Standard error goes to a file here, so lines come as "<4>smcproxyd: ...",
+ * with -t (log_set_times) "<4>smcproxyd: SECONDS.MICROSECONDS ...".
  */
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -174,6 +176,45 @@ START_TEST(test_errno_appended)
 	ck_assert_int_eq(lines_with("connect to 192.0.2.9:1: Connection "
 				    "refused"),
 			 1);
+}
+END_TEST
+
+/* -t: a line starts with the wall clock, seconds and microseconds. */
+START_TEST(test_times)
+{
+	struct timespec before, after;
+	char line[1024];
+	long long sec;
+	long usec;
+	FILE *f;
+	int n = 0;
+
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &before), 0);
+	log_set_times(true);
+	log_warnx("stamped");
+	log_set_times(false);
+	log_warnx("plain");
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &after), 0);
+	fflush(stderr);
+	f = fopen(log_path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, "plain") != NULL) {
+			ck_assert_str_eq(line, "<4>smcproxyd: plain\n");
+			n++;
+			continue;
+		}
+		ck_assert_int_eq(sscanf(line, "<4>smcproxyd: %lld.%6ld stamped",
+					&sec, &usec),
+				 2);
+		ck_assert_int_ge(sec, before.tv_sec);
+		ck_assert_int_le(sec, after.tv_sec);
+		ck_assert(usec >= 0 && usec < 1000000);
+		ck_assert_int_eq(line[strcspn(line, ".") + 7], ' ');
+		n++;
+	}
+	fclose(f);
+	ck_assert_int_eq(n, 2);
 }
 END_TEST
 
@@ -355,6 +396,7 @@ log_suite(void)
 	tcase_add_test(tc, test_evicted_say_their_count);
 	tcase_add_test(tc, test_flush_at_stop);
 	tcase_add_test(tc, test_errno_appended);
+	tcase_add_test(tc, test_times);
 	tcase_add_test(tc, test_one_limit_for_all_threads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("events");
