@@ -59,6 +59,8 @@
 #include "clc_wire.h"
 
 static void session_rdma_run(struct session_rdma *sr);
+static void session_rdma_end(struct session_rdma *sr,
+			     enum session_reason reason);
 static void session_rdma_link_up(struct lgr_link *link, void *arg);
 static void session_rdma_llc_rx(struct lgr_link *link, const struct llc_info *m,
 				void *arg);
@@ -382,6 +384,13 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 {
 	struct session_rdma *sr = c->arg;
 
+	if (sr->s == NULL) {
+		/* no answer can come from a group that ended, nor a WRITE;
+		 * a link down leaves the answer to the others */
+		if (to == NULL)
+			session_rdma_free(sr);
+		return;
+	}
 	if (sr->smcr && sr->rc == NULL) {
 		/* its CLC is still smcr.c's: it closes on the timer */
 		sr->closing = true;
@@ -672,21 +681,21 @@ session_rdma_run(struct session_rdma *sr)
 /*
  * sr's rconn on link, from its tokens and buffers, which it takes over
  * (sr->sndbuf and sr->rmb are NULL after); with keys, the peer's RMB
- * element's rkey on link too (the relay writes there; an abort writes
- * nothing).  NULL with errno ENOKEY (no keys), or tx_conn_new's.
+ * element's rkey on link too and the session's autocork (the relay
+ * writes there; an abort writes nothing, and may outlive its session).
+ * NULL with errno ENOKEY (no keys), or tx_conn_new's.
  */
 static struct rconn *
 session_rdma_rconn_new(struct session_rdma *sr, struct lgr_link *link,
 		       bool keys)
 {
-	const struct conf_rdma *r = &sr->s->conf->rdma;
 	const struct dev_mr *mr =
 		session_rdma_conn_mr(sr->srw, sr->sndbuf, link);
 	struct rconn_init in;
 	struct rconn *rc;
 
 	memset(&in, 0, sizeof(in));
-	in.id = sr->s->id;
+	in.id = sr->id;
 	in.link = lgr_link_wr(link);
 	in.token = sr->lc.token;
 	in.peer_token = sr->peer_token;
@@ -700,8 +709,11 @@ session_rdma_rconn_new(struct session_rdma *sr, struct lgr_link *link,
 		return NULL;
 	}
 	in.lkey = mr->lkey;
-	in.params.autocork = r->autocork;
-	in.params.autocork_size = (uint32_t)r->autocork_size;
+	if (keys) {
+		in.params.autocork = sr->s->conf->rdma.autocork;
+		in.params.autocork_size =
+			(uint32_t)sr->s->conf->rdma.autocork_size;
+	}
 	in.ops = &session_rdma_ops;
 	in.arg = sr;
 	rc = tx_conn_new(&in);
@@ -752,6 +764,7 @@ session_rdma_new(struct session *s, struct session_rdma_worker *srw)
 	if (sr == NULL)
 		return NULL;
 	sr->s = s;
+	sr->id = (unsigned long long)s->id;
 	sr->srw = srw;
 	sr->lc.link_down = session_rdma_link_down;
 	sr->lc.arg = sr;
@@ -1255,6 +1268,25 @@ fallback:
 	return false;
 }
 
+/*
+ * The CONN_ACCEPT a for sr, whose session closed while it waited
+ * (session_rdma_await_answer): the peer's end is open now and is told
+ * to reset at once, as after an early end, and the element cools after
+ * that abort as after any other.
+ */
+static void
+session_rdma_accepted_late(struct session_rdma *sr,
+			   const struct llc_conn_accept_info *a)
+{
+	log_debug("conn 0x%llx: CONN_ACCEPT after its close: peer token %u",
+		  session_rdma_conn_id(sr), a->token);
+	sr->peer_token = a->token;
+	sr->peer_rmb.rkey = a->rmb_rkey;
+	sr->peer_rmb.vaddr = a->rmb_vaddr;
+	sr->peer_rmb.size = clc_rmbe_bytes(a->rmbe_size);
+	session_rdma_end(sr, sr->close_reason);
+}
+
 static void
 session_rdma_accepted(struct lgr_link *link,
 		      const struct llc_conn_accept_info *a)
@@ -1262,6 +1294,10 @@ session_rdma_accepted(struct lgr_link *link,
 	struct session_rdma *sr =
 		session_rdma_find(lgr_link_group(link), a->opener_token);
 
+	if (sr != NULL && sr->s == NULL) {
+		session_rdma_accepted_late(sr, a);
+		return;
+	}
 	if (sr == NULL || sr->rc != NULL || sr->s->state != SESSION_RDMA_OPEN) {
 		log_warnx("lgr %u: CONN_ACCEPT for token %u, not waiting: "
 			  "ignored",
@@ -1289,6 +1325,11 @@ session_rdma_rejected(struct lgr_link *link,
 		session_rdma_find(lgr_link_group(link), rj->opener_token);
 	enum session_reason r;
 
+	if (sr != NULL && sr->s == NULL) {
+		/* its session went first: the peer's end never opened */
+		session_rdma_free(sr);
+		return;
+	}
 	if (sr != NULL && resume_waiting(sr) && sr->rc != NULL) {
 		/* done both ways here and the FIN sent: the peer closed */
 		if (sr->rd_eof && sr->wr_shut && tx_unsent(sr->rc) == 0) {
@@ -1705,7 +1746,8 @@ session_rdma_smcr_delete_rkey(struct session_rdma *sr)
 /*
  * sr ends between its CLC and its relay (no rconn yet), after the peer
  * was given its token and RMB element and told us its own: a native
- * peer's CONN_ACCEPT whose keys did not serve, a kernel peer's CONFIRM
+ * peer's CONN_ACCEPT whose keys did not serve, or that came after our
+ * session closed (session_rdma_accepted_late), a kernel peer's CONFIRM
  * or ACCEPT before the relay began.  The peer's end may be open already
  * and writing into the element (a kernel client's is, once its CONFIRM
  * went).  Its abort goes as a relay's does (tx_close), through an rconn
@@ -1716,7 +1758,7 @@ session_rdma_smcr_delete_rkey(struct session_rdma *sr)
  * the element cools when the rconn goes, still registered, for WRITEs
  * already in flight (tx_conn_destroy).  NULL when it cannot be sent (no
  * active link of an active group: a group still set up goes with the
- * connection, session_rdma_close): sr keeps its buffers, and
+ * connection, session_rdma_end): sr keeps its buffers, and
  * session_rdma_free cools the element.
  */
 static struct rconn *
@@ -1738,30 +1780,19 @@ session_rdma_abort_early(struct session_rdma *sr)
 	log_debug("conn 0x%llx: ends before its relay: peer token %u told "
 		  "to abort",
 		  session_rdma_conn_id(sr), sr->peer_token);
-	STATS_INC(worker_stats(sr->s->w), conns_early_aborts);
+	STATS_INC(worker_stats(sr->srw->w), conns_early_aborts);
 	return rc;
 }
 
 /*
- * s closes with reason: its connection leaves the group; unless it ended
+ * sr's connection ends with reason: it leaves the group; unless it ended
  * normally the peer is told to reset (an abort), as is a peer that knew
  * it before its relay started.  The rconn goes when its last CDC
  * completed.
  */
-void
-session_rdma_close(struct session *s, enum session_reason reason)
+static void
+session_rdma_end(struct session_rdma *sr, enum session_reason reason)
 {
-	struct session_rdma *sr = s->rdma;
-
-	session_rdma_unpark(worker_rdma(s->w), s);
-	if (sr == NULL)
-		return;
-	resume_end(sr);
-	s->rdma = NULL;
-	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
-		(void)session_rdma_conn_reject(
-			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
-			sr->peer_token, reason);
 	if (sr->rc == NULL && (sr->rc = session_rdma_abort_early(sr)) != NULL)
 		tx_close(sr->rc, TX_CLOSE_ABORT);
 	else if (sr->rc != NULL && reason != SESSION_CLIENT_FIN &&
@@ -1780,6 +1811,58 @@ session_rdma_close(struct session *s, enum session_reason reason)
 		tx_conn_free(sr->rc);
 	}
 	session_rdma_free(sr);
+}
+
+/*
+ * Rule side: sr's session closes (reason) with its CONN_OPEN unanswered.
+ * The peer has our token and RMB element; its end opens when it
+ * accepts, however late, and may write into the element at once, and
+ * we cannot tell it to stop before its CONN_ACCEPT names its token.
+ * Cooled and deregistered meanwhile (RMB_COOL_MS), the element would
+ * fail that WRITE at the peer and take its link, and every connection
+ * on it, down.  So sr outlives its session (sr->s NULL), in its group
+ * with its token (no connection takes it, and the answer finds sr) and
+ * its buffers, until the answer: a CONN_ACCEPT gets the abort of an
+ * early end (session_rdma_accepted_late), a CONN_REJECT or the group's
+ * end frees it.  A peer that never answers keeps it while its group
+ * lives, in a place a connection would take.  true when sr was kept.
+ */
+static bool
+session_rdma_await_answer(struct session_rdma *sr, enum session_reason reason)
+{
+	if (sr->s->role != SESSION_ROLE_RULE || sr->smcr || !sr->opened ||
+	    sr->rc != NULL || sr->peer_token != 0 || !sr->rmb_told ||
+	    sr->rmb == NULL || llc_pending_waits(&sr->llc) ||
+	    sr->lc.lgr == NULL || !lgr_is_active(sr->lc.lgr))
+		return false;
+	log_debug("conn 0x%llx: closed with its CONN_OPEN unanswered: token "
+		  "%u kept for the answer",
+		  session_rdma_conn_id(sr), sr->lc.token);
+	sr->s = NULL;
+	sr->close_reason = reason;
+	return true;
+}
+
+/*
+ * s closes with reason: its connection ends (session_rdma_end), or,
+ * with its CONN_OPEN unanswered, waits for the answer without it.
+ */
+void
+session_rdma_close(struct session *s, enum session_reason reason)
+{
+	struct session_rdma *sr = s->rdma;
+
+	session_rdma_unpark(worker_rdma(s->w), s);
+	if (sr == NULL)
+		return;
+	resume_end(sr);
+	s->rdma = NULL;
+	if (s->role == SESSION_ROLE_EXPORT && !sr->answered)
+		(void)session_rdma_conn_reject(
+			sr->lc.link != NULL ? sr->lc.link : sr->open_link,
+			sr->peer_token, reason);
+	if (!session_rdma_await_answer(sr, reason))
+		session_rdma_end(sr, reason);
 }
 
 static void

@@ -85,7 +85,10 @@ struct session_rdma_worker {
 };
 
 struct session_rdma {
+	/* NULL once s closed with its CONN_OPEN unanswered: sr waits for
+	 * the answer alone (session_rdma_await_answer) */
 	struct session *s;
+	unsigned long long id; /* s's: names sr in the log after s went */
 	struct session_rdma_worker *srw;
 	struct lgr_conn lc;		/* membership of the link group */
 	struct rconn *rc;		/* once accepted */

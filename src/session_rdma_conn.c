@@ -19,7 +19,7 @@
 unsigned long long
 session_rdma_conn_id(const struct session_rdma *sr)
 {
-	return (unsigned long long)sr->s->id;
+	return sr->id;
 }
 
 /* The MR of b in link's PD, registered there now if need be; or NULL. */
@@ -150,8 +150,10 @@ session_rdma_conn_rkeys_announce(struct session_rdma *sr)
 	uint8_t id;
 	int rc;
 
-	if (!sr->opened || lgr == NULL || via == NULL || rmb == NULL ||
-	    !lgr_link_is_active(via))
+	/* one whose session went tells no more: what it sent could only
+	 * fail it, and nothing of it is left to fail */
+	if (!sr->opened || sr->s == NULL || lgr == NULL || via == NULL ||
+	    rmb == NULL || !lgr_link_is_active(via))
 		return;
 	if (llc_pending_waits(&sr->llc)) {
 		sr->rkeys_owed = true;

@@ -113,14 +113,14 @@ b_late_write_done(struct wr_link *l, struct wr_tx_slot *slot, int status,
 	b_late_done = status;
 }
 
+/* B's end writes 64 bytes into A's RMB element, and their CDC. */
 static void
-b_early_abort(struct rconn *rc, void *arg)
+b_write_into_a(struct rconn *rc)
 {
 	struct cdc_cursor prod = {0, 0};
 	struct wr_tx_slot *slot;
 	struct wr_write wr;
 
-	b_early_aborts++;
 	memset(&wr, 0, sizeof(wr));
 	memset(rc->sndbuf->addr, 0x5a, 64);
 	wr.sge[0].addr = (uint64_t)(uintptr_t)rc->sndbuf->addr;
@@ -138,6 +138,13 @@ b_early_abort(struct rconn *rc, void *arg)
 		wr_tx_post(rc->link, slot, &wr, 1, b_late_write_done, NULL), 0);
 }
 
+static void
+b_early_abort(struct rconn *rc, void *arg)
+{
+	b_early_aborts++;
+	b_write_into_a(rc);
+}
+
 static const struct rconn_ops b_early_ops = {.peer_abort = b_early_abort};
 
 static void
@@ -150,21 +157,19 @@ b_pool_get(void)
 	ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &b_rmb), 0);
 }
 
+/*
+ * B's end of A's open m on link (b_early_conn, b_early_rc, with ops),
+ * then its CONN_ACCEPT on via, with its RMB element's rkey there.
+ */
 static void
-b_early_accept(struct lgr_link *link, const struct llc_info *m)
+b_accept_with(struct lgr_link *link, struct lgr_link *via,
+	      const struct llc_info *m, const struct rconn_ops *ops)
 {
-	struct lgr_link *other = NULL, *l;
 	const struct dev_mr *mr;
 	struct rconn_init in;
 	struct buf *sb, *rb;
 	struct llc_info a;
 
-	b_early = false;
-	for (l = lgr_link_next_active(link->lgr, NULL); l != NULL;
-	     l = lgr_link_next_active(link->lgr, l))
-		if (l != link)
-			other = l;
-	ck_assert_ptr_nonnull(other);
 	b_pool_get();
 	ck_assert_int_eq(buf_get(b_pool, BUF_SNDBUF, BUF_SIZE_MIN, &sb), 0);
 	ck_assert_int_eq(buf_get(b_pool, BUF_RMB, BUF_SIZE_MIN, &rb), 0);
@@ -182,11 +187,11 @@ b_early_accept(struct lgr_link *link, const struct llc_info *m)
 	in.peer_rmb.rkey = m->conn_open.rmb_rkey;
 	in.peer_rmb.vaddr = m->conn_open.rmb_vaddr;
 	in.peer_rmb.size = (uint32_t)clc_rmbe_bytes(m->conn_open.rmbe_size);
-	in.ops = &b_early_ops;
+	in.ops = ops;
 	b_early_rc = tx_conn_new(&in);
 	ck_assert_ptr_nonnull(b_early_rc);
 	b_early_conn.rc = b_early_rc;
-	mr = buf_mr(rb, other->dev->ops, other->pd);
+	mr = buf_mr(rb, via->dev->ops, via->pd);
 	ck_assert_ptr_nonnull(mr);
 	memset(&a, 0, sizeof(a));
 	a.type = LLC_CONN_ACCEPT;
@@ -195,8 +200,38 @@ b_early_accept(struct lgr_link *link, const struct llc_info *m)
 	a.conn_accept.token = b_early_conn.token;
 	a.conn_accept.rmb_rkey = mr->rkey;
 	a.conn_accept.rmb_vaddr = rb->iova;
-	ck_assert_int_eq(llc_send(other, &a, NULL, NULL), 0);
+	ck_assert_int_eq(llc_send(via, &a, NULL, NULL), 0);
 }
+
+static void
+b_early_accept(struct lgr_link *link, const struct llc_info *m)
+{
+	struct lgr_link *other = NULL, *l;
+
+	b_early = false;
+	for (l = lgr_link_next_active(link->lgr, NULL); l != NULL;
+	     l = lgr_link_next_active(link->lgr, l))
+		if (l != link)
+			other = l;
+	ck_assert_ptr_nonnull(other);
+	b_accept_with(link, other, m, &b_early_ops);
+}
+
+/*
+ * With b_late, B keeps the next open unanswered (b_late_open, on
+ * b_late_link) until the test has it accepted (b_late_accept_cb).
+ */
+static bool b_late;
+static struct llc_info b_late_open;
+static struct lgr_link *b_late_link;
+
+static void
+b_late_abort(struct rconn *rc, void *arg)
+{
+	b_early_aborts++;
+}
+
+static const struct rconn_ops b_late_ops = {.peer_abort = b_late_abort};
 
 static void
 b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
@@ -225,6 +260,12 @@ b_llc_rx(struct lgr_link *link, const struct llc_info *m, void *arg)
 							   m->conn_open.token;
 	if (b_early && m->type == LLC_CONN_OPEN) {
 		b_early_accept(link, m);
+		return;
+	}
+	if (b_late && m->type == LLC_CONN_OPEN) {
+		b_late = false;
+		b_late_open = *m;
+		b_late_link = link;
 		return;
 	}
 	if (!b_accepts || m->type != LLC_CONN_OPEN || b_nconns == 4)
@@ -335,6 +376,8 @@ close_cb(struct worker *wk, void *arg)
 	b_early_rc = NULL;
 	lgr_conn_del(&b_early_conn);
 	b_early = false;
+	b_late = false;
+	b_late_link = NULL;
 	lgr_ctx_free(ctx_b);
 	ctx_b = NULL;
 }
@@ -688,6 +731,14 @@ setup_rkeys2(void)
 {
 	a_rdma_extra = "cdc_data = false;";
 	setup_resume2();
+}
+
+/* One link, and the bytes by RDMA WRITE only (B reads no CDC). */
+static void
+setup_late(void)
+{
+	a_rdma_extra = "cdc_data = false;";
+	setup_resume();
 }
 
 static void
@@ -1219,6 +1270,106 @@ START_TEST(early_end_aborts_the_peer)
 	ck_assert_uint_eq(stat_a(STAT_conns_rdma), 1);
 	for (i = 0; i < 1000; i++)
 		want[i] = (unsigned char)(i * 11 + 3);
+	ck_assert_int_eq(write(clients[0], want, sizeof(want)),
+			 (ssize_t)sizeof(want));
+	ck_assert(wait_b_rmb(want));
+}
+END_TEST
+
+static void
+b_late_cb(struct worker *wk, void *arg)
+{
+	b_late = true;
+	b_late_link = NULL;
+	b_early_aborts = 0;
+	b_late_done = -1;
+}
+
+static void
+b_late_got_cb(struct worker *wk, void *arg)
+{
+	*(bool *)arg = b_late_link != NULL;
+}
+
+/* A closes its connection that waits for its CONN_OPEN's answer. */
+static void
+close_opening_cb(struct worker *wk, void *arg)
+{
+	struct session *s;
+
+	for (s = worker_sessions(wk); s != NULL; s = session_next(s))
+		if (s->state == SESSION_RDMA_OPEN) {
+			session_close(s, SESSION_SHUTDOWN);
+			return;
+		}
+	ck_abort_msg("no connection waits for its CONN_ACCEPT");
+}
+
+/* B accepts the open it kept, and its end writes into A's element at
+ * once, as an export whose target speaks first. */
+static void
+b_late_accept_cb(struct worker *wk, void *arg)
+{
+	ck_assert_ptr_nonnull(b_late_link);
+	b_accept_with(b_late_link, b_late_link, &b_late_open, &b_late_ops);
+	b_write_into_a(b_early_rc);
+}
+
+/*
+ * A connection closes (a shutdown, a reload, a client gone) with its
+ * CONN_OPEN unanswered, and the peer's CONN_ACCEPT comes after the
+ * cooling time of an RMB element (RMB_COOL_MS), with a new connection
+ * in between, whose buffers are taken after it.  The peer's end opens
+ * with the accept and writes into A's element at once: the WRITE lands
+ * (status 0; a remote access error were the element deregistered,
+ * which takes the link down), the peer's end is aborted, once, counted
+ * in conns_early_aborts, and the group, its link and the other
+ * connections live on.
+ */
+START_TEST(late_accept_aborts_the_peer)
+{
+	uint64_t shut = stat_a(STAT_CLOSE_BASE + SESSION_SHUTDOWN);
+	unsigned char want[1000];
+	struct early_seen e;
+	bool got = false;
+	int i;
+
+	relay_one(0);
+	worker_call(w, b_late_cb, NULL);
+	clients[1] = connect_to(rule_port);
+	for (i = 0; i < WAIT_MS / 10 && !got; i++) {
+		worker_call(w, b_late_got_cb, &got);
+		usleep(10000);
+	}
+	ck_assert_msg(got, "B got no CONN_OPEN");
+	worker_call(w, close_opening_cb, NULL);
+	ck_assert(wait_stat_a(STAT_CLOSE_BASE + SESSION_SHUTDOWN, shut + 1));
+	usleep((RMB_COOL_MS + 300) * 1000);
+	clients[2] = connect_to(rule_port);
+	ck_assert(wait_stat_a(STAT_conns_rdma, 2));
+	worker_call(w, b_late_accept_cb, NULL);
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		worker_call(w, early_seen_cb, &e);
+		if (e.aborts > 0 && e.late_done >= 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_msg(e.late_done == 0, "B's WRITE completed with %d",
+		      e.late_done);
+	ck_assert_msg(e.aborts == 1, "B's connection got %d aborts", e.aborts);
+	ck_assert_uint_eq(stat_a(STAT_conns_early_aborts), 1);
+	/* nothing failed on either side */
+	usleep(200000);
+	worker_call(w, early_seen_cb, &e);
+	ck_assert_int_eq(e.aborts, 1);
+	ck_assert_int_eq(e.b_state, LGR_STATE_ACTIVE);
+	ck_assert_int_eq(e.b_links, 1);
+	ck_assert(wait_links(1, 1));
+	ck_assert_int_eq(lgr_state_a(), LGR_STATE_ACTIVE);
+	ck_assert_uint_eq(stat_a(STAT_conns_rdma), 2);
+	ck_assert_uint_eq(stat_a(STAT_conns_active), 2);
+	for (i = 0; i < 1000; i++)
+		want[i] = (unsigned char)(i * 13 + 5);
 	ck_assert_int_eq(write(clients[0], want, sizeof(want)),
 			 (ssize_t)sizeof(want));
 	ck_assert(wait_b_rmb(want));
@@ -1961,6 +2112,8 @@ session_rdma_suite(void)
 		 failover_with_the_told_rkey);
 	one_case(s, "early_abort", setup_rkeys2, teardown_resume, 60,
 		 early_end_aborts_the_peer);
+	one_case(s, "late_accept", setup_late, teardown_resume, 60,
+		 late_accept_aborts_the_peer);
 	return s;
 }
 
