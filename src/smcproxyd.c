@@ -428,7 +428,8 @@ main(int argc, char *argv[])
 	bool check = false, list = false;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "c:dntVh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:dntVh", longopts, NULL)) !=
+	       -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
