@@ -56,7 +56,7 @@ PORT_XK=16604		# xfer server on b's link address over kernel SMC
 PORT_RK=16605		# redis-server on b's link address over kernel SMC
 PORT_XE=16620		# b5's smc_listen for xfer (exportK), 16621 for redis
 GIDX=$(rxe_gid_index "$RXE_DEV0" "$RXE_IP0") || rxe_die "no GID index"
-{ echo "gid_index $GIDX"; uname -r; nproc; } >"$RXE_OUT/vm.txt"
+{ echo "gid_index $GIDX"; uname -r; nproc; echo "link_ip $RXE_IP0"; } >"$RXE_OUT/vm.txt"
 # Kernel SMC-R: the smc module, the user EID both hosts share, and KS, the
 # prefix that runs a program with its TCP sockets as SMC sockets (rec runs
 # it under timeout, so a command, not a shell function)
@@ -118,6 +118,28 @@ unpark_b() {
 	rxe_await "ack-$_park" 60 || rxe_die "host b did not come back"
 }
 
+# RXE_TH_TIMELINE=N: per path, N connect-time connections one after
+# another with both hosts' packets captured (tcpdump -i any: the link,
+# RoCE and the loopback legs, one clock per host) into tl.PATH.pcap on
+# each host; the host side (contrib/bench/timeline.py) cuts them into
+# connections at each client SYN and prints where a connect's time goes,
+# step by step, beside kernel to kernel.  Untimed samples: tcpdump costs
+# each host some CPU per packet, the same on every path.
+tl_iters=${RXE_TH_TIMELINE:-0}
+# what is not the sample's: the park port, the sync folder is 9p
+TL_FILTER="not port $PORT_PARK and (tcp or udp port 4791)"
+tl_start() {	# tl_start PATH: tcpdump into tl.PATH.pcap, until tl_stop
+	tcpdump -i any -n -s 200 -B 8192 -w "$RXE_OUT/tl.$1.pcap" \
+		$TL_FILTER >"$RXE_OUT/tl.$1.tcpdump.log" 2>&1 &
+	_tl_pid=$!
+	rxe_wait 10 grep -q 'listening on' "$RXE_OUT/tl.$1.tcpdump.log" ||
+		rxe_log "tcpdump for $1 did not start"
+}
+tl_stop() {	# (tcpdump reads its ring once a second; SIGINT drops what is left)
+	sleep 2
+	kill -INT "$_tl_pid" 2>/dev/null
+	wait "$_tl_pid"
+}
 # rec PATH ROUND METRIC SIZE CMD...: run CMD, its output as one line; on
 # host a with host b parked.
 rec() {
@@ -204,7 +226,7 @@ kernel_smc: { ueids = [ "$RXE_KSMC_UEID" ]; allow = [ "$RXE_PEER_IP/32" ];
               bpf_object = "$abs_top_builddir/src/bpf/smc_opt.bpf.o"; };
 CONF
 		cp "$R/b5.conf" "$RXE_OUT/b5.conf"
-		daemon_start b5 "$R/b5.conf" || rxe_die "daemon b5 did not start"
+		daemon_start b5 "$R/b5.conf" -t || rxe_die "daemon b5 did not start"
 		daemons_b="$daemons_b b5"
 	fi
 	for n in 1 2 3 4 7; do
@@ -563,6 +585,47 @@ $(awk '{ print $14, $15 }' "/proc/$rxe_pid_a1/stat")
 EOF2
 	echo "a1 ticks over $((trace_iters * 5)) round trips: user $((_u1 - _u0)) system $((_s1 - _s0)) (CLK_TCK $(getconf CLK_TCK))" \
 		>"$RXE_OUT/cpu.a1.txt"
+fi
+
+# RXE_TH_TIMELINE=N (tl_start, tl_stop above): the timeline
+if [ "$tl_iters" -gt 0 ] && command -v tcpdump >/dev/null; then
+	echo "== timeline"
+	echo "timeline $tl_iters" >>"$RXE_OUT/vm.txt"
+	for p in ksmc exportK ruleK pairR direct; do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
+		cmd "tcpdump -i any -w tl.$p.pcap '$TL_FILTER' on both hosts around xfer client -c HOST:PORT --connect-time -n $tl_iters -s 64 ($p)"
+		on_b "tl_start $p"
+		tl_start $p
+		xrec $p 0 xfer_tl 64 --connect-time -n "$tl_iters" -s 64 \
+			--json -T 300
+		tl_stop
+		on_b tl_stop
+	done
+	# and exportK once more with b5's debug log on (-t: each line with
+	# the time, to line up with tl.exportK.pcap), apart: every debug
+	# line is a write
+	if [ "$ksmc_on" = 1 ]; then
+		on_b '"$CTL" -s "$R/b5.sock" log-level debug >/dev/null'
+		cmd "smcproxyctl log-level debug (b5, started with -t) around xfer client --connect-time -n 10 (exportK)"
+		on_b 'tl_start exportK-debug'
+		xrec exportK 0 xfer_tld 64 --connect-time -n 10 -s 64 --json -T 300
+		on_b 'tl_stop; "$CTL" -s "$R/b5.sock" log-level info >/dev/null'
+	fi
+	# and once more with host b sampled whole (perf record -a -g): where
+	# b's one vCPU goes during a connect, the daemon's user and kernel
+	# time beside the server's and the kernel's own (perf report -i
+	# tl.perf.data --kallsyms tl.kallsyms on the host).  perf takes
+	# seconds to start under TCG, so it runs for a fixed 30 s, the
+	# connects inside them.
+	if [ "$ksmc_on" = 1 ] && command -v perf >/dev/null; then
+		cmd "perf record -a -g -F 997 -- sleep 30 on host b, xfer client --connect-time -n $((tl_iters * 2)) inside it (exportK)"
+		on_b 'cat /proc/kallsyms >"$RXE_OUT/tl.kallsyms"
+			perf record -a -g -F 997 -o "$R/tl.perf.data" -- sleep 30 \
+				>"$RXE_OUT/tl.perf.log" 2>&1 & _tl_perf=$!; sleep 10'
+		xrec exportK 0 xfer_tlp 64 --connect-time -n $((tl_iters * 2)) \
+			-s 64 --json -T 300
+		on_b 'wait $_tl_perf; cp "$R/tl.perf.data" "$RXE_OUT/"'
+	fi
 fi
 
 # count_run PATH TAG "DAEMONS" CMD...: CMD with DAEMONS (a1, b1, ...)
