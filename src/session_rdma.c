@@ -550,7 +550,18 @@ session_rdma_read(struct session_rdma *sr)
 	if (n == 0) {
 		sr->rd_eof = true;
 		session_rdma_fin(sr, true);
-		tx_close(sr->rc, TX_CLOSE_DONE_WRITING);
+		/*
+		 * A kernel peer done writing, all of it written out here:
+		 * the connection is over both ways, and peer_conn_closed
+		 * goes with our FIN, as Linux's server sends it when its
+		 * program closes after EOF.  The peer's close() then finds
+		 * us closed and ends its side at once, inside that call,
+		 * instead of a CDC later, while its program opens the next
+		 * connection (docs/performance.md, "Connect timeline").
+		 */
+		tx_close(sr->rc, sr->smcr && sr->wr_shut ?
+					 TX_CLOSE_CLOSED :
+					 TX_CLOSE_DONE_WRITING);
 		return true;
 	}
 	if (errno == EAGAIN) {

@@ -130,7 +130,7 @@ tl_iters=${RXE_TH_TIMELINE:-0}
 TL_FILTER="not port $PORT_PARK and (tcp or udp port 4791)"
 tl_start() {	# tl_start PATH: tcpdump into tl.PATH.pcap, until tl_stop
 	tcpdump -i any -n -s 200 -B 8192 -w "$RXE_OUT/tl.$1.pcap" \
-		$TL_FILTER >"$RXE_OUT/tl.$1.tcpdump.log" 2>&1 &
+		"$TL_FILTER" >"$RXE_OUT/tl.$1.tcpdump.log" 2>&1 &
 	_tl_pid=$!
 	rxe_wait 10 grep -q 'listening on' "$RXE_OUT/tl.$1.tcpdump.log" ||
 		rxe_log "tcpdump for $1 did not start"
