@@ -113,7 +113,7 @@ expect_stat a lgr_terminated 0
 "$CTL" -s "$R/a.sock" stats reset >/dev/null || bad "stats reset on a"
 "$CTL" -s "$R/b.sock" stats reset >/dev/null || bad "stats reset on b"
 python3 - "$PORT_IDLE" "$HOLD" $((IDLE * 3 + 6)) >"$RXE_OUT/hold.out" 2>&1 <<'PY' &
-import socket, sys, time
+import selectors, socket, sys, time
 port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 socks = []
 t0 = time.time()
@@ -122,17 +122,27 @@ for i in range(n):
     s.sendall(b"x")        # one byte, then silence
     socks.append(s)
 print("open", len(socks), "in %.1f s" % (time.time() - t0), flush=True)
-time.sleep(hold)
-closed = 0
+# until each is closed (EOF or reset) or hold s have passed, whichever
+# comes first: a fixed sleep of hold s waited out the daemon's closes
+end = time.time() + hold
+sel = selectors.DefaultSelector()
 for s in socks:
     s.setblocking(False)
-    try:
-        if s.recv(1) == b"":
+    sel.register(s, selectors.EVENT_READ)
+closed = 0
+left = n
+while left > 0 and time.time() < end:
+    for key, _ in sel.select(max(end - time.time(), 0)):
+        try:
+            got = key.fileobj.recv(1)
+        except (ConnectionResetError, BrokenPipeError):
+            got = b""
+        except BlockingIOError:
+            continue
+        if got == b"":
             closed += 1
-    except (ConnectionResetError, BrokenPipeError):
-        closed += 1
-    except BlockingIOError:
-        pass
+        sel.unregister(key.fileobj)
+        left -= 1
 print("closed by the daemon", closed, flush=True)
 PY
 holder=$!

@@ -70,19 +70,14 @@ else
 		bad "a's connection log lacks dialect=smc-r ... transport=rdma"
 	fi
 	lgrs=$(rxe_stat a smc_out_lgrs)
-	i=0 failed=0
-	while [ $i -lt "$SHORT" ]; do
-		"$XFER" client -c "127.0.0.1:$PORT_RULE" -n 1 -b 16K -T 30 \
-			>"$RXE_OUT/xfer-short.out" 2>&1 || {
-			failed=$((failed + 1))
-			cp "$RXE_OUT/xfer-short.out" "$RXE_OUT/xfer-short-$i.out"
-		}
-		i=$((i + 1))
-	done
-	if [ "$failed" = 0 ]; then
+	# one client process opens each when the one before has ended
+	# (xfer --serial): a process per connection costs about 0.3 s under
+	# emulation and proves nothing more
+	if "$XFER" client -c "127.0.0.1:$PORT_RULE" -n "$SHORT" -b 16K \
+		--serial -T 200 >"$RXE_OUT/xfer-short.out" 2>&1; then
 		ok "$SHORT short connections one after another verified"
 	else
-		bad "$SHORT short connections: $failed failed: $(cat "$RXE_OUT"/xfer-short-*.out 2>/dev/null | tail -4)"
+		bad "$SHORT short connections: $(grep -v ': ok$' "$RXE_OUT/xfer-short.out" | tail -4)"
 	fi
 	expect_stat a smc_lgr_joins $((j + SHORT))
 	expect_stat a smc_out_lgrs "$lgrs"

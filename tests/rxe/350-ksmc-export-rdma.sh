@@ -86,20 +86,17 @@ else
 	rxe_signal moved
 	rxe_await b-counted 120 || bad "b did not count"
 	succ=$(ksmc_stat clnt_v2_succ)
-	i=0 failed=0
-	while [ $i -lt "$SHORT" ]; do
-		ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n 1 -b 16K -T 30 \
-			>"$RXE_OUT/xfer-short.out" 2>&1 || {
-			failed=$((failed + 1))
-			cp "$RXE_OUT/xfer-short.out" "$RXE_OUT/xfer-short-$i.out"
-		}
-		i=$((i + 1))
-	done
+	# one client process opens each when the one before has ended
+	# (xfer --serial): a process per connection costs about 0.3 s under
+	# emulation and proves nothing more
+	failed=0
+	ksmc "$XFER" client -c "$RXE_PEER_IP:$PORT" -n "$SHORT" -b 16K \
+		--serial -T 200 >"$RXE_OUT/xfer-short.out" 2>&1 || failed=1
 	s=$(($(ksmc_stat clnt_v2_succ) - succ))
 	if [ "$failed" = 0 ] && [ "$s" = "$SHORT" ]; then
 		ok "$SHORT short connections one after another verified, each SMC-Rv2 (clnt_v2_succ +$s)"
 	else
-		bad "$SHORT short connections: $failed failed, clnt_v2_succ +$s: $(cat "$RXE_OUT"/xfer-short-*.out 2>/dev/null | tail -4)"
+		bad "$SHORT short connections: clnt_v2_succ +$s: $(grep -v ': ok$' "$RXE_OUT/xfer-short.out" | tail -4)"
 	fi
 	rxe_signal short-done
 fi

@@ -191,6 +191,7 @@ struct opts {
 	uint32_t ping_size, ping_iters, warmup;
 	uint32_t gap_us;     /* pingpong: idle time between pings */
 	bool connect_time;   /* pingpong: one at a time, timed from connect */
+	bool serial;	     /* one at a time, each when the one before ended */
 	uint32_t write_size; /* stream: at most this much per write() */
 	double seconds;
 	double timeout;
@@ -1510,7 +1511,7 @@ usage(void)
 	      "[--seed N]\n"
 	      "            [--rst-max-ms MS] [--pause-read MS] [--sndbuf N] "
 	      "[--rcvbuf N]\n"
-	      "            [--write-size N] [-q] [--json]\n"
+	      "            [--write-size N] [--serial] [-q] [--json]\n"
 	      "\n"
 	      "duplex (default): -b bytes client->server, -B bytes back "
 	      "(default -b),\n"
@@ -1527,6 +1528,9 @@ usage(void)
 	      "  --server-rst-after N  the server sends N bytes then resets; "
 	      "the client\n"
 	      "                   must see ECONNRESET\n"
+	      "  --serial         the -n connections one after another, each "
+	      "opened when\n"
+	      "                   the one before ended (-T bounds them all)\n"
 	      "  --expect-close   the connection must be closed (FIN or RST) "
 	      "without\n"
 	      "                   any byte from the other end (target down, "
@@ -1747,8 +1751,14 @@ run_client(void)
 	resolve(opt.addr, &ss, &sl);
 	t0 = now_ns();
 	deadline = t0 + (uint64_t)(opt.timeout * NSEC);
-	/* --connect-time: each connection opens when the one before ended */
-	for (opened = 0; opened < (opt.connect_time ? 1 : opt.conns); opened++)
+	/*
+	 * --connect-time, --serial: each connection opens when the one before
+	 * ended, in one process (what a loop of clients costs in process
+	 * starts under emulation buys no check)
+	 */
+	for (opened = 0;
+	     opened < (opt.connect_time || opt.serial ? 1 : opt.conns);
+	     opened++)
 		client_open(&ss, sl, opened);
 	for (;;) {
 		active = 0;
@@ -1963,6 +1973,7 @@ enum long_only {
 	OPT_GAP_US,
 	OPT_WRITE_SIZE,
 	OPT_CONNECT_TIME,
+	OPT_SERIAL,
 };
 
 static const struct option longopts[] = {
@@ -1993,6 +2004,7 @@ static const struct option longopts[] = {
 	{"gap-us", required_argument, NULL, OPT_GAP_US},
 	{"write-size", required_argument, NULL, OPT_WRITE_SIZE},
 	{"connect-time", no_argument, NULL, OPT_CONNECT_TIME},
+	{"serial", no_argument, NULL, OPT_SERIAL},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -2112,6 +2124,9 @@ main(int argc, char **argv)
 		case OPT_CONNECT_TIME:
 			opt.connect_time = true;
 			opt.mode = MODE_PINGPONG;
+			break;
+		case OPT_SERIAL:
+			opt.serial = true;
 			break;
 		case OPT_WRITE_SIZE:
 			opt.write_size = (uint32_t)parse_size(optarg);
