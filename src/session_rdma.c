@@ -146,6 +146,31 @@ session_rdma_busy(const struct session_rdma_worker *srw)
 }
 
 /*
+ * The connections that outlived their sessions waiting for the answer to
+ * their CONN_OPEN (session_rdma_await_answer) go before the worker's
+ * data path does: no answer is read any more, and their groups end after
+ * (lgr_ctx_free), when nothing of the data path is left to give their
+ * buffers and their peer's share back to.
+ */
+static void
+session_rdma_drop_waiting(struct session_rdma_worker *srw)
+{
+	struct lgr_conn *c, *next;
+	struct session_rdma *sr;
+	struct lgr *lgr;
+
+	for (lgr = lgr_next(srw->ctx, NULL); lgr != NULL;
+	     lgr = lgr_next(srw->ctx, lgr)) {
+		for (c = lgr_conn_next(lgr, NULL); c != NULL; c = next) {
+			next = lgr_conn_next(lgr, c);
+			sr = c->arg;
+			if (sr->s == NULL)
+				session_rdma_free(sr);
+		}
+	}
+}
+
+/*
  * End a worker's RDMA data path after its sessions closed, before its
  * link-group context: the loop runs a little longer (2 s at most) for the
  * last CDCs in flight to complete, then the pool goes (buffers still out
@@ -160,6 +185,7 @@ session_rdma_worker_free(struct session_rdma_worker *srw)
 
 	if (srw == NULL)
 		return;
+	session_rdma_drop_waiting(srw);
 	/* the last CDCs of closed connections complete: their buffers back */
 	for (round = 0; round < 100 && session_rdma_busy(srw); round++) {
 		event_base_loopexit(worker_base(srw->w), &tv);
