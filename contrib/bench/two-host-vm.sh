@@ -140,6 +140,25 @@ tl_stop() {	# (tcpdump reads its ring once a second; SIGINT drops what is left)
 	kill -INT "$_tl_pid" 2>/dev/null
 	wait "$_tl_pid"
 }
+# RXE_TH_PROFILE=N: per path (ksmc, exportK, ruleK, pairR), N 64 B round
+# trips with both hosts sampled whole (perf record -a -g, 997 Hz): whose
+# CPU each round trip takes on each one-vCPU host (the daemon's user and
+# kernel time beside the program's, rxe's and the idle loop's); the host
+# side (contrib/bench/two-host) prints it per round trip.  perf takes
+# seconds to start under TCG and writes to tmpfs (a 9p share cannot
+# mmap); the round trips start after it is up and it stops at their end.
+pf_iters=${RXE_TH_PROFILE:-0}
+pf_start() {	# pf_start PATH: perf record into $R/pf.PATH.data, until pf_stop
+	perf record -a -g -F 997 -o "$R/pf.$1.data" \
+		>"$RXE_OUT/pf.$1.log" 2>&1 &
+	_pf_pid=$! _pf_path=$1
+	sleep 10
+}
+pf_stop() {
+	kill -INT "$_pf_pid" 2>/dev/null
+	wait "$_pf_pid"
+	cp "$R/pf.$_pf_path.data" "$RXE_OUT/" && rm -f "$R/pf.$_pf_path.data"
+}
 # rec PATH ROUND METRIC SIZE CMD...: run CMD, its output as one line; on
 # host a with host b parked.
 rec() {
@@ -626,6 +645,22 @@ if [ "$tl_iters" -gt 0 ] && command -v tcpdump >/dev/null; then
 			-s 64 --json -T 300
 		on_b 'wait $_tl_perf; cp "$R/tl.perf.data" "$RXE_OUT/"'
 	fi
+fi
+
+if [ "$pf_iters" -gt 0 ] && command -v perf >/dev/null; then
+	echo "== profile"
+	echo "profile $pf_iters" >>"$RXE_OUT/vm.txt"
+	cat /proc/kallsyms >"$RXE_OUT/pf.kallsyms"
+	on_b 'cat /proc/kallsyms >"$RXE_OUT/pf.kallsyms"'
+	for p in ksmc exportK ruleK pairR; do
+		kpath $p && [ "$ksmc_on" != 1 ] && continue
+		cmd "perf record -a -g -F 997 on both hosts around xfer client -c HOST:PORT -m pingpong -s 64 -i $pf_iters ($p)"
+		on_b "pf_start $p"
+		pf_start $p
+		xrec $p 0 xfer_pf 64 -m pingpong -s 64 -i "$pf_iters" --json -T 300
+		pf_stop
+		on_b pf_stop
+	done
 fi
 
 # count_run PATH TAG "DAEMONS" CMD...: CMD with DAEMONS (a1, b1, ...)
