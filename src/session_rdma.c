@@ -164,7 +164,7 @@ session_rdma_drop_waiting(struct session_rdma_worker *srw)
 		for (c = lgr_conn_next(lgr, NULL); c != NULL; c = next) {
 			next = lgr_conn_next(lgr, c);
 			sr = c->arg;
-			if (sr->s == NULL)
+			if (session_rdma_waiting_alone(sr))
 				session_rdma_free(sr);
 		}
 	}
@@ -410,7 +410,7 @@ session_rdma_link_down(struct lgr_conn *c, struct lgr_link *to)
 {
 	struct session_rdma *sr = c->arg;
 
-	if (sr->s == NULL) {
+	if (session_rdma_waiting_alone(sr)) {
 		/* no answer can come from a group that ended, nor a WRITE;
 		 * a link down leaves the answer to the others */
 		if (to == NULL)
@@ -1331,7 +1331,7 @@ session_rdma_accepted(struct lgr_link *link,
 	struct session_rdma *sr =
 		session_rdma_find(lgr_link_group(link), a->opener_token);
 
-	if (sr != NULL && sr->s == NULL) {
+	if (sr != NULL && session_rdma_waiting_alone(sr)) {
 		session_rdma_accepted_late(sr, a);
 		return;
 	}
@@ -1362,7 +1362,7 @@ session_rdma_rejected(struct lgr_link *link,
 		session_rdma_find(lgr_link_group(link), rj->opener_token);
 	enum session_reason r;
 
-	if (sr != NULL && sr->s == NULL) {
+	if (sr != NULL && session_rdma_waiting_alone(sr)) {
 		/* its session went first: the peer's end never opened */
 		session_rdma_free(sr);
 		return;

@@ -184,4 +184,12 @@ void session_rdma_unpark(struct session_rdma_worker *srw, struct session *s);
 void session_rdma_relay_start(struct session_rdma *sr, struct lgr_link *link);
 uint8_t session_rdma_rmbe_size(size_t size);
 
+/* Its session closed with its CONN_OPEN unanswered: sr waits alone for
+ * the answer, which only frees it (session_rdma_await_answer). */
+static inline bool
+session_rdma_waiting_alone(const struct session_rdma *sr)
+{
+	return sr->s == NULL;
+}
+
 #endif /* SMCPROXYD_SESSION_RDMA_H */

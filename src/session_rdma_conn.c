@@ -152,8 +152,8 @@ session_rdma_conn_rkeys_announce(struct session_rdma *sr)
 
 	/* one whose session went tells no more: what it sent could only
 	 * fail it, and nothing of it is left to fail */
-	if (!sr->opened || sr->s == NULL || lgr == NULL || via == NULL ||
-	    rmb == NULL || !lgr_link_is_active(via))
+	if (!sr->opened || session_rdma_waiting_alone(sr) || lgr == NULL ||
+	    via == NULL || rmb == NULL || !lgr_link_is_active(via))
 		return;
 	if (llc_pending_waits(&sr->llc)) {
 		sr->rkeys_owed = true;
