@@ -637,11 +637,15 @@ tx_post_data(struct rconn *rc, bool *corked)
 	 * Lazy unless somebody waits for its completion: the owner for ring
 	 * space (TX_BLOCKED: it may have found the ring full while nothing
 	 * was in flight to ask a completion of, and the peer may be waiting
-	 * for us in turn), a closing or freed connection.
+	 * for us in turn) or corked at the door (DOOR: the last completion
+	 * in flight opens it, and this CDC is now the last; lazy, it waited
+	 * for the peer's next message, which a stream's tail never brings),
+	 * a closing or freed connection.
 	 */
 	if (!(cs & (CDC_CS_PEER_DONE_WRITING | CDC_CS_PEER_CONN_CLOSED |
 		    CDC_CS_PEER_CONN_ABORT)) &&
-	    !(rc->flags & (RCONN_F_FREEING | RCONN_F_TX_BLOCKED)))
+	    !(rc->flags &
+	      (RCONN_F_FREEING | RCONN_F_TX_BLOCKED | RCONN_F_DOOR)))
 		wr_tx_lazy(slot);
 	err = wr_tx_post(l, slot, w, nw, tx_cdc_done, rc);
 	if (err) /* link down; a failover (maybe already done) resends */

@@ -1961,6 +1961,48 @@ START_TEST(corked_tail_when_window_opens)
 }
 END_TEST
 
+/*
+ * The owner corked at the door waits for the last CDC in flight; one
+ * posted behind it meanwhile (here our window update) becomes the last,
+ * so it is awaited too and must not be lazy: with nothing else coming
+ * to poll, its completion alone opens the door (two-host streams of
+ * 256 B writes stalled 30 and 60 s at their tail, until a TEST_LINK made
+ * the link poll).
+ */
+START_TEST(door_awaits_a_cdc_posted_behind_it)
+{
+	struct harness h;
+	struct tconn *a;
+	uint64_t lazy;
+	int ready;
+
+	h_open(&h, 1, 16, WR_WAIT_EXCLUSIVE);
+	h_conn(&h, 0, K16, K16, K16, K16, &cork, 100, K16);
+	a = &h.side[0].conn[0];
+	a->hold = true;
+	ck_assert_uint_eq(produce(&h.side[1].conn[0], 0), K16); /* A's RMB */
+	h_run(&h);
+	h_reap(&h);
+	ck_assert_uint_eq(produce(a, 10), 10); /* nothing in flight: goes */
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 1);
+	ck_assert(tx_cork_door(A(&h, 0), 50));
+	ready = a->space_ready;
+	lazy = wr_link_stats(h.side[0].link[0])->lazy_posts;
+	a->hold = false;
+	ck_assert_uint_eq(consume(a, 0), K16); /* drained: window update */
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 2);
+	ck_assert_uint_eq(wr_link_stats(h.side[0].link[0])->lazy_posts, lazy);
+	h_run(&h);
+	h_run(&h); /* a notification the last turn raised */
+	ck_assert_int_eq(A(&h, 0)->cdc_pend_tx_wr, 0);
+	ck_assert(!tx_door_closed(A(&h, 0)));
+	ck_assert_int_gt(a->space_ready, ready);
+	h_pump(&h);
+	h_check_streams(&h);
+	h_close(&h);
+}
+END_TEST
+
 /* ---- slot waiting ---- */
 
 static void
@@ -2240,6 +2282,7 @@ rconn_suite(void)
 	tcase_add_test(tc, ring_full_behind_shut_window_wakes_on_push);
 	tcase_add_test(tc, corked_tail_through_slot_wait);
 	tcase_add_test(tc, corked_tail_when_window_opens);
+	tcase_add_test(tc, door_awaits_a_cdc_posted_behind_it);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("slot_wait");
 	tcase_set_timeout(tc, 120);
